@@ -1,0 +1,84 @@
+"""``fdl config`` actions, free of typer so the fast path can call them too."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fdl.cli._session import Session
+
+__all__ = ["explain", "layers", "schema", "show", "validate"]
+
+
+def show(session: Session, *, env: str | None, as_json: bool, origins: bool, show_secrets: bool) -> int:
+    """Print the merged manifest (YAML with origins, or JSON)."""
+    from fdl.manifest._render import render_show, show_data
+
+    manifest = session.manifest(env)
+    if as_json:
+        session.console.json(show_data(manifest.tree, show_secrets=show_secrets))
+    else:
+        session.console.out(render_show(manifest.tree, origins=origins, show_secrets=show_secrets), end="")
+    return 0
+
+
+def explain(session: Session, key: str | None, *, env: str | None, as_json: bool, show_secrets: bool) -> int:
+    """Explain one key (or every leaf): winner, layer, what it overrode."""
+    from fdl.manifest._render import explain_data, render_explain
+
+    manifest = session.manifest(env)
+    explanations = manifest.explain(key)
+    if as_json:
+        session.console.json(explain_data(explanations, show_secrets=show_secrets))
+    else:
+        session.console.out(render_explain(explanations, show_secrets=show_secrets), end="")
+    return 0
+
+
+def layers(session: Session, *, env: str | None, as_json: bool) -> int:
+    """List every candidate layer in precedence order and whether it was used."""
+    from fdl.manifest._render import layers_data, render_layers
+
+    manifest = session.manifest(env, validate=False)
+    if as_json:
+        session.console.json(layers_data(manifest.candidates))
+    else:
+        session.console.out(render_layers(manifest.candidates, manifest.env), end="")
+    return 0
+
+
+def schema(session: Session, output: Path | None) -> int:
+    """Print (or write) the manifest's JSON Schema."""
+    from fdl.manifest.sections import root_spec
+
+    document = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://fdl.invalid/schema/fdl.schema.json",
+        "title": "fdl.yml",
+        **root_spec().json_schema(),
+    }
+    # inherit-from is consumed before validation but belongs in every file.
+    document["properties"]["inherit-from"] = {
+        "type": "string",
+        "description": "A manifest this file inherits from (relative path).",
+    }
+    text = json.dumps(document, indent=2, sort_keys=True) + "\n"
+    if output is None:
+        session.console.out(text, end="")
+    else:
+        output.write_text(text, encoding="utf-8")
+        session.console.info(f"wrote {output}")
+    return 0
+
+
+def validate(session: Session, *, env: str | None, all_envs: bool) -> int:
+    """Validate the base manifest and the selected (or every) overlay."""
+    base = session.manifest(None)
+    envs = base.environments() if all_envs else ([env or session.env] if (env or session.env) else [])
+    checked = ["base"]
+    for name in envs:
+        assert name is not None
+        session.manifest(name)
+        checked.append(name)
+    session.console.info(f"{base.path.name}: valid ({', '.join(checked)})")
+    return 0

@@ -1,0 +1,131 @@
+"""Global options: recognised only before the command name.
+
+Everything after the command name belongs to the command, so ``fdl test -- -v``
+passes ``-v`` to the test script (the reference strips it anywhere).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fdl.errors import UsageError
+from fdl._text import did_you_mean
+
+__all__ = ["GLOBAL_OPTIONS_HELP", "GlobalOptions", "parse_globals"]
+
+GLOBAL_OPTIONS_HELP = [
+    ("-e, --env NAME", "apply the overlay fdl.NAME.yml (also `@NAME`, or $FDL_ENV)"),
+    ("-f, --manifest PATH", "use this manifest instead of the nearest fdl.yml"),
+    ("-C, --directory DIR", "run as if fdl was started in DIR"),
+    ("--set KEY=VALUE", "override a manifest value (repeatable; highest precedence)"),
+    ("-v, --verbose", "more output (repeat for more); tracebacks for internal errors"),
+    ("-q, --quiet", "only errors and results"),
+    ("--no-color", "no colours (also $NO_COLOR)"),
+    ("-V, --version", "print the version and exit"),
+    ("-h, --help", "show this help (`fdl <command> --help` for a command)"),
+]
+
+_VALUE_OPTIONS = {
+    "-e": "env",
+    "--env": "env",
+    "-f": "manifest",
+    "--manifest": "manifest",
+    "-C": "directory",
+    "--directory": "directory",
+    "--set": "set",
+}
+_FLAGS = ["--verbose", "--quiet", "--no-color", "--version", "--help", "-v", "-q", "-V", "-h"]
+
+
+@dataclass
+class GlobalOptions:
+    """What the global options asked for."""
+
+    env: str | None = None
+    env_from: str = ""
+    manifest: Path | None = None
+    directory: Path | None = None
+    sets: list[str] = field(default_factory=list)
+    verbosity: int = 1
+    no_color: bool = False
+    version: bool = False
+    help: bool = False
+
+
+def _set_env(options: GlobalOptions, value: str, source: str) -> None:
+    if not value or value.startswith("-"):
+        raise UsageError(f"{source} needs an environment name", hint="e.g. `fdl --env ci test`")
+    if options.env is not None and options.env != value:
+        raise UsageError(
+            f"two environments selected: {options.env!r} ({options.env_from}) and {value!r} ({source})",
+            hint="select one environment",
+        )
+    options.env = value
+    options.env_from = source
+
+
+def _assign(options: GlobalOptions, name: str, value: str, flag: str) -> None:
+    if name == "env":
+        _set_env(options, value, flag)
+    elif name == "manifest":
+        options.manifest = Path(value)
+    elif name == "directory":
+        options.directory = Path(value)
+    else:
+        options.sets.append(value)
+
+
+def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
+    """Split ``argv`` into global options and the command with its arguments.
+
+    Raises:
+        UsageError: an unknown option before the command, or a missing value.
+    """
+    options = GlobalOptions()
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        if token.startswith("@") and len(token) > 1:
+            _set_env(options, token[1:], token)
+            index += 1
+            continue
+        if token == "--":
+            index += 1
+            break
+        if not token.startswith("-") or token == "-":
+            break
+        name, eq, inline = token.partition("=")
+        if name in _VALUE_OPTIONS and token.startswith("--") and eq:
+            _assign(options, _VALUE_OPTIONS[name], inline, name)
+            index += 1
+            continue
+        if token in _VALUE_OPTIONS:
+            if index + 1 >= len(argv):
+                raise UsageError(f"{token} needs a value", hint=f"e.g. `fdl {token} VALUE ...`")
+            _assign(options, _VALUE_OPTIONS[token], argv[index + 1], token)
+            index += 2
+            continue
+        if len(token) > 2 and token[0] == "-" and token[1] != "-" and token[:2] in _VALUE_OPTIONS:
+            _assign(options, _VALUE_OPTIONS[token[:2]], token[2:], token[:2])
+            index += 1
+            continue
+        if token in ("-v", "--verbose"):
+            options.verbosity += 1
+        elif token.startswith("-v") and set(token[1:]) == {"v"}:
+            options.verbosity += len(token) - 1
+        elif token in ("-q", "--quiet"):
+            options.verbosity = 0
+        elif token == "--no-color":
+            options.no_color = True
+        elif token in ("-V", "--version"):
+            options.version = True
+        elif token in ("-h", "--help"):
+            options.help = True
+        else:
+            known = [*_VALUE_OPTIONS, *_FLAGS]
+            close = did_you_mean(token, [k for k in known if k.startswith("--")])
+            hint = f"did you mean {close}?" if close else "global options go before the command; see `fdl --help`"
+            raise UsageError(f"unknown global option {token}", hint=hint)
+        index += 1
+    return options, argv[index:]

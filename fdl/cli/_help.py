@@ -1,0 +1,56 @@
+"""``fdl --help``: built-ins, the project's commands and its environments."""
+
+from __future__ import annotations
+
+from fdl import __version__
+from fdl.cli._globals import GLOBAL_OPTIONS_HELP
+from fdl.cli._registry import BUILTINS
+from fdl.cli._session import Session
+from fdl.errors import ManifestError
+
+__all__ = ["render_top_help"]
+
+
+def _rows(rows: list[tuple[str, str]], indent: int = 2) -> list[str]:
+    width = max((len(left) for left, _ in rows), default=0) + 2
+    return [f"{' ' * indent}{left:<{width}}{right}".rstrip() for left, right in rows]
+
+
+def render_top_help(session: Session) -> str:
+    """The top-level help text (manifest problems are shown, not raised)."""
+    lines = [
+        f"fdl {__version__} - toolchain for libtorch training projects",
+        "",
+        "Usage: fdl [global options] <command> [arguments]",
+        "       fdl [global options] <project-command> [-- arguments for it]",
+        "",
+        "Global options (only before the command):",
+        *_rows(GLOBAL_OPTIONS_HELP),
+        "",
+        "Built-in commands:",
+        *_rows([(b.name, b.summary) for b in BUILTINS.values()]),
+    ]
+    try:
+        manifest = session.manifest_or_none()
+    except ManifestError as error:
+        lines += ["", f"Project commands: unavailable, the manifest has a problem: {error}"]
+        manifest = None
+    if manifest is not None:
+        commands = manifest.data.get("commands") or {}
+        rows = []
+        for name, spec in commands.items():
+            spec = spec or {}
+            text = spec.get("description") or spec.get("run") or "(nested commands)"
+            if name in BUILTINS:
+                text += f"  [shadowed by the built-in; run it with `fdl run {name}`]"
+            rows.append((name, text))
+        title = manifest.data.get("description")
+        header = f"Project commands ({manifest.path.name}{': ' + title if title else ''}):"
+        lines += ["", header, *(_rows(rows) if rows else ["  (none declared)"])]
+        envs = manifest.environments()
+        if envs:
+            active = session.env
+            shown = [f"{e} (active)" if e == active else e for e in envs]
+            lines += ["", f"Environments: {', '.join(shown)}   (select with --env NAME or @NAME)"]
+    lines += ["", "Run `fdl <command> --help` for the options of a command."]
+    return "\n".join(lines) + "\n"

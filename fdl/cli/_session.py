@@ -1,0 +1,145 @@
+"""What one invocation knows: global options, console, environment, manifest."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from fdl.cli._console import Console
+from fdl.cli._globals import GlobalOptions
+from fdl.errors import ManifestError
+
+if TYPE_CHECKING:
+    from fdl.manifest import Discovered, Manifest
+
+__all__ = ["Session", "current", "install"]
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+@dataclass
+class Session:
+    """State shared by the command that runs in this process.
+
+    Attributes:
+        options: The global options.
+        console: Where output goes.
+        cwd: The directory fdl acts in (``-C`` applied).
+        environ: The process environment.
+        interactive: Whether prompts may be shown (stdin and stderr are terminals).
+    """
+
+    options: GlobalOptions
+    console: Console
+    cwd: Path
+    environ: Mapping[str, str]
+    interactive: bool = field(default_factory=_interactive)
+    _manifests: dict[tuple[str | None, tuple[str, ...]], Manifest] = field(default_factory=dict)
+
+    @property
+    def env(self) -> str | None:
+        """The selected environment: ``--env``/``@NAME``, else ``$FDL_ENV``."""
+        if self.options.env:
+            return self.options.env
+        return self.environ.get("FDL_ENV") or None
+
+    def discover(self) -> Discovered:
+        """Find the manifest file, handling example files as documented.
+
+        With only ``fdl.yml.example`` present: in a terminal, offer to copy it;
+        otherwise use it read-only and say so once.
+        """
+        from fdl.manifest import Discovered, discover
+
+        found = discover(self.cwd, self.options.manifest)
+        if not found.example or self.options.manifest is not None:
+            return found
+        target = found.path.with_name(found.path.name.rsplit(".", 1)[0])
+        if self.interactive:
+            self.console.stderr.write(
+                f"fdl: found {found.path.name} but no {target.name}. Copy it to {target.name}? [Y/n] "
+            )
+            self.console.stderr.flush()
+            answer = sys.stdin.readline().strip().lower()
+            if answer in ("", "y", "yes"):
+                shutil.copyfile(found.path, target)
+                self.console.info(f"fdl: created {target} (edit it to customise)")
+                return Discovered(target)
+        self.console.note(
+            f"using {found.path.name} read-only (no {target.name}); copy it to {target.name} to customise",
+            once_key="example",
+        )
+        return found
+
+    def manifest(self, env: str | None = None, *, validate: bool = True) -> Manifest:
+        """The merged manifest for ``env`` (default: the selected environment).
+
+        Raises:
+            ManifestError: not found, invalid, or the overlay does not exist.
+        """
+        from fdl.manifest._manifest import build_manifest
+
+        chosen = env if env is not None else self.env
+        key = (chosen, tuple(self.options.sets) + (("validate",) if validate else ()))
+        cached = self._manifests.get(key)
+        if cached is not None:
+            return cached
+        discovered = self.discover()
+        manifest = build_manifest(
+            discovered,
+            env=chosen,
+            environ=self.environ,
+            sets=self.options.sets,
+            schema=_root_schema() if validate else None,
+        )
+        self._manifests[key] = manifest
+        return manifest
+
+    def manifest_or_none(self) -> Manifest | None:
+        """The manifest, or None when there is no manifest at all (other errors raise)."""
+        try:
+            return self.manifest()
+        except ManifestError as exc:
+            if exc.message.startswith("no fdl.yml found"):
+                return None
+            raise
+
+
+def _root_schema() -> object:
+    from fdl.manifest.sections import root_spec
+
+    return root_spec()
+
+
+_CURRENT: list[Session] = []
+
+
+def install(options: GlobalOptions, console: Console, environ: Mapping[str, str] | None = None) -> Session:
+    """Create the session for this invocation."""
+    env = os.environ if environ is None else environ
+    cwd = Path.cwd()
+    if options.directory is not None:
+        cwd = (cwd / options.directory).resolve()
+        if not cwd.is_dir():
+            from fdl.errors import UsageError
+
+            raise UsageError(f"-C {options.directory}: not a directory", hint="pass an existing directory")
+    session = Session(options=options, console=console, cwd=cwd, environ=env)
+    _CURRENT[:] = [session]
+    return session
+
+
+def current() -> Session:
+    """The session of this invocation (set up by ``fdl.cli.main``)."""
+    if not _CURRENT:
+        from fdl.cli._console import Console
+
+        return install(GlobalOptions(), Console())
+    return _CURRENT[0]

@@ -1,0 +1,1 @@
+"""Typer apps of the built-in command groups (imported lazily by ``fdl.cli``)."""

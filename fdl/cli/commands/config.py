@@ -1,0 +1,95 @@
+"""``fdl config``: the merged manifest, where each value came from, its schema."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from fdl.cli import _config_actions as actions
+from fdl.cli._session import current
+
+app = typer.Typer(
+    name="config",
+    help="Show, explain and validate the merged manifest.\n\nExample: fdl config show --env ci",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+EnvOption = Annotated[
+    Optional[str], typer.Option("--env", "-e", help="Environment overlay (default: the global one).")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Output JSON.")]
+SecretsOption = Annotated[bool, typer.Option("--show-secrets", help="Show secret values instead of ***.")]
+
+
+def normalize(args: list[str]) -> list[str]:
+    """``fdl config --explain [KEY]`` is ``fdl config explain [KEY]``."""
+    if args and args[0] == "--explain":
+        return ["explain", *args[1:]]
+    if args and args[0].startswith("--explain="):
+        return ["explain", args[0].split("=", 1)[1], *args[1:]]
+    return args
+
+
+@app.command()
+def show(
+    env: EnvOption = None,
+    as_json: JsonOption = False,
+    no_origin: Annotated[bool, typer.Option("--no-origin", help="Leave out the origin comments.")] = False,
+    show_secrets: SecretsOption = False,
+) -> None:
+    """Print the merged manifest, each value annotated with the file:line it came from.
+
+    Example: fdl config show --env ci
+    """
+    raise typer.Exit(actions.show(current(), env=env, as_json=as_json, origins=not no_origin, show_secrets=show_secrets))
+
+
+@app.command()
+def explain(
+    key: Annotated[Optional[str], typer.Argument(help="Dotted key, e.g. commands.test.run.")] = None,
+    env: EnvOption = None,
+    as_json: JsonOption = False,
+    show_secrets: SecretsOption = False,
+) -> None:
+    """For each value: the layer that won (file:line:col), and what it overrode.
+
+    Example: fdl config explain commands.test --env ci
+    """
+    raise typer.Exit(actions.explain(current(), key, env=env, as_json=as_json, show_secrets=show_secrets))
+
+
+@app.command()
+def layers(env: EnvOption = None, as_json: JsonOption = False) -> None:
+    """List every candidate layer in precedence order, whether it exists and was used.
+
+    Example: fdl config layers --env ci
+    """
+    raise typer.Exit(actions.layers(current(), env=env, as_json=as_json))
+
+
+@app.command()
+def schema(
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file.")] = None,
+) -> None:
+    """Print the manifest's JSON Schema (for editors validating fdl.yml).
+
+    Example: fdl config schema -o .vscode/fdl.schema.json
+    """
+    raise typer.Exit(actions.schema(current(), output))
+
+
+@app.command()
+def validate(
+    env: EnvOption = None,
+    all_envs: Annotated[bool, typer.Option("--all-envs", help="Validate every overlay too.")] = False,
+) -> None:
+    """Check the manifest (and overlays) against the schema; exit 3 on problems.
+
+    Example: fdl config validate --all-envs
+    """
+    raise typer.Exit(actions.validate(current(), env=env, all_envs=all_envs))

@@ -1,0 +1,178 @@
+"""Error types of fdl and the exit codes they map to.
+
+The core raises these; only the CLI turns them into messages and exit codes
+(``fdl.cli._failure``). Every error carries what is wrong, where (a manifest
+location when there is one) and how to fix it.
+
+Exit codes (documented in the README):
+
+====  ===================================================================
+code  meaning
+====  ===================================================================
+0     success
+1     the operation failed (a build, a verification, a check with --strict)
+2     usage error: unknown option, bad argument value, wrong command form
+3     manifest error: not found, cannot be parsed, fails validation
+4     environment problem: a required tool, engine or file is missing or
+      incompatible (docker not answering, nvcc cannot target an arch, ...)
+5     network error: a download failed after its retries
+70    internal error (a bug in fdl; run with -v for the traceback)
+130   interrupted (Ctrl-C)
+====  ===================================================================
+
+Manifest commands (``fdl <command>``) exit with their child's exit code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+
+__all__ = [
+    "CommandFailed",
+    "EnvironmentProblem",
+    "ExitCode",
+    "FdlError",
+    "Interrupted",
+    "Location",
+    "ManifestError",
+    "ManifestErrors",
+    "NetworkError",
+    "UsageError",
+]
+
+
+class ExitCode(IntEnum):
+    """Process exit codes of the ``fdl`` command."""
+
+    OK = 0
+    FAILURE = 1
+    USAGE = 2
+    MANIFEST = 3
+    ENVIRONMENT = 4
+    NETWORK = 5
+    BUG = 70
+    INTERRUPTED = 130
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A place in a file: 1-based line and column (0 when unknown)."""
+
+    file: str
+    line: int = 0
+    column: int = 0
+    path: Path | None = None
+
+    def __str__(self) -> str:
+        if self.line and self.column:
+            return f"{self.file}:{self.line}:{self.column}"
+        if self.line:
+            return f"{self.file}:{self.line}"
+        return self.file
+
+
+class FdlError(Exception):
+    """Base of every error fdl reports to a user (no traceback shown).
+
+    Args:
+        message: What is wrong, one sentence.
+        hint: How to fix it (a command to run, a value to change).
+        location: Where it comes from (manifest file:line:col), if anywhere.
+        details: Extra lines shown under the message (e.g. the tail of a log).
+    """
+
+    exit_code: ExitCode = ExitCode.FAILURE
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        location: Location | None = None,
+        details: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.location = location
+        self.details = details
+
+    def __str__(self) -> str:
+        prefix = f"{self.location}: " if self.location else ""
+        return f"{prefix}{self.message}"
+
+
+class UsageError(FdlError):
+    """The command line is wrong (unknown option, bad value, wrong form)."""
+
+    exit_code = ExitCode.USAGE
+
+
+class ManifestError(FdlError):
+    """The manifest cannot be found, parsed or validated."""
+
+    exit_code = ExitCode.MANIFEST
+
+
+class ManifestErrors(ManifestError):
+    """Several manifest problems found at once (validation reports them all)."""
+
+    def __init__(self, errors: list[ManifestError]) -> None:
+        count = len(errors)
+        super().__init__(f"{count} problem{'s' if count != 1 else ''} in the manifest")
+        self.errors = errors
+
+
+class EnvironmentProblem(FdlError):
+    """A tool, engine or file the operation needs is missing or incompatible."""
+
+    exit_code = ExitCode.ENVIRONMENT
+
+
+class NetworkError(FdlError):
+    """A download or remote request failed after its retries."""
+
+    exit_code = ExitCode.NETWORK
+
+
+class CommandFailed(FdlError):
+    """An external command exited with a non-zero status.
+
+    Args:
+        argv: The command that failed.
+        returncode: Its exit status.
+        output_tail: The last lines it printed (shown to the user).
+        log_file: Where the full output was written, if anywhere.
+    """
+
+    def __init__(
+        self,
+        argv: list[str],
+        returncode: int,
+        *,
+        output_tail: str = "",
+        log_file: Path | None = None,
+        hint: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        shown = " ".join(argv)
+        if len(shown) > 200:
+            shown = shown[:197] + "..."
+        text = message or f"`{shown}` exited with status {returncode}"
+        if log_file is not None:
+            text += f" (full log: {log_file})"
+        super().__init__(text, hint=hint, details=output_tail or None)
+        self.argv = argv
+        self.returncode = returncode
+        self.log_file = log_file
+
+
+class Interrupted(FdlError):
+    """The user pressed Ctrl-C (or the process got SIGINT/SIGTERM)."""
+
+    exit_code = ExitCode.INTERRUPTED
+
+    def __init__(self, message: str = "interrupted") -> None:
+        super().__init__(message)

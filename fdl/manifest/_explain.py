@@ -1,0 +1,197 @@
+"""Explain where each merged value came from and what it overrode.
+
+Layers stay separate; an explanation replays, for one key path, what every
+layer did to it (set, append, delete, replace an ancestor), lowest layer first,
+with the same rules as :mod:`fdl.manifest._merge`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from fdl.manifest._nodes import (
+    TAG_APPEND,
+    TAG_REPLACE,
+    MapNode,
+    Node,
+    Origin,
+    ScalarNode,
+    SeqNode,
+    node_at,
+    walk_leaves,
+)
+
+if TYPE_CHECKING:
+    from fdl.manifest._layers import Layer
+
+SET = "set"
+APPEND = "append"
+DELETE = "delete"
+REPLACE_ANCESTOR = "replace-ancestor"
+REMOVED_BY_REPLACE = "removed-by-replace"
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """What one layer did to one key path.
+
+    Attributes:
+        action: ``set``, ``append``, ``delete``, ``replace-ancestor`` (an
+            ancestor key was set to a non-mapping) or ``removed-by-replace``
+            (an ancestor mapping tagged ``!replace`` left this key out).
+        value: The value written (plain data); for ancestor actions, the
+            ancestor's value.
+        origin: Where it was written.
+        at: The key path the action was written at (an ancestor for the
+            ancestor actions).
+        node: The node written (used for secret detection).
+    """
+
+    action: str
+    value: object
+    origin: Origin
+    at: tuple[str, ...]
+    node: Node | None = None
+
+
+@dataclass
+class Explanation:
+    """The story of one key path.
+
+    Attributes:
+        path: The key path.
+        value: The final value (plain data), None when the key is gone.
+        present: Whether the key exists in the merged manifest.
+        live: Contributions making up the final value (several for ``!append``),
+            newest first.
+        overridden: Contributions that no longer count, newest first.
+        removed_by: The contribution that deleted the key, when it is gone.
+    """
+
+    path: tuple[str, ...]
+    value: object
+    present: bool
+    live: list[Contribution] = field(default_factory=list)
+    overridden: list[Contribution] = field(default_factory=list)
+    removed_by: Contribution | None = None
+
+    @property
+    def winner(self) -> Contribution | None:
+        """The newest contribution to the final value."""
+        return self.live[0] if self.live else None
+
+
+def _is_null(node: Node) -> bool:
+    return isinstance(node, ScalarNode) and node.value is None
+
+
+def layer_effect(root: Node | None, path: tuple[str, ...]) -> Contribution | None:
+    """What the layer rooted at ``root`` does to ``path`` (None: nothing)."""
+    node = root
+    under_replace = False
+    for depth, key in enumerate(path):
+        if not isinstance(node, MapNode):
+            return None
+        if node.tag == TAG_REPLACE and depth > 0:
+            under_replace = True
+        child = node.entries.get(key)
+        if child is None:
+            if node.tag == TAG_REPLACE and depth > 0:
+                at = path[:depth]
+                return Contribution(REMOVED_BY_REPLACE, node.plain(), node.origin, at, node)
+            return None
+        at = path[: depth + 1]
+        if depth == len(path) - 1:
+            if _is_null(child) and not under_replace:
+                return Contribution(DELETE, None, child.origin, at, child)
+            if isinstance(child, SeqNode) and child.tag == TAG_APPEND and not under_replace:
+                return Contribution(APPEND, child.plain(), child.origin, at, child)
+            return Contribution(SET, child.plain(), child.origin, at, child)
+        if not isinstance(child, MapNode):
+            if _is_null(child) and not under_replace:
+                return Contribution(DELETE, None, child.origin, at, child)
+            return Contribution(REPLACE_ANCESTOR, child.plain(), child.origin, at, child)
+        node = child
+    return None
+
+
+def explain_path(layers: list[Layer], final: Node | None, path: tuple[str, ...]) -> Explanation:
+    """Replay every layer's effect on ``path``, lowest layer first.
+
+    The leaf goes through the states of :func:`fdl.manifest._merge.compose`:
+    absent, null (an empty value), live, deleted.
+    """
+    live: list[Contribution] = []
+    overridden: list[Contribution] = []
+    removed_by: Contribution | None = None
+    state = "absent"
+    for layer in layers:
+        effect = layer_effect(layer.root, path)
+        if effect is None:
+            continue
+        action = effect.action
+        if action == APPEND and state == "live" and isinstance(live[-1].value, list):
+            live.append(effect)
+        elif action == DELETE:
+            if state in ("absent", "null"):
+                overridden.extend(live)
+                live, state = [effect], "null"
+            elif state == "deleted":
+                overridden.append(effect)
+            else:
+                overridden.extend(live)
+                live, state, removed_by = [], "deleted", effect
+        elif action in (REPLACE_ANCESTOR, REMOVED_BY_REPLACE):
+            overridden.extend(live)
+            live, state, removed_by = [], "deleted", effect
+        else:
+            overridden.extend(live)
+            live = [effect]
+            state = "null" if effect.value is None else "live"
+            removed_by = None
+    node = node_at(final, path) if final is not None else None
+    return Explanation(
+        path=path,
+        value=node.plain() if node is not None else None,
+        present=node is not None,
+        live=list(reversed(live)),
+        overridden=list(reversed(overridden)),
+        removed_by=removed_by if node is None else None,
+    )
+
+
+def explainable_paths(layers: list[Layer], final: Node | None, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every leaf path written by any layer (under ``prefix``), final order first.
+
+    Paths whose final value is a non-empty mapping are left out: their leaves
+    are explained instead.
+    """
+    seen: dict[tuple[str, ...], None] = {}
+    base = node_at(final, prefix) if final is not None else None
+    if base is not None:
+        for path, _ in walk_leaves(base, prefix):
+            seen[path] = None
+    for layer in layers:
+        start = node_at(layer.root, prefix) if layer.root is not None else None
+        if start is None:
+            continue
+        for path, _ in walk_leaves(start, prefix):
+            if path in seen:
+                continue
+            current = node_at(final, path) if final is not None else None
+            if isinstance(current, MapNode) and current.entries:
+                continue
+            seen[path] = None
+    return _drop_covered(list(seen), final)
+
+
+def _drop_covered(paths: list[tuple[str, ...]], final: Node | None) -> list[tuple[str, ...]]:
+    """Drop removed paths whose removed ancestor is listed too (one story, told once)."""
+    removed = {p for p in paths if (node_at(final, p) if final is not None else None) is None}
+    out = []
+    for path in paths:
+        if path in removed and any(path[:i] in removed for i in range(1, len(path))):
+            continue
+        out.append(path)
+    return out

@@ -1,0 +1,395 @@
+"""Finding manifest files and reading them into layers.
+
+Precedence, lowest first: files inherited by the base (``inherit-from``), the
+base ``fdl.yml``, files inherited by the overlay, the overlay
+``fdl.<env>.yml``, ``FDL__A__B`` environment variables, ``--set a.b=v``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fdl.errors import ManifestError, UsageError
+from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode
+
+BASE_NAMES = ("fdl.yml", "fdl.yaml", "fdl.json")
+EXAMPLE_SUFFIXES = (".example", ".dist")
+OVERLAY_EXTENSIONS = ("yml", "yaml", "json")
+INHERIT_KEY = "inherit-from"
+ENV_PREFIX = "FDL__"
+ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+_OVERLAY_FILE = re.compile(r"^fdl\.([A-Za-z0-9][A-Za-z0-9_-]*)\.(yml|yaml|json)$")
+
+
+@dataclass
+class Layer:
+    """One source of manifest values.
+
+    Attributes:
+        kind: Base, inherited, overlay, environment variables or ``--set``.
+        source: Display name (path relative to the project root, or a label).
+        path: The file, for file layers.
+        root: The parsed mapping; None for an empty file.
+    """
+
+    kind: LayerKind
+    source: str
+    path: Path | None
+    root: Node | None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A file that could contribute a layer (for ``fdl config layers``)."""
+
+    kind: LayerKind
+    source: str
+    path: Path | None
+    exists: bool
+    used: bool
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Discovered:
+    """The manifest file found for a directory.
+
+    Attributes:
+        path: The file to read.
+        example: True when ``path`` is an ``.example``/``.dist`` file used
+            because no real manifest exists.
+    """
+
+    path: Path
+    example: bool = False
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent
+
+
+def display_name(path: Path, root: Path) -> str:
+    """``path`` relative to the project root when below it, else absolute."""
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        rel = os.path.relpath(path, root)
+        return rel if not rel.startswith("../../..") else str(path)
+
+
+def find_in_directory(directory: Path) -> Discovered | None:
+    """The manifest of ``directory`` itself (no walking up), if any.
+
+    Raises:
+        ManifestError: when two candidates of the same rank exist.
+    """
+    real = [directory / name for name in BASE_NAMES if (directory / name).is_file()]
+    if len(real) > 1:
+        names = " and ".join(p.name for p in real)
+        raise ManifestError(
+            f"{directory}: found both {names}; fdl will not pick one silently",
+            hint="remove or rename one of them, or choose one with -f/--manifest",
+        )
+    if real:
+        return Discovered(real[0])
+    examples = [
+        directory / (name + suffix)
+        for name in BASE_NAMES
+        for suffix in EXAMPLE_SUFFIXES
+        if (directory / (name + suffix)).is_file()
+    ]
+    if len(examples) > 1:
+        names = " and ".join(p.name for p in examples)
+        raise ManifestError(
+            f"{directory}: found both {names} and no fdl.yml",
+            hint="keep one example file, or create fdl.yml",
+        )
+    if examples:
+        return Discovered(examples[0], example=True)
+    return None
+
+
+def discover(start: Path, explicit: Path | None = None) -> Discovered:
+    """Find the manifest: ``explicit``, else the nearest one walking up from ``start``.
+
+    Raises:
+        ManifestError: nothing found, the explicit file is missing, or two
+            candidates compete in one directory.
+    """
+    if explicit is not None:
+        path = explicit if explicit.is_absolute() else start / explicit
+        if not path.is_file():
+            raise ManifestError(
+                f"manifest {explicit} does not exist",
+                hint="check the path given to -f/--manifest",
+            )
+        example = path.suffix in EXAMPLE_SUFFIXES
+        return Discovered(path.resolve(), example=example)
+    current = start.resolve()
+    while True:
+        found = find_in_directory(current)
+        if found is not None:
+            return found
+        if current.parent == current:
+            break
+        current = current.parent
+    raise ManifestError(
+        f"no fdl.yml found in {start} or any parent directory",
+        hint="create one with `fdl init`, or pass -f/--manifest PATH",
+    )
+
+
+def list_environments(directory: Path) -> list[str]:
+    """Names of the overlays (``fdl.<env>.yml|yaml|json``) in ``directory``."""
+    names: set[str] = set()
+    try:
+        entries = list(directory.iterdir())
+    except OSError:
+        return []
+    for entry in entries:
+        match = _OVERLAY_FILE.match(entry.name)
+        if match and entry.is_file():
+            names.add(match.group(1))
+    return sorted(names)
+
+
+def overlay_candidates(directory: Path, env: str) -> list[Path]:
+    """The files that could hold overlay ``env`` in ``directory``, in lookup order."""
+    return [directory / f"fdl.{env}.{ext}" for ext in OVERLAY_EXTENSIONS]
+
+
+def find_overlay(directory: Path, env: str, *, required: bool) -> Path | None:
+    """The overlay file for ``env`` in ``directory``.
+
+    Raises:
+        UsageError: the environment name is malformed.
+        ManifestError: two overlay files compete, or ``required`` and none exists.
+    """
+    if not ENV_NAME.match(env):
+        raise UsageError(
+            f"invalid environment name {env!r}",
+            hint="use letters, digits, '-' and '_' (e.g. `--env ci`)",
+        )
+    existing = [p for p in overlay_candidates(directory, env) if p.is_file()]
+    if len(existing) > 1:
+        names = " and ".join(p.name for p in existing)
+        raise ManifestError(
+            f"{directory}: found both {names} for environment {env!r}",
+            hint="keep one of them",
+        )
+    if existing:
+        return existing[0]
+    if required:
+        available = list_environments(directory)
+        listing = ", ".join(available) if available else "none"
+        raise ManifestError(
+            f"environment {env!r} not found: no fdl.{env}.yml in {directory}",
+            hint=f"environments that exist: {listing}; create fdl.{env}.yml to add one",
+        )
+    return None
+
+
+def read_layer(path: Path, kind: LayerKind, root: Path) -> Layer:
+    """Parse one manifest file into a layer.
+
+    Raises:
+        ManifestError: unreadable file, syntax error, or a top level that is
+            not a mapping.
+    """
+    source = display_name(path, root)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(
+            f"{source}: not valid UTF-8 (byte {exc.start})", hint="save the file as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ManifestError(f"cannot read {source}: {exc.strerror}", hint="check the file") from None
+    node = parse_text(text, source, kind, path)
+    if node is not None and not isinstance(node, MapNode):
+        kind_name = "a list" if isinstance(node, SeqNode) else "a single value"
+        raise ManifestError(
+            f"the top level of a manifest must be a mapping, found {kind_name}",
+            location=node.origin.location(),
+            hint="write `key: value` entries at the top level",
+        )
+    return Layer(kind, source, path, node)
+
+
+def parse_text(text: str, source: str, kind: LayerKind, path: Path | None) -> Node | None:
+    """Parse YAML or JSON (by the file name) into a node tree."""
+    is_json = path is not None and (path.suffix == ".json" or path.name.endswith(".json.example"))
+    if is_json:
+        from fdl.manifest._json import parse_json
+
+        return parse_json(text, source, kind, path)
+    from fdl.manifest._yaml import parse_yaml
+
+    return parse_yaml(text, source, kind, path)
+
+
+def _pop_inherit(layer: Layer) -> tuple[str, Origin] | None:
+    """Remove ``inherit-from`` from the layer, returning its value and origin."""
+    root = layer.root
+    if not isinstance(root, MapNode) or INHERIT_KEY not in root.entries:
+        return None
+    node = root.entries[INHERIT_KEY]
+    entries = {k: v for k, v in root.entries.items() if k != INHERIT_KEY}
+    origins = {k: v for k, v in root.key_origins.items() if k != INHERIT_KEY}
+    layer.root = MapNode(entries, root.origin, root.tag, origins)
+    if isinstance(node, ScalarNode) and node.value is None:
+        return None
+    if not isinstance(node, ScalarNode) or not isinstance(node.value, str) or not node.value.strip():
+        raise ManifestError(
+            f"{INHERIT_KEY} must be a non-empty file path",
+            location=node.origin.location(),
+            hint=f"write `{INHERIT_KEY}: shared.yml` (relative to this file)",
+        )
+    return node.value, node.origin
+
+
+def load_chain(path: Path, kind: LayerKind, root: Path, trail: tuple[Path, ...] = ()) -> list[Layer]:
+    """The file at ``path`` preceded by everything it inherits from (deepest first).
+
+    Raises:
+        ManifestError: on a cycle or a missing inherited file.
+    """
+    canonical = path.resolve()
+    if canonical in trail:
+        cycle = " -> ".join(display_name(p, root) for p in (*trail, canonical))
+        raise ManifestError(
+            f"inherit-from cycle: {cycle}", hint="remove one of the inherit-from links"
+        )
+    layer = read_layer(path, kind, root)
+    inherited = _pop_inherit(layer)
+    if inherited is None:
+        return [layer]
+    target, origin = inherited
+    parent = Path(target).expanduser()
+    if not parent.is_absolute():
+        parent = path.parent / parent
+    if not parent.is_file():
+        raise ManifestError(
+            f"inherit-from target {target} does not exist (looked for {parent})",
+            location=origin.location(),
+            hint="fix the path; it is relative to the file that declares it",
+        )
+    ancestors = load_chain(parent, LayerKind.INHERITED, root, (*trail, canonical))
+    return [*ancestors, layer]
+
+
+def dedupe(layers: list[Layer]) -> list[Layer]:
+    """Drop repeated files (same canonical path), keeping the first occurrence."""
+    seen: set[Path] = set()
+    out: list[Layer] = []
+    for layer in layers:
+        if layer.path is not None:
+            key = layer.path.resolve()
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(layer)
+    return out
+
+
+def _reorigin(node: Node, origin: Origin) -> Node:
+    """A copy of ``node`` whose every origin is ``origin`` (env and --set values)."""
+    if isinstance(node, MapNode):
+        entries = {k: _reorigin(v, origin) for k, v in node.entries.items()}
+        return MapNode(entries, origin, node.tag, dict.fromkeys(entries, origin))
+    if isinstance(node, SeqNode):
+        return SeqNode([_reorigin(i, origin) for i in node.items], origin, node.tag)
+    assert isinstance(node, ScalarNode)
+    return ScalarNode(node.value, origin, node.tag, node.raw)
+
+
+def _value_node(text: str, origin: Origin, what: str) -> Node:
+    from fdl.manifest._yaml import parse_yaml
+
+    try:
+        node = parse_yaml(text, origin.source, origin.layer)
+    except ManifestError as exc:
+        raise ManifestError(
+            f"{what}: cannot parse the value {text!r}: {exc.message}",
+            hint="quote it as a YAML string, e.g. '\"a: b\"'",
+        ) from None
+    if node is None:
+        node = ScalarNode(None, origin, raw=text)
+    return _reorigin(node, origin)
+
+
+def _insert(tree: MapNode, path: list[str], value: Node, origin: Origin) -> None:
+    node = tree
+    for key in path[:-1]:
+        child = node.entries.get(key)
+        if not isinstance(child, MapNode):
+            child = MapNode({}, origin, None, {})
+            node.entries[key] = child
+            node.key_origins[key] = origin
+        node = child
+    node.entries[path[-1]] = value
+    node.key_origins[path[-1]] = origin
+
+
+def _match_key(below: Node | None, segment: str) -> str:
+    """Map an environment variable segment (``CUDA_TEST``) to a manifest key."""
+    lowered = segment.lower()
+    if isinstance(below, MapNode):
+        for candidate in (lowered, lowered.replace("_", "-"), segment):
+            if candidate in below.entries:
+                return candidate
+    return lowered
+
+
+def env_layer(environ: Mapping[str, str], merged: Node | None) -> Layer | None:
+    """The layer made of ``FDL__A__B=value`` variables (sets ``a.b``), if any.
+
+    Segments are lower-cased; ``_`` also matches ``-`` when the manifest
+    already has such a key (``FDL__COMMANDS__CUDA_TEST__RUN`` -> ``commands.cuda-test.run``).
+    """
+    names = sorted(n for n in environ if n.startswith(ENV_PREFIX) and len(n) > len(ENV_PREFIX))
+    if not names:
+        return None
+    tree = MapNode({}, Origin("environment", layer=LayerKind.ENV), None, {})
+    for name in names:
+        segments = name[len(ENV_PREFIX) :].split("__")
+        if any(not s for s in segments):
+            raise ManifestError(
+                f"environment variable {name}: empty key segment",
+                hint="separate keys with exactly two underscores: FDL__SECTION__KEY=value",
+            )
+        origin = Origin(f"${name}", layer=LayerKind.ENV)
+        keys: list[str] = []
+        below = merged
+        for segment in segments:
+            key = _match_key(below, segment)
+            keys.append(key)
+            below = below.entries.get(key) if isinstance(below, MapNode) else None
+        _insert(tree, keys, _value_node(environ[name], origin, f"${name}"), origin)
+    return Layer(LayerKind.ENV, "environment variables", None, tree)
+
+
+def set_layer(assignments: Sequence[str]) -> Layer | None:
+    """The layer made of ``--set a.b=value`` options, in command-line order.
+
+    Raises:
+        UsageError: an assignment without ``=`` or with an empty key segment.
+    """
+    if not assignments:
+        return None
+    tree = MapNode({}, Origin("--set", layer=LayerKind.SET), None, {})
+    for text in assignments:
+        key, sep, value = text.partition("=")
+        segments = key.strip().split(".")
+        if not sep or any(not s for s in segments):
+            raise UsageError(
+                f"--set {text!r}: expected KEY=VALUE with a dotted key",
+                hint="e.g. `--set libtorch.build.jobs=4`",
+            )
+        origin = Origin(f"--set {key.strip()}", layer=LayerKind.SET)
+        _insert(tree, segments, _value_node(value, origin, f"--set {key}"), origin)
+    return Layer(LayerKind.SET, "--set", None, tree)

@@ -1,0 +1,279 @@
+"""The loaded manifest: layers, merged tree, normalised data, explanations."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fdl.errors import ManifestError, ManifestErrors
+from fdl.manifest._explain import Explanation, explain_path, explainable_paths
+from fdl.manifest._layers import (
+    BASE_NAMES,
+    Candidate,
+    Discovered,
+    Layer,
+    dedupe,
+    discover,
+    display_name,
+    env_layer,
+    find_in_directory,
+    find_overlay,
+    list_environments,
+    load_chain,
+    overlay_candidates,
+    set_layer,
+)
+from fdl.manifest._merge import compose, materialize, merge
+from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, dotted, node_at
+from fdl.manifest.schema import Checker, Obj, did_you_mean
+
+
+def split_key(key: str) -> tuple[str, ...]:
+    """``"a.b"`` -> ``("a", "b")``; the empty key is the root."""
+    return tuple(part for part in key.split(".") if part) if key else ()
+
+
+@dataclass
+class Manifest:
+    """A project manifest with every layer kept apart.
+
+    Attributes:
+        path: The base manifest file.
+        directory: The directory holding it (the project root).
+        env: The selected environment (overlay), if any.
+        example: True when the base is an ``.example``/``.dist`` file used read-only.
+        layers: The layers in precedence order, lowest first.
+        tree: The merged tree (nodes keep their origins).
+        data: The merged, validated and normalised manifest as plain data.
+        candidates: Every file considered, for ``fdl config layers``.
+    """
+
+    path: Path
+    directory: Path
+    env: str | None
+    example: bool
+    layers: list[Layer]
+    tree: MapNode
+    patch: Node | None
+    data: dict[str, Any]
+    candidates: list[Candidate] = field(default_factory=list)
+
+    @property
+    def source(self) -> str:
+        """The base file's display name."""
+        return self.path.name
+
+    def environments(self) -> list[str]:
+        """The overlays available beside the base manifest."""
+        return list_environments(self.directory)
+
+    def node(self, key: str | tuple[str, ...]) -> Node | None:
+        """The merged node at a dotted key (or key path), if present."""
+        path = split_key(key) if isinstance(key, str) else key
+        return node_at(self.tree, path)
+
+    def origin(self, key: str | tuple[str, ...]) -> Origin | None:
+        """Where the value at ``key`` was written."""
+        found = self.node(key)
+        return found.origin if found is not None else None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The normalised value at a dotted key, or ``default``."""
+        current: Any = self.data
+        for part in split_key(key):
+            if not isinstance(current, dict) or part not in current:
+                return default
+            current = current[part]
+        return default if current is None else current
+
+    def error(self, key: str, message: str, hint: str | None = None) -> ManifestError:
+        """A ManifestError located at the value of ``key`` (for callers' checks)."""
+        origin = self.origin(key)
+        return ManifestError(
+            f"{key}: {message}",
+            location=origin.location() if origin else None,
+            hint=hint,
+        )
+
+    def explain(self, key: str | None = None) -> list[Explanation]:
+        """Explain one key (every leaf below it) or every leaf.
+
+        Raises:
+            ManifestError: ``key`` was never written by any layer.
+        """
+        prefix = split_key(key) if key else ()
+        paths = explainable_paths(self.layers, self.tree, prefix)
+        if prefix and not paths:
+            known = [dotted(p) for p in explainable_paths(self.layers, self.tree)]
+            close = did_you_mean(key or "", known)
+            hint = f"did you mean {close!r}?" if close else "run `fdl config explain` to list every key"
+            raise ManifestError(f"no layer sets {key!r}", hint=hint)
+        return [explain_path(self.layers, self.tree, path) for path in paths]
+
+
+def _validate(tree: MapNode, schema: Obj) -> dict[str, Any]:
+    checker = Checker()
+    data = schema.check(tree, (), checker)
+    if checker.errors:
+        if len(checker.errors) == 1:
+            raise checker.errors[0]
+        raise ManifestErrors(checker.errors)
+    return data if isinstance(data, dict) else {}
+
+
+def _base_candidates(discovered: Discovered, root: Path) -> list[Candidate]:
+    directory = discovered.directory
+    out = []
+    for name in BASE_NAMES:
+        path = directory / name
+        out.append(
+            Candidate(LayerKind.BASE, name, path, path.is_file(), path == discovered.path)
+        )
+    if discovered.example:
+        out.append(
+            Candidate(
+                LayerKind.BASE,
+                display_name(discovered.path, root),
+                discovered.path,
+                True,
+                True,
+                "example used read-only",
+            )
+        )
+    return out
+
+
+def build_manifest(
+    discovered: Discovered,
+    *,
+    env: str | None,
+    environ: Mapping[str, str],
+    sets: Sequence[str],
+    schema: Obj | None,
+    overlay_required: bool = True,
+) -> Manifest:
+    """Read every layer of ``discovered``, merge and (optionally) validate."""
+    root = discovered.directory
+    base_chain = load_chain(discovered.path, LayerKind.BASE, root)
+    candidates = [
+        Candidate(LayerKind.INHERITED, layer.source, layer.path, True, True)
+        for layer in base_chain[:-1]
+    ]
+    candidates.extend(_base_candidates(discovered, root))
+    layers = list(base_chain)
+    if env is not None:
+        overlay = find_overlay(root, env, required=overlay_required)
+        overlay_chain = load_chain(overlay, LayerKind.OVERLAY, root) if overlay else []
+        candidates.extend(
+            Candidate(LayerKind.INHERITED, layer.source, layer.path, True, True)
+            for layer in overlay_chain[:-1]
+        )
+        candidates.extend(
+            Candidate(LayerKind.OVERLAY, path.name, path, path.is_file(), path == overlay)
+            for path in overlay_candidates(root, env)
+        )
+        layers.extend(overlay_chain)
+    layers = dedupe(layers)
+    for other in list_environments(root):
+        if other != env:
+            path = find_overlay(root, other, required=False)
+            assert path is not None
+            candidates.append(
+                Candidate(LayerKind.OVERLAY, path.name, path, True, False, f"select with --env {other}")
+            )
+    patch = merge(layer.root for layer in layers)
+    extra = env_layer(environ, materialize(patch))
+    if extra is not None:
+        layers.append(extra)
+        patch = compose(patch, extra.root) if extra.root is not None else patch
+    candidates.append(
+        Candidate(LayerKind.ENV, "FDL__* environment variables", None, extra is not None, extra is not None)
+    )
+    overrides = set_layer(sets)
+    if overrides is not None:
+        layers.append(overrides)
+        patch = compose(patch, overrides.root) if overrides.root is not None else patch
+    candidates.append(
+        Candidate(LayerKind.SET, "--set KEY=VALUE options", None, overrides is not None, overrides is not None)
+    )
+    final = materialize(patch)
+    tree = final if isinstance(final, MapNode) else MapNode({}, Origin(discovered.path.name), None, {})
+    data = _validate(tree, schema) if schema is not None else tree.plain()
+    return Manifest(
+        path=discovered.path,
+        directory=root,
+        env=env,
+        example=discovered.example,
+        layers=layers,
+        tree=tree,
+        patch=patch,
+        data=data,
+        candidates=candidates,
+    )
+
+
+def load_manifest(
+    start: Path | None = None,
+    *,
+    manifest: Path | None = None,
+    env: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    sets: Sequence[str] = (),
+    schema: Obj | None | bool = True,
+) -> Manifest:
+    """Find, read, merge and validate the project manifest.
+
+    Args:
+        start: Directory to search from (default: the working directory).
+        manifest: An explicit manifest file (``-f/--manifest``).
+        env: The environment overlay to apply (``--env``/``@NAME``/``FDL_ENV``).
+        environ: Environment variables (default: ``os.environ``) for ``FDL__*``.
+        sets: ``--set KEY=VALUE`` assignments, in order.
+        schema: The schema to validate against; True for the root schema,
+            None/False to skip validation.
+
+    Raises:
+        ManifestError: not found, unreadable, invalid, or the overlay is missing.
+        UsageError: a malformed ``--set`` or environment name.
+    """
+    discovered = discover(start or Path.cwd(), manifest)
+    return build_manifest(
+        discovered,
+        env=env,
+        environ=os.environ if environ is None else environ,
+        sets=sets,
+        schema=_resolve_schema(schema),
+    )
+
+
+def load_directory_manifest(
+    directory: Path, *, env: str | None, schema: Obj | None | bool = None
+) -> Manifest | None:
+    """The manifest of a sub-directory (nested commands), with its overlay when present.
+
+    Environment variables and ``--set`` apply to the root manifest only.
+    """
+    discovered = find_in_directory(directory)
+    if discovered is None:
+        return None
+    return build_manifest(
+        discovered,
+        env=env,
+        environ={},
+        sets=(),
+        schema=_resolve_schema(schema),
+        overlay_required=False,
+    )
+
+
+def _resolve_schema(schema: Obj | None | bool) -> Obj | None:
+    if schema is True:
+        from fdl.manifest.sections import root_spec
+
+        return root_spec()
+    if schema is False or schema is None:
+        return None
+    return schema

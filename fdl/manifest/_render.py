@@ -1,0 +1,312 @@
+"""Text and JSON views of a manifest: ``config show``, ``config explain``, ``config layers``."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from fdl.manifest._explain import Contribution, Explanation
+from fdl.manifest._layers import Candidate
+from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode, dotted
+from fdl.manifest._secrets import MASK, is_secret_key, is_secret_node, is_secret_path, mask
+from fdl.manifest._yaml import resolve_plain
+
+INLINE_WIDTH = 80
+MAX_COMMENT_COLUMN = 72
+_PLAIN_UNSAFE_START = tuple("!&*>|%@`[]{},-?#'\" ")
+_PLAIN_UNSAFE = (": ", " #", "\n", "\t", "\r")
+
+
+def format_scalar(value: object) -> str:
+    """A scalar as YAML text that reads back as the same value."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ".nan"
+        if math.isinf(value):
+            return ".inf" if value > 0 else "-.inf"
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    if (
+        text
+        and not text.startswith(_PLAIN_UNSAFE_START)
+        and not text.endswith((" ", ":"))
+        and not any(bad in text for bad in _PLAIN_UNSAFE)
+        and resolve_plain(text) == text
+        and text.isprintable()
+    ):
+        return text
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _scalar_text(node: ScalarNode, secret: bool) -> str:
+    if secret and node.value is not None:
+        return json.dumps(MASK)
+    if not isinstance(node.value, str) and node.raw is not None and node.raw.strip():
+        raw = node.raw.strip()
+        if resolve_plain(raw) == node.value or isinstance(node.value, float):
+            return raw
+    return format_scalar(node.value)
+
+
+def _inline(node: Node, secret: bool) -> str | None:
+    """A flow rendering of a list of scalars, or None when it does not apply."""
+    if isinstance(node, ScalarNode):
+        return _scalar_text(node, secret)
+    if isinstance(node, SeqNode) and all(isinstance(i, ScalarNode) for i in node.items):
+        sources = {i.origin.source for i in node.items}
+        if len(sources) <= 1:
+            parts = [_scalar_text(i, secret) for i in node.items]  # type: ignore[arg-type]
+            return "[" + ", ".join(parts) + "]"
+    if isinstance(node, MapNode) and not node.entries:
+        return "{}"
+    return None
+
+
+def _origin_label(origin: Origin) -> str:
+    return origin.short
+
+
+def _key_text(key: str) -> str:
+    text = format_scalar(key)
+    return text if text == key else json.dumps(key)
+
+
+def render_show(tree: MapNode, *, origins: bool = True, show_secrets: bool = False) -> str:
+    """The merged manifest as YAML, leaves annotated with ``# file:line``."""
+    rows: list[tuple[str, str]] = []
+    _rows(tree, 0, (), rows, show_secrets, False)
+    if not origins:
+        return "".join(body + "\n" for body, _ in rows)
+    widths = [len(body) for body, label in rows if label and len(body) < MAX_COMMENT_COLUMN]
+    column = max([*widths, 12]) + 2
+    out = []
+    for body, label in rows:
+        if label:
+            pad = max(column - len(body), 2)
+            out.append(f"{body}{' ' * pad}# {label}\n")
+        else:
+            out.append(body + "\n")
+    return "".join(out)
+
+
+def _rows(
+    node: MapNode,
+    indent: int,
+    path: tuple[str, ...],
+    rows: list[tuple[str, str]],
+    show_secrets: bool,
+    secret: bool,
+) -> None:
+    pad = " " * indent
+    for key, child in node.entries.items():
+        child_path = (*path, key)
+        hidden = not show_secrets and (secret or is_secret_key(key) or child.tag == "!secret")
+        label = _origin_label(child.origin)
+        inline = _inline(child, hidden)
+        if inline is not None and len(pad) + len(key) + len(inline) + 2 <= INLINE_WIDTH:
+            rows.append((f"{pad}{_key_text(key)}: {inline}", label))
+        elif isinstance(child, MapNode):
+            rows.append((f"{pad}{_key_text(key)}:", ""))
+            _rows(child, indent + 2, child_path, rows, show_secrets, hidden)
+        elif isinstance(child, SeqNode):
+            rows.append((f"{pad}{_key_text(key)}:", ""))
+            _seq_rows(child, indent + 2, child_path, rows, show_secrets, hidden)
+        else:
+            assert isinstance(child, ScalarNode)
+            rows.append((f"{pad}{_key_text(key)}: {_scalar_text(child, hidden)}", label))
+
+
+def _seq_rows(
+    node: SeqNode,
+    indent: int,
+    path: tuple[str, ...],
+    rows: list[tuple[str, str]],
+    show_secrets: bool,
+    secret: bool,
+) -> None:
+    pad = " " * indent
+    for index, item in enumerate(node.items):
+        item_path = (*path, str(index))
+        hidden = secret or (not show_secrets and item.tag == "!secret")
+        inline = _inline(item, hidden)
+        if inline is not None:
+            rows.append((f"{pad}- {inline}", _origin_label(item.origin)))
+        elif isinstance(item, MapNode):
+            sub: list[tuple[str, str]] = []
+            _rows(item, indent + 2, item_path, sub, show_secrets, hidden)
+            first, *rest = sub
+            rows.append((f"{pad}- {first[0].lstrip()}", first[1]))
+            rows.extend(rest)
+        else:
+            assert isinstance(item, SeqNode)
+            rows.append((f"{pad}-", ""))
+            _seq_rows(item, indent + 2, item_path, rows, show_secrets, hidden)
+
+
+def show_data(tree: MapNode, *, show_secrets: bool = False) -> Any:
+    """The merged manifest as plain data with secrets masked (for ``--json``)."""
+    return _masked_plain(tree, show_secrets, False)
+
+
+def _masked_plain(node: Node, show_secrets: bool, secret: bool) -> Any:
+    hidden = secret or (not show_secrets and node.tag == "!secret")
+    if isinstance(node, MapNode):
+        return {
+            key: _masked_plain(child, show_secrets, hidden or (not show_secrets and is_secret_key(key)))
+            for key, child in node.entries.items()
+        }
+    if isinstance(node, SeqNode):
+        return [_masked_plain(item, show_secrets, hidden) for item in node.items]
+    value = node.plain()
+    return mask(value) if hidden else value
+
+
+# --- explain ---------------------------------------------------------------
+
+_ACTION_WORDS = {
+    "set": "set by",
+    "append": "appended",
+    "delete": "deleted by",
+    "replace-ancestor": "replaced by",
+    "removed-by-replace": "removed by",
+}
+
+
+def _layer_label(origin: Origin) -> str:
+    return origin.layer.value
+
+
+def _is_secret(explanation: Explanation) -> bool:
+    if is_secret_path(explanation.path):
+        return True
+    contributions = [*explanation.live, *explanation.overridden]
+    return any(is_secret_node(c.node) for c in contributions)
+
+
+def _value_text(value: object, secret: bool) -> str:
+    if secret:
+        value = mask(value)
+    if isinstance(value, (dict, list)):
+        text = json.dumps(value, ensure_ascii=False)
+        return text if len(text) <= 60 else text[:57] + "..."
+    return format_scalar(value)
+
+
+def _contribution_text(contribution: Contribution, secret: bool, with_value: bool) -> str:
+    where = str(contribution.origin)
+    if contribution.origin.layer not in (LayerKind.ENV, LayerKind.SET):
+        where += f"  ({_layer_label(contribution.origin)})"
+    if contribution.action in ("replace-ancestor", "removed-by-replace"):
+        return f"{dotted(contribution.at)} at {where}"
+    if not with_value:
+        return where
+    return f"{_value_text(contribution.value, secret)}  {where}"
+
+
+def render_explain(explanations: list[Explanation], *, show_secrets: bool = False) -> str:
+    """Every explanation as a block of text."""
+    blocks = []
+    for item in explanations:
+        secret = not show_secrets and _is_secret(item)
+        lines = []
+        if item.present:
+            lines.append(f"{dotted(item.path)} = {_value_text(item.value, secret)}")
+            for index, contribution in enumerate(item.live):
+                word = _ACTION_WORDS[contribution.action] if index == 0 else "appended onto"
+                if contribution.action == "delete":
+                    word = "set empty by"
+                with_value = len(item.live) > 1
+                lines.append(f"  {word:<14}{_contribution_text(contribution, secret, with_value)}")
+        else:
+            lines.append(f"{dotted(item.path)}  (removed)")
+            if item.removed_by is not None:
+                word = _ACTION_WORDS[item.removed_by.action]
+                lines.append(f"  {word:<14}{_contribution_text(item.removed_by, secret, False)}")
+        for index, contribution in enumerate(item.overridden):
+            word = ("was" if not item.present else "overrode") if index == 0 else ""
+            lines.append(f"  {word:<14}{_contribution_text(contribution, secret, True)}")
+        blocks.append("\n".join(lines))
+    return "\n".join(blocks) + ("\n" if blocks else "")
+
+
+def _origin_data(origin: Origin) -> dict[str, Any]:
+    return {
+        "source": origin.source,
+        "file": str(origin.path) if origin.path else None,
+        "line": origin.line or None,
+        "column": origin.column or None,
+        "layer": origin.layer.value,
+    }
+
+
+def _contribution_data(contribution: Contribution, secret: bool) -> dict[str, Any]:
+    value = mask(contribution.value) if secret else contribution.value
+    return {
+        "action": contribution.action,
+        "key": dotted(contribution.at),
+        "value": value,
+        "origin": _origin_data(contribution.origin),
+    }
+
+
+def explain_data(explanations: list[Explanation], *, show_secrets: bool = False) -> list[dict[str, Any]]:
+    """Explanations as plain data (for ``--json``)."""
+    out = []
+    for item in explanations:
+        secret = not show_secrets and _is_secret(item)
+        winner = item.winner
+        out.append(
+            {
+                "key": dotted(item.path),
+                "present": item.present,
+                "value": mask(item.value) if secret else item.value,
+                "secret": _is_secret(item),
+                "winner": _contribution_data(winner, secret) if item.present and winner else None,
+                "contributions": [_contribution_data(c, secret) for c in item.live],
+                "overridden": [_contribution_data(c, secret) for c in item.overridden],
+                "removed_by": _contribution_data(item.removed_by, secret) if item.removed_by else None,
+            }
+        )
+    return out
+
+
+def render_layers(candidates: list[Candidate], env: str | None) -> str:
+    """The candidate files in precedence order, lowest first."""
+    lines = [f"{'layer':<10} {'status':<9} source"]
+    for candidate in candidates:
+        if candidate.used:
+            status = "used"
+        elif candidate.exists:
+            status = "present"
+        else:
+            status = "absent"
+        kind = candidate.kind.value
+        if candidate.kind is LayerKind.OVERLAY and candidate.used and env:
+            kind = "overlay"
+        note = f"  ({candidate.note})" if candidate.note else ""
+        lines.append(f"{kind:<10} {status:<9} {candidate.source}{note}")
+    return "\n".join(lines) + "\n"
+
+
+def layers_data(candidates: list[Candidate]) -> list[dict[str, Any]]:
+    """Candidates as plain data (for ``--json``)."""
+    return [
+        {
+            "layer": c.kind.value,
+            "source": c.source,
+            "file": str(c.path) if c.path else None,
+            "exists": c.exists,
+            "used": c.used,
+            "note": c.note or None,
+        }
+        for c in candidates
+    ]

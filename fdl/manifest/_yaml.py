@@ -1,0 +1,320 @@
+"""YAML to :class:`Node` trees, with line/column origins.
+
+Builds nodes from libyaml's event stream with an explicit stack (no
+recursion, so hostile nesting cannot crash the interpreter) and resolves plain
+scalars with the YAML 1.2 core schema: ``yes``/``no``/``on``/``off`` stay
+strings and ``12.10`` keeps its text for version-like fields.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import yaml
+
+from fdl.errors import ManifestError
+from fdl.manifest._nodes import (
+    KNOWN_TAGS,
+    TAG_SECRET,
+    LayerKind,
+    MapNode,
+    Node,
+    Origin,
+    Scalar,
+    ScalarNode,
+    SeqNode,
+)
+
+try:  # libyaml bindings are much faster; the pure parser is a fallback.
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # pragma: no cover - depends on how PyYAML was built
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+MAX_DEPTH = 200
+
+_STD = "tag:yaml.org,2002:"
+_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
+_BOOL_TRUE = frozenset({"true", "True", "TRUE"})
+_BOOL_FALSE = frozenset({"false", "False", "FALSE"})
+_INT10 = re.compile(r"^[-+]?[0-9]+$")
+_INT8 = re.compile(r"^0o[0-7]+$")
+_INT16 = re.compile(r"^0x[0-9a-fA-F]+$")
+_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
+_INF = re.compile(r"^[-+]?\.(?:inf|Inf|INF)$")
+_NAN = re.compile(r"^\.(?:nan|NaN|NAN)$")
+
+
+def resolve_plain(text: str) -> Scalar:
+    """The value of a plain (unquoted) scalar under the YAML 1.2 core schema."""
+    if _NULL.match(text):
+        return None
+    if text in _BOOL_TRUE:
+        return True
+    if text in _BOOL_FALSE:
+        return False
+    if _INT10.match(text):
+        return int(text)
+    if _INT8.match(text):
+        return int(text[2:], 8)
+    if _INT16.match(text):
+        return int(text[2:], 16)
+    if _FLOAT.match(text):
+        return float(text)
+    if _INF.match(text):
+        return float("-inf") if text.startswith("-") else float("inf")
+    if _NAN.match(text):
+        return float("nan")
+    return text
+
+
+def _explicit(tag: str, text: str, where: Origin) -> Scalar:
+    """A scalar with an explicit standard tag such as ``!!str`` or ``!!int``."""
+    kind = tag[len(_STD) :]
+    if kind == "str":
+        return text
+    value = resolve_plain(text)
+    wanted = {"int": int, "float": (int, float), "bool": bool, "null": type(None)}.get(kind)
+    if wanted is None:
+        raise ManifestError(
+            f"tag !!{kind} is not supported in fdl manifests",
+            location=where.location(),
+            hint="use plain values, or !!str / !!int / !!float / !!bool / !!null",
+        )
+    if isinstance(value, bool) and kind in ("int", "float"):
+        value = text  # make the check below fail with a clear message
+    if not isinstance(value, wanted):
+        raise ManifestError(
+            f"{text!r} is not a valid !!{kind}", location=where.location(), hint="fix the value"
+        )
+    return float(value) if kind == "float" and isinstance(value, int) else value
+
+
+class _Frame:
+    """A mapping or sequence under construction."""
+
+    __slots__ = ("anchor", "key", "merges", "node")
+
+    def __init__(self, node: Node, anchor: str | None) -> None:
+        self.node = node
+        self.anchor = anchor
+        self.key: ScalarNode | None = None
+        self.merges: list[tuple[Node, Origin]] = []
+
+
+def _origin(mark: yaml.Mark, source: str, layer: LayerKind, path: Path | None) -> Origin:
+    return Origin(source, mark.line + 1, mark.column + 1, layer, path)
+
+
+def _excerpt(lines: list[str], mark: yaml.Mark) -> str:
+    shown = lines[mark.line] if 0 <= mark.line < len(lines) else ""
+    return f"{mark.line + 1:>4} | {shown}\n     | {' ' * mark.column}^"
+
+
+def syntax_error(exc: yaml.MarkedYAMLError, text: str, source: str, path: Path | None) -> ManifestError:
+    """A YAML syntax error as a located ManifestError with the line and a caret."""
+    mark = exc.problem_mark or exc.context_mark
+    problem = exc.problem or exc.context or "invalid YAML"
+    if mark is None:
+        return ManifestError(f"{source}: {problem}", hint="fix the YAML syntax")
+    lines = text.splitlines()
+    details = [_excerpt(lines, mark)]
+    context = exc.context_mark
+    if exc.context and context is not None and context.line != mark.line:
+        details.append(f"{exc.context} that starts at line {context.line + 1}:")
+        details.append(_excerpt(lines, context))
+    from fdl.errors import Location
+
+    return ManifestError(
+        f"YAML syntax error: {problem}",
+        location=Location(source, mark.line + 1, mark.column + 1, path),
+        details="\n".join(details),
+        hint="fix the YAML syntax at the marked position",
+    )
+
+
+def parse_yaml(text: str, source: str, layer: LayerKind, path: Path | None = None) -> Node | None:
+    """Parse one YAML document into a node tree; None for an empty document.
+
+    Raises:
+        ManifestError: with file, line and column for syntax errors, unknown
+            tags, duplicate keys, aliases to unknown anchors or too deep nesting.
+    """
+    try:
+        return _compose(text, source, layer, path)
+    except yaml.MarkedYAMLError as exc:
+        raise syntax_error(exc, text, source, path) from None
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"{source}: cannot parse YAML: {exc}", hint="fix the YAML syntax") from None
+
+
+def _compose(text: str, source: str, layer: LayerKind, path: Path | None) -> Node | None:
+    loader = _Loader(text)
+
+    def events() -> Iterator[yaml.Event]:
+        while loader.check_event():
+            yield loader.get_event()
+
+    try:
+        return _Composer(source, layer, path).run(events())
+    finally:
+        loader.dispose()
+
+
+class _Composer:
+    def __init__(self, source: str, layer: LayerKind, path: Path | None) -> None:
+        self.source = source
+        self.layer = layer
+        self.path = path
+        self.anchors: dict[str, Node] = {}
+        self.stack: list[_Frame] = []
+        self.root: Node | None = None
+        self.documents = 0
+
+    def where(self, event: yaml.Event) -> Origin:
+        return _origin(event.start_mark, self.source, self.layer, self.path)
+
+    def fail(self, message: str, where: Origin, hint: str) -> ManifestError:
+        return ManifestError(message, location=where.location(), hint=hint)
+
+    def check_tag(self, tag: str | None, where: Origin) -> str | None:
+        if tag is None or tag == "!" or tag.startswith(_STD):
+            return tag
+        if tag not in KNOWN_TAGS:
+            raise self.fail(
+                f"unknown tag {tag}",
+                where,
+                "fdl knows !append (lists), !replace (mappings) and !secret (values)",
+            )
+        return tag
+
+    def run(self, events: Iterable[yaml.Event]) -> Node | None:
+        for event in events:
+            if isinstance(event, yaml.DocumentStartEvent):
+                self.documents += 1
+                if self.documents > 1:
+                    raise self.fail(
+                        "a manifest holds one YAML document, found a second one",
+                        self.where(event),
+                        "remove the `---` separator and merge the documents",
+                    )
+            elif isinstance(event, yaml.ScalarEvent):
+                self.add(self.scalar(event), event)
+            elif isinstance(event, yaml.AliasEvent):
+                target = self.anchors.get(event.anchor)
+                if target is None:
+                    raise self.fail(
+                        f"alias *{event.anchor} refers to no anchor",
+                        self.where(event),
+                        f"define &{event.anchor} before using it",
+                    )
+                self.add(target, event)
+            elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                self.open(event)
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                self.close()
+        return self.root
+
+    def scalar(self, event: yaml.ScalarEvent) -> ScalarNode:
+        where = self.where(event)
+        tag = self.check_tag(event.tag, where)
+        text = event.value
+        value: Scalar
+        plain = event.style is None or event.style == ""
+        if tag is not None and tag.startswith(_STD):
+            value = _explicit(tag, text, where)
+        elif plain and event.implicit[0]:
+            value = resolve_plain(text)
+        elif tag == TAG_SECRET and plain:
+            value = resolve_plain(text)
+        else:
+            value = text
+        node = ScalarNode(value, where, tag if tag in KNOWN_TAGS else None, raw=text)
+        if event.anchor:
+            self.anchors[event.anchor] = node
+        return node
+
+    def open(self, event: yaml.CollectionStartEvent) -> None:
+        if len(self.stack) >= MAX_DEPTH:
+            raise self.fail(
+                f"nesting deeper than {MAX_DEPTH} levels",
+                self.where(event),
+                "flatten the structure",
+            )
+        where = self.where(event)
+        tag = self.check_tag(event.tag, where)
+        tag = tag if tag in KNOWN_TAGS else None
+        node: Node
+        if isinstance(event, yaml.MappingStartEvent):
+            node = MapNode({}, where, tag, {})
+        else:
+            node = SeqNode([], where, tag)
+        frame = _Frame(node, event.anchor)
+        self.stack.append(frame)
+
+    def close(self) -> None:
+        frame = self.stack.pop()
+        node = frame.node
+        if isinstance(node, MapNode) and frame.merges:
+            self.apply_merge_keys(node, frame.merges)
+        if frame.anchor:
+            self.anchors[frame.anchor] = node
+        self.add(node, None)
+
+    def apply_merge_keys(self, node: MapNode, merges: list[tuple[Node, Origin]]) -> None:
+        """YAML ``<<: *base`` merge keys: explicit keys win over merged ones."""
+        merged: dict[str, Node] = {}
+        origins: dict[str, Origin] = {}
+        for value, where in merges:
+            sources = value.items if isinstance(value, SeqNode) else [value]
+            for source in sources:
+                if not isinstance(source, MapNode):
+                    raise self.fail(
+                        "the merge key << needs a mapping or a list of mappings",
+                        where,
+                        "write `<<: *anchor` where &anchor names a mapping",
+                    )
+                for key, child in source.entries.items():
+                    if key not in merged:
+                        merged[key] = child
+                        origins[key] = source.key_origin(key)
+        for key, child in node.entries.items():
+            merged[key] = child
+            origins[key] = node.key_origins[key]
+        node.entries = merged
+        node.key_origins = origins
+
+    def add(self, node: Node, event: yaml.Event | None) -> None:
+        if not self.stack:
+            self.root = node
+            return
+        frame = self.stack[-1]
+        parent = frame.node
+        if isinstance(parent, SeqNode):
+            parent.items.append(node)
+            return
+        assert isinstance(parent, MapNode)
+        if frame.key is None:
+            if not isinstance(node, ScalarNode):
+                raise self.fail(
+                    "mapping keys must be plain text, not lists or mappings",
+                    node.origin,
+                    "quote the key or restructure the mapping",
+                )
+            frame.key = node
+            return
+        key_node, frame.key = frame.key, None
+        key = key_node.text
+        if key == "<<" and key_node.raw == "<<":
+            frame.merges.append((node, key_node.origin))
+            return
+        if key in parent.entries:
+            first = parent.key_origins[key]
+            raise self.fail(
+                f"duplicate key {key!r} (first defined at line {first.line})",
+                key_node.origin,
+                "keep one of the two entries",
+            )
+        parent.entries[key] = node
+        parent.key_origins[key] = key_node.origin

@@ -1,0 +1,446 @@
+"""A small schema language for manifests: validation with located errors,
+normalisation to plain data, and export as JSON Schema.
+
+Sections declare their shape with these specs (see ``fdl.manifest.sections``);
+validation collects every problem with the ``file:line:col`` of the offending
+value, suggests close matches for unknown keys and names the expected type.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fdl._text import did_you_mean
+from fdl.errors import ManifestError
+from fdl.manifest._nodes import MapNode, Node, ScalarNode, SeqNode, dotted
+
+__all__ = [
+    "AnyValue",
+    "Bool",
+    "Checker",
+    "Enum",
+    "Float",
+    "Int",
+    "ListOf",
+    "MapOf",
+    "Obj",
+    "OneOf",
+    "Spec",
+    "Str",
+    "Version",
+    "did_you_mean",
+]
+
+Path = tuple[str, ...]
+
+
+def describe(node: Node) -> str:
+    """A short name for what a node holds (for type errors)."""
+    if isinstance(node, MapNode):
+        return "a mapping"
+    if isinstance(node, SeqNode):
+        return "a list"
+    assert isinstance(node, ScalarNode)
+    value = node.value
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({node.text})"
+    if isinstance(value, int):
+        return f"an integer ({node.text})"
+    if isinstance(value, float):
+        return f"a number ({node.text})"
+    return f"a string ({value!r})" if len(value) < 40 else "a string"
+
+
+@dataclass
+class Checker:
+    """Collects problems while a spec walks the merged tree."""
+
+    errors: list[ManifestError] = field(default_factory=list)
+
+    def fail(self, node: Node, path: Path, message: str, hint: str | None = None) -> None:
+        self.errors.append(
+            ManifestError(f"{dotted(path)}: {message}", location=node.origin.location(), hint=hint)
+        )
+
+    def wrong_type(self, node: Node, path: Path, spec: Spec) -> None:
+        self.fail(node, path, f"expected {spec.type_name()}, got {describe(node)}")
+
+
+class Spec:
+    """Base of all specs. ``check`` returns the normalised value."""
+
+    description: str = ""
+
+    def check(self, node: Node, path: Path, checker: Checker) -> Any:
+        raise NotImplementedError
+
+    def type_name(self) -> str:
+        raise NotImplementedError
+
+    def json_schema(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _doc(self, schema: dict[str, Any]) -> dict[str, Any]:
+        if self.description:
+            schema["description"] = self.description
+        return schema
+
+
+class AnyValue(Spec):
+    """Any value, passed through as plain data."""
+
+    def __init__(self, description: str = "") -> None:
+        self.description = description
+
+    def check(self, node: Node, path: Path, checker: Checker) -> Any:
+        return node.plain()
+
+    def type_name(self) -> str:
+        return "any value"
+
+    def json_schema(self) -> dict[str, Any]:
+        return self._doc({})
+
+
+class Str(Spec):
+    """A string, optionally matching ``pattern`` (numbers are not strings)."""
+
+    def __init__(self, description: str = "", pattern: str | None = None, example: str = "") -> None:
+        self.description = description
+        self.pattern = re.compile(pattern) if pattern else None
+        self.example = example
+
+    def check(self, node: Node, path: Path, checker: Checker) -> Any:
+        if not isinstance(node, ScalarNode) or not isinstance(node.value, str):
+            checker.wrong_type(node, path, self)
+            return None
+        if self.pattern and not self.pattern.fullmatch(node.value):
+            hint = f"e.g. {self.example}" if self.example else None
+            checker.fail(node, path, f"{node.value!r} is not valid here", hint)
+        return node.value
+
+    def type_name(self) -> str:
+        return "a string"
+
+    def json_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string"}
+        if self.pattern:
+            schema["pattern"] = f"^(?:{self.pattern.pattern})$"
+        return self._doc(schema)
+
+
+class Version(Spec):
+    """A version such as ``12.8`` or ``2.13.0``; numbers keep their source text."""
+
+    _PATTERN = re.compile(r"[0-9]+(\.[0-9]+){0,3}")
+
+    def __init__(self, description: str = "") -> None:
+        self.description = description
+
+    def check(self, node: Node, path: Path, checker: Checker) -> Any:
+        if not isinstance(node, ScalarNode) or isinstance(node.value, bool) or node.value is None:
+            checker.wrong_type(node, path, self)
+            return None
+        text = node.text if not isinstance(node.value, str) else node.value
+        if not self._PATTERN.fullmatch(text):
+            checker.fail(node, path, f"{text!r} is not a version", "write it like 12.8 or 2.13.0")
+        return text
+
+    def type_name(self) -> str:
+        return "a version (e.g. 12.8)"
+
+    def json_schema(self) -> dict[str, Any]:
+        return self._doc(
+            {"type": ["string", "number"], "pattern": r"^[0-9]+(\.[0-9]+){0,3}$"}
+        )
+
+
+class Int(Spec):
+    """An integer, optionally bounded."""
+
+    def __init__(self, description: str = "", minimum: int | None = None, maximum: int | None = None) -> None:
+        self.description = description
+        self.minimum = minimum
+        self.maximum = maximum
+
+    def check(self, node: Node, path: Path, checker: Checker) -> Any:
+        if not isinstance(node, ScalarNode) or isinstance(node.value, bool) or not isinstance(node.value, int):
+            checker.wrong_type(node, path, self)
+            return None
+        if self.minimum is not None and node.value < self.minimum:
+            checker.fail(node, path, f"must be at least {self.minimum}, got {node.value}")
+        if self.maximum is not None and node.value > self.maximum:
+            checker.fail(node, path, f"must be at most {self.maximum}, got {node.value}")
+        return node.value
+
+    def type_name(self) -> str:
+        return "an integer"
+
+    def json_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "integer"}
+        if self.minimum is not None:
+            schema["minimum"] = self.minimum
+        if self.maximum is not None:
+            schema["maximum"] = self.maximum
+        return self._doc(schema)
+
+
+class Float(Spec):
+    """A number (integers accepted)."""
+
+    def __init__(self, description: str = "") -> None:
+        self.description = description
+
+    def check(self, node: Node, path: Path, checker: Checker) -> Any:
+        value = node.value if isinstance(node, ScalarNode) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            checker.wrong_type(node, path, self)
+            return None
+        return float(value)
+
+    def type_name(self) -> str:
+        return "a number"
+
+    def json_schema(self) -> dict[str, Any]:
+        return self._doc({"type": "number"})
+
+
+class Bool(Spec):
+    """``true`` or ``false``."""
+
+    def __init__(self, description: str = "") -> None:
+        self.description = description
+
+    def check(self, node: Node, path: Path, checker: Checker) -> Any:
+        if not isinstance(node, ScalarNode) or not isinstance(node.value, bool):
+            checker.wrong_type(node, path, self)
+            return None
+        return node.value
+
+    def type_name(self) -> str:
+        return "true or false"
+
+    def json_schema(self) -> dict[str, Any]:
+        return self._doc({"type": "boolean"})
+
+
+class Enum(Spec):
+    """One of fixed string choices."""
+
+    def __init__(self, choices: Sequence[str], description: str = "") -> None:
+        self.choices = list(choices)
+        self.description = description
+
+    def check(self, node: Node, path: Path, checker: Checker) -> Any:
+        if not isinstance(node, ScalarNode) or node.value is None or isinstance(node.value, (dict, list)):
+            checker.wrong_type(node, path, self)
+            return None
+        text = node.text
+        if text not in self.choices:
+            close = did_you_mean(text, self.choices)
+            hint = f"did you mean {close!r}?" if close else None
+            checker.fail(node, path, f"{text!r} is not one of {', '.join(self.choices)}", hint)
+        return text
+
+    def type_name(self) -> str:
+        return "one of " + ", ".join(self.choices)
+
+    def json_schema(self) -> dict[str, Any]:
+        return self._doc({"enum": list(self.choices)})
+
+
+class ListOf(Spec):
+    """A list whose items all match ``item``."""
+
+    def __init__(self, item: Spec, description: str = "") -> None:
+        self.item = item
+        self.description = description
+
+    def check(self, node: Node, path: Path, checker: Checker) -> Any:
+        if not isinstance(node, SeqNode):
+            checker.wrong_type(node, path, self)
+            return None
+        return [self.item.check(child, (*path, str(i)), checker) for i, child in enumerate(node.items)]
+
+    def type_name(self) -> str:
+        return f"a list of {_plural(self.item.type_name())}"
+
+    def json_schema(self) -> dict[str, Any]:
+        return self._doc({"type": "array", "items": self.item.json_schema()})
+
+
+class OneOf(Spec):
+    """The first of several specs that the value matches."""
+
+    def __init__(self, *options: Spec, description: str = "") -> None:
+        self.options = options
+        self.description = description
+
+    def check(self, node: Node, path: Path, checker: Checker) -> Any:
+        failures: list[Checker] = []
+        for option in self.options:
+            trial = Checker()
+            value = option.check(node, path, trial)
+            if not trial.errors:
+                return value
+            failures.append(trial)
+        # Report the errors of the option whose shape matched, if any did.
+        for option, trial in zip(self.options, failures):
+            if _shape_matches(option, node):
+                checker.errors.extend(trial.errors)
+                return None
+        checker.wrong_type(node, path, self)
+        return None
+
+    def type_name(self) -> str:
+        return " or ".join(option.type_name() for option in self.options)
+
+    def json_schema(self) -> dict[str, Any]:
+        return self._doc({"anyOf": [option.json_schema() for option in self.options]})
+
+
+def _shape_matches(spec: Spec, node: Node) -> bool:
+    if isinstance(spec, (Obj, MapOf)):
+        return isinstance(node, MapNode)
+    if isinstance(spec, ListOf):
+        return isinstance(node, SeqNode)
+    return False
+
+
+def _plural(name: str) -> str:
+    for article in ("a ", "an "):
+        if name.startswith(article):
+            name = name[len(article) :]
+            break
+    return name if name.endswith("s") else name + "s"
+
+
+Validator = Callable[[MapNode, Path, Checker], None]
+
+
+class MapOf(Spec):
+    """A mapping with free keys whose values match ``value``."""
+
+    def __init__(
+        self,
+        value: Spec,
+        description: str = "",
+        key_pattern: str | None = None,
+        key_example: str = "",
+    ) -> None:
+        self.value = value
+        self.description = description
+        self.key_pattern = re.compile(key_pattern) if key_pattern else None
+        self.key_example = key_example
+
+    def check(self, node: Node, path: Path, checker: Checker) -> Any:
+        if not isinstance(node, MapNode):
+            checker.wrong_type(node, path, self)
+            return None
+        out: dict[str, Any] = {}
+        for key, child in node.entries.items():
+            if self.key_pattern and not self.key_pattern.fullmatch(key):
+                hint = f"e.g. {self.key_example}" if self.key_example else None
+                checker.errors.append(
+                    ManifestError(
+                        f"{dotted((*path, key))}: {key!r} is not a valid name here",
+                        location=node.key_origin(key).location(),
+                        hint=hint,
+                    )
+                )
+            if isinstance(child, ScalarNode) and child.value is None:
+                out[key] = None
+                continue
+            out[key] = self.value.check(child, (*path, key), checker)
+        return out
+
+    def type_name(self) -> str:
+        return "a mapping"
+
+    def json_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {
+            "type": "object",
+            "additionalProperties": {"anyOf": [self.value.json_schema(), {"type": "null"}]},
+        }
+        if self.key_pattern:
+            schema["propertyNames"] = {"pattern": f"^(?:{self.key_pattern.pattern})$"}
+        return self._doc(schema)
+
+
+class Obj(Spec):
+    """A mapping with known keys; unknown keys are errors (with did-you-mean).
+
+    Args:
+        fields: Key -> spec. A ``null`` value always means "not set".
+        required: Keys that must be present and not null.
+        validators: Cross-field checks run after the fields validated.
+        open_keys: Extra keys tolerated without a spec (passed through).
+    """
+
+    def __init__(
+        self,
+        fields: Mapping[str, Spec],
+        description: str = "",
+        required: Sequence[str] = (),
+        validators: Sequence[Validator] = (),
+        open_keys: bool = False,
+    ) -> None:
+        self.fields = dict(fields)
+        self.description = description
+        self.required = tuple(required)
+        self.validators = tuple(validators)
+        self.open_keys = open_keys
+
+    def check(self, node: Node, path: Path, checker: Checker) -> Any:
+        if not isinstance(node, MapNode):
+            checker.wrong_type(node, path, self)
+            return None
+        out: dict[str, Any] = {}
+        for key, child in node.entries.items():
+            spec = self.fields.get(key)
+            if spec is None:
+                if self.open_keys:
+                    out[key] = child.plain()
+                    continue
+                close = did_you_mean(key, list(self.fields))
+                known = ", ".join(self.fields)
+                hint = f"did you mean {close!r}?" if close else f"known keys here: {known}"
+                checker.errors.append(
+                    ManifestError(
+                        f"{dotted((*path, key))}: unknown key {key!r}",
+                        location=node.key_origin(key).location(),
+                        hint=hint,
+                    )
+                )
+                continue
+            if isinstance(child, ScalarNode) and child.value is None:
+                out[key] = None
+                continue
+            out[key] = spec.check(child, (*path, key), checker)
+        for key in self.required:
+            if out.get(key) is None:
+                checker.fail(node, path, f"missing required key {key!r}")
+        for validator in self.validators:
+            validator(node, path, checker)
+        return out
+
+    def type_name(self) -> str:
+        return "a mapping"
+
+    def json_schema(self) -> dict[str, Any]:
+        properties = {
+            key: {"anyOf": [spec.json_schema(), {"type": "null"}]} for key, spec in self.fields.items()
+        }
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": properties,
+            "additionalProperties": self.open_keys,
+        }
+        if self.required:
+            schema["required"] = list(self.required)
+        return self._doc(schema)

@@ -1,0 +1,84 @@
+"""Where fdl keeps things: the project root, the global home, caches.
+
+- The **libtorch root** is the project directory when fdl runs inside a
+  project (a directory with an fdl manifest, or one that already has
+  ``libtorch/.active``), else the global home.
+- The **global home** is ``$FDL_HOME``, else ``$FLODL_HOME`` (floDl users),
+  else the user's data directory (``~/.local/share/fdl`` on Linux).
+- The **cache** is ``$FDL_CACHE_DIR``, else the user's cache directory.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Context", "cache_dir", "global_home", "resolve_context"]
+
+_MANIFEST_NAMES = ("fdl.yml", "fdl.yaml", "fdl.json", "fdl.yml.example", "fdl.yaml.example")
+
+
+def global_home(environ: Mapping[str, str] | None = None) -> Path:
+    """The global fdl home (used outside projects)."""
+    env = os.environ if environ is None else environ
+    for name in ("FDL_HOME", "FLODL_HOME"):
+        value = env.get(name)
+        if value:
+            return Path(value).expanduser()
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("fdl", appauthor=False))
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The cache directory (downloads, wheels, build caches)."""
+    env = os.environ if environ is None else environ
+    value = env.get("FDL_CACHE_DIR")
+    if value:
+        return Path(value).expanduser()
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("fdl", appauthor=False))
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where libtorch variants live for this invocation.
+
+    Attributes:
+        root: The directory holding ``libtorch/``.
+        project: True inside a project, False for the global home.
+    """
+
+    root: Path
+    project: bool
+
+    @property
+    def libtorch_dir(self) -> Path:
+        return self.root / "libtorch"
+
+    def label(self) -> str:
+        return f"{'project' if self.project else 'global'} ({self.root})"
+
+
+def find_project_root(start: Path) -> Path | None:
+    """The nearest directory (walking up) with an fdl manifest or ``libtorch/.active``."""
+    current = start.resolve()
+    while True:
+        if any((current / name).is_file() for name in _MANIFEST_NAMES):
+            return current
+        if (current / "libtorch" / ".active").is_file():
+            return current
+        if current.parent == current:
+            return None
+        current = current.parent
+
+
+def resolve_context(start: Path | None = None, environ: Mapping[str, str] | None = None) -> Context:
+    """The libtorch context for ``start`` (default: the working directory)."""
+    root = find_project_root(start or Path.cwd())
+    if root is not None:
+        return Context(root, True)
+    return Context(global_home(environ), False)

@@ -1,0 +1,283 @@
+"""The one choke point for running external programs.
+
+Everything fdl runs (nvcc, cmake, docker, git, pip, the project's commands)
+goes through a :class:`Runner`. The real one is :class:`SubprocessRunner`;
+tests use :class:`FakeRunner`, which records calls and answers from a table.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Protocol
+
+from fdl.errors import CommandFailed, EnvironmentProblem
+
+__all__ = ["Completed", "FakeRunner", "Runner", "SubprocessRunner", "default_runner"]
+
+TAIL_LINES = 40
+LineCallback = Callable[[str], None]
+
+
+@dataclass
+class Completed:
+    """The result of a finished command."""
+
+    argv: list[str]
+    returncode: int
+    stdout: str = ""
+    stderr: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+class Runner(Protocol):
+    """Runs programs. ``check=True`` raises :class:`CommandFailed` on failure."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+        timeout: float | None = None,
+        input: str | None = None,
+    ) -> Completed:
+        """Run to completion, capturing stdout and stderr as text."""
+        ...
+
+    def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        log_file: Path | None = None,
+        on_line: LineCallback | None = None,
+        check: bool = True,
+    ) -> Completed:
+        """Run, passing each output line (stdout and stderr merged) to ``on_line``
+        and to ``log_file``; the result keeps the last lines as ``stdout``."""
+        ...
+
+    def which(self, program: str) -> str | None:
+        """The full path of ``program`` on PATH, or None."""
+        ...
+
+
+def _missing(program: str) -> EnvironmentProblem:
+    return EnvironmentProblem(
+        f"`{program}` was not found on PATH",
+        hint=f"install {program}, or add its directory to PATH",
+    )
+
+
+class SubprocessRunner:
+    """The real runner, on :mod:`subprocess`."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+        timeout: float | None = None,
+        input: str | None = None,
+    ) -> Completed:
+        args = [str(a) for a in argv]
+        try:
+            proc = subprocess.run(
+                args,
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout,
+                input=input,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise _missing(args[0]) from None
+        except subprocess.TimeoutExpired as exc:
+            raise CommandFailed(
+                args, -1, message=f"`{' '.join(args)}` did not finish within {exc.timeout:g} s"
+            ) from None
+        result = Completed(args, proc.returncode, proc.stdout, proc.stderr)
+        if check and proc.returncode != 0:
+            tail = "\n".join((proc.stderr or proc.stdout).splitlines()[-TAIL_LINES:])
+            raise CommandFailed(args, proc.returncode, output_tail=tail)
+        return result
+
+    def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        log_file: Path | None = None,
+        on_line: LineCallback | None = None,
+        check: bool = True,
+    ) -> Completed:
+        args = [str(a) for a in argv]
+        tail: deque[str] = deque(maxlen=TAIL_LINES)
+        log: IO[str] | None = None
+        if log_file is not None:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            log = log_file.open("a", encoding="utf-8")
+        try:
+            try:
+                proc = subprocess.Popen(
+                    args,
+                    cwd=cwd,
+                    env=dict(env) if env is not None else None,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    text=True,
+                    errors="replace",
+                    bufsize=1,
+                )
+            except FileNotFoundError:
+                raise _missing(args[0]) from None
+            assert proc.stdout is not None
+            try:
+                for line in proc.stdout:
+                    text = line.rstrip("\n")
+                    tail.append(text)
+                    if log is not None:
+                        log.write(line)
+                    if on_line is not None:
+                        on_line(text)
+                returncode = proc.wait()
+            except BaseException:
+                _terminate(proc)
+                raise
+        finally:
+            if log is not None:
+                log.close()
+        result = Completed(args, returncode, "\n".join(tail))
+        if check and returncode != 0:
+            raise CommandFailed(args, returncode, output_tail=result.stdout, log_file=log_file)
+        return result
+
+    def which(self, program: str) -> str | None:
+        return shutil.which(program)
+
+
+def _terminate(proc: subprocess.Popen[str]) -> None:
+    """Stop a child that we are abandoning (interrupt or error)."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+Responder = Callable[[list[str]], Completed]
+
+
+@dataclass
+class FakeRunner:
+    """A runner for tests: answers from ``responses`` by argv prefix, records calls.
+
+    Example::
+
+        runner = FakeRunner({("nvcc", "--version"): Completed([], 0, "release 13.0")})
+    """
+
+    responses: dict[tuple[str, ...], Completed | Responder] = field(default_factory=dict)
+    programs: dict[str, str] = field(default_factory=dict)
+    calls: list[list[str]] = field(default_factory=list)
+    default: Completed | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _answer(self, args: list[str]) -> Completed:
+        with self._lock:
+            self.calls.append(args)
+        best: tuple[str, ...] | None = None
+        for prefix in self.responses:
+            if tuple(args[: len(prefix)]) == prefix and (best is None or len(prefix) > len(best)):
+                best = prefix
+        if best is None:
+            if self.default is not None:
+                return Completed(args, self.default.returncode, self.default.stdout, self.default.stderr)
+            raise _missing(args[0]) if args and args[0] not in self.programs else AssertionError(
+                f"FakeRunner: no response for {args}"
+            )
+        answer = self.responses[best]
+        result = answer(args) if callable(answer) else answer
+        return Completed(args, result.returncode, result.stdout, result.stderr)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+        timeout: float | None = None,
+        input: str | None = None,
+    ) -> Completed:
+        args = [str(a) for a in argv]
+        result = self._answer(args)
+        if check and result.returncode != 0:
+            raise CommandFailed(args, result.returncode, output_tail=result.stderr or result.stdout)
+        return result
+
+    def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        log_file: Path | None = None,
+        on_line: LineCallback | None = None,
+        check: bool = True,
+    ) -> Completed:
+        result = self.run(argv, cwd=cwd, env=env, check=False)
+        for line in (result.stdout + result.stderr).splitlines():
+            if on_line is not None:
+                on_line(line)
+        if check and result.returncode != 0:
+            raise CommandFailed(result.argv, result.returncode, output_tail=result.stdout)
+        return result
+
+    def which(self, program: str) -> str | None:
+        return self.programs.get(program)
+
+
+_DEFAULT: list[Runner] = []
+
+
+def default_runner() -> Runner:
+    """The process-wide runner (tests may replace it with ``set_default_runner``)."""
+    if not _DEFAULT:
+        _DEFAULT.append(SubprocessRunner())
+    return _DEFAULT[0]
+
+
+def set_default_runner(runner: Runner) -> None:
+    """Replace the process-wide runner (for tests)."""
+    _DEFAULT[:] = [runner]
+
+
+def clean_environ(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A copy of the environment with ``extra`` applied (values of None removed)."""
+    env = dict(os.environ)
+    if extra:
+        env.update(extra)
+    return env

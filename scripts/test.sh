@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: system packages, docker engine,
+# base image, Python environment, then ruff, mypy and pytest.
+#
+#   bash scripts/test.sh              # docker tests skip when no engine answers
+#   FDL_REQUIRE_DOCKER=1 bash scripts/test.sh   # they fail instead (CI)
+#   bash scripts/test.sh -k manifest  # extra arguments go to pytest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV="${FDL_VENV:-.venv}"
+PYTHON="${PYTHON:-python3}"
+
+bash scripts/setup-machine.sh
+
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
+"$VENV/bin/python" -m pip install --quiet -e '.[dev]' 2>&1 | grep -v "^WARNING: Location" || true
+"$VENV/bin/python" -c "import fdl, yaml, typer, pytest, hypothesis" 
+
+echo "== ruff" >&2
+"$VENV/bin/ruff" check fdl tests bench
+"$VENV/bin/ruff" format --check fdl
+echo "== mypy" >&2
+"$VENV/bin/mypy"
+echo "== pytest" >&2
+exec "$VENV/bin/python" -m pytest "$@"

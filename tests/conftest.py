@@ -1,0 +1,124 @@
+"""Shared fixtures: the docker engine policy, running fdl in and out of process."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BASE_IMAGE = os.environ.get("FDL_TEST_BASE_IMAGE", "fdl-test/debian:bookworm")
+
+
+def docker_required() -> bool:
+    """CI sets FDL_REQUIRE_DOCKER=1: docker tests then fail instead of skipping."""
+    return os.environ.get("FDL_REQUIRE_DOCKER") == "1"
+
+
+def _docker_problem() -> str | None:
+    docker = shutil.which("docker")
+    if docker is None:
+        return "no docker CLI on PATH"
+    try:
+        proc = subprocess.run([docker, "info"], capture_output=True, text=True, timeout=20, check=False)
+    except subprocess.TimeoutExpired:
+        return "`docker info` timed out"
+    if proc.returncode != 0:
+        return "no docker engine answers (`docker info` failed)"
+    image = subprocess.run(
+        [docker, "image", "inspect", BASE_IMAGE], capture_output=True, text=True, check=False
+    )
+    if image.returncode != 0:
+        return f"base image {BASE_IMAGE} is missing (bash scripts/setup-machine.sh makes it)"
+    return None
+
+
+_DOCKER_STATE: list[str | None] = []
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("docker") is None:
+        return
+    if not _DOCKER_STATE:
+        _DOCKER_STATE.append(_docker_problem())
+    problem = _DOCKER_STATE[0]
+    if problem is None:
+        return
+    if docker_required():
+        pytest.fail(f"docker is required (FDL_REQUIRE_DOCKER=1) but {problem}", pytrace=False)
+    pytest.skip(problem)
+
+
+@pytest.fixture
+def base_image() -> str:
+    """The locally made Debian base image (no registry pulls here)."""
+    return BASE_IMAGE
+
+
+@dataclass
+class Result:
+    """What an fdl invocation did."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+@pytest.fixture
+def run_fdl(monkeypatch: pytest.MonkeyPatch):
+    """Run ``fdl`` in process: ``run_fdl(["config", "show"], cwd=path, env={...})``."""
+    from fdl.cli import _console, main
+
+    def invoke(args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> Result:
+        out, err = io.StringIO(), io.StringIO()
+        with monkeypatch.context() as patch:
+            if cwd is not None:
+                patch.chdir(cwd)
+            for key in [k for k in os.environ if k.startswith("FDL__") or k == "FDL_ENV"]:
+                patch.delenv(key)
+            for key, value in (env or {}).items():
+                patch.setenv(key, value)
+            patch.setenv("NO_COLOR", "1")
+            patch.setattr(sys, "stdout", out)
+            patch.setattr(sys, "stderr", err)
+            patch.setattr(_console.sys, "stdout", out)
+            patch.setattr(_console.sys, "stderr", err)
+            code = main(args)
+        return Result(code, out.getvalue(), err.getvalue())
+
+    return invoke
+
+
+@pytest.fixture
+def fdl_process():
+    """Run ``python -m fdl`` as a subprocess with this checkout importable."""
+
+    def invoke(
+        args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120
+    ) -> Result:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("FDL__") and k != "FDL_ENV"}
+        environ["PYTHONPATH"] = str(REPO) + os.pathsep + environ.get("PYTHONPATH", "")
+        environ["NO_COLOR"] = "1"
+        environ.update(env or {})
+        proc = subprocess.run(
+            [sys.executable, "-m", "fdl", *args],
+            cwd=cwd,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+
+    return invoke
