@@ -214,9 +214,13 @@ class FakeRunner:
                 best = prefix
         if best is None:
             if self.default is not None:
-                return Completed(args, self.default.returncode, self.default.stdout, self.default.stderr)
-            raise _missing(args[0]) if args and args[0] not in self.programs else AssertionError(
-                f"FakeRunner: no response for {args}"
+                return Completed(
+                    args, self.default.returncode, self.default.stdout, self.default.stderr
+                )
+            raise (
+                _missing(args[0])
+                if args and args[0] not in self.programs
+                else AssertionError(f"FakeRunner: no response for {args}")
             )
         answer = self.responses[best]
         result = answer(args) if callable(answer) else answer

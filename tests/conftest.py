@@ -26,7 +26,9 @@ def _docker_problem() -> str | None:
     if docker is None:
         return "no docker CLI on PATH"
     try:
-        proc = subprocess.run([docker, "info"], capture_output=True, text=True, timeout=20, check=False)
+        proc = subprocess.run(
+            [docker, "info"], capture_output=True, text=True, timeout=20, check=False
+        )
     except subprocess.TimeoutExpired:
         return "`docker info` timed out"
     if proc.returncode != 0:
@@ -79,7 +81,9 @@ def run_fdl(monkeypatch: pytest.MonkeyPatch):
     """Run ``fdl`` in process: ``run_fdl(["config", "show"], cwd=path, env={...})``."""
     from fdl.cli import _console, main
 
-    def invoke(args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> Result:
+    def invoke(
+        args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None
+    ) -> Result:
         out, err = io.StringIO(), io.StringIO()
         with monkeypatch.context() as patch:
             if cwd is not None:
@@ -104,9 +108,14 @@ def fdl_process():
     """Run ``python -m fdl`` as a subprocess with this checkout importable."""
 
     def invoke(
-        args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120
+        args: list[str],
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
     ) -> Result:
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("FDL__") and k != "FDL_ENV"}
+        environ = {
+            k: v for k, v in os.environ.items() if not k.startswith("FDL__") and k != "FDL_ENV"
+        }
         environ["PYTHONPATH"] = str(REPO) + os.pathsep + environ.get("PYTHONPATH", "")
         environ["NO_COLOR"] = "1"
         environ.update(env or {})

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from types import FrameType
 from collections.abc import Sequence
+from types import FrameType
 
 from fdl import __version__
 from fdl.cli._console import Console, from_environment
@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # stdout closed early (`fdl config show | head`): not an error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except Exception as exc:  # noqa: BLE001 - last line of defence, reported as a bug
+    except Exception as exc:
         return report_bug(console, exc)
 
 

@@ -10,7 +10,9 @@ from fdl.cli._session import Session
 __all__ = ["explain", "layers", "schema", "show", "validate"]
 
 
-def show(session: Session, *, env: str | None, as_json: bool, origins: bool, show_secrets: bool) -> int:
+def show(
+    session: Session, *, env: str | None, as_json: bool, origins: bool, show_secrets: bool
+) -> int:
     """Print the merged manifest (YAML with origins, or JSON)."""
     from fdl.manifest._render import render_show, show_data
 
@@ -18,11 +20,15 @@ def show(session: Session, *, env: str | None, as_json: bool, origins: bool, sho
     if as_json:
         session.console.json(show_data(manifest.tree, show_secrets=show_secrets))
     else:
-        session.console.out(render_show(manifest.tree, origins=origins, show_secrets=show_secrets), end="")
+        session.console.out(
+            render_show(manifest.tree, origins=origins, show_secrets=show_secrets), end=""
+        )
     return 0
 
 
-def explain(session: Session, key: str | None, *, env: str | None, as_json: bool, show_secrets: bool) -> int:
+def explain(
+    session: Session, key: str | None, *, env: str | None, as_json: bool, show_secrets: bool
+) -> int:
     """Explain one key (or every leaf): winner, layer, what it overrode."""
     from fdl.manifest._render import explain_data, render_explain
 
@@ -74,7 +80,9 @@ def schema(session: Session, output: Path | None) -> int:
 def validate(session: Session, *, env: str | None, all_envs: bool) -> int:
     """Validate the base manifest and the selected (or every) overlay."""
     base = session.manifest(None)
-    envs = base.environments() if all_envs else ([env or session.env] if (env or session.env) else [])
+    envs = (
+        base.environments() if all_envs else ([env or session.env] if (env or session.env) else [])
+    )
     checked = ["base"]
     for name in envs:
         assert name is not None

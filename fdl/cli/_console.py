@@ -98,7 +98,9 @@ class Console:
         self.stderr.write(text + "\n")
 
 
-def from_environment(verbosity: int, no_color: bool, environ: Mapping[str, str] | None = None) -> Console:
+def from_environment(
+    verbosity: int, no_color: bool, environ: Mapping[str, str] | None = None
+) -> Console:
     """A console configured from the global options and the environment."""
     env = os.environ if environ is None else environ
     return Console(verbosity=verbosity, color=wants_color(sys.stderr, no_color, env))

@@ -29,7 +29,11 @@ def try_fast_path(options: GlobalOptions, rest: list[str], console: Console) -> 
         token = args[index]
         if token in _FLAGS:
             flags[_FLAGS[token]] = True
-        elif token in ("--env", "-e") and index + 1 < len(args) and not args[index + 1].startswith("-"):
+        elif (
+            token in ("--env", "-e")
+            and index + 1 < len(args)
+            and not args[index + 1].startswith("-")
+        ):
             env = args[index + 1]
             index += 1
         elif token.startswith("--env=") and len(token) > len("--env="):

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fdl.errors import UsageError
 from fdl._text import did_you_mean
+from fdl.errors import UsageError
 
 __all__ = ["GLOBAL_OPTIONS_HELP", "GlobalOptions", "parse_globals"]
 
@@ -125,7 +125,11 @@ def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
         else:
             known = [*_VALUE_OPTIONS, *_FLAGS]
             close = did_you_mean(token, [k for k in known if k.startswith("--")])
-            hint = f"did you mean {close}?" if close else "global options go before the command; see `fdl --help`"
+            hint = (
+                f"did you mean {close}?"
+                if close
+                else "global options go before the command; see `fdl --help`"
+            )
             raise UsageError(f"unknown global option {token}", hint=hint)
         index += 1
     return options, argv[index:]

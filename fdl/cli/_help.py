@@ -38,8 +38,8 @@ def render_top_help(session: Session) -> str:
     if manifest is not None:
         commands = manifest.data.get("commands") or {}
         rows = []
-        for name, spec in commands.items():
-            spec = spec or {}
+        for name, entry in commands.items():
+            spec = entry or {}
             text = spec.get("description") or spec.get("run") or "(nested commands)"
             if name in BUILTINS:
                 text += f"  [shadowed by the built-in; run it with `fdl run {name}`]"

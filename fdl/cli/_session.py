@@ -16,6 +16,7 @@ from fdl.errors import ManifestError
 
 if TYPE_CHECKING:
     from fdl.manifest import Discovered, Manifest
+    from fdl.manifest.schema import Obj
 
 __all__ = ["Session", "current", "install"]
 
@@ -112,7 +113,7 @@ class Session:
             raise
 
 
-def _root_schema() -> object:
+def _root_schema() -> Obj:
     from fdl.manifest.sections import root_spec
 
     return root_spec()
@@ -121,7 +122,9 @@ def _root_schema() -> object:
 _CURRENT: list[Session] = []
 
 
-def install(options: GlobalOptions, console: Console, environ: Mapping[str, str] | None = None) -> Session:
+def install(
+    options: GlobalOptions, console: Console, environ: Mapping[str, str] | None = None
+) -> Session:
     """Create the session for this invocation."""
     env = os.environ if environ is None else environ
     cwd = Path.cwd()
@@ -130,7 +133,9 @@ def install(options: GlobalOptions, console: Console, environ: Mapping[str, str]
         if not cwd.is_dir():
             from fdl.errors import UsageError
 
-            raise UsageError(f"-C {options.directory}: not a directory", hint="pass an existing directory")
+            raise UsageError(
+                f"-C {options.directory}: not a directory", hint="pass an existing directory"
+            )
     session = Session(options=options, console=console, cwd=cwd, environ=env)
     _CURRENT[:] = [session]
     return session

@@ -161,7 +161,9 @@ def explain_path(layers: list[Layer], final: Node | None, path: tuple[str, ...])
     )
 
 
-def explainable_paths(layers: list[Layer], final: Node | None, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+def explainable_paths(
+    layers: list[Layer], final: Node | None, prefix: tuple[str, ...] = ()
+) -> list[tuple[str, ...]]:
     """Every leaf path written by any layer (under ``prefix``), final order first.
 
     Paths whose final value is a non-empty mapping are left out: their leaves

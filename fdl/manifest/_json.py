@@ -7,8 +7,9 @@ recursive-descent parser that reuses the standard library's string scanner.
 from __future__ import annotations
 
 import bisect
-import json.decoder
+import json
 import re
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from pathlib import Path
 
 from fdl.errors import Location, ManifestError
@@ -82,7 +83,7 @@ class _Parser:
         char = text[pos]
         if char == '"':
             try:
-                value, end = json.decoder.scanstring(text, pos + 1)
+                value, end = scanstring(text, pos + 1)
             except json.JSONDecodeError as exc:
                 raise self.error(exc.pos, exc.msg) from None
             return ScalarNode(value, self.origin(pos), raw=value), end
@@ -174,7 +175,7 @@ class _Parser:
             raise self.error(pos, "expected a string key")
         key_origin = self.origin(pos)
         try:
-            key, pos = json.decoder.scanstring(text, pos + 1)
+            key, pos = scanstring(text, pos + 1)
         except json.JSONDecodeError as exc:
             raise self.error(exc.pos, exc.msg) from None
         pos = self.skip(pos)

@@ -208,7 +208,9 @@ def read_layer(path: Path, kind: LayerKind, root: Path) -> Layer:
             f"{source}: not valid UTF-8 (byte {exc.start})", hint="save the file as UTF-8"
         ) from None
     except OSError as exc:
-        raise ManifestError(f"cannot read {source}: {exc.strerror}", hint="check the file") from None
+        raise ManifestError(
+            f"cannot read {source}: {exc.strerror}", hint="check the file"
+        ) from None
     node = parse_text(text, source, kind, path)
     if node is not None and not isinstance(node, MapNode):
         kind_name = "a list" if isinstance(node, SeqNode) else "a single value"
@@ -243,7 +245,11 @@ def _pop_inherit(layer: Layer) -> tuple[str, Origin] | None:
     layer.root = MapNode(entries, root.origin, root.tag, origins)
     if isinstance(node, ScalarNode) and node.value is None:
         return None
-    if not isinstance(node, ScalarNode) or not isinstance(node.value, str) or not node.value.strip():
+    if (
+        not isinstance(node, ScalarNode)
+        or not isinstance(node.value, str)
+        or not node.value.strip()
+    ):
         raise ManifestError(
             f"{INHERIT_KEY} must be a non-empty file path",
             location=node.origin.location(),
@@ -252,7 +258,9 @@ def _pop_inherit(layer: Layer) -> tuple[str, Origin] | None:
     return node.value, node.origin
 
 
-def load_chain(path: Path, kind: LayerKind, root: Path, trail: tuple[Path, ...] = ()) -> list[Layer]:
+def load_chain(
+    path: Path, kind: LayerKind, root: Path, trail: tuple[Path, ...] = ()
+) -> list[Layer]:
     """The file at ``path`` preceded by everything it inherits from (deepest first).
 
     Raises:

@@ -109,7 +109,11 @@ class Manifest:
         if prefix and not paths:
             known = [dotted(p) for p in explainable_paths(self.layers, self.tree)]
             close = did_you_mean(key or "", known)
-            hint = f"did you mean {close!r}?" if close else "run `fdl config explain` to list every key"
+            hint = (
+                f"did you mean {close!r}?"
+                if close
+                else "run `fdl config explain` to list every key"
+            )
             raise ManifestError(f"no layer sets {key!r}", hint=hint)
         return [explain_path(self.layers, self.tree, path) for path in paths]
 
@@ -129,9 +133,7 @@ def _base_candidates(discovered: Discovered, root: Path) -> list[Candidate]:
     out = []
     for name in BASE_NAMES:
         path = directory / name
-        out.append(
-            Candidate(LayerKind.BASE, name, path, path.is_file(), path == discovered.path)
-        )
+        out.append(Candidate(LayerKind.BASE, name, path, path.is_file(), path == discovered.path))
     if discovered.example:
         out.append(
             Candidate(
@@ -182,7 +184,9 @@ def build_manifest(
             path = find_overlay(root, other, required=False)
             assert path is not None
             candidates.append(
-                Candidate(LayerKind.OVERLAY, path.name, path, True, False, f"select with --env {other}")
+                Candidate(
+                    LayerKind.OVERLAY, path.name, path, True, False, f"select with --env {other}"
+                )
             )
     patch = merge(layer.root for layer in layers)
     extra = env_layer(environ, materialize(patch))
@@ -190,17 +194,31 @@ def build_manifest(
         layers.append(extra)
         patch = compose(patch, extra.root) if extra.root is not None else patch
     candidates.append(
-        Candidate(LayerKind.ENV, "FDL__* environment variables", None, extra is not None, extra is not None)
+        Candidate(
+            LayerKind.ENV,
+            "FDL__* environment variables",
+            None,
+            extra is not None,
+            extra is not None,
+        )
     )
     overrides = set_layer(sets)
     if overrides is not None:
         layers.append(overrides)
         patch = compose(patch, overrides.root) if overrides.root is not None else patch
     candidates.append(
-        Candidate(LayerKind.SET, "--set KEY=VALUE options", None, overrides is not None, overrides is not None)
+        Candidate(
+            LayerKind.SET,
+            "--set KEY=VALUE options",
+            None,
+            overrides is not None,
+            overrides is not None,
+        )
     )
     final = materialize(patch)
-    tree = final if isinstance(final, MapNode) else MapNode({}, Origin(discovered.path.name), None, {})
+    tree = (
+        final if isinstance(final, MapNode) else MapNode({}, Origin(discovered.path.name), None, {})
+    )
     data = _validate(tree, schema) if schema is not None else tree.plain()
     return Manifest(
         path=discovered.path,
@@ -222,7 +240,7 @@ def load_manifest(
     env: str | None = None,
     environ: Mapping[str, str] | None = None,
     sets: Sequence[str] = (),
-    schema: Obj | None | bool = True,
+    schema: Obj | bool | None = True,
 ) -> Manifest:
     """Find, read, merge and validate the project manifest.
 
@@ -250,7 +268,7 @@ def load_manifest(
 
 
 def load_directory_manifest(
-    directory: Path, *, env: str | None, schema: Obj | None | bool = None
+    directory: Path, *, env: str | None, schema: Obj | bool | None = None
 ) -> Manifest | None:
     """The manifest of a sub-directory (nested commands), with its overlay when present.
 
@@ -269,7 +287,7 @@ def load_directory_manifest(
     )
 
 
-def _resolve_schema(schema: Obj | None | bool) -> Obj | None:
+def _resolve_schema(schema: Obj | bool | None) -> Obj | None:
     if schema is True:
         from fdl.manifest.sections import root_spec
 

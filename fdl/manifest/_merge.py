@@ -121,7 +121,9 @@ def merge(layers: Iterable[Node | None]) -> Node | None:
     return result
 
 
-def deletions(patch: Node | None, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Origin]]:
+def deletions(
+    patch: Node | None, prefix: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], Origin]]:
     """Paths deleted by some layer (tombstones left in the combined patch)."""
     out: list[tuple[tuple[str, ...], Origin]] = []
     if isinstance(patch, MapNode):

@@ -10,11 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Union
 
 from fdl.errors import Location
 
-Scalar = Union[None, bool, int, float, str]
+Scalar = None | bool | int | float | str
 
 # Tags with a meaning for merging and display (see _merge and _secrets).
 TAG_APPEND = "!append"

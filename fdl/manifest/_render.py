@@ -83,7 +83,7 @@ def _key_text(key: str) -> str:
 def render_show(tree: MapNode, *, origins: bool = True, show_secrets: bool = False) -> str:
     """The merged manifest as YAML, leaves annotated with ``# file:line``."""
     rows: list[tuple[str, str]] = []
-    _rows(tree, 0, (), rows, show_secrets, False)
+    _rows(tree, 0, (), rows, show_secrets=show_secrets, secret=False)
     if not origins:
         return "".join(body + "\n" for body, _ in rows)
     widths = [len(body) for body, label in rows if label and len(body) < MAX_COMMENT_COLUMN]
@@ -103,6 +103,7 @@ def _rows(
     indent: int,
     path: tuple[str, ...],
     rows: list[tuple[str, str]],
+    *,
     show_secrets: bool,
     secret: bool,
 ) -> None:
@@ -116,10 +117,10 @@ def _rows(
             rows.append((f"{pad}{_key_text(key)}: {inline}", label))
         elif isinstance(child, MapNode):
             rows.append((f"{pad}{_key_text(key)}:", ""))
-            _rows(child, indent + 2, child_path, rows, show_secrets, hidden)
+            _rows(child, indent + 2, child_path, rows, show_secrets=show_secrets, secret=hidden)
         elif isinstance(child, SeqNode):
             rows.append((f"{pad}{_key_text(key)}:", ""))
-            _seq_rows(child, indent + 2, child_path, rows, show_secrets, hidden)
+            _seq_rows(child, indent + 2, child_path, rows, show_secrets=show_secrets, secret=hidden)
         else:
             assert isinstance(child, ScalarNode)
             rows.append((f"{pad}{_key_text(key)}: {_scalar_text(child, hidden)}", label))
@@ -130,6 +131,7 @@ def _seq_rows(
     indent: int,
     path: tuple[str, ...],
     rows: list[tuple[str, str]],
+    *,
     show_secrets: bool,
     secret: bool,
 ) -> None:
@@ -142,14 +144,14 @@ def _seq_rows(
             rows.append((f"{pad}- {inline}", _origin_label(item.origin)))
         elif isinstance(item, MapNode):
             sub: list[tuple[str, str]] = []
-            _rows(item, indent + 2, item_path, sub, show_secrets, hidden)
+            _rows(item, indent + 2, item_path, sub, show_secrets=show_secrets, secret=hidden)
             first, *rest = sub
             rows.append((f"{pad}- {first[0].lstrip()}", first[1]))
             rows.extend(rest)
         else:
             assert isinstance(item, SeqNode)
             rows.append((f"{pad}-", ""))
-            _seq_rows(item, indent + 2, item_path, rows, show_secrets, hidden)
+            _seq_rows(item, indent + 2, item_path, rows, show_secrets=show_secrets, secret=hidden)
 
 
 def show_data(tree: MapNode, *, show_secrets: bool = False) -> Any:
@@ -161,7 +163,9 @@ def _masked_plain(node: Node, show_secrets: bool, secret: bool) -> Any:
     hidden = secret or (not show_secrets and node.tag == "!secret")
     if isinstance(node, MapNode):
         return {
-            key: _masked_plain(child, show_secrets, hidden or (not show_secrets and is_secret_key(key)))
+            key: _masked_plain(
+                child, show_secrets, hidden or (not show_secrets and is_secret_key(key))
+            )
             for key, child in node.entries.items()
         }
     if isinstance(node, SeqNode):
@@ -258,7 +262,9 @@ def _contribution_data(contribution: Contribution, secret: bool) -> dict[str, An
     }
 
 
-def explain_data(explanations: list[Explanation], *, show_secrets: bool = False) -> list[dict[str, Any]]:
+def explain_data(
+    explanations: list[Explanation], *, show_secrets: bool = False
+) -> list[dict[str, Any]]:
     """Explanations as plain data (for ``--json``)."""
     out = []
     for item in explanations:
@@ -273,7 +279,9 @@ def explain_data(explanations: list[Explanation], *, show_secrets: bool = False)
                 "winner": _contribution_data(winner, secret) if item.present and winner else None,
                 "contributions": [_contribution_data(c, secret) for c in item.live],
                 "overridden": [_contribution_data(c, secret) for c in item.overridden],
-                "removed_by": _contribution_data(item.removed_by, secret) if item.removed_by else None,
+                "removed_by": _contribution_data(item.removed_by, secret)
+                if item.removed_by
+                else None,
             }
         )
     return out

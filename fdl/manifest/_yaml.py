@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -69,13 +70,21 @@ def resolve_plain(text: str) -> Scalar:
     return text
 
 
+_EXPLICIT_TYPES: dict[str, type | tuple[type, ...]] = {
+    "int": int,
+    "float": (int, float),
+    "bool": bool,
+    "null": type(None),
+}
+
+
 def _explicit(tag: str, text: str, where: Origin) -> Scalar:
     """A scalar with an explicit standard tag such as ``!!str`` or ``!!int``."""
     kind = tag[len(_STD) :]
     if kind == "str":
         return text
     value = resolve_plain(text)
-    wanted = {"int": int, "float": (int, float), "bool": bool, "null": type(None)}.get(kind)
+    wanted = _EXPLICIT_TYPES.get(kind)
     if wanted is None:
         raise ManifestError(
             f"tag !!{kind} is not supported in fdl manifests",
@@ -103,7 +112,7 @@ class _Frame:
         self.merges: list[tuple[Node, Origin]] = []
 
 
-def _origin(mark: yaml.Mark, source: str, layer: LayerKind, path: Path | None) -> Origin:
+def _origin(mark: Any, source: str, layer: LayerKind, path: Path | None) -> Origin:
     return Origin(source, mark.line + 1, mark.column + 1, layer, path)
 
 
@@ -112,7 +121,9 @@ def _excerpt(lines: list[str], mark: yaml.Mark) -> str:
     return f"{mark.line + 1:>4} | {shown}\n     | {' ' * mark.column}^"
 
 
-def syntax_error(exc: yaml.MarkedYAMLError, text: str, source: str, path: Path | None) -> ManifestError:
+def syntax_error(
+    exc: yaml.MarkedYAMLError, text: str, source: str, path: Path | None
+) -> ManifestError:
     """A YAML syntax error as a located ManifestError with the line and a caret."""
     mark = exc.problem_mark or exc.context_mark
     problem = exc.problem or exc.context or "invalid YAML"
@@ -146,7 +157,9 @@ def parse_yaml(text: str, source: str, layer: LayerKind, path: Path | None = Non
     except yaml.MarkedYAMLError as exc:
         raise syntax_error(exc, text, source, path) from None
     except yaml.YAMLError as exc:
-        raise ManifestError(f"{source}: cannot parse YAML: {exc}", hint="fix the YAML syntax") from None
+        raise ManifestError(
+            f"{source}: cannot parse YAML: {exc}", hint="fix the YAML syntax"
+        ) from None
 
 
 def _compose(text: str, source: str, layer: LayerKind, path: Path | None) -> Node | None:
@@ -154,7 +167,9 @@ def _compose(text: str, source: str, layer: LayerKind, path: Path | None) -> Nod
 
     def events() -> Iterator[yaml.Event]:
         while loader.check_event():
-            yield loader.get_event()
+            event = loader.get_event()
+            if event is not None:
+                yield event
 
     try:
         return _Composer(source, layer, path).run(events())
@@ -173,7 +188,10 @@ class _Composer:
         self.documents = 0
 
     def where(self, event: yaml.Event) -> Origin:
-        return _origin(event.start_mark, self.source, self.layer, self.path)
+        mark = event.start_mark
+        if mark is None:
+            return Origin(self.source, 0, 0, self.layer, self.path)
+        return _origin(mark, self.source, self.layer, self.path)
 
     def fail(self, message: str, where: Origin, hint: str) -> ManifestError:
         return ManifestError(message, location=where.location(), hint=hint)
@@ -202,7 +220,7 @@ class _Composer:
             elif isinstance(event, yaml.ScalarEvent):
                 self.add(self.scalar(event), event)
             elif isinstance(event, yaml.AliasEvent):
-                target = self.anchors.get(event.anchor)
+                target = self.anchors.get(event.anchor or "")
                 if target is None:
                     raise self.fail(
                         f"alias *{event.anchor} refers to no anchor",
@@ -224,9 +242,7 @@ class _Composer:
         plain = event.style is None or event.style == ""
         if tag is not None and tag.startswith(_STD):
             value = _explicit(tag, text, where)
-        elif plain and event.implicit[0]:
-            value = resolve_plain(text)
-        elif tag == TAG_SECRET and plain:
+        elif (plain and event.implicit[0]) or (tag == TAG_SECRET and plain):
             value = resolve_plain(text)
         else:
             value = text

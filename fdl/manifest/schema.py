@@ -110,7 +110,9 @@ class AnyValue(Spec):
 class Str(Spec):
     """A string, optionally matching ``pattern`` (numbers are not strings)."""
 
-    def __init__(self, description: str = "", pattern: str | None = None, example: str = "") -> None:
+    def __init__(
+        self, description: str = "", pattern: str | None = None, example: str = ""
+    ) -> None:
         self.description = description
         self.pattern = re.compile(pattern) if pattern else None
         self.example = example
@@ -155,21 +157,25 @@ class Version(Spec):
         return "a version (e.g. 12.8)"
 
     def json_schema(self) -> dict[str, Any]:
-        return self._doc(
-            {"type": ["string", "number"], "pattern": r"^[0-9]+(\.[0-9]+){0,3}$"}
-        )
+        return self._doc({"type": ["string", "number"], "pattern": r"^[0-9]+(\.[0-9]+){0,3}$"})
 
 
 class Int(Spec):
     """An integer, optionally bounded."""
 
-    def __init__(self, description: str = "", minimum: int | None = None, maximum: int | None = None) -> None:
+    def __init__(
+        self, description: str = "", minimum: int | None = None, maximum: int | None = None
+    ) -> None:
         self.description = description
         self.minimum = minimum
         self.maximum = maximum
 
     def check(self, node: Node, path: Path, checker: Checker) -> Any:
-        if not isinstance(node, ScalarNode) or isinstance(node.value, bool) or not isinstance(node.value, int):
+        if (
+            not isinstance(node, ScalarNode)
+            or isinstance(node.value, bool)
+            or not isinstance(node.value, int)
+        ):
             checker.wrong_type(node, path, self)
             return None
         if self.minimum is not None and node.value < self.minimum:
@@ -237,7 +243,7 @@ class Enum(Spec):
         self.description = description
 
     def check(self, node: Node, path: Path, checker: Checker) -> Any:
-        if not isinstance(node, ScalarNode) or node.value is None or isinstance(node.value, (dict, list)):
+        if not isinstance(node, ScalarNode) or node.value is None:
             checker.wrong_type(node, path, self)
             return None
         text = node.text
@@ -265,7 +271,9 @@ class ListOf(Spec):
         if not isinstance(node, SeqNode):
             checker.wrong_type(node, path, self)
             return None
-        return [self.item.check(child, (*path, str(i)), checker) for i, child in enumerate(node.items)]
+        return [
+            self.item.check(child, (*path, str(i)), checker) for i, child in enumerate(node.items)
+        ]
 
     def type_name(self) -> str:
         return f"a list of {_plural(self.item.type_name())}"
@@ -290,7 +298,7 @@ class OneOf(Spec):
                 return value
             failures.append(trial)
         # Report the errors of the option whose shape matched, if any did.
-        for option, trial in zip(self.options, failures):
+        for option, trial in zip(self.options, failures, strict=True):
             if _shape_matches(option, node):
                 checker.errors.extend(trial.errors)
                 return None
@@ -434,7 +442,8 @@ class Obj(Spec):
 
     def json_schema(self) -> dict[str, Any]:
         properties = {
-            key: {"anyOf": [spec.json_schema(), {"type": "null"}]} for key, spec in self.fields.items()
+            key: {"anyOf": [spec.json_schema(), {"type": "null"}]}
+            for key, spec in self.fields.items()
         }
         schema: dict[str, Any] = {
             "type": "object",

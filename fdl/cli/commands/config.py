@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -20,10 +20,13 @@ app = typer.Typer(
 )
 
 EnvOption = Annotated[
-    Optional[str], typer.Option("--env", "-e", help="Environment overlay (default: the global one).")
+    str | None,
+    typer.Option("--env", "-e", help="Environment overlay (default: the global one)."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Output JSON.")]
-SecretsOption = Annotated[bool, typer.Option("--show-secrets", help="Show secret values instead of ***.")]
+SecretsOption = Annotated[
+    bool, typer.Option("--show-secrets", help="Show secret values instead of ***.")
+]
 
 
 def normalize(args: list[str]) -> list[str]:
@@ -39,19 +42,25 @@ def normalize(args: list[str]) -> list[str]:
 def show(
     env: EnvOption = None,
     as_json: JsonOption = False,
-    no_origin: Annotated[bool, typer.Option("--no-origin", help="Leave out the origin comments.")] = False,
+    no_origin: Annotated[
+        bool, typer.Option("--no-origin", help="Leave out the origin comments.")
+    ] = False,
     show_secrets: SecretsOption = False,
 ) -> None:
     """Print the merged manifest, each value annotated with the file:line it came from.
 
     Example: fdl config show --env ci
     """
-    raise typer.Exit(actions.show(current(), env=env, as_json=as_json, origins=not no_origin, show_secrets=show_secrets))
+    raise typer.Exit(
+        actions.show(
+            current(), env=env, as_json=as_json, origins=not no_origin, show_secrets=show_secrets
+        )
+    )
 
 
 @app.command()
 def explain(
-    key: Annotated[Optional[str], typer.Argument(help="Dotted key, e.g. commands.test.run.")] = None,
+    key: Annotated[str | None, typer.Argument(help="Dotted key, e.g. commands.test.run.")] = None,
     env: EnvOption = None,
     as_json: JsonOption = False,
     show_secrets: SecretsOption = False,
@@ -60,7 +69,9 @@ def explain(
 
     Example: fdl config explain commands.test --env ci
     """
-    raise typer.Exit(actions.explain(current(), key, env=env, as_json=as_json, show_secrets=show_secrets))
+    raise typer.Exit(
+        actions.explain(current(), key, env=env, as_json=as_json, show_secrets=show_secrets)
+    )
 
 
 @app.command()
@@ -74,7 +85,9 @@ def layers(env: EnvOption = None, as_json: JsonOption = False) -> None:
 
 @app.command()
 def schema(
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file.")
+    ] = None,
 ) -> None:
     """Print the manifest's JSON Schema (for editors validating fdl.yml).
 
@@ -86,7 +99,9 @@ def schema(
 @app.command()
 def validate(
     env: EnvOption = None,
-    all_envs: Annotated[bool, typer.Option("--all-envs", help="Validate every overlay too.")] = False,
+    all_envs: Annotated[
+        bool, typer.Option("--all-envs", help="Validate every overlay too.")
+    ] = False,
 ) -> None:
     """Check the manifest (and overlays) against the schema; exit 3 on problems.
 

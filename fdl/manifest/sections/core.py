@@ -15,31 +15,37 @@ def _is_set(node: MapNode, key: str) -> bool:
     return child is not None and not (isinstance(child, ScalarNode) and child.value is None)
 
 
-def check_command_kind(node: MapNode, path: tuple[str, ...], checker: Checker, *, top_level: bool) -> None:
+def check_command_kind(
+    node: MapNode, path: tuple[str, ...], checker: Checker, *, top_level: bool
+) -> None:
     """Report commands whose keys do not make one valid kind (at load time)."""
     name = path[-1] if path else "?"
     runs = _is_set(node, "run")
     if _is_set(node, "docker") and not runs:
         checker.fail(
-            node.entries["docker"], (*path, "docker"),
+            node.entries["docker"],
+            (*path, "docker"),
             f"command {name!r} has `docker:` but no `run:`",
             "`docker:` wraps an inline `run:` script; add `run:` or move `docker:` into the nested manifest",
         )
     if _is_set(node, "append") and not runs:
         checker.fail(
-            node.entries["append"], (*path, "append"),
+            node.entries["append"],
+            (*path, "append"),
             f"command {name!r} has `append:` but no `run:`",
             "`append:` adds trailing arguments to `run:`; add `run:` or remove `append:`",
         )
     if runs and _is_set(node, "path"):
         checker.fail(
-            node.entries["path"], (*path, "path"),
+            node.entries["path"],
+            (*path, "path"),
             f"command {name!r} has both `run:` and `path:`",
             "keep one: `run:` for an inline script, `path:` for a nested manifest",
         )
     if top_level and not runs and not _is_set(node, "path") and _is_set(node, "options"):
         checker.fail(
-            node.entries["options"], (*path, "options"),
+            node.entries["options"],
+            (*path, "options"),
             f"command {name!r} is a preset (only `options:`) at the top level",
             "presets belong in a nested manifest that declares `entry:`",
         )
