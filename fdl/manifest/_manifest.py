@@ -179,10 +179,10 @@ def build_manifest(
         )
         layers.extend(overlay_chain)
     layers = dedupe(layers)
+    used = {layer.path.resolve() for layer in layers if layer.path is not None}
     for other in list_environments(root):
-        if other != env:
-            path = find_overlay(root, other, required=False)
-            assert path is not None
+        path = find_overlay(root, other, required=False)
+        if other != env and path is not None and path.resolve() not in used:
             candidates.append(
                 Candidate(
                     LayerKind.OVERLAY, path.name, path, True, False, f"select with --env {other}"
@@ -193,10 +193,11 @@ def build_manifest(
     if extra is not None:
         layers.append(extra)
         patch = compose(patch, extra.root) if extra.root is not None else patch
+    env_names = sorted(n for n in environ if n.startswith("FDL__"))
     candidates.append(
         Candidate(
             LayerKind.ENV,
-            "FDL__* environment variables",
+            ", ".join(f"${n}" for n in env_names) if env_names else "FDL__* environment variables",
             None,
             extra is not None,
             extra is not None,
@@ -209,7 +210,7 @@ def build_manifest(
     candidates.append(
         Candidate(
             LayerKind.SET,
-            "--set KEY=VALUE options",
+            ", ".join(f"--set {s}" for s in sets) if sets else "--set KEY=VALUE options",
             None,
             overrides is not None,
             overrides is not None,

@@ -14,8 +14,8 @@ from fdl.manifest._yaml import resolve_plain
 
 INLINE_WIDTH = 80
 MAX_COMMENT_COLUMN = 72
-_PLAIN_UNSAFE_START = tuple("!&*>|%@`[]{},-?#'\" ")
-_PLAIN_UNSAFE = (": ", " #", "\n", "\t", "\r")
+_PLAIN_UNSAFE_START = tuple("!&*>|%@`[]{},-?#'\" :")
+_PLAIN_UNSAFE = (": ", " #", "\n", "\t", "\r", ",", "[", "]", "{", "}")
 
 
 def format_scalar(value: object) -> str:

@@ -1,0 +1,107 @@
+"""The `config show` fast path agrees with the typer command, and start-up stays light."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fdl.cli._fastpath import try_fast_path
+from fdl.cli._globals import parse_globals
+
+REPO = Path(__file__).resolve().parent.parent.parent
+FIXTURE = REPO / "tests" / "fixtures" / "manifest-project"
+
+CASES = [
+    ["config", "show"],
+    ["config", "show", "--json"],
+    ["config", "show", "--no-origin"],
+    ["config", "show", "--show-secrets", "--env", "ci"],
+    ["config", "show", "--env=gpu", "--json"],
+    ["config", "show", "-e", "ci", "--no-origin"],
+    ["--env", "gpu", "config", "show"],
+]
+
+
+@pytest.mark.parametrize("args", CASES)
+def test_fast_path_matches_the_typer_command(
+    run_fdl, monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> None:
+    fast = run_fdl(args, cwd=FIXTURE)
+    monkeypatch.setattr("fdl.cli._fastpath.try_fast_path", lambda *a: None)
+    slow = run_fdl(args, cwd=FIXTURE)
+    assert (fast.exit_code, fast.stdout, fast.stderr) == (slow.exit_code, slow.stdout, slow.stderr)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["config", "show", "--help"],
+        ["config", "show", "--bogus"],
+        ["config", "explain"],
+        ["--help"],
+    ],
+)
+def test_fast_path_declines_other_forms(args: list[str]) -> None:
+    from fdl.cli._console import Console
+
+    options, rest = parse_globals(args)
+    assert try_fast_path(options, rest, Console()) is None
+
+
+HEAVY = [
+    "docker",
+    "requests",
+    "jinja2",
+    "torch",
+    "typer",
+    "click",
+    "rich",
+    "pydantic",
+    "platformdirs",
+]
+PROBE = """
+import sys
+from fdl.cli import main
+code = main(sys.argv[1:])
+heavy = sorted(m for m in {heavy!r} if m in sys.modules)
+print("HEAVY=" + ",".join(heavy), file=sys.stderr)
+raise SystemExit(code)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "allowed"),
+    [
+        (["--version"], set()),
+        (["--help"], set()),
+        (["config", "show"], set()),
+        (["config", "show", "--json", "--env", "ci"], set()),
+        (["config", "explain"], {"typer", "click", "rich"}),
+    ],
+)
+def test_startup_does_not_load_heavy_modules(
+    tmp_path: Path, args: list[str], allowed: set[str]
+) -> None:
+    project = tmp_path / "p"
+    shutil.copytree(FIXTURE, project)
+    env = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE.format(heavy=HEAVY), *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    line = [x for x in proc.stderr.splitlines() if x.startswith("HEAVY=")][-1]
+    loaded = {m for m in line[len("HEAVY=") :].split(",") if m}
+    assert loaded <= allowed, f"{args} loaded {sorted(loaded - allowed)}"
+    if args == ["config", "show", "--json", "--env", "ci"]:
+        assert json.loads(proc.stdout)["commands"]["test"]["run"] == "cargo test --release"
