@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Sequence
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["did_you_mean", "plural"]
 
 
 def did_you_mean(word: str, options: Sequence[str]) -> str | None:
     """The closest option to ``word``, if one is close enough."""
+    import difflib
+
     matches = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
     return matches[0] if matches else None
 

@@ -25,9 +25,11 @@ Manifest commands (``fdl <command>``) exit with their child's exit code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import IntEnum
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "CommandFailed",
@@ -56,14 +58,31 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130
 
 
-@dataclass(frozen=True, slots=True)
 class Location:
-    """A place in a file: 1-based line and column (0 when unknown)."""
+    """A place in a file: 1-based line and column (0 when unknown).
 
-    file: str
-    line: int = 0
-    column: int = 0
-    path: Path | None = None
+    (A plain class rather than a dataclass: importing dataclasses costs
+    start-up time that `fdl config show` cannot afford.)
+    """
+
+    __slots__ = ("column", "file", "line", "path")
+
+    def __init__(self, file: str, line: int = 0, column: int = 0, path: Path | None = None) -> None:
+        self.file = file
+        self.line = line
+        self.column = column
+        self.path = path
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Location):
+            return NotImplemented
+        return (self.file, self.line, self.column) == (other.file, other.line, other.column)
+
+    def __hash__(self) -> int:
+        return hash((self.file, self.line, self.column))
+
+    def __repr__(self) -> str:
+        return f"Location({self.file!r}, {self.line}, {self.column})"
 
     def __str__(self) -> str:
         if self.line and self.column:

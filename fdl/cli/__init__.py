@@ -8,10 +8,7 @@ name is a command of the project's manifest.
 from __future__ import annotations
 
 import os
-import signal
 import sys
-from collections.abc import Sequence
-from types import FrameType
 
 from fdl import __version__
 from fdl.cli._console import Console, from_environment
@@ -19,6 +16,11 @@ from fdl.cli._failure import report, report_bug
 from fdl.cli._globals import parse_globals
 from fdl.cli._registry import BUILTINS
 from fdl.errors import ExitCode, FdlError, Interrupted
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import FrameType
 
 __all__ = ["main"]
 
@@ -48,6 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         name, tail = rest[0], rest[1:]
         if name in BUILTINS:
+            import signal
+
             signal.signal(signal.SIGINT, _interrupt)
             return _run_builtin(name, tail)
         from fdl.cli._project import run_project_command

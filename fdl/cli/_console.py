@@ -6,11 +6,13 @@ says otherwise (``FORCE_COLOR`` forces it on).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Mapping
-from typing import Any, TextIO
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any, TextIO
 
 __all__ = ["Console", "wants_color"]
 
@@ -62,6 +64,8 @@ class Console:
 
     def json(self, data: Any) -> None:
         """Write ``data`` as indented JSON to stdout."""
+        import json
+
         self.out(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
     def info(self, text: str) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import traceback
-
 from fdl.cli._console import Console
 from fdl.errors import ExitCode, FdlError, ManifestErrors
 
@@ -37,6 +35,8 @@ def report(console: Console, error: FdlError) -> int:
 
 def report_bug(console: Console, exc: BaseException) -> int:
     """An unexpected exception: a short message, the trace with -v."""
+    import traceback
+
     console.error(f"internal error: {type(exc).__name__}: {exc}")
     if console.verbosity >= 2:
         console.line("".join(traceback.format_exception(exc)).rstrip())

@@ -6,11 +6,12 @@ passes ``-v`` to the test script (the reference strips it anywhere).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-
 from fdl._text import did_you_mean
 from fdl.errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["GLOBAL_OPTIONS_HELP", "GlobalOptions", "parse_globals"]
 
@@ -38,19 +39,19 @@ _VALUE_OPTIONS = {
 _FLAGS = ["--verbose", "--quiet", "--no-color", "--version", "--help", "-v", "-q", "-V", "-h"]
 
 
-@dataclass
 class GlobalOptions:
     """What the global options asked for."""
 
-    env: str | None = None
-    env_from: str = ""
-    manifest: Path | None = None
-    directory: Path | None = None
-    sets: list[str] = field(default_factory=list)
-    verbosity: int = 1
-    no_color: bool = False
-    version: bool = False
-    help: bool = False
+    def __init__(self) -> None:
+        self.env: str | None = None
+        self.env_from = ""
+        self.manifest: Path | None = None
+        self.directory: Path | None = None
+        self.sets: list[str] = []
+        self.verbosity = 1
+        self.no_color = False
+        self.version = False
+        self.help = False
 
 
 def _set_env(options: GlobalOptions, value: str, source: str) -> None:
@@ -69,8 +70,12 @@ def _assign(options: GlobalOptions, name: str, value: str, flag: str) -> None:
     if name == "env":
         _set_env(options, value, flag)
     elif name == "manifest":
+        from pathlib import Path
+
         options.manifest = Path(value)
     elif name == "directory":
+        from pathlib import Path
+
         options.directory = Path(value)
     else:
         options.sets.append(value)

@@ -6,18 +6,18 @@ only when its group runs, so ``fdl --help`` stays fast.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 __all__ = ["BUILTINS", "Builtin"]
 
 
-@dataclass(frozen=True)
 class Builtin:
     """A built-in command group."""
 
-    name: str
-    summary: str
-    module: str
+    __slots__ = ("module", "name", "summary")
+
+    def __init__(self, name: str, summary: str, module: str) -> None:
+        self.name = name
+        self.summary = summary
+        self.module = module
 
 
 BUILTINS: dict[str, Builtin] = {

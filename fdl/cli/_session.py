@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from fdl.cli._console import Console
 from fdl.cli._globals import GlobalOptions
 from fdl.errors import ManifestError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from fdl.manifest import Discovered, Manifest
     from fdl.manifest.schema import Obj
 
@@ -25,7 +24,6 @@ def _interactive() -> bool:
     return sys.stdin.isatty() and sys.stderr.isatty()
 
 
-@dataclass
 class Session:
     """State shared by the command that runs in this process.
 
@@ -37,12 +35,20 @@ class Session:
         interactive: Whether prompts may be shown (stdin and stderr are terminals).
     """
 
-    options: GlobalOptions
-    console: Console
-    cwd: Path
-    environ: Mapping[str, str]
-    interactive: bool = field(default_factory=_interactive)
-    _manifests: dict[tuple[str | None, tuple[str, ...]], Manifest] = field(default_factory=dict)
+    def __init__(
+        self,
+        options: GlobalOptions,
+        console: Console,
+        cwd: Path,
+        environ: Mapping[str, str],
+        interactive: bool | None = None,
+    ) -> None:
+        self.options = options
+        self.console = console
+        self.cwd = cwd
+        self.environ = environ
+        self.interactive = _interactive() if interactive is None else interactive
+        self._manifests: dict[tuple[str | None, tuple[str, ...]], Manifest] = {}
 
     @property
     def env(self) -> str | None:
@@ -70,6 +76,8 @@ class Session:
             self.console.stderr.flush()
             answer = sys.stdin.readline().strip().lower()
             if answer in ("", "y", "yes"):
+                import shutil
+
                 shutil.copyfile(found.path, target)
                 self.console.info(f"fdl: created {target} (edit it to customise)")
                 return Discovered(target)

@@ -7,9 +7,6 @@ with the same rules as :mod:`fdl.manifest._merge`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
 from fdl.manifest._nodes import (
     TAG_APPEND,
     TAG_REPLACE,
@@ -22,6 +19,7 @@ from fdl.manifest._nodes import (
     walk_leaves,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from fdl.manifest._layers import Layer
 
@@ -32,7 +30,6 @@ REPLACE_ANCESTOR = "replace-ancestor"
 REMOVED_BY_REPLACE = "removed-by-replace"
 
 
-@dataclass(frozen=True)
 class Contribution:
     """What one layer did to one key path.
 
@@ -48,14 +45,23 @@ class Contribution:
         node: The node written (used for secret detection).
     """
 
-    action: str
-    value: object
-    origin: Origin
-    at: tuple[str, ...]
-    node: Node | None = None
+    __slots__ = ("action", "at", "node", "origin", "value")
+
+    def __init__(
+        self,
+        action: str,
+        value: object,
+        origin: Origin,
+        at: tuple[str, ...],
+        node: Node | None = None,
+    ) -> None:
+        self.action = action
+        self.value = value
+        self.origin = origin
+        self.at = at
+        self.node = node
 
 
-@dataclass
 class Explanation:
     """The story of one key path.
 
@@ -69,12 +75,23 @@ class Explanation:
         removed_by: The contribution that deleted the key, when it is gone.
     """
 
-    path: tuple[str, ...]
-    value: object
-    present: bool
-    live: list[Contribution] = field(default_factory=list)
-    overridden: list[Contribution] = field(default_factory=list)
-    removed_by: Contribution | None = None
+    __slots__ = ("live", "overridden", "path", "present", "removed_by", "value")
+
+    def __init__(
+        self,
+        path: tuple[str, ...],
+        value: object,
+        present: bool,
+        live: list[Contribution],
+        overridden: list[Contribution],
+        removed_by: Contribution | None = None,
+    ) -> None:
+        self.path = path
+        self.value = value
+        self.present = present
+        self.live = live
+        self.overridden = overridden
+        self.removed_by = removed_by
 
     @property
     def winner(self) -> Contribution | None:

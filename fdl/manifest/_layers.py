@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from fdl.errors import ManifestError, UsageError
@@ -25,7 +24,6 @@ ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 _OVERLAY_FILE = re.compile(r"^fdl\.([A-Za-z0-9][A-Za-z0-9_-]*)\.(yml|yaml|json)$")
 
 
-@dataclass
 class Layer:
     """One source of manifest values.
 
@@ -36,25 +34,40 @@ class Layer:
         root: The parsed mapping; None for an empty file.
     """
 
-    kind: LayerKind
-    source: str
-    path: Path | None
-    root: Node | None
+    __slots__ = ("kind", "path", "root", "source")
+
+    def __init__(self, kind: LayerKind, source: str, path: Path | None, root: Node | None) -> None:
+        self.kind = kind
+        self.source = source
+        self.path = path
+        self.root = root
+
+    def __repr__(self) -> str:
+        return f"Layer({self.kind.value}, {self.source!r})"
 
 
-@dataclass(frozen=True)
 class Candidate:
     """A file that could contribute a layer (for ``fdl config layers``)."""
 
-    kind: LayerKind
-    source: str
-    path: Path | None
-    exists: bool
-    used: bool
-    note: str = ""
+    __slots__ = ("exists", "kind", "note", "path", "source", "used")
+
+    def __init__(
+        self,
+        kind: LayerKind,
+        source: str,
+        path: Path | None,
+        exists: bool,
+        used: bool,
+        note: str = "",
+    ) -> None:
+        self.kind = kind
+        self.source = source
+        self.path = path
+        self.exists = exists
+        self.used = used
+        self.note = note
 
 
-@dataclass(frozen=True)
 class Discovered:
     """The manifest file found for a directory.
 
@@ -64,8 +77,11 @@ class Discovered:
             because no real manifest exists.
     """
 
-    path: Path
-    example: bool = False
+    __slots__ = ("example", "path")
+
+    def __init__(self, path: Path, example: bool = False) -> None:
+        self.path = path
+        self.example = example
 
     @property
     def directory(self) -> Path:

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from fdl.errors import ManifestError, ManifestErrors
-from fdl.manifest._explain import Explanation, explain_path, explainable_paths
 from fdl.manifest._layers import (
     BASE_NAMES,
     Candidate,
@@ -30,13 +27,18 @@ from fdl.manifest._merge import compose, materialize, merge
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, dotted, node_at
 from fdl.manifest.schema import Checker, Obj, did_you_mean
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from fdl.manifest._explain import Explanation
+
 
 def split_key(key: str) -> tuple[str, ...]:
     """``"a.b"`` -> ``("a", "b")``; the empty key is the root."""
     return tuple(part for part in key.split(".") if part) if key else ()
 
 
-@dataclass
 class Manifest:
     """A project manifest with every layer kept apart.
 
@@ -51,15 +53,28 @@ class Manifest:
         candidates: Every file considered, for ``fdl config layers``.
     """
 
-    path: Path
-    directory: Path
-    env: str | None
-    example: bool
-    layers: list[Layer]
-    tree: MapNode
-    patch: Node | None
-    data: dict[str, Any]
-    candidates: list[Candidate] = field(default_factory=list)
+    def __init__(
+        self,
+        *,
+        path: Path,
+        directory: Path,
+        env: str | None,
+        example: bool,
+        layers: list[Layer],
+        tree: MapNode,
+        patch: Node | None,
+        data: dict[str, Any],
+        candidates: list[Candidate],
+    ) -> None:
+        self.path = path
+        self.directory = directory
+        self.env = env
+        self.example = example
+        self.layers = layers
+        self.tree = tree
+        self.patch = patch
+        self.data = data
+        self.candidates = candidates
 
     @property
     def source(self) -> str:
@@ -104,6 +119,8 @@ class Manifest:
         Raises:
             ManifestError: ``key`` was never written by any layer.
         """
+        from fdl.manifest._explain import explain_path, explainable_paths
+
         prefix = split_key(key) if key else ()
         paths = explainable_paths(self.layers, self.tree, prefix)
         if prefix and not paths:

@@ -7,11 +7,13 @@ Every manifest value is parsed into a :class:`Node` carrying an :class:`Origin`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path
 
 from fdl.errors import Location
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 Scalar = None | bool | int | float | str
 
@@ -32,7 +34,6 @@ class LayerKind(str, Enum):
     SET = "--set"
 
 
-@dataclass(frozen=True, slots=True)
 class Origin:
     """Where a value was written.
 
@@ -45,11 +46,35 @@ class Origin:
         path: Absolute file path, when the source is a file.
     """
 
-    source: str
-    line: int = 0
-    column: int = 0
-    layer: LayerKind = LayerKind.BASE
-    path: Path | None = None
+    __slots__ = ("column", "layer", "line", "path", "source")
+
+    def __init__(
+        self,
+        source: str,
+        line: int = 0,
+        column: int = 0,
+        layer: LayerKind = LayerKind.BASE,
+        path: Path | None = None,
+    ) -> None:
+        self.source = source
+        self.line = line
+        self.column = column
+        self.layer = layer
+        self.path = path
+
+    def _key(self) -> tuple[str, int, int, LayerKind]:
+        return (self.source, self.line, self.column, self.layer)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Origin):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Origin({str(self)!r}, {self.layer.value})"
 
     def __str__(self) -> str:
         if self.line:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
 
 from fdl.manifest._explain import Contribution, Explanation
 from fdl.manifest._layers import Candidate
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode, dotted
 from fdl.manifest._secrets import MASK, is_secret_key, is_secret_node, is_secret_path, mask
 from fdl.manifest._yaml import resolve_plain
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 INLINE_WIDTH = 80
 MAX_COMMENT_COLUMN = 72

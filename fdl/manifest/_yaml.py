@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -27,6 +26,10 @@ from fdl.manifest._nodes import (
     ScalarNode,
     SeqNode,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 try:  # libyaml bindings are much faster; the pure parser is a fallback.
     from yaml import CSafeLoader as _Loader

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from fdl._text import did_you_mean
 from fdl.errors import ManifestError
 from fdl.manifest._nodes import MapNode, Node, ScalarNode, SeqNode, dotted
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "AnyValue",
@@ -56,11 +58,11 @@ def describe(node: Node) -> str:
     return f"a string ({value!r})" if len(value) < 40 else "a string"
 
 
-@dataclass
 class Checker:
     """Collects problems while a spec walks the merged tree."""
 
-    errors: list[ManifestError] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.errors: list[ManifestError] = []
 
     def fail(self, node: Node, path: Path, message: str, hint: str | None = None) -> None:
         self.errors.append(
