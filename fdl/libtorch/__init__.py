@@ -1,0 +1,1 @@
+"""libtorch variants: side by side under ``<root>/libtorch/``, one active."""

@@ -1,0 +1,289 @@
+"""The on-disk layout of libtorch variants, compatible with the reference CLI.
+
+::
+
+    <root>/libtorch/
+      .active                      # "precompiled/cu128\n": the active variant
+      precompiled/<name>/          # official archives and PyPI wheels
+        lib/ include/ share/
+        .arch                      # key=value, as the reference writes it
+        variant.json               # what fdl knows: versions, archs found, source, sha256
+      builds/<name>/               # source builds
+      .locks/                      # inter-process locks for installs
+
+A variant name is ``precompiled/<name>`` or ``builds/<name>``; anything else
+(``..``, absolute paths, other folders) is refused before touching the disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from fdl.errors import UsageError
+from fdl.paths import Context
+
+__all__ = [
+    "KINDS",
+    "VariantInfo",
+    "activate",
+    "active_name",
+    "clear_active",
+    "list_variants",
+    "read_info",
+    "remove",
+    "validate_name",
+    "variant_dir",
+    "write_info",
+]
+
+KINDS = ("precompiled", "builds")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+ACTIVE_FILE = ".active"
+ARCH_FILE = ".arch"
+INFO_FILE = "variant.json"
+INFO_SCHEMA = 1
+
+
+def validate_name(name: str) -> str:
+    """``name`` normalised (``precompiled/cu128``), or UsageError.
+
+    Raises:
+        UsageError: not ``<kind>/<name>`` with kind precompiled or builds, or
+            a name with path separators, ``..`` or other odd characters.
+    """
+    cleaned = name.strip().strip("/")
+    kind, sep, rest = cleaned.partition("/")
+    if not sep or kind not in KINDS or not _NAME.match(rest) or rest in (".", ".."):
+        raise UsageError(
+            f"invalid libtorch variant name {name!r}",
+            hint="variants are named precompiled/<name> or builds/<name> (see `fdl libtorch list`)",
+        )
+    return f"{kind}/{rest}"
+
+
+def variant_dir(context: Context, name: str) -> Path:
+    """The directory of variant ``name`` (validated; need not exist)."""
+    return context.libtorch_dir / validate_name(name)
+
+
+def list_variants(context: Context) -> list[str]:
+    """Installed variants (those with a ``lib/`` directory), sorted."""
+    found = []
+    for kind in KINDS:
+        base = context.libtorch_dir / kind
+        if not base.is_dir():
+            continue
+        for child in base.iterdir():
+            if child.is_dir() and (child / "lib").is_dir() and _NAME.match(child.name):
+                found.append(f"{kind}/{child.name}")
+    return sorted(found)
+
+
+def active_name(context: Context) -> str | None:
+    """The active variant, or None (missing/empty pointer, or pointing nowhere valid)."""
+    pointer = context.libtorch_dir / ACTIVE_FILE
+    try:
+        text = pointer.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    if not text:
+        return None
+    try:
+        return validate_name(text)
+    except UsageError:
+        return None
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def activate(context: Context, name: str) -> str:
+    """Make ``name`` the active variant (atomic write of ``.active``).
+
+    Raises:
+        UsageError: invalid name, or no such installed variant (with the list).
+    """
+    normalised = validate_name(name)
+    if not (context.libtorch_dir / normalised / "lib").is_dir():
+        installed = ", ".join(list_variants(context)) or "none"
+        raise UsageError(
+            f"libtorch variant {normalised!r} is not installed under {context.libtorch_dir}",
+            hint=f"installed variants: {installed}",
+        )
+    _atomic_write(context.libtorch_dir / ACTIVE_FILE, normalised + "\n")
+    return normalised
+
+
+def clear_active(context: Context) -> None:
+    """Empty the ``.active`` pointer (no active variant)."""
+    pointer = context.libtorch_dir / ACTIVE_FILE
+    if pointer.exists():
+        _atomic_write(pointer, "")
+
+
+def remove(context: Context, name: str) -> bool:
+    """Delete an installed variant; returns True when it was the active one.
+
+    Raises:
+        UsageError: invalid name or not installed.
+    """
+    normalised = validate_name(name)
+    target = context.libtorch_dir / normalised
+    if not target.is_dir():
+        installed = ", ".join(list_variants(context)) or "none"
+        raise UsageError(
+            f"libtorch variant {normalised!r} is not installed",
+            hint=f"installed variants: {installed}",
+        )
+    was_active = active_name(context) == normalised
+    # Rename first so a crash never leaves a half-deleted variant that looks installed.
+    trash = target.with_name(f".removing-{target.name}-{os.getpid()}")
+    target.rename(trash)
+    shutil.rmtree(trash, ignore_errors=True)
+    if was_active:
+        clear_active(context)
+    return was_active
+
+
+@dataclass
+class VariantInfo:
+    """What a variant contains and where it came from (``variant.json``).
+
+    Attributes:
+        name: ``precompiled/cu128``, ``builds/sm61-sm120``...
+        torch: The PyTorch version (``2.13.0``).
+        cuda: The CUDA version (``12.8``), None for CPU.
+        cudnn: The cuDNN version, when known.
+        archs_requested: Archs asked for (source builds) or documented (official).
+        archs_found: What reading the binaries found: ``{"cubin": [...], "ptx": [...]}``.
+        abi: ``cxx11`` or ``pre-cxx11``.
+        source: ``{"kind": "download"|"wheel"|"build", "url"|"wheel"|"recipe": ..., "sha256": ...}``.
+        installed_at: ISO 8601 UTC time of the install.
+        extra: Anything else worth keeping (build flags, toolchain, duration).
+    """
+
+    name: str
+    torch: str | None = None
+    cuda: str | None = None
+    cudnn: str | None = None
+    archs_requested: list[str] = field(default_factory=list)
+    archs_found: dict[str, list[str]] = field(default_factory=dict)
+    abi: str | None = None
+    source: dict[str, Any] = field(default_factory=dict)
+    installed_at: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": INFO_SCHEMA,
+            "name": self.name,
+            "torch": self.torch,
+            "cuda": self.cuda,
+            "cudnn": self.cudnn,
+            "archs_requested": self.archs_requested,
+            "archs_found": self.archs_found,
+            "abi": self.abi,
+            "source": self.source,
+            "installed_at": self.installed_at,
+            "extra": self.extra,
+        }
+
+    def arch_file(self) -> str:
+        """The reference CLI's ``.arch`` key=value text."""
+        kind = self.source.get("kind", "")
+        source = {"download": "precompiled", "build": "compiled"}.get(kind, kind or "unknown")
+        archs = self.archs_found.get("cubin") or self.archs_requested
+        lines = [
+            f"cuda={self.cuda or 'none'}",
+            f"torch={self.torch or ''}",
+            f"archs={' '.join(archs) if archs else ('cpu' if not self.cuda else '')}",
+            f"source={source}",
+            f"variant={self.name.split('/', 1)[-1]}",
+        ]
+        return "\n".join(lines) + "\n"
+
+
+def now_iso() -> str:
+    """The current UTC time, ISO 8601, seconds precision."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def write_info(directory: Path, info: VariantInfo) -> None:
+    """Write ``variant.json`` and ``.arch`` into a variant directory."""
+    if not info.installed_at:
+        info.installed_at = now_iso()
+    _atomic_write(
+        directory / INFO_FILE, json.dumps(info.to_json(), indent=2, sort_keys=True) + "\n"
+    )
+    _atomic_write(directory / ARCH_FILE, info.arch_file())
+
+
+def _parse_arch_file(text: str) -> dict[str, str]:
+    values = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    return values
+
+
+def read_info(directory: Path, name: str) -> VariantInfo:
+    """What is known about the variant in ``directory``.
+
+    Reads ``variant.json`` when present, else the reference's ``.arch`` file,
+    else only the name (a variant copied in by hand).
+    """
+    info_path = directory / INFO_FILE
+    if info_path.is_file():
+        try:
+            data = json.loads(info_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        if isinstance(data, dict):
+            return VariantInfo(
+                name=name,
+                torch=data.get("torch"),
+                cuda=data.get("cuda"),
+                cudnn=data.get("cudnn"),
+                archs_requested=list(data.get("archs_requested") or []),
+                archs_found=dict(data.get("archs_found") or {}),
+                abi=data.get("abi"),
+                source=dict(data.get("source") or {}),
+                installed_at=data.get("installed_at") or "",
+                extra=dict(data.get("extra") or {}),
+            )
+    arch_path = directory / ARCH_FILE
+    if arch_path.is_file():
+        values = _parse_arch_file(arch_path.read_text(encoding="utf-8", errors="replace"))
+        cuda = values.get("cuda")
+        archs = [a for a in values.get("archs", "").split() if a and a != "cpu"]
+        kind = {"precompiled": "download", "compiled": "build"}.get(values.get("source", ""), "")
+        return VariantInfo(
+            name=name,
+            torch=values.get("torch") or None,
+            cuda=None if cuda in (None, "", "none") else cuda,
+            archs_requested=archs,
+            source={"kind": kind} if kind else {},
+        )
+    version = directory / "build-version"
+    torch = version.read_text().strip().split("+")[0] if version.is_file() else None
+    return VariantInfo(name=name, torch=torch)
