@@ -213,3 +213,14 @@ def test_buildx_build_reports_the_loaded_images_id(tmp_path: Path) -> None:
 
     assert result.image_id == "sha256:loaded"
     assert modern.calls()[-1] == ["image", "inspect", "--format", "{{.Id}}", "a:1"]
+
+
+def test_syntax_too_new_for_a_builtin_buildkit_says_what_to_avoid() -> None:
+    tail = (
+        "failed to solve with frontend dockerfile.v0: failed to create LLB definition: "
+        "dockerfile parse error line 2: Unknown flag: link"
+    )
+    error = translate_failure(failed(tail), "building a")
+    assert isinstance(error, CommandFailed)
+    assert "COPY --link" in (error.hint or "")
+    assert error.details == tail
