@@ -69,6 +69,17 @@ class Runner(Protocol):
         and to ``log_file``; the result keeps the last lines as ``stdout``."""
         ...
 
+    def interactive(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> int:
+        """Run attached to this terminal (stdin, stdout and stderr inherited);
+        return the exit status (a non-zero status is not an error)."""
+        ...
+
     def which(self, program: str) -> str | None:
         """The full path of ``program`` on PATH, or None."""
         ...
@@ -171,6 +182,26 @@ class SubprocessRunner:
             raise CommandFailed(args, returncode, output_tail=result.stdout, log_file=log_file)
         return result
 
+    def interactive(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> int:
+        args = [str(a) for a in argv]
+        try:
+            proc = subprocess.Popen(args, cwd=cwd, env=dict(env) if env is not None else None)
+        except FileNotFoundError:
+            raise _missing(args[0]) from None
+        while True:
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:
+                # The terminal sent SIGINT to the child too (same process group):
+                # an interactive program decides itself whether that ends it.
+                continue
+
     def which(self, program: str) -> str | None:
         return shutil.which(program)
 
@@ -259,6 +290,15 @@ class FakeRunner:
         if check and result.returncode != 0:
             raise CommandFailed(result.argv, result.returncode, output_tail=result.stdout)
         return result
+
+    def interactive(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> int:
+        return self._answer([str(a) for a in argv]).returncode
 
     def which(self, program: str) -> str | None:
         return self.programs.get(program)

@@ -1,0 +1,178 @@
+"""An engine for tests of other modules: records what it is asked, answers from tables."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from fdl.engine._argv import buildkit_reasons
+from fdl.engine._client import needs_buildkit_error
+from fdl.engine._types import (
+    Builder,
+    BuildResult,
+    BuildSpec,
+    BuildStep,
+    ClientSelection,
+    ComposeCommand,
+    DiskUsage,
+    DockerClient,
+    ImageInfo,
+    Layer,
+    LineCallback,
+    RunResult,
+    RunSpec,
+)
+from fdl.errors import CommandFailed, FdlError
+
+__all__ = ["FakeEngine"]
+
+
+def _image(ref: str, **fields: object) -> ImageInfo:
+    digest = hashlib.sha256(ref.encode()).hexdigest()
+    base = ImageInfo(
+        id=f"sha256:{digest}",
+        tags=(ref,),
+        size=0,
+        labels={},
+        user="",
+        env={},
+        entrypoint=(),
+        cmd=(),
+        workdir="",
+        architecture="amd64",
+        os="linux",
+        created="",
+    )
+    return replace(base, **fields)  # type: ignore[arg-type]
+
+
+@dataclass
+class FakeEngine:
+    """A stand-in for :class:`DockerEngine`.
+
+    Example::
+
+        engine = FakeEngine(builder=Builder.CLASSIC)
+        engine.add_image("fdl-test/debian:bookworm", size=199_000_000)
+        result = engine.build(BuildSpec(tmp_path, dockerfile_text="FROM x\\n", tags=("a:1",)))
+        assert engine.builds[0].tags == ("a:1",)
+        assert engine.inspect_image("a:1").id == result.image_id
+
+    Attributes:
+        builder: What the pretend client builds with; CLASSIC refuses BuildKit
+            builds with the same error as the real engine.
+        build_lines: Progress lines each build passes to ``on_line``.
+        build_error: Raised by the next builds instead of building.
+        run_result: The result of every run, or a function of the run spec.
+        files: What ``copy_out`` writes: ``{(image, path): {relative name: text}}``.
+    """
+
+    builder: Builder = Builder.BUILDKIT
+    images: dict[str, ImageInfo] = field(default_factory=dict)
+    build_lines: list[str] = field(default_factory=list)
+    build_error: FdlError | None = None
+    run_result: RunResult | Callable[[RunSpec], RunResult] = field(
+        default_factory=lambda: RunResult(0)
+    )
+    files: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    compose_command: ComposeCommand = field(
+        default_factory=lambda: ComposeCommand(("docker", "compose"), "2.0.0", "plugin")
+    )
+    builds: list[BuildSpec] = field(default_factory=list)
+    runs: list[RunSpec] = field(default_factory=list)
+    pushed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    copies: list[tuple[str, str, Path]] = field(default_factory=list)
+
+    def add_image(self, ref: str, **fields: object) -> ImageInfo:
+        """Put an image into the pretend store (fields as in :class:`ImageInfo`)."""
+        info = _image(ref, **fields)
+        self.images[ref] = info
+        return info
+
+    def describe(self) -> ClientSelection:
+        client = DockerClient("/usr/bin/docker", "20.10.24", self.builder, None, "20.10.24")
+        return ClientSelection(client, (client,), "PATH")
+
+    def build(
+        self, spec: BuildSpec, *, on_line: LineCallback | None = None, log_file: Path | None = None
+    ) -> BuildResult:
+        self.builds.append(spec)
+        if self.build_error is not None:
+            raise self.build_error
+        text = spec.dockerfile_text
+        if text is None:
+            path = spec.dockerfile or spec.context / "Dockerfile"
+            text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        reasons = buildkit_reasons(spec, text)
+        if reasons and not self.builder.has_buildkit:
+            raise needs_buildkit_error(self.describe(), ", ".join(reasons))
+        for line in self.build_lines:
+            if on_line is not None:
+                on_line(line)
+        key = f"{len(self.builds)}:{spec!r}"
+        image_id = "sha256:" + hashlib.sha256(key.encode()).hexdigest()
+        layers = tuple(Layer(line.strip(), 0) for line in text.splitlines() if line.strip())
+        for tag in spec.tags:
+            self.images[tag] = _image(
+                tag, id=image_id, tags=spec.tags, labels=dict(spec.labels), layers=layers
+            )
+        steps = tuple(BuildStep(layer.created_by, False) for layer in layers)
+        return BuildResult(image_id, spec.tags, self.builder, steps)
+
+    def _find(self, ref: str) -> ImageInfo | None:
+        if ref in self.images:
+            return self.images[ref]
+        return next((info for info in self.images.values() if info.id == ref), None)
+
+    def image_exists(self, ref: str) -> bool:
+        return self._find(ref) is not None
+
+    def inspect_image(self, ref: str) -> ImageInfo:
+        info = self._find(ref)
+        if info is None:
+            raise CommandFailed(
+                ["docker", "image", "inspect", ref],
+                1,
+                message=f"inspecting image {ref} failed: no such image",
+                hint="build it first, or check the name (`docker image ls`)",
+            )
+        return info
+
+    def remove_image(self, ref: str, *, force: bool = False) -> bool:
+        self.removed.append(ref)
+        return self.images.pop(ref, None) is not None
+
+    def tag(self, source: str, target: str) -> None:
+        info = self.inspect_image(source)
+        self.images[target] = replace(info, tags=(*info.tags, target))
+
+    def push(self, ref: str, *, on_line: LineCallback | None = None) -> None:
+        self.inspect_image(ref)
+        self.pushed.append(ref)
+
+    def run(self, spec: RunSpec, *, on_line: LineCallback | None = None) -> RunResult:
+        self.runs.append(spec)
+        result = self.run_result(spec) if callable(self.run_result) else self.run_result
+        if on_line is not None:
+            for line in (result.stdout + result.stderr).splitlines():
+                on_line(line)
+        return result
+
+    def copy_out(self, image: str, path_in_image: str, host_dir: Path) -> Path:
+        self.copies.append((image, path_in_image, host_dir))
+        host_dir.mkdir(parents=True, exist_ok=True)
+        for name, text in self.files.get((image, path_in_image), {}).items():
+            target = host_dir / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        return host_dir
+
+    def disk_usage(self, image: str) -> DiskUsage:
+        info = self.inspect_image(image)
+        return DiskUsage(info.id, info.size, 0, info.size, info.layers)
+
+    def compose(self) -> ComposeCommand:
+        return self.compose_command
