@@ -24,5 +24,6 @@ BUILTINS: dict[str, Builtin] = {
     b.name: b
     for b in (
         Builtin("config", "show, explain, validate the merged manifest", "fdl.cli.commands.config"),
+        Builtin("image", "render, build, size and run Docker images", "fdl.cli.commands.image"),
     )
 }

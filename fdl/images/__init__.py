@@ -1,0 +1,48 @@
+"""Docker images of a libtorch project: a dev image with the toolchain, and slim
+training images that carry only what the trained program loads.
+
+Plan, then execute::
+
+    from fdl.images import plan_images, render_dockerfile
+
+    specs = plan_images(manifest, ["train"])      # pure: ImageSpec values
+    print(render_dockerfile(specs[0]))            # deterministic text
+"""
+
+from __future__ import annotations
+
+from fdl.images._data import images_data
+from fdl.images._plan import DEFAULT_PROFILES, manifest_hash, plan_images, project_name
+from fdl.images._render import (
+    LISTING,
+    dockerfile_name,
+    render_compose,
+    render_dockerfile,
+    render_dockerignore,
+    render_libtorch_dockerfile,
+)
+from fdl.images._spec import KINDS, ImageSpec, MountSpec, SecretSpec, VariantRef
+from fdl.images._variant import content_key, keyed_image, project_resolver, variant_ref
+
+__all__ = [
+    "DEFAULT_PROFILES",
+    "KINDS",
+    "LISTING",
+    "ImageSpec",
+    "MountSpec",
+    "SecretSpec",
+    "VariantRef",
+    "content_key",
+    "dockerfile_name",
+    "images_data",
+    "keyed_image",
+    "manifest_hash",
+    "plan_images",
+    "project_name",
+    "project_resolver",
+    "render_compose",
+    "render_dockerfile",
+    "render_dockerignore",
+    "render_libtorch_dockerfile",
+    "variant_ref",
+]

@@ -1,0 +1,250 @@
+"""Image specs to text: Dockerfiles, the compose file, the .dockerignore.
+
+Templates live in the top-level ``dockerfiles/`` folder; this module prepares
+every value (sorted, quoted) so templates only loop and branch. The output
+depends only on the specs: no timestamps, no host paths.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import posixpath
+import shlex
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from fdl.images._data import images_data
+from fdl.images._spec import ImageSpec, VariantRef
+
+if TYPE_CHECKING:
+    import jinja2
+
+__all__ = [
+    "LISTING",
+    "build_cache_id",
+    "dockerfile_name",
+    "render_compose",
+    "render_dockerfile",
+    "render_dockerignore",
+    "render_libtorch_dockerfile",
+]
+
+LISTING = "fdl-closure.tsv"  # sizes of the program and its libraries, in the app dir
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    import jinja2
+
+    from fdl._assets import asset_dir
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(asset_dir("dockerfiles"))),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def _render(template: str, **values: Any) -> str:
+    text = _environment().get_template(template).render(**values)
+    lines = [line.rstrip() for line in text.splitlines()]
+    # Collapse the blank runs that skipped blocks leave behind.
+    out: list[str] = []
+    for line in lines:
+        if line or (out and out[-1]):
+            out.append(line)
+    return "\n".join(out).strip("\n") + "\n"
+
+
+def quote(value: str) -> str:
+    """A Dockerfile double-quoted value (ENV, LABEL): no variable expansion, one line."""
+    flat = " ".join(value.split()) if "\n" in value else value
+    escaped = flat.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    return f'"{escaped}"'
+
+
+def slug(text: str) -> str:
+    """A cache id piece from an image reference or name."""
+    return "".join(char if char.isalnum() or char in "._-" else "-" for char in text.lower())
+
+
+def apt_cache_id(base: str) -> str:
+    """The apt cache mounts' id prefix: one per base image, shared by all projects."""
+    return f"fdl-apt-{slug(base)}"
+
+
+def build_cache_id(spec: ImageSpec) -> str:
+    """The build directory's cache id: per project, profile and variant."""
+    variant = spec.variant.slug if spec.variant is not None else "none"
+    return f"fdl-build-{spec.project}-{slug(spec.profile)}-{variant}"
+
+
+def dockerfile_name(spec: ImageSpec) -> str:
+    """``<profile>.Dockerfile``."""
+    return f"{spec.profile}.Dockerfile"
+
+
+def _build_command(command: str) -> str:
+    """Multi-line build scripts run line by line, stopping at the first failure."""
+    lines = [line.strip() for line in command.splitlines() if line.strip()]
+    return " \\\n    && ".join(lines)
+
+
+def _image_values(spec: ImageSpec) -> dict[str, Any]:
+    """What the Dockerfile templates read about one image."""
+    app_dir = spec.path("app")
+    values: dict[str, Any] = {
+        "profile": spec.profile,
+        "kind": spec.kind,
+        "source": spec.source,
+        "fdl_version": spec.fdl_version,
+        "base": spec.base,
+        "build_base": spec.build_base,
+        "packages": list(spec.packages),
+        "build_packages": list(spec.build_packages),
+        "apt_cache": apt_cache_id(spec.base),
+        "build_apt_cache": apt_cache_id(spec.build_base or spec.base),
+        "libtorch_dir": spec.path("libtorch"),
+        "libtorch_image": spec.variant.image if spec.variant is not None else "",
+        "baked": spec.libtorch == "baked",
+        "user": spec.user,
+        "workdir": spec.workdir,
+        "app_dir": app_dir,
+        "env": [(name, quote(value)) for name, value in spec.env],
+        "labels": [(name, quote(value)) for name, value in spec.labels],
+    }
+    if spec.kind == "train":
+        name = spec.program_name or "program"
+        values.update(
+            build_cache=build_cache_id(spec),
+            build_dir=spec.build_dir,
+            build_command=_build_command(spec.build_command or ""),
+            program=shlex.quote(spec.program or ""),
+            build_program=f"/out/app/bin/{name}",
+            files=[shlex.quote(path) for path in spec.files],
+            secrets=[secret.id for secret in spec.secrets],
+            strip=spec.strip,
+            dlopen=" ".join(shlex.quote(pattern) for pattern in spec.dlopen),
+            never_ship=list(spec.never_ship),
+            reuse="|".join(spec.reuse_from_base),
+            listing_name=LISTING,
+            listing=f"{app_dir}/{LISTING}",
+            entrypoint=json.dumps([f"{app_dir}/bin/{name}"]),
+            cmd=json.dumps(list(spec.args)) if spec.args else None,
+        )
+    return values
+
+
+def render_dockerfile(spec: ImageSpec) -> str:
+    """The Dockerfile of one image profile."""
+    return _render(f"{spec.kind}.Dockerfile.j2", image=_image_values(spec))
+
+
+def render_libtorch_dockerfile(variant: VariantRef, fdl_version: str) -> str:
+    """The Dockerfile of the image fdl makes of a variant (context: its directory)."""
+    labels = {
+        "dev.fdl.kind": "libtorch",
+        "dev.fdl.variant": variant.name,
+        "dev.fdl.torch": variant.torch or "unknown",
+        "dev.fdl.cuda": variant.cuda or "none",
+        "dev.fdl.version": fdl_version,
+    }
+    return _render(
+        "libtorch.Dockerfile.j2",
+        fdl_version=fdl_version,
+        variant=variant.name,
+        libtorch_dir=images_data().paths["libtorch"],
+        labels=[(name, quote(value)) for name, value in sorted(labels.items())],
+    )
+
+
+def _yaml(value: str) -> str:
+    """A YAML double-quoted scalar (JSON strings are valid YAML)."""
+    return json.dumps(value)
+
+
+def _service(spec: ImageSpec, context: str, dockerfile_dir: str) -> dict[str, Any]:
+    libtorch_dir = spec.path("libtorch")
+    volumes: list[str] = []
+    environment: list[tuple[str, str]] = []
+    build_args: list[tuple[str, str]] = []
+    if spec.kind == "dev":
+        volumes.append(f"{context}:{spec.workdir}")
+        if spec.libtorch == "mounted" and spec.variant is not None:
+            default = f"{context}/libtorch/{spec.variant.name}"
+            volumes.append(f"${{FDL_LIBTORCH:-{default}}}:{libtorch_dir}:ro")
+    for mount in spec.mounts:
+        source = mount.source if mount.source.startswith("/") else _join(context, mount.source)
+        volumes.append(f"{source}:{mount.target}{':ro' if mount.read_only else ''}")
+    if spec.variant is not None and spec.needs_libtorch_image:
+        build_args.append(("LIBTORCH_IMAGE", _yaml(spec.variant.image)))
+    environment.extend((name, "null") for name in spec.pass_env)
+    return {
+        "name": spec.profile,
+        "image": _yaml(spec.tag),
+        "context": _yaml(context),
+        "dockerfile": _yaml(_join(dockerfile_dir, dockerfile_name(spec))),
+        "build_args": build_args,
+        "user": _yaml("${FDL_UID:-1000}:${FDL_GID:-1000}") if spec.kind == "dev" else None,
+        "workdir": _yaml(spec.workdir),
+        "environment": environment,
+        "volumes": [_yaml(volume) for volume in volumes],
+        "shm_size": _yaml(spec.shm_size) if spec.shm_size else None,
+        "interactive": spec.kind == "dev",
+        "gpus": spec.variant is not None and spec.variant.cuda is not None,
+    }
+
+
+def _join(directory: str, name: str) -> str:
+    joined = posixpath.normpath(posixpath.join(directory, name))
+    return joined if joined.startswith(("/", ".")) else f"./{joined}"
+
+
+def render_compose(
+    specs: Sequence[ImageSpec], *, context: str = ".", dockerfile_dir: str = "."
+) -> str:
+    """``docker-compose.yml`` with a service per dev and train profile.
+
+    Args:
+        specs: The planned profiles (builder profiles get no service).
+        context: The project directory relative to the compose file.
+        dockerfile_dir: Where the Dockerfiles are, relative to ``context``.
+    """
+    chosen = [spec for spec in specs if spec.kind in ("dev", "train")]
+    first = chosen[0] if chosen else None
+    return _render(
+        "docker-compose.yml.j2",
+        fdl_version=first.fdl_version if first else "",
+        source=first.source if first else "the manifest",
+        services=[_service(spec, context, dockerfile_dir) for spec in chosen],
+    )
+
+
+def render_dockerignore(specs: Sequence[ImageSpec]) -> str:
+    """The generated ``.dockerignore``: fdl's groups plus each profile's build
+    directory and mounted project directories (data can be large)."""
+    groups: list[dict[str, Any]] = [
+        {"reason": group.reason, "patterns": sorted(group.patterns)}
+        for group in images_data().dockerignore
+    ]
+    listed = {pattern for group in groups for pattern in group["patterns"]}
+    extra = set()
+    for spec in specs:
+        if spec.build_dir:
+            extra.add(spec.build_dir)
+        for mount in spec.mounts:
+            if not mount.source.startswith("/"):
+                extra.add(posixpath.normpath(mount.source))
+    extra = {pattern for pattern in extra if pattern not in listed and pattern != "."}
+    if extra:
+        groups.append(
+            {
+                "reason": "build directories and mounted data of the image profiles",
+                "patterns": sorted(extra),
+            }
+        )
+    return _render("dockerignore.j2", groups=groups)
