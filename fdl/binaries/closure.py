@@ -104,7 +104,7 @@ def dependency_closure(
     also_load: Iterable[str] = (),
     skip: Collection[str] = (),
     root: Path | str | None = None,
-    system_dirs: Sequence[str] = SYSTEM_DIRS,
+    system_dirs: Sequence[str] | None = None,
 ) -> Closure:
     """Resolve every library ``program`` loads, directly or indirectly.
 
@@ -115,7 +115,8 @@ def dependency_closure(
             ``libnvrtc-builtins.so.13.*``); they and their dependencies join the closure.
         skip: Names not to resolve (glibc parts provided by the base image, libcuda.so.1).
         root: Resolve inside this unpacked file system instead of ``/``.
-        system_dirs: The loader's default directories.
+        system_dirs: The loader's default directories; by default the ``/etc/ld.so.conf``
+            directories (below ``root``) followed by :data:`SYSTEM_DIRS`.
 
     Raises:
         BinaryFormatError: ``program`` itself is not a readable ELF file.
@@ -124,7 +125,7 @@ def dependency_closure(
     start = Path(program)
     first = _Node(start, read_dynamic(start))
     first.rpath_chain = _rpaths(first, [], rooted)
-    defaults = [*ld_so_conf_dirs(rooted), *system_dirs]
+    defaults = [*ld_so_conf_dirs(rooted), *SYSTEM_DIRS] if system_dirs is None else system_dirs
     late = [_rooted(d, rooted) for d in defaults]
     early = [Path(d) for d in search_dirs]
     found: dict[str, Path] = {}

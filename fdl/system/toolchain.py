@@ -31,8 +31,9 @@ __all__ = [
 
 # How each tool prints its version (searched in stdout + stderr of `<tool> --version`).
 _VERSION_PATTERNS: dict[str, str] = {
-    "gcc": r"(\d+\.\d+(?:\.\d+)?)\s*$",
-    "g++": r"(\d+\.\d+(?:\.\d+)?)\s*$",
+    # "gcc (Debian 12.2.0-14) 12.2.0", "gcc (GCC) 14.2.1 20250110"
+    "gcc": r"\)\s+(\d+\.\d+(?:\.\d+)?)",
+    "g++": r"\)\s+(\d+\.\d+(?:\.\d+)?)",
     "clang": r"clang version (\d+\.\d+(?:\.\d+)?)",
     "cmake": r"cmake version (\d+\.\d+(?:\.\d+)?)",
     "python3": r"Python (\d+\.\d+(?:\.\d+)?)",
