@@ -261,26 +261,16 @@ def choose_variant(
     if not caps:
         cpu = next(v for v in rel.variants if v.is_cpu)
         return VariantChoice(full, cpu, (), "no NVIDIA GPU: the CPU build")
-    fitting: list[tuple[tuple[int, int, tuple[int, ...]], Variant, list[Verdict]]] = []
+    fitting: list[tuple[_Rank, Variant, list[Verdict]]] = []
     rejected: list[tuple[str, str]] = []
     for variant in rel.variants:
-        if variant.is_cpu or variant.cuda is None:
+        if variant.is_cpu:
             continue
-        verdicts = covers(variant.targets_for(full), caps)
-        missing = [v for v in verdicts if not v.ok]
-        if missing:
-            lacking = ", ".join(v.gpu.label() for v in missing)
-            rejected.append((variant.name, f"no code for {lacking}"))
-            continue
-        if driver is not None and not (check := check_driver(driver, variant.cuda)).ok:
-            rejected.append((variant.name, check.reason))
-            continue
-        key = (
-            _quality(verdicts),
-            0 if variant.default else 1,
-            tuple(-p for p in version_key(variant.cuda)),
-        )
-        fitting.append((key, variant, verdicts))
+        assessed = _assess(variant, full, caps, driver)
+        if isinstance(assessed, str):
+            rejected.append((variant.name, assessed))
+        else:
+            fitting.append((assessed[0], variant, assessed[1]))
     if fitting:
         fitting.sort(key=lambda item: item[0])
         _, chosen, verdicts = fitting[0]
@@ -289,6 +279,24 @@ def choose_variant(
             full, chosen, tuple(verdicts), _why(chosen, verdicts), tuple(rejected + chosen_rejects)
         )
     return _none_fits(full, caps, rejected, driver)
+
+
+_Rank = tuple[int, int, tuple[int, ...]]
+
+
+def _assess(
+    variant: Variant, full: str, caps: list[Capability], driver: str | None
+) -> tuple[_Rank, list[Verdict]] | str:
+    """How well ``variant`` fits the GPUs (lower rank is better), or why it does not."""
+    assert variant.cuda is not None
+    verdicts = covers(variant.targets_for(full), caps)
+    missing = [v for v in verdicts if not v.ok]
+    if missing:
+        return f"no code for {', '.join(v.gpu.label() for v in missing)}"
+    if driver is not None and not (check := check_driver(driver, variant.cuda)).ok:
+        return check.reason
+    cuda = tuple(-p for p in version_key(variant.cuda))
+    return (_quality(verdicts), 0 if variant.default else 1, cuda), verdicts
 
 
 def _or_join(items: list[str], word: str) -> str:
