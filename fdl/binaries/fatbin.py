@@ -123,6 +123,19 @@ class DeviceCode:
         """``("compute_120",)``; empty when the library has no PTX."""
         return tuple(t.code for t in self.targets.ptx)
 
+    def primary_targets(self) -> ArchList:
+        """The targets the whole library was built for, without hand-picked extras.
+
+        Large libraries add a few arch-specific kernels (libtorch 2.14.1: 475 kernels for each
+        of sm_75 ... sm_120, plus 1 for sm_121a). A target counts as primary when it has at
+        least half as many entries as the most common one.
+        """
+        counts = self.counts()
+        if not counts:
+            return ArchList()
+        floor = max(counts.values()) / 2
+        return ArchList.of(t for t in self.targets if counts[t.code] >= floor)
+
     def counts(self) -> dict[str, int]:
         """How many entries each target has (``{"sm_120": 2975, "sm_121a": 4}``)."""
         counter = Counter(e.target.code for e in self.entries if e.is_code)

@@ -103,7 +103,7 @@ def torch_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_torch_2141_cu130_has_cubins_and_no_ptx(torch_lib: Path) -> None:
     code = read_device_code(torch_lib)
-    plain = ArchList.of(t for t in code.targets if not t.suffix and code.counts()[t.code] > 1)
+    plain = code.primary_targets()
     assert plain.codes() == ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
     assert code.ptx_archs == ()
     assert not any(t.kind is Kind.PTX for t in code.targets)

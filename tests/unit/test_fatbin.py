@@ -61,6 +61,14 @@ def test_lists_cubins_and_ptx_with_flags(tmp_path: Path) -> None:
     assert runs_on(code.targets, "12.1").match is Match.COMPATIBLE
 
 
+def test_primary_targets_leave_out_hand_picked_kernels(tmp_path: Path) -> None:
+    main = [FakeEntry("cubin", 75), FakeEntry("cubin", 120)]
+    lib = _library(tmp_path, [main, main, main, [*main, FakeEntry("cubin", 121, ARCH_SPECIFIC)]])
+    code = read_device_code(lib)
+    assert code.cubin_archs == ("sm_75", "sm_120", "sm_121a")
+    assert code.primary_targets().codes() == ["sm_75", "sm_120"]
+
+
 def test_library_without_device_code(tmp_path: Path) -> None:
     lib = tmp_path / "libplain.so"
     lib.write_bytes(build_elf({".text": b"\0" * 8}, needed=["libc.so.6"]))
