@@ -69,6 +69,18 @@ class Runner(Protocol):
         and to ``log_file``; the result keeps the last lines as ``stdout``."""
         ...
 
+    def interactive(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> int:
+        """Run attached to the terminal (stdin, stdout, stderr inherited, not captured),
+        forwarding SIGINT/SIGTERM/SIGHUP/SIGQUIT; return the exit status
+        (128 + N when the program was killed by signal N)."""
+        ...
+
     def which(self, program: str) -> str | None:
         """The full path of ``program`` on PATH, or None."""
         ...
@@ -171,6 +183,21 @@ class SubprocessRunner:
             raise CommandFailed(args, returncode, output_tail=result.stdout, log_file=log_file)
         return result
 
+    def interactive(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> int:
+        from fdl._foreground import run_foreground
+
+        args = [str(a) for a in argv]
+        try:
+            return run_foreground(args, cwd=cwd, env=env)
+        except FileNotFoundError:
+            raise _missing(args[0]) from None
+
     def which(self, program: str) -> str | None:
         return shutil.which(program)
 
@@ -259,6 +286,15 @@ class FakeRunner:
         if check and result.returncode != 0:
             raise CommandFailed(result.argv, result.returncode, output_tail=result.stdout)
         return result
+
+    def interactive(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> int:
+        return self.run(argv, cwd=cwd, env=env, check=False).returncode
 
     def which(self, program: str) -> str | None:
         return self.programs.get(program)
