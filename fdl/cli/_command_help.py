@@ -132,13 +132,8 @@ def _placement(plan: CommandPlan, session: Session) -> list[str]:
     lines = ["", where, *(f"  {line}" for line in plan.script.splitlines())]
     if plan.docker is not None:
         lines += ["", "Command line:", *(f"  {line}" for line in render_argv(plan).splitlines())]
-    if plan.docker is not None:
-        env = [*plan.docker.env, *plan.docker.prepend]
-        title = "Environment (inside the container):"
-    else:
-        env, title = list(plan.env), "Environment:"
-    if env:
-        lines += ["", title, *(f"  {change.describe()}" for change in env)]
+    if plan.docker is None and plan.env:
+        lines += ["", "Environment:", *(f"  {change.describe()}" for change in plan.env)]
     if plan.docker is not None and plan.env:
         lines += ["", "Compose variables (for the compose file):"]
         lines += [f"  {c.describe()}" for c in plan.env]
@@ -195,12 +190,25 @@ def render_command_help(invocation: Invocation, session: Session) -> str:
             "Options and arguments before `--` are checked against the schema;",
             "everything after `--` is passed on unchecked.",
         ]
-    lines.append(
-        "--dry-run prints the exact command line and environment instead of running it."
-        if resolution.kind is not Kind.GROUP
-        else f"Run `fdl {resolution.name} <command> --help` for a command."
-    )
+    if resolution.kind is Kind.GROUP:
+        lines += ["", f"Run `fdl {resolution.name} <command> --help` for a command."]
+    else:
+        lines.append(
+            "--dry-run prints the exact command line and environment instead of running it."
+        )
     notes = plan.notes if plan is not None else tuple(resolution.notes)
     if notes:
         lines += ["", *(f"note: {note}" for note in notes)]
+    lines += ["", f"Example: {_example(invocation)}"]
     return "\n".join(lines) + "\n"
+
+
+def _example(invocation: Invocation) -> str:
+    resolution = invocation.resolution
+    base = f"fdl {resolution.name}"
+    if resolution.kind is Kind.RUN:
+        return f"{base} -- --verbose"
+    if resolution.kind is Kind.GROUP:
+        commands = list((resolution.nested.data.get("commands") or {}) if resolution.nested else {})
+        return f"{base} {commands[0]}" if commands else base
+    return f"{base} --dry-run"

@@ -51,12 +51,14 @@ class _Context:
     rest: list[str] = field(default_factory=list)
 
     def manifest(self) -> Any:
-        from fdl.manifest import load_manifest
+        from fdl.manifest import discover, load_manifest
+        from fdl.tasks._nesting import enclosing_manifest
 
         try:
-            return load_manifest(
-                self.cwd, manifest=self.manifest_file, env=self.env, environ=self.environ
-            )
+            explicit = self.manifest_file
+            if explicit is None:
+                explicit = enclosing_manifest(discover(self.cwd).path)
+            return load_manifest(self.cwd, manifest=explicit, env=self.env, environ=self.environ)
         except Exception:
             return None
 
