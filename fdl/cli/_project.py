@@ -51,5 +51,9 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
         return 0
     for note in plan.notes:
         session.console.note(note)
+    if plan.kind != "run":
+        # Entries get flags the user did not type (settings, presets): say what runs.
+        where = f"[{plan.docker.service}] " if plan.docker is not None else ""
+        session.console.info(f"fdl: {where}{plan.script}")
     session.console.debug(f"fdl: running {' '.join(plan.argv)} (in {plan.cwd})")
     return execute(plan, environ=session.environ)
