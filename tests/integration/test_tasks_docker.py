@@ -166,3 +166,31 @@ def test_stdin_reaches_the_container(project: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "got hello"
+
+
+def test_terminal_reaches_an_interactive_container(project: Path) -> None:
+    """An interactive command (a shell) gets a terminal in the container."""
+    import pty
+
+    write(project, {"fdl.yml": MANIFEST + "  shell: {run: sh, docker: dev}\n"})
+    env = {**os.environ, **HOST, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    pid, master = pty.fork()
+    if pid == 0:
+        os.chdir(project)
+        os.execve(sys.executable, [sys.executable, "-m", "fdl", "shell"], env)
+    os.write(master, b"test -t 0 && echo TTY-IN-$((6*7)); exit 5\n")
+    output = b""
+    try:
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(master)
+    assert b"TTY-IN-42" in output
+    assert os.waitstatus_to_exitcode(status) == 5
