@@ -25,5 +25,15 @@ BUILTINS: dict[str, Builtin] = {
     for b in (
         Builtin("config", "show, explain, validate the merged manifest", "fdl.cli.commands.config"),
         Builtin("image", "render, build, size and run Docker images", "fdl.cli.commands.image"),
+        Builtin(
+            "run",
+            "run a project command by name (also one a built-in shadows)",
+            "fdl.cli.commands.run",
+        ),
+        Builtin(
+            "completions",
+            "print the shell completion script (bash, zsh, fish)",
+            "fdl.cli.commands.completions",
+        ),
     )
 }

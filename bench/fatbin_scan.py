@@ -1,0 +1,58 @@
+"""How long fdl.binaries takes to list the GPU code and dependencies of real libraries.
+
+Usage: python bench/fatbin_scan.py [library.so ...]
+Without arguments it extracts libtorch_cuda.so / libtorch_cpu.so from the torch 2.14.1 cu130
+wheel (if present) and scans them. Prints a table; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+from fdl.binaries import read_device_code, read_dynamic
+
+WHEEL = Path("/opt/pypi-more/files/torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl")
+MEMBERS = ("torch/lib/libtorch_cuda.so", "torch/lib/libtorch_cpu.so", "torch/lib/libc10_cuda.so")
+RUNS = 5
+
+
+def _best(action: Callable[[Path], object], path: Path) -> float:
+    best = float("inf")
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        action(path)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main(paths: list[Path]) -> None:
+    print(
+        f"{'library':<24} {'MB':>6} {'containers':>10} {'entries':>8} {'fatbin ms':>10} {'dynamic ms':>10}  code"
+    )
+    for path in paths:
+        code = read_device_code(path)
+        fatbin = _best(read_device_code, path) * 1000
+        dynamic = _best(read_dynamic, path) * 1000
+        size = path.stat().st_size / 1e6
+        print(
+            f"{path.name:<24} {size:>6.0f} {code.containers:>10} {len(code.entries):>8} "
+            f"{fatbin:>10.1f} {dynamic:>10.2f}  {code.summary()}"
+        )
+
+
+if __name__ == "__main__":
+    given = [Path(p) for p in sys.argv[1:]]
+    if given:
+        main(given)
+    elif WHEEL.is_file():
+        with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(WHEEL) as wheel:
+            for member in MEMBERS:
+                wheel.extract(member, tmp)
+            main([Path(tmp) / m for m in MEMBERS])
+    else:
+        sys.exit(f"give library paths ({WHEEL} is not here)")

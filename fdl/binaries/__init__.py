@@ -1,0 +1,46 @@
+"""Reading compiled binaries without the tools that made them.
+
+- :mod:`fdl.binaries.elf`: ELF64 headers, sections, DT_NEEDED/RPATH/RUNPATH/SONAME.
+- :mod:`fdl.binaries.fatbin`: the CUDA archs a library contains (``.nv_fatbin``).
+- :mod:`fdl.binaries.closure`: the libraries a program loads, resolved like ``ld.so``.
+
+Pure Python (mmap + struct): no CUDA toolkit, no cuobjdump, no readelf needed.
+"""
+
+from __future__ import annotations
+
+from fdl.binaries.closure import SYSTEM_DIRS, Closure, dependency_closure, ld_so_conf_dirs
+from fdl.binaries.elf import (
+    BinaryFormatError,
+    DynamicInfo,
+    ElfFile,
+    Section,
+    is_elf,
+    needed,
+    read_dynamic,
+    rpath,
+    runpath,
+    soname,
+)
+from fdl.binaries.fatbin import DeviceCode, FatbinEntry, parse_fatbin, read_device_code
+
+__all__ = [
+    "SYSTEM_DIRS",
+    "BinaryFormatError",
+    "Closure",
+    "DeviceCode",
+    "DynamicInfo",
+    "ElfFile",
+    "FatbinEntry",
+    "Section",
+    "dependency_closure",
+    "is_elf",
+    "ld_so_conf_dirs",
+    "needed",
+    "parse_fatbin",
+    "read_device_code",
+    "read_dynamic",
+    "rpath",
+    "runpath",
+    "soname",
+]

@@ -1,0 +1,149 @@
+"""Compatibility knowledge: GPU archs, CUDA toolkits, PyTorch builds, libtorch downloads.
+
+The facts live in versioned YAML tables under ``fdl/data/compat/`` (loaded once, on first
+use); this package answers questions over them with typed results. Nothing here runs a
+program or touches the network.
+
+Modules:
+    archs: parse/render arch lists (``6.1;12.0+PTX``, gencode flags, ``sm61-sm120``).
+    rules: whether code for some targets runs on a GPU (:func:`runs_on`).
+    cuda: toolkits, which can compile what, host compilers, driver floor, image tags.
+    pytorch: releases, official variants and their archs, :func:`choose_variant`.
+    downloads: libtorch URLs and archive layout.
+    runtime: run-time libraries of a CUDA libtorch and where they come from.
+    build: source-build switches, memory per job, fatbin compression, cuDNN limits.
+"""
+
+from __future__ import annotations
+
+from fdl.compat._data import CompatDataError, version_key
+from fdl.compat.archs import (
+    ArchList,
+    Capability,
+    Kind,
+    Target,
+    capability_info,
+    family_names,
+    known_capabilities,
+    parse_archs,
+    parse_capability,
+)
+from fdl.compat.build import (
+    BuildSwitch,
+    CudnnLimit,
+    build_switches,
+    cmake_policy_env,
+    cudnn_limit,
+    fatbin_compression_flags,
+    max_parallel_jobs,
+    memory_per_job_gb,
+)
+from fdl.compat.cuda import (
+    CudaImage,
+    DriverCheck,
+    HostCompilers,
+    Toolkit,
+    check_driver,
+    choose_toolkit,
+    compilable_toolkits,
+    host_compilers,
+    image_tag,
+    toolkit,
+    toolkits,
+    uncompilable_reason,
+)
+from fdl.compat.downloads import (
+    ArchiveLayout,
+    archive_layout,
+    current_platform,
+    libtorch_filename,
+    libtorch_platforms,
+    libtorch_url,
+    needs_user_agent,
+)
+from fdl.compat.pytorch import (
+    Observation,
+    Release,
+    SourceRequirements,
+    Variant,
+    VariantChoice,
+    choose_variant,
+    default_torch_version,
+    release,
+    releases,
+    resolve_torch_version,
+    source_requirements,
+    variant_targets,
+)
+from fdl.compat.rules import Match, Verdict, covers, runs_on
+from fdl.compat.runtime import (
+    RuntimeLibrary,
+    image_flavour_libraries,
+    injected_libraries,
+    is_switched_off,
+    library_for_soname,
+    runtime_libraries,
+)
+
+__all__ = [
+    "ArchList",
+    "ArchiveLayout",
+    "BuildSwitch",
+    "Capability",
+    "CompatDataError",
+    "CudaImage",
+    "CudnnLimit",
+    "DriverCheck",
+    "HostCompilers",
+    "Kind",
+    "Match",
+    "Observation",
+    "Release",
+    "RuntimeLibrary",
+    "SourceRequirements",
+    "Target",
+    "Toolkit",
+    "Variant",
+    "VariantChoice",
+    "Verdict",
+    "archive_layout",
+    "build_switches",
+    "capability_info",
+    "check_driver",
+    "choose_toolkit",
+    "choose_variant",
+    "cmake_policy_env",
+    "compilable_toolkits",
+    "covers",
+    "cudnn_limit",
+    "current_platform",
+    "default_torch_version",
+    "family_names",
+    "fatbin_compression_flags",
+    "host_compilers",
+    "image_flavour_libraries",
+    "image_tag",
+    "injected_libraries",
+    "is_switched_off",
+    "known_capabilities",
+    "library_for_soname",
+    "libtorch_filename",
+    "libtorch_platforms",
+    "libtorch_url",
+    "max_parallel_jobs",
+    "memory_per_job_gb",
+    "needs_user_agent",
+    "parse_archs",
+    "parse_capability",
+    "release",
+    "releases",
+    "resolve_torch_version",
+    "runs_on",
+    "runtime_libraries",
+    "source_requirements",
+    "toolkit",
+    "toolkits",
+    "uncompilable_reason",
+    "variant_targets",
+    "version_key",
+]

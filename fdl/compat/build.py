@@ -1,0 +1,107 @@
+"""Knobs and resource figures for building libtorch from source.
+
+Read from ``fdl/data/compat/build.yaml``: the switches that cut build time and size, memory per
+parallel nvcc job, fatbin compression flags, and the cuDNN limit for old GPUs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from fdl.compat._data import in_range, load_table, verified, version_key
+from fdl.compat.archs import ArchList, parse_capability
+from fdl.compat.cuda import toolkit
+
+__all__ = [
+    "BuildSwitch",
+    "CudnnLimit",
+    "build_switches",
+    "cmake_policy_env",
+    "cudnn_limit",
+    "fatbin_compression_flags",
+    "max_parallel_jobs",
+    "memory_per_job_gb",
+]
+
+
+@dataclass(frozen=True)
+class BuildSwitch:
+    """A PyTorch build switch (``USE_FLASH_ATTENTION``) and what turning it off saves."""
+
+    name: str
+    effect: str
+    saves: tuple[str, ...]
+    drops_libraries: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CudnnLimit:
+    """The newest cuDNN that still runs on the oldest GPU of a build."""
+
+    max_cudnn: str
+    reason: str
+    verified: bool
+
+
+def _table() -> Mapping[str, Any]:
+    return load_table("build")
+
+
+@cache
+def build_switches() -> tuple[BuildSwitch, ...]:
+    """The switches that cut build time or size, in table order."""
+    return tuple(
+        BuildSwitch(
+            name=str(s["name"]),
+            effect=str(s["effect"]),
+            saves=tuple(s.get("saves", ())),
+            drops_libraries=tuple(s.get("drops_libraries", ())),
+        )
+        for s in _table()["switches"]
+    )
+
+
+def memory_per_job_gb(*, flash_attention: bool = True) -> float:
+    """GB of RAM to budget per parallel nvcc job."""
+    memory = _table()["memory"]
+    key = "per_job_gb_flash_attention" if flash_attention else "per_job_gb"
+    return float(memory[key])
+
+
+def max_parallel_jobs(ram_gb: float, cores: int, *, flash_attention: bool = True) -> int:
+    """A safe ``MAX_JOBS``: no more jobs than cores, nor than RAM allows (at least 1)."""
+    by_memory = int(ram_gb // memory_per_job_gb(flash_attention=flash_attention))
+    return max(1, min(cores, by_memory))
+
+
+def fatbin_compression_flags(cuda: str) -> list[str]:
+    """The nvcc flags official builds use to shrink fatbins with toolkit ``cuda``."""
+    version = toolkit(cuda).version
+    flags: list[str] = []
+    for rule in _table()["fatbin_compression"]:
+        if in_range(version, rule.get("since_cuda"), rule.get("until_cuda")):
+            flags += [str(f) for f in rule["flags"]]
+    return flags
+
+
+def cudnn_limit(archs: ArchList) -> CudnnLimit | None:
+    """The newest cuDNN usable with the oldest arch of ``archs``; None without a limit."""
+    if not archs:
+        return None
+    oldest = min(archs.capabilities)
+    limits = []
+    for rule in _table()["cudnn_limits"]:
+        if oldest < parse_capability(str(rule["below_arch"])):
+            limits.append(CudnnLimit(str(rule["max_cudnn"]), str(rule["reason"]), verified(rule)))
+    return min(limits, key=lambda lim: version_key(lim.max_cudnn)) if limits else None
+
+
+def cmake_policy_env(cmake_version: str) -> dict[str, str]:
+    """Environment needed for this CMake to configure PyTorch (CMake 4 needs a policy floor)."""
+    cmake = _table()["cmake"]
+    if version_key(cmake_version) >= version_key(str(cmake["policy_minimum_needed_from"])):
+        return {str(k): str(v) for k, v in cmake["policy_minimum_env"].items()}
+    return {}

@@ -1,0 +1,42 @@
+"""What this machine has: GPUs, build tools, resources.
+
+Programs run through :class:`fdl.runner.Runner` (pass a ``FakeRunner`` in tests). Every
+probe returns a value or the reason it could not tell; none raises for a missing tool.
+"""
+
+from __future__ import annotations
+
+from fdl.system.gpus import Gpu, GpuReport, detect_gpus, parse_gpu_csv
+from fdl.system.probe import Probe
+from fdl.system.resources import Cpu, Memory, cpu, disk_free, memory
+from fdl.system.toolchain import (
+    DockerInfo,
+    NvccInfo,
+    Toolchain,
+    ToolVersion,
+    probe_docker,
+    probe_nvcc,
+    probe_tool,
+    probe_toolchain,
+)
+
+__all__ = [
+    "Cpu",
+    "DockerInfo",
+    "Gpu",
+    "GpuReport",
+    "Memory",
+    "NvccInfo",
+    "Probe",
+    "ToolVersion",
+    "Toolchain",
+    "cpu",
+    "detect_gpus",
+    "disk_free",
+    "memory",
+    "parse_gpu_csv",
+    "probe_docker",
+    "probe_nvcc",
+    "probe_tool",
+    "probe_toolchain",
+]

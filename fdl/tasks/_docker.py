@@ -1,0 +1,80 @@
+"""Which compose program to run, and whether fdl already runs inside a container.
+
+:func:`compose_program` is the one place that picks the compose program; it
+asks :mod:`fdl.engine`, which also knows the docker client compose must use.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+
+from fdl.runner import Runner, default_runner
+from fdl.tasks._env import EnvChange
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from fdl.engine import Engine
+
+__all__ = ["ComposeProgram", "compose_program", "in_container"]
+
+_MARKERS = ("/.dockerenv", "/run/.containerenv")
+
+
+def in_container(environ: Mapping[str, str], markers: tuple[str, ...] = _MARKERS) -> bool:
+    """Whether fdl runs inside a container (so ``docker:`` commands run directly).
+
+    ``FDL_IN_CONTAINER=1`` or ``0`` overrides the detection (``/.dockerenv``,
+    ``/run/.containerenv``).
+    """
+    forced = environ.get("FDL_IN_CONTAINER", "").strip().lower()
+    if forced in ("1", "true", "yes"):
+        return True
+    if forced in ("0", "false", "no"):
+        return False
+    return any(Path(marker).exists() for marker in markers)
+
+
+class ComposeProgram:
+    """The compose command line prefix and the variables it must run with."""
+
+    __slots__ = ("argv", "env")
+
+    def __init__(self, argv: list[str], env: list[EnvChange]) -> None:
+        self.argv = argv
+        self.env = env
+
+
+def compose_program(
+    runner: Runner | None = None,
+    environ: Mapping[str, str] | None = None,
+    engine: Engine | None = None,
+) -> ComposeProgram:
+    """How to run compose: what :mod:`fdl.engine` found (plugin, else compose v1).
+
+    For compose v1 the engine adds variables (``COMPOSE_DOCKER_CLI_BUILD``,
+    ``DOCKER_BUILDKIT`` and a PATH entry whose ``docker`` is the client fdl
+    chose) so that v1 builds and runs with that client. ``FDL_COMPOSE`` (e.g.
+    ``podman compose``) overrides the choice.
+
+    Raises:
+        EnvironmentProblem: no docker client answers, or no compose is installed.
+    """
+    forced = (environ or {}).get("FDL_COMPOSE", "").strip()
+    if forced:
+        return ComposeProgram(shlex.split(forced), [])
+    if engine is None:
+        from fdl.engine import DockerEngine
+
+        engine = DockerEngine(runner=runner or default_runner(), environ=environ)
+    command = engine.compose()
+    changes: list[EnvChange] = []
+    for name, value in sorted(command.env.items()):
+        if name == "PATH":
+            # The engine puts its shim directory first: keep only that entry.
+            changes.append(EnvChange("PATH", value.split(os.pathsep)[0], prepend=True))
+        else:
+            changes.append(EnvChange(name, value))
+    return ComposeProgram(list(command.argv), changes)

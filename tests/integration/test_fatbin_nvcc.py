@@ -1,0 +1,120 @@
+"""The fatbin reader and the toolkit table against the real nvcc and the real torch wheel."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from fdl.binaries import read_device_code, read_dynamic
+from fdl.compat import (
+    ArchList,
+    Kind,
+    injected_libraries,
+    parse_archs,
+    runtime_libraries,
+    toolkit,
+    variant_targets,
+)
+from fdl.system import probe_nvcc
+
+KERNEL = """
+__global__ void scale(float* x) { x[threadIdx.x] *= 2.0f; }
+extern "C" void run(float* x) { scale<<<1, 32>>>(x); }
+"""
+WHEEL = Path("/opt/pypi-more/files/torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl")
+GLIBC = {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1", "ld-linux-x86-64.so.2",
+         "libgcc_s.so.1", "libstdc++.so.6"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def nvcc() -> tuple[str, str, ArchList]:
+    probe = probe_nvcc()
+    if probe.value is None:
+        pytest.skip(probe.reason or "no nvcc")
+    return probe.value.path, probe.value.version, probe.value.targets
+
+
+def _compile(nvcc_path: str, tmp_path: Path, archs: ArchList) -> subprocess.CompletedProcess[str]:
+    source = tmp_path / "kernel.cu"
+    source.write_text(KERNEL)
+    argv = [nvcc_path, "-shared", "-Xcompiler", "-fPIC", *archs.gencode_flags(), str(source),
+            "-o", str(tmp_path / "libkernel.so")]  # fmt: skip
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_reader_lists_exactly_what_nvcc_built(
+    nvcc: tuple[str, str, ArchList], tmp_path: Path
+) -> None:
+    path, _, accepted = nvcc
+    wanted = parse_archs("7.5;12.0+PTX")
+    extra = [t for t in parse_archs("9.0a;10.0f") if t.code in accepted.codes()]
+    archs = ArchList.of([*wanted, *extra])
+    built = _compile(path, tmp_path, archs)
+    assert built.returncode == 0, built.stderr
+    code = read_device_code(tmp_path / "libkernel.so")
+    assert code.targets == archs
+    assert code.containers >= 1
+    if extra:
+        flagged = {e.target.code: (e.arch_specific, e.family) for e in code.entries}
+        assert flagged.get("sm_90a", (True, False)) == (True, False)
+        assert flagged.get("sm_100f", (False, True)) == (False, True)
+    cuobjdump = shutil.which("cuobjdump") or shutil.which("cuobjdump", path=str(Path(path).parent))
+    if cuobjdump:
+        listed = subprocess.run([cuobjdump, "--list-elf", str(tmp_path / "libkernel.so")],
+                                capture_output=True, text=True, check=True).stdout  # fmt: skip
+        for target in archs.cubins:
+            assert f".{target.code}." in listed
+
+
+def test_table_matches_what_this_nvcc_lists(nvcc: tuple[str, str, ArchList]) -> None:
+    path, version, _ = nvcc
+    listed = subprocess.run(
+        [path, "--list-gpu-code"], capture_output=True, text=True, check=True
+    ).stdout
+    real = {t.code for t in parse_archs(listed.split())}
+    table = {t.code for t in toolkit(version).targets if not t.suffix}
+    assert real == table
+
+
+def test_nvcc_13_rejects_pascal(nvcc: tuple[str, str, ArchList], tmp_path: Path) -> None:
+    path, version, _ = nvcc
+    if toolkit(version).major < 13:
+        pytest.skip(f"nvcc {version} still compiles sm_61")
+    built = _compile(path, tmp_path, parse_archs("6.1"))
+    assert built.returncode != 0
+    assert "Unsupported gpu architecture 'compute_61'" in built.stderr + built.stdout
+    assert toolkit(version).problems(parse_archs("6.1"))
+
+
+@pytest.fixture(scope="module")
+def torch_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not WHEEL.is_file():
+        pytest.skip(f"{WHEEL} is not on this machine")
+    out = tmp_path_factory.mktemp("torch214")
+    with zipfile.ZipFile(WHEEL) as wheel:
+        wheel.extract("torch/lib/libtorch_cuda.so", out)
+    return out / "torch/lib/libtorch_cuda.so"
+
+
+@pytest.mark.slow
+def test_torch_2141_cu130_has_cubins_and_no_ptx(torch_lib: Path) -> None:
+    code = read_device_code(torch_lib)
+    plain = code.primary_targets()
+    assert plain.codes() == ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
+    assert code.ptx_archs == ()
+    assert not any(t.kind is Kind.PTX for t in code.targets)
+    # the table records what this binary really contains
+    assert variant_targets("2.14.1", "cu130") == plain
+
+
+@pytest.mark.slow
+def test_torch_2141_needs_only_tabled_runtime_libraries(torch_lib: Path) -> None:
+    libs = runtime_libraries("cu130")
+    torch_own = {"libtorch_nvshmem.so", "libc10_cuda.so", "libc10.so", "libtorch_cpu.so"}
+    for name in read_dynamic(torch_lib).needed:
+        known = name in GLIBC or name in torch_own or name in injected_libraries()
+        assert known or any(lib.matches(name) for lib in libs), name

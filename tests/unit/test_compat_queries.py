@@ -1,0 +1,307 @@
+"""Questions over the tables: toolkits, official variants, URLs, images, run-time libraries."""
+
+from __future__ import annotations
+
+import pytest
+
+from fdl.compat import (
+    Match,
+    archive_layout,
+    check_driver,
+    choose_toolkit,
+    choose_variant,
+    cmake_policy_env,
+    compilable_toolkits,
+    cudnn_limit,
+    default_torch_version,
+    fatbin_compression_flags,
+    host_compilers,
+    image_tag,
+    injected_libraries,
+    library_for_soname,
+    libtorch_url,
+    max_parallel_jobs,
+    memory_per_job_gb,
+    parse_archs,
+    resolve_torch_version,
+    runtime_libraries,
+    source_requirements,
+    toolkit,
+    variant_targets,
+)
+from fdl.errors import UsageError
+
+# -- toolkits ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("archs", "able"),
+    [
+        ("6.1;12.0", ["12.9", "12.8"]),
+        ("7.5;12.0+PTX", ["13.2", "13.1", "13.0", "12.9", "12.8"]),
+        ("6.1", ["12.9", "12.8", "12.6", "12.5", "12.4", "12.3", "12.2", "12.1", "12.0", "11.8"]),
+        ("12.1f", ["13.2", "13.1", "13.0", "12.9"]),
+        ("10.1", ["12.9", "12.8"]),
+        ("11.0", ["13.2", "13.1", "13.0"]),
+        ("3.5;12.0", []),
+    ],
+)
+def test_which_toolkits_compile_an_arch_set(archs: str, able: list[str]) -> None:
+    assert [t.version for t in compilable_toolkits(parse_archs(archs))] == able
+
+
+def test_choose_toolkit_prefers_the_newest() -> None:
+    assert choose_toolkit(parse_archs("6.1;12.0")).version == "12.9"
+    assert choose_toolkit(parse_archs("7.5;12.0+PTX")).version == "13.2"
+    assert choose_toolkit(parse_archs("6.1;12.0"), allowed=["12.8", "13.0"]).version == "12.8"
+
+
+def test_impossible_toolkit_choice_says_why() -> None:
+    with pytest.raises(UsageError) as caught:
+        choose_toolkit(parse_archs("3.5;12.0"))
+    message = caught.value.message
+    assert "sm_35 (Kepler): only CUDA 11.8 compiles it" in message
+    assert "sm_120 (Blackwell): CUDA 12.8 and newer compile it" in message
+
+
+def test_pinned_toolkit_problem_names_the_fix() -> None:
+    problems = toolkit("13.0").problems(parse_archs("6.1;12.0"))
+    assert problems == ["CUDA 13.0 cannot compile sm_61 (Pascal); CUDA 11.8 to 12.9 compile it"]
+    assert toolkit("13.0").problems(parse_archs("10.1")) == [
+        "CUDA 13.0 calls sm_101 sm_110: write 11.0"
+    ]
+
+
+@pytest.mark.parametrize("text", ["12.8", "12.8.1", "cu128", "CU128"])
+def test_toolkit_lookup_forms(text: str) -> None:
+    assert toolkit(text).version == "12.8"
+
+
+def test_toolkit_major_alone_is_the_newest_of_that_major() -> None:
+    assert toolkit("13").version == "13.2"
+    with pytest.raises(UsageError, match="unknown CUDA version"):
+        toolkit("12.7")
+
+
+def test_host_compilers_and_deprecation_flag() -> None:
+    assert (host_compilers("12.8").gcc, host_compilers("12.8").clang) == (14, 19)
+    assert host_compilers("13.0").gcc == 15
+    assert host_compilers("11.8").gcc == 11
+    kit = toolkit("12.9")
+    assert kit.deprecation_warnings(parse_archs("6.1;12.0")) == ["sm_61"]
+    assert kit.nvcc_flags(parse_archs("6.1;12.0")) == ["-Wno-deprecated-gpu-targets"]
+    assert toolkit("13.0").nvcc_flags(parse_archs("7.5")) == []
+
+
+def test_driver_floor() -> None:
+    assert check_driver("576.88", "12.8").ok
+    check = check_driver("576.88", "13.0")
+    assert not check.ok and check.required == "580" and "580" in check.reason
+    assert check_driver("580.65.06", "13.0").ok
+    assert not check_driver("470.1", "12.0").ok
+
+
+# -- images --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "tag"),
+    [
+        (("12.8", "cudnn-devel", "24.04"), "nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04"),
+        (("12.6", "cudnn-runtime", "22.04"), "nvidia/cuda:12.6.3-cudnn-runtime-ubuntu22.04"),
+        (("13.0", "cudnn-runtime", None), "nvidia/cuda:13.0.2-cudnn-runtime-ubuntu24.04"),
+        (("12.3", "cudnn-devel", "22.04"), "nvidia/cuda:12.3.2-cudnn9-devel-ubuntu22.04"),
+        (("12.2", "cudnn-runtime", "22.04"), "nvidia/cuda:12.2.2-cudnn8-runtime-ubuntu22.04"),
+        (("12.8", "base", "20.04"), "nvidia/cuda:12.8.1-base-ubuntu20.04"),
+    ],
+)
+def test_image_tags(args: tuple[str, str, str | None], tag: str) -> None:
+    assert image_tag(*args) == tag
+
+
+def test_image_tag_errors() -> None:
+    with pytest.raises(UsageError, match=r"Ubuntu 20\.04"):
+        image_tag("13.0", "runtime", "20.04")
+    with pytest.raises(UsageError, match="flavour"):
+        image_tag("12.8", "slim")
+
+
+# -- official variants ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gpus", "torch", "variant"),
+    [
+        (["6.1", "12.0"], None, None),
+        (["6.0", "7.0"], None, "cu126"),
+        (["6.0", "7.0"], "2.9", "cu126"),
+        (["12.0"], None, "cu130"),
+        (["12.0"], "2.9", "cu128"),
+        (["12.0"], "2.7", "cu128"),
+        (["12.1"], None, "cu130"),
+        ([], None, "cpu"),
+        (["6.1"], "2.7", "cu126"),
+        (["3.7", "9.0"], "2.5", "cu118"),
+    ],
+)
+def test_choose_variant(gpus: list[str], torch: str | None, variant: str | None) -> None:
+    choice = choose_variant(gpus, torch)
+    assert (choice.variant.name if choice.variant else None) == variant
+    assert choice.reason
+
+
+def test_no_official_build_for_pascal_plus_blackwell_says_so() -> None:
+    choice = choose_variant(["6.1", "12.0"], "2.14")
+    assert not choice.ok
+    assert "no official PyTorch 2.14.1 build covers sm_61 and sm_120 together" in choice.reason
+    assert choice.build_toolkits == ("12.8", "12.9")
+    assert dict(choice.rejected)["cu126"] == "no code for sm_120 (Blackwell)"
+
+
+def test_dgx_spark_runs_the_compatible_120_cubin() -> None:
+    choice = choose_variant(["12.1"])
+    assert choice.verdicts[0].match is Match.COMPATIBLE
+    assert "sm_120" in choice.reason
+
+
+def test_observed_binary_has_no_ptx() -> None:
+    targets = variant_targets("2.14.1", "cu130")
+    assert targets.codes() == ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
+    assert "compute_120" in variant_targets("2.14.0", "cu130").codes()
+
+
+def test_old_driver_rejects_cuda_13_builds() -> None:
+    choice = choose_variant(["12.0"], driver="575.57")
+    assert not choice.ok
+    assert "needs driver >= 580" in choice.reason
+    assert choice.build_toolkits == ("12.8", "12.9")
+    assert choose_variant(["12.0"], "2.10", driver="575.57").variant.name == "cu128"  # type: ignore[union-attr]
+
+
+def test_torch_versions() -> None:
+    assert default_torch_version() == "2.14.1"
+    assert resolve_torch_version("2.8") == "2.8.0"
+    assert resolve_torch_version("2.8.0+cu128") == "2.8.0"
+    assert resolve_torch_version("v2.13.0") == "2.13.0"
+    with pytest.raises(UsageError, match="unknown PyTorch version"):
+        resolve_torch_version("1.13")
+    assert source_requirements("2.8").cmake_min == "3.18"
+    assert source_requirements("2.9").cmake_min == "3.27"
+    assert source_requirements("2.12").cxx_standard == 17
+    assert source_requirements("2.13").cxx_standard == 20
+    assert source_requirements("2.9").python_min == "3.10"
+
+
+# -- libtorch URLs -------------------------------------------------------------------------
+
+BASE = "https://download.pytorch.org/libtorch"
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "url"),
+    [
+        (
+            ("2.7", "cu128"),
+            {},
+            f"{BASE}/cu128/libtorch-cxx11-abi-shared-with-deps-2.7.1%2Bcu128.zip",
+        ),
+        (
+            ("2.7.0", "cu126"),
+            {"abi": "pre-cxx11"},
+            f"{BASE}/cu126/libtorch-shared-with-deps-2.7.0%2Bcu126.zip",
+        ),
+        (("2.8", "cu128"), {}, f"{BASE}/cu128/libtorch-shared-with-deps-2.8.0%2Bcu128.zip"),
+        (("2.14.1", "cpu"), {}, f"{BASE}/cpu/libtorch-shared-with-deps-2.14.1%2Bcpu.zip"),
+        ((None, "cu130"), {}, f"{BASE}/cu130/libtorch-shared-with-deps-2.14.1%2Bcu130.zip"),
+        (
+            ("2.15.0", "cu130"),
+            {"channel": "test"},
+            f"{BASE}/test/cu130/libtorch-shared-with-deps-2.15.0%2Bcu130.zip",
+        ),
+        (
+            (None, "cu130"),
+            {"channel": "nightly"},
+            f"{BASE}/nightly/cu130/libtorch-shared-with-deps-latest.zip",
+        ),
+        (
+            ("2.8", "cu128"),
+            {"base_url": "http://127.0.0.1:8080/mirror/"},
+            "http://127.0.0.1:8080/mirror/cu128/libtorch-shared-with-deps-2.8.0%2Bcu128.zip",
+        ),
+    ],
+)
+def test_libtorch_urls(args: tuple[str | None, str], kwargs: dict[str, str], url: str) -> None:
+    assert libtorch_url(*args, **kwargs) == url
+
+
+def test_libtorch_url_errors() -> None:
+    with pytest.raises(UsageError, match="no official cu128 build"):
+        libtorch_url("2.14", "cu128")
+    with pytest.raises(UsageError, match="pre-cxx11"):
+        libtorch_url("2.8", "cu128", abi="pre-cxx11")
+    with pytest.raises(UsageError, match="channel"):
+        libtorch_url("2.8", "cu128", channel="beta")
+    with pytest.raises(UsageError, match="CPU only"):
+        libtorch_url("2.8", "cu128", platform="macos-arm64")
+
+
+def test_archive_layout() -> None:
+    layout = archive_layout()
+    assert (layout.top, layout.version_file, layout.hash_file) == (
+        "libtorch",
+        "build-version",
+        "build-hash",
+    )
+    assert layout.library == "lib/libtorch.so"
+
+
+# -- run-time libraries and build knobs ----------------------------------------------------
+
+
+def test_runtime_libraries_for_a_cuda_13_libtorch() -> None:
+    libs = {lib.id: lib for lib in runtime_libraries("cu130")}
+    assert set(libs) >= {"cudart", "cublas", "cufft", "curand", "cusparse", "cusolver", "nvjitlink",
+                         "nvrtc", "cupti", "cudnn", "nccl", "cusparselt", "cufile", "nvshmem", "zlib"}  # fmt: skip
+    assert libs["cublas"].sonames == ("libcublas.so.13", "libcublasLt.so.13")
+    assert libs["cublas"].wheel == "nvidia-cublas"
+    assert libs["cudnn"].wheel == "nvidia-cudnn-cu13"
+    assert libs["nccl"].wheel == "nvidia-nccl-cu13"
+    assert "libcudnn_ops.so.9" in libs["cudnn"].dlopened
+    assert "cudnn-runtime" in libs["cudnn"].images and "runtime" not in libs["cudnn"].images
+    assert libs["cusparselt"].images == ()
+    assert libs["cudart"].images == ("base", "cudnn-devel", "cudnn-runtime", "devel", "runtime")
+    assert "libcuda.so.1" in injected_libraries()
+    assert not any(lib.matches("libcuda.so.1") for lib in libs.values())
+
+
+def test_switches_drop_runtime_libraries() -> None:
+    ids = {lib.id for lib in runtime_libraries("13.0", switches={"USE_KINETO": "0", "USE_CUDNN": "OFF",
+                                                                   "USE_DISTRIBUTED": False})}  # fmt: skip
+    assert not ids & {"cupti", "cudnn", "zlib", "nccl", "nvshmem"}
+    assert "cublas" in ids
+    ids = {lib.id for lib in runtime_libraries("13.0", switches={"USE_KINETO": "1"})}
+    assert "cupti" in ids
+
+
+def test_cuda_12_libraries_and_lookup_by_soname() -> None:
+    cufft = library_for_soname("libcufft.so.11", "12.8")
+    assert cufft is not None and cufft.wheel == "nvidia-cufft-cu12"
+    builtins = library_for_soname("libnvrtc-builtins.so.13.0", "13.0")
+    assert builtins is not None and builtins.id == "nvrtc"
+    with pytest.raises(UsageError):
+        runtime_libraries("11.8")
+
+
+def test_build_knobs() -> None:
+    assert fatbin_compression_flags("12.8") == ["-Xfatbin", "-compress-all"]
+    assert fatbin_compression_flags("13.0") == ["-Xfatbin", "-compress-all", "-compress-mode=size"]
+    assert memory_per_job_gb(flash_attention=True) == 5.0
+    assert memory_per_job_gb(flash_attention=False) < 5.0
+    assert max_parallel_jobs(16, 8) == 3
+    assert max_parallel_jobs(2, 8) == 1
+    assert max_parallel_jobs(64, 2, flash_attention=False) == 2
+    limit = cudnn_limit(parse_archs("6.1;12.0"))
+    assert limit is not None and limit.max_cudnn == "9.10"
+    assert cudnn_limit(parse_archs("7.5;12.0")) is None
+    assert cmake_policy_env("4.1.0") == {"CMAKE_POLICY_VERSION_MINIMUM": "3.5"}
+    assert cmake_policy_env("3.25.1") == {}
