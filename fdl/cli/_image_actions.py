@@ -114,7 +114,6 @@ def build(
 ) -> int:
     """Build the profiles' images; print a summary (or JSON with sizes)."""
     from fdl.images._build import build_images
-    from fdl.images._context import ensure_dockerignore
     from fdl.images._size import size_report
 
     specs = _plan(session, profiles)
@@ -126,7 +125,6 @@ def build(
             )
         specs = [replace(specs[0], tag=tag)]
     project = session.manifest().directory
-    _report_ignore(session, ensure_dockerignore(project, specs))
     engine = _engine()
     progress = _BuildProgress(session)
     try:
@@ -139,6 +137,7 @@ def build(
             environ=session.environ,
             on_status=progress.status,
             on_line=progress.output,
+            on_ignore=lambda ignore: _report_ignore(session, ignore),
         )
     finally:
         progress.line.close()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fdl.engine import BuildResult, BuildSpec, Engine, LineCallback, Secret, default_engine
 from fdl.errors import UsageError
+from fdl.images._context import IgnoreFile, ensure_dockerignore
 from fdl.images._render import render_dockerfile, render_libtorch_dockerfile
 from fdl.images._spec import ImageSpec, VariantRef
 from fdl.images._variant import keyed_image
@@ -130,8 +131,12 @@ def build_images(
     environ: Mapping[str, str] | None = None,
     on_status: StatusCallback | None = None,
     on_line: LineCallback | None = None,
+    on_ignore: Callable[[IgnoreFile], None] | None = None,
 ) -> list[BuiltImage]:
     """Build each planned image (and the variant images they read), in order.
+
+    The project's ``.dockerignore`` is written (or, when it is the user's, checked)
+    first: without it the daemon would receive ``libtorch/`` and any ``.env``.
 
     Args:
         specs: The planned images.
@@ -142,6 +147,7 @@ def build_images(
         environ: Where env-sourced build secrets are read (default: os.environ).
         on_status: Receives one line per stage of the work.
         on_line: Receives the engine's build output, line by line.
+        on_ignore: Receives what happened to the ``.dockerignore``.
 
     Raises:
         UsageError: a build secret is missing.
@@ -152,6 +158,9 @@ def build_images(
     env = os.environ if environ is None else environ
     for spec in specs:  # every secret is checked before anything is built
         _secrets(spec, project_dir, env)
+    ignore = ensure_dockerignore(project_dir, specs)
+    if on_ignore is not None:
+        on_ignore(ignore)
     built: list[BuiltImage] = []
     for spec in specs:
         started = time.monotonic()

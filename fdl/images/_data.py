@@ -1,4 +1,5 @@
-"""The images table (fdl/data/images/images.yml), loaded once and queried by role."""
+"""What images need to know: fdl/data/images/images.yml plus the CUDA facts of the
+compatibility tables (image tags, run-time libraries, dlopen lists, injected libraries)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from fdl._assets import data_dir
+from fdl.errors import UsageError
 
 __all__ = [
+    "ROLES",
+    "CudaRuntime",
     "IgnoreGroup",
     "ImagesData",
     "User",
     "cuda_base",
+    "cuda_runtime",
     "images_data",
 ]
 
@@ -40,24 +45,12 @@ class ImagesData:
     """The contents of images.yml."""
 
     cpu_bases: dict[str, str]
-    cuda_repository: str
-    cuda_os: str
-    cuda_versions: dict[str, str]
     cuda_flavours: dict[str, dict[str, str]]
     packages: dict[str, tuple[str, ...]]
     users: dict[str, User]
     paths: dict[str, str]
     dlopen_cpu: tuple[str, ...]
-    dlopen_cuda: dict[str, tuple[str, ...]]
-    never_ship: tuple[str, ...]
-    reuse_from_base: tuple[str, ...]
     dockerignore: tuple[IgnoreGroup, ...]
-
-    def dlopen(self, cuda: str | None) -> tuple[str, ...]:
-        """Libraries loaded with dlopen that a variant for ``cuda`` (None: CPU) may need."""
-        if cuda is None:
-            return self.dlopen_cpu
-        return self.dlopen_cuda.get(cuda.split(".")[0], ())
 
 
 def _strings(values: Any) -> tuple[str, ...]:
@@ -73,23 +66,16 @@ def images_data() -> ImagesData:
         (data_dir() / "images" / "images.yml").read_text(encoding="utf-8")
     )
     bases = raw["bases"]
-    cuda = bases["cuda"]
     return ImagesData(
         cpu_bases={str(k): str(v) for k, v in bases["cpu"].items()},
-        cuda_repository=str(cuda["repository"]),
-        cuda_os=str(cuda["os"]),
-        cuda_versions={str(k): str(v) for k, v in cuda["versions"].items()},
         cuda_flavours={
             str(role): {str(k): str(v) for k, v in flavours.items()}
-            for role, flavours in cuda["flavours"].items()
+            for role, flavours in bases["cuda_flavours"].items()
         },
         packages={str(k): _strings(v) for k, v in raw["packages"].items()},
         users={str(k): User(str(v["name"]), int(v["uid"])) for k, v in raw["users"].items()},
         paths={str(k): str(v) for k, v in raw["paths"].items()},
-        dlopen_cpu=_strings(raw["dlopen"]["cpu"]),
-        dlopen_cuda={str(k): _strings(v) for k, v in raw["dlopen"]["cuda"].items()},
-        never_ship=_strings(raw["never_ship"]),
-        reuse_from_base=_strings(raw["reuse_from_base"]),
+        dlopen_cpu=_strings(raw["dlopen_cpu"]),
         dockerignore=tuple(
             IgnoreGroup(str(group["reason"]), _strings(group["patterns"]))
             for group in raw["dockerignore"]
@@ -98,12 +84,45 @@ def images_data() -> ImagesData:
 
 
 def cuda_base(cuda: str, role: str, *, cudnn: bool) -> str | None:
-    """The ``nvidia/cuda`` image for a CUDA version and role, None when the table
-    does not know the version (``12.8`` -> ``nvidia/cuda:12.8.1-runtime-ubuntu24.04``)."""
-    data = images_data()
-    major_minor = ".".join(cuda.split(".")[:2])
-    version = data.cuda_versions.get(major_minor)
-    if version is None:
+    """The ``nvidia/cuda`` image for a CUDA version and role, None when the tables do
+    not know the version (``12.8`` -> ``nvidia/cuda:12.8.1-runtime-ubuntu24.04``)."""
+    from fdl.compat.cuda import image_tag
+
+    flavour = images_data().cuda_flavours[role]["cudnn" if cudnn else "plain"]
+    try:
+        return image_tag(cuda, flavour)
+    except UsageError:
         return None
-    flavour = data.cuda_flavours[role]["cudnn" if cudnn else "plain"]
-    return f"{data.cuda_repository}:{version}-{flavour}-{data.cuda_os}"
+
+
+@dataclass(frozen=True)
+class CudaRuntime:
+    """What a slim image of a program built against a libtorch needs to know.
+
+    Attributes:
+        dlopen: Libraries loaded with dlopen (globs): copied with their closure.
+        shared: CUDA libraries an nvidia/cuda base may provide (globs): taken from
+            the base when its ld.so.cache has the soname.
+        never_ship: Injected by the NVIDIA container runtime: never copied.
+    """
+
+    dlopen: tuple[str, ...]
+    shared: tuple[str, ...]
+    never_ship: tuple[str, ...]
+
+
+def cuda_runtime(cuda: str | None) -> CudaRuntime:
+    """The run-time facts for a variant built for ``cuda`` (None: CPU).
+
+    Raises:
+        UsageError: the tables know no run-time libraries for that CUDA major.
+    """
+    from fdl.compat.runtime import injected_libraries, runtime_libraries
+
+    never_ship = tuple(sorted(injected_libraries()))
+    if cuda is None:
+        return CudaRuntime(images_data().dlopen_cpu, (), never_ship)
+    libraries = runtime_libraries(cuda)
+    dlopen = sorted({pattern for lib in libraries for pattern in lib.dlopened})
+    shared = sorted({name for lib in libraries if not lib.system for name in lib.all_sonames})
+    return CudaRuntime(tuple(dlopen), tuple(shared), never_ship)

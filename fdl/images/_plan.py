@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fdl.errors import ManifestError, UsageError
-from fdl.images._data import User, cuda_base, images_data
+from fdl.images._data import User, cuda_base, cuda_runtime, images_data
 from fdl.images._spec import ImageSpec, MountSpec, SecretSpec, VariantRef
 from fdl.images._variant import VariantResolver, project_resolver
 from fdl.manifest import Manifest
@@ -197,15 +197,19 @@ class _Planner:
                 "secrets": (),
             }
         build_dir = str(raw.get("build-dir") or "build").rstrip("/")
+        try:
+            runtime = cuda_runtime(cuda)
+        except UsageError as exc:
+            raise self.error(key, exc.message, hint=exc.hint) from None
         return {
             "build_command": str(raw.get("build") or _default_build(build_dir)),
             "build_dir": build_dir,
             "program": str(raw.get("program") or self._default_program(key, build_dir)),
             "args": tuple(str(a) for a in raw.get("args") or ()),
             "files": _sorted(raw.get("files") or ()),
-            "dlopen": _sorted([*self.data.dlopen(cuda), *(raw.get("dlopen") or ())]),
-            "never_ship": _sorted(self.data.never_ship),
-            "reuse_from_base": _sorted(self.data.reuse_from_base) if cuda else (),
+            "dlopen": _sorted([*runtime.dlopen, *(raw.get("dlopen") or ())]),
+            "never_ship": runtime.never_ship,
+            "reuse_from_base": runtime.shared,
             "strip": raw.get("strip") is not False,
             "secrets": tuple(
                 SecretSpec(ident, value.get("env"), value.get("file"))
@@ -218,10 +222,9 @@ class _Planner:
             return self.data.cpu_bases[role]
         found = cuda_base(cuda, role, cudnn=cudnn)
         if found is None:
-            known = ", ".join(sorted(self.data.cuda_versions))
             raise self.error(
                 key,
-                f"fdl has no default base image for CUDA {cuda} (it knows {known})",
+                f"fdl has no default base image for CUDA {cuda}",
                 hint=f"set {key}.base (and build-base) to an image with CUDA {cuda}",
             )
         return found

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     import jinja2
 
 __all__ = [
+    "COMPILER_CACHE",
     "LISTING",
-    "build_cache_id",
     "dockerfile_name",
     "render_compose",
     "render_dockerfile",
@@ -77,10 +77,10 @@ def apt_cache_id(base: str) -> str:
     return f"fdl-apt-{slug(base)}"
 
 
-def build_cache_id(spec: ImageSpec) -> str:
-    """The build directory's cache id: per project, profile and variant."""
-    variant = spec.variant.slug if spec.variant is not None else "none"
-    return f"fdl-build-{spec.project}-{slug(spec.profile)}-{variant}"
+# ccache's cache id: shared by every project (its entries are content-addressed, so
+# a stale entry cannot be used, unlike a cached build directory whose make decides by
+# file times, which COPY and copies of old files do not move forward).
+COMPILER_CACHE = "fdl-ccache"
 
 
 def dockerfile_name(spec: ImageSpec) -> str:
@@ -92,6 +92,28 @@ def _build_command(command: str) -> str:
     """Multi-line build scripts run line by line, stopping at the first failure."""
     lines = [line.strip() for line in command.splitlines() if line.strip()]
     return " \\\n    && ".join(lines)
+
+
+def _word_lines(words: Sequence[str], width: int = 72) -> list[str]:
+    """Words joined by spaces, wrapped to lines of about ``width`` characters."""
+    lines: list[str] = []
+    for word in words:
+        if lines and len(lines[-1]) + len(word) + 1 <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def _pattern_lines(patterns: Sequence[str], width: int = 72) -> list[str]:
+    """``case`` patterns joined by ``|``, wrapped; continuation lines start with ``|``."""
+    lines: list[str] = []
+    for pattern in patterns:
+        if lines and len(lines[-1]) + len(pattern) + 1 <= width:
+            lines[-1] += "|" + pattern
+        else:
+            lines.append(("|" if lines else "") + pattern)
+    return lines
 
 
 def _image_values(spec: ImageSpec) -> dict[str, Any]:
@@ -120,17 +142,16 @@ def _image_values(spec: ImageSpec) -> dict[str, Any]:
     if spec.kind == "train":
         name = spec.program_name or "program"
         values.update(
-            build_cache=build_cache_id(spec),
-            build_dir=spec.build_dir,
+            compiler_cache=COMPILER_CACHE,
             build_command=_build_command(spec.build_command or ""),
             program=shlex.quote(spec.program or ""),
             build_program=f"/out/app/bin/{name}",
             files=[shlex.quote(path) for path in spec.files],
             secrets=[secret.id for secret in spec.secrets],
             strip=spec.strip,
-            dlopen=" ".join(shlex.quote(pattern) for pattern in spec.dlopen),
+            dlopen=_word_lines([shlex.quote(pattern) for pattern in spec.dlopen]),
             never_ship=list(spec.never_ship),
-            reuse="|".join(spec.reuse_from_base),
+            reuse=_pattern_lines(spec.reuse_from_base),
             listing_name=LISTING,
             listing=f"{app_dir}/{LISTING}",
             entrypoint=json.dumps([f"{app_dir}/bin/{name}"]),
@@ -175,8 +196,12 @@ def _service(spec: ImageSpec, context: str, dockerfile_dir: str) -> dict[str, An
     if spec.kind == "dev":
         volumes.append(f"{context}:{spec.workdir}")
         if spec.libtorch == "mounted" and spec.variant is not None:
-            default = f"{context}/libtorch/{spec.variant.name}"
-            volumes.append(f"${{FDL_LIBTORCH:-{default}}}:{libtorch_dir}:ro")
+            # The task runner exports LIBTORCH_HOST_PATH (the active variant's host
+            # path, as floDl's compose files expect); a pinned variant is mounted as is.
+            host = _join(context, f"libtorch/{spec.variant.name}")
+            if not spec.variant.pinned:
+                host = f"${{LIBTORCH_HOST_PATH:-{host}}}"
+            volumes.append(f"{host}:{libtorch_dir}:ro")
     for mount in spec.mounts:
         source = mount.source if mount.source.startswith("/") else _join(context, mount.source)
         volumes.append(f"{source}:{mount.target}{':ro' if mount.read_only else ''}")

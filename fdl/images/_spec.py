@@ -37,6 +37,8 @@ class VariantRef:
         archs: The GPU archs it contains (``sm_86``...), sorted.
         image: The stable name of the image fdl makes from it (the Dockerfile's
             default for ``LIBTORCH_IMAGE``).
+        pinned: Named by the profile (True) rather than the active variant (False):
+            the compose file then mounts exactly it, whatever is active.
     """
 
     name: str
@@ -46,6 +48,7 @@ class VariantRef:
     cudnn: bool
     archs: tuple[str, ...]
     image: str
+    pinned: bool = False
 
     @property
     def slug(self) -> str:
@@ -99,7 +102,7 @@ class ImageSpec:
         build_packages: System packages of the build stage.
         env: Environment of the final stage.
         build_command: How the build stage builds the program (train).
-        build_dir: The build directory, kept in a BuildKit cache between builds.
+        build_dir: The build directory (kept out of the build context).
         program: The built program, relative to the project (train).
         args: Default arguments of the program.
         files: Further project paths the training image carries (under the app dir).

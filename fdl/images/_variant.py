@@ -37,7 +37,7 @@ __all__ = [
 VariantResolver = Callable[[str | None], VariantRef]
 
 
-def variant_ref(name: str, directory: Path | None) -> VariantRef:
+def variant_ref(name: str, directory: Path | None, *, pinned: bool = False) -> VariantRef:
     """What an image needs to know about an installed variant."""
     info = variants.read_info(directory, name) if directory is not None else None
     archs: list[str] = []
@@ -56,6 +56,7 @@ def variant_ref(name: str, directory: Path | None) -> VariantRef:
         cudnn=cudnn,
         archs=tuple(sorted(set(archs))),
         image=f"{images_data().paths['libtorch_image']}:{slug}",
+        pinned=pinned,
     )
 
 
@@ -81,7 +82,7 @@ def project_resolver(context: Context) -> VariantResolver:
                 f"libtorch variant {chosen!r} is not installed in {context.label()}",
                 hint=f"installed variants: {installed}",
             )
-        return variant_ref(chosen, directory)
+        return variant_ref(chosen, directory, pinned=name is not None)
 
     return resolve
 

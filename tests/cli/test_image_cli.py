@@ -167,3 +167,39 @@ def test_run_refuses_unbuilt_and_dev_images(run_fdl, project: Path, engine: Fake
     assert result.exit_code == 2 and "fdl image build train" in result.stderr
     result = run_fdl(["image", "run", "dev"], cwd=project)
     assert result.exit_code == 2 and "docker compose run --rm dev" in result.stderr
+
+
+@pytest.fixture
+def fresh_engine() -> Iterator[None]:
+    """The process-wide engine is made again from the (patched) environment."""
+    from fdl import engine as module
+
+    saved = list(module._DEFAULT)
+    module._DEFAULT.clear()
+    yield
+    module._DEFAULT[:] = saved
+
+
+def test_build_without_a_daemon_says_so(
+    run_fdl, project: Path, tmp_path: Path, fresh_engine
+) -> None:
+    from tests.support.fake_docker import make_fake_docker
+
+    fake = make_fake_docker(tmp_path / "bin", version="20.10.24", daemon=False)
+    result = run_fdl(["image", "build", "dev"], cwd=project, env={"FDL_DOCKER": str(fake.path)})
+    assert result.exit_code == 4, result.output
+    assert "no docker daemon answers" in result.stderr
+    assert "fix:" in result.stderr
+
+
+def test_build_with_only_the_classic_builder_says_what_needs_buildkit(
+    run_fdl, project: Path, tmp_path: Path, fresh_engine
+) -> None:
+    from tests.support.fake_docker import make_fake_docker
+
+    fake = make_fake_docker(tmp_path / "bin", version="28.2.2", buildx=False)
+    result = run_fdl(["image", "build", "dev"], cwd=project, env={"FDL_DOCKER": str(fake.path)})
+    assert result.exit_code == 4, result.output
+    assert "needs BuildKit (RUN --mount=type=cache)" in result.stderr
+    assert "buildx" in result.stderr
+    assert fake.calls_of("build") == []  # refused before docker was asked to build

@@ -14,7 +14,7 @@ from fdl.images import (
     render_dockerignore,
 )
 from fdl.images._context import ensure_dockerignore, missing_essentials
-from fdl.images._render import build_cache_id, quote
+from fdl.images._render import COMPILER_CACHE, quote
 from fdl.manifest import load_manifest
 from tests.support.images import make_project, make_variant
 
@@ -97,7 +97,8 @@ def test_train_dockerfile_shape(tmp_path: Path) -> None:
     assert final.index("COPY --from=build /out/root/ /") < final.index(
         "COPY --from=build /out/app/"
     )
-    assert f"id={build_cache_id(spec)},target=/src/build" in text
+    assert f"id={COMPILER_CACHE},target=/root/.cache/ccache" in text
+    assert "target=/src/build" not in text  # a cached build dir would trust file times
     for forbidden in ("# syntax=", "<<EOF", "--link", "--network"):
         assert forbidden not in text
 
@@ -143,11 +144,19 @@ def test_compose_is_valid_yaml_with_relative_paths(
     assert dev["build"]["context"] == context
     assert dev["build"]["dockerfile"].endswith("dev.Dockerfile")
     assert f"{context}:/workspace" in dev["volumes"]
-    libtorch = f"${{FDL_LIBTORCH:-{context}/libtorch/precompiled/cpu}}:/opt/libtorch:ro"
-    assert libtorch in dev["volumes"]
+    default = "./libtorch/precompiled/cpu" if context == "." else "../libtorch/precompiled/cpu"
+    assert f"${{LIBTORCH_HOST_PATH:-{default}}}:/opt/libtorch:ro" in dev["volumes"]
     assert dev["user"] == "${FDL_UID:-1000}:${FDL_GID:-1000}"
     assert train["build"]["args"] == {"LIBTORCH_IMAGE": "fdl-libtorch:precompiled-cpu"}
     assert "user" not in train
     assert f"{context}/data:/workspace/data:ro".replace("./", "") in [
         volume.replace("./", "") for volume in train["volumes"]
     ]
+
+
+def test_compose_mounts_a_pinned_variant_whatever_is_active(tmp_path: Path) -> None:
+    project = make_project(tmp_path, "images:\n  dev: {variant: builds/cpu-dbg}\n")
+    make_variant(project)
+    make_variant(project, "builds/cpu-dbg", active=False)
+    data = yaml.safe_load(render_compose(plan_images(load_manifest(project))))
+    assert "./libtorch/builds/cpu-dbg:/opt/libtorch:ro" in data["services"]["dev"]["volumes"]

@@ -144,7 +144,7 @@ PROFILE: Spec = Obj(
             Str(pattern=ENV_NAME), "Host variables passed to `fdl image run` (e.g. tokens)."
         ),
         "build": Str("Build command run in the project directory of the build stage."),
-        "build-dir": Str("Build directory (kept in a BuildKit cache).", pattern=r"[^/][^:]*"),
+        "build-dir": Str("Build directory (default build).", pattern=r"[^/][^:]*"),
         "program": Str("The built program, relative to the project (e.g. build/train)."),
         "args": ListOf(Str(), "Default arguments of the program."),
         "files": ListOf(Str(pattern=r"[^/][^:]*"), "Project paths the image carries too."),

@@ -22,18 +22,23 @@ RUN --mount=type=cache,id=fdl-apt-nvidia-cuda-12.8.1-cudnn-devel-ubuntu24.04-lis
     rm -f /etc/apt/apt.conf.d/docker-clean \
     && apt-get update \
     && apt-get install -y --no-install-recommends \
+        ccache \
         cmake \
         g++ \
         libopenblas-dev \
         make
-ENV CMAKE_PREFIX_PATH=/opt/libtorch \
+# ccache (content-addressed, in a BuildKit cache) makes a rebuild compile only what
+# changed; CMake picks it up from the *_COMPILER_LAUNCHER variables.
+ENV CCACHE_DIR=/root/.cache/ccache \
+    CMAKE_CUDA_COMPILER_LAUNCHER=ccache \
+    CMAKE_CXX_COMPILER_LAUNCHER=ccache \
+    CMAKE_C_COMPILER_LAUNCHER=ccache \
+    CMAKE_PREFIX_PATH=/opt/libtorch \
     LD_LIBRARY_PATH=/opt/libtorch/lib
 WORKDIR /src
 COPY . .
-# The build directory lives in a BuildKit cache: a source change recompiles only
-# what changed. The program is copied out of it to /out/app.
 RUN --mount=type=bind,from=libtorch,source=/opt/libtorch,target=/opt/libtorch \
-    --mount=type=cache,id=fdl-build-cpp-train-train-precompiled-cu128,target=/src/build \
+    --mount=type=cache,id=fdl-ccache,target=/root/.cache/ccache \
     --mount=type=secret,id=pip_token,required=true \
     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build --parallel \
     && install -D -m 0755 build/train /out/app/bin/train \
@@ -52,21 +57,36 @@ RUN --mount=type=bind,from=libtorch,source=/opt/libtorch,target=/opt/libtorch \
     report=$(ldd "$program" || true); \
     extra=""; \
     dirs=$(printf '%s\n' "$report" | awk '$3 ~ /^\// {print $3}' | xargs -r -n1 dirname | sort -u); \
-    for pattern in 'libcudnn_*.so.9' 'libnvrtc-builtins.so.12.*' nvshmem_bootstrap_uid.so.3; do \
+    for pattern in \
+            libcudnn_adv.so.9 libcudnn_cnn.so.9 libcudnn_engines_precompiled.so.9 \
+            libcudnn_engines_runtime_compiled.so.9 libcudnn_engines_tensor_ir.so.9 \
+            libcudnn_ext.so.9 libcudnn_graph.so.9 libcudnn_heuristic.so.9 \
+            libcudnn_ops.so.9 'libnvrtc-builtins.so.12.*' nvshmem_bootstrap_uid.so.3 \
+            ; do \
         for dir in $dirs; do \
             for lib in "$dir"/$pattern; do \
                 if [ -e "$lib" ]; then extra="$extra $lib"; report="$report"$'\n'"$(ldd "$lib")"; fi; \
             done; \
         done; \
     done; \
-    missing=$(printf '%s\n' "$report" | awk '$3 == "not" {print $1}' | sort -u | grep -vxF -e libcuda.so.1 -e libnvidia-ml.so.1 || true); \
+    missing=$(printf '%s\n' "$report" | awk -v skip="$skip" '$3 == "not" && !index(skip, " " $1 " ") {print $1}' | sort -u); \
     if [ -n "$missing" ]; then echo "fdl: libraries not found:" $missing >&2; exit 1; fi; \
     printf '%s\n' "$report" $extra | awk '$2 == "=>" && $3 ~ /^\// {print $3; next} $1 ~ /^\// {print $1}' | sort -u \
     | while read -r lib; do \
         name=${lib##*/}; \
         dir=$(readlink -f "${lib%/*}"); \
         case "$skip" in *" $name "*) continue ;; esac; \
-        case "$name" in libcublas.so.*|libcublasLt.so.*|libcudart.so.*|libcudnn*.so.*|libcufft.so.*|libcurand.so.*|libcusolver.so.*|libcusparse.so.*|libnccl.so.*|libnvJitLink.so.*|libnvrtc-builtins.so.*|libnvrtc.so.*) case "$in_base" in *" $name "*) continue ;; esac ;; esac; \
+        case "$name" in \
+            libcublas.so.12|libcublasLt.so.12|libcudart.so.12|libcudnn.so.9 \
+            |libcudnn_adv.so.9|libcudnn_cnn.so.9|libcudnn_engines_precompiled.so.9 \
+            |libcudnn_engines_runtime_compiled.so.9|libcudnn_engines_tensor_ir.so.9 \
+            |libcudnn_ext.so.9|libcudnn_graph.so.9|libcudnn_heuristic.so.9 \
+            |libcudnn_ops.so.9|libcufft.so.11|libcufile.so.0|libcupti.so.12 \
+            |libcurand.so.10|libcusolver.so.11|libcusparse.so.12|libcusparseLt.so.0 \
+            |libnccl.so.2|libnvJitLink.so.12|libnvrtc-builtins.so.12.* \
+            |libnvrtc.so.12|libnvshmem_host.so.3|nvshmem_bootstrap_uid.so.3 \
+            ) case "$in_base" in *" $name "*) continue ;; esac ;; \
+        esac; \
         if cmp -s "$lib" "/fdl/base$dir/$name"; then continue; fi; \
         mkdir -p "/out/root$dir"; \
         cp -L "$lib" "/out/root$dir/$name"; \
