@@ -50,6 +50,7 @@ class ImagesData:
     users: dict[str, User]
     paths: dict[str, str]
     dlopen_cpu: tuple[str, ...]
+    dlopen_cuda: tuple[str, ...]
     dockerignore: tuple[IgnoreGroup, ...]
 
 
@@ -75,7 +76,8 @@ def images_data() -> ImagesData:
         packages={str(k): _strings(v) for k, v in raw["packages"].items()},
         users={str(k): User(str(v["name"]), int(v["uid"])) for k, v in raw["users"].items()},
         paths={str(k): str(v) for k, v in raw["paths"].items()},
-        dlopen_cpu=_strings(raw["dlopen_cpu"]),
+        dlopen_cpu=_strings(raw["dlopen_libtorch"]["cpu"]),
+        dlopen_cuda=_strings(raw["dlopen_libtorch"]["cuda"]),
         dockerignore=tuple(
             IgnoreGroup(str(group["reason"]), _strings(group["patterns"]))
             for group in raw["dockerignore"]
@@ -123,6 +125,8 @@ def cuda_runtime(cuda: str | None) -> CudaRuntime:
     if cuda is None:
         return CudaRuntime(images_data().dlopen_cpu, (), never_ship)
     libraries = runtime_libraries(cuda)
-    dlopen = sorted({pattern for lib in libraries for pattern in lib.dlopened})
+    dlopen = sorted(
+        {pattern for lib in libraries for pattern in lib.dlopened} | set(images_data().dlopen_cuda)
+    )
     shared = sorted({name for lib in libraries if not lib.system for name in lib.all_sonames})
     return CudaRuntime(tuple(dlopen), tuple(shared), never_ship)

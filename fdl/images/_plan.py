@@ -149,7 +149,7 @@ class _Planner:
             ),
             source=self.source,
             fdl_version=self.fdl_version,
-            **self._program(key, kind, raw, cuda),
+            **self._program(key, kind, raw, variant),
         )
 
     def _bases(
@@ -180,11 +180,12 @@ class _Planner:
         return _sorted([*self.data.packages.get(kind, ()), *extra])
 
     def _program(
-        self, key: str, kind: str, raw: Mapping[str, Any], cuda: str | None
+        self, key: str, kind: str, raw: Mapping[str, Any], variant: VariantRef | None
     ) -> dict[str, Any]:
         """The fields only training images have."""
         if kind != "train":
             return {
+                "build_env": (),
                 "build_command": None,
                 "build_dir": None,
                 "program": None,
@@ -197,11 +198,13 @@ class _Planner:
                 "secrets": (),
             }
         build_dir = str(raw.get("build-dir") or "build").rstrip("/")
+        cuda = variant.cuda if variant is not None else None
         try:
             runtime = cuda_runtime(cuda)
         except UsageError as exc:
             raise self.error(key, exc.message, hint=exc.hint) from None
         return {
+            "build_env": _build_env(variant),
             "build_command": str(raw.get("build") or _default_build(build_dir)),
             "build_dir": build_dir,
             "program": str(raw.get("program") or self._default_program(key, build_dir)),
@@ -312,6 +315,20 @@ class _Planner:
             source, target, *mode = str(entry).split(":")
             mounts.append(MountSpec(source, target, bool(mode) and mode[0] == "ro"))
         return tuple(sorted(mounts, key=lambda m: m.target))
+
+
+def _build_env(variant: VariantRef | None) -> tuple[tuple[str, str], ...]:
+    """TORCH_CUDA_ARCH_LIST for the build stage: Caffe2's CMake config otherwise runs a
+    GPU detection program, and there is no GPU while an image builds."""
+    if variant is None or not variant.cuda or not variant.archs:
+        return ()
+    from fdl.compat.archs import parse_archs
+
+    try:
+        arch_list = parse_archs(variant.archs).torch_cuda_arch_list()
+    except UsageError:
+        return ()  # archs fdl does not know: leave it to CMake
+    return (("TORCH_CUDA_ARCH_LIST", arch_list),)
 
 
 def _default_build(build_dir: str) -> str:

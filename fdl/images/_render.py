@@ -143,6 +143,7 @@ def _image_values(spec: ImageSpec) -> dict[str, Any]:
         name = spec.program_name or "program"
         values.update(
             compiler_cache=COMPILER_CACHE,
+            build_env=[(name, quote(value)) for name, value in spec.build_env],
             build_command=_build_command(spec.build_command or ""),
             program=shlex.quote(spec.program or ""),
             build_program=f"/out/app/bin/{name}",

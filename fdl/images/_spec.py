@@ -101,6 +101,8 @@ class ImageSpec:
         packages: System packages of the final stage.
         build_packages: System packages of the build stage.
         env: Environment of the final stage.
+        build_env: Environment of the build stage (train): TORCH_CUDA_ARCH_LIST from
+            the variant's archs, since no GPU can be detected while building.
         build_command: How the build stage builds the program (train).
         build_dir: The build directory (kept out of the build context).
         program: The built program, relative to the project (train).
@@ -135,6 +137,7 @@ class ImageSpec:
     packages: tuple[str, ...]
     build_packages: tuple[str, ...]
     env: tuple[tuple[str, str], ...]
+    build_env: tuple[tuple[str, str], ...]
     build_command: str | None
     build_dir: str | None
     program: str | None

@@ -35,6 +35,7 @@ def test_cuda_runtime_lists_dlopened_shared_and_injected_libraries() -> None:
         runtime = cuda_runtime(cuda)
         assert any(fnmatch.fnmatch(f"libnvrtc-builtins.so.{major}.8", p) for p in runtime.dlopen)
         assert "libcudnn_ops.so.9" in runtime.dlopen
+        assert "libtorch_cuda_linalg.so" in runtime.dlopen
         assert f"libcublas.so.{major}" in runtime.shared
         assert "libz.so.1" not in runtime.shared  # a system library: never taken from the base
         assert "libcuda.so.1" in runtime.never_ship

@@ -109,6 +109,8 @@ def test_cuda_variant_picks_runtime_and_devel_flavours(tmp_path: Path) -> None:
     assert "libcuda.so.1" in train.never_ship
     assert train.reuse_from_base  # the CUDA base provides cuBLAS & co.
     assert dict(train.env)["NVIDIA_DRIVER_CAPABILITIES"] == "compute,utility"
+    # no GPU while building: CMake gets the variant's archs instead of detecting them
+    assert dict(train.build_env) == {"TORCH_CUDA_ARCH_LIST": "8.6;12.0"}
 
 
 def test_cudnn_flavour_only_when_the_variant_uses_cudnn(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ ENV CCACHE_DIR=/root/.cache/ccache \
     CMAKE_C_COMPILER_LAUNCHER=ccache \
     CMAKE_PREFIX_PATH=/opt/libtorch \
     LD_LIBRARY_PATH=/opt/libtorch/lib
+ENV TORCH_CUDA_ARCH_LIST="7.5;8.6;12.0"
 WORKDIR /src
 COPY . .
 RUN --mount=type=bind,from=libtorch,source=/opt/libtorch,target=/opt/libtorch \
@@ -61,7 +62,8 @@ RUN --mount=type=bind,from=libtorch,source=/opt/libtorch,target=/opt/libtorch \
             libcudnn_adv.so.9 libcudnn_cnn.so.9 libcudnn_engines_precompiled.so.9 \
             libcudnn_engines_runtime_compiled.so.9 libcudnn_engines_tensor_ir.so.9 \
             libcudnn_ext.so.9 libcudnn_graph.so.9 libcudnn_heuristic.so.9 \
-            libcudnn_ops.so.9 'libnvrtc-builtins.so.12.*' nvshmem_bootstrap_uid.so.3 \
+            libcudnn_ops.so.9 'libnvrtc-builtins.so.12.*' libtorch_cuda_linalg.so \
+            nvshmem_bootstrap_uid.so.3 \
             ; do \
         for dir in $dirs; do \
             for lib in "$dir"/$pattern; do \
