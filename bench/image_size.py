@@ -11,9 +11,11 @@ Also the cold build time of (b) (--no-cache: no layer reused; BuildKit's apt and
 cache mounts keep what earlier builds left, but the program's source is made new so
 ccache cannot hit) and the rebuild time after a change to the program's source.
 
-Run: python bench/image_size.py [--base IMAGE] [--cuda] [--keep]
-(needs docker with BuildKit and the local torch wheels; takes several minutes,
---cuda much longer: it unpacks the 2.14.1 cu130 wheel and the nvidia-* wheels).
+Run: python bench/image_size.py [--base IMAGE] [--cuda] [--no-cpu] [--keep]
+(needs docker with BuildKit and the local torch wheels; about 5 minutes; --cuda about
+10 more: it unpacks the 2.14.1 cu130 wheel and the nvidia-* wheels (4.2 GB) and, while
+it runs, needs some 25 GB of disk for images and BuildKit's cache, which keeps about
+12 GB after the images are removed until its garbage collection runs).
 """
 
 from __future__ import annotations
@@ -119,38 +121,47 @@ def naive_image(
     return time.monotonic() - started
 
 
-def run(base: str, build_base: str | None, variant: Path, keep: bool, label: str) -> None:
+def run(
+    base: str, build_base: str | None, variant: Path, keep: bool, label: str, *, extras: bool
+) -> None:
+    """Measure one variant; ``extras`` adds (a') and (b') (skipped for CUDA: each copy
+    of a CUDA closure holds about 4 GB of the build cache)."""
     engine = DockerEngine(SubprocessRunner())
     made: list[str] = []
+    libtorch: list[str] = []  # the variant's images: the naive builds read them too
+    sizes: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="fdl-bench-") as scratch:
         project = make_project(Path(scratch), manifest(base, build_base))
         link_variant(variant, project, f"precompiled/{variant.name}")
         specs = {spec.profile: spec for spec in plan_images(load_manifest(project))}
         train, nostrip = specs["train"], specs["train-nostrip"]
+        assert train.variant is not None
         try:
+            libtorch += [train.variant.image, keyed_image(train.variant)]
             made += [train.tag, nostrip.tag]
             touch_source(project, "cold")
             cold = timed_build(engine, train, project, made, no_cache=True)
             touch_source(project, "rebuild")
             rebuilt = timed_build(engine, train, project, made)
-            timed_build(engine, nostrip, project, made)
-            assert train.variant is not None
-            made += [train.variant.image, keyed_image(train.variant)]
+            b = size_report(train, engine=engine)
+            b2 = None
+            if extras:
+                timed_build(engine, nostrip, project, made)
+                b2 = size_report(nostrip, engine=engine)
+            _remove(engine, made, keep)
             naive_tag = f"fdl-bench-{RUN}-naive:latest"
-            minimal_tag = f"fdl-bench-{RUN}-naive-minimal:latest"
-            made += [naive_tag, minimal_tag]
+            made.append(naive_tag)
             naive_seconds = naive_image(
                 engine, project, build_base or base, train, REFERENCE_PACKAGES, naive_tag
             )
-            naive_image(
-                engine,
-                project,
-                build_base or base,
-                train,
-                "--no-install-recommends cmake g++ make",
-                minimal_tag,
-            )
-            report(engine, train, nostrip, naive_tag, minimal_tag, label)
+            sizes["a"] = engine.inspect_image(naive_tag).size
+            if extras:
+                minimal_tag = f"fdl-bench-{RUN}-naive-minimal:latest"
+                made.append(minimal_tag)
+                minimal = "--no-install-recommends cmake g++ make"
+                naive_image(engine, project, build_base or base, train, minimal, minimal_tag)
+                sizes["a2"] = engine.inspect_image(minimal_tag).size
+            report(b, b2, sizes, label)
             print()
             print_table(
                 ["build of (b)", "seconds", "steps", "from cache"],
@@ -162,34 +173,45 @@ def run(base: str, build_base: str | None, variant: Path, keep: bool, label: str
             )
             print(f"rebuild / cold: {rebuilt[0] / cold[0]:.2f}")
         finally:
-            if not keep:
-                for name in made:
-                    engine.remove_image(name, force=True)
+            _remove(engine, made, keep)
+            _remove(engine, libtorch, keep)
 
 
-def report(
-    engine: Engine, train: ImageSpec, nostrip: ImageSpec, naive: str, minimal: str, label: str
-) -> None:
-    b: SizeReport = size_report(train, engine=engine)
-    b2 = size_report(nostrip, engine=engine)
+def _remove(engine: Engine, names: list[str], keep: bool) -> None:
+    if not keep:
+        for name in names:
+            engine.remove_image(name, force=True)
+        names.clear()
+
+
+def report(b: SizeReport, b2: SizeReport | None, sizes: dict[str, int], label: str) -> None:
     base = b.base_size
     floor = b.floor or 0
-    a = engine.inspect_image(naive).size
-    a2 = engine.inspect_image(minimal).size
-    rows = [
-        ["(a) naive, reference packages", mib(a), mib(a - base), ""],
-        ["(a') naive, minimal toolchain", mib(a2), mib(a2 - base), ""],
-        ["(b) fdl train image", mib(b.size), mib(b.added), f"{b.size / a:.2f} of (a)"],
-        ["(b') train, strip: false", mib(b2.size), mib(b2.added), f"{b2.size / a:.2f} of (a)"],
-        ["(c) floor: base + program + closure", mib(floor), mib(floor - base), ""],
-        ["(c') floor without stripping", mib(b2.floor or 0), mib((b2.floor or 0) - base), ""],
-        ["base image", mib(base), "", b.base],
-    ]
+    a = sizes["a"]
+    rows = [["(a) naive, reference packages", mib(a), mib(a - base), ""]]
+    if "a2" in sizes:
+        rows.append(
+            ["(a') naive, minimal toolchain", mib(sizes["a2"]), mib(sizes["a2"] - base), ""]
+        )
+    rows.append(["(b) fdl train image", mib(b.size), mib(b.added), f"{b.size / a:.2f} of (a)"])
+    if b2 is not None:
+        rows.append(
+            ["(b') train, strip: false", mib(b2.size), mib(b2.added), f"{b2.size / a:.2f} of (a)"]
+        )
+    rows.append(["(c) floor: base + program + closure", mib(floor), mib(floor - base), ""])
+    if b2 is not None:
+        rows.append(
+            ["(c') floor without stripping", mib(b2.floor or 0), mib((b2.floor or 0) - base), ""]
+        )
+    rows.append(["base image", mib(base), "", b.base])
     print(f"== {label}")
     print_table(["image", "size", "above base", "note"], rows)
     above = (b.added / (floor - base) - 1) if floor > base else float("nan")
     print(f"(b) above base vs (c) above base: {above:+.2%} (target: within +10%)")
-    print(f"(b) / (a): {b.size / a:.2f} (target: at most 0.50); (b) / (a'): {b.size / a2:.2f}")
+    line = f"(b) / (a): {b.size / a:.2f} (target: at most 0.50)"
+    if "a2" in sizes:
+        line += f"; (b) / (a'): {b.size / sizes['a2']:.2f}"
+    print(line)
     print("closure of (b):")
     for path, size in sorted(b.closure or (), key=lambda item: -item[1]):
         print(f"  {mib(size):>12}  {path}")
@@ -205,16 +227,22 @@ def main() -> None:
     options = parser.parse_args()
     if not options.no_cpu:
         variant = cpu_variant_from_wheel(options.cache / "variants")
-        run(options.base, None, variant, options.keep, "CPU variant (torch 2.13.0 wheel)")
+        label = "CPU variant (torch 2.13.0 wheel)"
+        run(options.base, None, variant, options.keep, label, extras=True)
     if options.cuda:
         from bench._cuda_variant import cuda_build_base, cuda_variant
 
         cuda = cuda_variant(options.cache / "variants")
         engine = DockerEngine(SubprocessRunner())
         build_base = cuda_build_base(options.base, engine, cuda, options.cache)
-        run(options.base, build_base, cuda, options.keep, "CUDA variant (torch 2.14.1 cu130)")
+        label = "CUDA variant (torch 2.14.1 cu130 + nvidia-* wheels)"
+        try:
+            run(options.base, build_base, cuda, options.keep, label, extras=False)
+        finally:
+            if not options.keep:
+                engine.remove_image(build_base, force=True)
     if not options.keep:
-        shutil.rmtree(options.cache / "projects", ignore_errors=True)
+        shutil.rmtree(options.cache, ignore_errors=True)  # the unpacked variants
 
 
 if __name__ == "__main__":
