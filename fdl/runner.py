@@ -76,8 +76,9 @@ class Runner(Protocol):
         cwd: Path | None = None,
         env: Mapping[str, str] | None = None,
     ) -> int:
-        """Run attached to this terminal (stdin, stdout and stderr inherited);
-        return the exit status (a non-zero status is not an error)."""
+        """Run attached to the terminal (stdin, stdout, stderr inherited, not captured),
+        forwarding SIGINT/SIGTERM/SIGHUP/SIGQUIT; return the exit status
+        (128 + N when the program was killed by signal N)."""
         ...
 
     def which(self, program: str) -> str | None:
@@ -189,18 +190,13 @@ class SubprocessRunner:
         cwd: Path | None = None,
         env: Mapping[str, str] | None = None,
     ) -> int:
+        from fdl._foreground import run_foreground
+
         args = [str(a) for a in argv]
         try:
-            proc = subprocess.Popen(args, cwd=cwd, env=dict(env) if env is not None else None)
+            return run_foreground(args, cwd=cwd, env=env)
         except FileNotFoundError:
             raise _missing(args[0]) from None
-        while True:
-            try:
-                return proc.wait()
-            except KeyboardInterrupt:
-                # The terminal sent SIGINT to the child too (same process group):
-                # an interactive program decides itself whether that ends it.
-                continue
 
     def which(self, program: str) -> str | None:
         return shutil.which(program)
@@ -298,7 +294,7 @@ class FakeRunner:
         cwd: Path | None = None,
         env: Mapping[str, str] | None = None,
     ) -> int:
-        return self._answer([str(a) for a in argv]).returncode
+        return self.run(argv, cwd=cwd, env=env, check=False).returncode
 
     def which(self, program: str) -> str | None:
         return self.programs.get(program)

@@ -36,14 +36,9 @@ def render_top_help(session: Session) -> str:
         lines += ["", f"Project commands: unavailable, the manifest has a problem: {error}"]
         manifest = None
     if manifest is not None:
-        commands = manifest.data.get("commands") or {}
-        rows = []
-        for name, entry in commands.items():
-            spec = entry or {}
-            text = spec.get("description") or spec.get("run") or "(nested commands)"
-            if name in BUILTINS:
-                text += f"  [shadowed by the built-in; run it with `fdl run {name}`]"
-            rows.append((name, text))
+        from fdl.cli._project_list import command_rows
+
+        rows = command_rows(manifest, session.env)
         title = manifest.data.get("description")
         header = f"Project commands ({manifest.path.name}{': ' + title if title else ''}):"
         lines += ["", header, *(_rows(rows) if rows else ["  (none declared)"])]

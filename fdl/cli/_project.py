@@ -7,21 +7,53 @@ from fdl.cli._registry import BUILTINS
 from fdl.cli._session import Session
 from fdl.errors import UsageError
 
-__all__ = ["run_project_command"]
+__all__ = ["COMPLETE", "run_project_command"]
+
+# The hidden command the shell completion scripts call (see fdl.cli._complete).
+COMPLETE = "__complete"
 
 
 def run_project_command(session: Session, name: str, args: list[str]) -> int:
     """Run the manifest command ``name`` with ``args``; return its exit code.
 
+    ``--help`` (before ``--``) shows what the command runs; ``--dry-run``
+    prints the exact command line and environment instead of running it.
+
     Raises:
-        UsageError: no such command (with a did-you-mean over built-ins and commands).
+        UsageError: no such command (with a did-you-mean over built-ins and
+            commands), or arguments the command does not take.
+        ManifestError: the manifest or a nested manifest is invalid.
     """
+    if name == COMPLETE:
+        from fdl.cli._complete import complete
+
+        return complete(session, args)
     manifest = session.manifest_or_none()
     commands = (manifest.data.get("commands") or {}) if manifest is not None else {}
-    if name not in commands:
+    if manifest is None or name not in commands:
         known = [*BUILTINS, *commands]
         close = did_you_mean(name, known)
         hint = f"did you mean `fdl {close}`?" if close else "run `fdl --help` to list the commands"
         where = f" in {manifest.path.name}" if manifest is not None else " (no fdl.yml found)"
         raise UsageError(f"unknown command {name!r}{where}", hint=hint)
-    raise UsageError(f"running project commands is not available yet ({name!r})")
+    from fdl.tasks import execute, prepare, render_script
+
+    invocation = prepare(manifest, name, args, environ=session.environ, overlay=session.env)
+    if invocation.action == "help":
+        from fdl.cli._command_help import render_command_help
+
+        session.console.out(render_command_help(invocation, session), end="")
+        return 0
+    plan = invocation.plan
+    assert plan is not None
+    if invocation.action == "dry-run":
+        session.console.out(render_script(plan), end="")
+        return 0
+    for note in plan.notes:
+        session.console.note(note)
+    if plan.kind != "run":
+        # Entries get flags the user did not type (settings, presets): say what runs.
+        where = f"[{plan.docker.service}] " if plan.docker is not None else ""
+        session.console.info(f"fdl: {where}{plan.script}")
+    session.console.debug(f"fdl: running {' '.join(plan.argv)} (in {plan.cwd})")
+    return execute(plan, environ=session.environ)

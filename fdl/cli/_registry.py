@@ -34,6 +34,20 @@ BUILTINS: dict[str, Builtin] = {
             "check that GPUs, toolchain and the active libtorch fit together",
             "fdl.cli.commands.diagnose",
         ),
-        Builtin("setup", "detect this machine and install the libtorch that fits", "fdl.cli.commands.setup"),
+        Builtin(
+            "setup",
+            "detect this machine and install the libtorch that fits",
+            "fdl.cli.commands.setup",
+        ),
+        Builtin(
+            "run",
+            "run a project command by name (also one a built-in shadows)",
+            "fdl.cli.commands.run",
+        ),
+        Builtin(
+            "completions",
+            "print the shell completion script (bash, zsh, fish)",
+            "fdl.cli.commands.completions",
+        ),
     )
 }

@@ -66,6 +66,13 @@ class Session:
         from fdl.manifest import Discovered, discover
 
         found = discover(self.cwd, self.options.manifest)
+        if self.options.manifest is None:
+            # Inside a nested manifest's directory the project is the enclosing one.
+            from fdl.tasks._nesting import enclosing_manifest
+
+            root = enclosing_manifest(found.path)
+            if root != found.path:
+                found = Discovered(root, example=root.suffix in (".example", ".dist"))
         if not found.example or self.options.manifest is not None:
             return found
         target = found.path.with_name(found.path.name.rsplit(".", 1)[0])

@@ -1,18 +1,49 @@
-"""Core sections: ``description`` and the project's ``commands``."""
+"""Core sections: ``description`` and the project's ``commands``.
+
+A command is one of four kinds, decided by its keys:
+
+- ``run:``  an inline shell script (``append:`` and ``docker:`` only go with it);
+- ``path:`` a directory with a nested manifest;
+- a preset: only ``options:`` and/or structured sections (``training:`` ...),
+  which runs the enclosing nested manifest's ``entry:`` (never at the top level);
+- nothing of the above: the nested manifest in the sibling directory ``<name>/``.
+
+Mixed kinds are reported when the manifest loads, with file:line.
+"""
 
 from __future__ import annotations
 
-from fdl.manifest._nodes import MapNode, ScalarNode
+from fdl.manifest._nodes import MapNode, Node, ScalarNode
 from fdl.manifest.schema import AnyValue, Checker, MapOf, Obj, Spec, Str
+from fdl.manifest.sections._structured import SECTIONS as STRUCTURED
+from fdl.manifest.sections._structured import section_spec
 
-__all__ = ["COMMAND", "ROOT_VALIDATORS", "SECTIONS", "check_command_kind"]
+__all__ = [
+    "COMMAND",
+    "COMMAND_NAME",
+    "PRESET_KEYS",
+    "ROOT_VALIDATORS",
+    "SECTIONS",
+    "check_command_kind",
+    "check_commands",
+    "commands_spec",
+    "preset_key",
+]
 
 COMMAND_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+PRESET_KEYS = ("options", *STRUCTURED)
 
 
 def _is_set(node: MapNode, key: str) -> bool:
     child = node.entries.get(key)
-    return child is not None and not (isinstance(child, ScalarNode) and child.value is None)
+    if child is None or (isinstance(child, ScalarNode) and child.value is None):
+        return False
+    return not (isinstance(child, MapNode) and not child.entries)
+
+
+def preset_key(node: MapNode) -> str | None:
+    """The first preset key (``options:``, ``training:`` ...) set on ``node``, if any."""
+    return next((key for key in PRESET_KEYS if _is_set(node, key)), None)
 
 
 def check_command_kind(
@@ -21,12 +52,14 @@ def check_command_kind(
     """Report commands whose keys do not make one valid kind (at load time)."""
     name = path[-1] if path else "?"
     runs = _is_set(node, "run")
+    paths = _is_set(node, "path")
+    found = preset_key(node)
     if _is_set(node, "docker") and not runs:
         checker.fail(
             node.entries["docker"],
             (*path, "docker"),
             f"command {name!r} has `docker:` but no `run:`",
-            "`docker:` wraps an inline `run:` script; add `run:` or move `docker:` into the nested manifest",
+            "`docker:` wraps an inline `run:` script; for a nested manifest put `docker:` in its fdl.yml",
         )
     if _is_set(node, "append") and not runs:
         checker.fail(
@@ -35,51 +68,83 @@ def check_command_kind(
             f"command {name!r} has `append:` but no `run:`",
             "`append:` adds trailing arguments to `run:`; add `run:` or remove `append:`",
         )
-    if runs and _is_set(node, "path"):
+    if runs and paths:
         checker.fail(
             node.entries["path"],
             (*path, "path"),
             f"command {name!r} has both `run:` and `path:`",
             "keep one: `run:` for an inline script, `path:` for a nested manifest",
         )
-    if top_level and not runs and not _is_set(node, "path") and _is_set(node, "options"):
+    if found is not None and (runs or paths):
+        other = "run" if runs else "path"
         checker.fail(
-            node.entries["options"],
-            (*path, "options"),
-            f"command {name!r} is a preset (only `options:`) at the top level",
+            node.entries[found],
+            (*path, found),
+            f"command {name!r} has `{found}:` and `{other}:`",
+            f"`{found}:` makes a preset of a nested manifest's entry; "
+            f"a `{other}:` command cannot take it",
+        )
+    elif found is not None and top_level:
+        checker.fail(
+            node.entries[found],
+            (*path, found),
+            f"command {name!r} is a preset (only `{found}:`) at the top level",
             "presets belong in a nested manifest that declares `entry:`",
         )
 
 
-def _check_root_commands(node: MapNode, path: tuple[str, ...], checker: Checker) -> None:
-    commands = node.entries.get("commands")
+def check_commands(
+    node: MapNode, path: tuple[str, ...], checker: Checker, *, top_level: bool
+) -> None:
+    """Run :func:`check_command_kind` on every entry of ``node``'s ``commands``."""
+    commands: Node | None = node.entries.get("commands")
     if not isinstance(commands, MapNode):
         return
     for name, entry in commands.entries.items():
         if isinstance(entry, MapNode):
-            check_command_kind(entry, (*path, "commands", name), checker, top_level=True)
+            check_command_kind(entry, (*path, "commands", name), checker, top_level=top_level)
+
+
+def _check_root_commands(node: MapNode, path: tuple[str, ...], checker: Checker) -> None:
+    check_commands(node, path, checker, top_level=True)
+
+
+def _command_fields() -> dict[str, Spec]:
+    fields: dict[str, Spec] = {
+        "description": Str("One line shown in `fdl --help`."),
+        "run": Str("Inline shell script run by `fdl <name>` (user arguments go at its end)."),
+        "append": Str("Text added after the user's arguments (split on its own `--`)."),
+        "path": Str("Directory of a nested manifest (relative to this file)."),
+        "docker": Str("docker compose service the `run:` script runs in."),
+        "options": MapOf(AnyValue(), "Preset: options passed to the entry as --flags."),
+    }
+    for section in STRUCTURED:
+        fields[section] = section_spec(section)
+    return fields
 
 
 COMMAND: Spec = Obj(
-    {
-        "description": Str("One line shown in `fdl --help`."),
-        "run": Str("Inline shell script run by `fdl <name>`."),
-        "append": Str("Arguments appended after the user's arguments (split on its own `--`)."),
-        "path": Str("Directory of a nested manifest (relative to this file)."),
-        "docker": Str("docker compose service the `run:` script runs in."),
-        "options": MapOf(AnyValue(), "Options a preset passes to the entry, as flags."),
-    },
-    description="A project command: `run:` (inline script) or `path:` (nested manifest).",
+    _command_fields(),
+    description=(
+        "A project command: `run:` (inline script), `path:` (nested manifest), "
+        "a preset (`options:`, nested manifests only), or empty (nested manifest in `<name>/`)."
+    ),
 )
+
+
+def commands_spec(description: str) -> MapOf:
+    """The ``commands:`` mapping (root and nested manifests share it)."""
+    return MapOf(
+        COMMAND,
+        description,
+        key_pattern=COMMAND_NAME,
+        key_example="`test`, `cuda-build`",
+    )
+
 
 SECTIONS: dict[str, Spec] = {
     "description": Str("What this project is (shown in `fdl --help`)."),
-    "commands": MapOf(
-        COMMAND,
-        "Commands run with `fdl <name>`.",
-        key_pattern=COMMAND_NAME,
-        key_example="`test`, `cuda-build`",
-    ),
+    "commands": commands_spec("Commands run with `fdl <name>`."),
 }
 
 ROOT_VALIDATORS = [_check_root_commands]

@@ -1,0 +1,126 @@
+"""Tar archives: the same checks as zip, extraction through tarfile's ``data`` filter."""
+
+from __future__ import annotations
+
+import shutil
+import tarfile
+from pathlib import Path
+
+from fdl.archive._plan import (
+    ArchiveError,
+    Entry,
+    Kind,
+    Plan,
+    check_plan,
+    file_mode,
+    member_parts,
+    prefix_parts,
+)
+from fdl.archive._staging import ExtractResult, check_space, make_staging, publish
+from fdl.errors import EnvironmentProblem
+
+__all__ = ["safe_extract_tar"]
+
+
+def _kind(label: str, member: tarfile.TarInfo) -> Kind:
+    if member.isdir():
+        return Kind.DIR
+    if member.isreg():
+        return Kind.FILE
+    if member.issym():
+        return Kind.SYMLINK
+    if member.islnk():
+        return Kind.HARDLINK
+    raise ArchiveError(
+        f"{label}: refusing member {member.name!r}: special file (device, FIFO or socket)",
+        hint="the archive is damaged or malicious; nothing was extracted",
+    )
+
+
+def _plan(
+    label: str, members: list[tarfile.TarInfo], prefix: tuple[str, ...]
+) -> tuple[Plan, dict[str, str]]:
+    """The checked plan, and the new name of every member that is extracted."""
+    entries: list[Entry] = []
+    skipped: list[str] = []
+    renamed: dict[str, str] = {}
+    for member in members:
+        parts = member_parts(label, member.name)
+        if parts[: len(prefix)] != prefix:
+            skipped.append(member.name)
+            continue
+        parts = parts[len(prefix) :]
+        if not parts:
+            continue
+        kind = _kind(label, member)
+        link = member.linkname
+        if kind is Kind.HARDLINK:
+            link_parts = member_parts(label, member.linkname)
+            if link_parts[: len(prefix)] != prefix:
+                outside = "/".join(prefix)
+                raise ArchiveError(f"{label}: hard link {member.name!r} points outside {outside}/")
+            link = "/".join(link_parts[len(prefix) :])
+        entries.append(Entry(member.name, parts, kind, file_mode(member.mode), member.size, link))
+        renamed[member.name] = "/".join(parts)
+    return check_plan(label, entries, skipped), renamed
+
+
+def _open_tar(path: Path) -> tarfile.TarFile:
+    try:
+        return tarfile.open(path)
+    except (tarfile.TarError, OSError) as exc:
+        raise ArchiveError(f"{path} is not a readable tar archive ({exc})") from None
+
+
+def safe_extract_tar(
+    path: Path | str,
+    target: Path | str,
+    *,
+    strip_prefix: str | None = None,
+    replace: bool = False,
+) -> ExtractResult:
+    """Extract a (possibly compressed) tar archive; same guarantees as ``safe_extract_zip``."""
+    if not hasattr(tarfile, "data_filter"):
+        raise EnvironmentProblem(
+            "this Python lacks tarfile extraction filters",
+            hint="use Python 3.10.12+, 3.11.4+ or newer",
+        )
+    path, target = Path(path), Path(target)
+    label = str(path)
+    prefix = prefix_parts(strip_prefix)
+    with _open_tar(path) as archive:
+        members = archive.getmembers()
+        plan, renamed = _plan(label, members, prefix)
+        check_space(target.parent, plan.total_bytes, label)
+        links = {entry.name: entry.link for entry in plan.entries if entry.kind is Kind.HARDLINK}
+
+        def rename(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+            new_name = renamed.get(member.name)
+            if new_name is None:
+                return None
+            linkname = links.get(member.name, member.linkname)
+            moved = member.replace(name=new_name, linkname=linkname, deep=False)
+            return tarfile.data_filter(moved, dest)
+
+        staging = make_staging(target)
+        try:
+            chosen = [member for member in members if member.name in renamed]
+            archive.extractall(staging, members=chosen, filter=rename)
+            publish(staging, target, replace=replace)
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise ArchiveError(f"{path}: extraction failed ({exc})") from None
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    counts = {kind: sum(1 for entry in plan.entries if entry.kind is kind) for kind in Kind}
+    dirs = {entry.parts[:depth] for entry in plan.entries for depth in range(1, len(entry.parts))}
+    dirs |= {entry.parts for entry in plan.entries if entry.kind is Kind.DIR}
+    return ExtractResult(
+        target,
+        counts[Kind.FILE] + counts[Kind.HARDLINK],
+        len(dirs),
+        counts[Kind.SYMLINK],
+        plan.total_bytes,
+        tuple(plan.skipped),
+    )

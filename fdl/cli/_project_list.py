@@ -1,0 +1,57 @@
+"""The project's commands as rows for ``fdl --help``: name and what it does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fdl.cli._registry import BUILTINS
+from fdl.errors import ManifestError
+from fdl.manifest import Manifest
+
+__all__ = ["command_rows", "describe_command"]
+
+
+def describe_command(
+    manifest: Manifest, name: str, spec: dict[str, Any] | None, env: str | None
+) -> str:
+    """One line for a root command: its description, else what it runs."""
+    from fdl.tasks import command_kind, load_nested
+
+    spec = spec or {}
+    kind = command_kind(spec)
+    text = spec.get("description") or ""
+    if kind == "run":
+        if not text:
+            lines = spec["run"].strip().splitlines()
+            text = lines[0] + (" ..." if len(lines) > 1 else "")
+        if spec.get("docker"):
+            text += f"  [docker: {spec['docker']}]"
+        return text
+    directory = manifest.directory / (spec.get("path") or name)
+    try:
+        nested = load_nested(directory.resolve(), env, manifest.directory)
+    except ManifestError:
+        return (
+            text + "  " if text else ""
+        ) + f"(its manifest has problems; see `fdl {name} --help`)"
+    if nested is None:
+        return (text + "  " if text else "") + f"(no fdl.yml in {spec.get('path') or name}/)"
+    text = text or nested.data.get("description") or ""
+    count = len(nested.data.get("commands") or {})
+    extra = f"{count} sub-command{'s' if count != 1 else ''}" if count else ""
+    if nested.data.get("docker"):
+        extra += ("; " if extra else "") + f"docker: {nested.data['docker']}"
+    if not extra:
+        return text
+    return f"{text}  [{extra}]" if text else f"[{extra}]"
+
+
+def command_rows(manifest: Manifest, env: str | None) -> list[tuple[str, str]]:
+    """``(name, description)`` for every root command, in manifest order."""
+    rows = []
+    for name, spec in (manifest.data.get("commands") or {}).items():
+        text = describe_command(manifest, name, spec, env)
+        if name in BUILTINS and name != "run":
+            text += f"  [shadowed by the built-in; run it with `fdl run {name}`]"
+        rows.append((name, text))
+    return rows

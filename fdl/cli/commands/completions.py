@@ -1,0 +1,52 @@
+"""``fdl completions SHELL``: the shell completion script."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from fdl.cli._session import current
+
+app = typer.Typer(
+    name="completions",
+    help=(
+        "Print the completion script for bash, zsh or fish.\n\n"
+        "The script asks fdl for candidates at completion time, so project commands, "
+        "nested commands, presets and option choices are always those of the manifest "
+        "(and environment) in effect.\n\n"
+        "Example: echo 'eval \"$(fdl completions bash)\"' >> ~/.bashrc"
+    ),
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+class Shell(str, Enum):
+    """Supported shells."""
+
+    bash = "bash"
+    zsh = "zsh"
+    fish = "fish"
+
+
+@app.command()
+def completions(
+    shell: Annotated[Shell, typer.Argument(help="bash, zsh or fish.")],
+) -> None:
+    """Print the completion script for SHELL.
+
+    bash: eval "$(fdl completions bash)" in ~/.bashrc;
+    zsh: eval "$(fdl completions zsh)" in ~/.zshrc (after compinit);
+    fish: fdl completions fish > ~/.config/fish/completions/fdl.fish
+
+    Example: eval "$(fdl completions bash)"
+    """
+    from fdl._assets import asset_dir
+
+    script = (asset_dir("templates") / "completions" / f"fdl.{shell.value}").read_text(
+        encoding="utf-8"
+    )
+    current().console.out(script, end="")

@@ -1,0 +1,143 @@
+"""The schema of a nested manifest (``<dir>/fdl.yml`` reached by a ``path:`` command).
+
+A nested manifest has an ``entry:`` (the program its presets and extra
+arguments run), optional ``docker:`` service, a ``schema:`` describing the
+entry's options and arguments, default ``options:`` and structured sections,
+and its own ``commands:`` (inline scripts, presets, deeper nested manifests).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from fdl.manifest._nodes import MapNode, ScalarNode
+from fdl.manifest.schema import AnyValue, Checker, MapOf, Obj, Spec, Str
+from fdl.manifest.sections._command_schema import SCHEMA, choice_matches, value_fits
+from fdl.manifest.sections._structured import SECTIONS as STRUCTURED
+from fdl.manifest.sections._structured import section_spec
+from fdl.manifest.sections.core import check_commands, commands_spec, preset_key
+
+__all__ = ["nested_spec"]
+
+
+def _set(node: MapNode, key: str) -> bool:
+    child = node.entries.get(key)
+    return child is not None and not (isinstance(child, ScalarNode) and child.value is None)
+
+
+def _is_preset(node: MapNode) -> bool:
+    if _set(node, "run") or _set(node, "path"):
+        return False
+    return preset_key(node) is not None
+
+
+def _schema_options(root: MapNode) -> tuple[dict[str, MapNode], bool]:
+    schema = root.entries.get("schema")
+    if not isinstance(schema, MapNode):
+        return {}, False
+    strict_node = schema.entries.get("strict")
+    strict = isinstance(strict_node, ScalarNode) and strict_node.value is True
+    options = schema.entries.get("options")
+    if not isinstance(options, MapNode):
+        return {}, strict
+    return {k: v for k, v in options.entries.items() if isinstance(v, MapNode)}, strict
+
+
+def _declared(options: dict[str, MapNode], key: str) -> MapNode | None:
+    return options.get(key) or options.get(key.replace("_", "-"))
+
+
+def _check_option_values(
+    options_node: MapNode,
+    path: tuple[str, ...],
+    schema: dict[str, MapNode],
+    strict: bool,
+    checker: Checker,
+) -> None:
+    for key, value in options_node.entries.items():
+        where = (*path, key)
+        declared = _declared(schema, key)
+        if declared is None:
+            if strict:
+                checker.fail(
+                    value,
+                    where,
+                    f"option {key!r} is not declared in schema.options (the schema is strict)",
+                    "declare it under schema.options, or remove it",
+                )
+            continue
+        plain = value.plain()
+        if plain is None or plain is False:
+            continue
+        type_node = declared.entries.get("type")
+        type_name = type_node.value if isinstance(type_node, ScalarNode) else "string"
+        if isinstance(type_name, str) and not value_fits(type_name, plain):
+            checker.fail(value, where, f"option {key!r} must be a {type_name} value")
+        choices = declared.entries.get("choices")
+        if choices is not None and isinstance(choices.plain(), list):
+            allowed = choices.plain()
+            assert isinstance(allowed, list)
+            if not choice_matches(plain, allowed):
+                shown = ", ".join(str(c) for c in allowed)
+                checker.fail(value, where, f"option {key!r} is {plain!r}; allowed: {shown}")
+
+
+def _check_presets(node: MapNode, path: tuple[str, ...], checker: Checker) -> None:
+    """Presets need an entry, and their options must fit the schema."""
+    schema, strict = _schema_options(node)
+    root_options = node.entries.get("options")
+    if isinstance(root_options, MapNode):
+        _check_option_values(root_options, (*path, "options"), schema, strict, checker)
+    commands = node.entries.get("commands")
+    if not isinstance(commands, MapNode):
+        return
+    has_entry = _set(node, "entry")
+    for name, command in commands.entries.items():
+        if not isinstance(command, MapNode) or not _is_preset(command):
+            continue
+        where = (*path, "commands", name)
+        if not has_entry:
+            checker.fail(
+                command,
+                where,
+                f"preset {name!r} has no `entry:` to run",
+                "add `entry:` (the program the presets run) at the top of this manifest",
+            )
+        options = command.entries.get("options")
+        if isinstance(options, MapNode):
+            _check_option_values(options, (*where, "options"), schema, strict, checker)
+
+
+def _check_docker(node: MapNode, path: tuple[str, ...], checker: Checker) -> None:
+    if _set(node, "docker") and not _set(node, "entry"):
+        checker.fail(
+            node.entries["docker"],
+            (*path, "docker"),
+            "`docker:` at the top of a nested manifest wraps its `entry:`, which is missing",
+            "add `entry:`, or put `docker:` on the `run:` commands that need it",
+        )
+
+
+def _check_nested_commands(node: MapNode, path: tuple[str, ...], checker: Checker) -> None:
+    check_commands(node, path, checker, top_level=False)
+
+
+@cache
+def nested_spec() -> Obj:
+    """The schema of a nested manifest."""
+    fields: dict[str, Spec] = {
+        "description": Str("What these commands do (shown in `fdl --help`)."),
+        "entry": Str("Shell command that presets and extra arguments run, e.g. `python train.py`."),
+        "docker": Str("docker compose service the entry runs in."),
+        "arg-name": Str("Placeholder for the preset slot in help (default: preset)."),
+        "schema": SCHEMA,
+        "options": MapOf(AnyValue(), "Options always passed to the entry (presets override)."),
+    }
+    for section in STRUCTURED:
+        fields[section] = section_spec(section)
+    fields["commands"] = commands_spec("Sub-commands: `fdl <name> <sub-command>`.")
+    return Obj(
+        fields,
+        description="nested fdl manifest (reached through a `path:` command)",
+        validators=[_check_nested_commands, _check_presets, _check_docker],
+    )

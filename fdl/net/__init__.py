@@ -1,0 +1,39 @@
+"""Downloads: streamed to a ``.part``, resumed with Range, retried with backoff, verified.
+
+requests is imported only when an HTTP download starts, so importing this
+package costs nothing at start-up.
+
+Example::
+
+    from fdl.net import download
+
+    result = download(
+        "https://download.pytorch.org/libtorch/cpu/libtorch-shared-with-deps-2.8.0%2Bcpu.zip",
+        cache / "libtorch-2.8.0+cpu.zip",
+        mirror=os.environ.get("FDL_LIBTORCH_MIRROR"),
+        on_progress=show,
+    )
+"""
+
+from __future__ import annotations
+
+from fdl.net._download import download
+from fdl.net._errors import ChecksumMismatch, NotFound, RetriesExhausted, SizeMismatch
+from fdl.net._results import DownloadResult, Progress, ProgressCallback
+from fdl.net._retry import RetryPolicy
+from fdl.net._transport import default_user_agent, file_url_path, rebase_url
+
+__all__ = [
+    "ChecksumMismatch",
+    "DownloadResult",
+    "NotFound",
+    "Progress",
+    "ProgressCallback",
+    "RetriesExhausted",
+    "RetryPolicy",
+    "SizeMismatch",
+    "default_user_agent",
+    "download",
+    "file_url_path",
+    "rebase_url",
+]

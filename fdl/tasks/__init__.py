@@ -1,0 +1,83 @@
+"""The task runner: ``fdl <command>`` runs a command declared in the manifest.
+
+Planning and running are separate::
+
+    invocation = prepare(manifest, "test", ["--", "-p", "foo"], environ=os.environ)
+    print(render_script(invocation.plan))   # what --dry-run prints
+    code = execute(invocation.plan)         # the child's exit status
+
+A command runs on this machine (in the declaring manifest's directory) or,
+with ``docker: <service>``, through ``docker compose run`` in that service,
+in the container directory that corresponds to the declaring manifest. The
+active libtorch variant is exported either way.
+
+Names are imported on first use, so ``fdl --help`` only pays for what it needs.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fdl.tasks._args import ArgDecl, CommandSchema, OptionDecl
+    from fdl.tasks._compose import quote
+    from fdl.tasks._docker import compose_argv, in_container
+    from fdl.tasks._env import EnvChange
+    from fdl.tasks._execute import execute
+    from fdl.tasks._nesting import enclosing_manifest
+    from fdl.tasks._plan import CommandPlan, DockerWrap
+    from fdl.tasks._prepare import Invocation, prepare
+    from fdl.tasks._render import render_script
+    from fdl.tasks._resolve import Kind, Resolution, command_kind, load_nested
+
+__all__ = [
+    "ArgDecl",
+    "CommandPlan",
+    "CommandSchema",
+    "DockerWrap",
+    "EnvChange",
+    "Invocation",
+    "Kind",
+    "OptionDecl",
+    "Resolution",
+    "command_kind",
+    "compose_argv",
+    "enclosing_manifest",
+    "execute",
+    "in_container",
+    "load_nested",
+    "prepare",
+    "quote",
+    "render_script",
+]
+
+_HOMES = {
+    "ArgDecl": "_args",
+    "CommandSchema": "_args",
+    "OptionDecl": "_args",
+    "quote": "_compose",
+    "compose_argv": "_docker",
+    "in_container": "_docker",
+    "EnvChange": "_env",
+    "execute": "_execute",
+    "enclosing_manifest": "_nesting",
+    "CommandPlan": "_plan",
+    "DockerWrap": "_plan",
+    "Invocation": "_prepare",
+    "prepare": "_prepare",
+    "render_script": "_render",
+    "Kind": "_resolve",
+    "Resolution": "_resolve",
+    "command_kind": "_resolve",
+    "load_nested": "_resolve",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

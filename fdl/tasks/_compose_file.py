@@ -1,0 +1,214 @@
+"""Reading the bits of a compose file that fdl needs: services and their bind mounts.
+
+fdl runs ``docker compose run`` from the directory holding the compose file,
+so it must know where the host directories it runs in appear inside the
+service's container (``.:/workspace`` or the long syntax), and which host
+path a ``${LIBTORCH_HOST_PATH}`` mount resolves to.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from fdl.errors import ManifestError
+
+__all__ = [
+    "COMPOSE_NAMES",
+    "ComposeProject",
+    "Mount",
+    "container_path",
+    "find_compose_file",
+    "interpolate",
+    "load_compose",
+]
+
+# compose v2's order of preference.
+COMPOSE_NAMES = ("compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml")
+OVERRIDE_NAMES = (
+    "compose.override.yaml",
+    "compose.override.yml",
+    "docker-compose.override.yaml",
+    "docker-compose.override.yml",
+)
+
+_VARIABLE = re.compile(
+    r"\$(?:(?P<escaped>\$)|\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?+])(?P<arg>[^}]*))?\}"
+    r"|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))"
+)
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A bind mount: host directory -> container path."""
+
+    source: Path
+    target: str
+
+
+@dataclass
+class ComposeProject:
+    """A compose file as far as fdl needs it.
+
+    Attributes:
+        file: The compose file.
+        directory: Its directory (where ``docker compose`` runs).
+        mounts: Bind mounts per service.
+    """
+
+    file: Path
+    directory: Path
+    mounts: dict[str, list[Mount]] = field(default_factory=dict)
+
+    @property
+    def services(self) -> list[str]:
+        return list(self.mounts)
+
+
+def find_compose_file(start: Path) -> Path | None:
+    """The nearest compose file walking up from ``start``.
+
+    Raises:
+        ManifestError: two compose files compete in one directory.
+    """
+    current = start.resolve()
+    while True:
+        found = [current / name for name in COMPOSE_NAMES if (current / name).is_file()]
+        if len(found) > 1:
+            names = " and ".join(p.name for p in found)
+            raise ManifestError(
+                f"{current}: found both {names}; fdl will not guess which one compose uses",
+                hint="keep one compose file in that directory",
+            )
+        if found:
+            return found[0]
+        if current.parent == current:
+            return None
+        current = current.parent
+
+
+def interpolate(text: str, variables: Mapping[str, str]) -> str:
+    """Compose-style ``${VAR}``, ``${VAR:-default}``, ``${VAR-default}``, ``$VAR``, ``$$``."""
+
+    def substitute(match: re.Match[str]) -> str:
+        if match.group("escaped"):
+            return "$"
+        name = match.group("braced") or match.group("bare")
+        value = variables.get(name)
+        op, arg = match.group("op"), match.group("arg") or ""
+        if op in (":-", ":?") and not value:
+            return arg if op == ":-" else ""
+        if op in ("-", "?") and value is None:
+            return arg if op == "-" else ""
+        if op in (":+", "+"):
+            present = bool(value) if op == ":+" else value is not None
+            return arg if present else ""
+        return value or ""
+
+    return _VARIABLE.sub(substitute, text)
+
+
+def _dotenv(directory: Path) -> dict[str, str]:
+    values: dict[str, str] = {}
+    try:
+        text = (directory / ".env").read_text(encoding="utf-8")
+    except OSError:
+        return values
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        values[key.strip()] = value.strip().strip("'\"")
+    return values
+
+
+def _host_path(text: str, directory: Path) -> Path | None:
+    if not text.startswith((".", "/", "~")):
+        return None  # a named volume
+    path = Path(os.path.expanduser(text))
+    return Path(os.path.normpath(directory / path))
+
+
+def _mount(volume: Any, directory: Path, variables: Mapping[str, str]) -> Mount | None:
+    if isinstance(volume, str):
+        parts = interpolate(volume, variables).split(":")
+        if len(parts) < 2:
+            return None
+        source, target = parts[0], parts[1]
+    elif isinstance(volume, dict):
+        if volume.get("type", "bind") != "bind":
+            return None
+        source = interpolate(str(volume.get("source", "")), variables)
+        target = interpolate(str(volume.get("target", "")), variables)
+    else:
+        return None
+    host = _host_path(source, directory)
+    if host is None or not target.startswith("/"):
+        return None
+    return Mount(host, str(PurePosixPath(target)))
+
+
+def _read(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ManifestError(
+            f"cannot read the compose file {path}: {exc}", hint="fix the compose file"
+        ) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ManifestError(
+            f"{path}: a compose file must be a mapping", hint="fix the compose file"
+        )
+    return data
+
+
+def load_compose(path: Path, environ: Mapping[str, str]) -> ComposeProject:
+    """The services of the compose file at ``path`` (with its override file) and their mounts.
+
+    Args:
+        path: The compose file.
+        environ: Variables for interpolation (``.env`` beside the file fills gaps).
+
+    Raises:
+        ManifestError: the file cannot be read or is not a mapping.
+    """
+    directory = path.parent
+    variables = {**_dotenv(directory), **environ}
+    project = ComposeProject(path, directory)
+    files = [path, *(directory / n for n in OVERRIDE_NAMES if (directory / n).is_file())]
+    for file in files:
+        services = _read(file).get("services") or {}
+        if not isinstance(services, dict):
+            continue
+        for name, service in services.items():
+            mounts = project.mounts.setdefault(str(name), [])
+            volumes = service.get("volumes") if isinstance(service, dict) else None
+            for volume in volumes or []:
+                mount = _mount(volume, directory, variables)
+                if mount is not None:
+                    mounts.append(mount)
+    return project
+
+
+def container_path(mounts: list[Mount], host: Path) -> str | None:
+    """Where the host path ``host`` appears in a container with ``mounts`` (most specific mount)."""
+    best: tuple[int, str] | None = None
+    for mount in mounts:
+        try:
+            relative = host.relative_to(mount.source)
+        except ValueError:
+            continue
+        depth = len(mount.source.parts)
+        if best is None or depth > best[0]:
+            inside = PurePosixPath(mount.target) / PurePosixPath(relative.as_posix())
+            best = (depth, str(inside))
+    return best[1] if best else None

@@ -1,0 +1,158 @@
+"""The active libtorch variant and the variables that point builds at it.
+
+Layout (as floDl lays it out): ``<root>/libtorch/.active`` holds the variant's
+path relative to ``<root>/libtorch`` (``precompiled/cu128``); the variant
+directory has ``lib/``, ``include/``, ``share/`` and a ``.arch`` file of
+``key=value`` lines (``cuda=12.8``, ``torch=2.10.0``, ``archs=...``,
+``source=...``). ``<root>`` is :func:`fdl.paths.resolve_context` of the
+project's root manifest directory.
+
+:func:`active_libtorch` is the one function that reads this; the libtorch
+feature may later replace what it reads without touching its callers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from fdl.tasks._env import EnvChange
+
+__all__ = [
+    "LibtorchState",
+    "Variant",
+    "active_libtorch",
+    "compose_variables",
+    "read_variant",
+    "variant_exports",
+]
+
+CPU_VARIANT = "precompiled/cpu"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One installed libtorch.
+
+    Attributes:
+        name: Path relative to the libtorch directory (``precompiled/cu128``).
+        path: Absolute directory on the host.
+        cuda: CUDA version (``12.8``), None for CPU builds or when unknown.
+        torch: libtorch version, when known.
+        archs: GPU architectures it was built for.
+        source: ``precompiled``, ``compiled``, ... when known.
+    """
+
+    name: str
+    path: Path
+    cuda: str | None = None
+    torch: str | None = None
+    archs: tuple[str, ...] = ()
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class LibtorchState:
+    """What the project's libtorch directory says.
+
+    Attributes:
+        directory: The libtorch directory (``<root>/libtorch``).
+        active: The active variant, if one is set and installed.
+        problem: Why there is no active variant although ``.active`` names one.
+    """
+
+    directory: Path
+    active: Variant | None
+    problem: str | None = None
+
+
+def read_variant(directory: Path, name: str) -> Variant:
+    """The variant ``name`` under the libtorch ``directory`` (metadata from ``.arch``)."""
+    path = directory / name
+    values: dict[str, str] = {}
+    try:
+        text = (path / ".arch").read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip()] = value.strip()
+    cuda = values.get("cuda") or None
+    if cuda is not None and cuda.lower() in ("none", "cpu"):
+        cuda = None
+    return Variant(
+        name=name,
+        path=path,
+        cuda=cuda,
+        torch=values.get("torch") or None,
+        archs=tuple(values.get("archs", "").split()),
+        source=values.get("source") or None,
+    )
+
+
+def _valid_name(name: str) -> bool:
+    parts = PurePosixPath(name).parts
+    return bool(parts) and not name.startswith("/") and ".." not in parts
+
+
+def active_libtorch(project_dir: Path, environ: Mapping[str, str]) -> LibtorchState:
+    """The active libtorch variant of the project at ``project_dir``."""
+    from fdl.paths import resolve_context
+
+    directory = resolve_context(project_dir, environ).libtorch_dir
+    try:
+        name = (directory / ".active").read_text(encoding="utf-8").strip()
+    except OSError:
+        return LibtorchState(directory, None)
+    if not name:
+        return LibtorchState(directory, None)
+    if not _valid_name(name):
+        return LibtorchState(
+            directory, None, f"{directory / '.active'} names {name!r}, which is not a variant path"
+        )
+    if not (directory / name / "lib").is_dir():
+        return LibtorchState(
+            directory, None, f"libtorch/.active names {name}, but {directory / name}/lib is missing"
+        )
+    return LibtorchState(directory, read_variant(directory, name))
+
+
+def _cuda_changes(cuda: str | None) -> list[EnvChange]:
+    if not cuda:
+        return []
+    parts = cuda.split(".")
+    full = ".".join([*parts, *["0"] * (3 - len(parts))]) if len(parts) < 3 else cuda
+    return [EnvChange("CUDA_VERSION", full), EnvChange("CUDA_TAG", ".".join(parts[:2]))]
+
+
+def variant_exports(location: str, variant: Variant) -> list[EnvChange]:
+    """The variables a process needs to build and run against ``variant``.
+
+    Args:
+        location: Where the process sees the variant (a host path, or the
+            path inside a container).
+        variant: The variant (for its CUDA version).
+    """
+    return [
+        EnvChange("LIBTORCH", location),
+        EnvChange("LIBTORCH_PATH", location),
+        EnvChange("Torch_DIR", f"{location}/share/cmake/Torch"),
+        EnvChange("LD_LIBRARY_PATH", f"{location}/lib", prepend=True),
+        EnvChange("CMAKE_PREFIX_PATH", location, prepend=True),
+        *_cuda_changes(variant.cuda),
+    ]
+
+
+def compose_variables(state: LibtorchState) -> list[EnvChange]:
+    """Host paths for compose files to mount (``${LIBTORCH_HOST_PATH}``, ...).
+
+    floDl's compose files mount ``${LIBTORCH_HOST_PATH:-./libtorch/precompiled/cu128}``
+    and ``${LIBTORCH_CPU_PATH:-...}`` and build with ``${CUDA_VERSION}``/``${CUDA_TAG}``.
+    """
+    changes = [EnvChange("LIBTORCH_CPU_PATH", str(state.directory / CPU_VARIANT))]
+    if state.active is not None:
+        changes.insert(0, EnvChange("LIBTORCH_HOST_PATH", str(state.active.path)))
+        changes.extend(_cuda_changes(state.active.cuda))
+    return changes

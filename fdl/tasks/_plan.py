@@ -1,0 +1,279 @@
+"""The plan of a manifest command: the exact argv, directory and environment it runs with.
+
+Planning is separate from running: ``--dry-run`` prints the plan, help shows
+a plan with placeholders for the arguments, and the executor runs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fdl.errors import EnvironmentProblem, Location, ManifestError
+from fdl.manifest import Manifest
+from fdl.runner import Runner
+from fdl.tasks._compose import quote
+from fdl.tasks._compose_file import ComposeProject, container_path, find_compose_file, load_compose
+from fdl.tasks._docker import compose_argv, in_container
+from fdl.tasks._env import EnvChange, apply_changes, export_line
+from fdl.tasks._libtorch_env import (
+    LibtorchState,
+    Variant,
+    active_libtorch,
+    compose_variables,
+    read_variant,
+    variant_exports,
+)
+from fdl.tasks._resolve import Kind, Resolution, locate
+
+__all__ = ["CommandPlan", "DockerWrap", "build_plan"]
+
+SHELL = "sh"
+DEFAULT_CONTAINER_ROOT = "/workspace"
+
+
+@dataclass(frozen=True)
+class DockerWrap:
+    """How a command is wrapped into ``docker compose run``.
+
+    Attributes:
+        service: The compose service.
+        compose_file: The compose file (compose runs in its directory).
+        container_dir: Where the script runs inside the container.
+        env: Variables passed with ``-e``.
+        prepend: Path lists extended inside the container (``LD_LIBRARY_PATH``),
+            by ``export`` lines before the script, keeping the image's value.
+    """
+
+    service: str
+    compose_file: Path
+    container_dir: str
+    env: tuple[EnvChange, ...]
+    prepend: tuple[EnvChange, ...]
+
+
+@dataclass(frozen=True)
+class CommandPlan:
+    """Everything needed to run (or show) one manifest command.
+
+    Attributes:
+        name: The command words joined (``sub quick``).
+        kind: ``run``, ``entry`` or ``preset``.
+        description: The command's description, if any.
+        script: The shell script the command is (inside the container for docker).
+        argv: The exact program and arguments started on this machine.
+        cwd: The directory ``argv`` starts in.
+        env: Variables set for ``argv`` on this machine.
+        docker: The docker wrapping, when the command runs in a compose service.
+        declared_at: Where the command is declared.
+        overlay: The selected environment overlay, if any.
+        notes: Remarks to show the user.
+    """
+
+    name: str
+    kind: str
+    description: str | None
+    script: str
+    argv: tuple[str, ...]
+    cwd: Path
+    env: tuple[EnvChange, ...]
+    docker: DockerWrap | None = None
+    declared_at: Location | None = None
+    overlay: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def environ(self, base: Mapping[str, str]) -> dict[str, str]:
+        """``base`` with this plan's variables applied (what the child gets)."""
+        return apply_changes(base, self.env)
+
+
+def _service(resolution: Resolution) -> str | None:
+    if resolution.kind is Kind.RUN:
+        return resolution.spec.get("docker")
+    nested = resolution.nested
+    return nested.data.get("docker") if nested is not None else None
+
+
+def _docker_location(resolution: Resolution, root: Manifest) -> Location | None:
+    if resolution.kind is Kind.RUN:
+        return locate(resolution.manifest, (*resolution.key, "docker"), root.directory)
+    if resolution.nested is not None:
+        return locate(resolution.nested, ("docker",), root.directory)
+    return None
+
+
+def _base_exports(directory: str, overlay: str | None) -> list[EnvChange]:
+    changes = [EnvChange("FDL_PROJECT_ROOT", directory)]
+    if overlay:
+        changes.append(EnvChange("FDL_ENV", overlay))
+    return changes
+
+
+def _mounted_libtorch(
+    project: ComposeProject, service: str, state: LibtorchState
+) -> tuple[str, Variant] | None:
+    """Where the service sees a libtorch: an explicit mount first, else through a wider mount."""
+    mounts = project.mounts.get(service, [])
+    active = state.active
+    for mount in mounts:
+        if active is not None and mount.source == active.path:
+            return mount.target, active
+    for mount in mounts:
+        try:
+            name = mount.source.relative_to(state.directory).as_posix()
+        except ValueError:
+            continue
+        if (mount.source / "lib").is_dir():
+            return mount.target, read_variant(state.directory, name)
+    if active is not None:
+        inside = container_path(mounts, active.path)
+        if inside is not None:
+            return inside, active
+    return None
+
+
+@dataclass
+class _Planner:
+    resolution: Resolution
+    root: Manifest
+    environ: Mapping[str, str]
+    overlay: str | None
+    runner: Runner | None
+    strict: bool
+    notes: list[str] = field(default_factory=list)
+
+    def compose_command(self) -> list[str]:
+        try:
+            return compose_argv(self.runner, self.environ)
+        except EnvironmentProblem as problem:
+            if self.strict:
+                raise
+            self.notes.append(f"{problem.message}; the real run will fail")
+            return ["docker", "compose"]
+
+    def host(
+        self, script: str, state: LibtorchState
+    ) -> tuple[tuple[str, ...], Path, list[EnvChange]]:
+        env = _base_exports(str(self.root.directory), self.overlay)
+        if state.active is not None:
+            env.extend(variant_exports(str(state.active.path), state.active))
+        return (SHELL, "-c", script), self.resolution.directory, env
+
+    def docker(
+        self, service: str, script: str, state: LibtorchState
+    ) -> tuple[tuple[str, ...], Path, list[EnvChange], DockerWrap]:
+        where = _docker_location(self.resolution, self.root)
+        compose_file = find_compose_file(self.resolution.directory)
+        if compose_file is None:
+            raise ManifestError(
+                f"`fdl {self.resolution.name}` runs in docker service {service!r}, but there is no "
+                f"compose.yaml or docker-compose.yml in {self.resolution.directory} or above",
+                location=where,
+                hint="add a compose file with that service, or remove `docker:`",
+            )
+        host_env = compose_variables(state)
+        project = load_compose(compose_file, apply_changes(self.environ, host_env))
+        if service not in project.mounts:
+            listing = ", ".join(project.services) or "none"
+            raise ManifestError(
+                f"docker service {service!r} is not defined in {compose_file}",
+                location=where,
+                hint=f"services there: {listing}",
+            )
+        mounts = project.mounts[service]
+        container_dir = container_path(mounts, self.resolution.directory)
+        container_root = container_path(mounts, self.root.directory)
+        if container_dir is None:
+            container_dir = self.assumed_dir(project, service)
+        env = _base_exports(container_root or DEFAULT_CONTAINER_ROOT, self.overlay)
+        prepend: list[EnvChange] = []
+        mounted = _mounted_libtorch(project, service, state)
+        if mounted is not None:
+            for change in variant_exports(*mounted):
+                (prepend if change.prepend else env).append(change)
+        elif state.active is not None:
+            self.notes.append(
+                f"the active libtorch ({state.active.name}) is not mounted into service "
+                f"{service!r}; LIBTORCH is not set inside the container"
+            )
+        prelude = [export_line(change) for change in prepend]
+        inner = "\n".join([f"cd {quote(container_dir)} || exit 125", *prelude, script])
+        flags = [part for change in env for part in ("-e", f"{change.name}={change.value}")]
+        argv = (*self.compose_command(), "run", "--rm", *flags, service, SHELL, "-c", inner)
+        wrap = DockerWrap(service, compose_file, container_dir, tuple(env), tuple(prepend))
+        return argv, project.directory, host_env, wrap
+
+    def assumed_dir(self, project: ComposeProject, service: str) -> str:
+        try:
+            relative = self.resolution.directory.relative_to(project.directory).as_posix()
+        except ValueError:
+            raise ManifestError(
+                f"`fdl {self.resolution.name}` runs in {self.resolution.directory}, which is "
+                f"outside the compose project {project.directory}",
+                location=_docker_location(self.resolution, self.root),
+                hint=f"bind-mount that directory into service {service!r}",
+            ) from None
+        self.notes.append(
+            f"service {service!r} has no bind mount of {project.directory}; "
+            f"assuming it is at {DEFAULT_CONTAINER_ROOT}"
+        )
+        return DEFAULT_CONTAINER_ROOT if relative == "." else f"{DEFAULT_CONTAINER_ROOT}/{relative}"
+
+
+def build_plan(
+    resolution: Resolution,
+    script: str,
+    *,
+    root: Manifest,
+    environ: Mapping[str, str],
+    overlay: str | None = None,
+    runner: Runner | None = None,
+    strict: bool = True,
+) -> CommandPlan:
+    """Decide how ``script`` runs: on this machine, or in the command's compose service.
+
+    Args:
+        resolution: The resolved command.
+        script: The composed shell script.
+        root: The project's root manifest (libtorch and the container root come from it).
+        environ: The environment fdl runs in.
+        overlay: The selected environment overlay (passed on as ``FDL_ENV``).
+        runner: Used to find the compose program.
+        strict: False for help and dry runs: a missing compose program becomes a note.
+
+    Raises:
+        ManifestError: the compose file or service is missing.
+        EnvironmentProblem: no compose program (when ``strict``).
+    """
+    planner = _Planner(resolution, root, environ, overlay, runner, strict, list(resolution.notes))
+    state = active_libtorch(root.directory, environ)
+    if state.problem:
+        planner.notes.append(f"{state.problem}; libtorch variables are not set")
+    service = _service(resolution)
+    wrap: DockerWrap | None = None
+    if service and in_container(environ):
+        planner.notes.append(
+            f"already inside a container: running directly instead of in service {service!r}"
+        )
+        service = None
+    if service:
+        argv, cwd, env, wrap = planner.docker(service, script, state)
+    else:
+        argv, cwd, env = planner.host(script, state)
+    description = resolution.spec.get("description")
+    if not description and resolution.nested is not None and resolution.kind is not Kind.PRESET:
+        description = resolution.nested.data.get("description")
+    return CommandPlan(
+        name=resolution.name,
+        kind=resolution.kind.value,
+        description=description,
+        script=script,
+        argv=tuple(argv),
+        cwd=cwd,
+        env=tuple(env),
+        docker=wrap,
+        declared_at=locate(resolution.manifest, resolution.key, root.directory, at_key=True),
+        overlay=overlay,
+        notes=tuple(planner.notes),
+    )

@@ -1,0 +1,52 @@
+"""A plan as a shell script: what ``--dry-run`` prints (paste it into ``sh`` to run it)."""
+
+from __future__ import annotations
+
+from fdl.tasks._compose import quote
+from fdl.tasks._env import export_line
+from fdl.tasks._plan import CommandPlan
+
+__all__ = ["render_argv", "render_script"]
+
+
+def render_argv(plan: CommandPlan) -> str:
+    """The exact command line, one word per shell word; docker runs broken over lines."""
+    words = [quote(word) for word in plan.argv]
+    if plan.docker is None:
+        return " ".join(words)
+    service_at = len(plan.argv) - 4  # <service> sh -c <script>
+    lines: list[str] = []
+    current: list[str] = []
+    index = 0
+    while index < len(words):
+        if (plan.argv[index] == "-e" and index < service_at) or index == service_at:
+            lines.append(" ".join(current))
+            current = []
+        current.append(words[index])
+        index += 1
+    lines.append(" ".join(current))
+    return " \\\n    ".join(line for line in lines if line)
+
+
+def render_script(plan: CommandPlan) -> str:
+    """The plan as a POSIX shell script with comments saying what and where."""
+    title = f"# fdl {plan.name}"
+    if plan.description:
+        title += f": {plan.description}"
+    lines = [title]
+    if plan.declared_at is not None:
+        lines.append(f"# declared at {plan.declared_at}")
+    if plan.docker is not None:
+        lines.append(
+            f"# runs in docker compose service {plan.docker.service} "
+            f"({plan.docker.compose_file.name}), in {plan.docker.container_dir}"
+        )
+    else:
+        lines.append("# runs on this machine")
+    if plan.overlay:
+        lines.append(f"# environment overlay: {plan.overlay}")
+    lines.extend(f"# note: {note}" for note in plan.notes)
+    lines.append(f"cd {quote(str(plan.cwd))}")
+    lines.extend(export_line(change) for change in plan.env)
+    lines.append(render_argv(plan))
+    return "\n".join(lines) + "\n"

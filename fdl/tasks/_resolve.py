@@ -1,0 +1,297 @@
+"""Walking from ``fdl <name> <args...>`` through nested manifests to the command to run.
+
+``fdl sub quick --epochs 3`` reads the root manifest's ``sub`` (a nested
+manifest in ``sub/``), finds its command ``quick`` (a preset), and resolves
+to "run ``sub``'s entry with ``quick``'s settings and ``--epochs 3``".
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from fdl._text import did_you_mean
+from fdl.errors import Location, ManifestError, ManifestErrors, UsageError
+from fdl.manifest import Manifest, MapNode, Origin
+from fdl.manifest._layers import display_name
+from fdl.manifest.sections.core import PRESET_KEYS
+
+__all__ = ["Kind", "Resolution", "command_kind", "load_nested", "locate", "resolve"]
+
+HELP_FLAGS = ("--help", "-h")
+DRY_RUN = "--dry-run"
+NO_APPEND = "--no-append"
+
+
+class Kind(str, Enum):
+    """What a resolved command is."""
+
+    RUN = "run"  # an inline `run:` script
+    ENTRY = "entry"  # a nested manifest's entry with the user's arguments
+    PRESET = "preset"  # the enclosing entry with a preset's settings
+    GROUP = "group"  # a nested manifest without entry: only help to show
+
+
+@dataclass
+class Resolution:
+    """The command ``fdl <words...>`` names, and what the user asked of it.
+
+    Attributes:
+        kind: Run script, entry, preset, or a group (help only).
+        words: The command words (``("sub", "quick")``).
+        spec: The command's manifest entry (``run:`` commands and presets).
+        manifest: The manifest that declares the command.
+        key: The command's key path in that manifest.
+        directory: Where the command runs (the declaring manifest's directory).
+        nested: The nested manifest whose entry runs (entry, preset, group).
+        help: ``--help``/``-h`` was given (before ``--``).
+        dry_run: ``--dry-run`` was given.
+        no_append: ``--no-append`` was given (``run:`` commands).
+        args: The user's arguments before ``--`` (entry and preset) or after it (run).
+        passthrough: Arguments after ``--`` for entries (passed on unchecked).
+        notes: Remarks for the user (not errors).
+    """
+
+    kind: Kind
+    words: tuple[str, ...]
+    spec: dict[str, Any]
+    manifest: Manifest
+    key: tuple[str, ...]
+    directory: Path
+    nested: Manifest | None = None
+    help: bool = False
+    dry_run: bool = False
+    no_append: bool = False
+    args: list[str] = field(default_factory=list)
+    passthrough: list[str] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return " ".join(self.words)
+
+
+def command_kind(spec: dict[str, Any] | None) -> str:
+    """``run``, ``path`` or ``preset`` for a (validated) command entry."""
+    if not spec:
+        return "path"
+    if spec.get("run") is not None:
+        return "run"
+    if spec.get("path") is not None:
+        return "path"
+    if any(spec.get(key) for key in PRESET_KEYS):
+        return "preset"
+    return "path"
+
+
+def _relocate(error: ManifestError, root: Path) -> ManifestError:
+    location = error.location
+    if location is None or location.path is None:
+        return error
+    moved = Location(
+        display_name(location.path, root), location.line, location.column, location.path
+    )
+    return ManifestError(error.message, hint=error.hint, location=moved, details=error.details)
+
+
+def load_nested(directory: Path, env: str | None, root: Path) -> Manifest | None:
+    """The nested manifest in ``directory`` (with its ``env`` overlay when present).
+
+    Errors name files relative to the project ``root`` (``sub/fdl.yml:3:5``).
+
+    Raises:
+        ManifestError: the nested manifest is invalid.
+    """
+    from fdl.manifest import load_directory_manifest
+    from fdl.manifest.sections.nested import nested_spec
+
+    try:
+        return load_directory_manifest(directory, env=env, schema=nested_spec())
+    except ManifestErrors as errors:
+        raise ManifestErrors([_relocate(e, root) for e in errors.errors]) from None
+    except ManifestError as error:
+        raise _relocate(error, root) from None
+
+
+def locate(
+    manifest: Manifest, key: Sequence[str], root: Path, *, at_key: bool = False
+) -> Location | None:
+    """Where ``key`` is written in ``manifest``, named relative to the project ``root``.
+
+    With ``at_key``, the position of the key itself (``test:``) rather than its value.
+    """
+    path = tuple(key)
+    parent = manifest.node(path[:-1]) if at_key and path else None
+    if isinstance(parent, MapNode) and path[-1] in parent.entries:
+        origin: Origin | None = parent.key_origin(path[-1])
+    else:
+        origin = manifest.origin(path)
+    if origin is None:
+        return None
+    location = origin.location()
+    if location.path is None:
+        return location
+    return replace(location, file=display_name(location.path, root))
+
+
+@dataclass
+class _Flags:
+    help: bool = False
+    dry_run: bool = False
+    no_append: bool = False
+    before: list[str] = field(default_factory=list)
+    after: list[str] | None = None
+
+
+def _split_flags(tail: Sequence[str], *, run_kind: bool) -> _Flags:
+    """fdl's own flags come before the first ``--``; the rest belongs to the command."""
+    flags = _Flags()
+    tokens = list(tail)
+    if "--" in tokens:
+        cut = tokens.index("--")
+        tokens, flags.after = tokens[:cut], tokens[cut + 1 :]
+    for token in tokens:
+        if token in HELP_FLAGS:
+            flags.help = True
+        elif token == DRY_RUN:
+            flags.dry_run = True
+        elif token == NO_APPEND and run_kind:
+            flags.no_append = True
+        else:
+            flags.before.append(token)
+    return flags
+
+
+@dataclass
+class _Walk:
+    root: Manifest
+    env: str | None
+    words: list[str]
+    manifest: Manifest
+    key: tuple[str, ...]
+    directory: Path
+    enclosing: Manifest | None = None
+
+    def error(self, message: str, hint: str | None = None) -> ManifestError:
+        where = locate(self.manifest, self.key, self.root.directory, at_key=True)
+        return ManifestError(message, hint=hint, location=where)
+
+    def run_kind(self, spec: dict[str, Any], tail: Sequence[str]) -> Resolution:
+        flags = _split_flags(tail, run_kind=True)
+        name = " ".join(self.words)
+        if flags.before and not flags.help:
+            shown = shlex.join(flags.before)
+            after = f" -- {shlex.join(flags.after)}" if flags.after else ""
+            raise UsageError(
+                f"`fdl {name}` takes its arguments after `--` (got {shown})",
+                hint=f"fdl {name} -- {shown}{after}",
+            )
+        return Resolution(
+            Kind.RUN,
+            tuple(self.words),
+            spec,
+            self.manifest,
+            self.key,
+            self.directory,
+            help=flags.help,
+            dry_run=flags.dry_run,
+            no_append=flags.no_append,
+            args=flags.after or [],
+        )
+
+    def entry_kind(
+        self, nested: Manifest, spec: dict[str, Any], kind: Kind, tail: Sequence[str]
+    ) -> Resolution:
+        flags = _split_flags(tail, run_kind=False)
+        resolution = Resolution(
+            kind,
+            tuple(self.words),
+            spec,
+            self.manifest,
+            self.key,
+            nested.directory,
+            nested=nested,
+            help=flags.help,
+            dry_run=flags.dry_run,
+            args=flags.before,
+            passthrough=flags.after,
+        )
+        if kind is Kind.PRESET or nested.data.get("entry"):
+            return resolution
+        commands = list(nested.data.get("commands") or {})
+        if flags.help or not tail:
+            resolution.kind = Kind.GROUP
+            return resolution
+        close = did_you_mean(tail[0], commands)
+        name = " ".join(self.words)
+        listing = ", ".join(commands) if commands else "none"
+        raise UsageError(
+            f"`{tail[0]}` is not a command of `fdl {name}` (it has no entry: to pass it to)",
+            hint=f"did you mean `fdl {name} {close}`?" if close else f"its commands: {listing}",
+        )
+
+    def nested_manifest(self, spec: dict[str, Any] | None) -> Manifest:
+        name = self.words[-1]
+        target = (spec or {}).get("path") or name
+        directory = (self.directory / target).resolve()
+        nested = load_nested(directory, self.env, self.root.directory)
+        if nested is None:
+            shown = display_name(directory, self.root.directory)
+            how = "its `path:`" if (spec or {}).get("path") else "the convention `<name>/fdl.yml`"
+            raise self.error(
+                f"command {name!r} refers to a nested manifest in {shown}/ ({how}), but there is none",
+                hint=f"create {shown}/fdl.yml, or give the command a `run:` script",
+            )
+        return nested
+
+
+def resolve(root: Manifest, name: str, tail: Sequence[str], *, env: str | None) -> Resolution:
+    """Find what ``fdl <name> <tail...>`` runs.
+
+    Args:
+        root: The project's root manifest (validated).
+        name: The command name (a key of its ``commands``).
+        tail: Everything after the name.
+        env: The selected environment (nested manifests get their overlay too).
+
+    Raises:
+        UsageError: arguments in the wrong place or an unknown sub-command.
+        ManifestError: a nested manifest is missing or invalid.
+    """
+    commands = root.data.get("commands") or {}
+    walk = _Walk(root, env, [name], root, ("commands", name), root.directory)
+    spec: dict[str, Any] | None = commands.get(name)
+    tail = list(tail)
+    while True:
+        kind = command_kind(spec)
+        if kind == "run":
+            assert spec is not None
+            return walk.run_kind(spec, tail)
+        if kind == "preset":
+            if walk.enclosing is None:
+                raise walk.error(f"preset {name!r} is not inside a nested manifest")
+            assert spec is not None
+            return walk.entry_kind(walk.enclosing, spec, Kind.PRESET, tail)
+        nested = walk.nested_manifest(spec)
+        children = nested.data.get("commands") or {}
+        if tail and tail[0] in children:
+            child = tail.pop(0)
+            walk.words.append(child)
+            walk.manifest, walk.key, walk.directory = nested, ("commands", child), nested.directory
+            walk.enclosing = nested
+            spec = children[child]
+            continue
+        entry_spec = spec or {}
+        resolution = walk.entry_kind(nested, entry_spec, Kind.ENTRY, tail)
+        if tail and not tail[0].startswith("-") and resolution.kind is Kind.ENTRY:
+            close = did_you_mean(tail[0], list(children))
+            if close:
+                resolution.notes.append(
+                    f"`{tail[0]}` is not a command of `fdl {resolution.name}` "
+                    f"(did you mean `{close}`?); passing it to the entry"
+                )
+        return resolution

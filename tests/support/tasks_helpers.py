@@ -1,0 +1,119 @@
+"""Helpers for the task-runner tests: projects on disk, argv printers, golden files."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import textwrap
+from pathlib import Path
+from typing import Any
+
+GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden" / "tasks"
+
+# Prints what it received as JSON: argv, working directory and selected variables.
+PRINT_ARGV = """\
+import json, os, sys
+keys = [
+    "LIBTORCH", "LIBTORCH_PATH", "LD_LIBRARY_PATH", "CMAKE_PREFIX_PATH", "Torch_DIR",
+    "CUDA_VERSION", "CUDA_TAG", "FDL_PROJECT_ROOT", "FDL_ENV",
+]
+print(json.dumps({
+    "argv": sys.argv[1:],
+    "cwd": os.getcwd(),
+    "env": {k: os.environ[k] for k in keys if k in os.environ},
+}))
+"""
+
+ADVERSARIAL = [
+    "plain",
+    "",
+    "two words",
+    "it's",
+    'say "hi"',
+    "$HOME",
+    "${PATH}",
+    "`id`",
+    "$(id)",
+    "a;b",
+    "a && b",
+    "line1\nline2",
+    "*",
+    "?.py",
+    "[ab]",
+    "~",
+    "-n",
+    "--flag=value",
+    "-",
+    "--",
+    "back\\slash",
+    "tab\there",
+    "!bang",
+    "#hash",
+    "über",
+    "'",
+    '"',
+    "'\\''",
+    "a=b",
+    "%s",
+    "{a,b}",
+    ">out",
+    "|",
+]
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    """Write ``files`` (relative path -> text, dedented) under ``root``; return ``root``."""
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+def fake_libtorch(root: Path, name: str = "precompiled/cu128", cuda: str | None = "12.8") -> Path:
+    """An installed (empty) libtorch variant, made active."""
+    variant = root / "libtorch" / name
+    (variant / "lib").mkdir(parents=True, exist_ok=True)
+    arch = f"cuda={cuda or 'none'}\ntorch=2.10.0\narchs=7.0 8.0\nsource=precompiled\n"
+    (variant / ".arch").write_text(arch, encoding="utf-8")
+    (root / "libtorch" / ".active").write_text(name + "\n", encoding="utf-8")
+    return variant
+
+
+def last_json(text: str) -> Any:
+    """The last line of ``text`` that is a JSON object."""
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise AssertionError(f"no JSON line in output:\n{text}")
+
+
+def normalize(text: str, *roots: Path) -> str:
+    """Replace machine-specific paths by stable placeholders (for golden files)."""
+    for index, root in enumerate(roots):
+        label = "<project>" if index == 0 else f"<dir{index}>"
+        text = text.replace(str(root.resolve()), label).replace(str(root), label)
+    return text
+
+
+def assert_golden(name: str, actual: str) -> None:
+    """Compare ``actual`` with ``tests/golden/tasks/<name>``; FDL_UPDATE_GOLDEN=1 rewrites it."""
+    path = GOLDEN_DIR / name
+    if os.environ.get("FDL_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(actual, encoding="utf-8")
+        return
+    if not path.exists():
+        raise AssertionError(f"golden file {path} is missing; run with FDL_UPDATE_GOLDEN=1")
+    expected = path.read_text(encoding="utf-8")
+    if expected != actual:
+        diff = "".join(
+            difflib.unified_diff(
+                expected.splitlines(keepends=True),
+                actual.splitlines(keepends=True),
+                fromfile=f"golden/tasks/{name}",
+                tofile="actual",
+            )
+        )
+        raise AssertionError(f"output differs from golden/tasks/{name}:\n{diff}")
