@@ -91,11 +91,17 @@ def list_variants(session: Session, *, as_json: bool) -> int:
     names = variants.list_variants(context)
     active = variants.active_name(context)
     if as_json:
-        session.console.json([
-            variant_json(n, variants.read_info(context.libtorch_dir / n, n), n == active,
-                         str(context.libtorch_dir / n))
-            for n in names
-        ])
+        session.console.json(
+            [
+                variant_json(
+                    n,
+                    variants.read_info(context.libtorch_dir / n, n),
+                    n == active,
+                    str(context.libtorch_dir / n),
+                )
+                for n in names
+            ]
+        )
         return 0
     if not names:
         session.console.info(f"No libtorch variants installed in {context.label()}.")
@@ -263,7 +269,9 @@ def verify(
     if path is not None:
         chosen, directory = path.name, path.expanduser().absolute()
         if not (directory / "lib").is_dir():
-            raise UsageError(f"{directory} is not a libtorch tree (no lib/)", hint="pass a variant directory")
+            raise UsageError(
+                f"{directory} is not a libtorch tree (no lib/)", hint="pass a variant directory"
+            )
     else:
         chosen = _installed_or_active(context, name)
         directory = context.libtorch_dir / chosen

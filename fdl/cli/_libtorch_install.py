@@ -70,7 +70,7 @@ def install(session: Session, options: InstallOptions) -> int:
         if found and found != wanted and not options.force:
             raise UsageError(
                 f"{target.name} already holds libtorch {found}, not {wanted}",
-                hint=f"replace it with --force, or choose another name with --name",
+                hint="replace it with --force, or choose another name with --name",
             )
         nvidia = NvidiaOptions(
             bundle=options.nvidia,
@@ -120,12 +120,16 @@ def _from_dir(session: Session, options: InstallOptions) -> int:
     assert options.from_dir is not None
     tree = options.from_dir.expanduser().absolute()
     if not (tree / "lib").is_dir():
-        raise UsageError(f"{tree} is not a libtorch tree (no lib/)", hint="pass the libtorch directory")
+        raise UsageError(
+            f"{tree} is not a libtorch tree (no lib/)", hint="pass the libtorch directory"
+        )
     name = options.name or tree.name
     kind = "precompiled" if "/" not in name else ""
     full = f"{kind}/{name}" if kind else name
     info = VariantInfo(name=full, source={"kind": "directory", "directory": str(tree)})
-    result = register_variant(context_of(session), full, tree, info, activate=options.activate, move=False)
+    result = register_variant(
+        context_of(session), full, tree, info, activate=options.activate, move=False
+    )
     _report(session, result, options.as_json)
     return 0
 

@@ -81,8 +81,10 @@ def render_plan(plan: DownloadPlan, *, dry_run: bool) -> str:
     lines += [f"  note:     {n}" for n in plan.notes]
     if dry_run:
         activation = "activate it" if plan.activate else "leave the active variant as it is"
-        lines.append(f"[dry-run] would download, check build-version {selection.build_version}, "
-                     f"extract and {activation}")
+        lines.append(
+            f"[dry-run] would download, check build-version {selection.build_version}, "
+            f"extract and {activation}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -98,7 +100,12 @@ def render_info(name: str, info: VariantInfo, active: bool, path: str) -> str:
         "none (CPU build)" if not info.cuda else "not read yet (run fdl libtorch verify)"
     )
     source = info.source
-    origin = source.get("url") or source.get("wheel") or source.get("environment") or source.get("recipe")
+    origin = (
+        source.get("url")
+        or source.get("wheel")
+        or source.get("environment")
+        or source.get("recipe")
+    )
     rows = [
         ("Variant", f"{name}{' (active)' if active else ''}"),
         ("Path", path),
@@ -131,8 +138,10 @@ def render_install(result: InstallResult) -> list[str]:
     if result.activated:
         lines.append(f"active variant: {target.name}")
     elif target.name is None:
-        lines.append(f"use it with: export LIBTORCH={target.path} "
-                     f"LD_LIBRARY_PATH={target.path}/lib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}")
+        lines.append(
+            f"use it with: export LIBTORCH={target.path} "
+            f"LD_LIBRARY_PATH={target.path}/lib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
+        )
     verify = f"fdl libtorch verify {target.name} --cmake" if target.name else "(outside the root)"
     lines.append(f"check it with: {verify}")
     return lines

@@ -33,7 +33,9 @@ def diagnose(session: Session, *, as_json: bool, strict: bool, docker: bool) -> 
         expected = settings(session).variant
     except ManifestError as exc:
         extra.append(Check("manifest", "fdl.yml", Severity.ERROR, str(exc), exc.hint))
-    result = run_diagnose(context, environ=session.environ, expected_variant=expected, docker=docker)
+    result = run_diagnose(
+        context, environ=session.environ, expected_variant=expected, docker=docker
+    )
     checks = [*extra, *result.checks]
     if as_json:
         data = result.to_json()
@@ -150,10 +152,14 @@ def _install(session: Session, context: Context, plan: SetupPlan) -> InstallResu
     if plan.action == "wheel":
         return _wheel(session, context, plan)
     config = settings(session)
-    chosen = plan_download(plan.selection, context, cache_dir(session.environ), mirror=config.mirror)
+    chosen = plan_download(
+        plan.selection, context, cache_dir(session.environ), mirror=config.mirror
+    )
     progress = ProgressLine(session.console, f"downloading {chosen.label}")
     try:
-        return run_download(chosen, context, on_progress=progress.bytes, on_message=progress.message)
+        return run_download(
+            chosen, context, on_progress=progress.bytes, on_message=progress.message
+        )
     except NetworkError as exc:
         if isinstance(exc, NotFound):
             raise
@@ -175,7 +181,10 @@ def _wheel(session: Session, context: Context, plan: SetupPlan) -> InstallResult
     progress = ProgressLine(session.console, "install from wheel")
     try:
         source = wheel_from_pip(
-            plan.selection.torch_version, cache, python=_sys.executable, runner=runner,
+            plan.selection.torch_version,
+            cache,
+            python=_sys.executable,
+            runner=runner,
             on_line=progress.status,
         )
         target = resolve_target(context, f"precompiled/{source.variant}")

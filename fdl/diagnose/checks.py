@@ -75,22 +75,45 @@ def system_checks(context: Context) -> list[Check]:
     found = cpu()
     if found.value is not None:
         model = found.value.model or "unknown model"
-        checks.append(_c("system", "cpu", Severity.INFO, f"{model}, {found.value.usable} cores usable"))
+        checks.append(
+            _c("system", "cpu", Severity.INFO, f"{model}, {found.value.usable} cores usable")
+        )
     ram = memory()
     if ram.value is not None:
         usable = ram.value.usable_mib / 1024
         low = usable < MIN_RAM_GIB
-        checks.append(_c("system", "memory", Severity.WARNING if low else Severity.INFO,
-            f"{ram.value.total_mib / 1024:.1f} GiB RAM, {usable:.1f} GiB available",
-            "close other programs; source builds need about 5 GB per parallel job" if low else None))
+        checks.append(
+            _c(
+                "system",
+                "memory",
+                Severity.WARNING if low else Severity.INFO,
+                f"{ram.value.total_mib / 1024:.1f} GiB RAM, {usable:.1f} GiB available",
+                "close other programs; source builds need about 5 GB per parallel job"
+                if low
+                else None,
+            )
+        )
     disk = disk_free(context.root)
     if disk.value is not None:
         gib = disk.value / _GIB
         low = gib < MIN_FREE_DISK_GIB
-        checks.append(_c("system", "disk", Severity.WARNING if low else Severity.INFO,
-            f"{gib:.1f} GiB free in {disk.path}",
-            f"free space: a CUDA libtorch needs up to {MIN_FREE_DISK_GIB} GB" if low else None))
-    checks.append(_c("system", "os", Severity.INFO, f"{platform.system()} {platform.release()} ({platform.machine()})"))
+        checks.append(
+            _c(
+                "system",
+                "disk",
+                Severity.WARNING if low else Severity.INFO,
+                f"{gib:.1f} GiB free in {disk.path}",
+                f"free space: a CUDA libtorch needs up to {MIN_FREE_DISK_GIB} GB" if low else None,
+            )
+        )
+    checks.append(
+        _c(
+            "system",
+            "os",
+            Severity.INFO,
+            f"{platform.system()} {platform.release()} ({platform.machine()})",
+        )
+    )
     return checks
 
 
@@ -102,11 +125,24 @@ def gpu_checks(report: GpuReport) -> list[Check]:
     for gpu in report.gpus:
         memory_text = f", {gpu.memory_mib / 1024:.0f} GiB" if gpu.memory_mib else ""
         if gpu.capability is None:
-            checks.append(_c("gpus", f"GPU {gpu.index}", Severity.WARNING,
-                f"{gpu.name}: compute capability not reported", "update the NVIDIA driver"))
+            checks.append(
+                _c(
+                    "gpus",
+                    f"GPU {gpu.index}",
+                    Severity.WARNING,
+                    f"{gpu.name}: compute capability not reported",
+                    "update the NVIDIA driver",
+                )
+            )
         else:
-            checks.append(_c("gpus", f"GPU {gpu.index}", Severity.OK,
-                f"{gpu.name}: {gpu.capability.label()}{memory_text}"))
+            checks.append(
+                _c(
+                    "gpus",
+                    f"GPU {gpu.index}",
+                    Severity.OK,
+                    f"{gpu.name}: {gpu.capability.label()}{memory_text}",
+                )
+            )
     if report.driver:
         checks.append(_c("gpus", "driver", Severity.INFO, f"NVIDIA driver {report.driver}"))
     if report.reason:
@@ -119,17 +155,32 @@ def toolchain_checks(tools: Toolchain, report: GpuReport) -> list[Check]:
     checks = []
     nvcc = tools.nvcc.value
     if nvcc is None:
-        checks.append(_c("toolchain", "nvcc", Severity.INFO,
-            f"{tools.nvcc.reason}: needed only for native source builds"))
+        checks.append(
+            _c(
+                "toolchain",
+                "nvcc",
+                Severity.INFO,
+                f"{tools.nvcc.reason}: needed only for native source builds",
+            )
+        )
     else:
-        checks.append(_c("toolchain", "nvcc", Severity.OK, f"CUDA {nvcc.full_version} at {nvcc.path}"))
+        checks.append(
+            _c("toolchain", "nvcc", Severity.OK, f"CUDA {nvcc.full_version} at {nvcc.path}")
+        )
         checks += _nvcc_fits(nvcc.version, nvcc.targets, report)
     for name in ("gcc", "g++", "cmake"):
         probe = tools[name]
         if probe.value is None:
             severity = Severity.WARNING if name != "gcc" else Severity.INFO
-            checks.append(_c("toolchain", name, severity, f"{probe.reason}",
-                f"install {name} (needed by verify --cmake and source builds)"))
+            checks.append(
+                _c(
+                    "toolchain",
+                    name,
+                    severity,
+                    f"{probe.reason}",
+                    f"install {name} (needed by verify --cmake and source builds)",
+                )
+            )
         else:
             checks.append(_c("toolchain", name, Severity.OK, f"{name} {probe.value.version}"))
     gcc = tools["gcc"].value
@@ -139,9 +190,15 @@ def toolchain_checks(tools: Toolchain, report: GpuReport) -> list[Check]:
         except FdlError:
             limit = None
         if limit is not None and gcc.major > limit:
-            checks.append(_c("toolchain", "host compiler", Severity.WARNING,
-                f"CUDA {nvcc.version} accepts gcc <= {limit}, gcc is {gcc.version}",
-                f"install gcc-{limit} and pass it as the CUDA host compiler (CUDAHOSTCXX)"))
+            checks.append(
+                _c(
+                    "toolchain",
+                    "host compiler",
+                    Severity.WARNING,
+                    f"CUDA {nvcc.version} accepts gcc <= {limit}, gcc is {gcc.version}",
+                    f"install gcc-{limit} and pass it as the CUDA host compiler (CUDAHOSTCXX)",
+                )
+            )
     return checks
 
 
@@ -152,14 +209,30 @@ def _nvcc_fits(version: str, targets: ArchList, report: GpuReport) -> list[Check
     accepted = {(t.capability, t.suffix) for t in targets}
     missing = [c for c in caps if (c, "") not in accepted]
     if not missing:
-        return [_c("toolchain", "nvcc archs", Severity.OK,
-            f"nvcc {version} compiles every GPU here ({' '.join(c.sm for c in caps)})")]
+        return [
+            _c(
+                "toolchain",
+                "nvcc archs",
+                Severity.OK,
+                f"nvcc {version} compiles every GPU here ({' '.join(c.sm for c in caps)})",
+            )
+        ]
     able = [t.version for t in compilable_toolkits(ArchList.of(Target(c) for c in caps))]
-    fix = f"use CUDA {' or '.join(able)} for native builds (or build in Docker)" if able else (
-        "no single CUDA compiles them together: build one variant per GPU group")
-    return [_c("toolchain", "nvcc archs", Severity.WARNING,
-        f"nvcc {version} cannot compile {' '.join(c.sm for c in missing)} (only native source "
-        "builds need it)", fix)]
+    fix = (
+        f"use CUDA {' or '.join(able)} for native builds (or build in Docker)"
+        if able
+        else ("no single CUDA compiles them together: build one variant per GPU group")
+    )
+    return [
+        _c(
+            "toolchain",
+            "nvcc archs",
+            Severity.WARNING,
+            f"nvcc {version} cannot compile {' '.join(c.sm for c in missing)} (only native source "
+            "builds need it)",
+            fix,
+        )
+    ]
 
 
 def docker_checks(runner: Runner, environ: Mapping[str, str]) -> list[Check]:
@@ -171,52 +244,106 @@ def docker_checks(runner: Runner, environ: Mapping[str, str]) -> list[Check]:
     except FdlError as exc:
         return [_c("docker", "docker", Severity.WARNING, exc.message, exc.hint)]
     if selection is None:
-        return [_c("docker", "docker", Severity.INFO,
-            "no docker CLI on PATH: Docker builds and images are unavailable",
-            "install docker if you want image builds or Docker source builds")]
+        return [
+            _c(
+                "docker",
+                "docker",
+                Severity.INFO,
+                "no docker CLI on PATH: Docker builds and images are unavailable",
+                "install docker if you want image builds or Docker source builds",
+            )
+        ]
     client = selection.client
     if not client.usable:
-        return [_c("docker", "daemon", Severity.WARNING, f"{client.path}: {client.problem}",
-            "start the daemon (`sudo systemctl start docker`) or check DOCKER_HOST")]
+        return [
+            _c(
+                "docker",
+                "daemon",
+                Severity.WARNING,
+                f"{client.path}: {client.problem}",
+                "start the daemon (`sudo systemctl start docker`) or check DOCKER_HOST",
+            )
+        ]
     checks = [_c("docker", "daemon", Severity.OK, client.describe())]
     if not client.builder.has_buildkit:
-        checks.append(_c("docker", "buildkit", Severity.WARNING,
-            "no BuildKit (no buildx plugin, no built-in BuildKit): cache mounts and secrets fail",
-            "install the docker buildx plugin, or set FDL_DOCKER to a client with BuildKit"))
+        checks.append(
+            _c(
+                "docker",
+                "buildkit",
+                Severity.WARNING,
+                "no BuildKit (no buildx plugin, no built-in BuildKit): cache mounts and secrets fail",
+                "install the docker buildx plugin, or set FDL_DOCKER to a client with BuildKit",
+            )
+        )
     try:
         compose = find_compose(selection, runner, environ)
-        checks.append(_c("docker", "compose", Severity.OK, f"{' '.join(compose.argv)} {compose.version}"))
+        checks.append(
+            _c("docker", "compose", Severity.OK, f"{' '.join(compose.argv)} {compose.version}")
+        )
     except FdlError as exc:
         checks.append(_c("docker", "compose", Severity.INFO, exc.message, exc.hint))
     return checks
 
 
-def libtorch_checks(context: Context, report: GpuReport, expected: str | None = None) -> list[Check]:
+def libtorch_checks(
+    context: Context, report: GpuReport, expected: str | None = None
+) -> list[Check]:
     """The active variant: present, what it is, whether it runs on each GPU."""
     from fdl.libtorch._verify import verify_variant
 
     installed = variants.list_variants(context)
-    checks = [_c("libtorch", "root", Severity.INFO, f"{context.label()}: {', '.join(installed) or 'no variants'}")]
+    checks = [
+        _c(
+            "libtorch",
+            "root",
+            Severity.INFO,
+            f"{context.label()}: {', '.join(installed) or 'no variants'}",
+        )
+    ]
     active = variants.active_name(context)
     if active is None:
         fix = "fdl setup" if not installed else f"fdl libtorch activate {installed[0]}"
-        return [*checks, _c("libtorch", "active", Severity.WARNING, "no active libtorch variant", fix)]
+        return [
+            *checks,
+            _c("libtorch", "active", Severity.WARNING, "no active libtorch variant", fix),
+        ]
     path = context.libtorch_dir / active
     if not (path / "lib").is_dir():
-        return [*checks, _c("libtorch", "active", Severity.ERROR,
-            f".active points at {active}, which is not installed", "fdl libtorch list, then activate one")]
+        return [
+            *checks,
+            _c(
+                "libtorch",
+                "active",
+                Severity.ERROR,
+                f".active points at {active}, which is not installed",
+                "fdl libtorch list, then activate one",
+            ),
+        ]
     report_v = verify_variant(path, active, gpus=report)
     info = report_v.info
     what = f"torch {info.torch or '?'}, " + (f"CUDA {info.cuda}" if info.cuda else "CPU")
     checks.append(_c("libtorch", "active", Severity.OK, f"{active} ({what})"))
-    if expected and expected != "auto" and active.split("/", 1)[1] != expected and active != expected:
-        checks.append(_c("libtorch", "manifest", Severity.WARNING,
-            f"fdl.yml asks for libtorch.variant {expected}, the active variant is {active}",
-            f"fdl libtorch download (installs {expected}) or fdl libtorch activate"))
+    if (
+        expected
+        and expected != "auto"
+        and active.split("/", 1)[1] != expected
+        and active != expected
+    ):
+        checks.append(
+            _c(
+                "libtorch",
+                "manifest",
+                Severity.WARNING,
+                f"fdl.yml asks for libtorch.variant {expected}, the active variant is {active}",
+                f"fdl libtorch download (installs {expected}) or fdl libtorch activate",
+            )
+        )
     for check in report_v.checks:
         if check.severity is Severity.OK and check.group in ("files", "libraries"):
             continue  # fine details stay in `fdl libtorch verify`
-        checks.append(Check("libtorch", check.name, check.severity, check.message, check.fix, check.data))
+        checks.append(
+            Check("libtorch", check.name, check.severity, check.message, check.fix, check.data)
+        )
     return checks
 
 
@@ -247,4 +374,3 @@ def run_diagnose(
     checks += libtorch_checks(context, report, expected_variant)
     installed = tuple(variants.list_variants(context))
     return Diagnosis(context, report, tuple(checks), variants.active_name(context), installed)
-

@@ -88,9 +88,11 @@ def plan_setup(
     selection = select_variant(gpus, torch=torch, preferred=preferred, driver=driver)
     wanted_torch = selection.torch_version if torch else None
     active = variants.active_name(context)
-    if not force and active and covers_gpus(context, active, gpus):
-        if wanted_torch is None or _torch_of(context, active) == wanted_torch:
-            return SetupPlan("keep", f"the active variant {active} runs on every GPU", selection, active)
+    fits = active is not None and covers_gpus(context, active, gpus)
+    if not force and active and fits and wanted_torch in (None, _torch_of(context, active)):
+        return SetupPlan(
+            "keep", f"the active variant {active} runs on every GPU", selection, active
+        )
     if not force:
         for name in variants.list_variants(context):
             if name == active or not covers_gpus(context, name, gpus):
@@ -98,7 +100,10 @@ def plan_setup(
             if wanted_torch is not None and _torch_of(context, name) != wanted_torch:
                 continue
             return SetupPlan(
-                "activate", f"{name} is installed and runs on every GPU", selection, name,
+                "activate",
+                f"{name} is installed and runs on every GPU",
+                selection,
+                name,
                 ("fdl", "libtorch", "activate", name),
             )
     if selection.covers_all:
@@ -116,8 +121,11 @@ def _official(selection: Selection, from_wheel: bool) -> SetupPlan:
     wheel = ("fdl", "libtorch", "install", "--from-wheel", "--torch", selection.torch_version)
     if from_wheel:
         return SetupPlan(
-            "wheel", f"{selection.reason} (from the PyPI wheel, as asked)", selection,
-            command=wheel, alternatives=(" ".join(download),),
+            "wheel",
+            f"{selection.reason} (from the PyPI wheel, as asked)",
+            selection,
+            command=wheel,
+            alternatives=(" ".join(download),),
         )
     return SetupPlan(
         "download", selection.reason, selection, command=download, alternatives=(" ".join(wheel),)

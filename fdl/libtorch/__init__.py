@@ -73,7 +73,28 @@ _LAZY = {
     "VariantInfo": "variants",
 }
 
-__all__ = sorted(_LAZY)
+__all__ = [
+    "MIRROR_ENV",
+    "DownloadPlan",
+    "InstallResult",
+    "Selection",
+    "Target",
+    "VariantInfo",
+    "VerifyReport",
+    "build_archs",
+    "build_command",
+    "coverage_fix",
+    "gpu_label",
+    "install_tree",
+    "installed_build_version",
+    "plan_download",
+    "register_variant",
+    "resolve_target",
+    "run_download",
+    "select_variant",
+    "smoke_runner",
+    "verify_variant",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -12,14 +12,14 @@ installs it with :func:`~fdl.libtorch._install.install_tree`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from fdl.compat import archive_layout, current_platform, libtorch_url, release
-from fdl.errors import EnvironmentProblem, NetworkError, UsageError
+from fdl.errors import EnvironmentProblem, FdlError, NetworkError, UsageError
 from fdl.libtorch import variants
 from fdl.libtorch._install import (
     InstallResult,
@@ -27,6 +27,7 @@ from fdl.libtorch._install import (
     install_tree,
     installed_build_version,
     resolve_target,
+    variant_lock,
 )
 from fdl.libtorch._select import Selection
 from fdl.paths import Context
@@ -108,9 +109,7 @@ def plan_download(
     from fdl.net import rebase_url
 
     target = resolve_target(context, f"precompiled/{name or selection.variant}", path)
-    upstream = libtorch_url(
-        selection.torch_version, selection.variant, platform=current_platform()
-    )
+    upstream = libtorch_url(selection.torch_version, selection.variant, platform=current_platform())
     url = rebase_url(upstream, mirror) if mirror else upstream
     filename = unquote(urlsplit(upstream).path.rsplit("/", 1)[-1])
     notes: list[str] = []
@@ -164,8 +163,12 @@ def run_download(
     keep_archive: bool = False,
     on_progress: ProgressCallback | None = None,
     on_message: MessageCallback | None = None,
+    transfer: Mapping[str, Any] | None = None,
 ) -> InstallResult:
     """Execute ``plan``: download, verify, extract, install, activate.
+
+    Args:
+        transfer: Extra keyword arguments for :func:`fdl.net.download` (``retry``, ``sleep``).
 
     Raises:
         NetworkError: the download failed (404, retries exhausted, size mismatch).
@@ -173,20 +176,49 @@ def run_download(
         ArchiveError: the zip holds unsafe members (nothing is written outside the target).
     """
     say = on_message or (lambda _text: None)
-    is_current = _is_current(plan)
-    existing = plan.target.path
-    if not force and (existing / "lib").is_dir():
-        if is_current(existing):
+    # The whole run holds the variant's lock: a second run waits, then finds it installed.
+    with variant_lock(plan.target, purpose=f"downloading {plan.label}", on_wait=say):
+        is_current = _is_current(plan)
+        existing = plan.target.path
+        if not force and (existing / "lib").is_dir():
+            if not is_current(existing):
+                raise _occupied(plan, installed_build_version(existing))
             return install_tree(
-                context, plan.target, _never, is_current=is_current, activate=plan.activate
+                context,
+                plan.target,
+                _never,
+                is_current=is_current,
+                activate=plan.activate,
+                locked=True,
             )
-        raise _occupied(plan, installed_build_version(existing))
-    result = _fetch(plan, on_progress, say)
-    say(f"testing {plan.archive.name}")
+        populate = _fetch_and_check(plan, on_progress, say, transfer or {})
+        installed = install_tree(
+            context, plan.target, populate, activate=plan.activate, locked=True
+        )
+    if not keep_archive:
+        with contextlib.suppress(OSError):
+            plan.archive.unlink()
+    return installed
+
+
+def _fetch_and_check(
+    plan: DownloadPlan,
+    on_progress: ProgressCallback | None,
+    say: MessageCallback,
+    transfer: Mapping[str, Any],
+) -> Callable[[Path], variants.VariantInfo]:
+    """Download and test the zip; return what extracts it into a tree."""
     from fdl.archive import safe_extract_zip, test_zip
 
-    test_zip(plan.archive)
-    check_build_version(plan.archive, plan.selection.build_version, plan.url)
+    result = _fetch(plan, on_progress, say, transfer)
+    say(f"testing {plan.archive.name}")
+    try:
+        test_zip(plan.archive)
+        check_build_version(plan.archive, plan.selection.build_version, plan.url)
+    except FdlError:
+        with contextlib.suppress(OSError):
+            plan.archive.unlink()  # a bad file must not be taken for a finished download
+        raise
     variant = release(plan.selection.torch_version).variant(plan.selection.variant)
 
     def populate(tree: Path) -> variants.VariantInfo:
@@ -210,18 +242,7 @@ def run_download(
             },
         )
 
-    installed = install_tree(
-        context,
-        plan.target,
-        populate,
-        is_current=None if force else is_current,
-        activate=plan.activate,
-        on_wait=say,
-    )
-    if not keep_archive:
-        with contextlib.suppress(OSError):
-            plan.archive.unlink()
-    return installed
+    return populate
 
 
 def _occupied(plan: DownloadPlan, found: str | None) -> UsageError:
@@ -238,7 +259,10 @@ def _never(_tree: Path) -> variants.VariantInfo:
 
 
 def _fetch(
-    plan: DownloadPlan, on_progress: ProgressCallback | None, say: MessageCallback
+    plan: DownloadPlan,
+    on_progress: ProgressCallback | None,
+    say: MessageCallback,
+    transfer: Mapping[str, Any],
 ) -> Any:
     from fdl.net import Progress, download
 
@@ -261,6 +285,7 @@ def _fetch(
             label=plan.label,
             not_found_hint=hint,
             on_wait=say,
+            **transfer,
         )
     except NetworkError as exc:
         if exc.hint is None:

@@ -29,16 +29,21 @@ from fdl.libtorch import variants
 from fdl.libtorch._scan import detect_abi, read_build_version, scan_device_code
 from fdl.paths import Context
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from fdl.locking import FileLock
+
 __all__ = [
     "InstallResult",
-    "installed_build_version",
     "Populate",
     "Target",
     "check_tree",
     "finish_info",
     "install_tree",
+    "installed_build_version",
     "register_variant",
     "resolve_target",
+    "variant_lock",
 ]
 
 Populate = Callable[[Path], variants.VariantInfo]
@@ -163,6 +168,20 @@ def _publish(tree: Path, target: Path) -> bool:
     return True
 
 
+def variant_lock(
+    target: Target,
+    *,
+    purpose: str = "",
+    on_wait: Callable[[str], None] | None = None,
+    timeout: float | None = None,
+) -> FileLock:
+    """The lock guarding ``target`` (use it as a context manager)."""
+    from fdl.locking import FileLock
+
+    what = purpose or f"installing libtorch {target.name or target.path}"
+    return FileLock(target.lock, timeout=timeout, purpose=what, on_wait=on_wait)
+
+
 def install_tree(
     context: Context,
     target: Target,
@@ -172,6 +191,7 @@ def install_tree(
     activate: bool = True,
     on_wait: Callable[[str], None] | None = None,
     lock_timeout: float | None = None,
+    locked: bool = False,
 ) -> InstallResult:
     """Install a tree at ``target`` atomically, under the variant's lock.
 
@@ -184,31 +204,41 @@ def install_tree(
         activate: Point ``.active`` at the variant (only for variants in the layout).
         on_wait: Told when another process holds the lock.
         lock_timeout: Seconds to wait for the lock (None: as long as it takes).
+        locked: The caller already holds :func:`variant_lock` (for longer work, such as
+            a download, that must not run twice at once).
     """
-    from fdl.locking import FileLock
+    if locked:
+        return _install_locked(context, target, populate, is_current, activate)
+    with variant_lock(target, on_wait=on_wait, timeout=lock_timeout):
+        return _install_locked(context, target, populate, is_current, activate)
 
-    purpose = f"installing libtorch {target.name or target.path}"
-    with FileLock(target.lock, timeout=lock_timeout, purpose=purpose, on_wait=on_wait):
-        _remove_leftovers(target.path)
-        name = target.name or target.path.name
-        if (target.path / "lib").is_dir() and is_current is not None and is_current(target.path):
-            existing = variants.read_info(target.path, name)
-            return InstallResult(target, existing, False, _activate(context, target, activate))
-        previous = _previous_version(target.path, name)
-        target.path.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.path.name}.staging-", dir=target.path.parent))
-        try:
-            tree = staging / "tree"
-            info = populate(tree)
-            check_tree(tree)
-            info.name = name
-            info.installed_at = variants.now_iso()
-            variants.write_info(tree, finish_info(tree, info))
-            _publish(tree, target.path)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-        activated = _activate(context, target, activate)
-    return InstallResult(target, info, True, activated, previous)
+
+def _install_locked(
+    context: Context,
+    target: Target,
+    populate: Populate,
+    is_current: Callable[[Path], bool] | None,
+    activate: bool,
+) -> InstallResult:
+    _remove_leftovers(target.path)
+    name = target.name or target.path.name
+    if (target.path / "lib").is_dir() and is_current is not None and is_current(target.path):
+        existing = variants.read_info(target.path, name)
+        return InstallResult(target, existing, False, _activate(context, target, activate))
+    previous = _previous_version(target.path, name)
+    target.path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.path.name}.staging-", dir=target.path.parent))
+    try:
+        tree = staging / "tree"
+        info = populate(tree)
+        check_tree(tree)
+        info.name = name
+        info.installed_at = variants.now_iso()
+        variants.write_info(tree, finish_info(tree, info))
+        _publish(tree, target.path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return InstallResult(target, info, True, _activate(context, target, activate), previous)
 
 
 def _previous_version(path: Path, name: str) -> str | None:

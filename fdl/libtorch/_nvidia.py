@@ -52,7 +52,9 @@ class NvidiaLibraries:
     def to_json(self) -> dict[str, Any]:
         return {
             "origin": self.origin,
-            "packages": [{"from": source, "libraries": list(names)} for source, names in self.packages],
+            "packages": [
+                {"from": source, "libraries": list(names)} for source, names in self.packages
+            ],
         }
 
 

@@ -264,5 +264,7 @@ def coverage_fix(
     if selection.covers_all:
         flag = f"--cuda {selection.cuda}" if selection.cuda else "--cpu"
         pinned = torch and selection.torch_version != default_torch_version()
-        return f"fdl libtorch download {flag}" + (f" --torch {selection.torch_version}" if pinned else "")
+        return f"fdl libtorch download {flag}" + (
+            f" --torch {selection.torch_version}" if pinned else ""
+        )
     return " ".join(selection.build)

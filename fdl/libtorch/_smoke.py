@@ -89,7 +89,17 @@ def cmake_smoke(
     shutil.rmtree(work_dir, ignore_errors=True)
     shutil.copytree(smoke_sources(), source)
     steps = [
-        ("configure", ["cmake", "-S", str(source), "-B", str(build), *_configure_args(variant, cxx_standard, cuda)]),
+        (
+            "configure",
+            [
+                "cmake",
+                "-S",
+                str(source),
+                "-B",
+                str(build),
+                *_configure_args(variant, cxx_standard, cuda),
+            ],
+        ),
         ("build", ["cmake", "--build", str(build), "--parallel", str(jobs or os.cpu_count() or 1)]),
         ("run", [str(build / "fdl_smoke")]),
     ]
@@ -101,15 +111,26 @@ def cmake_smoke(
             result = runner.stream(argv, cwd=work_dir, log_file=log, on_line=on_line)
         except CommandFailed as exc:
             return SmokeResult(
-                False, stage, _lines(exc.details or ""), None,
-                f"{stage} failed: {exc.message}\n{exc.details or ''}".rstrip(), work_dir, commands,
+                False,
+                stage,
+                _lines(exc.details or ""),
+                None,
+                f"{stage} failed: {exc.message}\n{exc.details or ''}".rstrip(),
+                work_dir,
+                commands,
             )
         except FdlError as exc:
-            return SmokeResult(False, stage, (), None, f"{stage} failed: {exc.message}", work_dir, commands)
+            return SmokeResult(
+                False, stage, (), None, f"{stage} failed: {exc.message}", work_dir, commands
+            )
         output = result.stdout
     lines = _lines(output)
     torch = next((line.split(" ", 1)[1] for line in lines if line.startswith("torch ")), None)
-    bad = [line for line in lines if line.split(" ", 1)[0] not in ("torch", "cuda-devices") and not line.endswith(" ok")]
+    bad = [
+        line
+        for line in lines
+        if line.split(" ", 1)[0] not in ("torch", "cuda-devices") and not line.endswith(" ok")
+    ]
     ok = bool(lines) and not bad and any(line == "cpu ok" for line in lines)
     message = "" if ok else "the program ran but reported: " + "; ".join(bad or ["no result lines"])
     return SmokeResult(ok, "done", lines, torch, message, work_dir, commands)
@@ -117,5 +138,7 @@ def cmake_smoke(
 
 def _lines(output: str) -> tuple[str, ...]:
     return tuple(
-        line.strip()[len(_PREFIX) :] for line in output.splitlines() if line.strip().startswith(_PREFIX)
+        line.strip()[len(_PREFIX) :]
+        for line in output.splitlines()
+        if line.strip().startswith(_PREFIX)
     )

@@ -74,7 +74,9 @@ def gpu_label(gpu: Gpu) -> str:
     return f"GPU {gpu.index} ({gpu.short_name}, {gpu.sm or 'unknown arch'})"
 
 
-def _check(group: str, name: str, severity: Severity, message: str, fix: str | None = None, **data: Any) -> Check:
+def _check(
+    group: str, name: str, severity: Severity, message: str, fix: str | None = None, **data: Any
+) -> Check:
     return Check(group, name, severity, message, fix, dict(data))
 
 
@@ -89,9 +91,13 @@ def _files(path: Path, info: variants.VariantInfo) -> list[Check]:
         present = (path / relative).exists()
         checks.append(
             _check(
-                "files", relative, Severity.OK if present else Severity.ERROR,
+                "files",
+                relative,
+                Severity.OK if present else Severity.ERROR,
                 f"{relative} present" if present else f"{relative} is missing ({what})",
-                None if present else "reinstall the variant (fdl libtorch download / install --force)",
+                None
+                if present
+                else "reinstall the variant (fdl libtorch download / install --force)",
             )
         )
     version = read_build_version(path)
@@ -100,7 +106,9 @@ def _files(path: Path, info: variants.VariantInfo) -> list[Check]:
     elif info.torch and version.split("+", 1)[0] != info.torch:
         checks.append(
             _check(
-                "files", "build-version", Severity.ERROR,
+                "files",
+                "build-version",
+                Severity.ERROR,
                 f"build-version says {version}, the metadata says torch {info.torch}",
                 "the tree was changed after install; reinstall it",
             )
@@ -110,7 +118,9 @@ def _files(path: Path, info: variants.VariantInfo) -> list[Check]:
     if not (path / variants.INFO_FILE).is_file():
         checks.append(
             _check(
-                "files", "metadata", Severity.WARNING,
+                "files",
+                "metadata",
+                Severity.WARNING,
                 "no variant.json (installed by hand or by another tool): only the binaries tell",
                 "reinstall it with fdl to record where it came from",
             )
@@ -132,29 +142,59 @@ def _archs(path: Path, info: variants.VariantInfo, scan: DeviceScan) -> list[Che
         for name, why in scan.errors
     ]
     if info.cuda is None and scan.has_device_code:
-        return [*checks, _check("archs", "gpu code", Severity.ERROR,
-            f"the metadata says CPU build, but the libraries hold GPU code ({' '.join(found.codes())})",
-            "the metadata is wrong: reinstall the variant")]
+        return [
+            *checks,
+            _check(
+                "archs",
+                "gpu code",
+                Severity.ERROR,
+                f"the metadata says CPU build, but the libraries hold GPU code ({' '.join(found.codes())})",
+                "the metadata is wrong: reinstall the variant",
+            ),
+        ]
     if info.cuda is not None and not scan.has_device_code:
-        return [*checks, _check("archs", "gpu code", Severity.ERROR,
-            f"the metadata says CUDA {info.cuda}, but no torch library holds GPU code",
-            "reinstall the variant; a CUDA libtorch has lib/libtorch_cuda.so with device code")]
+        return [
+            *checks,
+            _check(
+                "archs",
+                "gpu code",
+                Severity.ERROR,
+                f"the metadata says CUDA {info.cuda}, but no torch library holds GPU code",
+                "reinstall the variant; a CUDA libtorch has lib/libtorch_cuda.so with device code",
+            ),
+        ]
     if not scan.has_device_code:
-        return [*checks, _check("archs", "gpu code", Severity.OK, "CPU build: no GPU code, as recorded")]
+        return [
+            *checks,
+            _check("archs", "gpu code", Severity.OK, "CPU build: no GPU code, as recorded"),
+        ]
     main = scan.main
     assert main is not None
     summary = f"{main.path.name}: cubins {' '.join(t.code for t in found.cubins) or 'none'}; " + (
         f"PTX {' '.join(t.code for t in found.ptx)}" if found.ptx else "no PTX"
     )
-    checks.append(_check("archs", "gpu code", Severity.OK, summary, **scan.archs_found()))
+    checks.append(Check("archs", "gpu code", Severity.OK, summary, None, dict(scan.archs_found())))
     if scan.extras:
-        checks.append(_check("archs", "extra kernels", Severity.INFO,
-            f"a few kernels also for {' '.join(scan.extras.codes())}"))
+        checks.append(
+            _check(
+                "archs",
+                "extra kernels",
+                Severity.INFO,
+                f"a few kernels also for {' '.join(scan.extras.codes())}",
+            )
+        )
     recorded = _recorded(info)
     if recorded is not None and set(recorded) != set(found):
-        checks.append(_check("archs", "recorded", Severity.ERROR,
-            f"variant.json records {' '.join(recorded.codes()) or 'no GPU code'}, the libraries hold "
-            f"{' '.join(found.codes())}", "the libraries changed since install: reinstall the variant"))
+        checks.append(
+            _check(
+                "archs",
+                "recorded",
+                Severity.ERROR,
+                f"variant.json records {' '.join(recorded.codes()) or 'no GPU code'}, the libraries hold "
+                f"{' '.join(found.codes())}",
+                "the libraries changed since install: reinstall the variant",
+            )
+        )
     checks += _requested(info, found)
     return checks
 
@@ -163,21 +203,38 @@ def _requested(info: variants.VariantInfo, found: ArchList) -> list[Check]:
     try:
         requested = parse_archs(" ".join(info.archs_requested)) if info.archs_requested else None
     except FdlError:
-        return [_check("archs", "requested", Severity.WARNING,
-            f"cannot read the requested archs {info.archs_requested!r}")]
+        return [
+            _check(
+                "archs",
+                "requested",
+                Severity.WARNING,
+                f"cannot read the requested archs {info.archs_requested!r}",
+            )
+        ]
     if requested is None:
         return []
     missing = [t for t in requested if t not in set(found)]
     if not missing:
-        return [_check("archs", "requested", Severity.OK, "every requested arch is in the binaries")]
+        return [
+            _check("archs", "requested", Severity.OK, "every requested arch is in the binaries")
+        ]
     built = info.source.get("kind") == "build"
     what = "asked for" if built else "documented"
-    ptx_note = " (without PTX, GPUs newer than the newest cubin cannot JIT)" if any(
-        t.kind.value == "ptx" for t in missing) else ""
-    return [_check("archs", "requested", Severity.ERROR if built else Severity.WARNING,
-        f"{what} but not in the binaries: {' '.join(t.code for t in missing)}{ptx_note}",
-        "rebuild with the missing archs" if built else None,
-        missing=[t.code for t in missing])]
+    ptx_note = (
+        " (without PTX, GPUs newer than the newest cubin cannot JIT)"
+        if any(t.kind.value == "ptx" for t in missing)
+        else ""
+    )
+    return [
+        _check(
+            "archs",
+            "requested",
+            Severity.ERROR if built else Severity.WARNING,
+            f"{what} but not in the binaries: {' '.join(t.code for t in missing)}{ptx_note}",
+            "rebuild with the missing archs" if built else None,
+            missing=[t.code for t in missing],
+        )
+    ]
 
 
 def _gpus(info: variants.VariantInfo, scan: DeviceScan, report: GpuReport | None) -> list[Check]:
@@ -189,31 +246,69 @@ def _gpus(info: variants.VariantInfo, scan: DeviceScan, report: GpuReport | None
     for gpu in report.gpus:
         label = gpu_label(gpu)
         if gpu.capability is None:
-            checks.append(_check("gpus", f"GPU {gpu.index}", Severity.WARNING,
-                f"{label}: the driver does not report its compute capability", "update the NVIDIA driver"))
+            checks.append(
+                _check(
+                    "gpus",
+                    f"GPU {gpu.index}",
+                    Severity.WARNING,
+                    f"{label}: the driver does not report its compute capability",
+                    "update the NVIDIA driver",
+                )
+            )
             continue
         if info.cuda is None and not scan.has_device_code:
-            checks.append(_check("gpus", f"GPU {gpu.index}", Severity.WARNING,
-                f"{label}: this is a CPU build, the GPU is not used", coverage_fix(caps, info.torch, report.driver)))
+            checks.append(
+                _check(
+                    "gpus",
+                    f"GPU {gpu.index}",
+                    Severity.WARNING,
+                    f"{label}: this is a CPU build, the GPU is not used",
+                    coverage_fix(caps, info.torch, report.driver),
+                )
+            )
             continue
         verdict = scan.verdict(gpu.capability)
         if not verdict.ok:
-            checks.append(_check("gpus", f"GPU {gpu.index}", Severity.ERROR,
-                f"{label} is not covered by {info.name}: {verdict.reason}",
-                coverage_fix(caps, info.torch, report.driver), gpu=gpu.sm))
+            checks.append(
+                _check(
+                    "gpus",
+                    f"GPU {gpu.index}",
+                    Severity.ERROR,
+                    f"{label} is not covered by {info.name}: {verdict.reason}",
+                    coverage_fix(caps, info.torch, report.driver),
+                    gpu=gpu.sm,
+                )
+            )
             continue
-        checks.append(_check("gpus", f"GPU {gpu.index}", Severity.OK, f"{label}: {verdict.reason}", gpu=gpu.sm))
+        checks.append(
+            _check(
+                "gpus", f"GPU {gpu.index}", Severity.OK, f"{label}: {verdict.reason}", gpu=gpu.sm
+            )
+        )
         for library, gap in scan.gaps(gpu.capability):
-            checks.append(_check("gpus", f"GPU {gpu.index} {library}", Severity.WARNING,
-                f"{label}: {library} has no code for it ({gap.reason}); its kernels fail there"))
+            checks.append(
+                _check(
+                    "gpus",
+                    f"GPU {gpu.index} {library}",
+                    Severity.WARNING,
+                    f"{label}: {library} has no code for it ({gap.reason}); its kernels fail there",
+                )
+            )
     if info.cuda and report.driver:
         try:
             driver = check_driver(report.driver, info.cuda)
         except FdlError:
             driver = None
         if driver is not None:
-            checks.append(_check("gpus", "driver", Severity.OK if driver.ok else Severity.ERROR,
-                driver.reason, None if driver.ok else f"install an NVIDIA driver >= {driver.required}"))
+            checks.append(
+                _check(
+                    "gpus",
+                    "driver",
+                    Severity.OK if driver.ok else Severity.ERROR,
+                    driver.reason,
+                    None if driver.ok else f"install an NVIDIA driver >= {driver.required}",
+                )
+            )
     return checks
 
 
@@ -246,21 +341,51 @@ def _libraries(path: Path, info: variants.VariantInfo) -> list[Check]:
     if missing:
         listed = ", ".join(f"{n} (needed by {by})" for n, by in sorted(missing.items()))
         wheel = info.source.get("kind") == "wheel"
-        fix = ("reinstall with its NVIDIA libraries: fdl libtorch install --from-wheel ... --force "
-               "(without --no-nvidia)" if wheel else "reinstall the variant; the archive was incomplete")
-        checks.append(_check("libraries", "dependencies", Severity.ERROR,
-            f"{len(missing)} libraries cannot be found: {listed}", fix, missing=sorted(missing)))
+        fix = (
+            "reinstall with its NVIDIA libraries: fdl libtorch install --from-wheel ... --force "
+            "(without --no-nvidia)"
+            if wheel
+            else "reinstall the variant; the archive was incomplete"
+        )
+        checks.append(
+            _check(
+                "libraries",
+                "dependencies",
+                Severity.ERROR,
+                f"{len(missing)} libraries cannot be found: {listed}",
+                fix,
+                missing=sorted(missing),
+            )
+        )
     else:
-        checks.append(_check("libraries", "dependencies", Severity.OK,
-            "every library torch needs resolves (inside the variant or the system)"))
+        checks.append(
+            _check(
+                "libraries",
+                "dependencies",
+                Severity.OK,
+                "every library torch needs resolves (inside the variant or the system)",
+            )
+        )
     if outside:
-        checks.append(_check("libraries", "outside", Severity.INFO,
-            f"found outside the variant: {', '.join(sorted(outside))}"))
+        checks.append(
+            _check(
+                "libraries",
+                "outside",
+                Severity.INFO,
+                f"found outside the variant: {', '.join(sorted(outside))}",
+            )
+        )
     absent = [p for p in _dlopened(info.cuda) if not any(lib_dir.glob(p))]
     if absent and not missing:
-        checks.append(_check("libraries", "dlopened", Severity.WARNING,
-            f"loaded at run time but not in lib/: {', '.join(absent)}",
-            "they must be on LD_LIBRARY_PATH when the program runs"))
+        checks.append(
+            _check(
+                "libraries",
+                "dlopened",
+                Severity.WARNING,
+                f"loaded at run time but not in lib/: {', '.join(absent)}",
+                "they must be on LD_LIBRARY_PATH when the program runs",
+            )
+        )
     return checks
 
 
@@ -294,14 +419,23 @@ def verify_variant(
 def _smoke_check(result: SmokeResult) -> Check:
     if result.ok:
         detail = ", ".join(result.lines[1:]) if len(result.lines) > 1 else "ran"
-        return _check("cmake", "smoke program", Severity.OK,
+        return _check(
+            "cmake",
+            "smoke program",
+            Severity.OK,
             f"find_package(Torch) configured, built and ran: torch {result.torch}; {detail}",
-            lines=list(result.lines))
+            lines=list(result.lines),
+        )
     where = f" (build directory kept: {result.work_dir})" if result.work_dir else ""
-    return _check("cmake", "smoke program", Severity.ERROR,
+    return _check(
+        "cmake",
+        "smoke program",
+        Severity.ERROR,
         f"the CMake smoke program failed at {result.stage}: {result.message}{where}",
         "read the output above; a missing CUDA toolkit or compiler is the usual cause",
-        stage=result.stage, lines=list(result.lines))
+        stage=result.stage,
+        lines=list(result.lines),
+    )
 
 
 def smoke_runner(
@@ -320,7 +454,8 @@ def smoke_runner(
             standard = source_requirements(info.torch).cxx_standard if info.torch else 17
         except FdlError:
             standard = 20  # newer than the tables: the newest requirement
-        return cmake_smoke(path, work_dir, cxx_standard=standard, cuda=info.cuda, runner=runner, on_line=on_line)
+        return cmake_smoke(
+            path, work_dir, cxx_standard=standard, cuda=info.cuda, runner=runner, on_line=on_line
+        )
 
     return run
-

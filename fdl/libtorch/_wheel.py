@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
@@ -112,6 +113,16 @@ def _from_texts(kind: str, location: Path, metadata: str, version_py: str) -> Wh
     )
 
 
+def _metadata_member(path: Path) -> str:
+    """The wheel's ``<name>-<version>.dist-info/METADATA`` member (from the zip's index)."""
+    with zipfile.ZipFile(path) as archive:
+        for name in archive.namelist():
+            parts = name.split("/")
+            if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "METADATA":
+                return name
+    return "METADATA"  # read_member then names what is missing
+
+
 def wheel_from_file(path: Path) -> WheelSource:
     """Read a torch ``.whl`` (its METADATA and ``torch/version.py``).
 
@@ -122,13 +133,13 @@ def wheel_from_file(path: Path) -> WheelSource:
 
     if not path.is_file():
         raise UsageError(f"{path}: no such wheel file", hint="pass the path of a torch .whl file")
-    dist_info = re.sub(r"-(cp|py)\d.*$", "", path.name)  # torch-2.13.0+cpu
     try:
-        metadata = read_member(path, f"{dist_info}.dist-info/METADATA")
+        metadata = read_member(path, _metadata_member(path))
         version_py = read_member(path, "torch/version.py")
-    except ArchiveError as exc:
+    except (ArchiveError, zipfile.BadZipFile, OSError) as exc:
+        why = exc.message if isinstance(exc, ArchiveError) else str(exc)
         raise UsageError(
-            f"{path} is not a readable torch wheel: {exc.message}",
+            f"{path} is not a readable torch wheel: {why}",
             hint="pass a torch-<version>-...whl file downloaded from PyPI",
         ) from None
     return _from_texts("wheel", path, metadata.decode(), version_py.decode())
@@ -199,8 +210,13 @@ def wheel_from_pip(
     found = wheel_from_file(wheels[-1])
     command = f"pip download {spec} --no-deps" + (f" --index-url {index_url}" if index_url else "")
     return WheelSource(
-        found.kind, found.location, found.version, found.cuda, found.git_version,
-        found.requires, fetched_by=command,
+        found.kind,
+        found.location,
+        found.version,
+        found.cuda,
+        found.git_version,
+        found.requires,
+        fetched_by=command,
     )
 
 
@@ -313,7 +329,11 @@ def _info(
     from fdl.errors import FdlError
 
     cudnn = next(
-        (r.split("==", 1)[1].split(";")[0].strip() for r in source.requires if "cudnn" in r and "==" in r),
+        (
+            r.split("==", 1)[1].split(";")[0].strip()
+            for r in source.requires
+            if "cudnn" in r and "==" in r
+        ),
         None,
     )
     requested: list[str] = []
@@ -329,7 +349,9 @@ def _info(
             libraries.to_json() if libraries is not None else {"origin": "not bundled"}
         )
         if not options.bundle:
-            extra["nvidia_libraries"]["hint"] = "install the nvidia-* wheels and set LD_LIBRARY_PATH"
+            extra["nvidia_libraries"]["hint"] = (
+                "install the nvidia-* wheels and set LD_LIBRARY_PATH"
+            )
     if source.kind == "wheel":
         where = {"wheel": str(source.location), "sha256": _sha256(source.location)}
     else:

@@ -23,9 +23,7 @@ def diagnose(
     strict: Annotated[
         bool, typer.Option("--strict", help="Exit with 1 when any check finds an error.")
     ] = False,
-    no_docker: Annotated[
-        bool, typer.Option("--no-docker", help="Do not probe docker.")
-    ] = False,
+    no_docker: Annotated[bool, typer.Option("--no-docker", help="Do not probe docker.")] = False,
 ) -> None:
     """Check the machine, its GPUs, toolchain, docker and the active libtorch; each problem
     comes with its fix.

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from fdl.cli import _libtorch_actions as actions
-from fdl.cli._libtorch_install import InstallOptions, install as install_action
+from fdl.cli._libtorch_install import InstallOptions
+from fdl.cli._libtorch_install import install as install_action
 from fdl.cli._session import current
 
 app = typer.Typer(
@@ -28,17 +29,18 @@ VariantArgument = Annotated[
 ]
 TorchOption = Annotated[
     str | None,
-    typer.Option("--torch", help="PyTorch version (2.14 or 2.14.1; default: libtorch.torch or the newest)."),
+    typer.Option(
+        "--torch", help="PyTorch version (2.14 or 2.14.1; default: libtorch.torch or the newest)."
+    ),
 ]
 NameOption = Annotated[
-    str | None, typer.Option("--name", help="Variant name under precompiled/ (default: cpu, cu130, ...).")
+    str | None,
+    typer.Option("--name", help="Variant name under precompiled/ (default: cpu, cu130, ...)."),
 ]
 NoActivateOption = Annotated[
     bool, typer.Option("--no-activate", help="Install without making it the active variant.")
 ]
-ForceOption = Annotated[
-    bool, typer.Option("--force", help="Reinstall, replacing what is there.")
-]
+ForceOption = Annotated[bool, typer.Option("--force", help="Reinstall, replacing what is there.")]
 
 
 @app.command("list")
@@ -87,7 +89,8 @@ def remove(
 def download(
     cpu: Annotated[bool, typer.Option("--cpu", help="The CPU build.")] = False,
     cuda: Annotated[
-        str | None, typer.Option("--cuda", help="The build for this CUDA version (12.6, 13.0, ...).")
+        str | None,
+        typer.Option("--cuda", help="The build for this CUDA version (12.6, 13.0, ...)."),
     ] = None,
     torch: TorchOption = None,
     path: Annotated[
@@ -146,15 +149,19 @@ def install(
         str | None, typer.Option("--torch", help="pip download torch==VERSION (default: newest).")
     ] = None,
     index_url: Annotated[
-        str | None, typer.Option("--index-url", help="Package index for pip (else pip's configuration).")
+        str | None,
+        typer.Option("--index-url", help="Package index for pip (else pip's configuration)."),
     ] = None,
     from_dir: Annotated[
-        Path | None, typer.Option("--from-dir", help="Adopt an unpacked libtorch directory (copied).")
+        Path | None,
+        typer.Option("--from-dir", help="Adopt an unpacked libtorch directory (copied)."),
     ] = None,
     name: NameOption = None,
     no_nvidia: Annotated[
         bool,
-        typer.Option("--no-nvidia", help="CUDA wheels: do not bring the NVIDIA libraries into the variant."),
+        typer.Option(
+            "--no-nvidia", help="CUDA wheels: do not bring the NVIDIA libraries into the variant."
+        ),
     ] = False,
     no_activate: NoActivateOption = False,
     force: ForceOption = False,
@@ -188,7 +195,9 @@ def verify(
     ] = None,
     cmake: Annotated[
         bool,
-        typer.Option("--cmake", help="Also build and run a small C++ program with find_package(Torch)."),
+        typer.Option(
+            "--cmake", help="Also build and run a small C++ program with find_package(Torch)."
+        ),
     ] = False,
     keep: Annotated[
         bool, typer.Option("--keep", help="Keep the smoke program's build directory.")

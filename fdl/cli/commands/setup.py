@@ -23,10 +23,12 @@ def setup(
         bool, typer.Option("--yes", "-y", help="Do it without asking (non-interactive).")
     ] = False,
     torch: Annotated[
-        str | None, typer.Option("--torch", help="PyTorch version (default: libtorch.torch or the newest).")
+        str | None,
+        typer.Option("--torch", help="PyTorch version (default: libtorch.torch or the newest)."),
     ] = None,
     from_wheel: Annotated[
-        bool, typer.Option("--from-wheel", help="Install from the PyPI wheel, not download.pytorch.org.")
+        bool,
+        typer.Option("--from-wheel", help="Install from the PyPI wheel, not download.pytorch.org."),
     ] = False,
     force: Annotated[
         bool, typer.Option("--force", help="Plan afresh even if the active variant fits.")
