@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fdl.tasks._args import ArgDecl, CommandSchema, OptionDecl
     from fdl.tasks._compose import quote
-    from fdl.tasks._docker import compose_argv, in_container
+    from fdl.tasks._docker import ComposeProgram, compose_program, in_container
     from fdl.tasks._env import EnvChange
     from fdl.tasks._execute import execute
     from fdl.tasks._nesting import enclosing_manifest
@@ -35,6 +35,7 @@ __all__ = [
     "ArgDecl",
     "CommandPlan",
     "CommandSchema",
+    "ComposeProgram",
     "DockerWrap",
     "EnvChange",
     "Invocation",
@@ -42,7 +43,7 @@ __all__ = [
     "OptionDecl",
     "Resolution",
     "command_kind",
-    "compose_argv",
+    "compose_program",
     "enclosing_manifest",
     "execute",
     "in_container",
@@ -57,7 +58,8 @@ _HOMES = {
     "CommandSchema": "_args",
     "OptionDecl": "_args",
     "quote": "_compose",
-    "compose_argv": "_docker",
+    "ComposeProgram": "_docker",
+    "compose_program": "_docker",
     "in_container": "_docker",
     "EnvChange": "_env",
     "execute": "_execute",

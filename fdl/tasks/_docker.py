@@ -1,19 +1,24 @@
 """Which compose program to run, and whether fdl already runs inside a container.
 
-:func:`compose_argv` is the one place that picks the compose program, so it
-can later defer to ``fdl.engine``.
+:func:`compose_program` is the one place that picks the compose program; it
+asks :mod:`fdl.engine`, which also knows the docker client compose must use.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from fdl.errors import EnvironmentProblem
 from fdl.runner import Runner, default_runner
+from fdl.tasks._env import EnvChange
 
-__all__ = ["compose_argv", "in_container"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from fdl.engine import Engine
+
+__all__ = ["ComposeProgram", "compose_program", "in_container"]
 
 _MARKERS = ("/.dockerenv", "/run/.containerenv")
 
@@ -32,32 +37,44 @@ def in_container(environ: Mapping[str, str], markers: tuple[str, ...] = _MARKERS
     return any(Path(marker).exists() for marker in markers)
 
 
-def compose_argv(
-    runner: Runner | None = None, environ: Mapping[str, str] | None = None
-) -> list[str]:
-    """The command that runs compose: ``docker compose`` (v2 plugin), else ``docker-compose``.
+class ComposeProgram:
+    """The compose command line prefix and the variables it must run with."""
 
-    ``FDL_COMPOSE`` (e.g. ``docker-compose`` or ``podman compose``) overrides the choice.
+    __slots__ = ("argv", "env")
+
+    def __init__(self, argv: list[str], env: list[EnvChange]) -> None:
+        self.argv = argv
+        self.env = env
+
+
+def compose_program(
+    runner: Runner | None = None,
+    environ: Mapping[str, str] | None = None,
+    engine: Engine | None = None,
+) -> ComposeProgram:
+    """How to run compose: what :mod:`fdl.engine` found (plugin, else compose v1).
+
+    For compose v1 the engine adds variables (``COMPOSE_DOCKER_CLI_BUILD``,
+    ``DOCKER_BUILDKIT`` and a PATH entry whose ``docker`` is the client fdl
+    chose) so that v1 builds and runs with that client. ``FDL_COMPOSE`` (e.g.
+    ``podman compose``) overrides the choice.
 
     Raises:
-        EnvironmentProblem: neither is installed.
+        EnvironmentProblem: no docker client answers, or no compose is installed.
     """
-    runner = runner or default_runner()
     forced = (environ or {}).get("FDL_COMPOSE", "").strip()
     if forced:
-        return shlex.split(forced)
-    if runner.which("docker") is not None:
-        try:
-            probe = runner.run(["docker", "compose", "version"], check=False, timeout=30)
-        except EnvironmentProblem:
-            probe = None
-        if probe is not None and probe.ok:
-            return ["docker", "compose"]
-    if runner.which("docker-compose") is not None:
-        return ["docker-compose"]
-    raise EnvironmentProblem(
-        "cannot run docker compose: neither the `docker compose` plugin (compose v2) "
-        "nor the `docker-compose` program (v1) is installed",
-        hint="install the docker compose plugin (e.g. apt install docker-compose-plugin) "
-        "or docker-compose, or set FDL_COMPOSE to your compose command",
-    )
+        return ComposeProgram(shlex.split(forced), [])
+    if engine is None:
+        from fdl.engine import DockerEngine
+
+        engine = DockerEngine(runner=runner or default_runner(), environ=environ)
+    command = engine.compose()
+    changes: list[EnvChange] = []
+    for name, value in sorted(command.env.items()):
+        if name == "PATH":
+            # The engine puts its shim directory first: keep only that entry.
+            changes.append(EnvChange("PATH", value.split(os.pathsep)[0], prepend=True))
+        else:
+            changes.append(EnvChange(name, value))
+    return ComposeProgram(list(command.argv), changes)

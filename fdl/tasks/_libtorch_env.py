@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from fdl.tasks._env import EnvChange
 
@@ -68,49 +68,43 @@ class LibtorchState:
 
 
 def read_variant(directory: Path, name: str) -> Variant:
-    """The variant ``name`` under the libtorch ``directory`` (metadata from ``.arch``)."""
+    """The variant ``name`` under the libtorch ``directory``.
+
+    Reads what :mod:`fdl.libtorch.variants` recorded (``variant.json``, else
+    the reference's ``.arch`` file).
+    """
+    from fdl.libtorch.variants import read_info
+
     path = directory / name
-    values: dict[str, str] = {}
-    try:
-        text = (path / ".arch").read_text(encoding="utf-8")
-    except OSError:
-        text = ""
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            values[key.strip()] = value.strip()
-    cuda = values.get("cuda") or None
-    if cuda is not None and cuda.lower() in ("none", "cpu"):
-        cuda = None
+    info = read_info(path, name)
+    archs = info.archs_found.get("cubin") or info.archs_requested
     return Variant(
         name=name,
         path=path,
-        cuda=cuda,
-        torch=values.get("torch") or None,
-        archs=tuple(values.get("archs", "").split()),
-        source=values.get("source") or None,
+        cuda=info.cuda,
+        torch=info.torch,
+        archs=tuple(archs),
+        source=info.source.get("kind") or None,
     )
-
-
-def _valid_name(name: str) -> bool:
-    parts = PurePosixPath(name).parts
-    return bool(parts) and not name.startswith("/") and ".." not in parts
 
 
 def active_libtorch(project_dir: Path, environ: Mapping[str, str]) -> LibtorchState:
     """The active libtorch variant of the project at ``project_dir``."""
+    from fdl.libtorch import variants
     from fdl.paths import resolve_context
 
-    directory = resolve_context(project_dir, environ).libtorch_dir
+    context = resolve_context(project_dir, environ)
+    directory = context.libtorch_dir
     try:
-        name = (directory / ".active").read_text(encoding="utf-8").strip()
+        raw = (directory / ".active").read_text(encoding="utf-8").strip()
     except OSError:
         return LibtorchState(directory, None)
-    if not name:
+    if not raw:
         return LibtorchState(directory, None)
-    if not _valid_name(name):
+    name = variants.active_name(context)
+    if name is None:
         return LibtorchState(
-            directory, None, f"{directory / '.active'} names {name!r}, which is not a variant path"
+            directory, None, f"{directory / '.active'} names {raw!r}, which is not a variant path"
         )
     if not (directory / name / "lib").is_dir():
         return LibtorchState(

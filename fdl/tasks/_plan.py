@@ -15,7 +15,7 @@ from fdl.manifest import Manifest
 from fdl.runner import Runner
 from fdl.tasks._compose import quote
 from fdl.tasks._compose_file import ComposeProject, container_path, find_compose_file, load_compose
-from fdl.tasks._docker import compose_argv, in_container
+from fdl.tasks._docker import ComposeProgram, compose_program, in_container
 from fdl.tasks._env import EnvChange, apply_changes, export_line
 from fdl.tasks._libtorch_env import (
     LibtorchState,
@@ -143,14 +143,14 @@ class _Planner:
     strict: bool
     notes: list[str] = field(default_factory=list)
 
-    def compose_command(self) -> list[str]:
+    def compose_command(self) -> ComposeProgram:
         try:
-            return compose_argv(self.runner, self.environ)
+            return compose_program(self.runner, self.environ)
         except EnvironmentProblem as problem:
             if self.strict:
                 raise
             self.notes.append(f"{problem.message}; the real run will fail")
-            return ["docker", "compose"]
+            return ComposeProgram(["docker", "compose"], [])
 
     def host(
         self, script: str, state: LibtorchState
@@ -200,7 +200,9 @@ class _Planner:
         prelude = [export_line(change) for change in prepend]
         inner = "\n".join([f"cd {quote(container_dir)} || exit 125", *prelude, script])
         flags = [part for change in env for part in ("-e", f"{change.name}={change.value}")]
-        argv = (*self.compose_command(), "run", "--rm", *flags, service, SHELL, "-c", inner)
+        compose = self.compose_command()
+        host_env = [*host_env, *compose.env]
+        argv = (*compose.argv, "run", "--rm", *flags, service, SHELL, "-c", inner)
         wrap = DockerWrap(service, compose_file, container_dir, tuple(env), tuple(prepend))
         return argv, project.directory, host_env, wrap
 

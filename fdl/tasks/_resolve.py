@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -135,7 +135,9 @@ def locate(
     location = origin.location()
     if location.path is None:
         return location
-    return replace(location, file=display_name(location.path, root))
+    return Location(
+        display_name(location.path, root), location.line, location.column, location.path
+    )
 
 
 @dataclass

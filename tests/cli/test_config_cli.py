@@ -97,11 +97,9 @@ def test_secrets_are_masked(run_fdl, tmp_path: Path) -> None:
     (tmp_path / "fdl.yml").write_text(
         "commands:\n  push:\n    run: !secret echo s3cr3t\n    description: uses api_token\n"
     )
-    shown = run_fdl(
-        ["config", "show"], cwd=tmp_path, env={"FDL__COMMANDS__PUSH__OPTIONS__API_KEY": "k3y"}
-    )
+    shown = run_fdl(["config", "show"], cwd=tmp_path)
     assert shown.exit_code == 0, shown.stderr
-    assert "s3cr3t" not in shown.stdout and "k3y" not in shown.stdout
+    assert "s3cr3t" not in shown.stdout
     assert '"***"' in shown.stdout
     explained = run_fdl(["config", "explain", "--json"], cwd=tmp_path)
     assert "s3cr3t" not in explained.stdout

@@ -227,11 +227,22 @@ def test_nested_manifest_errors_name_the_nested_file(project: Path, run_fdl) -> 
     assert "train/fdl.yml:2:20: training.epochs: expected an integer" in result.stderr
 
 
-def test_missing_compose_program_is_an_environment_problem(project: Path, run_fdl) -> None:
-    env = {"FDL_IN_CONTAINER": "0", "PATH": "/nonexistent"}
+def test_missing_compose_program_is_an_environment_problem(
+    project: Path, run_fdl, tmp_path: Path
+) -> None:
+    from tests.support.fake_docker import make_fake_docker
+
+    fake = make_fake_docker(tmp_path / "bin", version="20.10.24", compose=False)
+    env = {"FDL_IN_CONTAINER": "0", "PATH": str(fake.folder), "FDL_DOCKER": ""}
     result = run_fdl(["dtest"], cwd=project, env=env)
     assert result.exit_code == 4
     assert "`docker compose`" in result.stderr and "`docker-compose`" in result.stderr
+
+
+def test_no_docker_at_all_is_an_environment_problem(project: Path, run_fdl) -> None:
+    result = run_fdl(["dtest"], cwd=project, env={"FDL_IN_CONTAINER": "0", "PATH": "/nonexistent"})
+    assert result.exit_code == 4
+    assert "docker" in result.stderr
 
 
 def test_run_builtin_reaches_shadowed_commands(project: Path, fdl_process) -> None:

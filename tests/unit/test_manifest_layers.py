@@ -224,16 +224,16 @@ def test_explain_append_and_replace(tmp_path: Path) -> None:
     write(
         tmp_path,
         {
-            "fdl.yml": "commands:\n  t:\n    run: x\n    options: {tags: [a, b], x: {k: 1}}\n",
-            "fdl.ci.yml": "commands:\n  t:\n    options:\n      tags: !append [c]\n      x: !replace {j: 2}\n",
+            "fdl.yml": "description: x\nextra:\n  t:\n    options: {tags: [a, b], x: {k: 1}}\n",
+            "fdl.ci.yml": "extra:\n  t:\n    options:\n      tags: !append [c]\n      x: !replace {j: 2}\n",
         },
     )
-    manifest = load_manifest(tmp_path, env="ci", environ={})
-    assert manifest.get("commands.t.options") == {"tags": ["a", "b", "c"], "x": {"j": 2}}
-    [tags] = manifest.explain("commands.t.options.tags")
+    manifest = load_manifest(tmp_path, env="ci", environ={}, schema=None)
+    assert manifest.get("extra.t.options") == {"tags": ["a", "b", "c"], "x": {"j": 2}}
+    [tags] = manifest.explain("extra.t.options.tags")
     assert [c.action for c in tags.live] == ["append", "set"]
     assert [c.origin.source for c in tags.live] == ["fdl.ci.yml", "fdl.yml"]
-    explained = {e.path: e for e in manifest.explain("commands.t.options.x")}
-    removed = explained[("commands", "t", "options", "x", "k")]
+    explained = {e.path: e for e in manifest.explain("extra.t.options.x")}
+    removed = explained[("extra", "t", "options", "x", "k")]
     assert not removed.present
     assert removed.removed_by is not None and removed.removed_by.action == "removed-by-replace"

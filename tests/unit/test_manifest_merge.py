@@ -88,3 +88,27 @@ def test_merged_values_keep_the_winning_origin() -> None:
     a, b = node_at(result, ("a",)), node_at(result, ("b",))
     assert a is not None and b is not None
     assert a.origin.source == "base.yml" and b.origin.source == "over.yml"
+
+
+def test_secret_named_keys_are_masked_in_show_and_explain() -> None:
+    from fdl.manifest._explain import explain_path
+    from fdl.manifest._layers import Layer
+    from fdl.manifest._nodes import LayerKind as Kind
+    from fdl.manifest._render import explain_data, render_explain, render_show, show_data
+
+    root = layer(
+        "registry:\n  user: me\n  api_token: t0k3n\n  db_password: pw\n  ssh_key: k\n  keys: [a]\n"
+    )
+    tree = materialize(merge([root]))
+    assert tree is not None
+    text = render_show(tree)  # type: ignore[arg-type]
+    assert "t0k3n" not in text and "pw" not in text.split("db_password")[1].split("\n")[0]
+    assert "user: me" in text and "keys: [a]" in text
+    assert show_data(tree)["registry"]["api_token"] == "***"  # type: ignore[arg-type]
+    assert show_data(tree, show_secrets=True)["registry"]["api_token"] == "t0k3n"  # type: ignore[arg-type]
+    layers = [Layer(Kind.BASE, "l0.yml", None, root)]
+    explained = [explain_path(layers, tree, ("registry", k)) for k in ("api_token", "user")]
+    assert "t0k3n" not in render_explain(explained)
+    data = explain_data(explained)
+    assert data[0]["value"] == "***" and data[0]["secret"] is True
+    assert data[1]["value"] == "me" and data[1]["secret"] is False

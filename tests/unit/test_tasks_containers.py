@@ -7,38 +7,40 @@ from pathlib import Path
 import pytest
 
 from fdl.errors import EnvironmentProblem, ManifestError
-from fdl.runner import Completed, FakeRunner
+from fdl.runner import FakeRunner
 from fdl.tasks._compose_file import container_path, find_compose_file, interpolate, load_compose
-from fdl.tasks._docker import compose_argv, in_container
+from fdl.tasks._docker import compose_program, in_container
 from tests.support.tasks_helpers import write
 
 
-def test_compose_v2_plugin_is_preferred() -> None:
-    runner = FakeRunner(
-        {("docker", "compose", "version"): Completed([], 0, "Docker Compose version v2.29")},
-        programs={"docker": "/usr/bin/docker", "docker-compose": "/usr/bin/docker-compose"},
+def test_compose_comes_from_the_engine_with_its_environment() -> None:
+    from fdl.engine import ComposeCommand, FakeEngine
+
+    engine = FakeEngine(
+        compose_command=ComposeCommand(
+            ("/usr/bin/docker-compose",),
+            "1.29.2",
+            "standalone",
+            {"COMPOSE_DOCKER_CLI_BUILD": "1", "DOCKER_BUILDKIT": "1", "PATH": "/shim:/usr/bin"},
+        )
     )
-    assert compose_argv(runner, {}) == ["docker", "compose"]
+    program = compose_program(FakeRunner(), {}, engine=engine)
+    assert program.argv == ["/usr/bin/docker-compose"]
+    assert [(c.name, c.value, c.prepend) for c in program.env] == [
+        ("COMPOSE_DOCKER_CLI_BUILD", "1", False),
+        ("DOCKER_BUILDKIT", "1", False),
+        ("PATH", "/shim", True),
+    ]
 
 
-def test_compose_v1_when_the_plugin_is_missing() -> None:
-    runner = FakeRunner(
-        {("docker", "compose", "version"): Completed([], 1, "", "unknown command")},
-        programs={"docker": "/usr/bin/docker", "docker-compose": "/usr/bin/docker-compose"},
-    )
-    assert compose_argv(runner, {}) == ["docker-compose"]
-
-
-def test_no_compose_at_all_names_both() -> None:
-    runner = FakeRunner(programs={})
-    with pytest.raises(EnvironmentProblem) as caught:
-        compose_argv(runner, {})
-    assert "`docker compose`" in caught.value.message
-    assert "`docker-compose`" in caught.value.message
+def test_no_docker_at_all_is_an_environment_problem() -> None:
+    with pytest.raises(EnvironmentProblem):
+        compose_program(FakeRunner(programs={}), {"PATH": "/nonexistent"})
 
 
 def test_fdl_compose_overrides_the_choice() -> None:
-    assert compose_argv(FakeRunner(), {"FDL_COMPOSE": "podman compose"}) == ["podman", "compose"]
+    program = compose_program(FakeRunner(), {"FDL_COMPOSE": "podman compose"})
+    assert (program.argv, program.env) == (["podman", "compose"], [])
 
 
 def test_container_detection(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from fdl.runner import Completed, FakeRunner
 from fdl.tasks import Invocation, Kind, prepare, render_script
 from tests.support.tasks_helpers import fake_libtorch, write
 
-HOST = {"FDL_IN_CONTAINER": "0"}
+HOST = {"FDL_IN_CONTAINER": "0", "FDL_COMPOSE": "docker-compose"}
 V1 = FakeRunner(
     {("docker", "compose", "version"): Completed([], 1)},
     programs={"docker": "/usr/bin/docker", "docker-compose": "/usr/bin/docker-compose"},
