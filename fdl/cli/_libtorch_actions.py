@@ -20,6 +20,10 @@ from fdl.errors import ExitCode, UsageError
 from fdl.libtorch import variants
 from fdl.paths import Context, cache_dir, resolve_context
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from fdl.libtorch import DownloadPlan, InstallResult
+
 __all__ = [
     "DownloadOptions",
     "Settings",
@@ -27,6 +31,7 @@ __all__ = [
     "context_of",
     "download",
     "info",
+    "install_json",
     "list_variants",
     "remove",
     "settings",
@@ -176,7 +181,7 @@ class DownloadOptions:
     as_json: bool = False
 
 
-def plan(session: Session, options: DownloadOptions) -> tuple[Context, Any]:
+def plan(session: Session, options: DownloadOptions) -> tuple[Context, DownloadPlan]:
     """The download plan for these options, this machine's GPUs and the manifest."""
     from fdl.libtorch import plan_download, select_variant
     from fdl.system import detect_gpus
@@ -231,14 +236,15 @@ def download(session: Session, options: DownloadOptions) -> int:
     finally:
         progress.close()
     if options.as_json:
-        console.json(_install_json(result))
+        console.json(install_json(result))
     else:
         for line in render_install(result):
             console.info(line)
     return 0
 
 
-def _install_json(result: Any) -> dict[str, Any]:
+def install_json(result: InstallResult) -> dict[str, Any]:
+    """An install's outcome for ``--json``: where, whether new, whether active, metadata."""
     return {
         "variant": result.target.name,
         "path": str(result.target.path),
@@ -279,7 +285,13 @@ def verify(
     smoke = None
     work_dir = cache_dir(session.environ) / "smoke" / chosen.replace("/", "-")
     if cmake:
-        smoke = smoke_runner(directory, work_dir, runner=default_runner(), on_line=progress.status)
+        smoke = smoke_runner(
+            directory,
+            work_dir,
+            runner=default_runner(),
+            environ=session.environ,
+            on_line=progress.status,
+        )
     try:
         report = verify_variant(directory, chosen, gpus=detect_gpus(), smoke=smoke)
     finally:

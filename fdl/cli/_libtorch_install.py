@@ -6,14 +6,20 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from fdl.cli._libtorch_actions import _install_json, context_of, settings
+from fdl.cli._libtorch_actions import context_of, install_json, settings
 from fdl.cli._libtorch_render import render_install
 from fdl.cli._progress import ProgressLine
 from fdl.cli._session import Session
 from fdl.errors import UsageError
-from fdl.paths import cache_dir
+from fdl.paths import Context, cache_dir
 
-__all__ = ["InstallOptions", "install"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from fdl.libtorch import InstallResult
+    from fdl.libtorch._wheel import WheelSource
+    from fdl.runner import Runner
+
+__all__ = ["InstallOptions", "install", "install_wheel", "wheel_source"]
 
 
 @dataclass(frozen=True)
@@ -49,58 +55,17 @@ def _check_options(options: InstallOptions) -> None:
         )
 
 
-def install(session: Session, options: InstallOptions) -> int:
-    """Install a variant from a wheel (file, environment, pip) or adopt a tree."""
-    _check_options(options)
-    if options.from_dir is not None:
-        return _from_dir(session, options)
-    from fdl.libtorch import install_tree, installed_build_version, resolve_target
-    from fdl.libtorch._wheel import NvidiaOptions, populate_from_wheel
-    from fdl.runner import default_runner
-
-    console = session.console
-    context = context_of(session)
-    runner = default_runner()
-    progress = ProgressLine(console, "install from wheel")
-    try:
-        source = _source(session, options, runner, progress)
-        target = resolve_target(context, f"precompiled/{options.name or source.variant}")
-        wanted = source.build_version
-        found = installed_build_version(target.path) if (target.path / "lib").is_dir() else None
-        if found and found != wanted and not options.force:
-            raise UsageError(
-                f"{target.name} already holds libtorch {found}, not {wanted}",
-                hint="replace it with --force, or choose another name with --name",
-            )
-        nvidia = NvidiaOptions(
-            bundle=options.nvidia,
-            python=sys.executable,
-            cache=cache_dir(session.environ) / "wheels",
-            index_url=options.index_url,
-        )
-        result = install_tree(
-            context,
-            target,
-            lambda tree: populate_from_wheel(source, tree, runner, nvidia, progress.message),
-            is_current=None if options.force else (lambda p: installed_build_version(p) == wanted),
-            activate=options.activate,
-            on_wait=progress.message,
-        )
-    finally:
-        progress.close()
-    _report(session, result, options.as_json)
-    return 0
-
-
-def _source(session: Session, options: InstallOptions, runner: object, progress: ProgressLine):  # type: ignore[no-untyped-def]
+def wheel_source(
+    session: Session, options: InstallOptions, runner: Runner, progress: ProgressLine
+) -> WheelSource:
+    """The wheel to install: a file, a Python environment's torch, or ``pip download``."""
+    from fdl.compat import resolve_torch_version
     from fdl.libtorch._wheel import wheel_from_environment, wheel_from_file, wheel_from_pip
 
     if options.wheel is not None:
         return wheel_from_file(options.wheel.expanduser())
     if options.python is not None:
-        return wheel_from_environment(options.python, runner)  # type: ignore[arg-type]
-    from fdl.compat import resolve_torch_version
-
+        return wheel_from_environment(options.python, runner)
     version = options.torch or settings(session).torch
     exact = version if version and version.count(".") >= 2 else resolve_torch_version(version)
     progress.message(f"pip download torch=={exact} --no-deps")
@@ -108,14 +73,74 @@ def _source(session: Session, options: InstallOptions, runner: object, progress:
         exact,
         cache_dir(session.environ) / "wheels",
         python=sys.executable,
-        runner=runner,  # type: ignore[arg-type]
+        runner=runner,
         index_url=options.index_url,
         on_line=progress.status,
     )
 
 
+def install_wheel(
+    session: Session,
+    context: Context,
+    source: WheelSource,
+    options: InstallOptions,
+    runner: Runner,
+    progress: ProgressLine,
+) -> InstallResult:
+    """Install ``source`` as ``precompiled/<name or variant>`` (atomically, under the lock)."""
+    from fdl.libtorch import install_tree, installed_build_version, resolve_target
+    from fdl.libtorch._wheel import NvidiaOptions, populate_from_wheel
+
+    target = resolve_target(context, f"precompiled/{options.name or source.variant}")
+    wanted = source.build_version
+    found = installed_build_version(target.path) if (target.path / "lib").is_dir() else None
+    if found and found != wanted and not options.force:
+        raise UsageError(
+            f"{target.name} already holds libtorch {found}, not {wanted}",
+            hint="replace it with --force, or choose another name with --name",
+        )
+    nvidia = NvidiaOptions(
+        bundle=options.nvidia,
+        python=sys.executable,
+        cache=cache_dir(session.environ) / "wheels",
+        index_url=options.index_url,
+    )
+
+    def is_current(path: Path) -> bool:
+        return installed_build_version(path) == wanted
+
+    return install_tree(
+        context,
+        target,
+        lambda tree: populate_from_wheel(
+            source, tree, runner, nvidia, progress.message, progress.status
+        ),
+        is_current=None if options.force else is_current,
+        activate=options.activate,
+        on_wait=progress.message,
+    )
+
+
+def install(session: Session, options: InstallOptions) -> int:
+    """Install a variant from a wheel (file, environment, pip) or adopt a tree."""
+    from fdl.runner import default_runner
+
+    _check_options(options)
+    if options.from_dir is not None:
+        return _from_dir(session, options)
+    runner = default_runner()
+    progress = ProgressLine(session.console, "install from wheel")
+    try:
+        source = wheel_source(session, options, runner, progress)
+        result = install_wheel(session, context_of(session), source, options, runner, progress)
+    finally:
+        progress.close()
+    _report(session, result, options.as_json)
+    return 0
+
+
 def _from_dir(session: Session, options: InstallOptions) -> int:
-    from fdl.libtorch import VariantInfo, register_variant
+    from fdl.libtorch import VariantInfo, register_variant, variants
 
     assert options.from_dir is not None
     tree = options.from_dir.expanduser().absolute()
@@ -124,19 +149,23 @@ def _from_dir(session: Session, options: InstallOptions) -> int:
             f"{tree} is not a libtorch tree (no lib/)", hint="pass the libtorch directory"
         )
     name = options.name or tree.name
-    kind = "precompiled" if "/" not in name else ""
-    full = f"{kind}/{name}" if kind else name
+    full = name if "/" in name else f"precompiled/{name}"
+    context = context_of(session)
+    existing = variants.variant_dir(context, full)
+    if existing.exists() and not options.force:
+        raise UsageError(
+            f"{variants.validate_name(full)} is already installed",
+            hint="replace it with --force, or choose another name with --name",
+        )
     info = VariantInfo(name=full, source={"kind": "directory", "directory": str(tree)})
-    result = register_variant(
-        context_of(session), full, tree, info, activate=options.activate, move=False
-    )
+    result = register_variant(context, full, tree, info, activate=options.activate, move=False)
     _report(session, result, options.as_json)
     return 0
 
 
-def _report(session: Session, result: object, as_json: bool) -> None:
+def _report(session: Session, result: InstallResult, as_json: bool) -> None:
     if as_json:
-        session.console.json(_install_json(result))
+        session.console.json(install_json(result))
     else:
-        for line in render_install(result):  # type: ignore[arg-type]
+        for line in render_install(result):
             session.console.info(line)

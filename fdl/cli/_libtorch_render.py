@@ -38,7 +38,10 @@ def render_checks(console: Console, checks: Sequence[Check], *, show_ok: bool = 
                 lines.append("")
             lines.append(console.style(group, "bold"))
         label = console.style(f"{check.severity.value:<8}", *_STYLES[check.severity.value])
-        lines.append(f"  {label}{check.name}: {check.message}")
+        text = check.message
+        if not text.startswith(check.name):
+            text = f"{check.name}: {text}"
+        lines.append(f"  {label}{text}")
         if check.fix:
             lines.append(f"  {'':8}fix: {check.fix}")
     return "\n".join(lines) + "\n"

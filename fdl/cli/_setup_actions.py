@@ -170,31 +170,14 @@ def _install(session: Session, context: Context, plan: SetupPlan) -> InstallResu
 
 
 def _wheel(session: Session, context: Context, plan: SetupPlan) -> InstallResult:
-    import sys as _sys
-
-    from fdl.libtorch import install_tree, installed_build_version, resolve_target
-    from fdl.libtorch._wheel import NvidiaOptions, populate_from_wheel, wheel_from_pip
+    from fdl.cli._libtorch_install import InstallOptions, install_wheel, wheel_source
     from fdl.runner import default_runner
 
     runner = default_runner()
-    cache = cache_dir(session.environ) / "wheels"
+    options = InstallOptions(from_wheel=True, torch=plan.selection.torch_version)
     progress = ProgressLine(session.console, "install from wheel")
     try:
-        source = wheel_from_pip(
-            plan.selection.torch_version,
-            cache,
-            python=_sys.executable,
-            runner=runner,
-            on_line=progress.status,
-        )
-        target = resolve_target(context, f"precompiled/{source.variant}")
-        nvidia = NvidiaOptions(python=_sys.executable, cache=cache)
-        return install_tree(
-            context,
-            target,
-            lambda tree: populate_from_wheel(source, tree, runner, nvidia, progress.message),
-            is_current=lambda p: installed_build_version(p) == source.build_version,
-            on_wait=progress.message,
-        )
+        source = wheel_source(session, options, runner, progress)
+        return install_wheel(session, context, source, options, runner, progress)
     finally:
         progress.close()

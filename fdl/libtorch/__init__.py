@@ -45,7 +45,8 @@ if TYPE_CHECKING:
         coverage_fix,
         select_variant,
     )
-    from fdl.libtorch._verify import VerifyReport, gpu_label, smoke_runner, verify_variant
+    from fdl.libtorch._smoke import smoke_runner
+    from fdl.libtorch._verify import VerifyReport, gpu_label, verify_variant
     from fdl.libtorch.variants import VariantInfo
 
 # Imported on first use: the task runner reads the layout (fdl.libtorch.variants) on every
@@ -68,7 +69,7 @@ _LAZY = {
     "select_variant": "_select",
     "VerifyReport": "_verify",
     "gpu_label": "_verify",
-    "smoke_runner": "_verify",
+    "smoke_runner": "_smoke",
     "verify_variant": "_verify",
     "VariantInfo": "variants",
 }

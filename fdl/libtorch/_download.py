@@ -192,9 +192,14 @@ def run_download(
                 locked=True,
             )
         populate = _fetch_and_check(plan, on_progress, say, transfer or {})
-        installed = install_tree(
-            context, plan.target, populate, activate=plan.activate, locked=True
-        )
+        try:
+            installed = install_tree(
+                context, plan.target, populate, activate=plan.activate, locked=True
+            )
+        except FdlError:
+            with contextlib.suppress(OSError):
+                plan.archive.unlink()  # refused or damaged: do not keep it for the next run
+            raise
     if not keep_archive:
         with contextlib.suppress(OSError):
             plan.archive.unlink()
@@ -288,9 +293,12 @@ def _fetch(
             **transfer,
         )
     except NetworkError as exc:
+        wheel = f"fdl libtorch install --from-wheel --torch {plan.selection.torch_version}"
         if exc.hint is None:
             exc.hint = (
                 f"set a mirror with {MIRROR_ENV} or libtorch.mirror in fdl.yml, or install "
-                "from PyPI with `fdl libtorch install --from-wheel`"
+                f"from PyPI: {wheel}"
             )
+        elif "--from-wheel" not in exc.hint:
+            exc.hint += f"; or install from PyPI instead: {wheel}"
         raise

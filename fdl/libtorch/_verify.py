@@ -17,17 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fdl.binaries import SYSTEM_DIRS, BinaryFormatError, dependency_closure
-from fdl.compat import ArchList, check_driver, injected_libraries, parse_archs, runtime_libraries
+from fdl.compat import ArchList, check_driver, parse_archs
 from fdl.diagnose._model import Check, Severity, worst
 from fdl.errors import FdlError
 from fdl.libtorch import variants
-from fdl.libtorch._scan import DeviceScan, read_build_version, scan_device_code, torch_libraries
+from fdl.libtorch._deps import library_checks
+from fdl.libtorch._scan import DeviceScan, read_build_version, scan_device_code
 from fdl.libtorch._select import coverage_fix
 from fdl.libtorch._smoke import SmokeResult
 from fdl.system import Gpu, GpuReport
 
-__all__ = ["VerifyReport", "gpu_label", "smoke_runner", "verify_variant"]
+__all__ = ["VerifyReport", "gpu_label", "verify_variant"]
 
 LineCallback = Callable[[str], None]
 
@@ -94,7 +94,7 @@ def _files(path: Path, info: variants.VariantInfo) -> list[Check]:
                 "files",
                 relative,
                 Severity.OK if present else Severity.ERROR,
-                f"{relative} present" if present else f"{relative} is missing ({what})",
+                "present" if present else f"missing ({what})",
                 None
                 if present
                 else "reinstall the variant (fdl libtorch download / install --force)",
@@ -114,7 +114,7 @@ def _files(path: Path, info: variants.VariantInfo) -> list[Check]:
             )
         )
     else:
-        checks.append(_check("files", "build-version", Severity.OK, f"build-version {version}"))
+        checks.append(_check("files", "build-version", Severity.OK, version))
     if not (path / variants.INFO_FILE).is_file():
         checks.append(
             _check(
@@ -312,83 +312,6 @@ def _gpus(info: variants.VariantInfo, scan: DeviceScan, report: GpuReport | None
     return checks
 
 
-def _dlopened(cuda: str | None) -> list[str]:
-    if not cuda:
-        return []
-    try:
-        return [name for lib in runtime_libraries(cuda) for name in lib.dlopened]
-    except FdlError:
-        return []
-
-
-def _libraries(path: Path, info: variants.VariantInfo) -> list[Check]:
-    lib_dir = path / "lib"
-    skip = set(injected_libraries())
-    missing: dict[str, str] = {}
-    outside: set[str] = set()
-    for library in torch_libraries(lib_dir):
-        try:
-            closure = dependency_closure(library, [lib_dir], skip=skip)
-        except BinaryFormatError as exc:
-            missing[library.name] = exc.message
-            continue
-        for name, needed_by in closure.missing:
-            missing.setdefault(name, Path(needed_by).name)
-        for _name, found in closure.found:
-            if not found.is_relative_to(path) and str(found.parent) not in SYSTEM_DIRS:
-                outside.add(str(found))
-    checks = []
-    if missing:
-        listed = ", ".join(f"{n} (needed by {by})" for n, by in sorted(missing.items()))
-        wheel = info.source.get("kind") == "wheel"
-        fix = (
-            "reinstall with its NVIDIA libraries: fdl libtorch install --from-wheel ... --force "
-            "(without --no-nvidia)"
-            if wheel
-            else "reinstall the variant; the archive was incomplete"
-        )
-        checks.append(
-            _check(
-                "libraries",
-                "dependencies",
-                Severity.ERROR,
-                f"{len(missing)} libraries cannot be found: {listed}",
-                fix,
-                missing=sorted(missing),
-            )
-        )
-    else:
-        checks.append(
-            _check(
-                "libraries",
-                "dependencies",
-                Severity.OK,
-                "every library torch needs resolves (inside the variant or the system)",
-            )
-        )
-    if outside:
-        checks.append(
-            _check(
-                "libraries",
-                "outside",
-                Severity.INFO,
-                f"found outside the variant: {', '.join(sorted(outside))}",
-            )
-        )
-    absent = [p for p in _dlopened(info.cuda) if not any(lib_dir.glob(p))]
-    if absent and not missing:
-        checks.append(
-            _check(
-                "libraries",
-                "dlopened",
-                Severity.WARNING,
-                f"loaded at run time but not in lib/: {', '.join(absent)}",
-                "they must be on LD_LIBRARY_PATH when the program runs",
-            )
-        )
-    return checks
-
-
 def verify_variant(
     path: Path,
     name: str,
@@ -408,7 +331,7 @@ def verify_variant(
     scan = scan_device_code(path)
     checks = [*_files(path, info), *_archs(path, info, scan), *_gpus(info, scan, gpus)]
     if (path / "lib").is_dir():
-        checks += _libraries(path, info)
+        checks += library_checks(path, info)
     result = None
     if smoke is not None:
         result = smoke(info)
@@ -436,26 +359,3 @@ def _smoke_check(result: SmokeResult) -> Check:
         stage=result.stage,
         lines=list(result.lines),
     )
-
-
-def smoke_runner(
-    path: Path,
-    work_dir: Path,
-    *,
-    runner: Any,
-    on_line: LineCallback | None = None,
-) -> Callable[[variants.VariantInfo], SmokeResult]:
-    """A ``smoke`` callable for :func:`verify_variant` (C++ standard from the release)."""
-    from fdl.compat import source_requirements
-    from fdl.libtorch._smoke import cmake_smoke
-
-    def run(info: variants.VariantInfo) -> SmokeResult:
-        try:
-            standard = source_requirements(info.torch).cxx_standard if info.torch else 17
-        except FdlError:
-            standard = 20  # newer than the tables: the newest requirement
-        return cmake_smoke(
-            path, work_dir, cxx_standard=standard, cuda=info.cuda, runner=runner, on_line=on_line
-        )
-
-    return run

@@ -273,9 +273,16 @@ def populate_from_wheel(
     runner: Runner,
     nvidia: NvidiaOptions,
     on_line: LineCallback | None = None,
+    on_output: LineCallback | None = None,
 ) -> variants.VariantInfo:
-    """Fill ``tree`` from the wheel and return the variant's metadata."""
+    """Fill ``tree`` from the wheel and return the variant's metadata.
+
+    Args:
+        on_line: Told what is being done (a few lines).
+        on_output: Gets pip's output and per-wheel progress (many lines).
+    """
     say = on_line or (lambda _text: None)
+    output = on_output or (lambda _text: None)
     scratch = tree.parent / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
     say(f"copying torch/{{{','.join(TREE_DIRS)}}} from {source.location}")
@@ -286,7 +293,9 @@ def populate_from_wheel(
         (tree / "build-hash").write_text(source.git_version + "\n", encoding="utf-8")
     libraries = None
     if source.cuda and nvidia.bundle:
-        libraries = _bring_nvidia(source, tree / "lib", scratch, runner, nvidia, say)
+        libraries = _bring_nvidia(source, tree / "lib", scratch, runner, nvidia, say, output)
+        count = len(libraries.files)
+        say(f"brought {count} NVIDIA libraries into lib/ ({libraries.origin})")
     shutil.rmtree(scratch, ignore_errors=True)
     return _info(source, dropped, libraries, nvidia)
 
@@ -298,6 +307,7 @@ def _bring_nvidia(
     runner: Runner,
     options: NvidiaOptions,
     say: LineCallback,
+    output: LineCallback,
 ) -> NvidiaLibraries:
     if source.site_packages is not None:
         say(f"copying the NVIDIA libraries from {source.site_packages / 'nvidia'}")
@@ -314,9 +324,9 @@ def _bring_nvidia(
         runner=runner,
         find_links=[source.location.parent],
         index_url=options.index_url,
-        on_line=say,
+        on_line=output,
     )
-    return copy_wheel_libraries(wheels, lib_dir, scratch, on_line=say)
+    return copy_wheel_libraries(wheels, lib_dir, scratch, on_line=output)
 
 
 def _info(

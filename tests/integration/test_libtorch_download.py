@@ -193,6 +193,7 @@ def test_malicious_archives_are_refused(fdl, faulty_server, tmp_path, kind) -> N
     created = {p for p in tmp_path.rglob("*")} - before
     assert not [p for p in created if p.name.startswith("escaped")]
     assert not Path("/tmp/fdl-escaped-absolute.txt").exists()
+    assert list((tmp_path / "cache" / "libtorch").glob("*.zip")) == []
 
 
 def test_concurrent_downloads_install_once(faulty_server, tmp_path) -> None:
