@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from fdl.libtorch._wheel import WheelSource
     from fdl.runner import Runner
 
-__all__ = ["InstallOptions", "install", "install_wheel", "wheel_source"]
+__all__ = ["InstallOptions", "install", "install_wheel", "warn_unresolved", "wheel_source"]
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,22 @@ def install(session: Session, options: InstallOptions) -> int:
     finally:
         progress.close()
     _report(session, result, options.as_json)
+    warn_unresolved(session, result)
     return 0
+
+
+def warn_unresolved(session: Session, result: InstallResult) -> None:
+    """Warn when a fresh variant's libraries need something it does not contain."""
+    from fdl.diagnose import Severity
+    from fdl.libtorch._deps import library_checks
+
+    if not result.installed:
+        return
+    for check in library_checks(result.target.path, result.info):
+        if check.severity is Severity.ERROR:
+            session.console.warn(f"{check.message}")
+            if check.fix:
+                session.console.line(f"  fix: {check.fix}")
 
 
 def _from_dir(session: Session, options: InstallOptions) -> int:

@@ -138,10 +138,13 @@ def _carry_out(
         variants.activate(context, plan.variant)
         say(f"active variant: {plan.variant}")
         return {"done": "activated", "variant": plan.variant}
+    from fdl.cli._libtorch_install import warn_unresolved
+
     result = _install(session, context, plan)
     if not quiet:
         for line in render_install(result):
             say(line)
+    warn_unresolved(session, result)
     return {"done": "installed", "variant": result.target.name, "path": str(result.target.path)}
 
 

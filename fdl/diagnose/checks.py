@@ -146,7 +146,15 @@ def gpu_checks(report: GpuReport) -> list[Check]:
     if report.driver:
         checks.append(_c("gpus", "driver", Severity.INFO, f"NVIDIA driver {report.driver}"))
     if report.reason:
-        checks.append(_c("gpus", "nvidia-smi", Severity.WARNING, report.reason))
+        checks.append(
+            _c(
+                "gpus",
+                "nvidia-smi",
+                Severity.WARNING,
+                report.reason,
+                "check the NVIDIA driver: `nvidia-smi` should list every GPU with its compute_cap",
+            )
+        )
     return checks
 
 

@@ -63,7 +63,7 @@ def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             path = make_tree(context.libtorch_dir / name, version, cubins=cubins, cuda_needed=())
             info = VariantInfo(
                 name=name,
-                torch=version.split("+")[0],
+                torch=version.split("+", maxsplit=1)[0],
                 cuda=cuda,
                 source={"kind": "download", "build_version": version},
             )
@@ -162,7 +162,9 @@ def test_mirror_from_environment_and_manifest(fdl, machine) -> None:
 
 def test_path_outside_the_layout_is_not_activated(fdl, machine, tmp_path: Path) -> None:
     plan = json.loads(
-        fdl("libtorch", "download", "--cpu", "--path", str(tmp_path / "x"), "--dry-run", "--json").stdout
+        fdl(
+            "libtorch", "download", "--cpu", "--path", str(tmp_path / "x"), "--dry-run", "--json"
+        ).stdout
     )
     assert plan["activate"] is False and plan["name"] is None
     assert any("not activated" in n for n in plan["notes"])
@@ -307,3 +309,42 @@ def test_setup_activates_an_installed_variant_with_yes(fdl, machine) -> None:
     result = fdl("setup", "--yes")
     assert result.exit_code == 0, result.output
     assert variants.active_name(machine.context()) == "builds/sm61-sm120"
+
+
+# --- install -------------------------------------------------------------------------------
+
+
+def test_install_needs_a_source(fdl, machine) -> None:
+    result = fdl("libtorch", "install")
+    assert result.exit_code == 2 and "--from-wheel" in result.stderr
+    result = fdl("libtorch", "install", "--from-wheel", "--torch", "2.13", "--python", "py")
+    assert result.exit_code == 2 and "one wheel source" in result.stderr
+
+
+def test_install_cuda_wheel_without_nvidia_warns(fdl, machine, tmp_path: Path) -> None:
+    from tests.support.libtorch_trees import torch_wheel
+
+    wheel = torch_wheel(
+        tmp_path / "torch-2.14.1-cp311-cp311-linux_x86_64.whl",
+        "2.14.1",
+        cuda="13.0",
+        cubins=[120],
+        cuda_needed=("libnvfake.so.13",),
+    )
+    result = fdl("libtorch", "install", "--from-wheel", str(wheel), "--no-nvidia")
+    assert result.exit_code == 0, result.stderr
+    assert "installed precompiled/cu130" in result.stderr
+    assert "warning: 1 libraries cannot be found: libnvfake.so.13" in result.stderr
+    again = fdl("libtorch", "install", "--from-wheel", str(wheel), "--no-nvidia", "--json")
+    assert json.loads(again.stdout)["installed"] is False
+
+
+def test_install_from_dir_adopts_a_tree(fdl, machine, tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "mylibtorch", "2.13.0+cpu")
+    result = fdl("libtorch", "install", "--from-dir", str(tree), "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["variant"] == "precompiled/mylibtorch" and data["activated"] is True
+    assert tree.is_dir(), "the original is copied, not moved"
+    again = fdl("libtorch", "install", "--from-dir", str(tree))
+    assert again.exit_code == 2 and "already installed" in again.stderr

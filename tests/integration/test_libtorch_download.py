@@ -22,15 +22,11 @@ from fdl.compat import libtorch_url
 from fdl.libtorch import plan_download, run_download, select_variant
 from fdl.net import RetryPolicy
 from fdl.paths import Context
-from tests.support.faulty_http import (  # noqa: F401  (faulty_server is a fixture)
-    Drop,
-    FaultyServer,
-    Status,
-    Truncate,
-    WrongContent,
-    faulty_server,
-)
+from tests.support import faulty_http
+from tests.support.faulty_http import Drop, FaultyServer, Status, Truncate, WrongContent
 from tests.support.libtorch_trees import libtorch_zip
+
+faulty_server = faulty_http.faulty_server  # the fixture
 
 TORCH = "2.14.1"
 
@@ -188,7 +184,11 @@ def test_malicious_archives_are_refused(fdl, faulty_server, tmp_path, kind) -> N
     before = {p for p in tmp_path.rglob("*")}
     result = fdl("libtorch", "download", "--cpu")
     assert result.exit_code != 0
-    assert "refus" in result.stderr.lower() or "unsafe" in result.stderr.lower() or "outside" in result.stderr.lower()
+    assert (
+        "refus" in result.stderr.lower()
+        or "unsafe" in result.stderr.lower()
+        or "outside" in result.stderr.lower()
+    )
     assert_nothing_installed(tmp_path)
     created = {p for p in tmp_path.rglob("*")} - before
     assert not [p for p in created if p.name.startswith("escaped")]
@@ -220,3 +220,14 @@ def test_concurrent_downloads_install_once(faulty_server, tmp_path) -> None:
     assert sorted(r.installed for r in results) == [False, True]
     assert len(faulty_server.requests_to(url_path("cpu"))) == 1
     assert (context.libtorch_dir / "precompiled/cpu/lib/libtorch.so").is_file()
+
+
+def test_setup_yes_on_a_cpu_machine_installs_and_activates(
+    run_fdl, faulty_server, tmp_path, env
+) -> None:
+    faulty_server.add(url_path("cpu"), libtorch_zip(f"{TORCH}+cpu"))
+    clean = {**env, "PATH": "/usr/bin:/bin"}  # no nvidia-smi: a CPU machine
+    result = run_fdl(["setup", "--yes"], cwd=tmp_path / "work", env=clean)
+    assert result.exit_code == 0, result.stderr
+    assert "plan: download" in result.stdout
+    assert (home(tmp_path) / ".active").read_text() == "precompiled/cpu\n"

@@ -127,7 +127,14 @@ def test_cuda_wheel_variant_lists_its_real_archs(tmp_path: Path) -> None:
     verify = fdl(["libtorch", "verify", "--json"], tmp_path)
     report = json.loads(verify.stdout)
     assert verify.returncode == 0, json.dumps(report["checks"], indent=1)
-    assert report["archs_found"]["cubin"] == ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
+    assert report["archs_found"]["cubin"] == [
+        "sm_75",
+        "sm_80",
+        "sm_86",
+        "sm_90",
+        "sm_100",
+        "sm_120",
+    ]
     assert report["archs_found"]["ptx"] == []
     main = next(lib for lib in report["libraries"] if lib["library"] == "libtorch_cuda.so")
     assert main["summary"].endswith("; no PTX")

@@ -18,7 +18,9 @@ from fdl.binaries.synthetic import FakeEntry, build_elf, build_fatbin
 __all__ = ["cuda_entries", "libtorch_zip", "make_tree", "torch_wheel", "tree_files"]
 
 
-def cuda_entries(cubins: Sequence[int], ptx: Sequence[int] = (), copies: int = 4) -> list[FakeEntry]:
+def cuda_entries(
+    cubins: Sequence[int], ptx: Sequence[int] = (), copies: int = 4
+) -> list[FakeEntry]:
     """Fatbin entries: ``copies`` kernels for each cubin arch (so they count as primary)."""
     entries = [FakeEntry("cubin", arch) for arch in cubins for _ in range(copies)]
     entries += [FakeEntry("ptx", arch) for arch in ptx for _ in range(copies)]
@@ -36,7 +38,9 @@ def tree_files(
     """Relative path -> content of a fake libtorch tree."""
     cuda = bool(cubins or ptx)
     files: dict[str, bytes] = {
-        "lib/libc10.so": build_elf({".rodata": b"_ZNSt7__cxx1112basic_stringIcE\0"}, soname="libc10.so"),
+        "lib/libc10.so": build_elf(
+            {".rodata": b"_ZNSt7__cxx1112basic_stringIcE\0"}, soname="libc10.so"
+        ),
         "lib/libtorch_cpu.so": build_elf(needed=["libc10.so"], soname="libtorch_cpu.so"),
         "lib/libtorch.so": build_elf(
             needed=["libtorch_cpu.so", *(["libtorch_cuda.so"] if cuda else [])],

@@ -6,23 +6,21 @@ from pathlib import Path
 
 import pytest
 
+from fdl.compat import parse_capability
 from fdl.diagnose import Severity
 from fdl.diagnose.checks import run_diagnose
 from fdl.diagnose.setup import plan_setup
-from fdl.compat import parse_capability
 from fdl.libtorch import VariantInfo, variants
 from fdl.libtorch._install import finish_info
 from fdl.paths import Context
 from fdl.runner import Completed, FakeRunner
 from tests.support.libtorch_trees import make_tree
 
-SMI = "nvidia-smi --query-gpu=index,name,compute_cap,memory.total,driver_version".split()
+SMI = ["nvidia-smi", "--query-gpu=index,name,compute_cap,memory.total,driver_version"]
 
 
 def smi_lines(*caps: str, driver: str = "580.65") -> str:
-    return "".join(
-        f"{i}, NVIDIA Test GPU {c}, {c}, 8192, {driver}\n" for i, c in enumerate(caps)
-    )
+    return "".join(f"{i}, NVIDIA Test GPU {c}, {c}, 8192, {driver}\n" for i, c in enumerate(caps))
 
 
 def runner(*caps: str, nvcc: str | None = None, gcc: str = "12.2.0") -> FakeRunner:
@@ -37,7 +35,9 @@ def runner(*caps: str, nvcc: str | None = None, gcc: str = "12.2.0") -> FakeRunn
         programs["nvidia-smi"] = "/usr/bin/nvidia-smi"
     if nvcc:
         programs["nvcc"] = "/usr/local/cuda/bin/nvcc"
-        responses[("nvcc", "--version")] = Completed([], 0, f"Cuda compilation tools, release {nvcc}, V{nvcc}.88\n")
+        responses[("nvcc", "--version")] = Completed(
+            [], 0, f"Cuda compilation tools, release {nvcc}, V{nvcc}.88\n"
+        )
         responses[("nvcc", "--list-gpu-code")] = Completed([], 1, "")
     return FakeRunner(responses, programs)
 
@@ -49,7 +49,9 @@ def context(tmp_path: Path) -> Context:
 
 def install_fake(context: Context, name: str, version: str, cuda: str | None, cubins=()) -> None:
     path = make_tree(context.libtorch_dir / name, version, cubins=cubins, cuda_needed=())
-    info = VariantInfo(name=name, torch=version.split("+")[0], cuda=cuda, source={"kind": "download"})
+    info = VariantInfo(
+        name=name, torch=version.split("+", maxsplit=1)[0], cuda=cuda, source={"kind": "download"}
+    )
     variants.write_info(path, finish_info(path, info))
 
 
@@ -58,7 +60,9 @@ def find(diagnosis, group: str, name: str):
 
 
 def test_uncovered_gpu_of_the_active_variant(context: Context) -> None:
-    install_fake(context, "precompiled/cu130", "2.14.1+cu130", "13.0", cubins=[75, 80, 86, 90, 100, 120])
+    install_fake(
+        context, "precompiled/cu130", "2.14.1+cu130", "13.0", cubins=[75, 80, 86, 90, 100, 120]
+    )
     variants.activate(context, "precompiled/cu130")
     result = run_diagnose(context, runner=runner("12.0", "6.1"), environ={}, docker=False)
     check = find(result, "libtorch", "GPU 1")
@@ -98,7 +102,9 @@ def test_cpu_variant_with_gpus_is_a_warning(context: Context) -> None:
 
 
 def test_nvcc_13_cannot_build_for_pascal(context: Context) -> None:
-    result = run_diagnose(context, runner=runner("6.1", "12.0", nvcc="13.0"), environ={}, docker=False)
+    result = run_diagnose(
+        context, runner=runner("6.1", "12.0", nvcc="13.0"), environ={}, docker=False
+    )
     check = find(result, "toolchain", "nvcc archs")
     assert check.severity is Severity.WARNING and "sm_61" in check.message
     assert "12.9 or 12.8" in (check.fix or "")

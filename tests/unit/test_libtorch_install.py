@@ -22,7 +22,9 @@ def context(tmp_path: Path) -> Context:
 def populate_with(version: str, **tree: object):
     def populate(staging: Path) -> VariantInfo:
         make_tree(staging, version, **tree)
-        return VariantInfo(name="", torch=version.split("+")[0], source={"kind": "test"})
+        return VariantInfo(
+            name="", torch=version.split("+", maxsplit=1)[0], source={"kind": "test"}
+        )
 
     return populate
 

@@ -41,7 +41,9 @@ def test_nvidia_requirements_keep_this_platform_without_markers() -> None:
 
 
 def test_pip_saved_files() -> None:
-    output = "Collecting x\nSaved /c/torch-2.13.0+cpu-cp311.whl\nFile was already downloaded /c/n.whl\n"
+    output = (
+        "Collecting x\nSaved /c/torch-2.13.0+cpu-cp311.whl\nFile was already downloaded /c/n.whl\n"
+    )
     assert pip_saved_files(output) == [Path("/c/torch-2.13.0+cpu-cp311.whl"), Path("/c/n.whl")]
 
 
@@ -50,7 +52,9 @@ def test_wheel_file_is_read(tmp_path: Path) -> None:
     source = wheel_from_file(wheel)
     assert (source.version, source.torch_version, source.variant) == ("2.13.0+cpu", "2.13.0", "cpu")
     assert source.cuda is None and source.git_version == "feedfacecafe"
-    cuda = torch_wheel(tmp_path / "torch-2.14.1-cp311-cp311-linux_x86_64.whl", "2.14.1", cuda="13.0")
+    cuda = torch_wheel(
+        tmp_path / "torch-2.14.1-cp311-cp311-linux_x86_64.whl", "2.14.1", cuda="13.0"
+    )
     assert wheel_from_file(cuda).variant == "cu130"
 
 
@@ -126,7 +130,9 @@ def test_cuda_wheel_brings_nvidia_libraries(tmp_path: Path) -> None:
     info = variants.read_info(path, "precompiled/cu130")
     assert info.cuda == "13.0" and info.archs_found["cubin"] == ["sm_75", "sm_120"]
     bundled = info.extra["nvidia_libraries"]["packages"]
-    assert bundled == [{"from": "nvidia_fake-13.0-py3-none-any.whl", "libraries": ["libnvfake.so.13"]}]
+    assert bundled == [
+        {"from": "nvidia_fake-13.0-py3-none-any.whl", "libraries": ["libnvfake.so.13"]}
+    ]
     report = verify_variant(path, "precompiled/cu130")
     assert next(c for c in report.checks if c.name == "dependencies").severity is Severity.OK
 
