@@ -227,9 +227,9 @@ def _annotate(selection: Selection, variant: Variant, driver: str | None) -> Sel
     if variant.is_cpu and caps:
         names = ", ".join(c.sm for c in caps)
         warnings.append(f"the CPU build does not use the GPUs ({names})")
-    for verdict in selection.verdicts:
-        if not verdict.ok:
-            warnings.append(f"{variant.name} cannot run on the GPU: {verdict.reason}")
+    missed = [v.gpu.sm for v in selection.verdicts if not v.ok]
+    if missed:
+        warnings.append(f"{variant.name} has no code for {', '.join(missed)}")
     if driver is not None and variant.cuda is not None:
         check = check_driver(driver, variant.cuda)
         if not check.ok:

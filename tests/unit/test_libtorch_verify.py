@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from fdl.binaries.synthetic import build_elf
 from fdl.compat import parse_capability
 from fdl.diagnose import Severity
 from fdl.libtorch import VariantInfo, variants, verify_variant
@@ -67,14 +68,9 @@ def test_uncovered_gpu_is_an_error_with_a_build_fix(tmp_path: Path) -> None:
         archs_requested=["sm_75", "sm_120", "compute_120"],
         source={"kind": "download"},
     )
-    extra = {"lib/libcudart.so.13": b""}
+    extra = {"lib/libcudart.so.13": build_elf(soname="libcudart.so.13")}
     path = installed(
         tmp_path, "cu130", info, version="2.14.1+cu130", cubins=[75, 120], extra_libs=extra
-    )
-    (path / "lib/libcudart.so.13").write_bytes(
-        __import__("fdl.binaries.synthetic", fromlist=["build_elf"]).build_elf(
-            soname="libcudart.so.13"
-        )
     )
     report = verify_variant(path, "precompiled/cu130", gpus=gpus("12.0", "6.1"))
     assert not report.ok
