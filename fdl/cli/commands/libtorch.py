@@ -146,7 +146,10 @@ def install(
         str | None, typer.Option("--python", help="Take the torch installed for this Python.")
     ] = None,
     torch: Annotated[
-        str | None, typer.Option("--torch", help="pip download torch==VERSION (default: newest).")
+        str | None,
+        typer.Option(
+            "--torch", help="pip download torch==VERSION (default: libtorch.torch or the newest)."
+        ),
     ] = None,
     index_url: Annotated[
         str | None,
