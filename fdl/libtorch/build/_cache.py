@@ -12,6 +12,7 @@ backend, the build runs without a launcher and says so.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Mapping
@@ -175,7 +176,9 @@ def start_cache(
         if plan.kind == "sccache":
             # A running server keeps the backend it started with: restart it with ours.
             runner.run([plan.program, "--stop-server"], env=full, check=False, timeout=60)
-            started = runner.run([plan.program, "--start-server"], env=full, check=False, timeout=120)
+            started = runner.run(
+                [plan.program, "--start-server"], env=full, check=False, timeout=120
+            )
             if not started.ok:
                 why = (started.stderr or started.stdout).strip().splitlines()[-1:] or ["no reason"]
                 where = plan.remote or plan.directory or "its cache"
@@ -214,12 +217,10 @@ def cache_stats(plan: CachePlan, runner: Runner, env: Mapping[str, str]) -> Cach
 def stop_cache(plan: CachePlan, runner: Runner, env: Mapping[str, str]) -> None:
     """Stop the sccache server this build started (ccache has none)."""
     if plan.kind == "sccache" and plan.program is not None:
-        try:
+        with contextlib.suppress(FdlError):
             runner.run(
                 [plan.program, "--stop-server"], env={**env, **plan.env}, check=False, timeout=60
             )
-        except FdlError:
-            pass
 
 
 def _sccache_stats(text: str) -> CacheStats:

@@ -118,7 +118,11 @@ def _dropped_generations(kit: Toolkit, missing: list[Any]) -> str:
         generation = target.capability.generation
         if generation and generation not in names:
             probe = ArchList.of([target])
-            older = [t for t in compilable_toolkits(probe) if version_key(t.version) < version_key(kit.version)]
+            older = [
+                t
+                for t in compilable_toolkits(probe)
+                if version_key(t.version) < version_key(kit.version)
+            ]
             if older:
                 names.append(generation)
     return " and ".join(names)

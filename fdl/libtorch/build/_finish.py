@@ -51,7 +51,11 @@ def verify(plan: BuildPlan, tree: Path) -> tuple[ArchList, dict[str, str]]:
         VerificationFailed: no libtorch.so, or requested targets missing from the fatbins.
     """
     if not (tree / LIBRARY).is_file():
-        present = ", ".join(sorted(p.name for p in (tree / "lib").iterdir())) if (tree / "lib").is_dir() else "nothing"
+        present = (
+            ", ".join(sorted(p.name for p in (tree / "lib").iterdir()))
+            if (tree / "lib").is_dir()
+            else "nothing"
+        )
         raise VerificationFailed(
             f"the build produced no {LIBRARY} (lib/ holds: {present})",
             hint=f"read the build log {plan.log_file}",

@@ -13,10 +13,13 @@ build script keeps the first configuration of a tree and ignores changed variabl
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from fdl.compat import ArchList, image_tag
 from fdl.errors import UsageError
+from fdl.libtorch.build._cache import CachePlan
+from fdl.libtorch.build._checks import Problem
 from fdl.libtorch.build._facts import MachineFacts
 from fdl.libtorch.build._model import BuildPlan, Command, DockerPart
 from fdl.libtorch.build._plan import (
@@ -83,7 +86,11 @@ def _deps(request: BuildRequest, source: Path, given: bool, in_container: bool) 
     if given:
         requirements = source / "requirements.txt"
         if requirements.is_file():
-            where = f"{CONTAINER['context_source']}/requirements.txt" if in_container else str(requirements)
+            where = (
+                f"{CONTAINER['context_source']}/requirements.txt"
+                if in_container
+                else str(requirements)
+            )
             return ("-r", where, *extra)
         return extra
     packages: list[str] = []
@@ -103,7 +110,7 @@ def assemble(
     jobs: tuple[int, str],
     flash: bool,
     estimates: tuple[float, float],
-    warnings: tuple[object, ...],
+    warnings: tuple[Problem, ...],
 ) -> BuildPlan:
     """The plan's paths, cache, commands and (for Docker) image."""
     cuda = choice.kit.version if choice.kit else None
@@ -112,7 +119,9 @@ def assemble(
     cache_root = facts.libtorch_dir / ".build-cache"
     source, given = _source(request, torch, cache_root)
     key_env = {k: v for k, v in env.items() if k not in _KEY_IGNORES}
-    key = config_key(choice.backend, str(source), torch, *sorted(f"{k}={v}" for k, v in key_env.items()))
+    key = config_key(
+        choice.backend, str(source), torch, *sorted(f"{k}={v}" for k, v in key_env.items())
+    )
     docker = choice.backend == "docker"
     kind = str(request.value("cache", "ccache"))
     if docker:
@@ -129,91 +138,119 @@ def assemble(
         launchers = {k: (program if v == "sccache" else v) for k, v in cache.env.items()}
         cache = replace(cache, program=program, env=launchers)
     full_env = {**env, **cache.env}
-    deps = _deps(request, source, given, docker)
-    common = {
-        "request": request,
-        "torch": torch,
-        "archs": archs,
-        "cuda": cuda,
-        "variant": variant,
-        "output_dir": facts.libtorch_dir / variant,
-        "toolkit": choice.description,
-        "jobs": jobs,
-        "env": dict(sorted(full_env.items())),
-        "source": (source, given),
-        "deps": deps,
-        "cache": cache,
-        "estimates": estimates,
-        "flash": flash,
-        "warnings": warnings,
-    }
+    common = _Common(
+        request=request,
+        torch=torch,
+        archs=archs,
+        cuda=cuda,
+        variant=variant,
+        output_dir=facts.libtorch_dir / variant,
+        toolkit=choice.description,
+        jobs=jobs,
+        env=dict(sorted(full_env.items())),
+        source=source,
+        given=given,
+        deps=_deps(request, source, given, docker),
+        cache=cache,
+        estimates=estimates,
+        flash=flash,
+        warnings=tuple(warnings),
+    )
     if docker:
         return _docker_plan(common, facts, leaf, key, cache_root)
     return _native_plan(common, facts, leaf, key, cache_root)
 
 
-def _plan(common: dict[str, object], **parts: object) -> BuildPlan:
-    request = common["request"]
-    assert isinstance(request, BuildRequest)
-    source, given = common["source"]  # type: ignore[misc]
-    jobs, reason = common["jobs"]  # type: ignore[misc]
-    disk, memory = common["estimates"]  # type: ignore[misc]
-    recipe = request.recipe.value if request.recipe is not None else None
-    return BuildPlan(
-        variant=common["variant"],  # type: ignore[arg-type]
-        output_dir=common["output_dir"],  # type: ignore[arg-type]
-        torch=common["torch"],  # type: ignore[arg-type]
-        cuda=common["cuda"],  # type: ignore[arg-type]
-        archs=common["archs"],  # type: ignore[arg-type]
-        toolkit=common["toolkit"],  # type: ignore[arg-type]
-        jobs=jobs,
-        jobs_reason=reason,
-        env=common["env"],  # type: ignore[arg-type]
-        source_dir=source,
-        source_given=given,
-        deps=common["deps"],  # type: ignore[arg-type]
-        cache=common["cache"],  # type: ignore[arg-type]
-        disk_gb=disk,
-        memory_gb=memory,
-        problems=common["warnings"],  # type: ignore[arg-type]
-        settings=request.provenance(),
-        recipe=str(recipe) if recipe else None,
-        activate=bool(request.value("activate", True)),
-        fresh=bool(request.value("fresh", False)),
-        flash_attention=bool(common["flash"]),
-        **parts,  # type: ignore[arg-type]
-    )
+@dataclass(frozen=True)
+class _Common:
+    """What both backends' plans share."""
+
+    request: BuildRequest
+    torch: str
+    archs: ArchList
+    cuda: str | None
+    variant: str
+    output_dir: Path
+    toolkit: str
+    jobs: tuple[int, str]
+    env: dict[str, str]
+    source: Path
+    given: bool
+    deps: tuple[str, ...]
+    cache: CachePlan
+    estimates: tuple[float, float]
+    flash: bool
+    warnings: tuple[Problem, ...]
+
+    def plan(
+        self,
+        *,
+        backend: str,
+        work_dir: Path,
+        log_file: Path,
+        venv: Path | None,
+        commands: tuple[Command, ...],
+        env_removed: tuple[str, ...],
+        docker: DockerPart | None = None,
+    ) -> BuildPlan:
+        request = self.request
+        recipe = request.recipe.value if request.recipe is not None else None
+        return BuildPlan(
+            variant=self.variant,
+            output_dir=self.output_dir,
+            torch=self.torch,
+            cuda=self.cuda,
+            archs=self.archs,
+            backend=backend,
+            toolkit=self.toolkit,
+            jobs=self.jobs[0],
+            jobs_reason=self.jobs[1],
+            env=self.env,
+            env_removed=env_removed,
+            commands=commands,
+            source_dir=self.source,
+            source_given=self.given,
+            work_dir=work_dir,
+            log_file=log_file,
+            venv=venv,
+            deps=self.deps,
+            cache=self.cache,
+            disk_gb=self.estimates[0],
+            memory_gb=self.estimates[1],
+            problems=self.warnings,
+            settings=request.provenance(),
+            recipe=str(recipe) if recipe else None,
+            activate=bool(request.value("activate", True)),
+            fresh=bool(request.value("fresh", False)),
+            flash_attention=self.flash,
+            docker=docker,
+        )
 
 
 def _native_plan(
-    common: dict[str, object], facts: MachineFacts, leaf: str, key: str, cache_root: Path
+    common: _Common, facts: MachineFacts, leaf: str, key: str, cache_root: Path
 ) -> BuildPlan:
-    source, given = common["source"]  # type: ignore[misc]
-    deps: tuple[str, ...] = common["deps"]  # type: ignore[assignment]
-    torch = str(common["torch"])
     work = cache_root / "work" / f"{leaf}-{key}"
-    venv = cache_root / f"venv-torch{torch}" if deps else None
+    venv = cache_root / f"venv-torch{common.torch}" if common.deps else None
     python = facts.tool_paths.get("python3", "python3")
     commands: list[Command] = []
-    if not given:
-        commands.append(_clone(torch, source))
+    if not common.given:
+        commands.append(_clone(common.torch, common.source))
     if venv is not None:
         commands.append(Command("venv", (python, "-m", "venv", str(venv)), when="venv missing"))
         commands.append(
-            Command("deps", (str(venv / "bin" / "python"), "-m", "pip", "install", *deps))
+            Command("deps", (str(venv / "bin" / "python"), "-m", "pip", "install", *common.deps))
         )
         python = str(venv / "bin" / "python")
     script = str(source_build_table()["script"])
-    commands.append(Command("build", (python, str(source / script)), cwd=str(work)))
-    env: dict[str, str] = common["env"]  # type: ignore[assignment]
-    return _plan(
-        common,
+    commands.append(Command("build", (python, str(common.source / script)), cwd=str(work)))
+    return common.plan(
         backend="native",
         work_dir=work,
         log_file=work / "build.log",
         venv=venv,
         commands=tuple(commands),
-        env_removed=environment_leaks(facts.environ, env),
+        env_removed=environment_leaks(facts.environ, common.env),
     )
 
 
@@ -228,73 +265,64 @@ def _clone(torch: str, dest: Path) -> Command:
 
 
 def _docker_plan(
-    common: dict[str, object], facts: MachineFacts, leaf: str, key: str, cache_root: Path
+    common: _Common, facts: MachineFacts, leaf: str, key: str, cache_root: Path
 ) -> BuildPlan:
     from fdl.libtorch.build._docker import render_dockerfile
 
-    request: BuildRequest = common["request"]  # type: ignore[assignment]
-    env: dict[str, str] = common["env"]  # type: ignore[assignment]
-    cuda = common["cuda"]
-    source, given = common["source"]  # type: ignore[misc]
-    torch = str(common["torch"])
+    request, env, cuda, torch = common.request, common.env, common.cuda, common.torch
+    use_cudnn = env.get("USE_CUDNN", "1").upper() not in ("0", "OFF", "FALSE", "NO")
     if request.base_image is not None:
         base = str(request.base_image.value)
     elif cuda is None:
         base = str(source_build_table()["cpu_base_image"])
     else:
-        cudnn = env.get("USE_CUDNN", "1").upper() not in ("0", "OFF", "FALSE", "NO")
-        base = image_tag(str(cuda), "cudnn-devel" if cudnn else "devel")
-    source_id = f"fdl-src-{key}" if given else f"fdl-pytorch-v{torch}"
+        base = image_tag(cuda, "cudnn-devel" if use_cudnn else "devel")
     ids = {
-        "source": source_id,
+        "source": f"fdl-src-{key}" if common.given else f"fdl-pytorch-v{torch}",
         "work": f"fdl-libtorch-work-{leaf}-{key}",
         "compiler": "fdl-compiler-cache",
         "pip": "fdl-pip-cache",
     }
-    cache = common["cache"]
-    remote = getattr(cache, "remote", None) or ""
+    remote = common.cache.remote or ""
     network = "host" if ("127.0.0.1" in remote or "localhost" in remote) else None
-    clone = None if given else _clone(torch, Path(CONTAINER["source"]))
+    clone = None if common.given else _clone(torch, Path(CONTAINER["source"]))
     dockerfile = render_dockerfile(
         base_image=base,
         env=env,
         secret_keys=_secret_keys(env),
-        deps=common["deps"],  # type: ignore[arg-type]
+        deps=common.deps,
         cache_ids=ids,
         clone=clone.argv if clone else None,
-        source_in_context=given,
-        cuda=str(cuda) if cuda else None,
-        archs=common["archs"],  # type: ignore[arg-type]
-        use_cudnn=env.get("USE_CUDNN", "1").upper() not in ("0", "OFF", "FALSE", "NO"),
+        source_in_context=common.given,
+        cuda=cuda,
+        archs=common.archs,
+        use_cudnn=use_cudnn,
         fresh=bool(request.value("fresh", False)),
         torch=torch,
     )
     tag = f"fdl-libtorch-builder:{leaf}-{key}"
-    part = DockerPart(base, tag, dockerfile, ids, CONTAINER["output"], network)
+    context = "fdl's scripts" + (" and a copy of the source" if common.given else "")
     build = Command(
         "docker-build",
         (facts.docker_client, "build", "--progress=plain", "--tag", tag, "<context>"),
-        when="DOCKER_BUILDKIT=1; context: fdl's scripts" + (" and the source" if given else ""),
+        when=f"DOCKER_BUILDKIT=1; context: {context}",
     )
     out = Command(
         "copy-out",
         (facts.docker_client, "cp", f"<container of {tag}>:{CONTAINER['output']}/.", "<staging>"),
     )
-    return _plan(
-        common,
+    return common.plan(
         backend="docker",
         work_dir=Path(CONTAINER["work"]),
         log_file=cache_root / "logs" / f"{leaf}-{key}.log",
-        venv=Path(CONTAINER["venv"]) if common["deps"] else None,
+        venv=Path(CONTAINER["venv"]) if common.deps else None,
         commands=(build, out),
         env_removed=(),
-        docker=part,
+        docker=DockerPart(base, tag, dockerfile, ids, CONTAINER["output"], network),
     )
 
 
 def _secret_keys(env: dict[str, str]) -> tuple[str, ...]:
     """Cache backend settings go to the builder as a BuildKit secret, never into a layer."""
     own = {"SCCACHE_DIR", "CCACHE_DIR"}
-    return tuple(
-        sorted(k for k in env if k.startswith(("SCCACHE_", "CCACHE_")) and k not in own)
-    )
+    return tuple(sorted(k for k in env if k.startswith(("SCCACHE_", "CCACHE_")) and k not in own))

@@ -39,7 +39,11 @@ def build_environment(
     """The build's environment: the caller's, minus leaking build variables, plus the plan's."""
     env = {k: v for k, v in environ.items() if k not in plan.env_removed}
     env.update(plan.env)
-    for key in ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_CUDA_COMPILER_LAUNCHER"):
+    for key in (
+        "CMAKE_C_COMPILER_LAUNCHER",
+        "CMAKE_CXX_COMPILER_LAUNCHER",
+        "CMAKE_CUDA_COMPILER_LAUNCHER",
+    ):
         env.pop(key, None)
     env.update(cache_env)
     if plan.venv is not None:
@@ -128,7 +132,10 @@ def build_natively(
     finally:
         stats = cache_stats(cache, runner, env)
         stop_cache(cache, runner, env)
-    return NativeResult(stats, warning, _facts(plan, runner, env))
+    facts = _facts(plan, runner, env)
+    if plan.cuda and plan.toolkit:
+        facts["nvcc"] = plan.toolkit.split()[2] if plan.toolkit.startswith("local nvcc") else ""
+    return NativeResult(stats, warning, facts)
 
 
 def _facts(plan: BuildPlan, runner: Runner, env: Mapping[str, str]) -> dict[str, str]:
@@ -137,12 +144,16 @@ def _facts(plan: BuildPlan, runner: Runner, env: Mapping[str, str]) -> dict[str,
     version = plan.source_dir / "version.txt"
     if version.is_file():
         facts["torch_version"] = version.read_text(encoding="utf-8").strip()
-    head = runner.run(["git", "-C", str(plan.source_dir), "rev-parse", "HEAD"], check=False, env=env)
+    head = runner.run(
+        ["git", "-C", str(plan.source_dir), "rev-parse", "HEAD"], check=False, env=env
+    )
     if head.ok and head.stdout.strip():
         facts["git_hash"] = head.stdout.strip()
     elif (plan.source_dir / "torch" / "build-hash").is_file():
         facts["git_hash"] = (plan.source_dir / "torch" / "build-hash").read_text().strip()
     for name, argv in (("gcc", ["g++", "-dumpfullversion"]), ("cmake", ["cmake", "--version"])):
+        if runner.which(argv[0]) is None:
+            continue
         done = runner.run(argv, check=False, env=env)
         if done.ok and done.stdout.strip():
             facts[name] = done.stdout.strip().splitlines()[0].removeprefix("cmake version ")

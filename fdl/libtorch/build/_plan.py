@@ -34,13 +34,19 @@ from fdl.libtorch.build import _checks as checks
 from fdl.libtorch.build._cache import CachePlan, plan_cache
 from fdl.libtorch.build._checks import Problem
 from fdl.libtorch.build._facts import MachineFacts
-from fdl.libtorch.build._model import BuildPlan, Command
+from fdl.libtorch.build._model import BuildPlan
 from fdl.libtorch.build._request import BuildRequest, located_error
 
 __all__ = ["Toolchoice", "plan_build", "source_build_table"]
 
 _LEAKING = ("BUILD_", "USE_", "CMAKE_")
-_LEAKING_NAMES = ("TORCH_CUDA_ARCH_LIST", "TORCH_NVCC_FLAGS", "MAX_JOBS", "DEBUG", "REL_WITH_DEB_INFO")
+_LEAKING_NAMES = (
+    "TORCH_CUDA_ARCH_LIST",
+    "TORCH_NVCC_FLAGS",
+    "MAX_JOBS",
+    "DEBUG",
+    "REL_WITH_DEB_INFO",
+)
 
 
 _CMAKE_MIN = re.compile(r"cmake_minimum_required\s*\(\s*VERSION\s+([0-9.]+)", re.I)
@@ -386,6 +392,10 @@ def cache_for(
         program = facts.tool_paths.get(kind) if kind != "none" else None
         environ = facts.environ
     return plan_cache(
-        kind, program=program, directory=directory, settings=settings, environ=environ,
+        kind,
+        program=program,
+        directory=directory,
+        settings=settings,
+        environ=environ,
         cuda=bool(archs),
     )

@@ -9,6 +9,7 @@ schema, errors pointing at the recipe's file and line.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,10 +49,8 @@ def recipe_dirs(project_dir: Path | None) -> list[tuple[Path, bool]]:
     dirs: list[tuple[Path, bool]] = []
     if project_dir is not None:
         dirs.append((project_dir / "recipes", False))
-    try:
+    with contextlib.suppress(FileNotFoundError):  # a wheel built without its assets
         dirs.append((asset_dir("recipes"), True))
-    except FileNotFoundError:
-        pass
     return dirs
 
 

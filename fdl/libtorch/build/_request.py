@@ -31,9 +31,9 @@ __all__ = [
     "CACHES",
     "BuildRequest",
     "Setting",
-    "located_error",
     "build_fields",
     "build_spec",
+    "located_error",
     "merge_requests",
     "request_from_mapping",
 ]
@@ -139,7 +139,7 @@ class ArchText(Spec):
         return value
 
     def type_name(self) -> str:
-        return "an arch list (e.g. \"6.1;12.0\" or [sm_61, sm_120])"
+        return 'an arch list (e.g. "6.1;12.0" or [sm_61, sm_120])'
 
     def json_schema(self) -> dict[str, Any]:
         item = {"type": ["string", "number"]}
@@ -197,7 +197,9 @@ def build_fields(*, recipe: bool = False) -> dict[str, Spec]:
             key_pattern=SWITCH_NAME,
             key_example="USE_DISTRIBUTED",
         ),
-        "base_image": Str("Docker base image (default: nvidia/cuda:<X.Y.Z>-cudnn-devel-ubuntu<V>)."),
+        "base_image": Str(
+            "Docker base image (default: nvidia/cuda:<X.Y.Z>-cudnn-devel-ubuntu<V>)."
+        ),
     }
     if recipe:
         specs["description"] = Str("What the recipe builds, one line.")

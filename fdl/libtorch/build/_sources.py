@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fdl.errors import Location, ManifestErrors
+from fdl.errors import Location, ManifestErrors, UsageError
 from fdl.libtorch.build._recipes import find_recipe, load_recipe
 from fdl.libtorch.build._request import (
     BuildRequest,
@@ -69,12 +69,8 @@ def gather_request(
     if chosen is not None:
         try:
             path = find_recipe(str(chosen.value), project_dir)
-        except Exception as exc:
-            from fdl.errors import FdlError
-
-            if isinstance(exc, FdlError):
-                raise located_error(chosen, exc.message, exc.hint) from None
-            raise
+        except UsageError as exc:
+            raise located_error(chosen, exc.message, exc.hint) from None
         builtin = project_dir is None or not path.is_relative_to(project_dir)
         recipe = load_recipe(path, builtin=builtin)
         layers.insert(0, recipe.request)
