@@ -46,7 +46,9 @@ class BuildOptions:
         def given(value: object, flag: str) -> Setting[object] | None:
             return Setting(value, flag) if value is not None else None
 
-        source = self.source if self.source is None or self.source.is_absolute() else cwd / self.source
+        source = (
+            self.source if self.source is None or self.source.is_absolute() else cwd / self.source
+        )
         return BuildRequest(
             archs=given(self.archs, "--archs"),  # type: ignore[arg-type]
             cpu=given(True if self.cpu else None, "--cpu"),  # type: ignore[arg-type]
@@ -156,7 +158,12 @@ def _list_recipes(console: Console, project_dir: Path | None, as_json: bool) -> 
     if as_json:
         console.json(
             [
-                {"name": r.name, "description": r.description, "path": str(r.path), "builtin": r.builtin}
+                {
+                    "name": r.name,
+                    "description": r.description,
+                    "path": str(r.path),
+                    "builtin": r.builtin,
+                }
                 for r in recipes
             ]
         )
@@ -172,7 +179,9 @@ def render_plan(plan: BuildPlan, *, dry_run: bool) -> str:
     """The plan for people (``--dry-run`` without ``--json``, and before a real build)."""
     from fdl.libtorch.build._cache import mask
 
-    archs = f"{plan.arch_list}  ({' '.join(plan.archs.codes())})" if plan.archs else "none (CPU build)"
+    archs = (
+        f"{plan.arch_list}  ({' '.join(plan.archs.codes())})" if plan.archs else "none (CPU build)"
+    )
     lines = [
         f"libtorch source build{' (dry run: nothing is run)' if dry_run else ''}",
         f"  variant:   {plan.variant}  ->  {plan.output_dir}",

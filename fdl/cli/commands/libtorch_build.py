@@ -42,7 +42,9 @@ def build(
     ] = False,
     jobs: Annotated[
         int | None,
-        typer.Option("--jobs", "-j", min=1, help="Parallel jobs (default: what cores and RAM allow)."),
+        typer.Option(
+            "--jobs", "-j", min=1, help="Parallel jobs (default: what cores and RAM allow)."
+        ),
     ] = None,
     ptx: Annotated[
         bool, typer.Option("--ptx", help="Add PTX of the newest arch (future GPUs JIT it).")
