@@ -71,19 +71,8 @@ class BuildOptions:
 
 
 def _manifest(session: Session) -> Manifest | None:
-    """The merged manifest, or None outside a project.
-
-    Only ``libtorch.build`` matters here and it is validated where it is read, so the rest
-    of the manifest is not validated again (this command must not fail on other sections).
-    """
-    from fdl.errors import ManifestError
-
-    try:
-        return session.manifest(validate=False)
-    except ManifestError as exc:
-        if exc.message.startswith("no fdl.yml found"):
-            return None
-        raise
+    """The merged, validated manifest (``libtorch.build`` included), or None outside a project."""
+    return session.manifest_or_none()
 
 
 def _context_root(session: Session) -> Path:

@@ -1,7 +1,6 @@
 """``fdl libtorch build``: libtorch from source for exactly the GPU archs you have.
 
-The group module (``fdl.cli.commands.libtorch``) registers :func:`build` on its app:
-``app.command("build")(build)``. ``app`` here holds the command alone, for tests.
+The group module (``fdl.cli.commands.libtorch``) registers :func:`build` on its app.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from fdl.cli._build_actions import BuildOptions
 from fdl.cli._build_actions import build as build_action
 from fdl.cli._session import current
 
-__all__ = ["app", "build"]
+__all__ = ["build", "register"]
 
 
 def build(
@@ -122,17 +121,6 @@ def build(
     raise typer.Exit(build_action(current(), options))
 
 
-app = typer.Typer(
-    name="libtorch",
-    help="libtorch source builds.\n\nExample: fdl libtorch build --dry-run",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-)
-app.command("build")(build)
-
-
-@app.callback()
-def _group() -> None:
-    """libtorch source builds (the full group lives in fdl.cli.commands.libtorch)."""
+def register(app: typer.Typer) -> None:
+    """Add ``build`` to the ``fdl libtorch`` group (called by fdl.cli.commands.libtorch)."""
+    app.command("build")(build)

@@ -6,8 +6,6 @@ the message names what is missing (a silently wrong arch list costs hours later)
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -132,24 +130,17 @@ def build_info(
 
 
 def install_variant(plan: BuildPlan, staging: Path, info: Any) -> bool:
-    """Move the verified tree into place, write its metadata, activate it if asked.
+    """Move the verified tree into place (under the variant's lock), write its metadata,
+    activate it if asked.
 
     Returns:
         Whether it is now the active variant.
     """
-    from fdl.libtorch.variants import activate, write_info
-
-    target = plan.output_dir
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_info(staging, info)
-    old = target.with_name(f".replaced-{target.name}-{os.getpid()}")
-    if target.exists():
-        target.rename(old)
-    staging.rename(target)
-    shutil.rmtree(old, ignore_errors=True)
-    if not plan.activate:
-        return False
+    from fdl.libtorch import register_variant
     from fdl.paths import Context
 
-    activate(Context(target.parent.parent.parent, True), plan.variant)
-    return True
+    root = plan.output_dir.parent.parent.parent
+    result = register_variant(
+        Context(root, True), plan.variant, staging, info, activate=plan.activate, move=True
+    )
+    return bool(result.activated)
