@@ -81,6 +81,11 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
     torch = _torch(request)
     cpu = bool(request.value("cpu", False))
     archs = ArchList() if cpu else _archs(request, facts)
+    if archs:
+        try:
+            choose_toolkit(archs)  # no toolkit at all: say so whatever the backend
+        except UsageError as exc:
+            raise located_error(request.archs, exc.message, exc.hint) from None
     choice, problems = _choose(request, facts, archs, torch)
     cuda = not cpu
     flash = cuda and bool(request.value("flash_attention", True))
