@@ -126,3 +126,44 @@ def test_cache_statistics_parsers() -> None:
     assert _ccache_stats("direct_cache_hit\t3\npreprocessed_cache_hit\t1\ncache_miss\t2\n").hits == 4
     assert _sccache_stats("not json").hits is None
     assert CacheStats(3, 1).summary() == "3 hits, 1 misses (75% hits)"
+
+
+def _tree(tmp_path: Path, entries: list) -> Path:
+    from fdl.binaries.synthetic import build_elf, build_fatbin
+
+    tree = tmp_path / "tree"
+    (tree / "lib").mkdir(parents=True)
+    (tree / "lib" / "libtorch.so").write_bytes(build_elf())
+    fatbin = build_fatbin([entries])
+    (tree / "lib" / "libtorch_cuda.so").write_bytes(build_elf({".nv_fatbin": fatbin}))
+    return tree
+
+
+def test_verification_reads_the_fatbins(tmp_path: Path) -> None:
+    from dataclasses import replace as copy
+
+    from fdl.binaries.synthetic import FakeEntry
+    from fdl.libtorch.build import MachineFacts, Nvcc, VerificationFailed, plan_build
+    from fdl.libtorch.build._finish import verify
+    from fdl.compat import toolkit
+
+    facts = MachineFacts(
+        libtorch_dir=tmp_path / "libtorch",
+        nvcc=Nvcc("13.0", "13.0.88", "/usr/local/cuda/bin/nvcc", toolkit("13.0").targets),
+        tools={"gcc": "12.2.0", "cmake": "3.28.0", "python3": "3.11.2", "git": "2", "ninja": "1"},
+        cores=2, ram_gb=16, disk_free_gb=100,
+    )
+    plan = plan_build(
+        BuildRequest(archs=Setting("7.5;12.0", "--archs"), backend=Setting("native", "--native")),
+        facts,
+    )
+    good = _tree(tmp_path / "a", [FakeEntry("cubin", 75), FakeEntry("cubin", 120)])
+    found, libraries = verify(plan, good)
+    assert found.codes() == ["sm_75", "sm_120"] and "libtorch_cuda.so" in libraries
+    bad = _tree(tmp_path / "b", [FakeEntry("cubin", 75)])
+    with pytest.raises(VerificationFailed) as caught:
+        verify(plan, bad)
+    assert "lack sm_120" in caught.value.message and caught.value.exit_code == 1
+    (good / "lib" / "libtorch.so").unlink()
+    with pytest.raises(VerificationFailed):
+        verify(copy(plan), good)
