@@ -40,7 +40,16 @@ def test_native_pascal_with_nvcc_13_is_refused_before_any_work(run_fdl, tmp_path
 
 def test_cpu_dry_run_json_is_the_complete_plan(run_fdl, tmp_path, home) -> None:
     result = run_fdl(
-        ["libtorch", "build", "--cpu", "--native", "--source", str(FAKE_PYTORCH), "--dry-run", "--json"],
+        [
+            "libtorch",
+            "build",
+            "--cpu",
+            "--native",
+            "--source",
+            str(FAKE_PYTORCH),
+            "--dry-run",
+            "--json",
+        ],
         cwd=tmp_path,
         env=home,
     )
@@ -95,7 +104,9 @@ def test_manifest_value_errors_name_file_and_line(run_fdl, tmp_path, home) -> No
 def test_recipe_errors_and_listing(run_fdl, tmp_path, home) -> None:
     listed = run_fdl(["libtorch", "build", "--list-recipes"], cwd=tmp_path, env=home)
     assert listed.exit_code == 0 and "pascal-blackwell" in listed.stdout
-    unknown = run_fdl(["libtorch", "build", "--recipe", "pascal", "--dry-run"], cwd=tmp_path, env=home)
+    unknown = run_fdl(
+        ["libtorch", "build", "--recipe", "pascal", "--dry-run"], cwd=tmp_path, env=home
+    )
     assert unknown.exit_code == 2 and "unknown build recipe 'pascal'" in unknown.stderr
     both = run_fdl(["libtorch", "build", "--docker", "--native"], cwd=tmp_path, env=home)
     assert both.exit_code == 2 and "exclude each other" in both.stderr
@@ -103,7 +114,9 @@ def test_recipe_errors_and_listing(run_fdl, tmp_path, home) -> None:
 
 def test_impossible_archs_exit_2(run_fdl, tmp_path, home) -> None:
     result = run_fdl(
-        ["libtorch", "build", "--archs", "3.5;12.0", "--native", "--dry-run"], cwd=tmp_path, env=home
+        ["libtorch", "build", "--archs", "3.5;12.0", "--native", "--dry-run"],
+        cwd=tmp_path,
+        env=home,
     )
     assert result.exit_code == 2
     assert "no CUDA toolkit can compile sm_35 + sm_120" in result.stderr

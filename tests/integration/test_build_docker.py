@@ -47,8 +47,18 @@ def test_docker_cpu_build_is_copied_out_registered_and_usable(
 ) -> None:
     source = copy_source(tmp_path / "pytorch")
     env = {"FDL_HOME": str(tmp_path / "home"), "FDL_CACHE_DIR": str(tmp_path / "cache")}
-    args = ["libtorch", "build", "--docker", "--cpu", "--source", str(source),
-            "--base-image", toolchain_image, "--name", "docker-cpu"]
+    args = [
+        "libtorch",
+        "build",
+        "--docker",
+        "--cpu",
+        "--source",
+        str(source),
+        "--base-image",
+        toolchain_image,
+        "--name",
+        "docker-cpu",
+    ]
     planned = run_fdl([*args, "--dry-run", "--json"], cwd=tmp_path, env=env)
     assert planned.exit_code == 0, planned.output
     plan = json.loads(planned.stdout)

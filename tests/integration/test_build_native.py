@@ -30,8 +30,6 @@ def _env(base: Path) -> dict[str, str]:
     }
 
 
-
-
 def _run(run_fdl, base: Path, *args: str) -> dict:
     result = run_fdl(["libtorch", "build", *args, "--json"], cwd=base, env=_env(base))
     assert result.exit_code == 0, result.output
@@ -40,7 +38,9 @@ def _run(run_fdl, base: Path, *args: str) -> dict:
 
 def test_cpu_build_is_registered_activated_and_usable(run_fdl, tmp_path: Path) -> None:
     source = copy_source(tmp_path / "pytorch")
-    result = _run(run_fdl, tmp_path, "--cpu", "--native", "--source", str(source), "--no-flash-attention")
+    result = _run(
+        run_fdl, tmp_path, "--cpu", "--native", "--source", str(source), "--no-flash-attention"
+    )
     variant = Path(result["path"])
     context = Context(tmp_path / "home", False)
     assert result["variant"] == "builds/cpu" and active_name(context) == "builds/cpu"
@@ -60,7 +60,14 @@ def test_cpu_build_is_registered_activated_and_usable(run_fdl, tmp_path: Path) -
 def test_cuda_build_contains_the_requested_archs(run_fdl, tmp_path: Path) -> None:
     source = copy_source(tmp_path / "pytorch")
     result = _run(
-        run_fdl, tmp_path, "--archs", "7.5;12.0", "--ptx", "--native", "--source", str(source),
+        run_fdl,
+        tmp_path,
+        "--archs",
+        "7.5;12.0",
+        "--ptx",
+        "--native",
+        "--source",
+        str(source),
         "--no-flash-attention",
     )
     assert result["variant"] == "builds/sm75-sm120-ptx120"

@@ -38,18 +38,44 @@ def _environ(base: Path) -> dict[str, str]:
 
 def test_interrupted_build_resumes_without_recompiling(tmp_path: Path) -> None:
     source = copy_source(tmp_path / "pytorch")
-    args = [sys.executable, "-m", "fdl", "libtorch", "build", "--cpu", "--native",
-            "--source", str(source), "--cache", "none", "--jobs", "1"]
+    args = [
+        sys.executable,
+        "-m",
+        "fdl",
+        "libtorch",
+        "build",
+        "--cpu",
+        "--native",
+        "--source",
+        str(source),
+        "--cache",
+        "none",
+        "--jobs",
+        "1",
+    ]
     env = _environ(tmp_path)
     plan = json.loads(
-        subprocess.run([*args, "--dry-run", "--json"], env=env, capture_output=True,
-                       text=True, check=True, cwd=tmp_path).stdout
+        subprocess.run(
+            [*args, "--dry-run", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=tmp_path,
+        ).stdout
     )
     log = Path(plan["paths"]["log"])
     build_dir = Path(plan["paths"]["work"]) / "build"
 
-    first = subprocess.Popen(args, env=env, cwd=tmp_path, start_new_session=True,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        args,
+        env=env,
+        cwd=tmp_path,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         text = log.read_text(errors="replace") if log.exists() else ""
@@ -66,8 +92,9 @@ def test_interrupted_build_resumes_without_recompiling(tmp_path: Path) -> None:
     assert finished, "no object was finished before the interrupt"
     offset = log.stat().st_size
 
-    second = subprocess.run(args, env=env, cwd=tmp_path, capture_output=True, text=True,
-                            timeout=600, check=False)
+    second = subprocess.run(
+        args, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False
+    )
     assert second.returncode == 0, second.stderr
     rerun_log = log.read_text(errors="replace")[offset:]
     assert "Reusing the CMake configuration" in rerun_log
@@ -76,5 +103,7 @@ def test_interrupted_build_resumes_without_recompiling(tmp_path: Path) -> None:
     assert not (recompiled & finished), f"finished objects compiled again: {recompiled & finished}"
     total = recompiled | finished
     assert len(recompiled) < len(total)
-    print(f"first run started {len(first_run)} compiles, {len(finished)} finished; "
-          f"the re-run compiled {len(recompiled)} of {len(total)}")
+    print(
+        f"first run started {len(first_run)} compiles, {len(finished)} finished; "
+        f"the re-run compiled {len(recompiled)} of {len(total)}"
+    )

@@ -74,8 +74,18 @@ def _build(run_fdl, base: Path, source: Path, endpoint: str, *extra: str) -> dic
         "SCCACHE_IDLE_TIMEOUT": "0",
     }
     result = run_fdl(
-        ["libtorch", "build", "--cpu", "--native", "--source", str(source), "--cache", "sccache",
-         "--json", *extra],
+        [
+            "libtorch",
+            "build",
+            "--cpu",
+            "--native",
+            "--source",
+            str(source),
+            "--cache",
+            "sccache",
+            "--json",
+            *extra,
+        ],
         cwd=base,
         env=env,
     )
@@ -83,7 +93,9 @@ def _build(run_fdl, base: Path, source: Path, endpoint: str, *extra: str) -> dic
     return json.loads(result.stdout)
 
 
-def test_second_build_from_a_clean_tree_hits_redis(run_fdl, tmp_path: Path, redis_port: int) -> None:
+def test_second_build_from_a_clean_tree_hits_redis(
+    run_fdl, tmp_path: Path, redis_port: int
+) -> None:
     source = copy_source(tmp_path / "pytorch")
     endpoint = f"redis://127.0.0.1:{redis_port}"
     first = _build(run_fdl, tmp_path, source, endpoint)

@@ -23,7 +23,14 @@ def build_and_run_consumer(variant: Path, work: Path) -> str:
     project = work / "consumer"
     shutil.copytree(CONSUMER, project)
     steps = [
-        ["cmake", "-S", str(project), "-B", str(project / "build"), f"-DCMAKE_PREFIX_PATH={variant}"],
+        [
+            "cmake",
+            "-S",
+            str(project),
+            "-B",
+            str(project / "build"),
+            f"-DCMAKE_PREFIX_PATH={variant}",
+        ],
         ["cmake", "--build", str(project / "build")],
         [str(project / "build" / "train")],
     ]

@@ -23,10 +23,22 @@ from fdl.libtorch.build._recipes import find_recipe
 @pytest.mark.parametrize(
     ("line", "text", "fraction"),
     [
-        ("[12/40] Building CXX object c10/CMakeFiles/c10.dir/core/Device.cpp.o", "[12/40] compiling Device.cpp (CXX)", 0.3),
-        ("#14 52.1 [3/6] Building CUDA object x/flash_fwd.cu.o", "[3/6] compiling flash_fwd.cu (CUDA)", 0.5),
+        (
+            "[12/40] Building CXX object c10/CMakeFiles/c10.dir/core/Device.cpp.o",
+            "[12/40] compiling Device.cpp (CXX)",
+            0.3,
+        ),
+        (
+            "#14 52.1 [3/6] Building CUDA object x/flash_fwd.cu.o",
+            "[3/6] compiling flash_fwd.cu (CUDA)",
+            0.5,
+        ),
         ("[ 42%] Building CXX object a/b.cpp.o", "compiling b.cpp (CXX)", 0.42),
-        ("[100%] Linking CXX shared library lib/libtorch.so", "Linking CXX shared library lib/libtorch.so", 1.0),
+        (
+            "[100%] Linking CXX shared library lib/libtorch.so",
+            "Linking CXX shared library lib/libtorch.so",
+            1.0,
+        ),
         ("-- Configuring done", "configured", None),
         ("Cloning into '/x/pytorch'...", "cloning the source", None),
     ],
@@ -35,7 +47,11 @@ def test_status_lines(line: str, text: str, fraction: float | None) -> None:
     status = StatusParser().feed(line)
     assert status is not None
     assert status.text() == text
-    assert status.fraction == pytest.approx(fraction) if fraction is not None else status.fraction is None
+    assert (
+        status.fraction == pytest.approx(fraction)
+        if fraction is not None
+        else status.fraction is None
+    )
 
 
 def test_other_lines_keep_the_status() -> None:
@@ -46,7 +62,11 @@ def test_other_lines_keep_the_status() -> None:
 
 
 def test_compiled_objects_from_a_log() -> None:
-    lines = ["[1/3] Building CXX object c10/a.cpp.o", "x", "#5 1.0 [2/3] Building CUDA object k.cu.o"]
+    lines = [
+        "[1/3] Building CXX object c10/a.cpp.o",
+        "x",
+        "#5 1.0 [2/3] Building CUDA object k.cu.o",
+    ]
     assert compiled_objects(lines) == ["c10/a.cpp.o", "k.cu.o"]
 
 
@@ -57,7 +77,9 @@ def test_builtin_recipes_load_and_validate() -> None:
     assert pb.builtin and pb.request.value("archs") == "6.1;12.0"
     assert pb.request.value("cuda") == "12.8" and pb.request.value("flash_attention") is False
     assert pb.request.switches["BUILD_TEST"].value == "0"
-    assert pb.request.archs is not None and pb.request.archs.origin.startswith("recipe pascal-blackwell (")
+    assert pb.request.archs is not None and pb.request.archs.origin.startswith(
+        "recipe pascal-blackwell ("
+    )
 
 
 def test_project_recipe_wins_and_errors_point_at_the_line(tmp_path: Path) -> None:
@@ -85,7 +107,9 @@ def test_layers_merge_key_by_key() -> None:
         cuda=Setting("12.8", "recipe"),
         switches={"USE_CUDNN": Setting("0", "recipe"), "BUILD_TEST": Setting("0", "recipe")},
     )
-    manifest = BuildRequest(cuda=Setting("12.9", "fdl.yml"), switches={"USE_CUDNN": Setting("1", "fdl.yml")})
+    manifest = BuildRequest(
+        cuda=Setting("12.9", "fdl.yml"), switches={"USE_CUDNN": Setting("1", "fdl.yml")}
+    )
     cli = BuildRequest(jobs=Setting(2, "--jobs"))
     merged = merge_requests(recipe, manifest, cli)
     assert merged.value("archs") == "6.1;12.0" and merged.value("cuda") == "12.9"
@@ -95,10 +119,14 @@ def test_layers_merge_key_by_key() -> None:
 
 
 def test_ccache_plan_sets_the_launchers() -> None:
-    plan = plan_cache("ccache", program="/usr/bin/ccache", directory="/c", settings={}, environ={}, cuda=True)
+    plan = plan_cache(
+        "ccache", program="/usr/bin/ccache", directory="/c", settings={}, environ={}, cuda=True
+    )
     assert plan.env["CMAKE_CUDA_COMPILER_LAUNCHER"] == "/usr/bin/ccache"
     assert plan.env["CCACHE_DIR"] == "/c" and plan.env["USE_CCACHE"] == "0"
-    cpu = plan_cache("ccache", program="/usr/bin/ccache", directory="/c", settings={}, environ={}, cuda=False)
+    cpu = plan_cache(
+        "ccache", program="/usr/bin/ccache", directory="/c", settings={}, environ={}, cuda=False
+    )
     assert "CMAKE_CUDA_COMPILER_LAUNCHER" not in cpu.env
 
 
@@ -123,7 +151,9 @@ def test_sccache_remote_backend_replaces_the_local_dir() -> None:
 def test_cache_statistics_parsers() -> None:
     sccache = '{"stats": {"compile_requests": 9, "cache_hits": {"counts": {"C/C++": 5, "CUDA": 2}}, "cache_misses": {"counts": {"C/C++": 1}}}}'
     assert _sccache_stats(sccache) == CacheStats(7, 1, "9 compile requests")
-    assert _ccache_stats("direct_cache_hit\t3\npreprocessed_cache_hit\t1\ncache_miss\t2\n").hits == 4
+    assert (
+        _ccache_stats("direct_cache_hit\t3\npreprocessed_cache_hit\t1\ncache_miss\t2\n").hits == 4
+    )
     assert _sccache_stats("not json").hits is None
     assert CacheStats(3, 1).summary() == "3 hits, 1 misses (75% hits)"
 
@@ -151,7 +181,9 @@ def test_verification_reads_the_fatbins(tmp_path: Path) -> None:
         libtorch_dir=tmp_path / "libtorch",
         nvcc=Nvcc("13.0", "13.0.88", "/usr/local/cuda/bin/nvcc", toolkit("13.0").targets),
         tools={"gcc": "12.2.0", "cmake": "3.28.0", "python3": "3.11.2", "git": "2", "ninja": "1"},
-        cores=2, ram_gb=16, disk_free_gb=100,
+        cores=2,
+        ram_gb=16,
+        disk_free_gb=100,
     )
     plan = plan_build(
         BuildRequest(archs=Setting("7.5;12.0", "--archs"), backend=Setting("native", "--native")),

@@ -147,8 +147,14 @@ def test_auto_without_docker_reports_the_native_reason(facts: MachineFacts) -> N
 @pytest.mark.parametrize(
     ("change", "check_words"),
     [
-        ({"tools": {**TOOLS, "gcc": "15.1.0", "g++": "15.1.0"}}, "gcc 15.1.0 is newer than CUDA 12.8 accepts (gcc <= 14)"),
-        ({"tools": {**TOOLS, "cmake": "3.25.1"}}, "cmake 3.25.1 on this machine is older than PyTorch 2.14.1 needs (>= 3.27)"),
+        (
+            {"tools": {**TOOLS, "gcc": "15.1.0", "g++": "15.1.0"}},
+            "gcc 15.1.0 is newer than CUDA 12.8 accepts (gcc <= 14)",
+        ),
+        (
+            {"tools": {**TOOLS, "cmake": "3.25.1"}},
+            "cmake 3.25.1 on this machine is older than PyTorch 2.14.1 needs (>= 3.27)",
+        ),
         ({"tools": {**TOOLS, "python3": "3.9.2"}}, "Python 3.9.2 on this machine is older"),
         ({"cudnn": "9.12.0"}, "cuDNN 9.12.0 is too new for sm_61 (Pascal)"),
         ({"disk_free_gb": 5.0}, "5 GB free"),
@@ -227,7 +233,9 @@ def test_cpu_build_sets_use_cuda_0_and_no_arch_list(facts: MachineFacts) -> None
 
 
 def test_every_variable_is_explicit_and_leaks_are_kept_out(facts: MachineFacts) -> None:
-    machine = replace(facts, environ={"USE_CUDA": "0", "TORCH_CUDA_ARCH_LIST": "Auto", "HOME": "/h"})
+    machine = replace(
+        facts, environ={"USE_CUDA": "0", "TORCH_CUDA_ARCH_LIST": "Auto", "HOME": "/h"}
+    )
     plan = plan_build(cli(archs="12.0", backend="native"), machine)
     assert plan.env["TORCH_CUDA_ARCH_LIST"] == "12.0"
     assert plan.env["MAX_JOBS"] and plan.env["CMAKE_BUILD_TYPE"] == "Release"
@@ -241,7 +249,14 @@ def test_clone_command_without_source(facts: MachineFacts) -> None:
     plan = plan_build(cli(archs="12.0", backend="native", torch="2.10"), facts)
     clone = plan.command("clone")
     assert clone is not None and clone.argv[:8] == (
-        "git", "clone", "--depth", "1", "--branch", "v2.10.0", "--recurse-submodules", "--shallow-submodules",
+        "git",
+        "clone",
+        "--depth",
+        "1",
+        "--branch",
+        "v2.10.0",
+        "--recurse-submodules",
+        "--shallow-submodules",
     )
     assert clone.argv[-2] == "https://github.com/pytorch/pytorch.git"
     assert clone.argv[-1] == str(plan.source_dir)
