@@ -25,9 +25,8 @@ RUN apt-get update && apt-get install -y --no-install-recommends \\
 
 @pytest.fixture(scope="module")
 def toolchain_image(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from tests.conftest import BASE_IMAGE
-
     from fdl.engine import BuildSpec, default_engine
+    from tests.conftest import BASE_IMAGE
 
     engine = default_engine()
     if not engine.image_exists(TOOLCHAIN_IMAGE):

@@ -173,9 +173,9 @@ def test_verification_reads_the_fatbins(tmp_path: Path) -> None:
     from dataclasses import replace as copy
 
     from fdl.binaries.synthetic import FakeEntry
+    from fdl.compat import toolkit
     from fdl.libtorch.build import MachineFacts, Nvcc, VerificationFailed, plan_build
     from fdl.libtorch.build._finish import verify
-    from fdl.compat import toolkit
 
     facts = MachineFacts(
         libtorch_dir=tmp_path / "libtorch",
