@@ -276,6 +276,7 @@ def test_source_tree_sets_torch_and_skips_deps(facts: MachineFacts, tmp_path: Pa
     machine = replace(facts, tools={**TOOLS, "cmake": "3.25.1"})
     plan = plan_build(cli(archs="12.0", backend="native", source=source), machine)
     assert plan.torch == "2.13.0" and plan.venv is None and plan.command("clone") is None
+    assert plan.disk_gb < 1  # a small tree does not need a full PyTorch build's disk
     (source / "requirements.txt").write_text("# nothing\n")
     plan = plan_build(cli(archs="12.0", backend="native", source=source), machine)
     deps = plan.command("deps")

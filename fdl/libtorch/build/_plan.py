@@ -8,6 +8,7 @@ would doom the build is found here, before any work, and raised with its fix.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -93,7 +94,7 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
     problems += checks.check_jobs(request.jobs, facts.ram_gb, flash_attention=flash, cuda=cuda)
     env = _environment(request, facts, choice, archs, flash, jobs, torch)
     problems += _cudnn_problems(request, facts, choice, archs, env)
-    need_disk = _disk_estimate(archs)
+    need_disk = _disk_estimate(archs, request.source.value if request.source else None)
     problems += checks.check_disk(facts.disk_free_gb, need_disk, where=str(facts.libtorch_dir))
     errors = sorted(
         (p for p in problems if p.severity == "error"), key=lambda p: _PRIORITY.get(p.check, 9)
@@ -356,11 +357,35 @@ def _cudnn_problems(
     return checks.check_cudnn(facts.cudnn, archs, use_cudnn=use_cudnn)
 
 
-def _disk_estimate(archs: ArchList) -> float:
-    disk = dict(source_build_table()["disk_gb"])  # type: ignore[call-overload]
+def _disk_estimate(archs: ArchList, source: Path | None) -> float:
+    table = source_build_table()
+    disk = dict(table["disk_gb"])  # type: ignore[call-overload]
     if not archs:
-        return float(disk["cpu_only"])
-    return float(disk["base"]) + float(disk["per_arch"]) * len(archs.capabilities)
+        estimate = float(disk["cpu_only"])
+    else:
+        estimate = float(disk["base"]) + float(disk["per_arch"]) * len(archs.capabilities)
+    if source is not None:
+        factor = float(table["source_tree_factor"])  # type: ignore[arg-type]
+        estimate = min(estimate, round(factor * tree_size_gb(source), 1))
+    return estimate
+
+
+def tree_size_gb(root: Path) -> float:
+    """Size of a source tree in GB (without ``.git`` and ``build`` directories)."""
+    total = 0
+    stack = [root]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in (".git", "build"):
+                    stack.append(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                total += entry.stat(follow_symlinks=False).st_size
+    return total / 1024**3
 
 
 def environment_leaks(environ: Mapping[str, str], env: Mapping[str, str]) -> tuple[str, ...]:
