@@ -146,7 +146,8 @@ class SubprocessRunner:
         log: IO[str] | None = None
         if log_file is not None:
             log_file.parent.mkdir(parents=True, exist_ok=True)
-            log = log_file.open("a", encoding="utf-8")
+            # Line-buffered: `tail -f` on a long build log shows it as it happens.
+            log = log_file.open("a", encoding="utf-8", buffering=1)
         try:
             try:
                 proc = subprocess.Popen(

@@ -26,6 +26,21 @@ BUILTINS: dict[str, Builtin] = {
         Builtin("config", "show, explain, validate the merged manifest", "fdl.cli.commands.config"),
         Builtin("image", "render, build, size and run Docker images", "fdl.cli.commands.image"),
         Builtin(
+            "libtorch",
+            "install, verify and switch libtorch variants (download, wheel, build)",
+            "fdl.cli.commands.libtorch",
+        ),
+        Builtin(
+            "diagnose",
+            "check that GPUs, toolchain and the active libtorch fit together",
+            "fdl.cli.commands.diagnose",
+        ),
+        Builtin(
+            "setup",
+            "detect this machine and install the libtorch that fits",
+            "fdl.cli.commands.setup",
+        ),
+        Builtin(
             "run",
             "run a project command by name (also one a built-in shadows)",
             "fdl.cli.commands.run",

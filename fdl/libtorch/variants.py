@@ -37,6 +37,7 @@ __all__ = [
     "active_name",
     "clear_active",
     "list_variants",
+    "lock_file",
     "read_info",
     "remove",
     "validate_name",
@@ -72,6 +73,11 @@ def validate_name(name: str) -> str:
 def variant_dir(context: Context, name: str) -> Path:
     """The directory of variant ``name`` (validated; need not exist)."""
     return context.libtorch_dir / validate_name(name)
+
+
+def lock_file(context: Context, name: str) -> Path:
+    """The lock file guarding variant ``name`` (installs and removals hold it)."""
+    return context.libtorch_dir / ".locks" / (validate_name(name).replace("/", "-") + ".lock")
 
 
 def list_variants(context: Context) -> list[str]:
@@ -208,10 +214,17 @@ class VariantInfo:
         }
 
     def arch_file(self) -> str:
-        """The reference CLI's ``.arch`` key=value text."""
+        """The reference CLI's ``.arch`` key=value text.
+
+        Archs are written as the reference writes them (``6.1 12.0``), whatever form the
+        metadata holds (``sm_61``), so the reference's own check keeps working.
+        """
         kind = self.source.get("kind", "")
-        source = {"download": "precompiled", "build": "compiled"}.get(kind, kind or "unknown")
-        archs = self.archs_found.get("cubin") or self.archs_requested
+        # The reference knows two sources; a PyPI wheel is a precompiled build too.
+        source = {"download": "precompiled", "wheel": "precompiled", "build": "compiled"}.get(
+            kind, kind or "unknown"
+        )
+        archs = _dotted(self.archs_found.get("cubin") or self.archs_requested)
         lines = [
             f"cuda={self.cuda or 'none'}",
             f"torch={self.torch or ''}",
@@ -220,6 +233,24 @@ class VariantInfo:
             f"variant={self.name.split('/', 1)[-1]}",
         ]
         return "\n".join(lines) + "\n"
+
+
+def _dotted(archs: list[str]) -> list[str]:
+    """``["sm_61", "sm_90a"]`` -> ``["6.1", "9.0a"]`` (cubins only; unknown forms kept)."""
+    from fdl.compat.archs import parse_archs
+
+    try:
+        parsed = parse_archs(" ".join(archs)) if archs else None
+    except UsageError:
+        return list(archs)
+    if parsed is None:
+        return []
+    result: list[str] = []
+    for target in parsed.cubins or parsed.targets:
+        text = f"{target.capability}{target.suffix}"
+        if text not in result:
+            result.append(text)
+    return result
 
 
 def now_iso() -> str:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import difflib
 import json
-import os
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -99,21 +97,6 @@ def normalize(text: str, *roots: Path) -> str:
 
 def assert_golden(name: str, actual: str) -> None:
     """Compare ``actual`` with ``tests/golden/tasks/<name>``; FDL_UPDATE_GOLDEN=1 rewrites it."""
-    path = GOLDEN_DIR / name
-    if os.environ.get("FDL_UPDATE_GOLDEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(actual, encoding="utf-8")
-        return
-    if not path.exists():
-        raise AssertionError(f"golden file {path} is missing; run with FDL_UPDATE_GOLDEN=1")
-    expected = path.read_text(encoding="utf-8")
-    if expected != actual:
-        diff = "".join(
-            difflib.unified_diff(
-                expected.splitlines(keepends=True),
-                actual.splitlines(keepends=True),
-                fromfile=f"golden/tasks/{name}",
-                tofile="actual",
-            )
-        )
-        raise AssertionError(f"output differs from golden/tasks/{name}:\n{diff}")
+    from tests.support.golden import assert_golden as check
+
+    check(f"tasks/{name}", actual)

@@ -1,0 +1,88 @@
+#!/bin/sh
+# fdl libtorch build: runs inside the builder image, in one RUN step with cache mounts:
+#   /opt/pytorch       the source checkout (cache mount; or a copy of --source from the context)
+#   /opt/work          the CMake build tree (cache mount: an interrupted build resumes here)
+#   /opt/compiler-cache ccache/sccache storage (cache mount shared by every build)
+# The plan's environment is already set (ENV lines). The result is the set of files CMake
+# installed (build/install_manifest.txt), copied to /opt/libtorch in the image.
+set -eu
+SRC=/opt/pytorch/src
+WORK=/opt/work
+OUT=/opt/libtorch
+CONTEXT_SRC=/opt/context-src
+
+if [ -d "$CONTEXT_SRC" ]; then
+  # cp -a keeps modification times: unchanged sources do not recompile on a re-run.
+  mkdir -p "$SRC"
+  cp -a "$CONTEXT_SRC/." "$SRC/"
+elif [ ! -e "$SRC/.git" ]; then
+  echo "Cloning into $SRC"
+  rm -rf "$SRC"
+  # shellcheck disable=SC2086
+  $FDL_CLONE
+fi
+
+if [ -n "${FDL_FRESH:-}" ]; then
+  echo "fdl: starting from an empty build tree (--fresh)"
+  rm -rf "$WORK/build"
+fi
+
+if [ -f /run/secrets/cache_env ]; then
+  set -a
+  # shellcheck disable=SC1091
+  . /run/secrets/cache_env
+  set +a
+fi
+
+PY=python3
+if [ -x /opt/fdl-venv/bin/python ]; then
+  PY=/opt/fdl-venv/bin/python
+  PATH=/opt/fdl-venv/bin:$PATH
+  export PATH
+fi
+
+LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-}
+case "$LAUNCHER" in
+  *sccache) "$LAUNCHER" --start-server >/dev/null 2>&1 || {
+      echo "fdl: warning: sccache cannot reach its cache; building without it" >&2
+      unset CMAKE_C_COMPILER_LAUNCHER CMAKE_CXX_COMPILER_LAUNCHER CMAKE_CUDA_COMPILER_LAUNCHER
+      LAUNCHER=""; }
+    [ -z "$LAUNCHER" ] || "$LAUNCHER" --zero-stats >/dev/null 2>&1 || true ;;
+  *ccache) "$LAUNCHER" --zero-stats >/dev/null 2>&1 || true ;;
+esac
+
+mkdir -p "$WORK"
+cd "$WORK"
+started=$(date +%s)
+"$PY" "$SRC/tools/build_libtorch.py"
+finished=$(date +%s)
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+if [ -f build/install_manifest.txt ]; then
+  sed -e "s|^$SRC/torch/||" -e 's|^\./||' build/install_manifest.txt > /tmp/fdl-installed.txt
+  (cd "$SRC/torch" && tar -cf - -T /tmp/fdl-installed.txt) | (cd "$OUT" && tar -xf -)
+else
+  for part in lib include share; do
+    [ -d "$SRC/torch/$part" ] && cp -a "$SRC/torch/$part" "$OUT/"
+  done
+fi
+
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+{
+  echo "torch_version=$(cat "$SRC/version.txt" 2>/dev/null || true)"
+  echo "git_hash=$(git -C "$SRC" rev-parse HEAD 2>/dev/null || cat "$SRC/torch/build-hash" 2>/dev/null || true)"
+  echo "nvcc=$([ -x "$NVCC" ] && "$NVCC" --version | sed -n 's/.*release [0-9.]*, V\([0-9.]*\).*/\1/p' || true)"
+  echo "gcc=$(g++ -dumpfullversion 2>/dev/null || true)"
+  echo "cmake=$(cmake --version | sed -n 's/^cmake version //p')"
+  echo "python=$("$PY" -c 'import platform; print(platform.python_version())')"
+  echo "duration_s=$((finished - started))"
+} > "$OUT/.fdl-build-facts"
+
+case "$LAUNCHER" in
+  *sccache) echo "fdl-cache-stats-begin sccache"; "$LAUNCHER" --show-stats --stats-format json || true
+            echo "fdl-cache-stats-end"; "$LAUNCHER" --stop-server >/dev/null 2>&1 || true ;;
+  *ccache) echo "fdl-cache-stats-begin ccache"; "$LAUNCHER" --print-stats || true
+           echo "fdl-cache-stats-end" ;;
+esac
+echo "fdl: libtorch collected in $OUT"

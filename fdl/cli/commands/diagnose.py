@@ -1,0 +1,35 @@
+"""``fdl diagnose``: do the GPUs, the toolchain and the active libtorch fit together?"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from fdl.cli import _setup_actions as actions
+from fdl.cli._session import current
+
+app = typer.Typer(
+    name="diagnose",
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.command()
+def diagnose(
+    as_json: Annotated[bool, typer.Option("--json", help="Output JSON.")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit with 1 when any check finds an error.")
+    ] = False,
+    no_docker: Annotated[bool, typer.Option("--no-docker", help="Do not probe docker.")] = False,
+) -> None:
+    """Check the machine, its GPUs, toolchain, docker and the active libtorch; each problem
+    comes with its fix.
+
+    Example: fdl diagnose --strict
+    """
+    raise typer.Exit(
+        actions.diagnose(current(), as_json=as_json, strict=strict, docker=not no_docker)
+    )

@@ -1,0 +1,98 @@
+"""Whether a variant is self-contained: the libraries torch's libraries load.
+
+Every DT_NEEDED of torch's own libraries must resolve inside the variant (``lib/``) or in
+the system's library directories, as the dynamic loader would resolve it; the NVIDIA
+container runtime's libraries (``libcuda.so.1``) are skipped. Libraries a CUDA build loads
+with ``dlopen`` (cuDNN's parts, NVRTC's builtins) are looked for by name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fdl.binaries import SYSTEM_DIRS, BinaryFormatError, dependency_closure
+from fdl.compat import injected_libraries, runtime_libraries
+from fdl.diagnose._model import Check, Severity
+from fdl.errors import FdlError
+from fdl.libtorch import variants
+from fdl.libtorch._scan import torch_libraries
+
+__all__ = ["library_checks"]
+
+
+def _dlopened(cuda: str | None) -> list[str]:
+    if not cuda:
+        return []
+    try:
+        return [name for lib in runtime_libraries(cuda) for name in lib.dlopened]
+    except FdlError:
+        return []
+
+
+def library_checks(path: Path, info: variants.VariantInfo) -> list[Check]:
+    """Every DT_NEEDED of torch's libraries resolves; dlopen()ed CUDA libraries are present."""
+    lib_dir = path / "lib"
+    skip = set(injected_libraries())
+    missing: dict[str, str] = {}
+    outside: set[str] = set()
+    for library in torch_libraries(lib_dir):
+        try:
+            closure = dependency_closure(library, [lib_dir], skip=skip)
+        except BinaryFormatError as exc:
+            missing[library.name] = exc.message
+            continue
+        for name, needed_by in closure.missing:
+            missing.setdefault(name, Path(needed_by).name)
+        for _name, found in closure.found:
+            if not found.is_relative_to(path) and str(found.parent) not in SYSTEM_DIRS:
+                outside.add(str(found))
+    checks = []
+    if missing:
+        listed = ", ".join(f"{n} (needed by {by})" for n, by in sorted(missing.items()))
+        wheel = info.source.get("kind") == "wheel"
+        fix = (
+            "reinstall with its NVIDIA libraries: fdl libtorch install --from-wheel ... --force "
+            "(without --no-nvidia)"
+            if wheel
+            else "reinstall the variant; the archive was incomplete"
+        )
+        checks.append(
+            Check(
+                "libraries",
+                "dependencies",
+                Severity.ERROR,
+                f"{len(missing)} libraries cannot be found: {listed}",
+                fix,
+                {"missing": sorted(missing)},
+            )
+        )
+    else:
+        checks.append(
+            Check(
+                "libraries",
+                "dependencies",
+                Severity.OK,
+                "every library torch needs resolves (inside the variant or the system)",
+            )
+        )
+    if outside:
+        checks.append(
+            Check(
+                "libraries",
+                "outside",
+                Severity.INFO,
+                f"found outside the variant: {', '.join(sorted(outside))}",
+            )
+        )
+    absent = [p for p in _dlopened(info.cuda) if not any(lib_dir.glob(p))]
+    if absent and not missing:
+        checks.append(
+            Check(
+                "libraries",
+                "dlopened",
+                Severity.WARNING,
+                f"loaded at run time but not in lib/: {', '.join(absent)}",
+                "they must be on LD_LIBRARY_PATH when the program runs",
+            )
+        )
+    return checks

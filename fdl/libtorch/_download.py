@@ -1,0 +1,304 @@
+"""``fdl libtorch download``: plan (pure), then fetch, check and install an official zip.
+
+:func:`plan_download` turns a :class:`~fdl.libtorch._select.Selection` into a
+:class:`DownloadPlan` (URL built from the data, mirror applied, target, expected
+``build-version``) without touching the disk or the network, so ``--dry-run --json`` prints
+exactly what a real run does. :func:`run_download` executes it through :mod:`fdl.net`
+(streaming, retries, HTTP Range resume, size check), tests the zip, checks its
+``build-version``, records its sha256, extracts it safely with :mod:`fdl.archive` and
+installs it with :func:`~fdl.libtorch._install.install_tree`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from fdl.compat import archive_layout, current_platform, libtorch_url, release
+from fdl.errors import EnvironmentProblem, FdlError, NetworkError, UsageError
+from fdl.libtorch import variants
+from fdl.libtorch._install import (
+    InstallResult,
+    Target,
+    install_tree,
+    installed_build_version,
+    resolve_target,
+    variant_lock,
+)
+from fdl.libtorch._select import Selection
+from fdl.paths import Context
+
+__all__ = ["MIRROR_ENV", "DownloadPlan", "plan_download", "run_download"]
+
+MIRROR_ENV = "FDL_LIBTORCH_MIRROR"
+
+ProgressCallback = Callable[[int, int | None, float], None]
+MessageCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class DownloadPlan:
+    """Everything a download will do.
+
+    Attributes:
+        selection: Which build, and why.
+        target: Where it is installed.
+        url: The URL fetched (on the mirror when one is set).
+        upstream_url: The official URL.
+        mirror: The mirror base URL, if any.
+        archive: Where the zip is saved while installing.
+        activate: Whether ``.active`` will point at it.
+        notes: Things the user should know about the plan (``--path`` outside the layout).
+    """
+
+    selection: Selection
+    target: Target
+    url: str
+    upstream_url: str
+    mirror: str | None
+    archive: Path
+    activate: bool
+    notes: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"libtorch {self.selection.torch_version} ({self.selection.variant})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.selection.to_json(),
+            "name": self.target.name,
+            "target": str(self.target.path),
+            "url": self.url,
+            "upstream_url": self.upstream_url,
+            "mirror": self.mirror,
+            "archive": str(self.archive),
+            "build_version": self.selection.build_version,
+            "activate": self.activate,
+            "notes": list(self.notes),
+        }
+
+
+def plan_download(
+    selection: Selection,
+    context: Context,
+    cache: Path,
+    *,
+    name: str | None = None,
+    path: Path | None = None,
+    mirror: str | None = None,
+    activate: bool = True,
+) -> DownloadPlan:
+    """The download of ``selection`` into ``context`` (nothing is touched).
+
+    Args:
+        selection: From :func:`~fdl.libtorch._select.select_variant`.
+        context: The libtorch root.
+        cache: The download cache directory (the zip goes to ``<cache>/libtorch/``).
+        name: Variant name under ``precompiled/`` (default: the variant, ``cu130``).
+        path: Install there instead (``--path``); a path outside the layout is not activated.
+        mirror: Base URL of a mirror of download.pytorch.org (same paths).
+
+    Raises:
+        UsageError: an invalid name, or no official zip for this platform.
+    """
+    from fdl.net import rebase_url
+
+    target = resolve_target(context, f"precompiled/{name or selection.variant}", path)
+    upstream = libtorch_url(selection.torch_version, selection.variant, platform=current_platform())
+    url = rebase_url(upstream, mirror) if mirror else upstream
+    filename = unquote(urlsplit(upstream).path.rsplit("/", 1)[-1])
+    notes: list[str] = []
+    if activate and target.name is None:
+        notes.append(
+            f"{target.path} is outside {context.libtorch_dir}: installed there, not activated"
+        )
+    return DownloadPlan(
+        selection=selection,
+        target=target,
+        url=url,
+        upstream_url=upstream,
+        mirror=mirror,
+        archive=cache / "libtorch" / filename,
+        activate=activate and target.name is not None,
+        notes=tuple(notes),
+    )
+
+
+def _is_current(plan: DownloadPlan) -> Callable[[Path], bool]:
+    return lambda path: installed_build_version(path) == plan.selection.build_version
+
+
+def check_build_version(archive: Path, expected: str, url: str) -> str:
+    """The archive's ``libtorch/build-version``; raise when it is not ``expected``."""
+    from fdl.archive import ArchiveError, read_member
+
+    layout = archive_layout()
+    member = f"{layout.top}/{layout.version_file}"
+    try:
+        text = read_member(archive, member).decode("utf-8", errors="replace").strip()
+    except ArchiveError as exc:
+        raise EnvironmentProblem(
+            f"{archive.name} from {url} is not an official libtorch zip: {exc.message}",
+            hint="check the mirror (it must serve download.pytorch.org's files unchanged)",
+        ) from None
+    if text != expected:
+        raise EnvironmentProblem(
+            f"{archive.name} from {url} holds libtorch {text or '(empty build-version)'}, "
+            f"expected {expected}",
+            hint="the server sent another build than asked for; check the mirror's content",
+        )
+    return text
+
+
+def run_download(
+    plan: DownloadPlan,
+    context: Context,
+    *,
+    force: bool = False,
+    keep_archive: bool = False,
+    on_progress: ProgressCallback | None = None,
+    on_message: MessageCallback | None = None,
+    transfer: Mapping[str, Any] | None = None,
+) -> InstallResult:
+    """Execute ``plan``: download, verify, extract, install, activate.
+
+    Args:
+        transfer: Extra keyword arguments for :func:`fdl.net.download` (``retry``, ``sleep``).
+
+    Raises:
+        NetworkError: the download failed (404, retries exhausted, size mismatch).
+        EnvironmentProblem: the zip is damaged or holds another build.
+        ArchiveError: the zip holds unsafe members (nothing is written outside the target).
+    """
+    say = on_message or (lambda _text: None)
+    # The whole run holds the variant's lock: a second run waits, then finds it installed.
+    with variant_lock(plan.target, purpose=f"downloading {plan.label}", on_wait=say):
+        is_current = _is_current(plan)
+        existing = plan.target.path
+        if not force and (existing / "lib").is_dir():
+            if not is_current(existing):
+                raise _occupied(plan, installed_build_version(existing))
+            return install_tree(
+                context,
+                plan.target,
+                _never,
+                is_current=is_current,
+                activate=plan.activate,
+                locked=True,
+            )
+        populate = _fetch_and_check(plan, on_progress, say, transfer or {})
+        try:
+            installed = install_tree(
+                context, plan.target, populate, activate=plan.activate, locked=True
+            )
+        except FdlError:
+            with contextlib.suppress(OSError):
+                plan.archive.unlink()  # refused or damaged: do not keep it for the next run
+            raise
+    if not keep_archive:
+        with contextlib.suppress(OSError):
+            plan.archive.unlink()
+    return installed
+
+
+def _fetch_and_check(
+    plan: DownloadPlan,
+    on_progress: ProgressCallback | None,
+    say: MessageCallback,
+    transfer: Mapping[str, Any],
+) -> Callable[[Path], variants.VariantInfo]:
+    """Download and test the zip; return what extracts it into a tree."""
+    from fdl.archive import safe_extract_zip, test_zip
+
+    result = _fetch(plan, on_progress, say, transfer)
+    say(f"testing {plan.archive.name}")
+    try:
+        test_zip(plan.archive)
+        check_build_version(plan.archive, plan.selection.build_version, plan.url)
+    except FdlError:
+        with contextlib.suppress(OSError):
+            plan.archive.unlink()  # a bad file must not be taken for a finished download
+        raise
+    variant = release(plan.selection.torch_version).variant(plan.selection.variant)
+
+    def populate(tree: Path) -> variants.VariantInfo:
+        say(f"extracting into {plan.target.path}")
+        safe_extract_zip(plan.archive, tree, strip_prefix=archive_layout().top)
+        return variants.VariantInfo(
+            name=plan.target.name or plan.target.path.name,
+            torch=plan.selection.torch_version,
+            cuda=plan.selection.cuda,
+            cudnn=variant.cudnn,
+            archs_requested=variant.targets_for(plan.selection.torch_version).codes(),
+            abi="cxx11",
+            source={
+                "kind": "download",
+                "variant": plan.selection.variant,
+                "build_version": plan.selection.build_version,
+                "url": plan.upstream_url,
+                "fetched_from": result.url,
+                "sha256": result.sha256,
+                "size": result.size,
+            },
+        )
+
+    return populate
+
+
+def _occupied(plan: DownloadPlan, found: str | None) -> UsageError:
+    where = plan.target.name or str(plan.target.path)
+    return UsageError(
+        f"{where} already holds libtorch {found or '(unknown version)'}, not {plan.selection.build_version}",
+        hint=f"replace it with --force, or install side by side with --name {plan.selection.variant}-"
+        f"{plan.selection.torch_version}",
+    )
+
+
+def _never(_tree: Path) -> variants.VariantInfo:
+    raise AssertionError("the installed variant was expected to be current")
+
+
+def _fetch(
+    plan: DownloadPlan,
+    on_progress: ProgressCallback | None,
+    say: MessageCallback,
+    transfer: Mapping[str, Any],
+) -> Any:
+    from fdl.net import Progress, download
+
+    def report(progress: Progress) -> None:
+        if on_progress is not None:
+            on_progress(progress.done, progress.total, progress.rate)
+
+    hint = (
+        f"PyTorch {plan.selection.torch_version} may not publish a {plan.selection.variant} zip "
+        "for this platform"
+        + (f", or the mirror {plan.mirror} lacks it" if plan.mirror else "")
+        + "; `fdl libtorch install --from-wheel` installs the same build from PyPI"
+    )
+    try:
+        return download(
+            plan.upstream_url,
+            plan.archive,
+            mirror=plan.mirror,
+            on_progress=report,
+            label=plan.label,
+            not_found_hint=hint,
+            on_wait=say,
+            **transfer,
+        )
+    except NetworkError as exc:
+        wheel = f"fdl libtorch install --from-wheel --torch {plan.selection.torch_version}"
+        if exc.hint is None:
+            exc.hint = (
+                f"set a mirror with {MIRROR_ENV} or libtorch.mirror in fdl.yml, or install "
+                f"from PyPI: {wheel}"
+            )
+        elif "--from-wheel" not in exc.hint:
+            exc.hint += f"; or install from PyPI instead: {wheel}"
+        raise

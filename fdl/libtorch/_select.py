@@ -1,0 +1,270 @@
+"""Which official libtorch build to install for this machine's GPUs (a pure decision).
+
+:func:`select_variant` turns what the user asked (``--cpu``, ``--cuda 12.8``, nothing) and the
+detected GPUs into a :class:`Selection`: the variant, why, how each GPU runs it, and, when no
+official build covers every GPU, the source build that would (``fdl libtorch build --archs``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fdl.compat import (
+    Capability,
+    Variant,
+    Verdict,
+    check_driver,
+    choose_variant,
+    covers,
+    default_torch_version,
+    release,
+    resolve_torch_version,
+    toolkit,
+    version_key,
+)
+from fdl.errors import UsageError
+
+__all__ = [
+    "Selection",
+    "build_archs",
+    "build_command",
+    "coverage_fix",
+    "cuda_variant_name",
+    "select_variant",
+]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The official build chosen for this machine.
+
+    Attributes:
+        torch_version: Full PyTorch version (``2.14.1``).
+        variant: ``cpu``, ``cu130``, ...
+        cuda: Its CUDA version, None for CPU.
+        how: ``requested`` (--cpu/--cuda), ``manifest`` (libtorch.variant) or ``detected``.
+        reason: One line saying why.
+        gpus: Capabilities of the detected GPUs (index order, unknown ones left out).
+        verdicts: How each GPU runs this build (empty for the CPU build).
+        warnings: What the user should know (GPUs left out, driver too old, ...).
+        build: When the build misses a GPU: the ``fdl libtorch build`` command that covers all.
+    """
+
+    torch_version: str
+    variant: str
+    cuda: str | None
+    how: str
+    reason: str
+    gpus: tuple[Capability, ...] = ()
+    verdicts: tuple[Verdict, ...] = ()
+    warnings: tuple[str, ...] = ()
+    build: tuple[str, ...] = field(default=())
+
+    @property
+    def covers_all(self) -> bool:
+        """True when every detected GPU can run this build (always true without GPUs)."""
+        if self.cuda is None:
+            return not self.gpus
+        return all(v.ok for v in self.verdicts)
+
+    @property
+    def uncovered(self) -> tuple[Capability, ...]:
+        if self.cuda is None:
+            return self.gpus
+        return tuple(v.gpu for v in self.verdicts if not v.ok)
+
+    @property
+    def build_version(self) -> str:
+        """What the archive's ``build-version`` file should say (``2.14.1+cu130``)."""
+        return f"{self.torch_version}+{self.variant}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "torch": self.torch_version,
+            "variant": self.variant,
+            "cuda": self.cuda,
+            "how": self.how,
+            "reason": self.reason,
+            "gpus": [str(c) for c in self.gpus],
+            "covers_all_gpus": self.covers_all,
+            "uncovered": [c.sm for c in self.uncovered],
+            "verdicts": [
+                {"gpu": v.gpu.sm, "match": v.match.value, "reason": v.reason} for v in self.verdicts
+            ],
+            "warnings": list(self.warnings),
+            "build_command": " ".join(self.build) if self.build else None,
+        }
+
+
+def cuda_variant_name(cuda: str) -> str:
+    """``12.8`` / ``cu128`` -> ``cu128`` (the toolkit must be known).
+
+    Raises:
+        UsageError: not a known CUDA version.
+    """
+    return toolkit(cuda).variant
+
+
+def build_archs(gpus: Sequence[Capability]) -> str:
+    """The ``--archs`` value for a source build covering ``gpus``: ``6.1,12.0``."""
+    return ",".join(str(c) for c in sorted(set(gpus)))
+
+
+def build_command(gpus: Sequence[Capability], torch_version: str | None = None) -> tuple[str, ...]:
+    """The command that builds a libtorch for exactly these GPUs.
+
+    The build planner (``fdl libtorch build``) owns the details; this only names the call.
+    """
+    argv = ["fdl", "libtorch", "build", "--archs", build_archs(gpus)]
+    if torch_version:
+        argv += ["--torch", torch_version]
+    return tuple(argv)
+
+
+def select_variant(
+    gpus: Sequence[Capability],
+    *,
+    cpu: bool = False,
+    cuda: str | None = None,
+    torch: str | None = None,
+    preferred: str | None = None,
+    driver: str | None = None,
+) -> Selection:
+    """Choose the official build: the one asked for, else the one that fits the GPUs.
+
+    Args:
+        gpus: Capabilities of the detected GPUs.
+        cpu: ``--cpu``.
+        cuda: ``--cuda 12.8`` (or ``cu128``).
+        torch: ``--torch 2.13`` / ``2.13.0``; the newest known when None.
+        preferred: The manifest's ``libtorch.variant`` (``cpu``, ``cu130``, ``auto``).
+        driver: The NVIDIA driver version, to warn about builds it cannot run.
+
+    Raises:
+        UsageError: ``--cpu`` with ``--cuda``, an unknown CUDA version or torch version,
+            or a variant the release does not publish.
+    """
+    if cpu and cuda:
+        raise UsageError(
+            "--cpu and --cuda are mutually exclusive", hint="pass one of them, or neither"
+        )
+    full = resolve_torch_version(torch)
+    caps = tuple(sorted(set(gpus)))
+    if cpu or cuda:
+        name = "cpu" if cpu else cuda_variant_name(str(cuda))
+        return _fixed(full, name, caps, driver, "requested", f"{_flag(cpu, cuda)} was given")
+    if preferred and preferred != "auto":
+        name = preferred if preferred == "cpu" or preferred.startswith("cu") else "?"
+        if name == "?":
+            name = cuda_variant_name(preferred)
+        return _fixed(full, name, caps, driver, "manifest", "libtorch.variant in the manifest")
+    return _detected(full, caps, driver)
+
+
+def _flag(cpu: bool, cuda: str | None) -> str:
+    return "--cpu" if cpu else f"--cuda {cuda}"
+
+
+def _fixed(
+    full: str, name: str, caps: tuple[Capability, ...], driver: str | None, how: str, why: str
+) -> Selection:
+    variant = release(full).variant(name)
+    verdicts = tuple(covers(variant.targets_for(full), caps)) if not variant.is_cpu else ()
+    selection = Selection(full, variant.name, variant.cuda, how, why, caps, verdicts)
+    return _annotate(selection, variant, driver)
+
+
+def _detected(full: str, caps: tuple[Capability, ...], driver: str | None) -> Selection:
+    choice = choose_variant(caps, full, driver=driver)
+    if choice.variant is not None:
+        variant = choice.variant
+        selection = Selection(
+            full, variant.name, variant.cuda, "detected", choice.reason, caps, choice.verdicts
+        )
+        return _annotate(selection, variant, driver)
+    partial = _best_partial(full, caps, driver)
+    if partial is None:
+        cpu = release(full).variant("cpu")
+        selection = Selection(full, "cpu", None, "detected", choice.reason, caps)
+        return _annotate(selection, cpu, driver)
+    variant, verdicts = partial
+    covered = ", ".join(v.gpu.sm for v in verdicts if v.ok)
+    reason = f"{choice.reason}. {variant.name} runs on {covered} only"
+    selection = Selection(full, variant.name, variant.cuda, "detected", reason, caps, verdicts)
+    return _annotate(selection, variant, driver)
+
+
+def _best_partial(
+    full: str, caps: tuple[Capability, ...], driver: str | None
+) -> tuple[Variant, tuple[Verdict, ...]] | None:
+    """The CUDA build that runs on the most GPUs (ties: PyPI's default, then the newest GPU)."""
+    ranked: list[tuple[tuple[int, ...], Variant, tuple[Verdict, ...]]] = []
+    for variant in release(full).variants:
+        if variant.is_cpu or variant.cuda is None:
+            continue
+        if driver is not None and not check_driver(driver, variant.cuda).ok:
+            continue
+        verdicts = tuple(covers(variant.targets_for(full), caps))
+        served = [v.gpu for v in verdicts if v.ok]
+        if not served:
+            continue
+        newest = max(served).number
+        newer_cuda_first = tuple(-p for p in version_key(variant.cuda))
+        rank = (-len(served), 0 if variant.default else 1, -newest, *newer_cuda_first)
+        ranked.append((rank, variant, verdicts))
+    if not ranked:
+        return None
+    ranked.sort(key=lambda item: item[0])
+    return ranked[0][1], ranked[0][2]
+
+
+def _annotate(selection: Selection, variant: Variant, driver: str | None) -> Selection:
+    """Add the warnings and the build suggestion a selection needs."""
+    warnings: list[str] = []
+    caps = selection.gpus
+    if variant.is_cpu and caps:
+        names = ", ".join(c.sm for c in caps)
+        warnings.append(f"the CPU build does not use the GPUs ({names})")
+    missed = [v.gpu.sm for v in selection.verdicts if not v.ok]
+    if missed:
+        warnings.append(f"{variant.name} has no code for {', '.join(missed)}")
+    if driver is not None and variant.cuda is not None:
+        check = check_driver(driver, variant.cuda)
+        if not check.ok:
+            warnings.append(f"{check.reason}: update the NVIDIA driver")
+    build: tuple[str, ...] = ()
+    if caps and not selection.covers_all:
+        pinned = selection.torch_version != default_torch_version()
+        build = build_command(caps, selection.torch_version if pinned else None)
+        warnings.append(f"for every GPU, build libtorch from source: {' '.join(build)}")
+    return Selection(
+        selection.torch_version,
+        selection.variant,
+        selection.cuda,
+        selection.how,
+        selection.reason,
+        caps,
+        selection.verdicts,
+        tuple(warnings),
+        build,
+    )
+
+
+def coverage_fix(
+    gpus: Sequence[Capability], torch: str | None = None, driver: str | None = None
+) -> str:
+    """The command that gets a variant running on all ``gpus``: a download when an official
+    build covers them, else a source build."""
+    try:
+        selection = select_variant(gpus, torch=torch, driver=driver)
+    except UsageError:  # a torch version the tables do not know
+        selection = select_variant(gpus, driver=driver)
+    if selection.covers_all:
+        flag = f"--cuda {selection.cuda}" if selection.cuda else "--cpu"
+        pinned = torch and selection.torch_version != default_torch_version()
+        return f"fdl libtorch download {flag}" + (
+            f" --torch {selection.torch_version}" if pinned else ""
+        )
+    return " ".join(selection.build)

@@ -1,0 +1,386 @@
+"""A libtorch variant made from a PyTorch wheel (a ``.whl``, a Python environment, or pip).
+
+The PyPI wheel ships the C++ distribution under ``torch/{lib,include,share}``; copied out
+without the Python-only parts it is a libtorch that CMake's ``find_package(Torch)`` accepts.
+This works where download.pytorch.org is unreachable but a PyPI mirror is not.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from email.parser import HeaderParser
+from pathlib import Path
+from typing import Any
+
+from fdl.errors import EnvironmentProblem, UsageError
+from fdl.libtorch import variants
+from fdl.libtorch._nvidia import (
+    NvidiaLibraries,
+    copy_environment_libraries,
+    copy_wheel_libraries,
+    fetch_wheels,
+    nvidia_requirements,
+    pip_saved_files,
+)
+from fdl.runner import Runner
+
+__all__ = [
+    "TREE_DIRS",
+    "NvidiaOptions",
+    "WheelSource",
+    "populate_from_wheel",
+    "wheel_from_environment",
+    "wheel_from_file",
+    "wheel_from_pip",
+]
+
+TREE_DIRS = ("lib", "include", "share")
+# Python-only parts of torch/lib: the bindings and any extension module.
+_PYTHON_ONLY = re.compile(r"^(libtorch_python\.so.*|.*\.cpython-.*\.so|.*\.abi3\.so)$")
+_VERSION_PY = re.compile(r"^(\w+)\s*(?::[^=]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", re.MULTILINE)
+
+LineCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class WheelSource:
+    """Where the torch files come from, and what they are.
+
+    Attributes:
+        kind: ``wheel`` (a .whl file; also what pip fetched) or ``environment``.
+        location: The .whl file, or the environment's ``torch`` package directory.
+        version: The wheel's version (``2.13.0+cpu``).
+        cuda: CUDA version the wheel was built with (``13.0``), None for CPU.
+        git_version: The PyTorch commit.
+        requires: The wheel's ``Requires-Dist`` lines.
+        fetched_by: How it was obtained (``pip download torch==2.13.0``), if fdl fetched it.
+    """
+
+    kind: str
+    location: Path
+    version: str
+    cuda: str | None
+    git_version: str | None
+    requires: tuple[str, ...] = ()
+    fetched_by: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def torch_version(self) -> str:
+        return self.version.split("+", 1)[0]
+
+    @property
+    def variant(self) -> str:
+        """``cpu``, ``cu130``: the local version tag, else derived from the CUDA version."""
+        local = self.version.partition("+")[2]
+        if local:
+            return local
+        return "cu" + self.cuda.replace(".", "") if self.cuda else "cpu"
+
+    @property
+    def build_version(self) -> str:
+        return f"{self.torch_version}+{self.variant}"
+
+    @property
+    def site_packages(self) -> Path | None:
+        return self.location.parent if self.kind == "environment" else None
+
+
+def _parse_version_py(text: str) -> dict[str, str | None]:
+    return {m[1]: (m[2] if m[2] is not None else m[3]) for m in _VERSION_PY.finditer(text)}
+
+
+def _from_texts(kind: str, location: Path, metadata: str, version_py: str) -> WheelSource:
+    headers = HeaderParser().parsestr(metadata)
+    if (headers.get("Name") or "").lower() != "torch":
+        raise UsageError(
+            f"{location} is not a PyTorch wheel (its name is {headers.get('Name')!r})",
+            hint="pass a torch-<version>-...whl file",
+        )
+    values = _parse_version_py(version_py)
+    return WheelSource(
+        kind=kind,
+        location=location,
+        version=str(headers.get("Version") or values.get("__version__") or ""),
+        cuda=values.get("cuda") or None,
+        git_version=values.get("git_version"),
+        requires=tuple(headers.get_all("Requires-Dist") or ()),
+    )
+
+
+def _metadata_member(path: Path) -> str:
+    """The wheel's ``<name>-<version>.dist-info/METADATA`` member (from the zip's index)."""
+    with zipfile.ZipFile(path) as archive:
+        for name in archive.namelist():
+            parts = name.split("/")
+            if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "METADATA":
+                return name
+    return "METADATA"  # read_member then names what is missing
+
+
+def wheel_from_file(path: Path) -> WheelSource:
+    """Read a torch ``.whl`` (its METADATA and ``torch/version.py``).
+
+    Raises:
+        UsageError: not a file, not a wheel, or not a torch wheel.
+    """
+    from fdl.archive import ArchiveError, read_member
+
+    if not path.is_file():
+        raise UsageError(f"{path}: no such wheel file", hint="pass the path of a torch .whl file")
+    try:
+        metadata = read_member(path, _metadata_member(path))
+        version_py = read_member(path, "torch/version.py")
+    except (ArchiveError, zipfile.BadZipFile, OSError) as exc:
+        why = exc.message if isinstance(exc, ArchiveError) else str(exc)
+        raise UsageError(
+            f"{path} is not a readable torch wheel: {why}",
+            hint="pass a torch-<version>-...whl file downloaded from PyPI",
+        ) from None
+    return _from_texts("wheel", path, metadata.decode(), version_py.decode())
+
+
+_FIND_TORCH = (
+    "import importlib.util, json, sys\n"
+    "spec = importlib.util.find_spec('torch')\n"
+    "where = list(spec.submodule_search_locations or []) if spec else []\n"
+    "print(json.dumps({'torch': where[0] if where else None, 'python': sys.executable}))\n"
+)
+
+
+def wheel_from_environment(python: str, runner: Runner) -> WheelSource:
+    """The torch installed in the environment of ``python`` (found without importing it).
+
+    Raises:
+        UsageError: that Python has no torch.
+    """
+    result = runner.run([python, "-c", _FIND_TORCH], timeout=60)
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    if not found.get("torch"):
+        raise UsageError(
+            f"{python} has no torch installed",
+            hint=f"install it (`{python} -m pip install torch`) or pass a .whl file",
+        )
+    torch_dir = Path(found["torch"])
+    infos = sorted(torch_dir.parent.glob("torch-*.dist-info/METADATA"))
+    if not infos:
+        raise EnvironmentProblem(
+            f"no torch-*.dist-info beside {torch_dir}: cannot tell which torch it is",
+            hint="reinstall torch with pip in that environment",
+        )
+    version_py = (torch_dir / "version.py").read_text(encoding="utf-8")
+    source = _from_texts("environment", torch_dir, infos[-1].read_text("utf-8"), version_py)
+    return source
+
+
+def wheel_from_pip(
+    version: str,
+    dest: Path,
+    *,
+    python: str,
+    runner: Runner,
+    index_url: str | None = None,
+    on_line: LineCallback | None = None,
+) -> WheelSource:
+    """``pip download torch==VERSION --no-deps`` into ``dest`` and read the wheel.
+
+    Raises:
+        CommandFailed: pip could not find or fetch it.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    spec = f"torch=={version}"
+    argv = [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
+    argv += ["--progress-bar", "off", "--dest", str(dest)]
+    if index_url:
+        argv += ["--index-url", index_url]
+    result = runner.stream([*argv, spec], on_line=on_line)
+    wheels = [p for p in pip_saved_files(result.stdout) if p.name.startswith("torch-")]
+    if not wheels:
+        wheels = sorted(dest.glob(f"torch-{version}*.whl"), key=lambda p: p.stat().st_mtime)
+    if not wheels:
+        raise EnvironmentProblem(
+            f"pip reported success but no torch {version} wheel is in {dest}",
+            hint="run the pip command by hand to see what it fetched",
+        )
+    found = wheel_from_file(wheels[-1])
+    command = f"pip download {spec} --no-deps" + (f" --index-url {index_url}" if index_url else "")
+    return WheelSource(
+        found.kind,
+        found.location,
+        found.version,
+        found.cuda,
+        found.git_version,
+        found.requires,
+        fetched_by=command,
+    )
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _drop_python_only(lib_dir: Path) -> list[str]:
+    dropped = []
+    for path in sorted(lib_dir.iterdir()):
+        if path.is_file() and _PYTHON_ONLY.match(path.name):
+            path.unlink()
+            dropped.append(path.name)
+    return dropped
+
+
+def _copy_tree(source: WheelSource, tree: Path, scratch: Path) -> None:
+    """Put ``torch/{lib,include,share}`` of the source into ``tree``."""
+    tree.mkdir(parents=True)
+    if source.kind == "environment":
+        for name in TREE_DIRS:
+            if (source.location / name).is_dir():
+                shutil.copytree(source.location / name, tree / name, symlinks=True)
+        return
+    from fdl.archive import safe_extract_zip
+
+    unpacked = scratch / "torch"
+    safe_extract_zip(source.location, unpacked, strip_prefix="torch")
+    for name in TREE_DIRS:
+        if (unpacked / name).is_dir():
+            (unpacked / name).rename(tree / name)
+    shutil.rmtree(unpacked, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class NvidiaOptions:
+    """How to bring the NVIDIA libraries of a CUDA wheel."""
+
+    bundle: bool = True
+    python: str = "python3"
+    cache: Path | None = None
+    index_url: str | None = None
+
+
+def populate_from_wheel(
+    source: WheelSource,
+    tree: Path,
+    runner: Runner,
+    nvidia: NvidiaOptions,
+    on_line: LineCallback | None = None,
+    on_output: LineCallback | None = None,
+) -> variants.VariantInfo:
+    """Fill ``tree`` from the wheel and return the variant's metadata.
+
+    Args:
+        on_line: Told what is being done (a few lines).
+        on_output: Gets pip's output and per-wheel progress (many lines).
+    """
+    say = on_line or (lambda _text: None)
+    output = on_output or (lambda _text: None)
+    scratch = tree.parent / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    say(f"copying torch/{{{','.join(TREE_DIRS)}}} from {source.location}")
+    _copy_tree(source, tree, scratch)
+    dropped = _drop_python_only(tree / "lib")
+    (tree / "build-version").write_text(source.build_version + "\n", encoding="utf-8")
+    if source.git_version:
+        (tree / "build-hash").write_text(source.git_version + "\n", encoding="utf-8")
+    libraries = None
+    if source.cuda and nvidia.bundle:
+        libraries = _bring_nvidia(source, tree / "lib", scratch, runner, nvidia, say, output)
+        count = len(libraries.files)
+        say(f"brought {count} NVIDIA libraries into lib/ ({libraries.origin})")
+    shutil.rmtree(scratch, ignore_errors=True)
+    return _info(source, dropped, libraries, nvidia)
+
+
+def _bring_nvidia(
+    source: WheelSource,
+    lib_dir: Path,
+    scratch: Path,
+    runner: Runner,
+    options: NvidiaOptions,
+    say: LineCallback,
+    output: LineCallback,
+) -> NvidiaLibraries:
+    if source.site_packages is not None:
+        say(f"copying the NVIDIA libraries from {source.site_packages / 'nvidia'}")
+        return copy_environment_libraries(source.site_packages, lib_dir)
+    wanted = nvidia_requirements(source.requires)
+    if not wanted:
+        return NvidiaLibraries("none required", ())
+    say(f"fetching NVIDIA wheels with pip: {' '.join(wanted)}")
+    cache = options.cache or scratch / "wheels"
+    wheels = fetch_wheels(
+        wanted,
+        cache,
+        python=options.python,
+        runner=runner,
+        find_links=[source.location.parent],
+        index_url=options.index_url,
+        on_line=output,
+    )
+    return copy_wheel_libraries(wheels, lib_dir, scratch, on_line=output)
+
+
+def _info(
+    source: WheelSource,
+    dropped: Sequence[str],
+    libraries: NvidiaLibraries | None,
+    options: NvidiaOptions,
+) -> variants.VariantInfo:
+    from fdl.compat import release
+    from fdl.errors import FdlError
+
+    cudnn = next(
+        (
+            r.split("==", 1)[1].split(";")[0].strip()
+            for r in source.requires
+            if "cudnn" in r and "==" in r
+        ),
+        None,
+    )
+    requested: list[str] = []
+    try:
+        variant = release(source.torch_version).variant(source.variant)
+        requested = variant.targets_for(source.torch_version).codes()
+        cudnn = cudnn or variant.cudnn
+    except FdlError:
+        pass  # a release or variant fdl's tables do not know: the binaries still tell
+    extra: dict[str, Any] = {"dropped": list(dropped)}
+    if source.cuda:
+        extra["nvidia_libraries"] = (
+            libraries.to_json() if libraries is not None else {"origin": "not bundled"}
+        )
+        if not options.bundle:
+            extra["nvidia_libraries"]["hint"] = (
+                "install the nvidia-* wheels and set LD_LIBRARY_PATH"
+            )
+    if source.kind == "wheel":
+        where = {"wheel": str(source.location), "sha256": _sha256(source.location)}
+    else:
+        where = {"environment": str(source.location)}
+    return variants.VariantInfo(
+        name="",
+        torch=source.torch_version,
+        cuda=source.cuda,
+        cudnn=cudnn,
+        archs_requested=requested,
+        abi=None,
+        source={
+            "kind": "wheel",
+            "variant": source.variant,
+            "build_version": source.build_version,
+            "wheel_version": source.version,
+            "git_version": source.git_version,
+            **where,
+            **({"fetched_by": source.fetched_by} if source.fetched_by else {}),
+        },
+        extra=extra,
+    )

@@ -1,0 +1,184 @@
+"""The Docker backend: render the builder Dockerfile, build it, copy the result out.
+
+The build context is a temporary directory holding only fdl's two scripts (and, with
+``--source``, a copy of that tree): never the user's working directory. BuildKit cache mounts
+keep the checkout, the build tree and the compiler cache, so a re-run after an interruption
+resumes the compile instead of starting over.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from fdl._assets import asset_dir
+from fdl.compat import ArchList, cudnn_limit, host_compilers
+from fdl.compat._data import load_table
+from fdl.errors import EnvironmentProblem
+from fdl.libtorch.build._model import BuildPlan
+
+__all__ = ["build_in_docker", "render_dockerfile"]
+
+TEMPLATE = "libtorch-builder.Dockerfile"
+SCRIPTS = "libtorch-builder"
+_TOOLS = ("git", "cmake", "g++", "python3", "make")
+
+
+def render_dockerfile(
+    *,
+    base_image: str,
+    env: Mapping[str, str],
+    secret_keys: tuple[str, ...],
+    deps: tuple[str, ...],
+    cache_ids: Mapping[str, str],
+    clone: tuple[str, ...] | None,
+    source_in_context: bool,
+    cuda: str | None,
+    archs: ArchList,
+    use_cudnn: bool,
+    fresh: bool,
+    torch: str,
+) -> str:
+    """The builder Dockerfile (deterministic: sorted values, no host paths, no times)."""
+    import jinja2
+
+    from fdl.libtorch.build._layout import CONTAINER
+
+    preflight: list[tuple[str, str]] = []
+    if cuda is not None:
+        preflight += [("FDL_EXPECT_CUDA", cuda), ("FDL_MAX_GCC", str(host_compilers(cuda).gcc))]
+        limit = cudnn_limit(archs)
+        if limit is not None and use_cudnn:
+            preflight += [
+                ("FDL_MAX_CUDNN", limit.max_cudnn),
+                ("FDL_OLDEST_ARCH", min(archs.capabilities).sm),
+            ]
+    paths = dict(CONTAINER)
+    paths["source_cache"] = str(Path(CONTAINER["source"]).parent)
+    loader = jinja2.FileSystemLoader(str(asset_dir("dockerfiles")))
+    environment = jinja2.Environment(
+        loader=loader,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    packages = load_table("build")["source_build"]["image_packages"]
+    return environment.get_template(TEMPLATE).render(
+        torch=torch,
+        arch_text=archs.torch_cuda_arch_list() if archs else "CPU",
+        base_image=base_image,
+        tools=list(_TOOLS),
+        packages=list(packages),
+        preflight=preflight,
+        deps=[_quote(d) for d in deps],
+        env=[(k, _quote(v)) for k, v in sorted(env.items()) if k not in secret_keys],
+        clone=list(clone) if clone else None,
+        cache_ids=dict(cache_ids),
+        paths=paths,
+        source_in_context=source_in_context,
+        secrets=bool(secret_keys),
+        fresh=fresh,
+    )
+
+
+def _quote(value: str) -> str:
+    """A value for an ENV line or a shell word: quoted when it has spaces or specials."""
+    if value and all(c.isalnum() or c in "._-/:=+,@%" for c in value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _copy_source(source: Path, dest: Path) -> None:
+    """Copy a --source tree into the context (hard links when possible; no build trees)."""
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        return {"build"} & set(names) if Path(directory) == source else set()
+
+    def link(src: str, dst: str) -> object:
+        try:
+            os.link(src, dst)
+            return dst
+        except OSError:
+            return shutil.copy2(src, dst)
+
+    shutil.copytree(source, dest, symlinks=True, ignore=ignore, copy_function=link)
+
+
+def _context(plan: BuildPlan, scratch: Path) -> Path:
+    context = scratch / "context"
+    (context / "fdl").mkdir(parents=True)
+    for script in ("preflight.sh", "build.sh"):
+        shutil.copy2(asset_dir("dockerfiles") / SCRIPTS / script, context / "fdl" / script)
+    if plan.source_given:
+        _copy_source(plan.source_dir, context / "src")
+    return context
+
+
+def _secret_file(plan: BuildPlan, scratch: Path) -> Path | None:
+    keys = [k for k in plan.env if k.startswith(("SCCACHE_", "CCACHE_"))]
+    keys = [k for k in keys if k not in ("SCCACHE_DIR", "CCACHE_DIR")]
+    if not keys:
+        return None
+    path = scratch / "cache_env"
+    path.write_text("".join(f"{k}='{plan.env[k]}'\n" for k in sorted(keys)), encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def build_in_docker(
+    plan: BuildPlan, staging: Path, *, on_line: Callable[[str], None] | None = None
+) -> list[str]:
+    """Build the builder image and copy the finished libtorch into ``staging``.
+
+    Returns:
+        The build's output lines that carry cache statistics (``fdl-cache-stats`` blocks).
+
+    Raises:
+        EnvironmentProblem: no docker engine, or no BuildKit.
+        CommandFailed: the build failed (the log file has everything).
+    """
+    from fdl.engine import BuildSpec, Secret, default_engine
+
+    assert plan.docker is not None
+    engine = default_engine()
+    if not engine.describe().client.builder.has_buildkit:
+        raise EnvironmentProblem(
+            "the docker client has no BuildKit; the libtorch builder needs RUN --mount",
+            hint="install the buildx plugin, or set FDL_DOCKER=/usr/bin/docker (a client "
+            "older than 23.0 with BuildKit built in)",
+        )
+    stats: list[str] = []
+    capture = [False]
+
+    def feed(line: str) -> None:
+        text = line.split(" ", 2)[-1] if line.startswith("#") else line
+        if "fdl-cache-stats-begin" in text:
+            capture[0] = True
+        if capture[0]:
+            stats.append(text)
+        if "fdl-cache-stats-end" in text:
+            capture[0] = False
+        if on_line is not None:
+            on_line(line)
+
+    with tempfile.TemporaryDirectory(prefix="fdl-libtorch-build-") as scratch_name:
+        scratch = Path(scratch_name)
+        context = _context(plan, scratch)
+        secret = _secret_file(plan, scratch)
+        spec = BuildSpec(
+            context=context,
+            dockerfile_text=plan.docker.dockerfile,
+            tags=(plan.docker.tag,),
+            labels={"org.fdl.variant": plan.variant, "org.fdl.torch": plan.torch},
+            secrets={"cache_env": Secret(file=secret)} if secret else {},
+            network=plan.docker.network,
+        )
+        plan.log_file.parent.mkdir(parents=True, exist_ok=True)
+        engine.build(spec, on_line=feed, log_file=plan.log_file)
+    engine.copy_out(plan.docker.tag, plan.docker.output, staging)
+    return stats

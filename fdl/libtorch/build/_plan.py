@@ -1,0 +1,431 @@
+"""Planning a source build: request + machine facts -> :class:`BuildPlan` (pure).
+
+Nothing here runs a program or touches the disk: the facts are probed beforehand
+(:func:`fdl.libtorch.build.probe_machine`) or written by hand in tests. Every problem that
+would doom the build is found here, before any work, and raised with its fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from fdl.compat import (
+    ArchList,
+    Kind,
+    Target,
+    build_switches,
+    choose_toolkit,
+    cmake_policy_env,
+    fatbin_compression_flags,
+    max_parallel_jobs,
+    memory_per_job_gb,
+    parse_archs,
+    resolve_torch_version,
+    toolkit,
+)
+from fdl.compat._data import load_table
+from fdl.compat.cuda import Toolkit
+from fdl.errors import EnvironmentProblem, FdlError, UsageError
+from fdl.libtorch.build import _checks as checks
+from fdl.libtorch.build._cache import CachePlan, plan_cache
+from fdl.libtorch.build._checks import Problem
+from fdl.libtorch.build._facts import MachineFacts
+from fdl.libtorch.build._model import BuildPlan
+from fdl.libtorch.build._request import BuildRequest, located_error
+
+__all__ = ["Toolchoice", "plan_build", "source_build_table"]
+
+_LEAKING = ("BUILD_", "USE_", "CMAKE_")
+_LEAKING_NAMES = (
+    "TORCH_CUDA_ARCH_LIST",
+    "TORCH_NVCC_FLAGS",
+    "MAX_JOBS",
+    "DEBUG",
+    "REL_WITH_DEB_INFO",
+)
+
+
+_CMAKE_MIN = re.compile(r"cmake_minimum_required\s*\(\s*VERSION\s+([0-9.]+)", re.I)
+# The most telling problem is reported first.
+_PRIORITY = {"toolkit": 0, "docker": 1, "host-compiler": 2, "cudnn": 3, "jobs": 4, "disk": 5}
+
+
+def source_build_table() -> Mapping[str, object]:
+    """The ``source_build`` part of ``fdl/data/compat/build.yaml``."""
+    table: Mapping[str, object] = load_table("build")["source_build"]
+    return table
+
+
+@dataclass(frozen=True)
+class Toolchoice:
+    """The backend and toolkit chosen, and how they were chosen."""
+
+    backend: str
+    kit: Toolkit | None
+    description: str
+
+
+def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
+    """Decide everything about a build and check that it can succeed.
+
+    Raises:
+        UsageError, ManifestError: a value cannot be understood (located when it came from
+            fdl.yml or a recipe).
+        EnvironmentProblem: the build would fail (toolkit, compiler, CMake, Python, cuDNN,
+            disk, RAM, missing tools, no docker); every blocking problem is listed.
+    """
+    torch = _torch(request)
+    cpu = bool(request.value("cpu", False))
+    archs = ArchList() if cpu else _archs(request, facts)
+    if archs:
+        try:
+            choose_toolkit(archs)  # no toolkit at all: say so whatever the backend
+        except UsageError as exc:
+            raise located_error(request.archs, exc.message, exc.hint) from None
+    choice, problems = _choose(request, facts, archs, torch)
+    cuda = not cpu
+    flash = cuda and bool(request.value("flash_attention", True))
+    jobs, jobs_reason = _jobs(request, facts, flash, cuda)
+    problems += checks.check_jobs(request.jobs, facts.ram_gb, flash_attention=flash, cuda=cuda)
+    env = _environment(request, facts, choice, archs, flash, jobs, torch)
+    problems += _cudnn_problems(request, facts, choice, archs, env)
+    need_disk = _disk_estimate(archs, request.source.value if request.source else None)
+    problems += checks.check_disk(facts.disk_free_gb, need_disk, where=str(facts.libtorch_dir))
+    errors = sorted(
+        (p for p in problems if p.severity == "error"), key=lambda p: _PRIORITY.get(p.check, 9)
+    )
+    if errors:
+        raise _refusal(errors)
+    from fdl.libtorch.build._layout import assemble
+
+    return assemble(
+        request=request,
+        facts=facts,
+        choice=choice,
+        torch=torch,
+        archs=archs,
+        env=env,
+        jobs=(jobs, jobs_reason),
+        flash=flash,
+        estimates=(need_disk, round(jobs * memory_per_job_gb(flash_attention=flash), 1)),
+        warnings=tuple(p for p in problems if p.severity != "error"),
+    )
+
+
+def _refusal(errors: list[Problem]) -> FdlError:
+    first = errors[0]
+    others = [f"also: {p.message} (fix: {p.hint})" for p in errors[1:]]
+    error = EnvironmentProblem(
+        f"the build cannot succeed: {first.message}",
+        hint=first.hint,
+        location=first.location,
+        details="\n".join(others) or None,
+    )
+    return error
+
+
+def _torch(request: BuildRequest) -> str:
+    wanted = request.value("torch")
+    if wanted is None and request.source is not None:
+        wanted = source_version(request.source.value)
+    try:
+        return resolve_torch_version(wanted)
+    except UsageError as exc:
+        raise located_error(request.torch, exc.message, exc.hint) from None
+
+
+def source_version(source: Path) -> str | None:
+    """The release a PyTorch checkout builds (its ``version.txt``: ``2.13.0a0``)."""
+    try:
+        text = (source / "version.txt").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    match = re.match(r"\d+\.\d+(\.\d+)?", text)
+    return match.group(0) if match else None
+
+
+def source_cmake_minimum(source: Path) -> str | None:
+    """What the checkout's top CMakeLists.txt requires (``cmake_minimum_required``)."""
+    try:
+        text = (source / "CMakeLists.txt").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    match = _CMAKE_MIN.search(text)
+    return match.group(1) if match else None
+
+
+def _archs(request: BuildRequest, facts: MachineFacts) -> ArchList:
+    if request.archs is not None:
+        try:
+            archs = parse_archs(str(request.archs.value))
+        except UsageError as exc:
+            raise located_error(request.archs, exc.message, exc.hint) from None
+    elif facts.capabilities:
+        archs = ArchList.of(Target(cap) for cap in facts.capabilities)
+    else:
+        reason = f" ({facts.gpu_reason})" if facts.gpu_reason else ""
+        raise UsageError(
+            f"no NVIDIA GPU detected{reason}, and no --archs given: fdl does not guess archs "
+            "(PyTorch's own fallback inside Docker is a list recent nvcc rejects)",
+            hint='name them: --archs "6.1;12.0" (or --cpu for a CPU-only build)',
+        )
+    if request.value("ptx", False) and archs.cubins:
+        newest = max(archs.cubins, key=lambda t: (t.capability, t.suffix))
+        archs = archs | ArchList.of([Target(newest.capability, Kind.PTX, newest.suffix)])
+    return archs
+
+
+# --- backend and toolkit -------------------------------------------------------------------
+
+
+def _choose(
+    request: BuildRequest, facts: MachineFacts, archs: ArchList, torch: str
+) -> tuple[Toolchoice, list[Problem]]:
+    backend = str(request.value("backend", "auto"))
+    if backend == "native":
+        return _native(request, facts, archs, torch)
+    if backend == "docker":
+        return _docker(request, facts, archs)
+    native, native_problems = _native(request, facts, archs, torch)
+    if not [p for p in native_problems if p.severity == "error"]:
+        return native, native_problems
+    if facts.docker == "buildkit":
+        docker, docker_problems = _docker(request, facts, archs)
+        note = native_problems[0]
+        reason = f"docker (native is not possible: {note.message})"
+        return Toolchoice("docker", docker.kit, f"{reason}; {docker.description}"), docker_problems
+    return native, native_problems + checks.check_docker(facts.docker, facts.docker_reason)
+
+
+def _native(
+    request: BuildRequest, facts: MachineFacts, archs: ArchList, torch: str
+) -> tuple[Toolchoice, list[Problem]]:
+    clone = request.source is None
+    problems = checks.check_native_tools(dict(facts.tools), clone=clone, cuda=bool(archs))
+    source = request.source.value if request.source is not None else None
+    problems += checks.check_cmake(
+        facts.tools.get("cmake"),
+        torch,
+        where="this machine",
+        need=source_cmake_minimum(source) if source is not None else None,
+    )
+    problems += checks.check_python(facts.tools.get("python3"), torch, where="this machine")
+    if not archs:
+        return Toolchoice("native", None, "host compilers (CPU build)"), problems
+    nvcc = facts.nvcc
+    if nvcc is None:
+        why = facts.nvcc_reason or "nvcc not found"
+        fix = checks.toolkit_fix(archs, native=True)
+        return Toolchoice("native", None, "no local CUDA"), [
+            *problems,
+            Problem("toolkit", f"a native CUDA build needs nvcc: {why}", fix),
+        ]
+    try:
+        kit = toolkit(nvcc.version)
+    except UsageError:
+        kit = None
+    what = f"the local nvcc {nvcc.version} ({nvcc.path})"
+    wanted = request.cuda
+    if wanted is not None and (kit is None or toolkit(str(wanted.value)).version != kit.version):
+        problems.append(
+            Problem(
+                "toolkit",
+                f"{wanted.origin}: CUDA {wanted.value} was asked for, but a native build uses "
+                f"{what}",
+                f"build with --docker --cuda {wanted.value}, or install CUDA {wanted.value} "
+                "and put its nvcc first on PATH",
+                location=wanted.location,
+            )
+        )
+    if kit is not None:
+        problems += checks.check_toolkit(kit, nvcc.targets, archs, native=True, what=what)
+        gcc = facts.tools.get("gcc") or facts.tools.get("g++")
+        problems += checks.check_host_compiler(gcc, kit.version, where="the host")
+    else:
+        accepted = {(t.capability, t.suffix) for t in nvcc.targets}
+        missing = [t.code for t in archs if (t.capability, t.suffix) not in accepted]
+        if missing:
+            problems.append(
+                Problem(
+                    "toolkit",
+                    f"{what} does not accept {' '.join(missing)}",
+                    checks.toolkit_fix(archs, native=True),
+                )
+            )
+    description = f"local nvcc {nvcc.full_version} at {nvcc.path}"
+    return Toolchoice("native", kit, description), problems
+
+
+def _docker(
+    request: BuildRequest, facts: MachineFacts, archs: ArchList
+) -> tuple[Toolchoice, list[Problem]]:
+    problems = checks.check_docker(facts.docker, facts.docker_reason)
+    if not archs:
+        return Toolchoice("docker", None, "the base image's compilers (CPU build)"), problems
+    wanted = request.cuda
+    if wanted is not None:
+        try:
+            kit = toolkit(str(wanted.value))
+        except UsageError as exc:
+            raise located_error(wanted, exc.message, exc.hint) from None
+        problems += [
+            _locate(p, wanted)
+            for p in checks.check_toolkit(
+                kit, kit.targets, archs, native=False, what=f"CUDA {kit.version}"
+            )
+        ]
+        return Toolchoice("docker", kit, f"CUDA {kit.version} ({wanted.origin})"), problems
+    try:
+        kit = choose_toolkit(archs)
+    except UsageError as exc:
+        raise located_error(request.archs, exc.message, exc.hint) from None
+    codes = " ".join(archs.codes())
+    return Toolchoice(
+        "docker", kit, f"CUDA {kit.version}: the newest toolkit that compiles {codes}"
+    ), problems
+
+
+def _locate(problem: Problem, setting: object) -> Problem:
+    from dataclasses import replace
+
+    location = getattr(setting, "location", None)
+    return replace(problem, location=location) if location is not None else problem
+
+
+# --- jobs, environment, estimates ------------------------------------------------------------
+
+
+def _jobs(request: BuildRequest, facts: MachineFacts, flash: bool, cuda: bool) -> tuple[int, str]:
+    if request.jobs is not None:
+        return int(request.jobs.value), f"{request.jobs.origin}"
+    reserve = float(source_build_table()["ram_reserve_gb"])  # type: ignore[arg-type]
+    usable = max(facts.ram_gb - reserve, 0.0)
+    per_job = memory_per_job_gb(flash_attention=flash and cuda)
+    jobs = max_parallel_jobs(usable, facts.cores, flash_attention=flash and cuda)
+    return jobs, (
+        f"{facts.cores} cores, {facts.ram_gb:g} GB RAM ({reserve:g} GB kept free, "
+        f"{per_job:g} GB per job{' with flash attention' if flash and cuda else ''})"
+    )
+
+
+def _environment(
+    request: BuildRequest,
+    facts: MachineFacts,
+    choice: Toolchoice,
+    archs: ArchList,
+    flash: bool,
+    jobs: int,
+    torch: str,
+) -> dict[str, str]:
+    table = source_build_table()
+    env: dict[str, str] = {str(k): str(v) for k, v in dict(table["default_switches"]).items()}  # type: ignore[call-overload]
+    env["USE_CUDA"] = "1" if archs else "0"
+    if archs:
+        env["TORCH_CUDA_ARCH_LIST"] = archs.torch_cuda_arch_list()
+        if not flash:
+            env["USE_FLASH_ATTENTION"] = "0"
+    env.update({name: setting.value for name, setting in request.switches.items()})
+    env["MAX_JOBS"] = str(jobs)
+    if choice.kit is not None:
+        flags = fatbin_compression_flags(choice.kit.version) + choice.kit.nvcc_flags(archs)
+        env["TORCH_NVCC_FLAGS"] = " ".join(flags)
+    if choice.backend == "docker":
+        # The image's CMake is unknown here; the setting is harmless for CMake < 4.
+        env.update(cmake_policy_env("4.0"))
+    elif facts.tools.get("cmake"):
+        env.update(cmake_policy_env(facts.tools["cmake"]))
+    if choice.backend == "native" and facts.nvcc is not None and archs:
+        env["CUDA_HOME"] = facts.nvcc.cuda_home
+    return env
+
+
+def _cudnn_problems(
+    request: BuildRequest,
+    facts: MachineFacts,
+    choice: Toolchoice,
+    archs: ArchList,
+    env: Mapping[str, str],
+) -> list[Problem]:
+    use_cudnn = env.get("USE_CUDNN", "1").upper() not in ("0", "OFF", "FALSE", "NO")
+    if choice.backend != "native" or not archs:
+        return []
+    return checks.check_cudnn(facts.cudnn, archs, use_cudnn=use_cudnn)
+
+
+def _disk_estimate(archs: ArchList, source: Path | None) -> float:
+    table = source_build_table()
+    disk = dict(table["disk_gb"])  # type: ignore[call-overload]
+    if not archs:
+        estimate = float(disk["cpu_only"])
+    else:
+        estimate = float(disk["base"]) + float(disk["per_arch"]) * len(archs.capabilities)
+    if source is not None:
+        factor = float(table["source_tree_factor"])  # type: ignore[arg-type]
+        estimate = min(estimate, round(factor * tree_size_gb(source), 1))
+    return estimate
+
+
+def tree_size_gb(root: Path) -> float:
+    """Size of a source tree in GB (without ``.git`` and ``build`` directories)."""
+    total = 0
+    stack = [root]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in (".git", "build"):
+                    stack.append(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                total += entry.stat(follow_symlinks=False).st_size
+    return total / 1024**3
+
+
+def environment_leaks(environ: Mapping[str, str], env: Mapping[str, str]) -> tuple[str, ...]:
+    """Build variables of the calling environment that the plan keeps out of the build."""
+    return tuple(
+        sorted(
+            key
+            for key in environ
+            if (key.startswith(_LEAKING) or key in _LEAKING_NAMES) and key not in env
+        )
+    )
+
+
+def config_key(*parts: str) -> str:
+    """A short stable hash of a build configuration (names caches and images)."""
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
+
+
+def switch_names() -> tuple[str, ...]:
+    """The documented switches that cut build time and size (for help texts)."""
+    return tuple(s.name for s in build_switches())
+
+
+def cache_for(
+    request: BuildRequest, facts: MachineFacts, backend: str, archs: ArchList, directory: str
+) -> CachePlan:
+    """The compiler cache plan (see :func:`fdl.libtorch.build._cache.plan_cache`)."""
+    kind = str(request.value("cache", "ccache"))
+    settings = {k: s.value for k, s in request.cache_settings.items()}
+    if backend == "docker":
+        program = kind if kind != "none" else None
+        environ: Mapping[str, str] = {}
+    else:
+        program = facts.tool_paths.get(kind) if kind != "none" else None
+        environ = facts.environ
+    return plan_cache(
+        kind,
+        program=program,
+        directory=directory,
+        settings=settings,
+        environ=environ,
+        cuda=bool(archs),
+    )

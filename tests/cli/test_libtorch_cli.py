@@ -1,0 +1,350 @@
+"""`fdl libtorch ...`, `fdl diagnose` and `fdl setup` through the CLI, with a fake nvidia-smi."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from fdl.libtorch import VariantInfo, variants
+from fdl.libtorch._install import finish_info
+from fdl.paths import Context
+from tests.support.libtorch_trees import make_tree
+
+GPU_NAMES = {
+    "6.0": "Tesla P100-PCIE-16GB",
+    "6.1": "NVIDIA GeForce GTX 1060 6GB",
+    "7.0": "Tesla V100-SXM2-16GB",
+    "12.0": "NVIDIA GeForce RTX 5060 Ti",
+    "12.1": "NVIDIA GB10",
+}
+
+
+@pytest.fixture
+def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """An isolated machine: FDL_HOME, cache, a work dir, and a fake nvidia-smi on PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {
+        "FDL_HOME": str(tmp_path / "home"),
+        "FDL_CACHE_DIR": str(tmp_path / "cache"),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+    }
+    monkeypatch.delenv("FDL_LIBTORCH_MIRROR", raising=False)
+    monkeypatch.delenv("FLODL_HOME", raising=False)
+
+    class Machine:
+        root = tmp_path
+        home = tmp_path / "home"
+        cwd = work
+
+        def gpus(self, *caps: str, driver: str = "580.65") -> None:
+            """Install a fake nvidia-smi listing these GPUs (none: no nvidia-smi at all)."""
+            script = bin_dir / "nvidia-smi"
+            if not caps:
+                script.unlink(missing_ok=True)
+                return
+            lines = "".join(
+                f"{i}, {GPU_NAMES.get(c, 'NVIDIA GPU')}, {c}, 8192, {driver}\\n"
+                for i, c in enumerate(caps)
+            )
+            script.write_text(f"#!/bin/sh\nprintf '{lines}'\n")
+            script.chmod(0o755)
+
+        def context(self) -> Context:
+            return Context(self.home, project=False)
+
+        def install(self, name: str, version: str, cuda: str | None, cubins=()) -> Path:
+            context = self.context()
+            path = make_tree(context.libtorch_dir / name, version, cubins=cubins, cuda_needed=())
+            info = VariantInfo(
+                name=name,
+                torch=version.split("+", maxsplit=1)[0],
+                cuda=cuda,
+                source={"kind": "download", "build_version": version},
+            )
+            variants.write_info(path, finish_info(path, info))
+            return path
+
+    machine = Machine()
+    machine.env = env  # type: ignore[attr-defined]
+    return machine
+
+
+@pytest.fixture
+def fdl(run_fdl, machine):
+    def invoke(*args: str, env: dict[str, str] | None = None):
+        return run_fdl(list(args), cwd=machine.cwd, env={**machine.env, **(env or {})})
+
+    return invoke
+
+
+# --- variant selection at the CLI level ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gpus", "variant", "covers_all"),
+    [
+        (("6.1", "12.0"), "cu130", False),
+        (("6.0", "7.0"), "cu126", True),
+        (("12.0",), "cu130", True),
+        (("12.1",), "cu130", True),
+        ((), "cpu", True),
+    ],
+)
+def test_download_dry_run_picks_the_variant(fdl, machine, gpus, variant, covers_all) -> None:
+    machine.gpus(*gpus)
+    result = fdl("libtorch", "download", "--dry-run", "--json")
+    assert result.exit_code == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan["variant"] == variant
+    assert plan["covers_all_gpus"] is covers_all
+    assert plan["dry_run"] is True
+    version = plan["torch"]
+    assert plan["url"] == (
+        f"https://download.pytorch.org/libtorch/{variant}/"
+        f"libtorch-shared-with-deps-{version}%2B{variant}.zip"
+    )
+    assert plan["target"] == str(machine.home / "libtorch" / "precompiled" / variant)
+    assert plan["build_version"] == f"{version}+{variant}"
+    assert not (machine.home / "libtorch").exists(), "a dry run writes nothing"
+
+
+def test_dry_run_text_says_when_no_official_build_covers_the_gpus(fdl, machine) -> None:
+    machine.gpus("12.0", "6.1")
+    result = fdl("libtorch", "download", "--dry-run")
+    assert result.exit_code == 0
+    assert "no official PyTorch" in result.stdout
+    assert "sm_61" in result.stdout and "NOT COVERED" in result.stdout
+    assert "fdl libtorch build --archs 6.1,12.0" in result.stdout
+    assert "[dry-run]" in result.stdout
+
+
+def test_explicit_cuda_and_torch(fdl, machine) -> None:
+    machine.gpus("6.1")
+    result = fdl("libtorch", "download", "--cuda", "12.6", "--torch", "2.7", "--dry-run", "--json")
+    plan = json.loads(result.stdout)
+    assert plan["variant"] == "cu126" and plan["torch"] == "2.7.1"
+    # before 2.8 the cxx11 ABI zip had another name
+    assert plan["url"].endswith("/cu126/libtorch-cxx11-abi-shared-with-deps-2.7.1%2Bcu126.zip")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--cpu", "--cuda", "12.8"], "mutually exclusive"),
+        (["--cuda", "11.8"], "has no official cu118 build"),
+        (["--torch", "9.9"], "unknown PyTorch version"),
+        (["--name", "../evil"], "invalid libtorch variant name"),
+    ],
+)
+def test_download_usage_errors(fdl, machine, args, message) -> None:
+    result = fdl("libtorch", "download", "--dry-run", *args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_mirror_from_environment_and_manifest(fdl, machine) -> None:
+    (machine.cwd / "fdl.yml").write_text("libtorch:\n  mirror: https://mirror.example/pt\n")
+    plan = json.loads(fdl("libtorch", "download", "--cpu", "--dry-run", "--json").stdout)
+    assert plan["url"].startswith("https://mirror.example/pt/libtorch/cpu/")
+    assert plan["upstream_url"].startswith("https://download.pytorch.org/libtorch/cpu/")
+    env = {"FDL_LIBTORCH_MIRROR": "http://127.0.0.1:8080"}
+    plan = json.loads(fdl("libtorch", "download", "--cpu", "--dry-run", "--json", env=env).stdout)
+    assert plan["url"].startswith("http://127.0.0.1:8080/libtorch/cpu/")
+    # inside the project, variants live in the project
+    assert plan["target"] == str(machine.cwd / "libtorch" / "precompiled" / "cpu")
+
+
+def test_path_outside_the_layout_is_not_activated(fdl, machine, tmp_path: Path) -> None:
+    plan = json.loads(
+        fdl(
+            "libtorch", "download", "--cpu", "--path", str(tmp_path / "x"), "--dry-run", "--json"
+        ).stdout
+    )
+    assert plan["activate"] is False and plan["name"] is None
+    assert any("not activated" in n for n in plan["notes"])
+
+
+# --- list / info / activate / remove ---------------------------------------------------------
+
+
+def test_list_info_activate_remove(fdl, machine) -> None:
+    assert "No libtorch variants installed" in fdl("libtorch", "list").stderr
+    assert json.loads(fdl("libtorch", "list", "--json").stdout) == []
+    machine.install("precompiled/cpu", "2.13.0+cpu", None)
+    machine.install("builds/sm61-sm120", "2.14.1", "12.8", cubins=[61, 120])
+    result = fdl("libtorch", "activate", "builds/sm61-sm120")
+    assert result.exit_code == 0 and "active variant: builds/sm61-sm120" in result.stderr
+    listed = json.loads(fdl("libtorch", "list", "--json").stdout)
+    assert [(v["variant"], v["active"]) for v in listed] == [
+        ("builds/sm61-sm120", True),
+        ("precompiled/cpu", False),
+    ]
+    assert listed[0]["archs_found"]["cubin"] == ["sm_61", "sm_120"]
+    text = fdl("libtorch", "list").stdout
+    assert "* builds/sm61-sm120" in text and "(active)" in text
+    info = fdl("libtorch", "info").stdout
+    assert "Variant:   builds/sm61-sm120 (active)" in info and "sm_61 sm_120" in info
+    arch = (machine.home / "libtorch/builds/sm61-sm120/.arch").read_text()
+    assert "archs=6.1 12.0\n" in arch and "cuda=12.8\n" in arch
+    result = fdl("libtorch", "remove", "builds/sm61-sm120", "--json")
+    assert json.loads(result.stdout) == {"removed": "builds/sm61-sm120", "was_active": True}
+    assert (machine.home / "libtorch/.active").read_text() == ""
+    assert fdl("libtorch", "info").exit_code == 2
+
+
+@pytest.mark.parametrize("name", ["../../etc", "/abs/lib", "precompiled/..", "other/x"])
+def test_bad_names_are_refused(fdl, machine, name) -> None:
+    for verb in ("activate", "remove", "info"):
+        result = fdl("libtorch", verb, name)
+        assert result.exit_code == 2, (verb, result.output)
+        assert "invalid libtorch variant name" in result.stderr
+
+
+def test_activate_unknown_lists_installed(fdl, machine) -> None:
+    machine.install("precompiled/cpu", "2.13.0+cpu", None)
+    result = fdl("libtorch", "activate", "precompiled/cu999")
+    assert result.exit_code == 2
+    assert "precompiled/cpu" in result.stderr
+
+
+# --- verify -----------------------------------------------------------------------------------
+
+
+def test_verify_reports_an_uncovered_gpu_and_exits_1(fdl, machine) -> None:
+    machine.gpus("12.0", "6.1")
+    machine.install("precompiled/cu130", "2.14.1+cu130", "13.0", cubins=[75, 80, 86, 90, 100, 120])
+    variants.activate(machine.context(), "precompiled/cu130")
+    result = fdl("libtorch", "verify")
+    assert result.exit_code == 1
+    assert "GPU 1 (GTX 1060 6GB, sm_61) is not covered by precompiled/cu130" in result.stdout
+    assert "fix: fdl libtorch build --archs 6.1,12.0" in result.stdout
+    data = json.loads(fdl("libtorch", "verify", "--json").stdout)
+    assert data["ok"] is False
+    assert data["archs_found"]["cubin"] == ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
+
+
+# --- diagnose -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gpus", "active", "strict_code", "expect"),
+    [
+        (("12.0", "6.1"), ("precompiled/cu130", "2.14.1+cu130", "13.0", [120]), 1, "sm_61"),
+        (("6.0", "7.0"), ("precompiled/cu126", "2.14.1+cu126", "12.6", [50, 60, 70]), 0, None),
+        (("12.1",), ("precompiled/cu130", "2.14.1+cu130", "13.0", [120]), 0, None),
+        ((), ("precompiled/cpu", "2.13.0+cpu", None, []), 0, None),
+        (("12.0",), ("precompiled/cu126", "2.14.1+cu126", "12.6", [50, 60, 70, 90]), 1, "sm_120"),
+    ],
+)
+def test_diagnose_gpu_sets(fdl, machine, gpus, active, strict_code, expect) -> None:
+    machine.gpus(*gpus)
+    name, version, cuda, cubins = active
+    machine.install(name, version, cuda, cubins=cubins)
+    variants.activate(machine.context(), name)
+    result = fdl("diagnose", "--json", "--strict", "--no-docker")
+    assert result.exit_code == strict_code, result.stdout
+    data = json.loads(result.stdout)
+    errors = [c for c in data["checks"] if c["severity"] == "error"]
+    if expect is None:
+        assert errors == []
+    else:
+        assert any(expect in c["message"] and c["fix"] for c in errors)
+    assert data["libtorch"]["active"] == name
+    assert len(data["gpus"]) == len(gpus)
+    # without --strict the exit code stays 0
+    assert fdl("diagnose", "--no-docker").exit_code == 0
+
+
+def test_diagnose_text_groups_and_fixes(fdl, machine) -> None:
+    machine.gpus("12.0", "6.1")
+    result = fdl("diagnose", "--no-docker")
+    assert result.exit_code == 0
+    for group in ("system", "gpus", "toolchain", "libtorch"):
+        assert f"\n{group}\n" in f"\n{result.stdout}"
+    assert "no active libtorch variant" in result.stdout
+    assert "fix: fdl setup" in result.stdout
+
+
+# --- setup -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gpus", "action", "command"),
+    [
+        (("6.1", "12.0"), "build", "fdl libtorch build --archs 6.1,12.0"),
+        (("6.0", "7.0"), "download", "fdl libtorch download --cuda 12.6"),
+        (("12.0",), "download", "fdl libtorch download --cuda 13.0"),
+        (("12.1",), "download", "fdl libtorch download --cuda 13.0"),
+        ((), "download", "fdl libtorch download --cpu"),
+    ],
+)
+def test_setup_plans(fdl, machine, gpus, action, command) -> None:
+    machine.gpus(*gpus)
+    result = fdl("setup", "--dry-run", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["plan"]["action"] == action
+    assert data["plan"]["command"].startswith(command)
+    assert not (machine.home / "libtorch").exists()
+
+
+def test_setup_without_yes_and_without_terminal_changes_nothing(fdl, machine) -> None:
+    machine.gpus("12.0")
+    result = fdl("setup")
+    assert result.exit_code == 0
+    assert "plan: download" in result.stdout
+    assert "without --yes" in result.stderr
+    assert not (machine.home / "libtorch").exists()
+
+
+def test_setup_activates_an_installed_variant_with_yes(fdl, machine) -> None:
+    machine.gpus("6.1", "12.0")
+    machine.install("builds/sm61-sm120", "2.14.1", "12.8", cubins=[61, 120])
+    result = fdl("setup", "--yes")
+    assert result.exit_code == 0, result.output
+    assert variants.active_name(machine.context()) == "builds/sm61-sm120"
+
+
+# --- install -------------------------------------------------------------------------------
+
+
+def test_install_needs_a_source(fdl, machine) -> None:
+    result = fdl("libtorch", "install")
+    assert result.exit_code == 2 and "--from-wheel" in result.stderr
+    result = fdl("libtorch", "install", "--from-wheel", "--torch", "2.13", "--python", "py")
+    assert result.exit_code == 2 and "one wheel source" in result.stderr
+
+
+def test_install_cuda_wheel_without_nvidia_warns(fdl, machine, tmp_path: Path) -> None:
+    from tests.support.libtorch_trees import torch_wheel
+
+    wheel = torch_wheel(
+        tmp_path / "torch-2.14.1-cp311-cp311-linux_x86_64.whl",
+        "2.14.1",
+        cuda="13.0",
+        cubins=[120],
+        cuda_needed=("libnvfake.so.13",),
+    )
+    result = fdl("libtorch", "install", "--from-wheel", str(wheel), "--no-nvidia")
+    assert result.exit_code == 0, result.stderr
+    assert "installed precompiled/cu130" in result.stderr
+    assert "warning: 1 libraries cannot be found: libnvfake.so.13" in result.stderr
+    again = fdl("libtorch", "install", "--from-wheel", str(wheel), "--no-nvidia", "--json")
+    assert json.loads(again.stdout)["installed"] is False
+
+
+def test_install_from_dir_adopts_a_tree(fdl, machine, tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "mylibtorch", "2.13.0+cpu")
+    result = fdl("libtorch", "install", "--from-dir", str(tree), "--json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["variant"] == "precompiled/mylibtorch" and data["activated"] is True
+    assert tree.is_dir(), "the original is copied, not moved"
+    again = fdl("libtorch", "install", "--from-dir", str(tree))
+    assert again.exit_code == 2 and "already installed" in again.stderr

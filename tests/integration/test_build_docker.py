@@ -1,0 +1,86 @@
+"""The Docker backend end to end: builder image, cache mounts, copy-out, verification.
+
+The base image is made here FROM the local Debian image with the toolchain from apt (no
+registry pulls). There is no CUDA in it, so the build is CPU-only (USE_CUDA=0); the CUDA
+path of the Dockerfile (nvcc/gcc/cuDNN preflight) is covered by the plan tests.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support.build_helpers import build_and_run_consumer, copy_source, losses
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+TOOLCHAIN_IMAGE = "fdl-test/libtorch-toolchain:bookworm"
+TOOLCHAIN = """FROM {base}
+RUN apt-get update && apt-get install -y --no-install-recommends \\
+      g++ cmake make ninja-build python3 python3-venv ccache git ca-certificates \\
+    && rm -rf /var/lib/apt/lists/*
+"""
+
+
+@pytest.fixture(scope="module")
+def toolchain_image(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from fdl.engine import BuildSpec, default_engine
+    from tests.conftest import BASE_IMAGE
+
+    engine = default_engine()
+    if not engine.image_exists(TOOLCHAIN_IMAGE):
+        context = tmp_path_factory.mktemp("toolchain")
+        engine.build(
+            BuildSpec(
+                context,
+                dockerfile_text=TOOLCHAIN.format(base=BASE_IMAGE),
+                tags=(TOOLCHAIN_IMAGE,),
+            )
+        )
+    return TOOLCHAIN_IMAGE
+
+
+def test_docker_cpu_build_is_copied_out_registered_and_usable(
+    run_fdl, tmp_path: Path, toolchain_image: str
+) -> None:
+    source = copy_source(tmp_path / "pytorch")
+    env = {"FDL_HOME": str(tmp_path / "home"), "FDL_CACHE_DIR": str(tmp_path / "cache")}
+    args = [
+        "libtorch",
+        "build",
+        "--docker",
+        "--cpu",
+        "--source",
+        str(source),
+        "--base-image",
+        toolchain_image,
+        "--name",
+        "docker-cpu",
+    ]
+    planned = run_fdl([*args, "--dry-run", "--json"], cwd=tmp_path, env=env)
+    assert planned.exit_code == 0, planned.output
+    plan = json.loads(planned.stdout)
+    assert plan["docker"]["base_image"] == toolchain_image
+    assert "--mount=type=cache" in plan["docker"]["dockerfile"]
+    result = run_fdl([*args, "--json"], cwd=tmp_path, env=env)
+    assert result.exit_code == 0, result.output
+    built = json.loads(result.stdout)
+    variant = Path(built["path"])
+    assert built["variant"] == "builds/docker-cpu" and built["activated"]
+    assert (variant / "lib" / "libtorch.so").is_file()
+    assert not (variant / ".fdl-build-facts").exists()
+    info = built["info"]
+    assert info["source"]["backend"] == "docker" and info["source"]["image"] == toolchain_image
+    assert info["extra"]["toolchain"]["gcc"].startswith("12.")
+    assert info["extra"]["compiler_cache"]["misses"] is not None
+    # only the build context fdl made was sent: the project directory holds other files
+    log = Path(plan["paths"]["log"]).read_text(errors="replace")
+    assert "fdl-preflight: ok" in log
+    output = build_and_run_consumer(variant, tmp_path)
+    assert losses(output)
+    # a second run reuses the cached image steps (nothing is compiled again)
+    again = run_fdl([*args, "--json"], cwd=tmp_path, env=env)
+    assert again.exit_code == 0, again.output
+    log = Path(plan["paths"]["log"]).read_text(errors="replace")
+    assert log.count("CACHED") >= 3

@@ -1,0 +1,157 @@
+"""`fdl diagnose` checks and the `fdl setup` plan, with a FakeRunner and fake trees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fdl.compat import parse_capability
+from fdl.diagnose import Severity
+from fdl.diagnose.checks import run_diagnose
+from fdl.diagnose.setup import plan_setup
+from fdl.libtorch import VariantInfo, variants
+from fdl.libtorch._install import finish_info
+from fdl.paths import Context
+from fdl.runner import Completed, FakeRunner
+from tests.support.libtorch_trees import make_tree
+
+SMI = ["nvidia-smi", "--query-gpu=index,name,compute_cap,memory.total,driver_version"]
+
+
+def smi_lines(*caps: str, driver: str = "580.65") -> str:
+    return "".join(f"{i}, NVIDIA Test GPU {c}, {c}, 8192, {driver}\n" for i, c in enumerate(caps))
+
+
+def runner(*caps: str, nvcc: str | None = None, gcc: str = "12.2.0") -> FakeRunner:
+    responses = {
+        tuple(SMI): Completed([], 0, smi_lines(*caps)),
+        ("gcc", "--version"): Completed([], 0, f"gcc (Debian {gcc}-14) {gcc}\n"),
+        ("g++", "--version"): Completed([], 0, f"g++ (Debian {gcc}-14) {gcc}\n"),
+        ("cmake", "--version"): Completed([], 0, "cmake version 3.25.1\n"),
+    }
+    programs = {"gcc": "/usr/bin/gcc", "g++": "/usr/bin/g++", "cmake": "/usr/bin/cmake"}
+    if caps:
+        programs["nvidia-smi"] = "/usr/bin/nvidia-smi"
+    if nvcc:
+        programs["nvcc"] = "/usr/local/cuda/bin/nvcc"
+        responses[("nvcc", "--version")] = Completed(
+            [], 0, f"Cuda compilation tools, release {nvcc}, V{nvcc}.88\n"
+        )
+        responses[("nvcc", "--list-gpu-code")] = Completed([], 1, "")
+    return FakeRunner(responses, programs)
+
+
+@pytest.fixture
+def context(tmp_path: Path) -> Context:
+    return Context(tmp_path, project=True)
+
+
+def install_fake(context: Context, name: str, version: str, cuda: str | None, cubins=()) -> None:
+    path = make_tree(context.libtorch_dir / name, version, cubins=cubins, cuda_needed=())
+    info = VariantInfo(
+        name=name, torch=version.split("+", maxsplit=1)[0], cuda=cuda, source={"kind": "download"}
+    )
+    variants.write_info(path, finish_info(path, info))
+
+
+def find(diagnosis, group: str, name: str):
+    return next(c for c in diagnosis.checks if c.group == group and c.name == name)
+
+
+def test_uncovered_gpu_of_the_active_variant(context: Context) -> None:
+    install_fake(
+        context, "precompiled/cu130", "2.14.1+cu130", "13.0", cubins=[75, 80, 86, 90, 100, 120]
+    )
+    variants.activate(context, "precompiled/cu130")
+    result = run_diagnose(context, runner=runner("12.0", "6.1"), environ={}, docker=False)
+    check = find(result, "libtorch", "GPU 1")
+    assert check.severity is Severity.ERROR
+    assert "GPU 1 (Test GPU 6.1, sm_61) is not covered by precompiled/cu130" in check.message
+    assert check.fix == "fdl libtorch build --archs 6.1,12.0"
+    assert find(result, "libtorch", "GPU 0").severity is Severity.OK
+    data = result.to_json()
+    assert [g["sm"] for g in data["gpus"]] == ["sm_120", "sm_61"]
+    assert data["libtorch"]["active"] == "precompiled/cu130"
+    assert data["summary"]["error"] >= 1
+
+
+def test_no_active_variant_points_to_setup(context: Context) -> None:
+    result = run_diagnose(context, runner=runner(), environ={}, docker=False)
+    check = find(result, "libtorch", "active")
+    assert check.severity is Severity.WARNING and check.fix == "fdl setup"
+    assert find(result, "gpus", "gpus").severity is Severity.INFO
+    assert result.worst is Severity.WARNING
+
+
+def test_active_pointing_nowhere_is_an_error(context: Context) -> None:
+    install_fake(context, "precompiled/cpu", "2.13.0+cpu", None)
+    variants.activate(context, "precompiled/cpu")
+    (context.libtorch_dir / ".active").write_text("builds/gone\n")
+    result = run_diagnose(context, runner=runner(), environ={}, docker=False)
+    assert find(result, "libtorch", "active").severity is Severity.ERROR
+
+
+def test_cpu_variant_with_gpus_is_a_warning(context: Context) -> None:
+    install_fake(context, "precompiled/cpu", "2.13.0+cpu", None)
+    variants.activate(context, "precompiled/cpu")
+    result = run_diagnose(context, runner=runner("8.6"), environ={}, docker=False)
+    check = find(result, "libtorch", "GPU 0")
+    assert check.severity is Severity.WARNING
+    assert check.fix == "fdl libtorch download --cuda 13.0 --torch 2.13.0"
+
+
+def test_nvcc_13_cannot_build_for_pascal(context: Context) -> None:
+    result = run_diagnose(
+        context, runner=runner("6.1", "12.0", nvcc="13.0"), environ={}, docker=False
+    )
+    check = find(result, "toolchain", "nvcc archs")
+    assert check.severity is Severity.WARNING and "sm_61" in check.message
+    assert "12.9 or 12.8" in (check.fix or "")
+
+
+def test_gcc_too_new_for_nvcc(context: Context) -> None:
+    result = run_diagnose(
+        context, runner=runner("8.6", nvcc="12.4", gcc="14.2.0"), environ={}, docker=False
+    )
+    check = find(result, "toolchain", "host compiler")
+    assert check.severity is Severity.WARNING and "gcc <= 13" in check.message
+
+
+# --- setup plans ---------------------------------------------------------------------------
+
+
+def caps(*texts: str):
+    return tuple(parse_capability(t) for t in texts)
+
+
+def test_setup_on_a_cpu_machine_downloads_and_activates_cpu(context: Context) -> None:
+    plan = plan_setup(context, ())
+    assert plan.action == "download"
+    assert plan.command[:4] == ("fdl", "libtorch", "download", "--cpu")
+
+
+def test_setup_for_mixed_gpus_describes_the_build(context: Context) -> None:
+    plan = plan_setup(context, caps("6.1", "12.0"))
+    assert plan.action == "build"
+    assert plan.command == ("fdl", "libtorch", "build", "--archs", "6.1,12.0")
+    assert any("--cuda 13.0" in a and "sm_120 only" in a for a in plan.alternatives)
+
+
+def test_setup_keeps_an_active_variant_that_fits(context: Context) -> None:
+    install_fake(context, "precompiled/cu130", "2.14.1+cu130", "13.0", cubins=[120])
+    variants.activate(context, "precompiled/cu130")
+    assert plan_setup(context, caps("12.0")).action == "keep"
+    assert plan_setup(context, caps("12.0"), force=True).action == "download"
+
+
+def test_setup_activates_an_installed_build_that_fits(context: Context) -> None:
+    install_fake(context, "builds/sm61-sm120", "2.14.1", "12.8", cubins=[61, 120])
+    plan = plan_setup(context, caps("6.1", "12.0"))
+    assert (plan.action, plan.variant) == ("activate", "builds/sm61-sm120")
+
+
+def test_setup_from_wheel(context: Context) -> None:
+    plan = plan_setup(context, caps("12.0"), from_wheel=True, torch="2.14")
+    assert plan.action == "wheel"
+    assert plan.command == ("fdl", "libtorch", "install", "--from-wheel", "--torch", "2.14.1")
