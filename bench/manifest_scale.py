@@ -25,7 +25,7 @@ from fdl.manifest._render import render_explain, render_show
 
 def write_layers(root: Path, leaves: int) -> dict[str, str]:
     """Write base/inherited/overlay files with ``leaves`` leaves; return env vars."""
-    groups = max(1, leaves // 10)
+    groups = max(1, leaves // 4)
 
     def body(prefix: str, step: int) -> str:
         lines = ["commands:"]
@@ -33,10 +33,8 @@ def write_layers(root: Path, leaves: int) -> dict[str, str]:
             lines.append(f"  cmd{g}:")
             lines.append(f"    description: {prefix} command {g}")
             lines.append(f"    run: make target{g} --flag {prefix}")
-            lines.append("    options:")
-            for k in range(7):
-                lines.append(f"      opt{k}: {prefix}-{g}-{k}")
             lines.append(f"    append: --{prefix}")
+            lines.append(f"    docker: {prefix}-service")
         return "\n".join(lines) + "\n"
 
     (root / "common.yml").write_text("description: common\n" + body("inherited", 2))

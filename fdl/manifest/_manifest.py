@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,6 +33,20 @@ if TYPE_CHECKING:
     from typing import Any
 
     from fdl.manifest._explain import Explanation
+
+
+class _NoCyclicGC:
+    """Pause the cyclic garbage collector: node trees hold no cycles, and with
+    100k values its repeated full scans made loading grow faster than linearly.
+    (A class, not contextlib: importing contextlib costs start-up time.)"""
+
+    def __enter__(self) -> None:
+        self.enabled = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            gc.enable()
 
 
 def split_key(key: str) -> tuple[str, ...]:
@@ -121,6 +136,12 @@ class Manifest:
         """
         from fdl.manifest._explain import explain_path, explainable_paths
 
+        with _NoCyclicGC():
+            return self._explain(key, explain_path, explainable_paths)
+
+    def _explain(
+        self, key: str | None, explain_path: Any, explainable_paths: Any
+    ) -> list[Explanation]:
         prefix = split_key(key) if key else ()
         paths = explainable_paths(self.layers, self.tree, prefix)
         if prefix and not paths:
@@ -175,6 +196,26 @@ def build_manifest(
     overlay_required: bool = True,
 ) -> Manifest:
     """Read every layer of ``discovered``, merge and (optionally) validate."""
+    with _NoCyclicGC():
+        return _build_manifest(
+            discovered,
+            env=env,
+            environ=environ,
+            sets=sets,
+            schema=schema,
+            overlay_required=overlay_required,
+        )
+
+
+def _build_manifest(
+    discovered: Discovered,
+    *,
+    env: str | None,
+    environ: Mapping[str, str],
+    sets: Sequence[str],
+    schema: Obj | None,
+    overlay_required: bool,
+) -> Manifest:
     root = discovered.directory
     base_chain = load_chain(discovered.path, LayerKind.BASE, root)
     candidates = [

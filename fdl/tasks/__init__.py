@@ -17,9 +17,11 @@ Names are imported on first use, so ``fdl --help`` only pays for what it needs.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from fdl.tasks._args import ArgDecl, CommandSchema, OptionDecl
     from fdl.tasks._compose import quote
     from fdl.tasks._docker import ComposeProgram, compose_program, in_container

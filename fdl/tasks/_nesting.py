@@ -9,7 +9,10 @@ inside the project.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["enclosing_manifest"]
 
@@ -17,8 +20,9 @@ __all__ = ["enclosing_manifest"]
 def _commands(path: Path) -> dict[str, Any]:
     import yaml
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader: ~10x faster
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return {}
     commands = data.get("commands") if isinstance(data, dict) else None

@@ -8,10 +8,13 @@ and checks presets against it when the manifest loads.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from fdl.manifest._nodes import MapNode, ScalarNode, SeqNode
 from fdl.manifest.schema import AnyValue, Bool, Checker, Enum, ListOf, MapOf, Obj, Str
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "OPTION_TYPES",
