@@ -70,6 +70,8 @@ import sys
 from fdl.cli import main
 code = main(sys.argv[1:])
 heavy = sorted(m for m in {heavy!r} if m in sys.modules)
+if sys.argv[1:3] == ["config", "show"]:
+    heavy += sorted(m for m in {costly!r} if m in sys.modules)
 print("HEAVY=" + ",".join(heavy), file=sys.stderr)
 raise SystemExit(code)
 """
@@ -92,7 +94,7 @@ def test_startup_does_not_load_heavy_modules(
     shutil.copytree(FIXTURE, project)
     env = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE.format(heavy=HEAVY), *args],
+        [sys.executable, "-c", PROBE.format(heavy=HEAVY, costly=sorted(COSTLY_STDLIB)), *args],
         cwd=project,
         env=env,
         capture_output=True,
