@@ -65,6 +65,8 @@ HEAVY = [
     "pydantic",
     "platformdirs",
 ]
+# Standard-library modules that cost several ms each; `config show` avoids them too.
+COSTLY_STDLIB = {"dataclasses", "inspect", "typing", "subprocess", "logging", "concurrent"}
 PROBE = """
 import sys
 from fdl.cli import main
