@@ -25,5 +25,7 @@ echo "== ruff" >&2
 "$VENV/bin/ruff" format --check fdl
 echo "== mypy" >&2
 "$VENV/bin/mypy"
+echo "== fdl ci check (the generated CI files match fdl.yml)" >&2
+"$VENV/bin/fdl" ci check
 echo "== pytest" >&2
 exec "$VENV/bin/python" -m pytest "$@"

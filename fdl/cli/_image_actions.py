@@ -64,7 +64,9 @@ def render(session: Session, profiles: Sequence[str], output: Path | None) -> in
     compose = output / "docker-compose.yml"
     compose.write_text(render_compose(specs, context=context, dockerfile_dir=dockerfiles), "utf-8")
     session.console.info(f"wrote {_shown(compose, session.cwd)}")
-    _report_ignore(session, ensure_dockerignore(project, specs))
+    for directory in dict.fromkeys(spec.context for spec in specs):
+        chosen = [spec for spec in specs if spec.context == directory]
+        _report_ignore(session, ensure_dockerignore(project / directory, chosen))
     return 0
 
 

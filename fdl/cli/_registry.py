@@ -26,6 +26,11 @@ BUILTINS: dict[str, Builtin] = {
         Builtin("config", "show, explain, validate the merged manifest", "fdl.cli.commands.config"),
         Builtin("image", "render, build, size and run Docker images", "fdl.cli.commands.image"),
         Builtin(
+            "ci",
+            "the image matrix as a bake file and workflow; drift check",
+            "fdl.cli.commands.ci",
+        ),
+        Builtin(
             "libtorch",
             "install, verify and switch libtorch variants (download, wheel, build)",
             "fdl.cli.commands.libtorch",

@@ -74,15 +74,20 @@ def build_spec(
     libtorch_image: str | None = None,
     no_cache: bool = False,
     environ: Mapping[str, str] | None = None,
+    cache_from: Sequence[str] = (),
+    cache_to: Sequence[str] = (),
 ) -> BuildSpec:
-    """The engine's build of one planned image."""
+    """The engine's build of one planned image (context: the profile's ``context:``
+    under ``project_dir``; cache sources and exports as ``docker build`` takes them)."""
     build_args = {"LIBTORCH_IMAGE": libtorch_image} if libtorch_image else {}
     return BuildSpec(
-        context=project_dir,
+        context=project_dir / spec.context,
         dockerfile_text=render_dockerfile(spec),
         tags=(spec.tag,),
         build_args=build_args,
         secrets=_secrets(spec, project_dir, os.environ if environ is None else environ),
+        cache_from=tuple(cache_from),
+        cache_to=tuple(cache_to),
         no_cache=no_cache,
     )
 
@@ -135,12 +140,12 @@ def build_images(
 ) -> list[BuiltImage]:
     """Build each planned image (and the variant images they read), in order.
 
-    The project's ``.dockerignore`` is written (or, when it is the user's, checked)
-    first: without it the daemon would receive ``libtorch/`` and any ``.env``.
+    The ``.dockerignore`` of each build context is written (or, when it is the user's,
+    checked) first: without it the daemon would receive ``libtorch/`` and any ``.env``.
 
     Args:
         specs: The planned images.
-        project_dir: The build context.
+        project_dir: The project (build contexts are relative to it).
         engine: The container engine (default: the process-wide one).
         no_cache: Build every step again.
         push: Push each image after building it.
@@ -158,9 +163,12 @@ def build_images(
     env = os.environ if environ is None else environ
     for spec in specs:  # every secret is checked before anything is built
         _secrets(spec, project_dir, env)
-    ignore = ensure_dockerignore(project_dir, specs)
-    if on_ignore is not None:
-        on_ignore(ignore)
+    for context in dict.fromkeys(spec.context for spec in specs):
+        ignore = ensure_dockerignore(
+            project_dir / context, [spec for spec in specs if spec.context == context]
+        )
+        if on_ignore is not None:
+            on_ignore(ignore)
     built: list[BuiltImage] = []
     for spec in specs:
         started = time.monotonic()

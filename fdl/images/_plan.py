@@ -149,6 +149,7 @@ class _Planner:
             ),
             source=self.source,
             fdl_version=self.fdl_version,
+            context=_context(raw),
             **self._program(key, kind, raw, variant),
         )
 
@@ -207,7 +208,9 @@ class _Planner:
             "build_env": _build_env(variant),
             "build_command": str(raw.get("build") or _default_build(build_dir)),
             "build_dir": build_dir,
-            "program": str(raw.get("program") or self._default_program(key, build_dir)),
+            "program": str(
+                raw.get("program") or self._default_program(key, build_dir, _context(raw))
+            ),
             "args": tuple(str(a) for a in raw.get("args") or ()),
             "files": _sorted(raw.get("files") or ()),
             "dlopen": _sorted([*runtime.dlopen, *(raw.get("dlopen") or ())]),
@@ -232,8 +235,8 @@ class _Planner:
             )
         return found
 
-    def _default_program(self, key: str, build_dir: str) -> str:
-        cmake = self.manifest.directory / "CMakeLists.txt"
+    def _default_program(self, key: str, build_dir: str, context: str) -> str:
+        cmake = self.manifest.directory / context / "CMakeLists.txt"
         text = cmake.read_text(encoding="utf-8", errors="replace") if cmake.is_file() else ""
         found = _EXECUTABLE.search(text)
         if found is None:
@@ -315,6 +318,13 @@ class _Planner:
             source, target, *mode = str(entry).split(":")
             mounts.append(MountSpec(source, target, bool(mode) and mode[0] == "ro"))
         return tuple(sorted(mounts, key=lambda m: m.target))
+
+
+def _context(raw: Mapping[str, Any]) -> str:
+    """The profile's build context relative to the project (``.``: the project itself)."""
+    from pathlib import PurePosixPath
+
+    return PurePosixPath(str(raw.get("context") or ".")).as_posix()
 
 
 def _build_env(variant: VariantRef | None) -> tuple[tuple[str, str], ...]:

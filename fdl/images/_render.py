@@ -194,8 +194,14 @@ def _service(spec: ImageSpec, context: str, dockerfile_dir: str) -> dict[str, An
     volumes: list[str] = []
     environment: list[tuple[str, str]] = []
     build_args: list[tuple[str, str]] = []
+    # A profile's own context (`context:`) is its build context and its dev sources;
+    # compose reads the Dockerfile path relative to the build context.
+    build_context, dockerfile = context, _join(dockerfile_dir, dockerfile_name(spec))
+    if spec.context != ".":
+        build_context = _join(context, spec.context)
+        dockerfile = _join(".", posixpath.relpath(dockerfile, spec.context))
     if spec.kind == "dev":
-        volumes.append(f"{context}:{spec.workdir}")
+        volumes.append(f"{build_context}:{spec.workdir}")
         if spec.libtorch == "mounted" and spec.variant is not None:
             # The task runner exports LIBTORCH_HOST_PATH (the active variant's host
             # path, as floDl's compose files expect); a pinned variant is mounted as is.
@@ -212,8 +218,8 @@ def _service(spec: ImageSpec, context: str, dockerfile_dir: str) -> dict[str, An
     return {
         "name": spec.profile,
         "image": _yaml(spec.tag),
-        "context": _yaml(context),
-        "dockerfile": _yaml(_join(dockerfile_dir, dockerfile_name(spec))),
+        "context": _yaml(build_context),
+        "dockerfile": _yaml(dockerfile),
         "build_args": build_args,
         "user": _yaml("${FDL_UID:-1000}:${FDL_GID:-1000}") if spec.kind == "dev" else None,
         "workdir": _yaml(spec.workdir),

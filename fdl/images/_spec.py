@@ -124,6 +124,7 @@ class ImageSpec:
         paths: Fixed paths in the image (``libtorch``, ``app``).
         source: The manifest files it comes from (``fdl.yml + fdl.ci.yml``).
         fdl_version: The fdl that planned it.
+        context: The build context, relative to the project (``.``: the project).
     """
 
     profile: str
@@ -158,6 +159,7 @@ class ImageSpec:
     paths: tuple[tuple[str, str], ...]
     source: str
     fdl_version: str
+    context: str = "."
 
     @property
     def program_name(self) -> str | None:

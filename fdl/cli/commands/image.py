@@ -54,12 +54,27 @@ def build(
     ] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Build every step again.")] = False,
     push: Annotated[bool, typer.Option("--push", help="Push the images when built.")] = False,
+    all_cells: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Build the ci: matrix (every profile x variant, as CI does), in dependency order.",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Build images with BuildKit; report their size against the smallest possible.
 
     Example: fdl image build train --tag registry.example.com/me/train:1 --push
     """
+    if all_cells:
+        from fdl.cli._ci_build import build_all
+
+        raise typer.Exit(
+            build_all(
+                current(), profiles or [], tag=tag, no_cache=no_cache, push=push, as_json=as_json
+            )
+        )
     raise typer.Exit(
         actions.build(
             current(), profiles or [], tag=tag, no_cache=no_cache, push=push, as_json=as_json

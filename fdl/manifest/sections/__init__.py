@@ -13,7 +13,7 @@ from fdl.manifest.schema import Obj, Spec
 
 __all__ = ["root_spec"]
 
-_MODULES = ("core", "libtorch", "images")
+_MODULES = ("core", "libtorch", "images", "ci")
 
 
 @cache

@@ -143,6 +143,11 @@ PROFILE: Spec = Obj(
         "pass-env": ListOf(
             Str(pattern=ENV_NAME), "Host variables passed to `fdl image run` (e.g. tokens)."
         ),
+        "context": Str(
+            "Build context: a directory relative to the project (default: the project).",
+            pattern=r"(?!/)(?!.*(?:^|/)\.\.(?:/|$)).+",
+            example="services/train",
+        ),
         "build": Str("Build command run in the project directory of the build stage."),
         "build-dir": Str("Build directory (default build).", pattern=r"[^/][^:]*"),
         "program": Str("The built program, relative to the project (e.g. build/train)."),

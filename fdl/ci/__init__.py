@@ -1,0 +1,44 @@
+"""CI image builds: the manifest's image matrix (profiles x libtorch variants) as a
+bake file and a GitHub Actions workflow, a drift check, and local builds of the matrix.
+
+Plan, then execute::
+
+    from fdl.ci import find_drift, generated_files, plan_matrix
+
+    matrix = plan_matrix(manifest)                 # pure: cells, tags, args, caches
+    files = generated_files(matrix)                # deterministic text
+    drift = find_drift(repo_root, files, owned)    # what differs from the disk
+"""
+
+from __future__ import annotations
+
+from fdl.ci._check import Drift, FileChange, find_drift, write_files
+from fdl.ci._config import repository_root
+from fdl.ci._local import LocalBuild, LocalStep, build_matrix, local_variants
+from fdl.ci._model import Cell, CiConfig, Matrix, MatrixVariant
+from fdl.ci._plan import plan_matrix
+from fdl.ci._render import GeneratedFile, bake_path, dockerfiles_dir, generated_files, render_bake
+from fdl.ci._workflow import render_workflow
+
+__all__ = [
+    "Cell",
+    "CiConfig",
+    "Drift",
+    "FileChange",
+    "GeneratedFile",
+    "LocalBuild",
+    "LocalStep",
+    "Matrix",
+    "MatrixVariant",
+    "bake_path",
+    "build_matrix",
+    "dockerfiles_dir",
+    "find_drift",
+    "generated_files",
+    "local_variants",
+    "plan_matrix",
+    "render_bake",
+    "render_workflow",
+    "repository_root",
+    "write_files",
+]

@@ -1,0 +1,201 @@
+"""The libtorch variants of the matrix: what each is, and how a CI runner gets it.
+
+``cpu`` and ``cuXYZ`` are official builds (their CUDA, archs and cuDNN come from the
+compatibility tables); ``build:<recipe>`` is a source build of a recipe, merged with the
+manifest's ``libtorch.build`` exactly as ``fdl libtorch build --recipe`` merges them.
+Nothing here needs the variant to be installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import replace
+from typing import Any
+
+from fdl.ci._config import located as _error
+from fdl.ci._model import CiConfig, MatrixVariant
+from fdl.errors import FdlError, UsageError
+from fdl.images import VariantRef, variant_ref
+from fdl.manifest import Manifest
+
+__all__ = ["plan_variants", "torch_version"]
+
+RECIPE_PREFIX = "build:"
+
+
+def torch_version(manifest: Manifest) -> tuple[str, str]:
+    """The PyTorch release of official variants and the key it came from."""
+    from fdl.compat import resolve_torch_version
+
+    for key in ("ci.torch", "libtorch.torch"):
+        wanted = manifest.get(key)
+        if wanted is not None:
+            try:
+                return resolve_torch_version(str(wanted)), key
+            except UsageError as exc:
+                raise _error(manifest, key, exc.message, exc.hint) from None
+    return resolve_torch_version(None), "the newest release fdl knows"
+
+
+def plan_variants(manifest: Manifest, config: CiConfig) -> tuple[MatrixVariant, ...]:
+    """Every variant of ``ci.variants``, in the order written.
+
+    Raises:
+        ManifestError: a variant the release does not have, an unknown or invalid
+            recipe, or two variants with the same short name (located at ``ci.variants``).
+    """
+    keys = [str(key) for key in manifest.get("ci.variants") or ()]
+    if not keys:
+        raise _error(manifest, "ci.variants", "the matrix has no variants", "e.g. [cpu, cu130]")
+    planned: list[MatrixVariant] = []
+    seen: dict[str, str] = {}
+    for index, key in enumerate(keys):
+        where = f"ci.variants.{index}"
+        if key.startswith(RECIPE_PREFIX):
+            variant = _recipe_variant(manifest, config, key, where)
+        else:
+            variant = _official_variant(manifest, config, key, where)
+        if variant.slug in seen:
+            raise _error(
+                manifest,
+                where,
+                f"{key} and {seen[variant.slug]} would share the name {variant.slug!r} "
+                "in tags and targets",
+                hint="list each variant once; rename a project recipe that shadows an "
+                "official variant",
+            )
+        seen[variant.slug] = key
+        planned.append(variant)
+    return tuple(planned)
+
+
+def _official_variant(manifest: Manifest, config: CiConfig, key: str, where: str) -> MatrixVariant:
+    from fdl.compat import release
+
+    torch, torch_key = torch_version(manifest)
+    try:
+        official = release(torch).variant(key)
+    except UsageError as exc:
+        raise _error(
+            manifest, where, f"{exc.message} (PyTorch {torch} from {torch_key})", exc.hint
+        ) from None
+    ref = replace(
+        variant_ref(f"precompiled/{key}", None, pinned=True),
+        torch=torch,
+        cuda=official.cuda,
+        cudnn=official.cuda is not None and official.cudnn is not None,
+        archs=tuple(official.targets_for(torch).codes()) if official.cuda else (),
+    )
+    flag = ["--cpu"] if official.cuda is None else ["--cuda", official.cuda]
+    install = ("fdl", "libtorch", "download", *flag, "--torch", torch, "--no-activate")
+    return _variant(config, key, key, ref, install, recipe=None, cache_key=None)
+
+
+def _recipe_variant(manifest: Manifest, config: CiConfig, key: str, where: str) -> MatrixVariant:
+    from fdl.libtorch.build import BuildRequest, Setting
+    from fdl.libtorch.build._sources import gather_request
+
+    recipe = key.removeprefix(RECIPE_PREFIX)
+    location = _error(manifest, where, "").location
+    asked = BuildRequest(
+        recipe=Setting(recipe, where, location), name=Setting(recipe, where, location)
+    )
+    try:
+        request = gather_request(asked, manifest, manifest.directory)
+        torch, cuda, archs, cudnn = _recipe_facts(request)
+    except FdlError as exc:
+        if exc.location is not None:
+            raise
+        raise _error(manifest, where, exc.message, exc.hint) from None
+    ref = replace(
+        variant_ref(f"builds/{recipe}", None, pinned=True),
+        torch=torch,
+        cuda=cuda,
+        cudnn=cudnn,
+        archs=archs,
+    )
+    install = (
+        "fdl",
+        "libtorch",
+        "build",
+        "--recipe",
+        recipe,
+        "--docker",
+        "--name",
+        recipe,
+        "--no-activate",
+    )
+    digest = hashlib.sha256(
+        json.dumps(
+            {"request": _request_values(request), "fdl": _fdl_version()}, sort_keys=True
+        ).encode()
+    ).hexdigest()[:16]
+    cache_key = f"fdl-libtorch-{recipe}-{digest}"
+    slug = re.sub(r"[^A-Za-z0-9_-]", "-", recipe)  # job, group and target names
+    return _variant(config, key, slug, ref, install, recipe=recipe, cache_key=cache_key)
+
+
+def _recipe_facts(request: Any) -> tuple[str, str | None, tuple[str, ...], bool]:
+    """(torch, CUDA, arch codes, cuDNN) of a source build, as the build planner decides
+    them when nothing else is said (the newest toolkit that compiles every arch)."""
+    from fdl.compat import Kind, Target, choose_toolkit, parse_archs, resolve_torch_version
+    from fdl.compat.archs import ArchList
+
+    torch = resolve_torch_version(request.value("torch"))
+    if request.value("cpu", False):
+        return torch, None, (), False
+    if request.archs is None:
+        raise UsageError(
+            "the recipe names no archs, and CI has no GPU to detect them from",
+            hint="set `archs:` in the recipe or in libtorch.build",
+        )
+    archs = parse_archs(str(request.archs.value))
+    if request.value("ptx", False) and archs.cubins:
+        newest = max(archs.cubins, key=lambda t: (t.capability, t.suffix))
+        archs = archs | ArchList.of([Target(newest.capability, Kind.PTX, newest.suffix)])
+    cuda = request.value("cuda") or choose_toolkit(archs).version
+    switch = request.switches.get("USE_CUDNN")
+    cudnn = switch is None or str(switch.value).upper() not in ("0", "OFF", "FALSE", "NO")
+    return torch, str(cuda), tuple(archs.codes()), cudnn
+
+
+def _request_values(request: Any) -> dict[str, str]:
+    """The request's values without their origins and without cache settings (they
+    change where the compiler cache lives, not what is built)."""
+    return {
+        name: entry["value"]
+        for name, entry in request.provenance().items()
+        if not name.startswith("cache_settings.")
+    }
+
+
+def _fdl_version() -> str:
+    from fdl import __version__
+
+    return __version__
+
+
+def _variant(
+    config: CiConfig,
+    key: str,
+    slug: str,
+    ref: VariantRef,
+    install: tuple[str, ...],
+    *,
+    recipe: str | None,
+    cache_key: str | None,
+) -> MatrixVariant:
+    return MatrixVariant(
+        key=key,
+        slug=slug,
+        name=ref.name,
+        ref=ref,
+        recipe=recipe,
+        install=install,
+        cache_key=cache_key,
+        target=f"libtorch-{slug}",
+        context=f"libtorch/{ref.name}",
+        dockerfile=f"{config.output}/dockerfiles/libtorch-{slug}.Dockerfile",
+    )

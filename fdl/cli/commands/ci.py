@@ -1,0 +1,60 @@
+"""``fdl ci``: the image matrix (profiles x libtorch variants) as generated CI files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fdl.cli import _ci_actions as actions
+from fdl.cli._session import current
+
+app = typer.Typer(
+    name="ci",
+    help="The image matrix of the manifest's ci: section: a bake file and a GitHub "
+    "Actions workflow, kept current by a drift check.\n\nExample: fdl ci generate",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+
+OutputOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Use this directory instead of the repository root (same layout below it).",
+    ),
+]
+
+
+@app.command()
+def matrix(as_json: Annotated[bool, typer.Option("--json", help="Output JSON.")] = False) -> None:
+    """Show the resolved build matrix: each variant and how CI installs it, each cell
+    (profile x variant) with its tag, build arguments, dependencies, cache and test.
+
+    Example: fdl ci matrix --json
+    """
+    raise typer.Exit(actions.matrix(current(), as_json=as_json))
+
+
+@app.command()
+def generate(output: OutputOption = None) -> None:
+    """Write docker-bake.hcl, a Dockerfile per cell and per libtorch image, and the
+    GitHub Actions workflow (only files that changed; stale Dockerfiles are removed).
+
+    Example: fdl ci generate
+    """
+    raise typer.Exit(actions.generate(current(), output))
+
+
+@app.command()
+def check(output: OutputOption = None) -> None:
+    """Exit 1, with a diff, when the generated files differ from what the manifest
+    makes now (a missing, changed or stale file). Run it in CI.
+
+    Example: fdl ci check
+    """
+    raise typer.Exit(actions.check(current(), output))

@@ -1,0 +1,113 @@
+"""The ``ci:`` section: the image matrix CI builds (``fdl ci matrix|generate|check``).
+
+Example::
+
+    ci:
+      registry: ghcr.io/acme               # images and caches go here
+      variants: [cpu, cu130, build:pascal-blackwell]
+      profiles: [dev, train]               # default: every dev and train profile
+      tests:
+        train: [--steps, "2"]              # docker run --rm <tag> --steps 2
+
+Only shapes are checked here (cheap, on every manifest load); whether a variant exists
+for the PyTorch release or a profile is declared is checked by the planner (fdl.ci).
+"""
+
+from __future__ import annotations
+
+from fdl.manifest.schema import Bool, Enum, ListOf, MapOf, Obj, OneOf, Spec, Str, Version
+
+__all__ = ["CI", "SECTIONS", "TAG_FIELDS", "VARIANT"]
+
+VARIANT = r"cpu|cu[0-9]{3}|build:[A-Za-z0-9][A-Za-z0-9._-]*"
+# The placeholders of the tag scheme.
+TAG_FIELDS = ("registry", "project", "profile", "variant", "torch", "version")
+REGISTRY = r"[a-zA-Z0-9.-]+(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
+RUNNER = OneOf(
+    Str(pattern=r"\S+", example="ubuntu-24.04"),
+    ListOf(Str(pattern=r"\S+")),
+    description="A runs-on value: a runner label, or a list of labels (self-hosted).",
+)
+RELATIVE = r"(?!/)(?!.*(?:^|/)\.\.(?:/|$)).+"
+
+CACHE: Spec = Obj(
+    {
+        "registry": Bool(
+            "A registry cache per cell in <registry>/<project>-cache:<cell> (default: on "
+            "when a registry is set)."
+        ),
+        "gha": Bool("A GitHub Actions cache per cell (type=gha, scope=<cell>); default off."),
+        "mode": Enum(
+            ("max", "min"),
+            "max (default) also caches the build stage (the compile) and what it reads; "
+            "min only the final image's layers.",
+        ),
+    },
+    description="BuildKit caches; each cell has its own scope so cells never overwrite "
+    "each other's cache. Exported only by builds of the push branch.",
+)
+
+CI: Spec = Obj(
+    {
+        "registry": Str(
+            "Where images and caches are pushed (host/namespace).",
+            pattern=REGISTRY,
+            example="ghcr.io/acme",
+        ),
+        "project": Str(
+            "The {project} of tags (default: the project's directory name).",
+            pattern=r"[a-z0-9]+(?:[._-][a-z0-9]+)*",
+        ),
+        "tag": Str(
+            "Tag scheme; placeholders: {" + "}, {".join(TAG_FIELDS) + "}.",
+            pattern=r"[^\s$]+",
+            example="{registry}/{project}-{profile}:{variant}-{version}",
+        ),
+        "version": Str(
+            "The {version} of tags (default latest).", pattern=r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
+        ),
+        "torch": Version(
+            "PyTorch of the official variants (default: libtorch.torch, else newest)."
+        ),
+        "profiles": ListOf(
+            Str(pattern=r"[a-z0-9][a-z0-9_.-]*"),
+            "Image profiles to build (default: every dev and train profile).",
+        ),
+        "variants": ListOf(
+            Str(pattern=VARIANT, example="cu130"),
+            "libtorch variants: cpu, cuXYZ (official) or build:<recipe> (source build).",
+        ),
+        "platforms": ListOf(Str(pattern=r"[a-z0-9]+/[a-z0-9]+(?:/[a-z0-9]+)?"), "Platforms."),
+        "cache": CACHE,
+        "runner": RUNNER,
+        "build-runner": RUNNER,
+        "branch": Str("Push images (and caches) on this branch (default main).", pattern=r"\S+"),
+        "fdl": Str(
+            "How the workflow installs fdl: a pip requirement (default fdl==<this version>; "
+            "`.` installs the repository itself).",
+            pattern=r"\S+",
+        ),
+        "python": Version("Python of the workflow (default 3.11)."),
+        "output": Str(
+            "Directory of the bake file and the Dockerfiles, relative to the project (default ci).",
+            pattern=RELATIVE,
+        ),
+        "workflow": Str(
+            "The workflow file, relative to the repository root "
+            "(default .github/workflows/fdl-images.yml).",
+            pattern=RELATIVE,
+        ),
+        "tests": MapOf(
+            OneOf(ListOf(Str()), Bool()),
+            "Per profile: arguments for `docker run --rm <tag> ...` testing a built image, "
+            "or false for none (default: dev runs cmake --version, train its default arguments).",
+            key_pattern=r"[a-z0-9][a-z0-9_.-]*",
+            key_example="`train`",
+        ),
+    },
+    description="The image matrix built in CI: profiles x libtorch variants "
+    "(`fdl ci generate` writes a bake file and a GitHub Actions workflow).",
+    required=("variants",),
+)
+
+SECTIONS: dict[str, Spec] = {"ci": CI}
