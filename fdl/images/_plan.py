@@ -36,12 +36,20 @@ def project_name(manifest: Manifest) -> str:
     return slug(manifest.directory.name)
 
 
+# The sections that decide what goes into an image: the label changes when they do,
+# not when an unrelated command is added (which would also make every generated CI
+# file drift).
+IMAGE_SECTIONS = ("images", "libtorch")
+
+
 def manifest_hash(manifest: Manifest) -> str:
-    """``sha256:<hex>`` of the merged manifest, secrets masked (a label must not
-    let anyone test guesses of a secret against it)."""
+    """``sha256:<hex>`` of the manifest sections an image is made from, secrets
+    masked (a label must not let anyone test guesses of a secret against it)."""
     from fdl.manifest._render import show_data
 
-    text = json.dumps(show_data(manifest.tree), sort_keys=True, separators=(",", ":"))
+    data = show_data(manifest.tree)
+    relevant = {key: data[key] for key in IMAGE_SECTIONS if key in data}
+    text = json.dumps(relevant, sort_keys=True, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 

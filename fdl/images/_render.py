@@ -161,9 +161,16 @@ def _image_values(spec: ImageSpec) -> dict[str, Any]:
     return values
 
 
-def render_dockerfile(spec: ImageSpec) -> str:
-    """The Dockerfile of one image profile."""
-    return _render(f"{spec.kind}.Dockerfile.j2", image=_image_values(spec))
+def render_dockerfile(spec: ImageSpec, *, regenerate: str | None = None) -> str:
+    """The Dockerfile of one image profile.
+
+    Args:
+        regenerate: The command its header names for regenerating it
+            (default: ``fdl image render <profile>``).
+    """
+    values = _image_values(spec)
+    values["regenerate"] = regenerate or f"fdl image render {spec.profile}"
+    return _render(f"{spec.kind}.Dockerfile.j2", image=values)
 
 
 def render_libtorch_dockerfile(variant: VariantRef, fdl_version: str) -> str:

@@ -64,7 +64,7 @@ def test_labels_record_manifest_fdl_torch_cuda_archs_variant(cpu_project: Path) 
     assert [name for name, _ in train.labels] == sorted(labels)
 
 
-def test_manifest_hash_changes_with_the_manifest_but_not_with_secret_values(
+def test_manifest_hash_follows_the_image_sections_but_not_secret_values(
     tmp_path: Path,
 ) -> None:
     def label(index: int, text: str) -> str:
@@ -72,11 +72,16 @@ def test_manifest_hash_changes_with_the_manifest_but_not_with_secret_values(
         make_variant(project)
         return dict(plan(project, "train")[0].labels)["dev.fdl.manifest-hash"]
 
-    secret_a = TRAIN + "commands:\n  x: {run: !secret echo aaa}\n"
-    secret_b = TRAIN + "commands:\n  x: {run: !secret echo bbb}\n"
-    first = label(1, secret_a)
-    assert label(0, TRAIN) != first
-    assert label(2, secret_b) == first
+    base = label(0, TRAIN)
+    # An unrelated command does not change what the image is made from.
+    assert label(1, TRAIN + "commands:\n  x: {run: echo hi}\n") == base
+    # An image setting does.
+    assert label(2, TRAIN.replace('"5"', '"6"')) != base
+    secret_a = TRAIN + "    labels: {note: !secret aaa}\n"
+    secret_b = TRAIN + "    labels: {note: !secret bbb}\n"
+    first = label(3, secret_a)
+    assert first != base
+    assert label(4, secret_b) == first
 
 
 def test_overlay_switches_base_and_variant(cpu_project: Path) -> None:

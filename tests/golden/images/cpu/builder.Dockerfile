@@ -36,7 +36,7 @@ USER 1000:1000
 LABEL dev.fdl.cuda="none" \
       dev.fdl.kind="builder" \
       dev.fdl.libtorch="none" \
-      dev.fdl.manifest-hash="sha256:cef8b1543f8bc4cee27f0c3d1361f07f054faf01cc18203ad0339c4450771df5" \
+      dev.fdl.manifest-hash="sha256:0bb18223720efcae328785873d0b17a05fde9c5a46b512b149407f2d2f17924e" \
       dev.fdl.profile="builder" \
       dev.fdl.version="0.0.0+golden" \
       org.opencontainers.image.base.name="debian:bookworm-slim" \

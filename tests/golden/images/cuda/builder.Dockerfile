@@ -36,7 +36,7 @@ USER 1000:1000
 LABEL dev.fdl.cuda="12.8" \
       dev.fdl.kind="builder" \
       dev.fdl.libtorch="none" \
-      dev.fdl.manifest-hash="sha256:639066d9db94e058d47ba0a803bcaaf27a4ecb6f2f2f623910ab5459dca90d62" \
+      dev.fdl.manifest-hash="sha256:39554b0c84c5bc83fc35e4174bcbe3cbb96df8d4f66fb05b40d4ed93b270f7ed" \
       dev.fdl.profile="builder" \
       dev.fdl.version="0.0.0+golden" \
       org.opencontainers.image.base.name="nvidia/cuda:12.8.1-devel-ubuntu24.04" \
