@@ -149,6 +149,7 @@ class _Planner:
             ),
             source=self.source,
             fdl_version=self.fdl_version,
+            setup=tuple(str(command) for command in raw.get("setup") or ()),
             **self._program(key, kind, raw, variant),
         )
 

@@ -124,6 +124,8 @@ class ImageSpec:
         paths: Fixed paths in the image (``libtorch``, ``app``).
         source: The manifest files it comes from (``fdl.yml + fdl.ci.yml``).
         fdl_version: The fdl that planned it.
+        setup: Shell commands run as root after the system packages (dev images; the
+            build stage of train images), e.g. installing a toolchain apt lacks.
     """
 
     profile: str
@@ -158,6 +160,7 @@ class ImageSpec:
     paths: tuple[tuple[str, str], ...]
     source: str
     fdl_version: str
+    setup: tuple[str, ...] = ()
 
     @property
     def program_name(self) -> str | None:
