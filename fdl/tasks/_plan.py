@@ -215,7 +215,8 @@ class _Planner:
         prepend: list[EnvChange] = []
         profile = _image_profile(self.root, service)
         baked = profile is not None and profile.get("libtorch") == "baked"
-        mounted = _mounted_libtorch(project, service, state)
+        # A baked image's own libtorch wins over one seen through the project mount.
+        mounted = None if baked else _mounted_libtorch(project, service, state)
         if mounted is not None:
             for change in variant_exports(*mounted):
                 (prepend if change.prepend else env).append(change)

@@ -112,3 +112,22 @@ def test_a_baked_dev_image_needs_no_mount_and_gets_no_note(project: Path) -> Non
     assert not any("not mounted" in note for note in plan.notes)
     write(project, {"fdl.yml": "commands:\n  b: {run: make, docker: baked}\n"})
     assert any("not mounted into service 'baked'" in note for note in plan_of(project, "b").notes)
+
+
+def test_a_baked_image_uses_its_own_libtorch_not_the_one_under_the_project(
+    project: Path,
+) -> None:
+    """The project mount shows libtorch/ too; in a baked dev image fdl must not point
+    the build at it (the image's ENV names the baked one)."""
+    write(project, {"fdl.yml": FILES["fdl.yml"].replace("dev: {}", "dev: {libtorch: baked}")})
+    compose = FILES["docker-compose.yml"].replace(
+        ', "${LIBTORCH_HOST_PATH:-./libtorch/precompiled/cpu}:/opt/libtorch:ro"', ""
+    )
+    write(project, {"docker-compose.yml": compose})
+    plan = plan_of(project, "build")
+    assert plan.docker is not None
+    names = {change.name for change in (*plan.docker.env, *plan.docker.prepend)}
+    assert not names & {"LIBTORCH", "CMAKE_PREFIX_PATH", "LD_LIBRARY_PATH"}
+    write(project, {"fdl.yml": FILES["fdl.yml"]})  # mounted: seen through the project mount
+    env = {c.name: c.value for c in plan_of(project, "build").docker.env}  # type: ignore[union-attr]
+    assert env["LIBTORCH"] == "/workspace/libtorch/precompiled/cpu"
