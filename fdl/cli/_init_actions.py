@@ -90,6 +90,7 @@ def _gather(session: Session, options: InitOptions, recorded: dict[str, Any]) ->
 def init(session: Session, options: InitOptions) -> int:
     """Create (or complete) a project; print what was written and the next steps."""
     from fdl.scaffold import (
+        DEFAULTS,
         OVERLAY,
         check_target,
         make_answers,
@@ -101,8 +102,11 @@ def init(session: Session, options: InitOptions) -> int:
     )
 
     directory = (session.cwd / options.name).resolve()
-    validate_name(directory.name, options.template or "cpp")  # before asking anything
     recorded = read_answers(directory) or {}
+    # Before asking anything: a name the template refuses ends the run at once.
+    validate_name(
+        directory.name, options.template or recorded.get("template") or DEFAULTS["template"]
+    )
     answers = make_answers(directory.name, _gather(session, options, recorded), recorded)
     check_target(directory, force=options.force)
     existing = read_manifests(directory, [answers.manifest_file, OVERLAY])
@@ -141,11 +145,15 @@ def _render(session: Session, options: InitOptions, answers: Answers, report: Wr
     if report.dry_run:
         console.out(f"dry run: nothing written to {where} ({what})")
         return
-    console.out(f"{where}: {summary} ({what})")
-    if counts["skipped"]:
-        generated = [r for r in report.results if r.action == "skipped" and r.kind == "generated"]
-        if generated and not options.force:
-            console.info("fdl init --force rewrites the skipped files fdl generates")
+    console.out(f"{answers.name if where == '.' else where}: {summary} ({what})")
+    skipped = [r for r in report.results if r.action == "skipped" and r.reason]
+    if any(r.kind == "generated" for r in skipped) and not options.force:
+        console.info("fdl init --force rewrites the skipped files fdl generates")
+    if any(r.kind == "user" for r in skipped):
+        console.info(
+            "your versions of the skipped files are kept; to get the template's version of "
+            "one, move yours away and run fdl init again"
+        )
     steps = next_steps(answers, directory=None if where == "." else where)
     width = max(len(command) for command, _ in steps)
     console.out("\nNext steps:")

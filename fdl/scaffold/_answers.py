@@ -56,7 +56,7 @@ def validate_name(name: str, template_name: str) -> str:
         raise UsageError(
             f"invalid project name {name!r}: the {template_name} template reserves it "
             f"({'a Rust keyword or crate' if template_name == 'flodl' else 'a target it defines'})",
-            hint=f"e.g. {name}-model",
+            hint=f"e.g. {name + '-model'!r}",
         )
     return name
 
