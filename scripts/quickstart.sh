@@ -67,7 +67,8 @@ if docker info >/dev/null 2>&1; then
   fdl "${sets[@]}" image build train | tee "$LOG"
   size_line="$(grep -- '-train:latest:' "$LOG" | tail -1)"
   fdl "${sets[@]}" image run train -- --steps 20 --log-every 5 --out /workspace/runs | tee "$LOG"
-  image_result="$NAME-train:latest (${size_line#*: }); $(grep '^trained' "$LOG" | tail -1) in it; model in $PROJECT/runs/model.pt"
+  size="${size_line#*: }"
+  image_result="$NAME-train:latest, ${size%% =*}: $(grep '^trained' "$LOG" | tail -1) in it; model in $PROJECT/runs/model.pt"
 fi
 
 variant="$(cat "$PROJECT/libtorch/.active")"

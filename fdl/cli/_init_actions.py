@@ -92,11 +92,12 @@ def init(session: Session, options: InitOptions) -> int:
     from fdl.scaffold import (
         DEFAULTS,
         OVERLAY,
+        READ_BY_IMAGES,
         check_target,
         make_answers,
         plan_project,
         read_answers,
-        read_manifests,
+        read_existing,
         validate_name,
         write_project,
     )
@@ -109,7 +110,7 @@ def init(session: Session, options: InitOptions) -> int:
     )
     answers = make_answers(directory.name, _gather(session, options, recorded), recorded)
     check_target(directory, force=options.force)
-    existing = read_manifests(directory, [answers.manifest_file, OVERLAY])
+    existing = read_existing(directory, [answers.manifest_file, OVERLAY, *READ_BY_IMAGES])
     files = plan_project(answers, existing=existing)
     report = write_project(directory, files, force=options.force, dry_run=options.dry_run)
     if options.as_json:

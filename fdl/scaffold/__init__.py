@@ -33,9 +33,9 @@ from fdl.scaffold._model import (
     FileSpec,
     WriteReport,
 )
-from fdl.scaffold._plan import OVERLAY, plan_project
+from fdl.scaffold._plan import OVERLAY, READ_BY_IMAGES, plan_project
 from fdl.scaffold._templates import TEMPLATES, template
-from fdl.scaffold._write import check_target, read_manifests, write_project
+from fdl.scaffold._write import check_target, read_existing, write_project
 
 __all__ = [
     "ACTIONS",
@@ -43,6 +43,7 @@ __all__ = [
     "GENERATED",
     "MODES",
     "OVERLAY",
+    "READ_BY_IMAGES",
     "TEMPLATES",
     "USER",
     "Answers",
@@ -55,7 +56,7 @@ __all__ = [
     "next_steps",
     "plan_project",
     "read_answers",
-    "read_manifests",
+    "read_existing",
     "suggest_name",
     "template",
     "validate_name",

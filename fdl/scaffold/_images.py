@@ -44,7 +44,11 @@ def _cuda_variants(torch: str) -> dict[str, tuple[str, bool]]:
 
 
 def plan_generated(
-    answers: Answers, manifest: str, overlays: dict[str, str], fdl_version: str
+    answers: Answers,
+    manifest: str,
+    overlays: dict[str, str],
+    fdl_version: str,
+    sources: dict[str, str] | None = None,
 ) -> tuple[dict[str, Any], list[ImageSpec]]:
     """Validate the generated manifest and overlays, and plan their image profiles.
 
@@ -56,6 +60,8 @@ def plan_generated(
         manifest: The base manifest's text.
         overlays: Environment name -> the text of its overlay ``fdl.<env>.yml``.
         fdl_version: Recorded in the images' labels.
+        sources: Other project files image planning reads (``CMakeLists.txt``, for the
+            default program of a training image).
 
     Returns:
         The base manifest's data and the planned images.
@@ -72,6 +78,8 @@ def plan_generated(
         (directory / answers.manifest_file).write_text(manifest, encoding="utf-8")
         for env, text in overlays.items():
             (directory / f"fdl.{env}.yml").write_text(text, encoding="utf-8")
+        for name, text in (sources or {}).items():
+            (directory / name).write_text(text, encoding="utf-8")
         for env in sorted(overlays):
             load_manifest(directory, env=env, environ={})
         loaded = load_manifest(directory, environ={})

@@ -15,10 +15,12 @@ from fdl.scaffold._model import GENERATED, USER, Answers, FileSpec
 from fdl.scaffold._templates import Template, render, scaffold_data, template, template_files
 from fdl.scaffold._values import template_values
 
-__all__ = ["OVERLAY", "plan_project"]
+__all__ = ["OVERLAY", "READ_BY_IMAGES", "plan_project"]
 
 CI_ENV = "ci"
 OVERLAY = f"fdl.{CI_ENV}.yml"
+# Project files fdl.images reads when planning (the default program of a train image).
+READ_BY_IMAGES = ("CMakeLists.txt",)
 WORKFLOW = ".github/workflows/ci.yml"
 
 
@@ -37,8 +39,8 @@ def plan_project(
     Args:
         answers: The validated answers (see :func:`fdl.scaffold.make_answers`).
         fdl_version: Recorded in the files (default: this fdl's version).
-        existing: The project's manifest files that exist (name -> text), see
-            :func:`fdl.scaffold.read_manifests`.
+        existing: The project's own manifest, overlay and :data:`READ_BY_IMAGES` files
+            that exist (name -> text), see :func:`fdl.scaffold.read_existing`.
 
     Raises:
         UsageError: fdl's tables do not know the torch version.
@@ -52,14 +54,17 @@ def plan_project(
     manifest = render(f"{chosen.name}/fdl.yml.j2", values)
     overlay = render(f"{chosen.name}/fdl.ci.yml.j2", values)
     own = existing or {}
+    sources = _own_files(chosen, values)
+    read = {spec.path: spec.content for spec in sources if spec.path in READ_BY_IMAGES}
     data, specs = plan_generated(
         answers,
         own.get(answers.manifest_file, manifest),
         {CI_ENV: own.get(OVERLAY, overlay)},
         version,
+        sources={**read, **{name: text for name, text in own.items() if name in READ_BY_IMAGES}},
     )
     files = [
-        *_own_files(chosen, values),
+        *sources,
         FileSpec(answers.manifest_file, manifest, kind=USER),
         FileSpec(OVERLAY, overlay, kind=USER),
         *_image_files(answers, specs, values["dockerfile_dir"]),

@@ -7,12 +7,7 @@ from typing import Any
 from fdl.scaffold._model import Answers
 from fdl.scaffold._templates import Template, scaffold_data
 
-__all__ = ["CommandLine", "cuda_variant", "flodl_commands", "template_values"]
-
-
-class CommandLine(dict[str, Any]):
-    """A manifest command as the templates see it (name, description, run, append,
-    docker, cuda)."""
+__all__ = ["cuda_variant", "flodl_commands", "template_values"]
 
 
 def cuda_variant(torch: str) -> tuple[str, str, bool]:
@@ -25,8 +20,9 @@ def cuda_variant(torch: str) -> tuple[str, str, bool]:
 
 def _command(
     name: str, description: str, run: str, *, append: str | None = None, docker: str | None = None
-) -> CommandLine:
-    return CommandLine(
+) -> dict[str, Any]:
+    """A manifest command as the templates see it."""
+    return dict(
         name=name,
         description=description,
         run=run,
@@ -36,7 +32,7 @@ def _command(
     )
 
 
-def flodl_commands(containers: bool) -> list[CommandLine]:
+def flodl_commands(containers: bool) -> list[dict[str, Any]]:
     """The floDl project's commands: CPU ones, then the same with ``--features cuda``.
 
     ``-- --nocapture`` goes in ``append:`` (after the user's arguments), so that

@@ -17,7 +17,7 @@ from fdl.errors import UsageError
 from fdl.scaffold._answers import answers_path
 from fdl.scaffold._model import GENERATED, FileResult, FileSpec, WriteReport
 
-__all__ = ["check_target", "read_manifests", "write_project"]
+__all__ = ["check_target", "read_existing", "write_project"]
 
 
 def check_target(directory: Path, *, force: bool) -> None:
@@ -40,8 +40,8 @@ def check_target(directory: Path, *, force: bool) -> None:
         )
 
 
-def read_manifests(directory: Path, names: Sequence[str]) -> dict[str, str]:
-    """The project's manifest files among ``names`` that exist (name -> text)."""
+def read_existing(directory: Path, names: Sequence[str]) -> dict[str, str]:
+    """The project's files among ``names`` that exist (name -> text)."""
     found = {}
     for name in names:
         path = directory / name

@@ -176,3 +176,23 @@ def test_yes_asks_nothing_even_in_a_terminal(tmp_path: Path) -> None:
     text = output.decode()
     assert "Mode:" not in text
     assert "using the defaults --mode mounted (--yes; pass them to choose)" in text
+
+
+def test_your_own_manifest_is_kept_and_the_images_follow_it(tmp_path: Path, run_fdl) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "fdl.yml").write_text(
+        "description: mine\nimages:\n  train:\n    base: me/base:1\n    program: build/train\n"
+    )
+    result = run_fdl(["init", ".", *CPP, "--force"], cwd=project)
+    assert result.exit_code == 0, result.output
+    assert "  skipped     fdl.yml  (differs from the template; yours is kept)" in result.stdout
+    assert "move yours away and run fdl init again" in result.stderr
+    assert (project / "fdl.yml").read_text().startswith("description: mine")
+    assert "ARG BASE_IMAGE=me/base:1" in (project / "docker/train.Dockerfile").read_text()
+    broken = run_fdl(["init", ".", "--force"], cwd=project, env={})
+    assert broken.exit_code == 0  # the answers were recorded: nothing is asked or guessed
+    (project / "fdl.yml").write_text("description: mine\nimages:\n  train:\n    bse: x\n")
+    invalid = run_fdl(["init", "."], cwd=project)
+    assert invalid.exit_code == 3
+    assert "fdl.yml:4:5: images.train.bse: unknown key 'bse'" in invalid.stderr

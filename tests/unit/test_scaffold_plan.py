@@ -13,7 +13,7 @@ import yaml
 
 from fdl.images import plan_images
 from fdl.manifest import load_manifest
-from fdl.scaffold import GENERATED, USER, plan_project, read_manifests
+from fdl.scaffold import GENERATED, USER, plan_project, read_existing
 from fdl.scaffold._templates import scaffold_data
 from tests.support.scaffold import CASES, TORCH, VERSION, answers, planned, write_files
 
@@ -213,7 +213,7 @@ def test_images_are_planned_from_the_projects_own_manifest_when_it_exists(tmp_pa
     )
     project = write_files(tmp_path / "demo", files)
     (project / "fdl.yml").write_text(mine)
-    existing = read_manifests(project, ["fdl.yml", "fdl.ci.yml", "missing.yml"])
+    existing = read_existing(project, ["fdl.yml", "fdl.ci.yml", "missing.yml"])
     assert set(existing) == {"fdl.yml", "fdl.ci.yml"}
     again = {
         f.path: f
