@@ -196,3 +196,24 @@ def test_your_own_manifest_is_kept_and_the_images_follow_it(tmp_path: Path, run_
     invalid = run_fdl(["init", "."], cwd=project)
     assert invalid.exit_code == 3
     assert "fdl.yml:4:5: images.train.bse: unknown key 'bse'" in invalid.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "script"),
+    [
+        (["test", "--", "-p", "foo"], "cargo test -p foo -- --nocapture"),
+        (["clippy", "--", "--all-targets"], "cargo clippy --all-targets -- -W clippy::all"),
+        (["train", "--", "--epochs", "5"], "cargo run --release -- --epochs 5"),
+        (["cuda-test"], "cargo test --features cuda -- --nocapture"),
+        (["--env", "ci", "train"], "cargo run --release -- --epochs 3"),
+    ],
+)
+def test_flodl_commands_put_the_users_arguments_where_cargo_wants_them(
+    tmp_path: Path, run_fdl, args: list[str], script: str
+) -> None:
+    assert run_fdl(["init", "p", "-t", "flodl", "-m", "native"], cwd=tmp_path).exit_code == 0
+    global_args = args[:2] if args[0] == "--env" else []
+    rest = args[len(global_args) :]
+    result = run_fdl([*global_args, rest[0], "--dry-run", *rest[1:]], cwd=tmp_path / "p")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1] == f"sh -c '{script}'"
