@@ -72,7 +72,9 @@ def _dockerfiles(matrix: Matrix) -> dict[str, str]:
             text = render_libtorch_dockerfile(variant.ref, matrix.fdl_version)
             files[variant.dockerfile] = _comment(matrix, text)
     for cell in matrix.cells:
-        files[cell.dockerfile] = _comment(matrix, render_dockerfile(cell.spec, regenerate="fdl ci generate"))
+        files[cell.dockerfile] = _comment(
+            matrix, render_dockerfile(cell.spec, regenerate="fdl ci generate")
+        )
         # BuildKit reads <Dockerfile>.dockerignore before the context's own: the
         # variant installed in the project by CI never reaches the daemon.
         ignore = render_dockerignore([cell.spec])

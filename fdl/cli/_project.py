@@ -51,6 +51,15 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
         return 0
     for note in plan.notes:
         session.console.note(note)
+    if plan.docker is not None and plan.docker.profile is not None:
+        from fdl.tasks._images import ensure_service_image
+
+        ensure_service_image(
+            manifest,
+            plan.docker,
+            on_status=lambda text: session.console.info(f"fdl: {text}"),
+            on_line=session.console.debug,
+        )
     if plan.kind != "run":
         # Entries get flags the user did not type (settings, presets): say what runs.
         where = f"[{plan.docker.service}] " if plan.docker is not None else ""

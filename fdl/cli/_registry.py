@@ -23,6 +23,11 @@ class Builtin:
 BUILTINS: dict[str, Builtin] = {
     b.name: b
     for b in (
+        Builtin(
+            "init",
+            "create a project that builds and trains (flodl or cpp; containers or native)",
+            "fdl.cli.commands.init",
+        ),
         Builtin("config", "show, explain, validate the merged manifest", "fdl.cli.commands.config"),
         Builtin("image", "render, build, size and run Docker images", "fdl.cli.commands.image"),
         Builtin(

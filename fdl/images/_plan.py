@@ -158,6 +158,7 @@ class _Planner:
             source=self.source,
             fdl_version=self.fdl_version,
             context=_context(raw),
+            setup=tuple(str(command) for command in raw.get("setup") or ()),
             **self._program(key, kind, raw, variant),
         )
 

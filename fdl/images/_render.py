@@ -138,6 +138,7 @@ def _image_values(spec: ImageSpec) -> dict[str, Any]:
         "app_dir": app_dir,
         "env": [(name, quote(value)) for name, value in spec.env],
         "labels": [(name, quote(value)) for name, value in spec.labels],
+        "setup": [_build_command(command) for command in spec.setup],
     }
     if spec.kind == "train":
         name = spec.program_name or "program"

@@ -125,6 +125,8 @@ class ImageSpec:
         source: The manifest files it comes from (``fdl.yml + fdl.ci.yml``).
         fdl_version: The fdl that planned it.
         context: The build context, relative to the project (``.``: the project).
+        setup: Shell commands run as root after the system packages (dev images; the
+            build stage of train images), e.g. installing a toolchain apt lacks.
     """
 
     profile: str
@@ -160,6 +162,7 @@ class ImageSpec:
     source: str
     fdl_version: str
     context: str = "."
+    setup: tuple[str, ...] = ()
 
     @property
     def program_name(self) -> str | None:

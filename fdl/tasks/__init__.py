@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from fdl.tasks._docker import ComposeProgram, compose_program, in_container
     from fdl.tasks._env import EnvChange
     from fdl.tasks._execute import execute
+    from fdl.tasks._images import ensure_service_image
     from fdl.tasks._nesting import enclosing_manifest
     from fdl.tasks._plan import CommandPlan, DockerWrap
     from fdl.tasks._prepare import Invocation, prepare
@@ -47,6 +48,7 @@ __all__ = [
     "command_kind",
     "compose_program",
     "enclosing_manifest",
+    "ensure_service_image",
     "execute",
     "in_container",
     "load_nested",
@@ -65,6 +67,7 @@ _HOMES = {
     "in_container": "_docker",
     "EnvChange": "_env",
     "execute": "_execute",
+    "ensure_service_image": "_images",
     "enclosing_manifest": "_nesting",
     "CommandPlan": "_plan",
     "DockerWrap": "_plan",

@@ -58,11 +58,13 @@ class ComposeProject:
         file: The compose file.
         directory: Its directory (where ``docker compose`` runs).
         mounts: Bind mounts per service.
+        images: The ``image:`` of each service that names one (interpolated).
     """
 
     file: Path
     directory: Path
     mounts: dict[str, list[Mount]] = field(default_factory=dict)
+    images: dict[str, str] = field(default_factory=dict)
 
     @property
     def services(self) -> list[str]:
@@ -191,6 +193,9 @@ def load_compose(path: Path, environ: Mapping[str, str]) -> ComposeProject:
             continue
         for name, service in services.items():
             mounts = project.mounts.setdefault(str(name), [])
+            image = service.get("image") if isinstance(service, dict) else None
+            if isinstance(image, str):
+                project.images[str(name)] = interpolate(image, variables)
             volumes = service.get("volumes") if isinstance(service, dict) else None
             for volume in volumes or []:
                 mount = _mount(volume, directory, variables)

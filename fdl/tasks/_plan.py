@@ -6,9 +6,11 @@ a plan with placeholders for the arguments, and the executor runs it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fdl.errors import EnvironmentProblem, Location, ManifestError
 from fdl.manifest import Manifest
@@ -44,6 +46,9 @@ class DockerWrap:
         env: Variables passed with ``-e``.
         prepend: Path lists extended inside the container (``LD_LIBRARY_PATH``),
             by ``export`` lines before the script, keeping the image's value.
+        profile: The manifest's image profile of the same name (``images.<service>``),
+            whose image fdl builds before running when it is missing.
+        image: The service's ``image:`` in the compose file.
     """
 
     service: str
@@ -51,6 +56,8 @@ class DockerWrap:
     container_dir: str
     env: tuple[EnvChange, ...]
     prepend: tuple[EnvChange, ...]
+    profile: str | None = None
+    image: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,24 @@ def _base_exports(directory: str, overlay: str | None) -> list[EnvChange]:
     if overlay:
         changes.append(EnvChange("FDL_ENV", overlay))
     return changes
+
+
+def _image_profile(root: Manifest, service: str) -> dict[str, Any] | None:
+    """The dev or train profile ``images.<service>`` of the manifest, if there is one."""
+    profiles = root.data.get("images") or {}
+    raw = profiles.get(service) if isinstance(profiles, dict) else None
+    if raw is None and service in profiles:
+        raw = {}
+    if not isinstance(raw, dict) or (raw.get("kind") or service) not in ("dev", "train"):
+        return None
+    return raw
+
+
+def _user_variables(environ: Mapping[str, str]) -> list[EnvChange]:
+    """``FDL_UID``/``FDL_GID`` for compose files that run dev containers as the host
+    user (``user: "${FDL_UID:-1000}:${FDL_GID:-1000}"``), unless already set."""
+    ids = {"FDL_UID": os.getuid, "FDL_GID": os.getgid}
+    return [EnvChange(name, str(get())) for name, get in ids.items() if name not in environ]
 
 
 def _mounted_libtorch(
@@ -172,7 +197,7 @@ class _Planner:
                 location=where,
                 hint="add a compose file with that service, or remove `docker:`",
             )
-        host_env = compose_variables(state)
+        host_env = [*compose_variables(state), *_user_variables(self.environ)]
         project = load_compose(compose_file, apply_changes(self.environ, host_env))
         if service not in project.mounts:
             listing = ", ".join(project.services) or "none"
@@ -188,11 +213,14 @@ class _Planner:
             container_dir = self.assumed_dir(project, service)
         env = _base_exports(container_root or DEFAULT_CONTAINER_ROOT, self.overlay)
         prepend: list[EnvChange] = []
-        mounted = _mounted_libtorch(project, service, state)
+        profile = _image_profile(self.root, service)
+        baked = profile is not None and profile.get("libtorch") == "baked"
+        # A baked image's own libtorch wins over one seen through the project mount.
+        mounted = None if baked else _mounted_libtorch(project, service, state)
         if mounted is not None:
             for change in variant_exports(*mounted):
                 (prepend if change.prepend else env).append(change)
-        elif state.active is not None:
+        elif state.active is not None and not baked:  # a baked image sets LIBTORCH itself
             self.notes.append(
                 f"the active libtorch ({state.active.name}) is not mounted into service "
                 f"{service!r}; LIBTORCH is not set inside the container"
@@ -203,7 +231,15 @@ class _Planner:
         compose = self.compose_command()
         host_env = [*host_env, *compose.env]
         argv = (*compose.argv, "run", "--rm", *flags, service, SHELL, "-c", inner)
-        wrap = DockerWrap(service, compose_file, container_dir, tuple(env), tuple(prepend))
+        wrap = DockerWrap(
+            service,
+            compose_file,
+            container_dir,
+            tuple(env),
+            tuple(prepend),
+            profile=service if profile is not None else None,
+            image=project.images.get(service),
+        )
         return argv, project.directory, host_env, wrap
 
     def assumed_dir(self, project: ComposeProject, service: str) -> str:

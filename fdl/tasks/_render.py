@@ -41,6 +41,10 @@ def render_script(plan: CommandPlan) -> str:
             f"# runs in docker compose service {plan.docker.service} "
             f"({plan.docker.compose_file.name}), in {plan.docker.container_dir}"
         )
+        if plan.docker.profile is not None:
+            lines.append(
+                f"# its image is built first when missing (fdl image build {plan.docker.profile})"
+            )
     else:
         lines.append("# runs on this machine")
     if plan.overlay:

@@ -266,7 +266,13 @@ def test_run_builtin_reaches_shadowed_commands(project: Path, fdl_process) -> No
         ("dry_run_entry_docker.txt", ["train", "quick", "--dry-run", "--model", "mlp"]),
     ],
 )
-def test_help_and_dry_run_golden(project: Path, run_fdl, name: str, args: list[str]) -> None:
+def test_help_and_dry_run_golden(
+    project: Path, run_fdl, monkeypatch: pytest.MonkeyPatch, name: str, args: list[str]
+) -> None:
+    # Compose files read FDL_UID/FDL_GID (who runs dev containers): fdl exports the
+    # user's ids; fixed here so the golden text does not depend on who runs the tests.
+    monkeypatch.setattr(os, "getuid", lambda: 1000)
+    monkeypatch.setattr(os, "getgid", lambda: 1000)
     result = run_fdl(args, cwd=project, env=DETERMINISTIC)
     assert result.exit_code == 0, result.stderr
     assert_golden(name, normalize(result.stdout, project))

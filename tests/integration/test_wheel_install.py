@@ -82,3 +82,14 @@ def test_installed_console_script_works_from_elsewhere(wheel: Path, tmp_path: Pa
         text=True,
     )
     assert where.stdout.strip() == "True", where.stderr
+    # `fdl init` renders its templates and the image templates from the installed package.
+    made = subprocess.run(
+        [fdl, "init", "made", "--template", "cpp", "--mode", "mounted", "--torch", "2.13.0"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    for name in ("CMakeLists.txt", "fdl.yml", "docker/dev.Dockerfile", "docker-compose.yml"):
+        assert (tmp_path / "made" / name).is_file(), name

@@ -160,3 +160,34 @@ def test_compose_mounts_a_pinned_variant_whatever_is_active(tmp_path: Path) -> N
     make_variant(project, "builds/cpu-dbg", active=False)
     data = yaml.safe_load(render_compose(plan_images(load_manifest(project))))
     assert "./libtorch/builds/cpu-dbg:/opt/libtorch:ro" in data["services"]["dev"]["volumes"]
+
+
+SETUP = """\
+images:
+  dev:
+    setup: ["curl -sSf -o /tmp/x.sh https://example.org/x.sh\\nsh /tmp/x.sh -y"]
+  train:
+    setup: [echo build-stage]
+    kind: train
+"""
+
+
+def test_setup_commands_run_after_the_packages_of_dev_and_build_stages(tmp_path: Path) -> None:
+    project = make_project(tmp_path, SETUP)
+    make_variant(project)
+    specs = {spec.profile: spec for spec in plan_images(load_manifest(project), fdl_version="1")}
+    dev = render_dockerfile(specs["dev"])
+    assert "RUN curl -sSf -o /tmp/x.sh https://example.org/x.sh \\\n    && sh /tmp/x.sh -y\n" in dev
+    assert dev.index("apt-get install") < dev.index("RUN curl") < dev.index("useradd")
+    train = render_dockerfile(specs["train"])
+    build_stage, runtime = train.split("FROM runtime-base AS runtime")
+    assert "RUN echo build-stage" in build_stage and "echo build-stage" not in runtime
+    assert build_stage.index("apt-get install") < build_stage.index("RUN echo build-stage")
+
+
+def test_setup_does_not_apply_to_builder_images(tmp_path: Path) -> None:
+    from fdl.errors import ManifestError
+
+    project = make_project(tmp_path, "images:\n  builder:\n    setup: [echo no]\n")
+    with pytest.raises(ManifestError, match="`setup:` does not apply to a builder image"):
+        load_manifest(project)

@@ -55,6 +55,7 @@ ONLY_FOR = {
     "secrets": ("train",),
     "cuda": ("builder",),
     "libtorch": ("dev",),
+    "setup": ("dev", "train"),
     "variant": ("dev", "train"),
 }
 
@@ -147,6 +148,11 @@ PROFILE: Spec = Obj(
             "Build context: a directory relative to the project (default: the project).",
             pattern=r"(?!/)(?!.*(?:^|/)\.\.(?:/|$)).+",
             example="services/train",
+        ),
+        "setup": ListOf(
+            Str(),
+            "Shell commands run as root after the system packages (dev images; the build "
+            "stage of train images), e.g. to install a toolchain apt does not have.",
         ),
         "build": Str("Build command run in the project directory of the build stage."),
         "build-dir": Str("Build directory (default build).", pattern=r"[^/][^:]*"),

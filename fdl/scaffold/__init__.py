@@ -1,0 +1,64 @@
+"""``fdl init``: scaffold projects that build and train, natively or in containers.
+
+Plan, then write::
+
+    from fdl.scaffold import make_answers, plan_project, write_project
+
+    answers = make_answers("my-model", {"template": "cpp", "mode": "native"}, {})
+    files = plan_project(answers)                     # pure: sorted FileSpec values
+    report = write_project(Path("my-model"), files)   # created/unchanged/skipped/...
+
+Templates live in the shipped ``templates/scaffold/``; the Dockerfiles and the
+compose file come from :mod:`fdl.images`, planned from the generated manifest.
+"""
+
+from __future__ import annotations
+
+from fdl.scaffold._answers import (
+    DEFAULTS,
+    answers_path,
+    make_answers,
+    read_answers,
+    suggest_name,
+    validate_name,
+)
+from fdl.scaffold._docs import next_steps
+from fdl.scaffold._model import (
+    ACTIONS,
+    GENERATED,
+    MODES,
+    USER,
+    Answers,
+    FileResult,
+    FileSpec,
+    WriteReport,
+)
+from fdl.scaffold._plan import OVERLAY, READ_BY_IMAGES, plan_project
+from fdl.scaffold._templates import TEMPLATES, template
+from fdl.scaffold._write import check_target, read_existing, write_project
+
+__all__ = [
+    "ACTIONS",
+    "DEFAULTS",
+    "GENERATED",
+    "MODES",
+    "OVERLAY",
+    "READ_BY_IMAGES",
+    "TEMPLATES",
+    "USER",
+    "Answers",
+    "FileResult",
+    "FileSpec",
+    "WriteReport",
+    "answers_path",
+    "check_target",
+    "make_answers",
+    "next_steps",
+    "plan_project",
+    "read_answers",
+    "read_existing",
+    "suggest_name",
+    "template",
+    "validate_name",
+    "write_project",
+]

@@ -1,0 +1,141 @@
+"""Answers: validating them, their defaults, and the answers file a project keeps."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from fdl.errors import ManifestError, UsageError
+from fdl.scaffold._model import MODES, Answers
+from fdl.scaffold._templates import TEMPLATES, scaffold_data, template
+
+__all__ = [
+    "DEFAULTS",
+    "answers_path",
+    "make_answers",
+    "read_answers",
+    "suggest_name",
+    "validate_name",
+]
+
+DEFAULTS: dict[str, Any] = {"template": "flodl", "mode": "mounted", "example": False}
+_NAME = re.compile(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")
+_MAX_NAME = 64
+_TORCH = re.compile(r"[0-9]+\.[0-9]+(?:\.[0-9]+)?")
+
+
+def suggest_name(text: str) -> str:
+    """A valid name close to ``text`` (``My Model`` -> ``my-model``)."""
+    cleaned = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    cleaned = re.sub(r"^[0-9-]+", "", cleaned)[:_MAX_NAME].strip("-")
+    return cleaned or "my-model"
+
+
+def validate_name(name: str, template_name: str) -> str:
+    """Check a project name for the template; return it.
+
+    The name becomes the directory, the image names (lowercase), the CMake project
+    or the Cargo package (``-`` becomes ``_`` in the crate).
+
+    Raises:
+        UsageError: with what is wrong and a name that would do.
+    """
+    chosen = template(template_name)
+    rule = (
+        "use lowercase letters, digits, and single '-' or '_' between them, starting "
+        f"with a letter (at most {_MAX_NAME} characters)"
+    )
+    if not _NAME.fullmatch(name) or len(name) > _MAX_NAME:
+        raise UsageError(
+            f"invalid project name {name!r}: {rule}", hint=f"e.g. {suggest_name(name)!r}"
+        )
+    crate = name.replace("-", "_")
+    if name in chosen.reserved_names or crate in chosen.reserved_names:
+        raise UsageError(
+            f"invalid project name {name!r}: the {template_name} template reserves it "
+            f"({'a Rust keyword or crate' if template_name == 'flodl' else 'a target it defines'})",
+            hint=f"e.g. {name + '-model'!r}",
+        )
+    return name
+
+
+def answers_path(directory: Path) -> Path:
+    """Where a project keeps its answers."""
+    return directory / str(scaffold_data()["answers_file"])
+
+
+def read_answers(directory: Path) -> dict[str, Any] | None:
+    """The answers recorded in ``directory`` (None when there is no answers file).
+
+    Raises:
+        ManifestError: the file exists but is not an answers file.
+    """
+    import yaml
+
+    path = answers_path(directory)
+    if not path.is_file():
+        return None
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ManifestError(
+            f"{path}: cannot read the answers of `fdl init`: {exc}",
+            hint="fix it, or delete it and pass every answer on the command line",
+        ) from None
+    answers = data.get("answers") if isinstance(data, dict) else None
+    if not isinstance(answers, dict):
+        raise ManifestError(
+            f"{path}: not an answers file of `fdl init` (no `answers:` mapping)",
+            hint="delete it, or pass every answer on the command line",
+        )
+    return {"template": data.get("template"), **answers}
+
+
+def make_answers(name: str, given: Mapping[str, Any], recorded: Mapping[str, Any]) -> Answers:
+    """The answers: what the user gave, else what the project recorded, else defaults.
+
+    Raises:
+        UsageError: an unknown template or mode, a malformed torch version, a bad name.
+    """
+    from fdl.compat.pytorch import default_torch_version
+
+    def pick(key: str, default: Any) -> Any:
+        for layer in (given, recorded):
+            if layer.get(key) is not None:
+                return layer[key]
+        return default
+
+    template_name = str(pick("template", DEFAULTS["template"]))
+    if template_name not in TEMPLATES:
+        raise UsageError(
+            f"unknown template {template_name!r}", hint=f"choose one of: {', '.join(TEMPLATES)}"
+        )
+    mode = str(pick("mode", DEFAULTS["mode"]))
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r}", hint=f"choose one of: {', '.join(MODES)}")
+    torch = str(pick("torch", None) or default_torch_version())
+    if not _TORCH.fullmatch(torch):
+        raise UsageError(
+            f"invalid torch version {torch!r}", hint="give a release such as 2.13 or 2.13.0"
+        )
+    return Answers(
+        name=validate_name(name, template_name),
+        template=template_name,
+        mode=mode,
+        torch=_full_torch(torch),
+        example=bool(pick("example", DEFAULTS["example"])),
+    )
+
+
+def _full_torch(version: str) -> str:
+    """``2.13`` -> the newest known patch release (``2.13.0``); full versions stay."""
+    if version.count(".") >= 2:
+        return version
+    from fdl.compat.pytorch import resolve_torch_version
+
+    try:
+        return resolve_torch_version(version)
+    except UsageError:
+        return version + ".0"

@@ -1,0 +1,88 @@
+"""The generated project's images, planned from its generated manifest by fdl.images
+(the Dockerfiles and the compose file have one source: the image templates)."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from fdl.images import ImageSpec, VariantRef
+from fdl.images._variant import VariantResolver
+from fdl.scaffold._model import Answers
+
+__all__ = ["plan_generated", "scaffold_resolver"]
+
+
+def scaffold_resolver(answers: Answers, cuda: dict[str, tuple[str, bool]]) -> VariantResolver:
+    """Resolve variant names without an installed variant: the project has none yet.
+
+    Args:
+        answers: The project's answers (its torch version).
+        cuda: CUDA variant short names (``cu130``) -> (CUDA version, uses cuDNN).
+    """
+    from fdl.images import variant_ref
+
+    def resolve(name: str | None) -> VariantRef:
+        chosen = name or "precompiled/cpu"
+        version, cudnn = cuda.get(chosen.rsplit("/", 1)[-1], (None, False))
+        ref = variant_ref(chosen, None, pinned=name is not None)
+        return replace(ref, torch=answers.torch, cuda=version, cudnn=bool(version and cudnn))
+
+    return resolve
+
+
+def _cuda_variants(torch: str) -> dict[str, tuple[str, bool]]:
+    from fdl.compat.pytorch import release
+
+    return {
+        variant.name: (str(variant.cuda), variant.cudnn is not None)
+        for variant in release(torch).variants
+        if variant.cuda is not None
+    }
+
+
+def plan_generated(
+    answers: Answers,
+    manifest: str,
+    overlays: dict[str, str],
+    fdl_version: str,
+    sources: dict[str, str] | None = None,
+) -> tuple[dict[str, Any], list[ImageSpec]]:
+    """Validate the generated manifest and overlays, and plan their image profiles.
+
+    They are loaded from a scratch directory named after the project (images take
+    the project's name from the directory); nothing of its path reaches the output.
+
+    Args:
+        answers: The answers.
+        manifest: The base manifest's text.
+        overlays: Environment name -> the text of its overlay ``fdl.<env>.yml``.
+        fdl_version: Recorded in the images' labels.
+        sources: Other project files image planning reads (``CMakeLists.txt``, for the
+            default program of a training image).
+
+    Returns:
+        The base manifest's data and the planned images.
+
+    Raises:
+        ManifestError: a generated file fails validation (a bug in a template).
+    """
+    from fdl.images import plan_images
+    from fdl.manifest import load_manifest
+
+    with tempfile.TemporaryDirectory(prefix="fdl-init-") as scratch:
+        directory = Path(scratch) / answers.name
+        directory.mkdir()
+        (directory / answers.manifest_file).write_text(manifest, encoding="utf-8")
+        for env, text in overlays.items():
+            (directory / f"fdl.{env}.yml").write_text(text, encoding="utf-8")
+        for name, text in (sources or {}).items():
+            (directory / name).write_text(text, encoding="utf-8")
+        for env in sorted(overlays):
+            load_manifest(directory, env=env, environ={})
+        loaded = load_manifest(directory, environ={})
+        resolver = scaffold_resolver(answers, _cuda_variants(answers.torch))
+        specs = plan_images(loaded, resolver=resolver, fdl_version=fdl_version)
+        return loaded.data, specs

@@ -1,0 +1,132 @@
+"""What a scaffold is made of: the answers, the planned files, what writing them did."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "ACTIONS",
+    "GENERATED",
+    "MODES",
+    "USER",
+    "Answers",
+    "FileResult",
+    "FileSpec",
+    "WriteReport",
+]
+
+MODES = ("mounted", "baked", "native")
+# A generated file is fdl's (rewritten by `fdl init --force`); a user file is a
+# starting point the user edits (never overwritten once it exists).
+GENERATED = "generated"
+USER = "user"
+ACTIONS = ("created", "unchanged", "overwritten", "skipped")
+
+
+@dataclass(frozen=True)
+class Answers:
+    """Everything a template needs to know about the project.
+
+    Attributes:
+        name: The project's name (its directory's name).
+        template: ``flodl`` or ``cpp``.
+        mode: ``mounted`` (libtorch mounted into the dev container), ``baked``
+            (libtorch in the image) or ``native`` (no containers).
+        torch: The PyTorch version of the project's libtorch (``2.13.0``).
+        example: Write the manifest as ``fdl.yml.example`` (committed) and keep
+            ``fdl.yml`` local (ignored by git).
+    """
+
+    name: str
+    template: str
+    mode: str
+    torch: str
+    example: bool = False
+
+    @property
+    def containers(self) -> bool:
+        """Whether the project's commands run in containers."""
+        return self.mode != "native"
+
+    @property
+    def manifest_file(self) -> str:
+        return "fdl.yml.example" if self.example else "fdl.yml"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "template": self.template,
+            "mode": self.mode,
+            "torch": self.torch,
+            "example": self.example,
+        }
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """One file of a planned project.
+
+    Attributes:
+        path: Relative to the project, ``/``-separated.
+        content: The exact text.
+        mode: Permission bits.
+        kind: :data:`GENERATED` or :data:`USER`.
+    """
+
+    path: str
+    content: str
+    mode: int = 0o644
+    kind: str = USER
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """What writing one file did (or, in a dry run, would do).
+
+    Attributes:
+        path: Relative to the project.
+        action: ``created``, ``unchanged``, ``overwritten`` or ``skipped``.
+        kind: :data:`GENERATED` or :data:`USER`.
+        reason: Why it was skipped.
+    """
+
+    path: str
+    action: str
+    kind: str
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "action": self.action, "kind": self.kind, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class WriteReport:
+    """The outcome of writing a planned project.
+
+    Attributes:
+        directory: The project directory.
+        results: One per planned file, in path order.
+        dry_run: Nothing was written.
+    """
+
+    directory: Path
+    results: tuple[FileResult, ...]
+    dry_run: bool = False
+
+    def paths(self, action: str) -> list[str]:
+        """The files that had ``action``."""
+        return [result.path for result in self.results if result.action == action]
+
+    def counts(self) -> dict[str, int]:
+        """How many files had each action."""
+        return {action: len(self.paths(action)) for action in ACTIONS}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "directory": str(self.directory),
+            "dry_run": self.dry_run,
+            "counts": self.counts(),
+            "files": [result.to_json() for result in self.results],
+        }

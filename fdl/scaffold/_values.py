@@ -1,0 +1,142 @@
+"""The values templates render with: Python decides, templates only loop and branch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fdl.scaffold._model import Answers
+from fdl.scaffold._templates import Template, scaffold_data
+
+__all__ = ["cuda_variant", "flodl_commands", "template_values"]
+
+
+def cuda_variant(torch: str) -> tuple[str, str, bool]:
+    """The CUDA build ``pip install torch`` gets for ``torch``: (name, CUDA, cuDNN)."""
+    from fdl.compat.pytorch import release
+
+    chosen = next(v for v in release(torch).variants if v.default)
+    return chosen.name, str(chosen.cuda), chosen.cudnn is not None
+
+
+def _command(
+    name: str, description: str, run: str, *, append: str | None = None, docker: str | None = None
+) -> dict[str, Any]:
+    """A manifest command as the templates see it."""
+    return dict(
+        name=name,
+        description=description,
+        run=run,
+        append=append,
+        docker=docker,
+        cuda=name.startswith("cuda-"),
+    )
+
+
+def flodl_commands(containers: bool) -> list[dict[str, Any]]:
+    """The floDl project's commands: CPU ones, then the same with ``--features cuda``.
+
+    ``-- --nocapture`` goes in ``append:`` (after the user's arguments), so that
+    ``fdl test -p foo`` runs ``cargo test -p foo -- --nocapture``.
+    """
+    cpu = "dev" if containers else None
+    gpu = "cuda" if containers else None
+    commands = [
+        _command("build", "Build (debug)", "cargo build", docker=cpu),
+        _command("test", "Run the tests", "cargo test", append="-- --nocapture", docker=cpu),
+        _command(
+            "run", "Run the program (debug build; arguments go to it)", "cargo run --", docker=cpu
+        ),
+        _command(
+            "train",
+            "Train (release build), e.g. fdl train -- --epochs 20",
+            "cargo run --release --",
+            docker=cpu,
+        ),
+        _command("check", "Type-check without building", "cargo check", docker=cpu),
+        _command("clippy", "Lint", "cargo clippy", append="-- -W clippy::all", docker=cpu),
+    ]
+    if containers:
+        commands.append(
+            _command("shell", "An interactive shell in the dev container", "bash", docker=cpu)
+        )
+    commands += [
+        _command(
+            "cuda-build", "Build with the cuda feature", "cargo build --features cuda", docker=gpu
+        ),
+        _command(
+            "cuda-test",
+            "Run the tests with the cuda feature",
+            "cargo test --features cuda",
+            append="-- --nocapture",
+            docker=gpu,
+        ),
+        _command(
+            "cuda-run",
+            "Run the program with the cuda feature (debug build)",
+            "cargo run --features cuda --",
+            docker=gpu,
+        ),
+        _command(
+            "cuda-train",
+            "Train on the GPU (release build)",
+            "cargo run --release --features cuda --",
+            docker=gpu,
+        ),
+    ]
+    if containers:
+        commands.append(
+            _command("cuda-shell", "An interactive shell in the CUDA container", "bash", docker=gpu)
+        )
+    return commands
+
+
+def _rust_setup(rust: dict[str, Any]) -> list[str]:
+    """rustup into fixed directories, its programs linked onto the PATH (no curl | sh:
+    the script is saved first, so a failed download fails the step)."""
+    components = ",".join(rust["components"])
+    home = f"RUSTUP_HOME={rust['rustup_home']} CARGO_HOME={rust['cargo_home']}"
+    return [
+        f"curl --proto =https --tlsv1.2 -sSf -o /tmp/rustup-init.sh {rust['rustup_url']}",
+        f"{home} sh /tmp/rustup-init.sh -y --no-modify-path --profile minimal "
+        f"--default-toolchain {rust['toolchain']} --component {components}",
+        f"ln -s {rust['cargo_home']}/bin/* /usr/local/bin/",
+        "rm /tmp/rustup-init.sh",
+    ]
+
+
+def template_values(answers: Answers, chosen: Template, fdl_version: str) -> dict[str, Any]:
+    """Everything the templates of ``chosen`` read."""
+    from fdl.compat.pytorch import release
+    from fdl.images import images_data
+
+    shared = scaffold_data()
+    torch_release = release(answers.torch)
+    values: dict[str, Any] = {
+        **answers.to_json(),
+        "crate": answers.name.replace("-", "_"),
+        "cmake_project": answers.name,
+        "template_version": chosen.version,
+        "containers": answers.containers,
+        "baked": answers.mode == "baked",
+        "manifest_file": answers.manifest_file,
+        "torch_minor": torch_release.version,
+        "cxx_standard": torch_release.source.cxx_standard,
+        "fdl_version": fdl_version,
+        "build_dir": chosen.build_dir,
+        "dockerfile_dir": shared["dockerfile_dir"],
+        "ci": shared["ci"],
+        "ci_train_args": " ".join(chosen.data["ci_train_args"]),
+        "image_libtorch": images_data().paths["libtorch"],
+    }
+    if chosen.name == "flodl":
+        commands = flodl_commands(answers.containers)
+        values.update(
+            flodl_version=chosen.data["flodl_version"],
+            commands=commands,
+            train_run=next(c["run"] for c in commands if c["name"] == "train"),
+            rust=chosen.data["rust"],
+            rust_setup=_rust_setup(chosen.data["rust"]),
+            rust_packages=list(chosen.data["rust"]["packages"]),
+            cuda_variant=cuda_variant(answers.torch)[0],
+        )
+    return values

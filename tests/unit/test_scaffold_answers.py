@@ -1,0 +1,118 @@
+"""`fdl init` answers: names, defaults, the answers a project recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fdl.errors import ManifestError, UsageError
+from fdl.scaffold import (
+    DEFAULTS,
+    answers_path,
+    make_answers,
+    read_answers,
+    suggest_name,
+    validate_name,
+)
+
+
+@pytest.mark.parametrize("name", ["my-model", "m1", "resnet_50", "a", "x-1-y_2"])
+def test_good_names(name: str) -> None:
+    assert validate_name(name, "cpp") == name
+    assert validate_name(name, "flodl") == name
+
+
+@pytest.mark.parametrize(
+    ("name", "suggestion"),
+    [
+        ("My Model", "my-model"),
+        ("1model", "model"),
+        ("model-", "model"),
+        ("a--b", "a-b"),
+        ("über", "ber"),
+        ("", "my-model"),
+        ("x" * 65, "x" * 64),
+    ],
+)
+def test_bad_names_say_what_is_wrong_and_suggest_one(name: str, suggestion: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        validate_name(name, "cpp")
+    assert f"invalid project name {name!r}" in caught.value.message
+    assert "lowercase letters" in caught.value.message
+    assert caught.value.hint == f"e.g. {suggestion!r}"
+    assert suggest_name(name) == suggestion
+
+
+@pytest.mark.parametrize(
+    ("name", "template"), [("fn", "flodl"), ("flodl", "flodl"), ("std", "flodl"), ("train", "cpp")]
+)
+def test_names_a_template_reserves(name: str, template: str) -> None:
+    with pytest.raises(UsageError, match=f"the {template} template reserves it"):
+        validate_name(name, template)
+
+
+def test_given_answers_win_over_recorded_ones_which_win_over_defaults() -> None:
+    recorded = {"template": "cpp", "mode": "native", "torch": "2.13.0"}
+    assert make_answers("m", {}, recorded).to_json() == {
+        "name": "m",
+        "template": "cpp",
+        "mode": "native",
+        "torch": "2.13.0",
+        "example": False,
+    }
+    given = {"mode": "baked", "torch": None, "template": None}
+    assert make_answers("m", given, recorded).mode == "baked"
+    fresh = make_answers("m", {}, {})
+    assert (fresh.template, fresh.mode) == (DEFAULTS["template"], DEFAULTS["mode"])
+
+
+def test_torch_versions_are_completed_from_fdls_tables() -> None:
+    assert make_answers("m", {"torch": "2.13"}, {}).torch == "2.13.0"
+    assert make_answers("m", {"torch": "2.14.1"}, {}).torch == "2.14.1"
+    with pytest.raises(UsageError, match="invalid torch version 'latest'"):
+        make_answers("m", {"torch": "latest"}, {})
+
+
+@pytest.mark.parametrize(("key", "value"), [("template", "rust"), ("mode", "docker")])
+def test_unknown_template_or_mode(key: str, value: str) -> None:
+    with pytest.raises(UsageError, match=f"unknown {key} {value!r}") as caught:
+        make_answers("m", {key: value}, {})
+    assert caught.value.hint is not None and "choose one of" in caught.value.hint
+
+
+def test_recorded_answers_are_read_back(tmp_path: Path) -> None:
+    assert read_answers(tmp_path) is None
+    answers_path(tmp_path).write_text(
+        "template: cpp\ntemplate_version: 1\nfdl_version: '1'\n"
+        "answers: {name: m, mode: baked, torch: '2.13.0', example: true}\n"
+    )
+    recorded = read_answers(tmp_path)
+    assert recorded == {
+        "template": "cpp",
+        "name": "m",
+        "mode": "baked",
+        "torch": "2.13.0",
+        "example": True,
+    }
+    assert make_answers("m", {}, recorded).example is True
+
+
+@pytest.mark.parametrize("text", ["[1, 2]\n", "answers: 3\n", "a: [\n"])
+def test_a_broken_answers_file_is_a_located_error(tmp_path: Path, text: str) -> None:
+    answers_path(tmp_path).write_text(text)
+    with pytest.raises(ManifestError) as caught:
+        read_answers(tmp_path)
+    assert str(answers_path(tmp_path)) in caught.value.message
+    assert caught.value.hint
+
+
+def test_answers_file_round_trip_through_the_planner() -> None:
+    from fdl.scaffold import plan_project
+
+    answers = make_answers("m", {"template": "cpp", "mode": "native", "torch": "2.13.0"}, {})
+    text = next(f.content for f in plan_project(answers) if f.path == ".fdl-answers.yml")
+    data = yaml.safe_load(text)
+    assert data["template"] == "cpp" and data["template_version"] == 1
+    assert {"template": data["template"], **data["answers"]} == answers.to_json()

@@ -1,0 +1,238 @@
+"""The planner: what each template and mode generates, and that it all fits together."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import tomllib
+import yaml
+
+from fdl.images import plan_images
+from fdl.manifest import load_manifest
+from fdl.scaffold import GENERATED, USER, plan_project, read_existing
+from fdl.scaffold._templates import scaffold_data
+from tests.support.scaffold import CASES, TORCH, VERSION, answers, planned, write_files
+
+CONTAINER_FILES = {"docker-compose.yml", "docker/dev.Dockerfile"}
+COMMON = {
+    ".dockerignore",
+    ".fdl-answers.yml",
+    ".github/workflows/ci.yml",
+    ".gitignore",
+    "README.md",
+    "docker/train.Dockerfile",
+    "fdl.ci.yml",
+    "fdl.yml",
+}
+OWN = {
+    "cpp": {"CMakeLists.txt", "src/model.h", "src/train.cpp", "tests/model_test.cpp"},
+    "flodl": {"Cargo.toml", "src/main.rs"},
+}
+
+
+@pytest.mark.parametrize(("template", "mode"), CASES)
+def test_each_template_and_mode_plans_exactly_its_files(template: str, mode: str) -> None:
+    files = planned(template, mode)
+    expected = COMMON | OWN[template]
+    if mode != "native":
+        expected |= CONTAINER_FILES | ({"docker/cuda.Dockerfile"} if template == "flodl" else set())
+    assert set(files) == expected
+    assert list(files) == sorted(files)
+    generated = {p for p, f in files.items() if f.kind == GENERATED}
+    assert generated == {
+        p for p in expected if p.startswith(("docker", ".dockerignore", ".github", ".fdl-answers"))
+    }
+    # The manifest, overlay, README, .gitignore and sources are the user's.
+    assert {"fdl.yml", "fdl.ci.yml", "README.md", ".gitignore"} <= {
+        p for p, f in files.items() if f.kind == USER
+    }
+
+
+@pytest.mark.parametrize(("template", "mode"), CASES)
+def test_planning_is_deterministic_and_holds_no_host_paths(template: str, mode: str) -> None:
+    first, second = planned(template, mode), planned(template, mode)
+    assert first == second
+    for spec in first.values():
+        assert "fdl-init-" not in spec.content and "/tmp/pytest" not in spec.content, spec.path
+        assert str(Path.cwd()) not in spec.content  # the checkout fdl runs from
+        assert spec.content.endswith("\n") and not spec.content.endswith("\n\n"), spec.path
+        assert not any(line != line.rstrip() for line in spec.content.splitlines()), spec.path
+        assert spec.mode == 0o644
+
+
+@pytest.mark.parametrize(("template", "mode"), CASES)
+def test_yaml_files_parse_and_the_manifest_validates_with_its_overlay(
+    tmp_path: Path, template: str, mode: str
+) -> None:
+    files = planned(template, mode)
+    for path, spec in files.items():
+        if path.endswith((".yml", ".yaml")):
+            assert isinstance(yaml.safe_load(spec.content), dict), path
+    project = write_files(tmp_path / "demo", files)
+    base = load_manifest(project, environ={})
+    ci = load_manifest(project, env="ci", environ={})
+    commands = base.get("commands")
+    for name, spec in commands.items():
+        if mode == "native":
+            assert "docker" not in spec, name
+        else:
+            assert spec["docker"] in ("dev", "cuda"), name
+    # CI runs everything on the machine itself, the training run is short.
+    ci_commands = ci.get("commands")
+    for name in ("build", "test", "train"):
+        assert "docker" not in ci_commands[name]
+    assert ci_commands["train"]["run"] != commands["train"]["run"]
+    assert base.get("libtorch") == {"torch": TORCH, "variant": "cpu"}
+
+
+@pytest.mark.parametrize(("template", "mode"), CASES)
+def test_images_come_from_fdl_images_and_the_base_can_be_configured(
+    tmp_path: Path, template: str, mode: str
+) -> None:
+    from fdl.images import render_dockerfile
+    from fdl.scaffold._images import scaffold_resolver
+
+    files = planned(template, mode)
+    project = write_files(tmp_path / "demo", files)
+    manifest = load_manifest(
+        project, environ={}, sets=["images.train.base=fdl-test/debian:bookworm"]
+    )
+    resolver = scaffold_resolver(answers(template, mode), {"cu130": ("13.0", True)})
+    specs = {s.profile: s for s in plan_images(manifest, resolver=resolver, fdl_version=VERSION)}
+    train = specs["train"]
+    assert (train.base, train.build_base) == ("fdl-test/debian:bookworm",) * 2
+    assert train.tag == "demo-train:latest"
+    # The generated Dockerfile is exactly what fdl.images renders for the manifest.
+    unset = {
+        s.profile: s
+        for s in plan_images(
+            load_manifest(project, environ={}), resolver=resolver, fdl_version=VERSION
+        )
+    }
+    for profile, spec in unset.items():
+        assert files[f"docker/{profile}.Dockerfile"].content == render_dockerfile(spec)
+    if mode != "native":
+        assert specs["dev"].libtorch == mode
+        compose = yaml.safe_load(files["docker-compose.yml"].content)
+        assert compose["services"]["dev"]["user"] == "${FDL_UID:-1000}:${FDL_GID:-1000}"
+        volumes = compose["services"]["dev"]["volumes"]
+        assert any(v.endswith(":/opt/libtorch:ro") for v in volumes) == (mode == "mounted")
+
+
+def test_cpp_project_builds_with_cmake_and_find_package_torch() -> None:
+    files = planned("cpp", "native")
+    cmake = files["CMakeLists.txt"].content
+    assert "find_package(Torch REQUIRED)" in cmake
+    assert "set(CMAKE_CXX_STANDARD 20)" in cmake  # torch 2.13 needs C++20 (fdl's tables)
+    assert "project(demo LANGUAGES CXX)" in cmake
+    assert re.search(r"add_test\(NAME model_test", cmake)
+    assert "add_executable(train src/train.cpp)" in cmake
+    assert (
+        "CMAKE_CXX_STANDARD 17" in planned("cpp", "native", torch="2.12")["CMakeLists.txt"].content
+    )
+    manifest = yaml.safe_load(files["fdl.yml"].content)
+    assert manifest["commands"]["test"]["run"].endswith(
+        "ctest --test-dir build --output-on-failure"
+    )
+    assert manifest["images"]["train"]["program"] == "build/train"
+
+
+def _features(command: str) -> set[str]:
+    return {f for match in re.findall(r"--features[ =](\S+)", command) for f in match.split(",")}
+
+
+@pytest.mark.parametrize("mode", ["mounted", "baked", "native"])
+def test_flodl_cuda_commands_and_cargo_features_agree(mode: str) -> None:
+    files = planned("flodl", mode, name="my-model")
+    cargo = tomllib.loads(files["Cargo.toml"].content)
+    assert cargo["package"]["name"] == "my_model"
+    assert cargo["package"]["edition"] == "2024"
+    assert cargo["dependencies"]["flodl"]
+    declared = set(cargo["features"])
+    commands = yaml.safe_load(files["fdl.yml"].content)["commands"]
+    used = {f for spec in commands.values() for f in _features(spec["run"])}
+    assert used == {"cuda"} <= declared
+    assert cargo["features"]["cuda"] == ["flodl/cuda"]
+    cuda = {name for name in commands if name.startswith("cuda-")}
+    assert {"cuda-build", "cuda-test", "cuda-run", "cuda-train"} <= cuda
+    for name in cuda - {"cuda-shell"}:
+        assert _features(commands[name]["run"]) == {"cuda"}
+        assert commands[name].get("docker") == ("cuda" if mode != "native" else None)
+    # `-- --nocapture` is appended after the user's arguments, not part of `run:`.
+    for name in ("test", "cuda-test"):
+        assert "--nocapture" not in commands[name]["run"]
+        assert commands[name]["append"] == "-- --nocapture"
+    assert cargo["profile"]["release"]["lto"] == "thin"
+
+
+def test_flodl_images_install_rust_and_point_the_build_at_libtorch() -> None:
+    files = planned("flodl", "mounted")
+    dev = files["docker/dev.Dockerfile"].content
+    assert "sh /tmp/rustup-init.sh -y" in dev and "ln -s /opt/cargo/bin/* /usr/local/bin/" in dev
+    assert 'RUSTUP_HOME="/opt/rustup"' in dev and 'LIBTORCH_PATH="/opt/libtorch"' in dev
+    cuda = files["docker/cuda.Dockerfile"].content
+    assert re.search(r"ARG BASE_IMAGE=nvidia/cuda:13\.0\.\d+-cudnn-devel-ubuntu", cuda)
+    compose = yaml.safe_load(files["docker-compose.yml"].content)
+    assert "./libtorch/precompiled/cu130:/opt/libtorch:ro" in compose["services"]["cuda"]["volumes"]
+    assert "deploy" in compose["services"]["cuda"] and "deploy" not in compose["services"]["dev"]
+    train = files["docker/train.Dockerfile"].content
+    assert "LIBTORCH_PATH=/opt/libtorch cargo build --release" in train
+    assert "install -D -m 0755 target/release/demo /out/app/bin/demo" in train
+
+
+@pytest.mark.skipif(shutil.which("rustfmt") is None, reason="rustfmt is not installed")
+def test_flodl_main_rs_is_valid_rust(tmp_path: Path) -> None:
+    """rustfmt parses the file (crates.io is unreachable here, so it cannot be compiled)."""
+    source = tmp_path / "main.rs"
+    source.write_text(planned("flodl", "native")["src/main.rs"].content)
+    proc = subprocess.run(
+        ["rustfmt", "--edition", "2024", "--check", str(source)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_example_mode_commits_the_example_and_ignores_the_local_manifest(tmp_path: Path) -> None:
+    files = planned("cpp", "native", example=True)
+    assert "fdl.yml.example" in files and "fdl.yml" not in files
+    assert "/fdl.yml\n" in files[".gitignore"].content
+    project = write_files(tmp_path / "demo", files)
+    assert load_manifest(project, env="ci", environ={}).example
+
+
+def test_images_are_planned_from_the_projects_own_manifest_when_it_exists(tmp_path: Path) -> None:
+    files = planned("cpp", "mounted")
+    mine = files["fdl.yml"].content.replace(
+        "  train:\n    build:", "  train:\n    base: me/base:1\n    build:"
+    )
+    project = write_files(tmp_path / "demo", files)
+    (project / "fdl.yml").write_text(mine)
+    existing = read_existing(project, ["fdl.yml", "fdl.ci.yml", "missing.yml"])
+    assert set(existing) == {"fdl.yml", "fdl.ci.yml"}
+    again = {
+        f.path: f
+        for f in plan_project(answers("cpp", "mounted"), fdl_version=VERSION, existing=existing)
+    }
+    assert "ARG BASE_IMAGE=me/base:1" in again["docker/train.Dockerfile"].content
+    assert again["fdl.yml"] == files["fdl.yml"]  # the template's, for the writer to compare
+
+
+def test_the_shared_data_file_is_complete() -> None:
+    data = scaffold_data()
+    assert data["schema_version"] == 1 and data["answers_file"].startswith(".")
+    assert set(data["ci"]["actions"]) == {"checkout", "setup_python", "cache"}
+    assert data["ci"]["cpu_wheel_index"].startswith("https://")
+
+
+def test_readme_lists_the_manifests_commands() -> None:
+    files = planned("flodl", "baked")
+    readme = files["README.md"].content
+    for name in yaml.safe_load(files["fdl.yml"].content)["commands"]:
+        assert f"| `fdl {name}` |" in readme
+    assert "fdl train -- --epochs 20" in readme
