@@ -7,6 +7,10 @@ from fdl.cli._registry import BUILTINS
 from fdl.cli._session import Session
 from fdl.errors import UsageError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 __all__ = ["COMPLETE", "run_project_command"]
 
 # The hidden command the shell completion scripts call (see fdl.cli._complete).
@@ -38,7 +42,8 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
         raise UsageError(f"unknown command {name!r}{where}", hint=hint)
     from fdl.tasks import execute, prepare, render_script
 
-    invocation = prepare(manifest, name, args, environ=session.environ, overlay=session.env)
+    environ = _with_verbosity(session)
+    invocation = prepare(manifest, name, args, environ=environ, overlay=session.env)
     if invocation.action == "help":
         from fdl.cli._command_help import render_command_help
 
@@ -65,4 +70,17 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
         where = f"[{plan.docker.service}] " if plan.docker is not None else ""
         session.console.info(f"fdl: {where}{plan.script}")
     session.console.debug(f"fdl: running {' '.join(plan.argv)} (in {plan.cwd})")
-    return execute(plan, environ=session.environ)
+    return execute(plan, environ=environ)
+
+
+# fdl's -q / -v / -vv / -vvv, as floDl's own CLI passes them to programs (0 .. 4).
+_VERBOSITY_LEVELS = {0: "0", 2: "2", 3: "3", 4: "4"}
+
+
+def _with_verbosity(session: Session) -> Mapping[str, str]:
+    """The environment for the command: with ``-q``/``-v``, ``FDL_VERBOSITY`` and
+    ``FLODL_VERBOSITY`` say how chatty it should be (they reach containers too)."""
+    level = _VERBOSITY_LEVELS.get(min(session.options.verbosity, 4))
+    if level is None:
+        return session.environ
+    return {**session.environ, "FDL_VERBOSITY": level, "FLODL_VERBOSITY": level}

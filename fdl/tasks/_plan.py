@@ -110,10 +110,17 @@ def _docker_location(resolution: Resolution, root: Manifest) -> Location | None:
     return None
 
 
-def _base_exports(directory: str, overlay: str | None) -> list[EnvChange]:
+# Passed into containers too when set (fdl's -v/-q set them; floDl reads FLODL_VERBOSITY).
+FORWARDED = ("FDL_VERBOSITY", "FLODL_VERBOSITY")
+
+
+def _base_exports(
+    directory: str, overlay: str | None, environ: Mapping[str, str]
+) -> list[EnvChange]:
     changes = [EnvChange("FDL_PROJECT_ROOT", directory)]
     if overlay:
         changes.append(EnvChange("FDL_ENV", overlay))
+    changes.extend(EnvChange(name, environ[name]) for name in FORWARDED if name in environ)
     return changes
 
 
@@ -180,7 +187,7 @@ class _Planner:
     def host(
         self, script: str, state: LibtorchState
     ) -> tuple[tuple[str, ...], Path, list[EnvChange]]:
-        env = _base_exports(str(self.root.directory), self.overlay)
+        env = _base_exports(str(self.root.directory), self.overlay, self.environ)
         if state.active is not None:
             env.extend(variant_exports(str(state.active.path), state.active))
         return (SHELL, "-c", script), self.resolution.directory, env
@@ -211,7 +218,7 @@ class _Planner:
         container_root = container_path(mounts, self.root.directory)
         if container_dir is None:
             container_dir = self.assumed_dir(project, service)
-        env = _base_exports(container_root or DEFAULT_CONTAINER_ROOT, self.overlay)
+        env = _base_exports(container_root or DEFAULT_CONTAINER_ROOT, self.overlay, self.environ)
         prepend: list[EnvChange] = []
         profile = _image_profile(self.root, service)
         baked = profile is not None and profile.get("libtorch") == "baked"

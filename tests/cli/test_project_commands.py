@@ -345,3 +345,12 @@ def test_fake_compose_receives_the_planned_argv(project: Path, fdl_process, tmp_
         "LIBTORCH_HOST_PATH": str(project / "libtorch" / "precompiled" / "cu128"),
         "CUDA_VERSION": "12.8.0",
     }
+
+
+def test_verbosity_reaches_the_command(project: Path, fdl_process) -> None:
+    write(project, {"fdl.yml": "commands:\n  v: {run: 'echo \"[$FLODL_VERBOSITY|$FDL_VERBOSITY]\"'}\n"})
+    assert fdl_process(["v"], cwd=project).stdout == "[|]\n"
+    assert fdl_process(["-vv", "v"], cwd=project).stdout == "[3|3]\n"
+    assert fdl_process(["-q", "v"], cwd=project).stdout == "[0|0]\n"
+    # after the command name, -v belongs to the command: not fdl's verbosity
+    assert fdl_process(["v", "--", "-v"], cwd=project).stdout == "[|] -v\n"
