@@ -103,31 +103,30 @@ def run_fdl(monkeypatch: pytest.MonkeyPatch):
     return invoke
 
 
+def run_fdl_process(
+    args: list[str],
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> Result:
+    """Run ``python -m fdl`` as a subprocess with this checkout importable."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("FDL__") and k != "FDL_ENV"}
+    environ["PYTHONPATH"] = str(REPO) + os.pathsep + environ.get("PYTHONPATH", "")
+    environ["NO_COLOR"] = "1"
+    environ.update(env or {})
+    proc = subprocess.run(
+        [sys.executable, "-m", "fdl", *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
 @pytest.fixture
 def fdl_process():
     """Run ``python -m fdl`` as a subprocess with this checkout importable."""
-
-    def invoke(
-        args: list[str],
-        cwd: Path | None = None,
-        env: dict[str, str] | None = None,
-        timeout: float = 120,
-    ) -> Result:
-        environ = {
-            k: v for k, v in os.environ.items() if not k.startswith("FDL__") and k != "FDL_ENV"
-        }
-        environ["PYTHONPATH"] = str(REPO) + os.pathsep + environ.get("PYTHONPATH", "")
-        environ["NO_COLOR"] = "1"
-        environ.update(env or {})
-        proc = subprocess.run(
-            [sys.executable, "-m", "fdl", *args],
-            cwd=cwd,
-            env=environ,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        return Result(proc.returncode, proc.stdout, proc.stderr)
-
-    return invoke
+    return run_fdl_process

@@ -348,7 +348,10 @@ def test_fake_compose_receives_the_planned_argv(project: Path, fdl_process, tmp_
 
 
 def test_verbosity_reaches_the_command(project: Path, fdl_process) -> None:
-    write(project, {"fdl.yml": "commands:\n  v: {run: 'echo \"[$FLODL_VERBOSITY|$FDL_VERBOSITY]\"'}\n"})
+    write(
+        project,
+        {"fdl.yml": "commands:\n  v: {run: 'echo \"[$FLODL_VERBOSITY|$FDL_VERBOSITY]\"'}\n"},
+    )
     assert fdl_process(["v"], cwd=project).stdout == "[|]\n"
     assert fdl_process(["-vv", "v"], cwd=project).stdout == "[3|3]\n"
     assert fdl_process(["-q", "v"], cwd=project).stdout == "[0|0]\n"

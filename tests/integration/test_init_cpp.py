@@ -62,26 +62,10 @@ def installed_variant(tmp_path_factory: pytest.TempPathFactory, fdl_process_sess
 @pytest.fixture(scope="session")
 def fdl_process_session():
     """Like the `fdl_process` fixture, usable from session fixtures."""
-    import sys
-
-    repo = Path(__file__).resolve().parents[2]
+    from tests.conftest import run_fdl_process
 
     def invoke(args: list[str], cwd: Path, timeout: float = 120, env: dict | None = None):
-        from tests.conftest import Result
-
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("FDL__")}
-        environ.pop("FDL_ENV", None)
-        environ.update(PYTHONPATH=str(repo), NO_COLOR="1", **HOST, **(env or {}))
-        proc = subprocess.run(
-            [sys.executable, "-m", "fdl", *args],
-            cwd=cwd,
-            env=environ,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        return Result(proc.returncode, proc.stdout, proc.stderr)
+        return run_fdl_process(args, cwd=cwd, env={**HOST, **(env or {})}, timeout=timeout)
 
     return invoke
 
