@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fdl.cli._registry import BUILTINS
 from fdl.errors import ManifestError
-from fdl.manifest import Manifest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from fdl.manifest import Manifest
 
 __all__ = ["command_rows", "describe_command"]
 
@@ -15,10 +18,13 @@ def describe_command(
     manifest: Manifest, name: str, spec: dict[str, Any] | None, env: str | None
 ) -> str:
     """One line for a root command: its description, else what it runs."""
-    from fdl.tasks import command_kind, load_nested
-
     spec = spec or {}
-    kind = command_kind(spec)
+    if spec.get("run") is not None:
+        kind = "run"  # the common case, without loading the task runner (start-up time)
+    else:
+        from fdl.tasks import command_kind
+
+        kind = command_kind(spec)
     text = spec.get("description") or ""
     if kind == "run":
         if not text:
@@ -27,6 +33,8 @@ def describe_command(
         if spec.get("docker"):
             text += f"  [docker: {spec['docker']}]"
         return text
+    from fdl.tasks import load_nested
+
     directory = manifest.directory / (spec.get("path") or name)
     try:
         nested = load_nested(directory.resolve(), env, manifest.directory)
