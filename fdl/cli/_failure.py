@@ -13,8 +13,9 @@ MAX_LISTED = 20
 def _one(console: Console, error: FdlError) -> None:
     console.error(str(error))
     if error.details:
-        for line in error.details.rstrip("\n").splitlines():
-            console.line(f"  {line}")
+        for line in error.details.strip("\n").splitlines():
+            if line.strip():  # tool output tails often carry runs of empty lines
+                console.line(f"  {line}")
     if error.hint:
         console.line(f"  {console.style('fix:', 'green')} {error.hint}")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fdl.engine import BuildResult, BuildSpec, Engine, LineCallback, Secret, default_engine
-from fdl.errors import UsageError
+from fdl.errors import NetworkError, UsageError
 from fdl.images._context import IgnoreFile, ensure_dockerignore
 from fdl.images._render import render_dockerfile, render_libtorch_dockerfile
 from fdl.images._spec import ImageSpec, VariantRef
@@ -182,7 +182,10 @@ def build_images(
         )
         if on_status is not None:
             on_status(f"building {spec.tag} ({spec.kind} image of profile {spec.profile})")
-        result = chosen.build(request, on_line=on_line)
+        try:
+            result = chosen.build(request, on_line=on_line)
+        except NetworkError as error:
+            raise _unreachable_base(error, spec) from None
         if push:
             if on_status is not None:
                 on_status(f"pushing {spec.tag}")
@@ -191,3 +194,17 @@ def build_images(
             BuiltImage(spec, result, libtorch_image, time.monotonic() - started, pushed=push)
         )
     return built
+
+
+def _unreachable_base(error: NetworkError, spec: ImageSpec) -> NetworkError:
+    """A registry failure, with the manifest keys that name the images it tried to pull."""
+    bases = ", ".join(dict.fromkeys(b for b in (spec.build_base, spec.base) if b))
+    keys = f"images.{spec.profile}.base" + (" / build-base" if spec.build_base else "")
+    hint = (
+        f"the {spec.profile} image starts from {bases}; when the registry is out of reach, "
+        f"point {keys} at images the engine already has "
+        f"(e.g. `fdl --set images.{spec.profile}.base=IMAGE image build {spec.profile}`)"
+    )
+    if error.hint:
+        hint = f"{error.hint}; {hint}"
+    return NetworkError(error.message, hint=hint, details=error.details)

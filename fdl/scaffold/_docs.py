@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fdl.scaffold._model import Answers
-from fdl.scaffold._templates import Template
+from fdl.scaffold._templates import Template, scaffold_data
 
 __all__ = ["layout", "next_steps", "workflow_jobs"]
 
@@ -21,9 +21,11 @@ def next_steps(answers: Answers, *, directory: str | None = None) -> list[tuple[
     steps: list[tuple[str, str]] = []
     if directory is not None:
         steps.append((f"cd {directory}", "the new project"))
+    # PyPI's Linux torch wheels are CUDA builds: the CPU one comes from PyTorch's CPU index.
+    index = scaffold_data()["ci"]["cpu_wheel_index"]
     steps.append(
         (
-            "fdl libtorch install --from-wheel",
+            f"fdl libtorch install --from-wheel --index-url {index}",
             f"the CPU libtorch of torch {answers.torch}, from its wheel (or: fdl setup)",
         )
     )

@@ -295,6 +295,14 @@ def build_plan(
     state = active_libtorch(root.directory, environ)
     if state.problem:
         planner.notes.append(f"{state.problem}; libtorch variables are not set")
+    elif state.active is None and root.data.get("libtorch") is not None:
+        # The project declares libtorch but none is installed: say so before CMake or
+        # cargo fail with a message that does not name fdl.
+        planner.notes.append(
+            f"no active libtorch variant in {state.directory}: LIBTORCH and "
+            "CMAKE_PREFIX_PATH are not set; install one with "
+            "`fdl libtorch install --from-wheel` or `fdl setup`"
+        )
     service = _service(resolution)
     wrap: DockerWrap | None = None
     if service and in_container(environ):

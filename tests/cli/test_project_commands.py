@@ -357,3 +357,19 @@ def test_verbosity_reaches_the_command(project: Path, fdl_process) -> None:
     assert fdl_process(["-q", "v"], cwd=project).stdout == "[0|0]\n"
     # after the command name, -v belongs to the command: not fdl's verbosity
     assert fdl_process(["v", "--", "-v"], cwd=project).stdout == "[|] -v\n"
+
+
+def test_missing_libtorch_is_named_when_the_project_declares_one(
+    fdl_process, tmp_path: Path
+) -> None:
+    project = write(
+        tmp_path / "bare",
+        {"fdl.yml": "libtorch: {torch: '2.13.0'}\ncommands:\n  b: {run: 'true'}\n"},
+    )
+    env = {"FDL_HOME": str(tmp_path / "home")}
+    result = fdl_process(["b"], cwd=project, env=env)
+    assert result.exit_code == 0
+    assert "no active libtorch variant" in result.stderr
+    assert "fdl libtorch install --from-wheel" in result.stderr
+    write(project, {"fdl.yml": "commands:\n  b: {run: 'true'}\n"})
+    assert "libtorch" not in fdl_process(["b"], cwd=project, env=env).stderr

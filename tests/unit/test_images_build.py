@@ -102,6 +102,19 @@ def test_classic_builder_is_refused_with_a_clear_error(project: Path) -> None:
     assert "RUN --mount=type=cache" in caught.value.message
 
 
+def test_unreachable_registry_names_the_base_keys(project: Path) -> None:
+    from fdl.errors import NetworkError
+
+    failure = NetworkError("building x failed: docker could not reach a registry", hint="check")
+    engine = FakeEngine(build_error=failure)
+    (dev,) = specs_of(project, "dev")
+    with pytest.raises(NetworkError) as caught:
+        build_images([dev], project, engine=engine)
+    hint = caught.value.hint or ""
+    assert hint.startswith("check; ")
+    assert dev.base in hint and "images.dev.base" in hint
+
+
 def test_size_report_against_base_and_floor(project: Path) -> None:
     (train,) = specs_of(project, "train")
     engine = FakeEngine()
