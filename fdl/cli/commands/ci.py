@@ -9,15 +9,13 @@ import typer
 
 from fdl.cli import _ci_actions as actions
 from fdl.cli._session import current
+from fdl.cli.commands._common import JsonOption, group
 
-app = typer.Typer(
-    name="ci",
-    help="The image matrix of the manifest's ci: section: a bake file and a GitHub "
+app = group(
+    "ci",
+    "The image matrix of the manifest's ci: section: a bake file and a GitHub "
     "Actions workflow, kept current by a drift check.\n\nExample: fdl ci generate",
     no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
 )
 
 OutputOption = Annotated[
@@ -31,7 +29,7 @@ OutputOption = Annotated[
 
 
 @app.command()
-def matrix(as_json: Annotated[bool, typer.Option("--json", help="Output JSON.")] = False) -> None:
+def matrix(as_json: JsonOption = False) -> None:
     """Show the resolved build matrix: each variant and how CI installs it, each cell
     (profile x variant) with its tag, build arguments, dependencies, cache and test.
 

@@ -8,19 +8,17 @@ from typing import Annotated
 import typer
 
 from fdl.cli._session import current
+from fdl.cli.commands._common import group
 
-app = typer.Typer(
-    name="completions",
-    help=(
+app = group(
+    "completions",
+    (
         "Print the completion script for bash, zsh or fish.\n\n"
         "The script asks fdl for candidates at completion time, so project commands, "
         "nested commands, presets and option choices are always those of the manifest "
         "(and environment) in effect.\n\n"
         "Example: echo 'eval \"$(fdl completions bash)\"' >> ~/.bashrc"
     ),
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
 )
 
 

@@ -9,21 +9,18 @@ import typer
 
 from fdl.cli import _config_actions as actions
 from fdl.cli._session import current
+from fdl.cli.commands._common import JsonOption, group
 
-app = typer.Typer(
-    name="config",
-    help="Show, explain and validate the merged manifest.\n\nExample: fdl config show --env ci",
+app = group(
+    "config",
+    "Show, explain and validate the merged manifest.\n\nExample: fdl config show --env ci",
     no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
 )
 
 EnvOption = Annotated[
     str | None,
     typer.Option("--env", "-e", help="Environment overlay (default: the global one)."),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Output JSON.")]
 SecretsOption = Annotated[
     bool, typer.Option("--show-secrets", help="Show secret values instead of ***.")
 ]

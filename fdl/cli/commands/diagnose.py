@@ -8,18 +8,14 @@ import typer
 
 from fdl.cli import _setup_actions as actions
 from fdl.cli._session import current
+from fdl.cli.commands._common import JsonOption, group
 
-app = typer.Typer(
-    name="diagnose",
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-)
+app = group("diagnose")
 
 
 @app.command()
 def diagnose(
-    as_json: Annotated[bool, typer.Option("--json", help="Output JSON.")] = False,
+    as_json: JsonOption = False,
     strict: Annotated[
         bool, typer.Option("--strict", help="Exit with 1 when any check finds an error.")
     ] = False,

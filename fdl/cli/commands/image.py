@@ -9,18 +9,14 @@ import typer
 
 from fdl.cli import _image_actions as actions
 from fdl.cli._session import current
+from fdl.cli.commands._common import JsonOption, group
 
-app = typer.Typer(
-    name="image",
-    help="Generated Dockerfiles, BuildKit builds, image sizes and runs.\n\n"
+app = group(
+    "image",
+    "Generated Dockerfiles, BuildKit builds, image sizes and runs.\n\n"
     "Example: fdl image build train",
     no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
 )
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Output JSON.")]
 
 
 @app.command()

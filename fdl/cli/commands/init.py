@@ -8,13 +8,9 @@ import typer
 
 from fdl.cli import _init_actions as actions
 from fdl.cli._session import current
+from fdl.cli.commands._common import JsonOption, group
 
-app = typer.Typer(
-    name="init",
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-)
+app = group("init")
 
 
 @app.command()
@@ -66,7 +62,7 @@ def init(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List what would be written; write nothing.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Output JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Create a project that builds and trains: sources, fdl.yml, CI overlay, images,
     compose file, CI workflow. Prompts only in a terminal; run again to add what is

@@ -11,18 +11,15 @@ from fdl.cli import _libtorch_actions as actions
 from fdl.cli._libtorch_install import InstallOptions
 from fdl.cli._libtorch_install import install as install_action
 from fdl.cli._session import current
+from fdl.cli.commands._common import JsonOption, group
 
-app = typer.Typer(
-    name="libtorch",
-    help="Install, verify and switch libtorch variants (official zips, PyPI wheels, "
+app = group(
+    "libtorch",
+    "Install, verify and switch libtorch variants (official zips, PyPI wheels, "
     "source builds).\n\nExample: fdl libtorch download --dry-run",
     no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
 )
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Output JSON.")]
 VariantArgument = Annotated[
     str | None,
     typer.Argument(help="precompiled/<name> or builds/<name> (default: the active one)."),

@@ -13,6 +13,7 @@ import typer
 from fdl.cli._build_actions import BuildOptions
 from fdl.cli._build_actions import build as build_action
 from fdl.cli._session import current
+from fdl.cli.commands._common import JsonOption
 
 __all__ = ["build", "register"]
 
@@ -86,7 +87,7 @@ def build(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show the complete plan; run nothing.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Output JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Build libtorch from source for a set of GPU archs (e.g. sm_61 + sm_120), checked first.
 

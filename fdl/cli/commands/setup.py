@@ -8,13 +8,9 @@ import typer
 
 from fdl.cli import _setup_actions as actions
 from fdl.cli._session import current
+from fdl.cli.commands._common import JsonOption, group
 
-app = typer.Typer(
-    name="setup",
-    add_completion=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-)
+app = group("setup")
 
 
 @app.command()
@@ -36,7 +32,7 @@ def setup(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show the plan; change nothing.")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Output JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Detect the GPUs, say which libtorch fits (official build, wheel, or source build),
     install and activate it.
