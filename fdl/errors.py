@@ -40,6 +40,7 @@ __all__ = [
     "Location",
     "ManifestError",
     "ManifestErrors",
+    "ManifestNotFound",
     "NetworkError",
     "UsageError",
 ]
@@ -133,6 +134,10 @@ class ManifestError(FdlError):
     """The manifest cannot be found, parsed or validated."""
 
     exit_code = ExitCode.MANIFEST
+
+
+class ManifestNotFound(ManifestError):
+    """No manifest exists where fdl looked (outside any project)."""
 
 
 class ManifestErrors(ManifestError):

@@ -17,8 +17,6 @@ from pathlib import Path
 
 __all__ = ["Context", "cache_dir", "global_home", "resolve_context"]
 
-_MANIFEST_NAMES = ("fdl.yml", "fdl.yaml", "fdl.json", "fdl.yml.example", "fdl.yaml.example")
-
 
 def global_home(environ: Mapping[str, str] | None = None) -> Path:
     """The global fdl home (used outside projects)."""
@@ -65,9 +63,12 @@ class Context:
 
 def find_project_root(start: Path) -> Path | None:
     """The nearest directory (walking up) with an fdl manifest or ``libtorch/.active``."""
+    from fdl.manifest._layers import BASE_NAMES, EXAMPLE_SUFFIXES
+
+    names = [name + suffix for name in BASE_NAMES for suffix in ("", *EXAMPLE_SUFFIXES)]
     current = start.resolve()
     while True:
-        if any((current / name).is_file() for name in _MANIFEST_NAMES):
+        if any((current / name).is_file() for name in names):
             return current
         if (current / "libtorch" / ".active").is_file():
             return current

@@ -76,9 +76,7 @@ def _manifest(session: Session) -> Manifest | None:
 
 
 def _context_root(session: Session) -> Path:
-    from fdl.paths import resolve_context
-
-    return resolve_context(session.cwd, session.environ).libtorch_dir
+    return session.libtorch_context().libtorch_dir
 
 
 def build(session: Session, options: BuildOptions) -> int:

@@ -18,7 +18,7 @@ from fdl.cli._progress import ProgressLine
 from fdl.cli._session import Session
 from fdl.errors import ExitCode, UsageError
 from fdl.libtorch import variants
-from fdl.paths import Context, cache_dir, resolve_context
+from fdl.paths import Context, cache_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ __all__ = [
 
 def context_of(session: Session) -> Context:
     """The libtorch root for this invocation (project directory, else the global home)."""
-    return resolve_context(session.cwd, session.environ)
+    return session.libtorch_context()
 
 
 @dataclass(frozen=True)

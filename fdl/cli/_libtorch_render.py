@@ -135,7 +135,8 @@ def render_install(result: InstallResult) -> list[str]:
         lines.append(f"{where}: libtorch {info.torch} already installed")
     else:
         found = " ".join(info.archs_found.get("cubin", [])) or "none (CPU build)"
-        lines.append(f"installed {where}: libtorch {info.torch}, cubins {found}")
+        version = info.torch or "(version unknown)"
+        lines.append(f"installed {where}: libtorch {version}, cubins {found}")
         if result.replaced:
             lines.append(f"  (replaced libtorch {result.replaced})")
     if result.activated:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fdl.cli._console import Console
 from fdl.cli._globals import GlobalOptions
-from fdl.errors import ManifestError
+from fdl.errors import ManifestNotFound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from fdl.manifest import Discovered, Manifest
     from fdl.manifest.schema import Obj
+    from fdl.paths import Context
 
 __all__ = ["Session", "current", "install"]
 
@@ -118,14 +119,27 @@ class Session:
         self._manifests[key] = manifest
         return manifest
 
+    def libtorch_context(self) -> Context:
+        """Where libtorch variants live for this invocation.
+
+        Inside a project, the directory of its root manifest: the same project the
+        task runner, images and CI use, also when fdl runs in a nested manifest's
+        directory or with ``-f``. Outside any project, the global home.
+        """
+        from fdl.paths import Context, resolve_context
+
+        try:
+            found = self.discover()
+        except ManifestNotFound:
+            return resolve_context(self.cwd, self.environ)
+        return Context(found.directory, project=True)
+
     def manifest_or_none(self) -> Manifest | None:
         """The manifest, or None when there is no manifest at all (other errors raise)."""
         try:
             return self.manifest()
-        except ManifestError as exc:
-            if exc.message.startswith("no fdl.yml found"):
-                return None
-            raise
+        except ManifestNotFound:
+            return None
 
 
 def _root_schema() -> Obj:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from fdl.errors import ManifestError, UsageError
+from fdl.errors import ManifestError, ManifestNotFound, UsageError
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode
 
 BASE_NAMES = ("fdl.yml", "fdl.yaml", "fdl.json")
@@ -153,7 +153,7 @@ def discover(start: Path, explicit: Path | None = None) -> Discovered:
         if current.parent == current:
             break
         current = current.parent
-    raise ManifestError(
+    raise ManifestNotFound(
         f"no fdl.yml found in {start} or any parent directory",
         hint="create one with `fdl init`, or pass -f/--manifest PATH",
     )

@@ -348,3 +348,25 @@ def test_install_from_dir_adopts_a_tree(fdl, machine, tmp_path: Path) -> None:
     assert tree.is_dir(), "the original is copied, not moved"
     again = fdl("libtorch", "install", "--from-dir", str(tree))
     assert again.exit_code == 2 and "already installed" in again.stderr
+
+
+def test_libtorch_lives_in_the_root_project_also_from_a_nested_directory(
+    run_fdl, tmp_path: Path
+) -> None:
+    root = tmp_path / "proj"
+    (root / "train").mkdir(parents=True)
+    (root / "fdl.yml").write_text("commands:\n  train:\n")
+    (root / "train" / "fdl.yml").write_text("entry: echo hi\n")
+    tree = tmp_path / "tree"
+    for part in ("lib", "include", "share"):
+        (tree / part).mkdir(parents=True)
+    (tree / "lib" / "libtorch.so").write_bytes(b"")
+    result = run_fdl(
+        ["libtorch", "install", "--from-dir", str(tree), "--name", "x"],
+        cwd=root / "train",
+        env={"FDL_HOME": str(tmp_path / "home")},
+    )
+    assert result.exit_code == 0, result.output
+    assert (root / "libtorch" / "precompiled" / "x" / "lib").is_dir()
+    assert not (root / "train" / "libtorch").exists()
+    assert "(version unknown)" in result.output
