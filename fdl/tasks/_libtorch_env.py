@@ -90,6 +90,7 @@ def read_variant(directory: Path, name: str) -> Variant:
 
 def active_libtorch(project_dir: Path, environ: Mapping[str, str]) -> LibtorchState:
     """The active libtorch variant of the project at ``project_dir``."""
+    from fdl.errors import UsageError
     from fdl.libtorch import variants
     from fdl.paths import resolve_context
 
@@ -101,8 +102,9 @@ def active_libtorch(project_dir: Path, environ: Mapping[str, str]) -> LibtorchSt
         return LibtorchState(directory, None)
     if not raw:
         return LibtorchState(directory, None)
-    name = variants.active_name(context)
-    if name is None:
+    try:
+        name = variants.validate_name(raw)
+    except UsageError:
         return LibtorchState(
             directory, None, f"{directory / '.active'} names {raw!r}, which is not a variant path"
         )
