@@ -17,6 +17,7 @@ from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
+from fdl._files import file_sha256
 from fdl.errors import EnvironmentProblem, UsageError
 from fdl.libtorch import variants
 from fdl.libtorch._nvidia import (
@@ -220,16 +221,6 @@ def wheel_from_pip(
     )
 
 
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _drop_python_only(lib_dir: Path) -> list[str]:
     dropped = []
     for path in sorted(lib_dir.iterdir()):
@@ -363,7 +354,7 @@ def _info(
                 "install the nvidia-* wheels and set LD_LIBRARY_PATH"
             )
     if source.kind == "wheel":
-        where = {"wheel": str(source.location), "sha256": _sha256(source.location)}
+        where = {"wheel": str(source.location), "sha256": file_sha256(source.location)}
     else:
         where = {"environment": str(source.location)}
     return variants.VariantInfo(

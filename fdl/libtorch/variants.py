@@ -21,12 +21,12 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from fdl._files import atomic_write_text
 from fdl.errors import UsageError
 from fdl.paths import Context
 
@@ -108,20 +108,6 @@ def active_name(context: Context) -> str | None:
         return None
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def activate(context: Context, name: str) -> str:
     """Make ``name`` the active variant (atomic write of ``.active``).
 
@@ -135,7 +121,7 @@ def activate(context: Context, name: str) -> str:
             f"libtorch variant {normalised!r} is not installed under {context.libtorch_dir}",
             hint=f"installed variants: {installed}",
         )
-    _atomic_write(context.libtorch_dir / ACTIVE_FILE, normalised + "\n")
+    atomic_write_text(context.libtorch_dir / ACTIVE_FILE, normalised + "\n")
     return normalised
 
 
@@ -143,7 +129,7 @@ def clear_active(context: Context) -> None:
     """Empty the ``.active`` pointer (no active variant)."""
     pointer = context.libtorch_dir / ACTIVE_FILE
     if pointer.exists():
-        _atomic_write(pointer, "")
+        atomic_write_text(pointer, "")
 
 
 def remove(context: Context, name: str) -> bool:
@@ -262,10 +248,10 @@ def write_info(directory: Path, info: VariantInfo) -> None:
     """Write ``variant.json`` and ``.arch`` into a variant directory."""
     if not info.installed_at:
         info.installed_at = now_iso()
-    _atomic_write(
+    atomic_write_text(
         directory / INFO_FILE, json.dumps(info.to_json(), indent=2, sort_keys=True) + "\n"
     )
-    _atomic_write(directory / ARCH_FILE, info.arch_file())
+    atomic_write_text(directory / ARCH_FILE, info.arch_file())
 
 
 def _parse_arch_file(text: str) -> dict[str, str]:

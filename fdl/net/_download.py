@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
+from fdl._files import file_sha256
 from fdl.errors import EnvironmentProblem, NetworkError
 from fdl.locking import FileLock
 from fdl.net._partial import PartFile, Validator
@@ -141,11 +141,7 @@ def _already_there(dest: Path, request: Request, started: float) -> DownloadResu
         return None
     if request.size is not None and dest.stat().st_size != request.size:
         return None
-    hasher = hashlib.sha256()
-    with dest.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            hasher.update(chunk)
-    if hasher.hexdigest() != request.sha256:
+    if file_sha256(dest) != request.sha256:
         return None
     return DownloadResult(
         path=dest,

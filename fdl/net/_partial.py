@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from fdl._files import atomic_write_text
 from fdl.net._digest import BackgroundSha256
 
 __all__ = ["PartFile", "Validator"]
@@ -104,9 +105,7 @@ class PartFile:
 
     def save_meta(self, validator: Validator) -> None:
         """Record the validator atomically (a crash never leaves half a JSON file)."""
-        tmp = self.meta_path.with_name(self.meta_path.name + ".tmp")
-        tmp.write_text(json.dumps(asdict(validator), sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, self.meta_path)
+        atomic_write_text(self.meta_path, json.dumps(asdict(validator), sort_keys=True) + "\n")
 
     def reset(self) -> None:
         """Start over from zero bytes (keeps no data, keeps no record)."""

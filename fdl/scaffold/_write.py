@@ -8,11 +8,10 @@ interrupted run leaves either the old file or the new one.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from fdl._files import atomic_write_text
 from fdl.errors import UsageError
 from fdl.scaffold._answers import answers_path
 from fdl.scaffold._model import GENERATED, FileResult, FileSpec, WriteReport
@@ -71,19 +70,6 @@ def _decide(target: Path, spec: FileSpec, force: bool) -> tuple[str, str | None]
     return "skipped", "differs from what fdl generates now; --force rewrites it"
 
 
-def _write(target: Path, spec: FileSpec) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(spec.content)
-        os.chmod(temporary, spec.mode)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def write_project(
     directory: Path, files: Sequence[FileSpec], *, force: bool = False, dry_run: bool = False
 ) -> WriteReport:
@@ -103,6 +89,6 @@ def write_project(
         target = directory / spec.path
         action, reason = _decide(target, spec, force)
         if action in ("created", "overwritten") and not dry_run:
-            _write(target, spec)
+            atomic_write_text(target, spec.content, mode=spec.mode)
         results.append(FileResult(spec.path, action, spec.kind, reason))
     return WriteReport(directory, tuple(results), dry_run=dry_run)

@@ -127,3 +127,22 @@ def test_info_from_reference_arch_file_only(context: Context) -> None:
         ["5.0", "6.0", "7.0"],
     )
     assert info.source == {"kind": "download"}
+
+
+def test_atomic_write_keeps_ordinary_permissions(tmp_path: Path) -> None:
+    import os
+
+    from fdl._files import atomic_write_text, file_sha256
+
+    target = tmp_path / "sub" / "f.txt"
+    atomic_write_text(target, "hello\n")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.read_text() == "hello\n"
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+    atomic_write_text(target, "x", mode=0o755)
+    assert target.stat().st_mode & 0o777 == 0o755
+    assert [p.name for p in target.parent.iterdir()] == ["f.txt"]
+    import hashlib
+
+    assert file_sha256(target) == hashlib.sha256(b"x").hexdigest()
