@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping
 
 from fdl.engine._facts import docker_facts, version_tuple
@@ -39,7 +40,7 @@ def candidate_paths(environ: Mapping[str, str] | None = None) -> tuple[list[str]
     env = os.environ if environ is None else environ
     chosen = env.get("FDL_DOCKER", "").strip()
     if chosen:
-        path = _resolve(chosen, env.get("PATH", ""))
+        path = which_on(chosen, env)
         if path is None:
             raise EnvironmentProblem(
                 f"FDL_DOCKER={chosen} is not an executable docker client",
@@ -62,18 +63,19 @@ def candidate_paths(environ: Mapping[str, str] | None = None) -> tuple[list[str]
     return found, "PATH"
 
 
+def which_on(name: str, env: Mapping[str, str]) -> str | None:
+    """``name`` resolved against ``env``'s PATH (not this process's); None when absent.
+
+    An empty PATH finds nothing (``shutil.which`` would look in the working directory).
+    """
+    search = env.get("PATH", "")
+    if os.sep in name:  # a path: PATH plays no part
+        return name if _executable(name) else None
+    return shutil.which(name, path=search) if search else None
+
+
 def _executable(path: str) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
-
-
-def _resolve(name: str, search: str) -> str | None:
-    if os.sep in name:
-        return name if _executable(name) else None
-    for folder in search.split(os.pathsep):
-        path = os.path.join(folder, name)
-        if folder and _executable(path):
-            return path
-    return None
 
 
 def probe_client(path: str, runner: Runner) -> DockerClient:

@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from fdl.engine._client import which_on
 from fdl.engine._facts import docker_facts
 from fdl.engine._types import ClientSelection, ComposeCommand
 from fdl.errors import EnvironmentProblem, FdlError
@@ -64,7 +65,7 @@ def find_compose(
             note = f"`{client.path} compose` (compose plugin {answer})"
             return ComposeCommand(tuple(argv), answer, "plugin", {}, (note, *tried))
         tried.append(f"`{client.path} compose version` failed (no compose plugin)")
-    standalone = _which(env, "docker-compose")
+    standalone = which_on("docker-compose", env)
     if standalone is None:
         tried.append("no `docker-compose` on PATH")
     else:
@@ -92,14 +93,6 @@ def _ask(argv: list[str], runner: Runner) -> str | None:
     return _version_in(done.stdout) or "unknown"
 
 
-def _which(env: Mapping[str, str], name: str) -> str | None:
-    for folder in env.get("PATH", "").split(os.pathsep):
-        path = os.path.join(folder, name)
-        if folder and os.path.isfile(path) and os.access(path, os.X_OK):
-            return path
-    return None
-
-
 def _standalone(
     path: str,
     version: str,
@@ -117,7 +110,7 @@ def _standalone(
         "COMPOSE_DOCKER_CLI_BUILD": "1",
         "DOCKER_BUILDKIT": "1" if client.builder.has_buildkit else "0",
     }
-    on_path = _which(env, "docker")
+    on_path = which_on("docker", env)
     if on_path is None or os.path.realpath(on_path) != os.path.realpath(client.path):
         folder = shim_dir(client.path, shim_root)
         extra["PATH"] = os.pathsep.join([str(folder), env.get("PATH", "")])
