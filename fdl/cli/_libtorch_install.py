@@ -118,6 +118,7 @@ def install_wheel(
         is_current=None if options.force else is_current,
         activate=options.activate,
         on_wait=progress.message,
+        force=options.force,
     )
 
 
@@ -167,13 +168,16 @@ def _from_dir(session: Session, options: InstallOptions) -> int:
     full = name if "/" in name else f"precompiled/{name}"
     context = context_of(session)
     existing = variants.variant_dir(context, full)
-    if existing.exists() and not options.force:
+    in_place = existing.resolve() == tree.resolve()  # adopted where it lies, nothing replaced
+    if existing.exists() and not in_place and not options.force:
         raise UsageError(
             f"{variants.validate_name(full)} is already installed",
             hint="replace it with --force, or choose another name with --name",
         )
     info = VariantInfo(name=full, source={"kind": "directory", "directory": str(tree)})
-    result = register_variant(context, full, tree, info, activate=options.activate, move=False)
+    result = register_variant(
+        context, full, tree, info, activate=options.activate, move=False, force=options.force
+    )
     _report(session, result, options.as_json)
     return 0
 

@@ -24,8 +24,10 @@ from fdl.libtorch import variants
 from fdl.libtorch._install import (
     InstallResult,
     Target,
+    check_replaceable,
     install_tree,
     installed_build_version,
+    protected_paths,
     resolve_target,
     variant_lock,
 )
@@ -176,10 +178,14 @@ def run_download(
         ArchiveError: the zip holds unsafe members (nothing is written outside the target).
     """
     say = on_message or (lambda _text: None)
+    is_current = _is_current(plan)
+    existing = plan.target.path
+    # Refused before the lock and the download: a refusal leaves no trace and costs nothing.
+    protected = protected_paths(context)
+    if not (existing / "lib").is_dir() or not is_current(existing):
+        check_replaceable(existing, force=force, protected=protected)
     # The whole run holds the variant's lock: a second run waits, then finds it installed.
     with variant_lock(plan.target, purpose=f"downloading {plan.label}", on_wait=say):
-        is_current = _is_current(plan)
-        existing = plan.target.path
         if not force and (existing / "lib").is_dir():
             if not is_current(existing):
                 raise _occupied(plan, installed_build_version(existing))
@@ -194,7 +200,13 @@ def run_download(
         populate = _fetch_and_check(plan, on_progress, say, transfer or {})
         try:
             installed = install_tree(
-                context, plan.target, populate, activate=plan.activate, locked=True
+                context,
+                plan.target,
+                populate,
+                activate=plan.activate,
+                locked=True,
+                force=force,
+                protected=protected,
             )
         except FdlError:
             with contextlib.suppress(OSError):

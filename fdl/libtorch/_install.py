@@ -16,6 +16,7 @@ A crash at any point leaves either the old variant or the new one, never a mix; 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fdl.compat import archive_layout
-from fdl.errors import EnvironmentProblem
+from fdl.errors import EnvironmentProblem, UsageError
 from fdl.libtorch import variants
 from fdl.libtorch._scan import detect_abi, read_build_version, scan_device_code
 from fdl.paths import Context
@@ -37,6 +38,7 @@ __all__ = [
     "InstallResult",
     "Populate",
     "Target",
+    "check_replaceable",
     "check_tree",
     "finish_info",
     "install_tree",
@@ -102,7 +104,11 @@ def resolve_target(context: Context, name: str, path: Path | None = None) -> Tar
             inside = f"{kind}/{directory.name}"
             checked = variants.validate_name(inside)
             return Target(directory, checked, variants.lock_file(context, checked))
-    return Target(directory, None, directory.parent / f".{directory.name}.lock")
+    # The lock of a directory outside the layout lives with fdl's own locks, not beside it
+    # in the user's directory.
+    digest = hashlib.sha256(str(directory).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    lock = context.libtorch_dir / ".locks" / f"path-{digest}.lock"
+    return Target(directory, None, lock)
 
 
 def check_tree(tree: Path) -> None:
@@ -115,6 +121,84 @@ def check_tree(tree: Path) -> None:
             hint="the archive or wheel does not have the expected layout; "
             "check that it is a libtorch (lib/, include/, share/)",
         )
+
+
+def _made_by_fdl(path: Path) -> bool:
+    """True for a variant directory fdl wrote (its ``variant.json``), or the reference CLI's
+    (``.arch`` beside ``lib/``)."""
+    if (path / variants.INFO_FILE).is_file():
+        return True
+    return (path / ".arch").is_file() and (path / "lib").is_dir()
+
+
+def _contains(outer: Path, inner: Path) -> bool:
+    return outer == inner or outer in inner.parents
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _listing(path: Path, limit: int = 5) -> str:
+    try:
+        names = sorted(child.name for child in path.iterdir())
+    except OSError:
+        return "unreadable"
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def protected_paths(context: Context, *extra: tuple[str, Path]) -> list[tuple[str, Path]]:
+    """What an install never replaces, not even with ``--force``: the working directory, the
+    project (or fdl's home), the libtorch root, the home directory, ``/`` and ``extra``."""
+    found = [
+        ("the working directory", Path.cwd()),
+        ("the project" if context.project else "fdl's home", context.root),
+        ("the libtorch root", context.libtorch_dir),
+        ("your home directory", Path.home()),
+        ("the file system root", Path("/")),
+        *extra,
+    ]
+    return [(what, _real(path)) for what, path in found]
+
+
+def check_replaceable(target: Path, *, force: bool, protected: list[tuple[str, Path]]) -> None:
+    """Refuse to replace what fdl did not make.
+
+    A target may be replaced when it does not exist, is an empty directory or is a variant
+    fdl made. Anything else needs ``force``; and a target that is or contains one of
+    ``protected`` (the project, the working directory, the tree being installed) is refused
+    even then.
+
+    Raises:
+        UsageError: with the fix (another path, or ``--force``).
+    """
+    if not (target.exists() or target.is_symlink()):
+        return
+    real = _real(target) if not target.is_symlink() else _real(target.parent) / target.name
+    for what, path in protected:
+        if _contains(real, path):
+            relation = "is" if real == path else "contains"
+            raise UsageError(
+                f"{target} {relation} {what} ({path}); fdl never replaces it, "
+                "not even with --force",
+                hint="install into a new or empty directory (--path DIR), or leave out --path "
+                "to install into the project's libtorch/ layout",
+            )
+    if target.is_dir() and not target.is_symlink():
+        if not any(target.iterdir()) or _made_by_fdl(target):
+            return
+        held = f"it holds {_listing(target)}"
+    else:
+        held = "it is a symbolic link" if target.is_symlink() else "it is a file"
+    if force:
+        return
+    raise UsageError(
+        f"{target} is not a libtorch variant fdl installed ({held}); "
+        "fdl only replaces what it made",
+        hint="choose a new or empty directory (--path DIR), "
+        "or pass --force if replacing it is what you mean",
+    )
 
 
 def finish_info(tree: Path, info: variants.VariantInfo) -> variants.VariantInfo:
@@ -192,8 +276,12 @@ def install_tree(
     on_wait: Callable[[str], None] | None = None,
     lock_timeout: float | None = None,
     locked: bool = False,
+    force: bool = False,
+    protected: list[tuple[str, Path]] | None = None,
 ) -> InstallResult:
     """Install a tree at ``target`` atomically, under the variant's lock.
+
+    An existing target is replaced only when fdl made it (see :func:`check_replaceable`).
 
     Args:
         context: The libtorch root.
@@ -206,11 +294,17 @@ def install_tree(
         lock_timeout: Seconds to wait for the lock (None: as long as it takes).
         locked: The caller already holds :func:`variant_lock` (for longer work, such as
             a download, that must not run twice at once).
+        force: Replace a target fdl did not make (never a protected one).
+        protected: What is never replaced (default: :func:`protected_paths`).
+
+    Raises:
+        UsageError: the target holds something fdl did not make.
     """
+    keep = protected_paths(context) if protected is None else protected
     if locked:
-        return _install_locked(context, target, populate, is_current, activate)
+        return _install_locked(context, target, populate, is_current, activate, force, keep)
     with variant_lock(target, on_wait=on_wait, timeout=lock_timeout):
-        return _install_locked(context, target, populate, is_current, activate)
+        return _install_locked(context, target, populate, is_current, activate, force, keep)
 
 
 def _install_locked(
@@ -219,12 +313,15 @@ def _install_locked(
     populate: Populate,
     is_current: Callable[[Path], bool] | None,
     activate: bool,
+    force: bool,
+    protected: list[tuple[str, Path]],
 ) -> InstallResult:
-    _remove_leftovers(target.path)
     name = target.name or target.path.name
     if (target.path / "lib").is_dir() and is_current is not None and is_current(target.path):
         existing = variants.read_info(target.path, name)
         return InstallResult(target, existing, False, _activate(context, target, activate))
+    check_replaceable(target.path, force=force, protected=protected)
+    _remove_leftovers(target.path)
     previous = _previous_version(target.path, name)
     target.path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.path.name}.staging-", dir=target.path.parent))
@@ -262,8 +359,10 @@ def register_variant(
     *,
     activate: bool = True,
     move: bool = True,
+    force: bool = False,
 ) -> InstallResult:
-    """Add a libtorch tree made elsewhere (a source build) as variant ``name``.
+    """Add a libtorch tree made elsewhere (a source build, ``install --from-dir``) as
+    variant ``name``.
 
     The tree (``lib/``, ``include/``, ``share/``) is moved (or copied) into the layout under
     the variant's lock; the archs are read from its binaries and written to
@@ -277,8 +376,26 @@ def register_variant(
         info: What the builder knows (``source={"kind": "build", ...}``).
         activate: Make it the active variant.
         move: Move ``tree`` (same file system: a rename) instead of copying it.
+        force: Replace a target fdl did not make (never one that holds ``tree``).
+
+    Raises:
+        UsageError: the variant would land inside ``tree`` (copying it into itself), or the
+            target holds something fdl did not make.
     """
     check_tree(tree)
+    target = resolve_target(context, name)
+    source, destination = _real(tree), _real(target.path)
+    if source == destination:
+        return _adopt_in_place(context, target, info, activate)
+    if _contains(source, destination) or _contains(source, _real(context.libtorch_dir)):
+        aside = tree.with_name(f"{tree.name}-tree")
+        raise UsageError(
+            f"{tree} holds fdl's libtorch root ({context.libtorch_dir}): installing it as "
+            f"{target.name} would copy it into itself",
+            hint=f"move it aside first, then install it: mv {tree} {aside} && "
+            f"fdl libtorch install --from-dir {aside}",
+        )
+    protected = protected_paths(context, ("the tree being installed", tree))
 
     def populate(staging: Path) -> variants.VariantInfo:
         if move:
@@ -287,4 +404,18 @@ def register_variant(
             shutil.copytree(tree, staging, symlinks=True)
         return info
 
-    return install_tree(context, resolve_target(context, name), populate, activate=activate)
+    return install_tree(
+        context, target, populate, activate=activate, force=force, protected=protected
+    )
+
+
+def _adopt_in_place(
+    context: Context, target: Target, info: variants.VariantInfo, activate: bool
+) -> InstallResult:
+    """Register a tree that already sits where the variant goes: write its metadata there,
+    move nothing."""
+    with variant_lock(target):
+        info.name = target.name or target.path.name
+        info.installed_at = variants.now_iso()
+        variants.write_info(target.path, finish_info(target.path, info))
+    return InstallResult(target, info, True, _activate(context, target, activate))

@@ -147,6 +147,12 @@ def remove(context: Context, name: str) -> bool:
             hint=f"installed variants: {installed}",
         )
     was_active = active_name(context) == normalised
+    if target.is_symlink():
+        # A variant linked in from elsewhere: remove the link, never what it points at.
+        target.unlink()
+        if was_active:
+            clear_active(context)
+        return was_active
     # Rename first so a crash never leaves a half-deleted variant that looks installed.
     trash = target.with_name(f".removing-{target.name}-{os.getpid()}")
     target.rename(trash)
