@@ -60,12 +60,12 @@ target "train-cpu" {
   context    = "tests/fixtures/cpp-train"
   dockerfile = "../../../.github/images/dockerfiles/train-cpu.Dockerfile"
   contexts = {
-    "fdl-libtorch:precompiled-cpu" = "target:libtorch-cpu"
+    "fdl-libtorch:fdl-example-precompiled-cpu" = "target:libtorch-cpu"
   }
   args = {
     BASE_IMAGE       = "debian:bookworm-slim"
     BUILD_BASE_IMAGE = "debian:bookworm-slim"
-    LIBTORCH_IMAGE   = "fdl-libtorch:precompiled-cpu"
+    LIBTORCH_IMAGE   = "fdl-libtorch:fdl-example-precompiled-cpu"
   }
   tags       = ["ghcr.io/flodl-labs/fdl-example-train:cpu-latest"]
   platforms  = ["linux/amd64"]
@@ -91,12 +91,12 @@ target "train-cu130" {
   context    = "tests/fixtures/cpp-train"
   dockerfile = "../../../.github/images/dockerfiles/train-cu130.Dockerfile"
   contexts = {
-    "fdl-libtorch:precompiled-cu130" = "target:libtorch-cu130"
+    "fdl-libtorch:fdl-example-precompiled-cu130" = "target:libtorch-cu130"
   }
   args = {
     BASE_IMAGE       = "nvidia/cuda:13.0.2-cudnn-runtime-ubuntu24.04"
     BUILD_BASE_IMAGE = "nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04"
-    LIBTORCH_IMAGE   = "fdl-libtorch:precompiled-cu130"
+    LIBTORCH_IMAGE   = "fdl-libtorch:fdl-example-precompiled-cu130"
   }
   tags       = ["ghcr.io/flodl-labs/fdl-example-train:cu130-latest"]
   platforms  = ["linux/amd64"]
@@ -122,12 +122,12 @@ target "train-pascal-blackwell" {
   context    = "tests/fixtures/cpp-train"
   dockerfile = "../../../.github/images/dockerfiles/train-pascal-blackwell.Dockerfile"
   contexts = {
-    "fdl-libtorch:builds-pascal-blackwell" = "target:libtorch-pascal-blackwell"
+    "fdl-libtorch:fdl-example-builds-pascal-blackwell" = "target:libtorch-pascal-blackwell"
   }
   args = {
     BASE_IMAGE       = "nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04"
     BUILD_BASE_IMAGE = "nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04"
-    LIBTORCH_IMAGE   = "fdl-libtorch:builds-pascal-blackwell"
+    LIBTORCH_IMAGE   = "fdl-libtorch:fdl-example-builds-pascal-blackwell"
   }
   tags       = ["ghcr.io/flodl-labs/fdl-example-train:pascal-blackwell-latest"]
   platforms  = ["linux/amd64"]

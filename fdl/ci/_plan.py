@@ -117,6 +117,7 @@ def _cell(manifest: Manifest, config: CiConfig, variant: MatrixVariant, spec: Im
             "version": config.version,
         },
     )
+    spec = _named(spec, config.project, tag)
     args = {"BASE_IMAGE": spec.base}
     if spec.build_base is not None:
         args["BUILD_BASE_IMAGE"] = spec.build_base
@@ -129,7 +130,7 @@ def _cell(manifest: Manifest, config: CiConfig, variant: MatrixVariant, spec: Im
         id=ident,
         profile=spec.profile,
         variant=variant,
-        spec=_named(spec, config.project, tag),
+        spec=spec,
         tag=tag,
         args=tuple(sorted(args.items())),
         context=spec.context,
@@ -164,7 +165,12 @@ def _named(spec: ImageSpec, project: str, tag: str) -> ImageSpec:
         (name, defaults[name][1] if name in defaults and value == defaults[name][0] else value)
         for name, value in spec.labels
     )
-    return replace(spec, project=project, tag=tag, labels=labels)
+    variant = spec.variant
+    if variant is not None:  # the project's own stable name of its variant image, renamed too
+        variant = replace(
+            variant, image=variant.image.replace(f":{spec.project}-", f":{project}-", 1)
+        )
+    return replace(spec, project=project, tag=tag, labels=labels, variant=variant)
 
 
 def _caches(config: CiConfig, ident: str) -> tuple[tuple[str, ...], tuple[str, ...]]:

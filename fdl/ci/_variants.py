@@ -17,7 +17,7 @@ from typing import Any
 from fdl.ci._config import located as _error
 from fdl.ci._model import CiConfig, MatrixVariant
 from fdl.errors import FdlError, UsageError
-from fdl.images import VariantRef, variant_ref
+from fdl.images import VariantRef, project_libtorch_image, variant_ref
 from fdl.manifest import Manifest
 
 __all__ = ["plan_variants", "torch_version"]
@@ -81,8 +81,10 @@ def _official_variant(manifest: Manifest, config: CiConfig, key: str, where: str
         raise _error(
             manifest, where, f"{exc.message} (PyTorch {torch} from {torch_key})", exc.hint
         ) from None
+    shared = variant_ref(f"precompiled/{key}", None, pinned=True)
     ref = replace(
-        variant_ref(f"precompiled/{key}", None, pinned=True),
+        shared,
+        image=project_libtorch_image(shared.name, config.project),
         torch=torch,
         cuda=official.cuda,
         cudnn=official.cuda is not None and official.cudnn is not None,
@@ -109,8 +111,10 @@ def _recipe_variant(manifest: Manifest, config: CiConfig, key: str, where: str) 
         if exc.location is not None:
             raise
         raise _error(manifest, where, exc.message, exc.hint) from None
+    shared = variant_ref(f"builds/{recipe}", None, pinned=True)
     ref = replace(
-        variant_ref(f"builds/{recipe}", None, pinned=True),
+        shared,
+        image=project_libtorch_image(shared.name, config.project),
         torch=torch,
         cuda=cuda,
         cudnn=cudnn,

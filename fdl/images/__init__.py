@@ -22,7 +22,13 @@ from fdl.images._render import (
     render_libtorch_dockerfile,
 )
 from fdl.images._spec import KINDS, ImageSpec, MountSpec, SecretSpec, VariantRef
-from fdl.images._variant import content_key, keyed_image, project_resolver, variant_ref
+from fdl.images._variant import (
+    content_key,
+    keyed_image,
+    project_libtorch_image,
+    project_resolver,
+    variant_ref,
+)
 
 __all__ = [
     "DEFAULT_PROFILES",
@@ -38,6 +44,7 @@ __all__ = [
     "keyed_image",
     "manifest_hash",
     "plan_images",
+    "project_libtorch_image",
     "project_name",
     "project_resolver",
     "render_compose",

@@ -103,8 +103,8 @@ def ensure_libtorch_image(
     """The image of the variant's current contents, built when missing.
 
     Returns:
-        Its exact name (``fdl-libtorch:<variant>-<key>``); the stable name
-        (``fdl-libtorch:<variant>``) is pointed at it too.
+        Its exact name (``fdl-libtorch:<variant>-<key>``); the project's stable name
+        (``fdl-libtorch:<project>-<variant>``) is pointed at it too.
     """
     keyed = keyed_image(variant)
     if engine.image_exists(keyed):

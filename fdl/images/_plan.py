@@ -10,12 +10,13 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from fdl.errors import ManifestError, UsageError
 from fdl.images._data import User, cuda_base, cuda_runtime, images_data
 from fdl.images._spec import ImageSpec, MountSpec, SecretSpec, VariantRef
-from fdl.images._variant import VariantResolver, project_resolver
+from fdl.images._variant import VariantResolver, project_libtorch_image, project_resolver
 from fdl.manifest import Manifest
 
 __all__ = ["DEFAULT_PROFILES", "manifest_hash", "plan_images", "project_name", "slug"]
@@ -123,6 +124,8 @@ class _Planner:
         kind = str(raw.get("kind") or name)
         key = f"images.{name}"
         variant = self.resolve(raw.get("variant")) if kind in ("dev", "train") else None
+        if variant is not None:
+            variant = replace(variant, image=project_libtorch_image(variant.name, self.project))
         cuda = variant.cuda if variant is not None else _text(raw.get("cuda"))
         base, build_base = self._bases(key, kind, raw, variant, cuda)
         libtorch = {"dev": str(raw.get("libtorch") or "mounted"), "train": "closure"}

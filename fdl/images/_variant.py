@@ -5,8 +5,9 @@ Why an image: a build's context is the project directory, and its
 not under the project at all). Docker 20.10's built-in BuildKit has no second
 build context (``--build-context`` needs buildx and Dockerfile 1.4), but every
 BuildKit reads other images as stages. So fdl builds the variant once into a
-``FROM scratch`` image (``fdl-libtorch:<variant>-<content key>``, also tagged
-``fdl-libtorch:<variant>``), and the generated Dockerfiles read it as the stage
+``FROM scratch`` image (``fdl-libtorch:<variant>-<content key>``, shared by projects
+since the key names its content, and tagged with the project's own stable name
+``fdl-libtorch:<project>-<variant>``), and the generated Dockerfiles read it as the stage
 ``libtorch``: the build stage bind-mounts it (nothing of it lands in a layer
 but the libraries the program loads), a baked dev image copies it. The key
 changes when any file of the variant changes, so a reinstalled variant is
@@ -30,8 +31,10 @@ __all__ = [
     "VariantResolver",
     "content_key",
     "keyed_image",
+    "project_libtorch_image",
     "project_resolver",
     "variant_ref",
+    "variant_slug",
 ]
 
 VariantResolver = Callable[[str | None], VariantRef]
@@ -47,7 +50,7 @@ def variant_ref(name: str, directory: Path | None, *, pinned: bool = False) -> V
     cudnn = bool(info is not None and info.cudnn)
     if cuda and not cudnn and directory is not None:
         cudnn = any((directory / "lib").glob("libcudnn*.so*"))
-    slug = name.replace("/", "-").lower()
+    slug = variant_slug(name)
     return VariantRef(
         name=name,
         directory=directory,
@@ -58,6 +61,21 @@ def variant_ref(name: str, directory: Path | None, *, pinned: bool = False) -> V
         image=f"{images_data().paths['libtorch_image']}:{slug}",
         pinned=pinned,
     )
+
+
+def variant_slug(name: str) -> str:
+    """``precompiled/cu130`` -> ``precompiled-cu130`` (a tag-safe form of the name)."""
+    return name.replace("/", "-").lower()
+
+
+def project_libtorch_image(name: str, project: str) -> str:
+    """The project's stable name of its variant image (``fdl-libtorch:<project>-<variant>``).
+
+    Per project: a name that projects shared (``fdl-libtorch:precompiled-cpu``) would be
+    re-pointed by each project's build, and another project's compose file would then run
+    a libtorch it never asked for.
+    """
+    return f"{images_data().paths['libtorch_image']}:{project}-{variant_slug(name)}"
 
 
 def project_resolver(context: Context) -> VariantResolver:
@@ -113,4 +131,6 @@ def keyed_image(variant: VariantRef) -> str:
             f"libtorch variant {variant.name!r} is not installed here",
             hint="install it (`fdl libtorch install ...`) before building images that use it",
         )
-    return f"{variant.image}-{content_key(variant.directory)}"
+    # Shared by every project: the content key makes the name mean one set of files.
+    shared = f"{images_data().paths['libtorch_image']}:{variant_slug(variant.name)}"
+    return f"{shared}-{content_key(variant.directory)}"

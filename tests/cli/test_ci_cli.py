@@ -36,7 +36,7 @@ def test_matrix_json_has_every_cell_with_tag_and_args(run_fdl, project: Path) ->
     ]
     train = data["cells"][1]
     assert train["tag"] == "ghcr.io/acme/cpp-train-train:cpu-latest"
-    assert train["args"]["LIBTORCH_IMAGE"] == "fdl-libtorch:precompiled-cpu"
+    assert train["args"]["LIBTORCH_IMAGE"] == "fdl-libtorch:cpp-train-precompiled-cpu"
     assert train["needs"] == ["libtorch-cpu"]
     assert data["variants"][2]["install"].startswith("fdl libtorch build --recipe pascal-blackwell")
 
@@ -47,7 +47,7 @@ def test_matrix_text_lists_variants_then_cells(run_fdl, project: Path) -> None:
     text = result.stdout
     assert text.index("libtorch variants") < text.index("cells (profile x variant)")
     assert "install: fdl libtorch download --cuda 13.0 --torch 2.13.0 --no-activate" in text
-    assert "--build-arg LIBTORCH_IMAGE=fdl-libtorch:builds-pascal-blackwell" in text
+    assert "--build-arg LIBTORCH_IMAGE=fdl-libtorch:cpp-train-builds-pascal-blackwell" in text
 
 
 def test_check_passes_after_generate_then_fails_with_a_diff(run_fdl, project: Path) -> None:

@@ -91,13 +91,13 @@ class Built:
 @pytest.fixture(scope="module")
 def built(project: Path) -> Iterator[Built]:
     engine = DockerEngine(SubprocessRunner())
-    # fdl points the stable name at the image it makes; other tests may own that name.
-    stable = "fdl-libtorch:precompiled-cpu"
-    before = engine.inspect_image(stable).id if engine.image_exists(stable) else None
     matrix = _fdl(["-e", "local", "ci", "matrix", "--json"], project)
     assert matrix.returncode == 0, matrix.stderr
     tags = {cell["id"]: cell["tag"] for cell in json.loads(matrix.stdout)["cells"]}
     made = list(tags.values())
+    # the stable name fdl points at the variant image is the matrix project's own
+    stable = {cell["args"].get("LIBTORCH_IMAGE") for cell in json.loads(matrix.stdout)["cells"]}
+    made.extend(sorted(name for name in stable if name))
     ours: list[str] = []
     try:
         done = _fdl(["-e", "local", "image", "build", "--all", "--json"], project)
@@ -111,12 +111,8 @@ def built(project: Path) -> Iterator[Built]:
     finally:
         for name in made:
             engine.remove_image(name, force=True)
-        if before is not None and engine.image_exists(before):
-            engine.tag(before, stable)
-        else:
-            engine.remove_image(stable, force=True)
         for image_id in ours:
-            if image_id != before and engine.image_exists(image_id):
+            if engine.image_exists(image_id):
                 engine.remove_image(image_id, force=True)
 
 

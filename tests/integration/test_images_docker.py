@@ -73,15 +73,15 @@ def built(tmp_path_factory: pytest.TempPathFactory, cpu_variant: Path) -> Iterat
     link_variant(cpu_variant, project)
     specs = {spec.profile: spec for spec in plan_images(load_manifest(project))}
     made: list[str] = []
-    existing = {name for name in ("fdl-libtorch:precompiled-cpu",) if engine.image_exists(name)}
+    # the project's own stable name of its variant image (no other project uses it)
+    stable = specs["train"].variant.image if specs["train"].variant else None
+    assert stable == f"fdl-libtorch:{project.name}-precompiled-cpu"
     try:
         results = build_images(list(specs.values()), project, engine=engine)
         made.extend(spec.tag for spec in specs.values())
         libtorch = results[-1].libtorch_image
         assert libtorch is not None
-        made.extend(
-            name for name in (libtorch, "fdl-libtorch:precompiled-cpu") if name not in existing
-        )
+        made.extend((libtorch, stable))
         yield Built(engine, project, specs, {r.spec.profile: r for r in results}, made)
     finally:
         for name in made:

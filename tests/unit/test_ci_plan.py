@@ -74,7 +74,7 @@ def test_build_args_and_dependencies(matrix: Matrix) -> None:
     assert dict(train.args) == {
         "BASE_IMAGE": "nvidia/cuda:13.0.2-cudnn-runtime-ubuntu24.04",
         "BUILD_BASE_IMAGE": "nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04",
-        "LIBTORCH_IMAGE": "fdl-libtorch:precompiled-cu130",
+        "LIBTORCH_IMAGE": "fdl-libtorch:cpp-train-precompiled-cu130",
     }
     assert train.needs == ("libtorch-cu130",)
     # A dev image mounts libtorch at run time: it reads no libtorch image.

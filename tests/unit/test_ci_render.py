@@ -60,9 +60,9 @@ def test_the_bake_file_parses_and_wires_cells_to_their_libtorch_image(matrix: Ma
     }
     train = targets["train-pascal-blackwell"]
     assert train["contexts"] == {
-        "fdl-libtorch:builds-pascal-blackwell": "target:libtorch-pascal-blackwell"
+        "fdl-libtorch:cpp-train-builds-pascal-blackwell": "target:libtorch-pascal-blackwell"
     }
-    assert train["args"]["LIBTORCH_IMAGE"] == "fdl-libtorch:builds-pascal-blackwell"
+    assert train["args"]["LIBTORCH_IMAGE"] == "fdl-libtorch:cpp-train-builds-pascal-blackwell"
     assert train["tags"] == ["ghcr.io/acme/cpp-train-train:pascal-blackwell-latest"]
     assert train["output"] == ["type=docker"]
     assert "contexts" not in targets["dev-cpu"]

@@ -54,7 +54,9 @@ def test_train_build_makes_the_variant_image_once(project: Path) -> None:
     assert variant_build.tags == (built.libtorch_image,)
     assert built.libtorch_image is not None
     assert built.libtorch_image.startswith("fdl-libtorch:precompiled-cpu-")
-    assert engine.image_exists("fdl-libtorch:precompiled-cpu")  # the stable name
+    # the project's own stable name points at it; no name other projects use is touched
+    assert engine.image_exists(f"fdl-libtorch:{project.name}-precompiled-cpu")
+    assert not engine.image_exists("fdl-libtorch:precompiled-cpu")
     assert main.context == project
     assert main.dockerfile_text == render_dockerfile(train)
     assert main.build_args == {"LIBTORCH_IMAGE": built.libtorch_image}
@@ -200,3 +202,22 @@ def test_gpus_follow_the_host_and_the_variant(tmp_path: Path) -> None:
     assert plan_run(pinned, project, gpus_present=False, host_uid=1).run.gpus == "device=1"
     off = replace(train, gpus="none")
     assert plan_run(off, project, gpus_present=True, host_uid=1).run.gpus is None
+
+
+def test_projects_never_re_point_each_others_libtorch_image(tmp_path: Path) -> None:
+    """Two projects on one machine, both on precompiled/cpu but with different files."""
+    one = make_project(tmp_path, MANIFEST, name="one")
+    two = make_project(tmp_path, MANIFEST, name="two")
+    for project, content in ((one, b"\x7fELF one"), (two, b"\x7fELF two")):
+        make_variant(project)
+        (project / "libtorch/precompiled/cpu/lib/libc10.so").write_bytes(content)
+    engine = FakeEngine()
+    (first,) = build_images(specs_of(one, "train"), one, engine=engine, environ={"PIP_TOKEN": "x"})
+    (second,) = build_images(specs_of(two, "train"), two, engine=engine, environ={"PIP_TOKEN": "x"})
+    assert first.libtorch_image != second.libtorch_image
+    stable_one = f"fdl-libtorch:{one.name}-precompiled-cpu"
+    stable_two = f"fdl-libtorch:{two.name}-precompiled-cpu"
+    assert stable_one != stable_two
+    # after the second project's build, the first one's stable name still means its own files
+    assert engine.images[stable_one].id == engine.images[first.libtorch_image].id
+    assert engine.images[stable_two].id == engine.images[second.libtorch_image].id

@@ -147,7 +147,7 @@ def test_compose_is_valid_yaml_with_relative_paths(
     default = "./libtorch/precompiled/cpu" if context == "." else "../libtorch/precompiled/cpu"
     assert f"${{LIBTORCH_HOST_PATH:-{default}}}:/opt/libtorch:ro" in dev["volumes"]
     assert dev["user"] == "${FDL_UID:-1000}:${FDL_GID:-1000}"
-    assert train["build"]["args"] == {"LIBTORCH_IMAGE": "fdl-libtorch:precompiled-cpu"}
+    assert train["build"]["args"] == {"LIBTORCH_IMAGE": "fdl-libtorch:cpp-train-precompiled-cpu"}
     assert "user" not in train
     assert f"{context}/data:/workspace/data:ro".replace("./", "") in [
         volume.replace("./", "") for volume in train["volumes"]

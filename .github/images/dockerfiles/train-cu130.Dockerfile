@@ -8,7 +8,7 @@
 # the shared libraries it loads - no compiler, headers or package caches.
 ARG BASE_IMAGE=nvidia/cuda:13.0.2-cudnn-runtime-ubuntu24.04
 ARG BUILD_BASE_IMAGE=nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04
-ARG LIBTORCH_IMAGE=fdl-libtorch:precompiled-cu130
+ARG LIBTORCH_IMAGE=fdl-libtorch:fdl-example-precompiled-cu130
 
 FROM ${LIBTORCH_IMAGE} AS libtorch
 FROM ${BASE_IMAGE} AS runtime-base

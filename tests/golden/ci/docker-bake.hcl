@@ -60,12 +60,12 @@ target "train-cpu" {
   context    = "."
   dockerfile = "ci/dockerfiles/train-cpu.Dockerfile"
   contexts = {
-    "fdl-libtorch:precompiled-cpu" = "target:libtorch-cpu"
+    "fdl-libtorch:cpp-train-precompiled-cpu" = "target:libtorch-cpu"
   }
   args = {
     BASE_IMAGE       = "debian:bookworm-slim"
     BUILD_BASE_IMAGE = "debian:bookworm-slim"
-    LIBTORCH_IMAGE   = "fdl-libtorch:precompiled-cpu"
+    LIBTORCH_IMAGE   = "fdl-libtorch:cpp-train-precompiled-cpu"
   }
   tags       = ["ghcr.io/acme/cpp-train-train:cpu-latest"]
   platforms  = ["linux/amd64"]
@@ -91,12 +91,12 @@ target "train-cu130" {
   context    = "."
   dockerfile = "ci/dockerfiles/train-cu130.Dockerfile"
   contexts = {
-    "fdl-libtorch:precompiled-cu130" = "target:libtorch-cu130"
+    "fdl-libtorch:cpp-train-precompiled-cu130" = "target:libtorch-cu130"
   }
   args = {
     BASE_IMAGE       = "nvidia/cuda:13.0.2-cudnn-runtime-ubuntu24.04"
     BUILD_BASE_IMAGE = "nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04"
-    LIBTORCH_IMAGE   = "fdl-libtorch:precompiled-cu130"
+    LIBTORCH_IMAGE   = "fdl-libtorch:cpp-train-precompiled-cu130"
   }
   tags       = ["ghcr.io/acme/cpp-train-train:cu130-latest"]
   platforms  = ["linux/amd64"]
@@ -122,12 +122,12 @@ target "train-pascal-blackwell" {
   context    = "."
   dockerfile = "ci/dockerfiles/train-pascal-blackwell.Dockerfile"
   contexts = {
-    "fdl-libtorch:builds-pascal-blackwell" = "target:libtorch-pascal-blackwell"
+    "fdl-libtorch:cpp-train-builds-pascal-blackwell" = "target:libtorch-pascal-blackwell"
   }
   args = {
     BASE_IMAGE       = "nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04"
     BUILD_BASE_IMAGE = "nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04"
-    LIBTORCH_IMAGE   = "fdl-libtorch:builds-pascal-blackwell"
+    LIBTORCH_IMAGE   = "fdl-libtorch:cpp-train-builds-pascal-blackwell"
   }
   tags       = ["ghcr.io/acme/cpp-train-train:pascal-blackwell-latest"]
   platforms  = ["linux/amd64"]

@@ -7,7 +7,7 @@
 # the shared libraries it loads - no compiler, headers or package caches.
 ARG BASE_IMAGE=debian:bookworm-slim
 ARG BUILD_BASE_IMAGE=debian:bookworm-slim
-ARG LIBTORCH_IMAGE=fdl-libtorch:precompiled-cpu
+ARG LIBTORCH_IMAGE=fdl-libtorch:cpp-train-precompiled-cpu
 
 FROM ${LIBTORCH_IMAGE} AS libtorch
 FROM ${BASE_IMAGE} AS runtime-base

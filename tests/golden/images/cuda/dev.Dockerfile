@@ -5,7 +5,7 @@
 # The toolchain for building against libtorch, which is copied in from the image
 # fdl makes of the variant.
 ARG BASE_IMAGE=nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04
-ARG LIBTORCH_IMAGE=fdl-libtorch:precompiled-cu128
+ARG LIBTORCH_IMAGE=fdl-libtorch:cpp-train-precompiled-cu128
 
 FROM ${LIBTORCH_IMAGE} AS libtorch
 

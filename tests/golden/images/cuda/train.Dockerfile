@@ -7,7 +7,7 @@
 # the shared libraries it loads - no compiler, headers or package caches.
 ARG BASE_IMAGE=nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04
 ARG BUILD_BASE_IMAGE=nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04
-ARG LIBTORCH_IMAGE=fdl-libtorch:precompiled-cu128
+ARG LIBTORCH_IMAGE=fdl-libtorch:cpp-train-precompiled-cu128
 
 FROM ${LIBTORCH_IMAGE} AS libtorch
 FROM ${BASE_IMAGE} AS runtime-base
