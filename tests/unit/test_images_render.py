@@ -111,7 +111,7 @@ def test_dockerignore_lists_build_dirs_and_mount_sources(tmp_path: Path) -> None
     make_variant(project)
     text = render_dockerignore(plan_images(load_manifest(project)))
     lines = text.splitlines()
-    for pattern in (".git", "**/.env", "libtorch", "build", "out", "datasets/big"):
+    for pattern in ("**/.git", "**/.env", "libtorch", "build", "out", "datasets/big"):
         assert pattern in lines
     assert missing_essentials(text) == ()
 
@@ -127,9 +127,11 @@ def test_ensure_dockerignore_writes_refreshes_and_respects_the_users(tmp_path: P
     assert ensure_dockerignore(project, specs).action == "updated"
     path.write_text("# mine\n.git/\n", encoding="utf-8")
     own = ensure_dockerignore(project, specs)
-    assert (own.action, own.missing) == ("user", (".env", "libtorch"))
+    # a top-level .git leaves the .git of submodules and vendored repositories in the context
+    assert (own.action, own.missing) == ("user", ("**/.env", "**/.git", "libtorch"))
     assert path.read_text() == "# mine\n.git/\n"
     assert missing_essentials("*\n!src\n") == ()
+    assert missing_essentials("**/.git\n**/.env\n/libtorch/\n") == ()
 
 
 @pytest.mark.parametrize(("context", "dockerfiles"), [(".", "."), ("..", "docker")])
