@@ -262,7 +262,7 @@ class _Planner:
     def _env(
         self, key: str, kind: str, raw: Mapping[str, Any], variant: VariantRef | None
     ) -> tuple[tuple[str, str], ...]:
-        from fdl.manifest._secrets import is_secret_key, is_secret_node
+        from fdl.manifest._secrets import is_secret_key, is_secret_node, token_kind
 
         libtorch = self.data.paths["libtorch"]
         env: dict[str, str] = {}
@@ -288,7 +288,18 @@ class _Planner:
                     hint=f"list {name} under {key}.pass-env to pass it at run time "
                     "(or use secrets: for build-time secrets)",
                 )
-            env[name] = _text(value) or ""
+            text = _text(value) or ""
+            kind_of_token = token_kind(text)
+            if kind_of_token is not None:
+                raise self.error(
+                    f"{key}.env.{name}",
+                    f"the value looks like {kind_of_token}, and an image's environment is "
+                    "readable by anyone who has the image",
+                    hint=f"take it out of fdl.yml (revoke it if it was committed); pass it at "
+                    f"run time by listing {name} under {key}.pass-env, or at build time as a "
+                    f"build secret under {key}.secrets",
+                )
+            env[name] = text
         return tuple(sorted(env.items()))
 
     def _labels(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 
 from fdl.manifest._nodes import TAG_SECRET, MapNode, Node, SeqNode
 
@@ -14,6 +15,37 @@ def is_secret_key(key: str) -> bool:
     """True when the key's name says it holds a secret (case-insensitive)."""
     lowered = key.lower()
     return any(fnmatch.fnmatchcase(lowered, pattern) for pattern in SECRET_KEY_PATTERNS)
+
+
+# Well-known shapes of credentials, by issuer: a value of this shape is a secret whatever
+# the variable is called (GITHUB_PAT=ghp_... under any name). Sources: each issuer's
+# documented token format (GitHub's token prefixes, GitLab's glpat-, AWS key ids, Hugging
+# Face's hf_, PyPI's macaroon prefix, Slack's xox?-, npm's npm_, Google API keys,
+# Stripe/OpenAI secret keys, PEM private keys).
+TOKEN_SHAPES: tuple[tuple[str, str], ...] = (
+    ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+    ("a GitLab token", r"\bgl(?:pat|dt|ptt|rt|oas)-[A-Za-z0-9_-]{20,}"),
+    ("an AWS access key id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("a Hugging Face token", r"\bhf_[A-Za-z0-9]{30,}"),
+    ("a PyPI token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
+    ("a Slack token", r"\bxox[abposr]-[0-9A-Za-z-]{10,}"),
+    ("an npm token", r"\bnpm_[A-Za-z0-9]{36}\b"),
+    ("a Google API key", r"\bAIza[0-9A-Za-z_-]{35}"),
+    ("a Stripe secret key", r"\b[rs]k_live_[0-9A-Za-z]{20,}"),
+    ("an OpenAI key", r"\bsk-(?:proj-)?[A-Za-z0-9_-]{32,}"),
+    ("a private key", r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
+)
+_compiled: list[tuple[str, re.Pattern[str]]] = []
+
+
+def token_kind(value: str) -> str | None:
+    """What kind of credential ``value`` looks like (``a GitHub token``), or None."""
+    if not _compiled:
+        _compiled.extend((kind, re.compile(pattern)) for kind, pattern in TOKEN_SHAPES)
+    for kind, pattern in _compiled:
+        if pattern.search(value):
+            return kind
+    return None
 
 
 def is_secret_path(path: tuple[str, ...]) -> bool:

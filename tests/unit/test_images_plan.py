@@ -191,6 +191,46 @@ def test_secret_looking_env_is_refused_with_its_location(cpu_project: Path) -> N
     assert "pass-env" in (caught.value.hint or "")
 
 
+# Shaped like real credentials, made up here (none of them was ever issued).
+TOKENS = {
+    "a GitHub token": "ghp_" + "a1B2c3D4e5" * 4,
+    "a GitLab token": "glpat-" + "x" * 20,
+    "an AWS access key id": "AKIA" + "ABCDEFGHIJKLMNOP",
+    "a Hugging Face token": "hf_" + "AbCdEfGhIj" * 3 + "klmn",
+    "a PyPI token": "pypi-AgEIcHlwaS5vcmc" + "Q" * 60,
+    "a Slack token": "xoxb-1234567890-abcdefghij",
+    "an npm token": "npm_" + "a" * 36,
+    "a private key": "-----BEGIN OPENSSH PRIVATE KEY-----",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(TOKENS))
+def test_token_shaped_env_values_are_refused_whatever_their_name(cpu_project: Path, kind) -> None:
+    token = TOKENS[kind]
+    (cpu_project / "fdl.yml").write_text(
+        TRAIN + f"    env:\n      PLAIN: ok\n      ACCESS: '{token}'\n", encoding="utf-8"
+    )
+    with pytest.raises(ManifestError) as caught:
+        plan(cpu_project, "train")
+    error = caught.value
+    assert "images.train.env.ACCESS" in error.message and kind in error.message
+    assert token not in error.message and token not in (error.hint or "")
+    assert error.location is not None and error.location.line == 9
+    assert "pass-env" in (error.hint or "") and "secrets" in (error.hint or "")
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["/opt/libtorch/lib", "1", "sk-learn", "ghp_short", "expandable_segments:True", "AKIAshort"],
+)
+def test_ordinary_env_values_are_not_taken_for_tokens(cpu_project: Path, value: str) -> None:
+    (cpu_project / "fdl.yml").write_text(
+        TRAIN + f"    env:\n      SETTING: '{value}'\n", encoding="utf-8"
+    )
+    (train,) = plan(cpu_project, "train")
+    assert ("SETTING", value) in train.env
+
+
 def test_schema_catches_keys_of_other_kinds_and_missing_kind(tmp_path: Path) -> None:
     project = make_project(
         tmp_path,
