@@ -76,12 +76,12 @@ def matrix(session: Session, *, as_json: bool) -> int:
     return 0
 
 
-def generate(session: Session, output: Path | None) -> int:
+def generate(session: Session, output: Path | None, *, force: bool = False) -> int:
     """Write the bake file, the Dockerfiles and the workflow (only what changed)."""
     from fdl.ci import dockerfiles_dir, write_files
 
     planned, root, files = _files(session, output)
-    changes = write_files(root, files, [dockerfiles_dir(planned)])
+    changes = write_files(root, files, [dockerfiles_dir(planned)], force=force)
     for change in changes:
         verb = {"missing": "wrote", "changed": "updated", "stale": "removed"}[change.state]
         session.console.info(f"{verb} {_shown(root / change.path, session.cwd)}")

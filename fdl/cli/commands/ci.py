@@ -39,13 +39,19 @@ def matrix(as_json: JsonOption = False) -> None:
 
 
 @app.command()
-def generate(output: OutputOption = None) -> None:
+def generate(
+    output: OutputOption = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite files at generated paths that fdl did not write.")
+    ] = False,
+) -> None:
     """Write docker-bake.hcl, a Dockerfile per cell and per libtorch image, and the
-    GitHub Actions workflow (only files that changed; stale Dockerfiles are removed).
+    GitHub Actions workflow (only files that changed; stale generated Dockerfiles are
+    removed; a file of yours at a generated path is refused unless --force).
 
     Example: fdl ci generate
     """
-    raise typer.Exit(actions.generate(current(), output))
+    raise typer.Exit(actions.generate(current(), output, force=force))
 
 
 @app.command()
