@@ -37,10 +37,12 @@ def _engine() -> Engine:
     return default_engine()
 
 
-def render(session: Session, profiles: Sequence[str], output: Path | None) -> int:
+def render(
+    session: Session, profiles: Sequence[str], output: Path | None, *, force: bool = False
+) -> int:
     """Print the Dockerfile(s), or write them with the compose file into ``output``."""
     from fdl.images import dockerfile_name, render_compose, render_dockerfile
-    from fdl.images._context import ensure_dockerignore
+    from fdl.images._context import ensure_dockerignore, write_generated
 
     specs = _plan(session, profiles)
     if output is None:
@@ -54,16 +56,17 @@ def render(session: Session, profiles: Sequence[str], output: Path | None) -> in
         return 0
     project = session.manifest().directory
     output = output if output.is_absolute() else session.cwd / output
-    output.mkdir(parents=True, exist_ok=True)
-    for spec in specs:
-        path = output / dockerfile_name(spec)
-        path.write_text(render_dockerfile(spec), encoding="utf-8")
-        session.console.info(f"wrote {_shown(path, session.cwd)}")
     context = os.path.relpath(project, output)
     dockerfiles = os.path.relpath(output, project)
-    compose = output / "docker-compose.yml"
-    compose.write_text(render_compose(specs, context=context, dockerfile_dir=dockerfiles), "utf-8")
-    session.console.info(f"wrote {_shown(compose, session.cwd)}")
+    files = [(output / dockerfile_name(spec), render_dockerfile(spec)) for spec in specs]
+    files.append(
+        (
+            output / "docker-compose.yml",
+            render_compose(specs, context=context, dockerfile_dir=dockerfiles),
+        )
+    )
+    for path in write_generated(files, force=force):
+        session.console.info(f"wrote {_shown(path, session.cwd)}")
     for directory in dict.fromkeys(spec.context for spec in specs):
         chosen = [spec for spec in specs if spec.context == directory]
         _report_ignore(session, ensure_dockerignore(project / directory, chosen))

@@ -83,6 +83,22 @@ def test_render_to_a_directory_writes_compose_and_dockerignore(run_fdl, project:
     assert "wrote docker/docker-compose.yml" in result.stderr
 
 
+def test_render_to_a_directory_never_overwrites_the_users_compose_file(
+    run_fdl, project: Path
+) -> None:
+    mine = "services:\n  db:\n    image: postgres\n"
+    (project / "docker-compose.yml").write_text(mine, encoding="utf-8")
+    refused = run_fdl(["image", "render", "-o", "."], cwd=project)
+    assert refused.exit_code == 2, refused.output
+    assert "docker-compose.yml" in refused.stderr and "--force" in refused.stderr
+    assert (project / "docker-compose.yml").read_text() == mine
+    assert not (project / "train.Dockerfile").exists(), "wrote part of the files"
+    # what fdl wrote itself is rewritten without --force; --force replaces the user's
+    forced = run_fdl(["image", "render", "-o", ".", "--force"], cwd=project)
+    assert forced.exit_code == 0, forced.output
+    assert run_fdl(["image", "render", "-o", "."], cwd=project).exit_code == 0
+
+
 def test_unknown_profile_is_a_usage_error(run_fdl, project: Path) -> None:
     result = run_fdl(["image", "render", "trian"], cwd=project)
     assert result.exit_code == 2

@@ -42,7 +42,8 @@ def matrix(as_json: JsonOption = False) -> None:
 def generate(
     output: OutputOption = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Overwrite files at generated paths that fdl did not write.")
+        bool,
+        typer.Option("--force", help="Overwrite files at generated paths that fdl did not write."),
     ] = False,
 ) -> None:
     """Write docker-bake.hcl, a Dockerfile per cell and per libtorch image, and the

@@ -30,14 +30,18 @@ def render(
             "--output", "-o", help="Write <profile>.Dockerfile and docker-compose.yml here."
         ),
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite files there that fdl did not write.")
+    ] = False,
 ) -> None:
     """Print the generated Dockerfile(s), or write them with the compose file.
 
-    With -o, the project's .dockerignore is written too (unless it is your own).
+    With -o, the project's .dockerignore is written too (unless it is your own). Files of
+    yours there (a docker-compose.yml fdl did not write) are refused unless --force.
 
     Example: fdl image render train -o docker/
     """
-    raise typer.Exit(actions.render(current(), [profile] if profile else [], output))
+    raise typer.Exit(actions.render(current(), [profile] if profile else [], output, force=force))
 
 
 @app.command()
