@@ -17,9 +17,30 @@ from enum import Enum
 
 from fdl.errors import FdlError
 
-__all__ = ["ArchiveError", "Entry", "Kind", "Plan", "check_plan", "member_parts", "prefix_parts"]
+__all__ = [
+    "MAX_UNPACKED_BYTES",
+    "ArchiveError",
+    "Entry",
+    "Kind",
+    "Plan",
+    "check_plan",
+    "check_sizes",
+    "member_parts",
+    "prefix_parts",
+]
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
+# Limits of the file system (PATH_MAX, NAME_MAX) and a depth no real archive reaches:
+# refused by name before anything is created, instead of failing half-way (ENAMETOOLONG,
+# or a RecursionError in mkdir).
+MAX_PATH_BYTES = 4096
+MAX_NAME_BYTES = 255
+MAX_DEPTH = 256
+# The largest real libtorch archive unpacks to a few GB; a bomb declares far more, or far
+# more than its own size. Checked on the declared sizes before anything is read.
+MAX_UNPACKED_BYTES = 32 << 30
+MAX_RATIO = 100
+RATIO_FLOOR = 256 << 20  # below this, small archives may compress as well as they like
 # The kernel gives up on symlink chains after 40 hops (ELOOP); so do we.
 _MAX_HOPS = 40
 
@@ -86,10 +107,43 @@ def member_parts(archive: str, name: str) -> tuple[str, ...]:
         raise _refuse(archive, name, "absolute path")
     if _DRIVE.match(name):
         raise _refuse(archive, name, "drive letter in the path")
+    encoded = name.encode("utf-8", "surrogateescape")
+    if len(encoded) > MAX_PATH_BYTES:
+        raise _refuse(
+            archive,
+            name[:80] + "...",
+            f"path of {len(encoded)} bytes (the limit is {MAX_PATH_BYTES})",
+        )
     parts = tuple(part for part in name.split("/") if part not in ("", "."))
     if ".." in parts:
         raise _refuse(archive, name, "'..' in the path")
+    if len(parts) > MAX_DEPTH:
+        raise _refuse(
+            archive, name[:80] + "...", f"{len(parts)} directory levels (the limit is {MAX_DEPTH})"
+        )
+    for part in parts:
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+            raise _refuse(archive, name[:80] + "...", f"a name longer than {MAX_NAME_BYTES} bytes")
     return parts
+
+
+def check_sizes(archive: str, declared: int, archive_bytes: int) -> None:
+    """Refuse an archive whose declared content is larger than any libtorch, or expands
+    far beyond its own size (a decompression bomb), before anything is decompressed."""
+    if declared > MAX_UNPACKED_BYTES:
+        raise ArchiveError(
+            f"{archive} declares {declared / 2**30:.1f} GiB of content, more than any libtorch "
+            f"(the limit is {MAX_UNPACKED_BYTES / 2**30:.0f} GiB)",
+            hint="the archive is damaged or malicious; nothing was extracted. Download it "
+            "again from a trusted source",
+        )
+    if declared > RATIO_FLOOR and archive_bytes > 0 and declared > MAX_RATIO * archive_bytes:
+        raise ArchiveError(
+            f"{archive} would expand {declared // max(archive_bytes, 1)}-fold "
+            f"({archive_bytes} bytes to {declared / 2**30:.1f} GiB): a decompression bomb",
+            hint="the archive is damaged or malicious; nothing was extracted. Download it "
+            "again from a trusted source",
+        )
 
 
 def prefix_parts(strip_prefix: str | None) -> tuple[str, ...]:

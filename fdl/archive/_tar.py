@@ -12,6 +12,7 @@ from fdl.archive._plan import (
     Kind,
     Plan,
     check_plan,
+    check_sizes,
     file_mode,
     member_parts,
     prefix_parts,
@@ -91,6 +92,7 @@ def safe_extract_tar(
     with _open_tar(path) as archive:
         members = archive.getmembers()
         plan, renamed = _plan(label, members, prefix)
+        check_sizes(label, plan.total_bytes, path.stat().st_size)
         check_space(target.parent, plan.total_bytes, label)
         links = {entry.name: entry.link for entry in plan.entries if entry.kind is Kind.HARDLINK}
 

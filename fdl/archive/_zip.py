@@ -15,6 +15,7 @@ from fdl.archive._plan import (
     Kind,
     Plan,
     check_plan,
+    check_sizes,
     file_mode,
     kind_of_mode,
     member_parts,
@@ -27,19 +28,48 @@ __all__ = ["read_member", "safe_extract_zip", "test_zip"]
 
 _CHUNK = 1 << 20
 _UNIX = 3  # ZipInfo.create_system of archives made on Unix: external_attr holds st_mode
-_CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, ValueError)
+# What zipfile raises for damaged content (RuntimeError: an encrypted member read without
+# a password, which a libtorch archive never has).
+_CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, ValueError, RuntimeError)
+_ENCRYPTED = 0x1  # general purpose flag bit 0
 ExtractProgress = Callable[[int, int], None]
 
 
 def _open(path: Path) -> zipfile.ZipFile:
     try:
-        return zipfile.ZipFile(path)
+        archive = zipfile.ZipFile(path)
     except FileNotFoundError:
         raise ArchiveError(f"{path} does not exist") from None
-    except (zipfile.BadZipFile, OSError) as exc:
+    except UnicodeDecodeError as exc:
+        raise ArchiveError(
+            f"{path}: a member name is marked UTF-8 but is not ({exc.reason} at byte {exc.start})",
+            hint="the archive is damaged or malicious; nothing was extracted. Download it again "
+            "from a trusted source",
+        ) from None
+    except (*_CORRUPT, OSError) as exc:
         raise ArchiveError(
             f"{path} is not a readable zip archive ({exc})", hint=_not_zip_hint(path)
         ) from None
+    try:
+        _check_members(archive, path)
+    except BaseException:
+        archive.close()
+        raise
+    return archive
+
+
+def _check_members(archive: zipfile.ZipFile, path: Path) -> None:
+    """Refuse encrypted members and bombs by the central directory alone (nothing read)."""
+    members = archive.infolist()
+    for info in members:
+        if info.flag_bits & _ENCRYPTED:
+            raise ArchiveError(
+                f"{path}: member {info.filename!r} is encrypted",
+                hint="a libtorch archive has no encrypted members: it is not an official "
+                "archive. Download it again from a trusted source",
+            )
+    declared = sum(info.file_size for info in members)
+    check_sizes(str(path), declared, path.stat().st_size)
 
 
 def _not_zip_hint(path: Path) -> str:

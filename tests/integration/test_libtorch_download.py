@@ -175,20 +175,49 @@ def evil_zip(kind: str) -> bytes:
             link.external_attr = (stat.S_IFLNK | 0o777) << 16
             archive.writestr(link, "../../../../..")
             archive.writestr("libtorch/lib/escape/escaped.txt", b"pwned")
-    return buffer.getvalue()
+        elif kind == "deep":
+            archive.writestr("libtorch/" + "d/" * 2000 + "escaped.txt", b"deep")
+        elif kind == "long":
+            archive.writestr("libtorch/" + ("x" * 200 + "/") * 25 + "escaped.txt", b"long")
+        elif kind == "encrypted":
+            archive.writestr("libtorch/lib/secret.so", b"ciphertext")
+        elif kind == "not-utf8":
+            archive.writestr("libtorch/lib/\u00e9scaped.txt", b"x")
+    data = buffer.getvalue()
+    if kind == "not-utf8":  # the UTF-8 flag stays, the name's bytes are no longer UTF-8
+        data = data.replace("\u00e9".encode(), b"\xff\xfe")
+    if kind == "encrypted":  # set the "encrypted" flag bit in both headers of the member
+        data = _set_flag(data, b"PK\x03\x04", 6, b"libtorch/lib/secret.so", 30)
+        data = _set_flag(data, b"PK\x01\x02", 8, b"libtorch/lib/secret.so", 46)
+    return data
 
 
-@pytest.mark.parametrize("kind", ["slip", "absolute", "symlink"])
+def _set_flag(data: bytes, signature: bytes, offset: int, name: bytes, name_at: int) -> bytes:
+    start = 0
+    while (start := data.find(signature, start)) >= 0:
+        if data[start + name_at : start + name_at + len(name)] == name:
+            flags = int.from_bytes(data[start + offset : start + offset + 2], "little") | 1
+            return data[: start + offset] + flags.to_bytes(2, "little") + data[start + offset + 2 :]
+        start += 1
+    raise AssertionError(f"no {signature!r} header for {name!r}")
+
+
+@pytest.mark.parametrize(
+    "kind", ["slip", "absolute", "symlink", "deep", "long", "encrypted", "not-utf8"]
+)
 def test_malicious_archives_are_refused(fdl, faulty_server, tmp_path, kind) -> None:
     faulty_server.add(url_path("cpu"), evil_zip(kind))
     before = {p for p in tmp_path.rglob("*")}
     result = fdl("libtorch", "download", "--cpu")
     assert result.exit_code != 0
+    assert result.exit_code in (1, 2, 4), result.output  # documented, never 70
     assert (
         "refus" in result.stderr.lower()
         or "unsafe" in result.stderr.lower()
         or "outside" in result.stderr.lower()
-    )
+        or "encrypted" in result.stderr.lower()
+        or "utf-8" in result.stderr.lower()
+    ), result.stderr
     assert_nothing_installed(tmp_path)
     created = {p for p in tmp_path.rglob("*")} - before
     assert not [p for p in created if p.name.startswith("escaped")]

@@ -252,3 +252,38 @@ def test_stale_staging_directories_are_removed(tmp_path):
     removed = archive.remove_stale_staging(target)
     assert sorted(p.name for p in removed) == [".cu128.old-def", ".cu128.staging-abc"]
     assert (tmp_path / ".cu126.staging-xyz").exists()
+
+
+def test_a_bomb_is_refused_by_its_declared_sizes_before_anything_is_read(
+    tmp_path, monkeypatch
+) -> None:
+    """8 MiB of zeros in a few KB: refused by ratio (the floor lowered to test it small)."""
+    from fdl.archive import _plan
+
+    monkeypatch.setattr(_plan, "RATIO_FLOOR", 1 << 20)
+    bomb = make_zip(tmp_path / "bomb.zip", [("libtorch/lib/zeros.so", bytes(8 << 20), None)])
+    assert bomb.stat().st_size < (8 << 20) // 100
+    for call in (
+        lambda: archive.test_zip(bomb),
+        lambda: archive.safe_extract_zip(bomb, tmp_path / "out", strip_prefix="libtorch"),
+    ):
+        with pytest.raises(ArchiveError, match="decompression bomb"):
+            call()
+    assert not (tmp_path / "out").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bomb.zip"]
+
+
+def test_content_larger_than_any_libtorch_is_refused(tmp_path, monkeypatch) -> None:
+    from fdl.archive import _plan
+
+    monkeypatch.setattr(_plan, "MAX_UNPACKED_BYTES", 1 << 20)
+    big = make_zip(tmp_path / "big.zip", [("libtorch/lib/a.so", os.urandom(2 << 20), None)])
+    with pytest.raises(ArchiveError, match="more than any libtorch"):
+        archive.test_zip(big)
+
+
+def test_real_sized_archives_pass_the_size_checks(tmp_path) -> None:
+    """A well-compressed but honest archive (text, 20x) is below the floor: accepted."""
+    text = b"libtorch symbol table line\n" * 200_000  # 5.4 MB, compresses well
+    ok = make_zip(tmp_path / "ok.zip", [("libtorch/lib/symbols.txt", text, None)])
+    assert archive.test_zip(ok) == 1
