@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_text", "file_sha256"]
+__all__ = ["NotARegularFile", "atomic_write_text", "file_sha256", "read_small_text"]
 
 _CHUNK = 1 << 20
 
@@ -49,3 +50,49 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+class NotARegularFile(OSError):
+    """A small state file fdl reads is not what fdl writes (a FIFO, a device, a directory,
+    too large, or not UTF-8). ``reason`` says which."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def read_small_text(path: Path, limit: int = 1 << 20) -> str | None:
+    """The UTF-8 text of a small state file fdl wrote (``.active``, ``variant.json``), or
+    None when it does not exist.
+
+    Never hangs or exhausts memory on what a user or a crash may leave there: a FIFO is
+    opened non-blocking and refused, as is a device (``/dev/zero``), a directory, a file
+    over ``limit`` bytes, or bytes that are not UTF-8.
+
+    Raises:
+        NotARegularFile: the path exists but is not such a file.
+        OSError: it cannot be read (permissions).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise NotARegularFile(path, "is a directory, not a file") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device or special file"
+            raise NotARegularFile(path, f"is {kind}, not a file")
+        if info.st_size > limit:
+            raise NotARegularFile(path, f"is {info.st_size} bytes, more than {limit}")
+        data = os.read(fd, limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise NotARegularFile(path, f"is more than {limit} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotARegularFile(path, f"is not UTF-8 text (byte {exc.start})") from None

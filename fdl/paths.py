@@ -24,10 +24,23 @@ def global_home(environ: Mapping[str, str] | None = None) -> Path:
     for name in ("FDL_HOME", "FLODL_HOME"):
         value = env.get(name)
         if value:
-            return Path(value).expanduser()
+            return _checked_home(name, Path(value).expanduser())
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("fdl", appauthor=False))
+
+
+def _checked_home(variable: str, home: Path) -> Path:
+    """``home`` when it can be fdl's home: a directory, or a path one can create."""
+    from fdl.errors import UsageError
+
+    hint = f"point ${variable} at a directory of yours (it is created when missing)"
+    raw = os.fsencode(home)
+    if len(raw) > 4000 or any(len(part) > 255 for part in raw.split(b"/")):
+        raise UsageError(f"${variable} is a path longer than the system allows", hint=hint)
+    if home.exists() and not home.is_dir():
+        raise UsageError(f"${variable}={home} is not a directory", hint=hint)
+    return home
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:

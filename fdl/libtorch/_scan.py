@@ -160,9 +160,10 @@ def detect_abi(tree: Path) -> str | None:
 
 def read_build_version(tree: Path) -> str | None:
     """The ``build-version`` file's text (``2.8.0+cu128``), if the tree has one."""
-    path = tree / "build-version"
+    from fdl._files import read_small_text
+
     try:
-        text = path.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
+        text = (read_small_text(tree / "build-version", limit=4096) or "").strip()
+    except OSError:  # absent, unreadable, or not a small UTF-8 file: version unknown
         return None
     return text or None

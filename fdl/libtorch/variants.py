@@ -26,8 +26,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from fdl._files import atomic_write_text
-from fdl.errors import UsageError
+from fdl._files import NotARegularFile, atomic_write_text, read_small_text
+from fdl.errors import EnvironmentProblem, UsageError
 from fdl.paths import Context
 
 __all__ = [
@@ -48,6 +48,8 @@ __all__ = [
 KINDS = ("precompiled", "builds")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 ACTIVE_FILE = ".active"
+# Room for fdl's own names beside a variant (.<name>.staging-XXXXXXXX) within NAME_MAX.
+MAX_NAME_BYTES = 200
 ARCH_FILE = ".arch"
 INFO_FILE = "variant.json"
 INFO_SCHEMA = 1
@@ -62,10 +64,13 @@ def validate_name(name: str) -> str:
     """
     cleaned = name.strip().strip("/")
     kind, sep, rest = cleaned.partition("/")
-    if not sep or kind not in KINDS or not _NAME.match(rest) or rest in (".", ".."):
+    too_long = len(rest.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES
+    if not sep or kind not in KINDS or too_long or not _NAME.match(rest) or rest in (".", ".."):
+        shown = name if len(name) <= 80 else name[:77] + "..."
         raise UsageError(
-            f"invalid libtorch variant name {name!r}",
-            hint="variants are named precompiled/<name> or builds/<name> (see `fdl libtorch list`)",
+            f"invalid libtorch variant name {shown!r}",
+            hint="variants are named precompiled/<name> or builds/<name> (see `fdl libtorch "
+            f"list`); a name is letters, digits and ._+- and at most {MAX_NAME_BYTES} bytes",
         )
     return f"{kind}/{rest}"
 
@@ -97,7 +102,12 @@ def active_name(context: Context) -> str | None:
     """The active variant, or None (missing/empty pointer, or pointing nowhere valid)."""
     pointer = context.libtorch_dir / ACTIVE_FILE
     try:
-        text = pointer.read_text(encoding="utf-8").strip()
+        text = (read_small_text(pointer, limit=4096) or "").strip()
+    except NotARegularFile as exc:
+        raise EnvironmentProblem(
+            f"the active-variant pointer {pointer} {exc.reason}",
+            hint=f"remove it (rm -r {pointer}) and choose a variant: fdl libtorch activate NAME",
+        ) from None
     except OSError:
         return None
     if not text:
@@ -275,28 +285,27 @@ def read_info(directory: Path, name: str) -> VariantInfo:
     Reads ``variant.json`` when present, else the reference's ``.arch`` file,
     else only the name (a variant copied in by hand).
     """
-    info_path = directory / INFO_FILE
-    if info_path.is_file():
-        try:
-            data = json.loads(info_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            data = None
-        if isinstance(data, dict):
-            return VariantInfo(
-                name=name,
-                torch=data.get("torch"),
-                cuda=data.get("cuda"),
-                cudnn=data.get("cudnn"),
-                archs_requested=list(data.get("archs_requested") or []),
-                archs_found=dict(data.get("archs_found") or {}),
-                abi=data.get("abi"),
-                source=dict(data.get("source") or {}),
-                installed_at=data.get("installed_at") or "",
-                extra=dict(data.get("extra") or {}),
-            )
-    arch_path = directory / ARCH_FILE
-    if arch_path.is_file():
-        values = _parse_arch_file(arch_path.read_text(encoding="utf-8", errors="replace"))
+    data = _json_object(directory / INFO_FILE)
+    if data is not None:
+        return VariantInfo(
+            name=name,
+            torch=_text(data.get("torch")),
+            cuda=_text(data.get("cuda")),
+            cudnn=_text(data.get("cudnn")),
+            archs_requested=_texts(data.get("archs_requested")),
+            archs_found={
+                str(kind): _texts(found)
+                for kind, found in _mapping(data.get("archs_found")).items()
+                if kind in ("cubin", "ptx")
+            },
+            abi=_text(data.get("abi")),
+            source=_mapping(data.get("source")),
+            installed_at=_text(data.get("installed_at")) or "",
+            extra=_mapping(data.get("extra")),
+        )
+    arch_text = _small_text(directory / ARCH_FILE)
+    if arch_text is not None:
+        values = _parse_arch_file(arch_text)
         cuda = values.get("cuda")
         archs = [a for a in values.get("archs", "").split() if a and a != "cpu"]
         kind = {"precompiled": "download", "compiled": "build"}.get(values.get("source", ""), "")
@@ -307,6 +316,41 @@ def read_info(directory: Path, name: str) -> VariantInfo:
             archs_requested=archs,
             source={"kind": kind} if kind else {},
         )
-    version = directory / "build-version"
-    torch = version.read_text().strip().split("+")[0] if version.is_file() else None
-    return VariantInfo(name=name, torch=torch)
+    version = (_small_text(directory / "build-version") or "").strip()
+    return VariantInfo(name=name, torch=version.split("+")[0] or None)
+
+
+def _small_text(path: Path) -> str | None:
+    """A metadata file's text; None when absent or not what fdl writes (a damaged variant
+    shows as 'version unknown' rather than failing every command that lists it)."""
+    try:
+        return read_small_text(path, limit=16 << 20)
+    except OSError:
+        return None
+
+
+def _json_object(path: Path) -> dict[str, Any] | None:
+    text = _small_text(path)
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _text(value: object) -> str | None:
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value) or None
+    return None
+
+
+def _texts(value: object) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    return [str(item) for item in value if isinstance(item, (str, int, float))]
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}

@@ -96,8 +96,12 @@ def active_libtorch(project_dir: Path, environ: Mapping[str, str]) -> LibtorchSt
 
     context = resolve_context(project_dir, environ)
     directory = context.libtorch_dir
+    from fdl._files import NotARegularFile, read_small_text
+
     try:
-        raw = (directory / ".active").read_text(encoding="utf-8").strip()
+        raw = (read_small_text(directory / ".active", limit=4096) or "").strip()
+    except NotARegularFile as exc:
+        return LibtorchState(directory, None, f"libtorch/.active {exc.reason}")
     except OSError:
         return LibtorchState(directory, None)
     if not raw:
