@@ -61,7 +61,7 @@ def _not_utf8(path: Path) -> None:
 
 
 @pytest.mark.parametrize("damage", [_fifo, _dev_zero, _directory, _not_utf8])
-@pytest.mark.parametrize("command", ACTIVE_COMMANDS, ids=lambda c: " ".join(c))
+@pytest.mark.parametrize("command", ACTIVE_COMMANDS, ids=" ".join)
 def test_a_damaged_active_pointer_is_an_environment_error(home: Path, damage, command) -> None:
     damage(home / "libtorch" / ".active")
     result = fdl(home, *command)
