@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["NotARegularFile", "atomic_write_text", "file_sha256", "read_small_text"]
+__all__ = ["NotARegularFile", "atomic_write_text", "copy_tree", "file_sha256", "read_small_text"]
 
 _CHUNK = 1 << 20
 
@@ -96,3 +97,31 @@ def read_small_text(path: Path, limit: int = 1 << 20) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise NotARegularFile(path, f"is not UTF-8 text (byte {exc.start})") from None
+
+
+class _CopyFailed(Exception):
+    """Carries the first OSError out of shutil.copytree, which would otherwise collect
+    every failure as text (and keep copying onto a full disk)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+def copy_tree(source: Path, destination: Path) -> None:
+    """Copy a tree (symlinks as symlinks), stopping at the first failure.
+
+    Raises:
+        OSError: the first file that could not be copied, with its errno (ENOSPC...).
+    """
+
+    def copy(src: str, dst: str) -> object:
+        try:
+            return shutil.copy2(src, dst)
+        except OSError as exc:
+            raise _CopyFailed(exc) from None
+
+    try:
+        shutil.copytree(source, destination, symlinks=True, copy_function=copy)
+    except _CopyFailed as failed:
+        raise failed.error from None

@@ -18,6 +18,7 @@ code  meaning
 5     network error: a download failed after its retries
 70    internal error (a bug in fdl; run with -v for the traceback)
 130   interrupted (Ctrl-C)
+143   terminated (SIGTERM)
 ====  ===================================================================
 
 Manifest commands (``fdl <command>``) exit with their child's exit code.
@@ -42,7 +43,9 @@ __all__ = [
     "ManifestErrors",
     "ManifestNotFound",
     "NetworkError",
+    "Terminated",
     "UsageError",
+    "environment_problem",
 ]
 
 
@@ -57,6 +60,7 @@ class ExitCode(IntEnum):
     NETWORK = 5
     BUG = 70
     INTERRUPTED = 130
+    TERMINATED = 143
 
 
 class Location:
@@ -200,3 +204,47 @@ class Interrupted(FdlError):
 
     def __init__(self, message: str = "interrupted") -> None:
         super().__init__(message)
+
+
+class Terminated(Interrupted):
+    """The process got SIGTERM (a scheduler, ``kill``): cleaned up, exit 128 + 15."""
+
+    exit_code = ExitCode.TERMINATED
+
+    def __init__(self, message: str = "terminated (SIGTERM)") -> None:
+        super().__init__(message)
+
+
+# What a failed file-system call means for the user, by errno: the environment (disk, rights,
+# paths) is the problem, not fdl. Anything else stays a bug.
+_OS_HINTS = {
+    "ENOSPC": "free some disk space (or point FDL_HOME/FDL_CACHE_DIR elsewhere) and run again",
+    "EDQUOT": "your disk quota is used up: free some space and run again",
+    "EACCES": "fix the permissions of that path, or use another directory",
+    "EPERM": "fix the permissions of that path, or use another directory",
+    "EROFS": "that file system is read-only: use another directory",
+    "ENAMETOOLONG": "use a shorter path",
+    "ENOTDIR": "a component of that path is a file, not a directory: use another path",
+    "EISDIR": "that path is a directory where a file was expected: use another path",
+    "ELOOP": "that path has a symbolic-link loop: fix or remove the link",
+    "EMFILE": "too many open files: raise the limit (ulimit -n) and run again",
+    "ENFILE": "the system is out of file handles: close programs and run again",
+    "EIO": "the disk reported an I/O error: check it (dmesg) before running again",
+    "EXDEV": "that path is on another file system than fdl's own directory: use one beside it",
+}
+
+
+def environment_problem(exc: OSError) -> EnvironmentProblem | None:
+    """The documented error for a file-system failure (disk full, permissions, path too
+    long...), or None when the errno is not one a user can fix."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or 0, "")
+    hint = _OS_HINTS.get(name)
+    if hint is None:
+        return None
+    where = f" {exc.filename}" if exc.filename else ""
+    if exc.filename2:
+        where += f" -> {exc.filename2}"
+    reason = exc.strerror or name
+    return EnvironmentProblem(f"cannot use{where}: {reason}", hint=hint)

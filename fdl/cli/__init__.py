@@ -53,6 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             import signal
 
             signal.signal(signal.SIGINT, _interrupt)
+            signal.signal(signal.SIGTERM, _terminate)
             return _run_builtin(name, tail)
         from fdl.cli._project import run_project_command
 
@@ -66,6 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # stdout closed early (`fdl config show | head`): not an error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:
+        from fdl.errors import environment_problem
+
+        problem = environment_problem(exc)
+        return report(console, problem) if problem is not None else report_bug(console, exc)
     except Exception as exc:
         return report_bug(console, exc)
 
@@ -74,6 +80,13 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     # An FdlError rather than KeyboardInterrupt: click would turn the latter
     # into "Aborted!" with exit status 1.
     raise Interrupted()
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    # Unwinds like Ctrl-C (locks released, staging removed), then exits 143.
+    from fdl.errors import Terminated
+
+    raise Terminated()
 
 
 def _run_builtin(name: str, tail: list[str]) -> int:

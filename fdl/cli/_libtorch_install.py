@@ -176,7 +176,14 @@ def _from_dir(session: Session, options: InstallOptions) -> int:
         )
     info = VariantInfo(name=full, source={"kind": "directory", "directory": str(tree)})
     result = register_variant(
-        context, full, tree, info, activate=options.activate, move=False, force=options.force
+        context,
+        full,
+        tree,
+        info,
+        activate=options.activate,
+        move=False,
+        force=options.force,
+        on_wait=session.console.info,
     )
     _report(session, result, options.as_json)
     return 0

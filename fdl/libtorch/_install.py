@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from fdl._files import copy_tree
 from fdl.compat import archive_layout
 from fdl.errors import EnvironmentProblem, UsageError
 from fdl.libtorch import variants
@@ -360,6 +361,7 @@ def register_variant(
     activate: bool = True,
     move: bool = True,
     force: bool = False,
+    on_wait: Callable[[str], None] | None = None,
 ) -> InstallResult:
     """Add a libtorch tree made elsewhere (a source build, ``install --from-dir``) as
     variant ``name``.
@@ -377,6 +379,7 @@ def register_variant(
         activate: Make it the active variant.
         move: Move ``tree`` (same file system: a rename) instead of copying it.
         force: Replace a target fdl did not make (never one that holds ``tree``).
+        on_wait: Told who holds the variant's lock when this call has to wait for it.
 
     Raises:
         UsageError: the variant would land inside ``tree`` (copying it into itself), or the
@@ -401,11 +404,17 @@ def register_variant(
         if move:
             shutil.move(str(tree), str(staging))
         else:
-            shutil.copytree(tree, staging, symlinks=True)
+            copy_tree(tree, staging)
         return info
 
     return install_tree(
-        context, target, populate, activate=activate, force=force, protected=protected
+        context,
+        target,
+        populate,
+        activate=activate,
+        force=force,
+        protected=protected,
+        on_wait=on_wait,
     )
 
 
