@@ -25,6 +25,9 @@ from tests.conftest import REPO, run_fdl_process
 from tests.support.libtorch_trees import make_tree
 
 
+NAME = ("--name", "x")
+
+
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     mount = tmp_path / "disk"
@@ -99,8 +102,7 @@ def test_sigterm_while_waiting_for_a_lock_exits_143(tmp_path: Path) -> None:
     environ = {**os.environ, "FDL_HOME": str(home), "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
     with FileLock(lock, purpose="holding it for the test"):
         child = subprocess.Popen(
-            [sys.executable, "-m", "fdl", "libtorch", "install", "--from-dir", str(tree)]
-            + ["--name", "x"],
+            [sys.executable, "-m", "fdl", "libtorch", "install", "--from-dir", str(tree), *NAME],
             cwd=tmp_path,
             env=environ,
             stderr=subprocess.PIPE,
