@@ -24,7 +24,6 @@ from fdl.paths import Context
 from tests.conftest import REPO, run_fdl_process
 from tests.support.libtorch_trees import make_tree
 
-
 NAME = ("--name", "x")
 
 
