@@ -17,6 +17,15 @@ from tests.support.tasks_helpers import write
 REPO = Path(__file__).resolve().parents[2]
 WAIT = 60.0  # readiness waits only; nothing asserts on durations
 
+# The process that must receive the signal writes the readiness file itself: a shell's
+# `touch started; sleep 300` could take the signal between the two commands, start the
+# sleep afterwards and make the test hang or fail (about 1 run in 8 on a loaded machine).
+SLEEPER = """\
+import pathlib, time
+pathlib.Path("started").write_text("")
+time.sleep(300)
+"""
+
 TRAP = """\
 import pathlib, signal, sys, time
 def stop(signum, frame):
@@ -35,10 +44,11 @@ def project(tmp_path: Path) -> Path:
         tmp_path,
         {
             "trap.py": TRAP,
+            "sleeper.py": SLEEPER,
             "fdl.yml": """\
             commands:
               long-running:
-                run: touch started; sleep 300; echo after
+                run: python3 sleeper.py; echo after
               trapping:
                 run: python3 trap.py
             """,
