@@ -12,12 +12,14 @@ installs it with :func:`~fdl.libtorch._install.install_tree`.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from fdl._files import atomic_write_text, read_small_text
 from fdl.compat import archive_layout, current_platform, libtorch_url, release
 from fdl.errors import EnvironmentProblem, FdlError, NetworkError, UsageError
 from fdl.libtorch import variants
@@ -209,12 +211,10 @@ def run_download(
                 protected=protected,
             )
         except FdlError:
-            with contextlib.suppress(OSError):
-                plan.archive.unlink()  # refused or damaged: do not keep it for the next run
+            _forget_archive(plan)  # refused or damaged: do not keep it for the next run
             raise
     if not keep_archive:
-        with contextlib.suppress(OSError):
-            plan.archive.unlink()
+        _forget_archive(plan)
     return installed
 
 
@@ -233,9 +233,10 @@ def _fetch_and_check(
         test_zip(plan.archive)
         check_build_version(plan.archive, plan.selection.build_version, plan.url)
     except FdlError:
-        with contextlib.suppress(OSError):
-            plan.archive.unlink()  # a bad file must not be taken for a finished download
+        _forget_archive(plan)  # a bad file must not be taken for a finished download
         raise
+    # Verified: a run killed from here on (extraction, install) reuses the file.
+    _record_verified(plan, result.sha256, result.size)
     variant = release(plan.selection.torch_version).variant(plan.selection.variant)
 
     def populate(tree: Path) -> variants.VariantInfo:
@@ -275,6 +276,43 @@ def _never(_tree: Path) -> variants.VariantInfo:
     raise AssertionError("the installed variant was expected to be current")
 
 
+def _record_path(plan: DownloadPlan) -> Path:
+    return plan.archive.with_name(plan.archive.name + ".verified.json")
+
+
+def _record_verified(plan: DownloadPlan, sha256: str, size: int) -> None:
+    """Note that the archive was downloaded whole and tested, so that a later run (after a
+    kill during extraction) takes it instead of downloading gigabytes again."""
+    record = {
+        "url": plan.upstream_url,
+        "build_version": plan.selection.build_version,
+        "sha256": sha256,
+        "size": size,
+    }
+    atomic_write_text(_record_path(plan), json.dumps(record, sort_keys=True) + "\n")
+
+
+def _verified_sha256(plan: DownloadPlan) -> str | None:
+    """The sha256 of an archive an earlier run downloaded and tested, if it is that build."""
+    try:
+        text = read_small_text(_record_path(plan), limit=4096)
+        record = json.loads(text) if text else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("url") != plan.upstream_url:
+        return None
+    if record.get("build_version") != plan.selection.build_version:
+        return None
+    sha256 = record.get("sha256")
+    return sha256 if isinstance(sha256, str) and plan.archive.is_file() else None
+
+
+def _forget_archive(plan: DownloadPlan) -> None:
+    for path in (plan.archive, _record_path(plan)):
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
 def _fetch(
     plan: DownloadPlan,
     on_progress: ProgressCallback | None,
@@ -297,6 +335,7 @@ def _fetch(
         return download(
             plan.upstream_url,
             plan.archive,
+            sha256=_verified_sha256(plan),  # an archive already verified is not fetched again
             mirror=plan.mirror,
             on_progress=report,
             label=plan.label,

@@ -260,3 +260,30 @@ def test_setup_yes_on_a_cpu_machine_installs_and_activates(
     assert result.exit_code == 0, result.stderr
     assert "plan: download" in result.stdout
     assert (home(tmp_path) / ".active").read_text() == "precompiled/cpu\n"
+
+
+def test_a_run_killed_after_the_download_reuses_the_verified_archive(
+    fdl, faulty_server, tmp_path, monkeypatch
+) -> None:
+    faulty_server.add(url_path("cpu"), libtorch_zip(f"{TORCH}+cpu"))
+    import fdl.archive as archive_package
+
+    real_extract = archive_package.safe_extract_zip
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # the user's Ctrl-C (or a kill) while extracting
+
+    monkeypatch.setattr(archive_package, "safe_extract_zip", killed)
+    first = fdl("libtorch", "download", "--cpu")
+    assert first.exit_code == 130, first.output
+    assert_nothing_installed(tmp_path)
+    assert len(faulty_server.requests_to(url_path("cpu"))) == 1
+
+    monkeypatch.setattr(archive_package, "safe_extract_zip", real_extract)
+    faulty_server.clear_log()
+    again = fdl("libtorch", "download", "--cpu", "--json")
+    assert again.exit_code == 0, again.output
+    assert faulty_server.requests_to(url_path("cpu")) == [], "downloaded the archive again"
+    assert json.loads(again.stdout)["installed"] is True
+    left = [p.name for p in (tmp_path / "cache" / "libtorch").iterdir()]
+    assert [name for name in left if not name.endswith(".lock")] == [], left
