@@ -18,7 +18,7 @@ The plan is one of:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -185,6 +185,7 @@ def run_setup(
     on_message: Callable[[str], None] | None = None,
     on_line: Callable[[str], None] | None = None,
     on_stage: Callable[[str], None] | None = None,
+    transfer: Mapping[str, Any] | None = None,
 ) -> SetupResult:
     """Carry out an ``activate``, ``download`` or ``wheel`` plan.
 
@@ -201,6 +202,7 @@ def run_setup(
         on_message: Told what is being done.
         on_line: Gets pip's output.
         on_stage: Told when a new stage starts (``downloading cu130``, ``install from wheel``).
+        transfer: Extra keyword arguments for :func:`fdl.net.download` (``retry``, ``sleep``).
 
     Raises:
         UsageError: a ``keep`` or ``build`` plan (nothing to carry out here).
@@ -237,7 +239,9 @@ def run_setup(
         chosen = plan_download(plan.selection, context, cache, mirror=mirror)
         stage(f"downloading {chosen.label}")
         try:
-            result = run_download(chosen, context, on_progress=on_progress, on_message=say)
+            result = run_download(
+                chosen, context, on_progress=on_progress, on_message=say, transfer=transfer
+            )
         except NetworkError as exc:
             if isinstance(exc, NotFound):
                 raise
