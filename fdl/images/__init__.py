@@ -11,8 +11,16 @@ Plan, then execute::
 
 from __future__ import annotations
 
+from fdl.images._build import BuiltImage, build_images, build_spec, ensure_libtorch_image
+from fdl.images._context import IgnoreFile, ensure_dockerignore, missing_essentials
 from fdl.images._data import images_data
-from fdl.images._plan import DEFAULT_PROFILES, manifest_hash, plan_images, project_name
+from fdl.images._plan import (
+    DEFAULT_PROFILES,
+    manifest_hash,
+    plan_images,
+    profiles_of,
+    project_name,
+)
 from fdl.images._render import (
     LISTING,
     dockerfile_name,
@@ -22,22 +30,37 @@ from fdl.images._render import (
     render_libtorch_dockerfile,
 )
 from fdl.images._spec import KINDS, ImageSpec, MountSpec, SecretSpec, VariantRef
-from fdl.images._variant import content_key, keyed_image, project_resolver, variant_ref
+from fdl.images._variant import (
+    VariantResolver,
+    content_key,
+    keyed_image,
+    project_resolver,
+    variant_ref,
+)
 
 __all__ = [
     "DEFAULT_PROFILES",
     "KINDS",
     "LISTING",
+    "BuiltImage",
+    "IgnoreFile",
     "ImageSpec",
     "MountSpec",
     "SecretSpec",
     "VariantRef",
+    "VariantResolver",
+    "build_images",
+    "build_spec",
     "content_key",
     "dockerfile_name",
+    "ensure_dockerignore",
+    "ensure_libtorch_image",
     "images_data",
     "keyed_image",
     "manifest_hash",
+    "missing_essentials",
     "plan_images",
+    "profiles_of",
     "project_name",
     "project_resolver",
     "render_compose",
