@@ -29,6 +29,8 @@ from fdl.images._render import (
     render_dockerignore,
     render_libtorch_dockerfile,
 )
+from fdl.images._run import RunPlan, host_has_gpus, plan_run, prepare_mounts
+from fdl.images._size import LayerSize, SizeReport, parse_listing, size_report
 from fdl.images._spec import KINDS, ImageSpec, MountSpec, SecretSpec, VariantRef
 from fdl.images._variant import (
     VariantResolver,
@@ -45,8 +47,11 @@ __all__ = [
     "BuiltImage",
     "IgnoreFile",
     "ImageSpec",
+    "LayerSize",
     "MountSpec",
+    "RunPlan",
     "SecretSpec",
+    "SizeReport",
     "VariantRef",
     "VariantResolver",
     "build_images",
@@ -55,11 +60,15 @@ __all__ = [
     "dockerfile_name",
     "ensure_dockerignore",
     "ensure_libtorch_image",
+    "host_has_gpus",
     "images_data",
     "keyed_image",
     "manifest_hash",
     "missing_essentials",
+    "parse_listing",
     "plan_images",
+    "plan_run",
+    "prepare_mounts",
     "profiles_of",
     "project_name",
     "project_resolver",
@@ -67,5 +76,6 @@ __all__ = [
     "render_dockerfile",
     "render_dockerignore",
     "render_libtorch_dockerfile",
+    "size_report",
     "variant_ref",
 ]
