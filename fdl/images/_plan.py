@@ -259,7 +259,7 @@ class _Planner:
     def _env(
         self, key: str, kind: str, raw: Mapping[str, Any], variant: VariantRef | None
     ) -> tuple[tuple[str, str], ...]:
-        from fdl.manifest._secrets import is_secret_key, is_secret_node
+        from fdl.manifest import is_secret_key, is_secret_node
 
         libtorch = self.data.paths["libtorch"]
         env: dict[str, str] = {}
