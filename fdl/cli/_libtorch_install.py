@@ -10,14 +10,13 @@ from fdl.cli._libtorch_render import render_install
 from fdl.cli._progress import ProgressLine
 from fdl.cli._session import Session
 from fdl.errors import UsageError
-from fdl.paths import Context, cache_dir
+from fdl.paths import cache_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from fdl.libtorch import InstallResult, WheelSource
-    from fdl.runner import Runner
+    from fdl.libtorch import InstallResult
 
-__all__ = ["InstallOptions", "install", "install_wheel", "warn_unresolved", "wheel_source"]
+__all__ = ["InstallOptions", "install", "warn_unresolved"]
 
 
 @dataclass(frozen=True)
@@ -53,62 +52,41 @@ def _check_options(options: InstallOptions) -> None:
         )
 
 
-def wheel_source(
-    session: Session, options: InstallOptions, runner: Runner, progress: ProgressLine
-) -> WheelSource:
-    """The wheel to install: a file, a Python environment's torch, or ``pip download``."""
-    from fdl.libtorch import wheel_source as find_wheel
-
-    return find_wheel(
-        cache=cache_dir(session.environ) / "wheels",
-        runner=runner,
-        wheel=options.wheel,
-        python=options.python,
-        torch=options.torch or settings(session).torch,
-        index_url=options.index_url,
-        on_message=progress.message,
-        on_line=progress.status,
-    )
-
-
-def install_wheel(
-    session: Session,
-    context: Context,
-    source: WheelSource,
-    options: InstallOptions,
-    runner: Runner,
-    progress: ProgressLine,
-) -> InstallResult:
-    """Install ``source`` as ``precompiled/<name or variant>`` (atomically, under the lock)."""
-    from fdl.libtorch import install_wheel as install
-
-    return install(
-        context,
-        source,
-        cache=cache_dir(session.environ) / "wheels",
-        runner=runner,
-        name=options.name,
-        force=options.force,
-        nvidia=options.nvidia,
-        index_url=options.index_url,
-        activate=options.activate,
-        on_message=progress.message,
-        on_line=progress.status,
-    )
-
-
 def install(session: Session, options: InstallOptions) -> int:
     """Install a variant from a wheel (file, environment, pip) or adopt a tree."""
+    from fdl.libtorch import install_wheel, wheel_source
     from fdl.runner import default_runner
 
     _check_options(options)
     if options.from_dir is not None:
         return _from_dir(session, options)
     runner = default_runner()
+    cache = cache_dir(session.environ) / "wheels"
     progress = ProgressLine(session.console, "install from wheel")
     try:
-        source = wheel_source(session, options, runner, progress)
-        result = install_wheel(session, context_of(session), source, options, runner, progress)
+        source = wheel_source(
+            cache=cache,
+            runner=runner,
+            wheel=options.wheel,
+            python=options.python,
+            torch=options.torch or settings(session).torch,
+            index_url=options.index_url,
+            on_message=progress.message,
+            on_line=progress.status,
+        )
+        result = install_wheel(
+            context_of(session),
+            source,
+            cache=cache,
+            runner=runner,
+            name=options.name,
+            force=options.force,
+            nvidia=options.nvidia,
+            index_url=options.index_url,
+            activate=options.activate,
+            on_message=progress.message,
+            on_line=progress.status,
+        )
     finally:
         progress.close()
     _report(session, result, options.as_json)

@@ -115,7 +115,6 @@ def setup(
 def _carry_out(
     session: Session, context: Context, plan: SetupPlan, *, yes: bool, dry_run: bool, quiet: bool
 ) -> dict[str, Any]:
-
     say = session.console.info
     if plan.action == "keep":
         return {"done": "nothing to do"}
