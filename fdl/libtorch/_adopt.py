@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fdl.checks import Check, Severity
+from fdl.compat import resolve_torch_version
 from fdl.errors import UsageError
 from fdl.libtorch import variants
 from fdl.libtorch._deps import library_checks
@@ -73,8 +74,6 @@ def wheel_source(
     Raises:
         UsageError: an unusable wheel or environment.
     """
-    from fdl.compat import resolve_torch_version
-
     if wheel is not None:
         return wheel_from_file(wheel.expanduser())
     if python is not None:

@@ -31,8 +31,9 @@ from fdl.libtorch._download import ProgressCallback, plan_download, run_download
 from fdl.libtorch._install import InstallResult
 from fdl.libtorch._scan import scan_device_code
 from fdl.libtorch._select import Selection, select_variant
+from fdl.net import NotFound
 from fdl.paths import Context
-from fdl.runner import Runner
+from fdl.runner import Runner, default_runner
 
 __all__ = ["ACTIONS", "SetupPlan", "SetupResult", "covers_gpus", "plan_setup", "run_setup"]
 
@@ -208,8 +209,6 @@ def run_setup(
         UsageError: a ``keep`` or ``build`` plan (nothing to carry out here).
         NetworkError: the download and the wheel both failed, or the zip does not exist.
     """
-    from fdl.net import NotFound
-
     say = on_message or (lambda _text: None)
     stage = on_stage or (lambda _label: None)
     if plan.action == "activate" and plan.variant is not None:
@@ -221,8 +220,6 @@ def run_setup(
         )
 
     def wheel() -> InstallResult:
-        from fdl.runner import default_runner
-
         stage("install from wheel")
         run = runner or default_runner()
         torch = plan.selection.torch_version
