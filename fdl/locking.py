@@ -23,7 +23,7 @@ from types import TracebackType
 
 from fdl.errors import FdlError
 
-__all__ = ["FileLock", "LockBusy", "describe_holder"]
+__all__ = ["FileLock", "LockBusy", "WaitCallback", "describe_holder"]
 
 WaitCallback = Callable[[str], None]
 

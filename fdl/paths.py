@@ -76,7 +76,7 @@ class Context:
 
 def find_project_root(start: Path) -> Path | None:
     """The nearest directory (walking up) with an fdl manifest or ``libtorch/.active``."""
-    from fdl.manifest._layers import BASE_NAMES, EXAMPLE_SUFFIXES
+    from fdl.manifest import BASE_NAMES, EXAMPLE_SUFFIXES
 
     names = [name + suffix for name in BASE_NAMES for suffix in ("", *EXAMPLE_SUFFIXES)]
     current = start.resolve()

@@ -175,9 +175,7 @@ def _engine(
     status: StatusCallback,
     on_line: LineCallback | None,
 ) -> list[LocalStep]:
-    from fdl.images import keyed_image
-    from fdl.images._build import build_spec, ensure_libtorch_image
-    from fdl.images._context import ensure_dockerignore
+    from fdl.images import build_spec, ensure_dockerignore, ensure_libtorch_image, keyed_image
 
     keyed = {key: keyed_image(ref) for key, ref in refs.items()}
     requests = {}

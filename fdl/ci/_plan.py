@@ -73,7 +73,7 @@ def plan_matrix(
 
 def _profiles(manifest: Manifest) -> list[str]:
     """``ci.profiles``, or every dev and train profile of ``images:``."""
-    from fdl.images._plan import profiles_of
+    from fdl.images import profiles_of
 
     declared = profiles_of(manifest)
     kinds = {name: str(raw.get("kind") or name) for name, raw in declared.items()}

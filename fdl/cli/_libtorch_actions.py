@@ -147,13 +147,8 @@ def activate(session: Session, name: str, *, as_json: bool) -> int:
 
 def remove(session: Session, name: str, *, as_json: bool) -> int:
     """``fdl libtorch remove VARIANT`` (under the variant's lock)."""
-    from fdl.locking import FileLock
-
-    context = context_of(session)
     normalised = variants.validate_name(name)
-    lock = variants.lock_file(context, normalised)
-    with FileLock(lock, purpose=f"removing libtorch {normalised}", on_wait=session.console.info):
-        was_active = variants.remove(context, normalised)
+    was_active = variants.remove(context_of(session), normalised, on_wait=session.console.info)
     if as_json:
         session.console.json({"removed": normalised, "was_active": was_active})
         return 0

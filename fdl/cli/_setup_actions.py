@@ -9,13 +9,12 @@ from fdl.cli._libtorch_actions import context_of, settings
 from fdl.cli._libtorch_render import render_checks, render_install, render_selection, summary_line
 from fdl.cli._progress import ProgressLine
 from fdl.cli._session import Session
-from fdl.errors import ExitCode, ManifestError, NetworkError
+from fdl.errors import ExitCode, ManifestError
 from fdl.paths import Context, cache_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from fdl.diagnose.setup import SetupPlan
-    from fdl.libtorch import InstallResult
+    from fdl.libtorch import SetupPlan
     from fdl.system import GpuReport
 
 __all__ = ["diagnose", "setup"]
@@ -89,7 +88,7 @@ def setup(
     as_json: bool,
 ) -> int:
     """Detect, plan, confirm (unless --yes), install and activate."""
-    from fdl.diagnose.setup import plan_setup
+    from fdl.libtorch import plan_setup
     from fdl.system import detect_gpus
 
     console = session.console
@@ -116,8 +115,6 @@ def setup(
 def _carry_out(
     session: Session, context: Context, plan: SetupPlan, *, yes: bool, dry_run: bool, quiet: bool
 ) -> dict[str, Any]:
-    from fdl.libtorch import variants
-
     say = session.console.info
     if plan.action == "keep":
         return {"done": "nothing to do"}
@@ -133,54 +130,33 @@ def _carry_out(
             return {"done": "asked for --yes"}
         if not _confirm(session, f"{plan.action} now?"):
             return {"done": "declined"}
-    if plan.action == "activate":
-        assert plan.variant is not None
-        variants.activate(context, plan.variant)
-        say(f"active variant: {plan.variant}")
-        return {"done": "activated", "variant": plan.variant}
     from fdl.cli._libtorch_install import warn_unresolved
+    from fdl.libtorch import run_setup
 
-    result = _install(session, context, plan)
+    progress = ProgressLine(session.console, f"{plan.action} {plan.variant or ''}".strip())
+
+    def stage(label: str) -> None:
+        progress.label = label
+
+    try:
+        done = run_setup(
+            plan,
+            context,
+            cache=cache_dir(session.environ),
+            mirror=settings(session).mirror,
+            on_progress=progress.bytes,
+            on_message=progress.message,
+            on_line=progress.status,
+            on_stage=stage,
+        )
+    finally:
+        progress.close()
+    if done.install is None:
+        say(f"active variant: {done.variant}")
+        return {"done": "activated", "variant": done.variant}
+    result = done.install
     if not quiet:
         for line in render_install(result):
             say(line)
     warn_unresolved(session, result)
     return {"done": "installed", "variant": result.target.name, "path": str(result.target.path)}
-
-
-def _install(session: Session, context: Context, plan: SetupPlan) -> InstallResult:
-    from fdl.libtorch import plan_download, run_download
-    from fdl.net import NotFound
-
-    if plan.action == "wheel":
-        return _wheel(session, context, plan)
-    config = settings(session)
-    chosen = plan_download(
-        plan.selection, context, cache_dir(session.environ), mirror=config.mirror
-    )
-    progress = ProgressLine(session.console, f"downloading {chosen.label}")
-    try:
-        return run_download(
-            chosen, context, on_progress=progress.bytes, on_message=progress.message
-        )
-    except NetworkError as exc:
-        if isinstance(exc, NotFound):
-            raise
-        progress.message(f"download failed ({exc.message}); trying the PyPI wheel instead")
-        return _wheel(session, context, plan)
-    finally:
-        progress.close()
-
-
-def _wheel(session: Session, context: Context, plan: SetupPlan) -> InstallResult:
-    from fdl.cli._libtorch_install import InstallOptions, install_wheel, wheel_source
-    from fdl.runner import default_runner
-
-    runner = default_runner()
-    options = InstallOptions(from_wheel=True, torch=plan.selection.torch_version)
-    progress = ProgressLine(session.console, "install from wheel")
-    try:
-        source = wheel_source(session, options, runner, progress)
-        return install_wheel(session, context, source, options, runner, progress)
-    finally:
-        progress.close()

@@ -16,7 +16,7 @@ Modules:
 
 from __future__ import annotations
 
-from fdl.compat._data import CompatDataError, version_key
+from fdl.compat._data import CompatDataError, load_table, version_key
 from fdl.compat.archs import (
     ArchList,
     Capability,
@@ -130,6 +130,7 @@ __all__ = [
     "libtorch_filename",
     "libtorch_platforms",
     "libtorch_url",
+    "load_table",
     "max_parallel_jobs",
     "memory_per_job_gb",
     "needs_user_agent",

@@ -1,15 +1,14 @@
-"""Whether this machine's GPUs, toolchain and active libtorch fit together.
+"""``fdl diagnose``: whether this machine's GPUs, toolchain and active libtorch fit together.
 
-- :mod:`fdl.diagnose.checks`: ``fdl diagnose``: grouped :class:`Check` results, each
-  problem with a severity and the command that fixes it.
-- :mod:`fdl.diagnose.setup`: ``fdl setup``: detect, decide what fits (an official variant,
-  a wheel, or a source build) and carry it out.
-
-Checks are data (:class:`Check`); the CLI renders them as text or JSON.
+:func:`run_diagnose` returns grouped :class:`Check` results, each problem with a severity
+and the command that fixes it; the CLI renders them as text or JSON. The check model
+lives in :mod:`fdl.checks` (``fdl libtorch verify`` reports with it too) and is re-exported
+here. Deciding what to install (``fdl setup``) is :func:`fdl.libtorch.plan_setup`.
 """
 
 from __future__ import annotations
 
-from fdl.diagnose._model import Check, Severity, count, worst
+from fdl.checks import Check, Severity, count, worst
+from fdl.diagnose.checks import Diagnosis, run_diagnose
 
-__all__ = ["Check", "Severity", "count", "worst"]
+__all__ = ["Check", "Diagnosis", "Severity", "count", "run_diagnose", "worst"]

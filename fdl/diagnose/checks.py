@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fdl.checks import Check, Severity, count, worst
 from fdl.compat import ArchList, Target, compilable_toolkits, host_compilers
-from fdl.diagnose._model import Check, Severity, count, worst
 from fdl.errors import FdlError
-from fdl.libtorch import variants
+from fdl.libtorch import variants, verify_variant
 from fdl.paths import Context
 from fdl.runner import Runner, default_runner
 from fdl.system import GpuReport, Toolchain, cpu, detect_gpus, disk_free, memory, probe_toolchain
@@ -297,8 +297,6 @@ def libtorch_checks(
     context: Context, report: GpuReport, expected: str | None = None
 ) -> list[Check]:
     """The active variant: present, what it is, whether it runs on each GPU."""
-    from fdl.libtorch._verify import verify_variant
-
     installed = variants.list_variants(context)
     checks = [
         _c(

@@ -11,8 +11,16 @@ Plan, then execute::
 
 from __future__ import annotations
 
+from fdl.images._build import BuiltImage, build_images, build_spec, ensure_libtorch_image
+from fdl.images._context import IgnoreFile, ensure_dockerignore, missing_essentials
 from fdl.images._data import images_data
-from fdl.images._plan import DEFAULT_PROFILES, manifest_hash, plan_images, project_name
+from fdl.images._plan import (
+    DEFAULT_PROFILES,
+    manifest_hash,
+    plan_images,
+    profiles_of,
+    project_name,
+)
 from fdl.images._render import (
     LISTING,
     dockerfile_name,
@@ -21,8 +29,11 @@ from fdl.images._render import (
     render_dockerignore,
     render_libtorch_dockerfile,
 )
+from fdl.images._run import RunPlan, host_has_gpus, plan_run, prepare_mounts
+from fdl.images._size import LayerSize, SizeReport, parse_listing, size_report
 from fdl.images._spec import KINDS, ImageSpec, MountSpec, SecretSpec, VariantRef
 from fdl.images._variant import (
+    VariantResolver,
     content_key,
     keyed_image,
     project_libtorch_image,
@@ -34,16 +45,32 @@ __all__ = [
     "DEFAULT_PROFILES",
     "KINDS",
     "LISTING",
+    "BuiltImage",
+    "IgnoreFile",
     "ImageSpec",
+    "LayerSize",
     "MountSpec",
+    "RunPlan",
     "SecretSpec",
+    "SizeReport",
     "VariantRef",
+    "VariantResolver",
+    "build_images",
+    "build_spec",
     "content_key",
     "dockerfile_name",
+    "ensure_dockerignore",
+    "ensure_libtorch_image",
+    "host_has_gpus",
     "images_data",
     "keyed_image",
     "manifest_hash",
+    "missing_essentials",
+    "parse_listing",
     "plan_images",
+    "plan_run",
+    "prepare_mounts",
+    "profiles_of",
     "project_libtorch_image",
     "project_name",
     "project_resolver",
@@ -51,5 +78,6 @@ __all__ = [
     "render_dockerfile",
     "render_dockerignore",
     "render_libtorch_dockerfile",
+    "size_report",
     "variant_ref",
 ]

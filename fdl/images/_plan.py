@@ -262,7 +262,7 @@ class _Planner:
     def _env(
         self, key: str, kind: str, raw: Mapping[str, Any], variant: VariantRef | None
     ) -> tuple[tuple[str, str], ...]:
-        from fdl.manifest._secrets import is_secret_key, is_secret_node, token_kind
+        from fdl.manifest import is_secret_key, is_secret_node, token_kind
 
         libtorch = self.data.paths["libtorch"]
         env: dict[str, str] = {}

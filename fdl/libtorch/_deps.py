@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from fdl.binaries import SYSTEM_DIRS, BinaryFormatError, dependency_closure
+from fdl.checks import Check, Severity
 from fdl.compat import injected_libraries, runtime_libraries
-from fdl.diagnose._model import Check, Severity
 from fdl.errors import FdlError
 from fdl.libtorch import variants
 from fdl.libtorch._scan import torch_libraries

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from fdl._files import atomic_write_text, read_small_text
+from fdl.archive import ArchiveError, read_member, safe_extract_zip, test_zip
 from fdl.compat import archive_layout, current_platform, libtorch_url, release
 from fdl.errors import EnvironmentProblem, FdlError, NetworkError, UsageError
 from fdl.libtorch import variants
@@ -34,6 +35,7 @@ from fdl.libtorch._install import (
     variant_lock,
 )
 from fdl.libtorch._select import Selection
+from fdl.net import Progress, download, rebase_url
 from fdl.paths import Context
 
 __all__ = ["MIRROR_ENV", "DownloadPlan", "plan_download", "run_download"]
@@ -110,8 +112,6 @@ def plan_download(
     Raises:
         UsageError: an invalid name, or no official zip for this platform.
     """
-    from fdl.net import rebase_url
-
     target = resolve_target(context, f"precompiled/{name or selection.variant}", path)
     upstream = libtorch_url(selection.torch_version, selection.variant, platform=current_platform())
     url = rebase_url(upstream, mirror) if mirror else upstream
@@ -139,8 +139,6 @@ def _is_current(plan: DownloadPlan) -> Callable[[Path], bool]:
 
 def check_build_version(archive: Path, expected: str, url: str) -> str:
     """The archive's ``libtorch/build-version``; raise when it is not ``expected``."""
-    from fdl.archive import ArchiveError, read_member
-
     layout = archive_layout()
     member = f"{layout.top}/{layout.version_file}"
     try:
@@ -225,8 +223,6 @@ def _fetch_and_check(
     transfer: Mapping[str, Any],
 ) -> Callable[[Path], variants.VariantInfo]:
     """Download and test the zip; return what extracts it into a tree."""
-    from fdl.archive import safe_extract_zip, test_zip
-
     result = _fetch(plan, on_progress, say, transfer)
     say(f"testing {plan.archive.name}")
     try:
@@ -319,8 +315,6 @@ def _fetch(
     say: MessageCallback,
     transfer: Mapping[str, Any],
 ) -> Any:
-    from fdl.net import Progress, download
-
     def report(progress: Progress) -> None:
         if on_progress is not None:
             on_progress(progress.done, progress.total, progress.rate)

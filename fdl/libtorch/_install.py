@@ -29,11 +29,8 @@ from fdl.compat import archive_layout
 from fdl.errors import EnvironmentProblem, UsageError
 from fdl.libtorch import variants
 from fdl.libtorch._scan import detect_abi, read_build_version, scan_device_code
+from fdl.locking import FileLock
 from fdl.paths import Context
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from fdl.locking import FileLock
 
 __all__ = [
     "InstallResult",
@@ -261,8 +258,6 @@ def variant_lock(
     timeout: float | None = None,
 ) -> FileLock:
     """The lock guarding ``target`` (use it as a context manager)."""
-    from fdl.locking import FileLock
-
     what = purpose or f"installing libtorch {target.name or target.path}"
     return FileLock(target.lock, timeout=timeout, purpose=what, on_wait=on_wait)
 

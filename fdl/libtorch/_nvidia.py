@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fdl.archive import safe_extract_zip
 from fdl.errors import EnvironmentProblem
 from fdl.runner import Runner
 
@@ -141,8 +142,6 @@ def copy_wheel_libraries(
     wheels: Sequence[Path], lib_dir: Path, scratch: Path, on_line: LineCallback | None = None
 ) -> NvidiaLibraries:
     """Extract each NVIDIA wheel (safely) and copy its ``nvidia/*/lib`` libraries to ``lib_dir``."""
-    from fdl.archive import safe_extract_zip
-
     packages = []
     for index, wheel in enumerate(sorted(wheels)):
         if on_line is not None:

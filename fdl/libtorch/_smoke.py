@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fdl._assets import asset_dir
+from fdl.compat import parse_archs, source_requirements
 from fdl.errors import CommandFailed, EnvironmentProblem, FdlError
 from fdl.libtorch import variants
 from fdl.runner import Runner
@@ -89,8 +90,6 @@ def cuda_root(environ: Mapping[str, str]) -> Path | None:
 
 def smoke_setup(info: variants.VariantInfo, environ: Mapping[str, str]) -> SmokeSetup:
     """The smoke program's configuration for the variant ``info`` describes."""
-    from fdl.compat import parse_archs, source_requirements
-
     try:
         standard = source_requirements(info.torch).cxx_standard if info.torch else 17
     except FdlError:

@@ -1,6 +1,6 @@
 """``fdl libtorch verify``: is this variant what it claims, and does it fit this machine?
 
-Checks, each a :class:`~fdl.diagnose._model.Check`:
+Checks, each a :class:`~fdl.checks.Check`:
 
 - files: ``lib/libtorch.so``, headers, ``TorchConfig.cmake``, ``build-version``;
 - archs: the GPU code really compiled into torch's libraries (``.nv_fatbin``), compared
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fdl.checks import Check, Severity, worst
 from fdl.compat import ArchList, check_driver, parse_archs
-from fdl.diagnose._model import Check, Severity, worst
 from fdl.errors import FdlError
 from fdl.libtorch import variants
 from fdl.libtorch._deps import library_checks

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from fdl._files import file_sha256
-from fdl.errors import EnvironmentProblem, UsageError
+from fdl.archive import ArchiveError, read_member, safe_extract_zip
+from fdl.compat import release
+from fdl.errors import EnvironmentProblem, FdlError, UsageError
 from fdl.libtorch import variants
 from fdl.libtorch._nvidia import (
     NvidiaLibraries,
@@ -130,8 +132,6 @@ def wheel_from_file(path: Path) -> WheelSource:
     Raises:
         UsageError: not a file, not a wheel, or not a torch wheel.
     """
-    from fdl.archive import ArchiveError, read_member
-
     if not path.is_file():
         raise UsageError(f"{path}: no such wheel file", hint="pass the path of a torch .whl file")
     try:
@@ -238,7 +238,6 @@ def _copy_tree(source: WheelSource, tree: Path, scratch: Path) -> None:
             if (source.location / name).is_dir():
                 shutil.copytree(source.location / name, tree / name, symlinks=True)
         return
-    from fdl.archive import safe_extract_zip
 
     unpacked = scratch / "torch"
     safe_extract_zip(source.location, unpacked, strip_prefix="torch")
@@ -326,9 +325,6 @@ def _info(
     libraries: NvidiaLibraries | None,
     options: NvidiaOptions,
 ) -> variants.VariantInfo:
-    from fdl.compat import release
-    from fdl.errors import FdlError
-
     cudnn = next(
         (
             r.split("==", 1)[1].split(";")[0].strip()

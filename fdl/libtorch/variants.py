@@ -28,6 +28,7 @@ from typing import Any
 
 from fdl._files import NotARegularFile, atomic_write_text, read_small_text
 from fdl.errors import EnvironmentProblem, UsageError
+from fdl.locking import FileLock, WaitCallback
 from fdl.paths import Context
 
 __all__ = [
@@ -142,13 +143,37 @@ def clear_active(context: Context) -> None:
         atomic_write_text(pointer, "")
 
 
-def remove(context: Context, name: str) -> bool:
-    """Delete an installed variant; returns True when it was the active one.
+def remove(
+    context: Context,
+    name: str,
+    *,
+    timeout: float | None = None,
+    on_wait: WaitCallback | None = None,
+) -> bool:
+    """Delete an installed variant under its lock; returns True when it was the active one.
+
+    An install of the same variant running in another process finishes first.
+
+    Args:
+        timeout: Seconds to wait for the lock (None: as long as it takes).
+        on_wait: Told when another process holds the lock.
 
     Raises:
         UsageError: invalid name or not installed.
+        LockBusy: the lock was not free within ``timeout``.
     """
     normalised = validate_name(name)
+    lock = FileLock(
+        lock_file(context, normalised),
+        timeout=timeout,
+        purpose=f"removing libtorch {normalised}",
+        on_wait=on_wait,
+    )
+    with lock:
+        return _remove_locked(context, normalised)
+
+
+def _remove_locked(context: Context, normalised: str) -> bool:
     target = context.libtorch_dir / normalised
     if not target.is_dir():
         installed = ", ".join(list_variants(context)) or "none"

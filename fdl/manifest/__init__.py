@@ -11,11 +11,24 @@ Public API::
 from __future__ import annotations
 
 from fdl.manifest._explain import Contribution, Explanation
-from fdl.manifest._layers import Candidate, Discovered, Layer, discover, list_environments
+from fdl.manifest._layers import (
+    BASE_NAMES,
+    EXAMPLE_SUFFIXES,
+    Candidate,
+    Discovered,
+    Layer,
+    discover,
+    display_name,
+    find_in_directory,
+    list_environments,
+)
 from fdl.manifest._manifest import Manifest, load_directory_manifest, load_manifest, split_key
-from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode
+from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode, node_at
+from fdl.manifest._secrets import is_secret_key, is_secret_node, token_kind
 
 __all__ = [
+    "BASE_NAMES",
+    "EXAMPLE_SUFFIXES",
     "Candidate",
     "Contribution",
     "Discovered",
@@ -29,8 +42,14 @@ __all__ = [
     "ScalarNode",
     "SeqNode",
     "discover",
+    "display_name",
+    "find_in_directory",
+    "is_secret_key",
+    "is_secret_node",
     "list_environments",
     "load_directory_manifest",
     "load_manifest",
+    "node_at",
     "split_key",
+    "token_kind",
 ]

@@ -8,8 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from fdl.images import ImageSpec, VariantRef
-from fdl.images._variant import VariantResolver
+from fdl.images import ImageSpec, VariantRef, VariantResolver
 from fdl.scaffold._model import Answers
 
 __all__ = ["plan_generated", "scaffold_resolver"]

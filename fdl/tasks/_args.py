@@ -16,7 +16,7 @@ from typing import Any
 
 from fdl._text import did_you_mean
 from fdl.errors import UsageError
-from fdl.manifest.sections._command_schema import choice_matches, convert, item_type
+from fdl.manifest.sections import choice_matches, convert, item_type
 
 __all__ = ["ArgDecl", "CheckedArgs", "CommandSchema", "OptionDecl", "check_args"]
 

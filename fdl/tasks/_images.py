@@ -50,8 +50,7 @@ def ensure_service_image(
     if wrap.profile is None:
         return None
     from fdl.engine import default_engine
-    from fdl.images import plan_images
-    from fdl.images._build import build_images
+    from fdl.images import build_images, plan_images
 
     spec = plan_images(manifest, [wrap.profile])[0]
     if wrap.image is not None and wrap.image != spec.tag:

@@ -44,7 +44,7 @@ def _refers_to(manifest: Path, directory: Path) -> bool:
 
 def _nearest_above(directory: Path) -> Path | None:
     """The manifest of the nearest ancestor of ``directory`` that has one."""
-    from fdl.manifest._layers import find_in_directory
+    from fdl.manifest import find_in_directory
 
     child, parent = directory, directory.parent
     while parent != child:

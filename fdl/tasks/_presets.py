@@ -12,7 +12,7 @@ import json
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from fdl.manifest.sections._structured import FIELDS, SECTIONS
+from fdl.manifest.sections import FIELDS, SECTIONS
 
 __all__ = ["config_words", "format_value", "merge_settings", "option_words"]
 

@@ -16,8 +16,7 @@ from typing import Any
 
 from fdl._text import did_you_mean
 from fdl.errors import Location, ManifestError, ManifestErrors, UsageError
-from fdl.manifest import Manifest, MapNode, Origin
-from fdl.manifest._layers import display_name
+from fdl.manifest import Manifest, MapNode, Origin, display_name
 from fdl.manifest.sections.core import PRESET_KEYS
 
 __all__ = ["Kind", "Resolution", "command_kind", "load_nested", "locate", "resolve"]

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fdl.libtorch import VariantInfo, variants
-from fdl.libtorch._install import finish_info
+from fdl.libtorch import VariantInfo, finish_info, variants
 from fdl.paths import Context
 from tests.support.libtorch_trees import make_tree
 

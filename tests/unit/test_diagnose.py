@@ -7,11 +7,8 @@ from pathlib import Path
 import pytest
 
 from fdl.compat import parse_capability
-from fdl.diagnose import Severity
-from fdl.diagnose.checks import run_diagnose
-from fdl.diagnose.setup import plan_setup
-from fdl.libtorch import VariantInfo, variants
-from fdl.libtorch._install import finish_info
+from fdl.diagnose import Severity, run_diagnose
+from fdl.libtorch import VariantInfo, finish_info, plan_setup, variants
 from fdl.paths import Context
 from fdl.runner import Completed, FakeRunner
 from tests.support.libtorch_trees import make_tree

@@ -9,9 +9,14 @@ import pytest
 from fdl.binaries.synthetic import build_elf
 from fdl.compat import parse_capability
 from fdl.diagnose import Severity
-from fdl.libtorch import VariantInfo, variants, verify_variant
-from fdl.libtorch._install import finish_info
-from fdl.libtorch._scan import detect_abi, scan_device_code
+from fdl.libtorch import (
+    VariantInfo,
+    detect_abi,
+    finish_info,
+    scan_device_code,
+    variants,
+    verify_variant,
+)
 from fdl.system import Gpu, GpuReport
 from tests.support.libtorch_trees import make_tree
 

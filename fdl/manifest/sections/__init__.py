@@ -10,8 +10,10 @@ from functools import cache
 from importlib import import_module
 
 from fdl.manifest.schema import Obj, Spec
+from fdl.manifest.sections._command_schema import choice_matches, convert, item_type
+from fdl.manifest.sections._structured import FIELDS, SECTIONS
 
-__all__ = ["root_spec"]
+__all__ = ["FIELDS", "SECTIONS", "choice_matches", "convert", "item_type", "root_spec"]
 
 _MODULES = ("core", "libtorch", "images", "ci")
 

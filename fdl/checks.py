@@ -1,4 +1,4 @@
-"""What a check reports: a group, a name, a severity, a message, and the fix."""
+"""What a check reports (shared by `fdl diagnose` and `fdl libtorch verify`): the fix too."""
 
 from __future__ import annotations
 

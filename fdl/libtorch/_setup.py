@@ -1,4 +1,8 @@
-"""``fdl setup``: decide what libtorch fits this machine (a pure plan), for the CLI to run.
+"""``fdl setup``: decide what libtorch fits this machine (a plan), then carry it out.
+
+:func:`plan_setup` reads the installed variants and decides; :func:`run_setup` activates,
+downloads (falling back to the PyPI wheel when download.pytorch.org is out of reach) or
+installs the wheel. A ``build`` plan is only described: ``fdl libtorch build`` runs it.
 
 The plan is one of:
 
@@ -14,16 +18,24 @@ The plan is one of:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fdl.compat import Capability
+from fdl.errors import NetworkError, UsageError
 from fdl.libtorch import variants
+from fdl.libtorch._adopt import install_wheel, wheel_source
+from fdl.libtorch._download import ProgressCallback, plan_download, run_download
+from fdl.libtorch._install import InstallResult
 from fdl.libtorch._scan import scan_device_code
 from fdl.libtorch._select import Selection, select_variant
+from fdl.net import NotFound
 from fdl.paths import Context
+from fdl.runner import Runner, default_runner
 
-__all__ = ["ACTIONS", "SetupPlan", "plan_setup"]
+__all__ = ["ACTIONS", "SetupPlan", "SetupResult", "covers_gpus", "plan_setup", "run_setup"]
 
 ACTIONS = ("keep", "activate", "download", "wheel", "build")
 
@@ -146,3 +158,91 @@ def _build(selection: Selection) -> SetupPlan:
         command=selection.build,
         alternatives=alternatives,
     )
+
+
+@dataclass(frozen=True)
+class SetupResult:
+    """What :func:`run_setup` did.
+
+    Attributes:
+        done: ``activated`` or ``installed``.
+        variant: The variant now in place.
+        install: The install's outcome (None for ``activated``).
+    """
+
+    done: str
+    variant: str
+    install: InstallResult | None = None
+
+
+def run_setup(
+    plan: SetupPlan,
+    context: Context,
+    *,
+    cache: Path,
+    runner: Runner | None = None,
+    mirror: str | None = None,
+    on_progress: ProgressCallback | None = None,
+    on_message: Callable[[str], None] | None = None,
+    on_line: Callable[[str], None] | None = None,
+    on_stage: Callable[[str], None] | None = None,
+    transfer: Mapping[str, Any] | None = None,
+) -> SetupResult:
+    """Carry out an ``activate``, ``download`` or ``wheel`` plan.
+
+    A download that fails on the network (not a missing file) falls back to the PyPI
+    wheel of the same torch version.
+
+    Args:
+        plan: From :func:`plan_setup`.
+        context: The libtorch root.
+        cache: fdl's cache directory (zips under ``libtorch/``, wheels under ``wheels/``).
+        runner: Runs pip for the wheel (default: the real one).
+        mirror: Base URL of a mirror of download.pytorch.org.
+        on_progress: Download progress in bytes.
+        on_message: Told what is being done.
+        on_line: Gets pip's output.
+        on_stage: Told when a new stage starts (``downloading cu130``, ``install from wheel``).
+        transfer: Extra keyword arguments for :func:`fdl.net.download` (``retry``, ``sleep``).
+
+    Raises:
+        UsageError: a ``keep`` or ``build`` plan (nothing to carry out here).
+        NetworkError: the download and the wheel both failed, or the zip does not exist.
+    """
+    say = on_message or (lambda _text: None)
+    stage = on_stage or (lambda _label: None)
+    if plan.action == "activate" and plan.variant is not None:
+        return SetupResult("activated", variants.activate(context, plan.variant))
+    if plan.action not in ("download", "wheel"):
+        raise UsageError(
+            f"a {plan.action!r} setup plan has nothing to carry out",
+            hint=" ".join(plan.command) or "nothing to do",
+        )
+
+    def wheel() -> InstallResult:
+        stage("install from wheel")
+        run = runner or default_runner()
+        torch = plan.selection.torch_version
+        source = wheel_source(
+            cache=cache / "wheels", runner=run, torch=torch, on_message=say, on_line=on_line
+        )
+        return install_wheel(
+            context, source, cache=cache / "wheels", runner=run, on_message=say, on_line=on_line
+        )
+
+    if plan.action == "wheel":
+        result = wheel()
+    else:
+        chosen = plan_download(plan.selection, context, cache, mirror=mirror)
+        stage(f"downloading {chosen.label}")
+        try:
+            result = run_download(
+                chosen, context, on_progress=on_progress, on_message=say, transfer=transfer
+            )
+        except NetworkError as exc:
+            if isinstance(exc, NotFound):
+                raise
+            say(f"download failed ({exc.message}); trying the PyPI wheel instead")
+            result = wheel()
+    name = result.target.name or str(result.target.path)
+    return SetupResult("installed", name, result)

@@ -1,0 +1,189 @@
+"""Variants made from what already exists: a PyTorch wheel, or a libtorch tree on disk.
+
+``fdl libtorch install`` and the wheel path of ``fdl setup`` call these; so can any Python
+code (no CLI involved)::
+
+    from fdl.libtorch import install_wheel, wheel_source
+
+    source = wheel_source(torch="2.13", cache=cache / "wheels", runner=default_runner())
+    result = install_wheel(context, source, cache=cache / "wheels", runner=default_runner())
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from fdl.checks import Check, Severity
+from fdl.compat import resolve_torch_version
+from fdl.errors import UsageError
+from fdl.libtorch import variants
+from fdl.libtorch._deps import library_checks
+from fdl.libtorch._install import (
+    InstallResult,
+    install_tree,
+    installed_build_version,
+    register_variant,
+    resolve_target,
+)
+from fdl.libtorch._wheel import (
+    NvidiaOptions,
+    WheelSource,
+    populate_from_wheel,
+    wheel_from_environment,
+    wheel_from_file,
+    wheel_from_pip,
+)
+from fdl.paths import Context
+from fdl.runner import Runner
+
+__all__ = ["install_dir", "install_wheel", "unresolved_libraries", "wheel_source"]
+
+Callback = Callable[[str], None]
+
+
+def _ignore(_text: str) -> None:
+    pass
+
+
+def wheel_source(
+    *,
+    cache: Path,
+    runner: Runner,
+    wheel: Path | None = None,
+    python: str | None = None,
+    torch: str | None = None,
+    index_url: str | None = None,
+    on_message: Callback | None = None,
+    on_line: Callback | None = None,
+) -> WheelSource:
+    """The wheel to install: a ``.whl`` file, a Python environment's torch, or pip's download.
+
+    Args:
+        cache: Where ``pip download`` puts wheels (``<cache>/wheels``).
+        runner: Runs the environment's Python or pip.
+        wheel: A ``.whl`` file (first choice).
+        python: A Python whose installed torch is copied (second choice).
+        torch: The torch version pip downloads (``2.13`` or ``2.13.0``; None: the newest
+            known release).
+        index_url: A PyPI mirror for pip.
+        on_message: Told what is being done.
+        on_line: Gets pip's output.
+
+    Raises:
+        UsageError: an unusable wheel or environment.
+    """
+    if wheel is not None:
+        return wheel_from_file(wheel.expanduser())
+    if python is not None:
+        return wheel_from_environment(python, runner)
+    exact = torch if torch and torch.count(".") >= 2 else resolve_torch_version(torch)
+    (on_message or _ignore)(f"pip download torch=={exact} --no-deps")
+    return wheel_from_pip(
+        exact, cache, python=sys.executable, runner=runner, index_url=index_url, on_line=on_line
+    )
+
+
+def install_wheel(
+    context: Context,
+    source: WheelSource,
+    *,
+    cache: Path,
+    runner: Runner,
+    name: str | None = None,
+    force: bool = False,
+    nvidia: bool = True,
+    index_url: str | None = None,
+    activate: bool = True,
+    on_message: Callback | None = None,
+    on_line: Callback | None = None,
+) -> InstallResult:
+    """Install ``source`` as ``precompiled/<name or variant>`` (atomically, under the lock).
+
+    An existing variant of the same build is kept; one of another build is replaced only
+    with ``force``.
+
+    Args:
+        context: The libtorch root.
+        source: From :func:`wheel_source`.
+        cache: Where the NVIDIA wheels pip fetches are kept.
+        runner: Runs pip.
+        name: Variant name under ``precompiled/`` (default: the wheel's variant, ``cu130``).
+        force: Replace a different build (or a directory fdl did not make).
+        nvidia: Bring the NVIDIA libraries a CUDA wheel needs into ``lib/``.
+        index_url: A PyPI mirror for pip.
+        activate: Make it the active variant.
+        on_message: Told what is being done and when another process holds the lock.
+        on_line: Gets pip's output and per-wheel progress.
+
+    Raises:
+        UsageError: the variant holds another libtorch build and ``force`` is not set.
+    """
+    target = resolve_target(context, f"precompiled/{name or source.variant}")
+    wanted = source.build_version
+    found = installed_build_version(target.path) if (target.path / "lib").is_dir() else None
+    if found and found != wanted and not force:
+        raise UsageError(
+            f"{target.name} already holds libtorch {found}, not {wanted}",
+            hint="replace it with --force, or choose another name with --name",
+        )
+    options = NvidiaOptions(bundle=nvidia, python=sys.executable, cache=cache, index_url=index_url)
+
+    def is_current(path: Path) -> bool:
+        return installed_build_version(path) == wanted
+
+    return install_tree(
+        context,
+        target,
+        lambda tree: populate_from_wheel(source, tree, runner, options, on_message, on_line),
+        is_current=None if force else is_current,
+        activate=activate,
+        on_wait=on_message,
+        force=force,
+    )
+
+
+def install_dir(
+    context: Context,
+    tree: Path,
+    *,
+    name: str | None = None,
+    force: bool = False,
+    activate: bool = True,
+    on_wait: Callable[[str], None] | None = None,
+) -> InstallResult:
+    """Add an existing libtorch tree (``lib/``, ``include/``, ``share/``) as a variant.
+
+    The tree is copied to ``precompiled/<name or its directory name>`` (a name with a ``/``
+    is used as given); a tree that already sits there is adopted in place.
+
+    Raises:
+        UsageError: ``tree`` has no ``lib/``, or the variant exists and ``force`` is not set.
+    """
+    tree = tree.expanduser().absolute()
+    if not (tree / "lib").is_dir():
+        raise UsageError(
+            f"{tree} is not a libtorch tree (no lib/)", hint="pass the libtorch directory"
+        )
+    chosen = name or tree.name
+    full = chosen if "/" in chosen else f"precompiled/{chosen}"
+    existing = variants.variant_dir(context, full)
+    in_place = existing.resolve() == tree.resolve()  # adopted where it lies, nothing replaced
+    if existing.exists() and not in_place and not force:
+        raise UsageError(
+            f"{variants.validate_name(full)} is already installed",
+            hint="replace it with --force, or choose another name with --name",
+        )
+    info = variants.VariantInfo(name=full, source={"kind": "directory", "directory": str(tree)})
+    return register_variant(
+        context, full, tree, info, activate=activate, move=False, force=force, on_wait=on_wait
+    )
+
+
+def unresolved_libraries(result: InstallResult) -> list[Check]:
+    """The errors of a fresh variant whose libraries need something it does not contain."""
+    if not result.installed:
+        return []
+    checks = library_checks(result.target.path, result.info)
+    return [c for c in checks if c.severity is Severity.ERROR]
