@@ -266,20 +266,20 @@ def test_a_run_killed_after_the_download_reuses_the_verified_archive(
     fdl, faulty_server, tmp_path, monkeypatch
 ) -> None:
     faulty_server.add(url_path("cpu"), libtorch_zip(f"{TORCH}+cpu"))
-    import fdl.archive as archive_package
+    from fdl.libtorch import _download as download_module
 
-    real_extract = archive_package.safe_extract_zip
+    real_extract = download_module.safe_extract_zip
 
     def killed(*args, **kwargs):
         raise KeyboardInterrupt  # the user's Ctrl-C (or a kill) while extracting
 
-    monkeypatch.setattr(archive_package, "safe_extract_zip", killed)
+    monkeypatch.setattr(download_module, "safe_extract_zip", killed)
     first = fdl("libtorch", "download", "--cpu")
     assert first.exit_code == 130, first.output
     assert_nothing_installed(tmp_path)
     assert len(faulty_server.requests_to(url_path("cpu"))) == 1
 
-    monkeypatch.setattr(archive_package, "safe_extract_zip", real_extract)
+    monkeypatch.setattr(download_module, "safe_extract_zip", real_extract)
     faulty_server.clear_log()
     again = fdl("libtorch", "download", "--cpu", "--json")
     assert again.exit_code == 0, again.output
