@@ -226,7 +226,7 @@ def _bake(
     """bake builds the libtorch images as the cells need them (the steps list them with
     their bake target); secrets come from ``environ`` as in any build."""
     no_cache, environ = options
-    from fdl.ci._render import bake_path
+    from fdl.ci._model import bake_path
 
     client = engine.describe().client
     targets = [cell.id for cell in matrix.cells]

@@ -13,7 +13,7 @@ from typing import Any
 
 from fdl.images import ImageSpec, VariantRef
 
-__all__ = ["Cell", "CiConfig", "Matrix", "MatrixVariant"]
+__all__ = ["Cell", "CiConfig", "Matrix", "MatrixVariant", "bake_path"]
 
 
 @dataclass(frozen=True)
@@ -209,3 +209,8 @@ class Matrix:
             "variants": [variant.to_json() for variant in self.variants],
             "cells": [cell.to_json() for cell in self.cells],
         }
+
+
+def bake_path(matrix: Matrix) -> str:
+    """The bake file, relative to the project (where bake runs)."""
+    return f"{matrix.config.output}/docker-bake.hcl"

@@ -10,8 +10,9 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-from fdl.ci._model import Cell, Matrix, MatrixVariant
+from fdl.ci._model import Cell, Matrix, MatrixVariant, bake_path
 from fdl.ci._text import comment_lines, hcl, header, render_template
+from fdl.ci._workflow import render_workflow
 
 __all__ = ["GeneratedFile", "bake_path", "dockerfiles_dir", "generated_files", "render_bake"]
 
@@ -29,11 +30,6 @@ class GeneratedFile:
     text: str
 
 
-def bake_path(matrix: Matrix) -> str:
-    """The bake file, relative to the project (where bake runs)."""
-    return f"{matrix.config.output}/docker-bake.hcl"
-
-
 def _in_repo(matrix: Matrix, path: str) -> str:
     """A project-relative path as a repository-relative one."""
     return posixpath.normpath(posixpath.join(matrix.config.working_directory, path))
@@ -41,7 +37,6 @@ def _in_repo(matrix: Matrix, path: str) -> str:
 
 def generated_files(matrix: Matrix) -> list[GeneratedFile]:
     """Every file of the matrix, sorted by path."""
-    from fdl.ci._workflow import render_workflow
 
     files = [
         GeneratedFile(_in_repo(matrix, bake_path(matrix)), render_bake(matrix)),
