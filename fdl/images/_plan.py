@@ -46,9 +46,7 @@ IMAGE_SECTIONS = ("images", "libtorch")
 def manifest_hash(manifest: Manifest) -> str:
     """``sha256:<hex>`` of the manifest sections an image is made from, secrets
     masked (a label must not let anyone test guesses of a secret against it)."""
-    from fdl.manifest._render import show_data
-
-    data = show_data(manifest.tree)
+    data = manifest.masked_data()
     relevant = {key: data[key] for key in IMAGE_SECTIONS if key in data}
     text = json.dumps(relevant, sort_keys=True, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

@@ -128,6 +128,13 @@ class Manifest:
             hint=hint,
         )
 
+    def masked_data(self) -> Any:
+        """The merged manifest as plain data, secrets masked (what ``config show --json``
+        prints; safe to hash into a label or show)."""
+        from fdl.manifest._render import show_data
+
+        return show_data(self.tree)
+
     def explain(self, key: str | None = None) -> list[Explanation]:
         """Explain one key (every leaf below it) or every leaf.
 
