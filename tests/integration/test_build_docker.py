@@ -8,6 +8,9 @@ path of the Dockerfile (nvcc/gcc/cuDNN preflight) is covered by the plan tests.
 from __future__ import annotations
 
 import json
+import os
+import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -45,6 +48,12 @@ def test_docker_cpu_build_is_copied_out_registered_and_usable(
     run_fdl, tmp_path: Path, toolchain_image: str
 ) -> None:
     source = copy_source(tmp_path / "pytorch")
+    # A source tree no earlier run had: BuildKit's cache on this engine (kept between test
+    # runs) cannot answer the first build, so it really compiles and the second is cached.
+    (source / "fdl-test-nonce.txt").write_text(uuid.uuid4().hex + "\n")
+    # The user's directory holds much more than a build needs: none of it may be sent.
+    decoy = tmp_path / "datasets.bin"
+    decoy.write_bytes(os.urandom(DECOY_BYTES))
     env = {"FDL_HOME": str(tmp_path / "home"), "FDL_CACHE_DIR": str(tmp_path / "cache")}
     args = [
         "libtorch",
@@ -74,17 +83,43 @@ def test_docker_cpu_build_is_copied_out_registered_and_usable(
     assert info["source"]["backend"] == "docker" and info["source"]["image"] == toolchain_image
     assert info["extra"]["toolchain"]["gcc"].startswith("12.")
     assert info["extra"]["compiler_cache"]["misses"] is not None
-    # only the build context fdl made was sent: the project directory holds other files
     log = Path(plan["paths"]["log"]).read_text(errors="replace")
+    # only the build context fdl made was sent: the working directory's 32 MB decoy was not
+    sent = _context_bytes(log)
+    assert sent, f"no build context transfer in the log: {log[-2000:]}"
+    assert max(sent) < DECOY_BYTES // 4, sent
     # The preflight ran now, or in an earlier run on this engine (then its step is cached).
     assert "fdl-preflight: ok" in log or _preflight_cached(log), log[-2000:]
     output = build_and_run_consumer(variant, tmp_path)
     assert losses(output)
-    # a second run reuses the cached image steps (nothing is compiled again)
+    # a second run reuses the cached image steps: its own part of the log (the runner appends
+    # to one log file) shows the compile step CACHED and no compiler at work
+    first_run = len(Path(plan["paths"]["log"]).read_bytes())
     again = run_fdl([*args, "--json"], cwd=tmp_path, env=env)
     assert again.exit_code == 0, again.output
-    log = Path(plan["paths"]["log"]).read_text(errors="replace")
-    assert log.count("CACHED") >= 3
+    second = Path(plan["paths"]["log"]).read_bytes()[first_run:].decode(errors="replace")
+    compile_step = _step_of(second, "build.sh")
+    assert compile_step is not None, second[-3000:]
+    assert f"{compile_step} CACHED" in second, second[-3000:]
+    assert "Building CXX object" not in second and "Building CUDA object" not in second
+
+
+DECOY_BYTES = 32 << 20
+_UNITS = {"B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+
+
+def _context_bytes(log: str) -> list[float]:
+    """Sizes of every build context BuildKit received (``transferring context: 2.35kB``)."""
+    found = re.findall(r"transferring context: ([0-9.]+)([kKMG]?B)", log)
+    return [float(number) * _UNITS[unit] for number, unit in found]
+
+
+def _step_of(log: str, marker: str) -> str | None:
+    """The ``#N`` id of the BuildKit step whose command mentions ``marker``."""
+    for line in log.splitlines():
+        if line.startswith("#") and marker in line and "[" in line:
+            return line.split()[0]
+    return None
 
 
 def _preflight_cached(log: str) -> bool:
