@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from fdl._upward import EXAMPLE_SUFFIXES, MANIFEST_NAMES, upward
+
 __all__ = ["Context", "cache_dir", "global_home", "resolve_context"]
 
 
@@ -76,18 +78,13 @@ class Context:
 
 def find_project_root(start: Path) -> Path | None:
     """The nearest directory (walking up) with an fdl manifest or ``libtorch/.active``."""
-    from fdl.manifest import BASE_NAMES, EXAMPLE_SUFFIXES
-
-    names = [name + suffix for name in BASE_NAMES for suffix in ("", *EXAMPLE_SUFFIXES)]
-    current = start.resolve()
-    while True:
-        if any((current / name).is_file() for name in names):
-            return current
-        if (current / "libtorch" / ".active").is_file():
-            return current
-        if current.parent == current:
-            return None
-        current = current.parent
+    names = [name + suffix for name in MANIFEST_NAMES for suffix in ("", *EXAMPLE_SUFFIXES)]
+    for directory in upward(start):
+        if any((directory / name).is_file() for name in names):
+            return directory
+        if (directory / "libtorch" / ".active").is_file():
+            return directory
+    return None
 
 
 def resolve_context(start: Path | None = None, environ: Mapping[str, str] | None = None) -> Context:

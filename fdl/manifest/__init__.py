@@ -10,10 +10,10 @@ Public API::
 
 from __future__ import annotations
 
+from fdl._upward import EXAMPLE_SUFFIXES
 from fdl.manifest._explain import Contribution, Explanation
 from fdl.manifest._layers import (
     BASE_NAMES,
-    EXAMPLE_SUFFIXES,
     Candidate,
     Discovered,
     Layer,

@@ -12,11 +12,11 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from fdl._upward import EXAMPLE_SUFFIXES, MANIFEST_NAMES, upward
 from fdl.errors import ManifestError, ManifestNotFound, UsageError
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode
 
-BASE_NAMES = ("fdl.yml", "fdl.yaml", "fdl.json")
-EXAMPLE_SUFFIXES = (".example", ".dist")
+BASE_NAMES = MANIFEST_NAMES
 OVERLAY_EXTENSIONS = ("yml", "yaml", "json")
 INHERIT_KEY = "inherit-from"
 ENV_PREFIX = "FDL__"
@@ -145,14 +145,10 @@ def discover(start: Path, explicit: Path | None = None) -> Discovered:
             )
         example = path.suffix in EXAMPLE_SUFFIXES
         return Discovered(path.resolve(), example=example)
-    current = start.resolve()
-    while True:
-        found = find_in_directory(current)
+    for directory in upward(start):
+        found = find_in_directory(directory)
         if found is not None:
             return found
-        if current.parent == current:
-            break
-        current = current.parent
     raise ManifestNotFound(
         f"no fdl.yml found in {start} or any parent directory",
         hint="create one with `fdl init`, or pass -f/--manifest PATH",

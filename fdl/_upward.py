@@ -1,0 +1,23 @@
+"""The one upward search: a directory and its parents up to the file system root.
+
+Used to find the project's manifest (fdl.manifest) and the project root that holds its
+libtorch variants (fdl.paths); kept free of heavy imports (it runs on every start).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["EXAMPLE_SUFFIXES", "MANIFEST_NAMES", "upward"]
+
+# The names a project manifest has, and the suffixes of its read-only examples.
+MANIFEST_NAMES = ("fdl.yml", "fdl.yaml", "fdl.json")
+EXAMPLE_SUFFIXES = (".example", ".dist")
+
+
+def upward(start: Path) -> Iterator[Path]:
+    """``start`` (resolved) and each of its parents, nearest first."""
+    current = start.resolve()
+    yield current
+    yield from current.parents
