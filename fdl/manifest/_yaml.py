@@ -37,6 +37,9 @@ except ImportError:  # pragma: no cover - depends on how PyYAML was built
     from yaml import SafeLoader as _Loader  # type: ignore[assignment]
 
 MAX_DEPTH = 200
+# Longest integer fdl converts: Python refuses to print (or parse) longer decimal
+# integers (sys.int_info.default_max_str_digits), so a longer one is an error.
+MAX_INT_DIGITS = 4300
 
 _STD = "tag:yaml.org,2002:"
 _NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
@@ -50,20 +53,36 @@ _INF = re.compile(r"^[-+]?\.(?:inf|Inf|INF)$")
 _NAN = re.compile(r"^\.(?:nan|NaN|NAN)$")
 
 
+def _int_too_long(text: str) -> bool:
+    """Whether an integer literal would exceed :data:`MAX_INT_DIGITS` decimal digits."""
+    digits = len(text.lstrip("+-"))
+    if text.startswith("0x"):
+        return (digits - 2) * 4 > MAX_INT_DIGITS * 3.32  # 4 bits per hex digit
+    if text.startswith("0o"):
+        return (digits - 2) * 3 > MAX_INT_DIGITS * 3.32
+    return digits > MAX_INT_DIGITS
+
+
 def resolve_plain(text: str) -> Scalar:
-    """The value of a plain (unquoted) scalar under the YAML 1.2 core schema."""
+    """The value of a plain (unquoted) scalar under the YAML 1.2 core schema.
+
+    Integers longer than :data:`MAX_INT_DIGITS` digits stay text (see
+    :func:`int_too_long_error`, which the parser raises for them).
+    """
     if _NULL.match(text):
         return None
     if text in _BOOL_TRUE:
         return True
     if text in _BOOL_FALSE:
         return False
-    if _INT10.match(text):
+    if _INT10.match(text) or _INT8.match(text) or _INT16.match(text):
+        if _int_too_long(text):
+            return text
+        if text.startswith("0o"):
+            return int(text[2:], 8)
+        if text.startswith("0x"):
+            return int(text[2:], 16)
         return int(text)
-    if _INT8.match(text):
-        return int(text[2:], 8)
-    if _INT16.match(text):
-        return int(text[2:], 16)
     if _FLOAT.match(text):
         return float(text)
     if _INF.match(text):
@@ -71,6 +90,23 @@ def resolve_plain(text: str) -> Scalar:
     if _NAN.match(text):
         return float("nan")
     return text
+
+
+def is_huge_int(text: str) -> bool:
+    """Whether ``text`` is an integer literal too long for fdl to convert."""
+    return bool(_INT10.match(text) or _INT8.match(text) or _INT16.match(text)) and _int_too_long(
+        text
+    )
+
+
+def int_too_long_error(text: str, where: Origin | None) -> ManifestError:
+    """The error for an integer longer than :data:`MAX_INT_DIGITS` digits."""
+    return ManifestError(
+        f"integer with {len(text)} characters is too long (fdl reads integers of at most "
+        f"{MAX_INT_DIGITS} digits)",
+        location=where.location() if where is not None else None,
+        hint="quote the value to keep it as text, or shorten it",
+    )
 
 
 _EXPLICIT_TYPES: dict[str, type | tuple[type, ...]] = {
@@ -86,6 +122,8 @@ def _explicit(tag: str, text: str, where: Origin) -> Scalar:
     kind = tag[len(_STD) :]
     if kind == "str":
         return text
+    if is_huge_int(text):
+        raise int_too_long_error(text, where)
     value = resolve_plain(text)
     wanted = _EXPLICIT_TYPES.get(kind)
     if wanted is None:
@@ -247,6 +285,8 @@ class _Composer:
             value = _explicit(tag, text, where)
         elif (plain and event.implicit[0]) or (tag == TAG_SECRET and plain):
             value = resolve_plain(text)
+            if value is text and is_huge_int(text):
+                raise int_too_long_error(text, where)
         else:
             value = text
         node = ScalarNode(value, where, tag if tag in KNOWN_TAGS else None, raw=text)
