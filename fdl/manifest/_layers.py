@@ -331,6 +331,35 @@ def _reorigin(node: Node, origin: Origin) -> Node:
     return ScalarNode(node.value, origin, node.tag, node.raw)
 
 
+# Keys deeper than this in --set / FDL__ are refused (a manifest nests far less;
+# the bound keeps every recursive walk of the merged tree far from Python's limit).
+MAX_KEY_SEGMENTS = 50
+
+
+def _check_assignment(what: str, segments: list[str], texts: Sequence[str], fix: str) -> None:
+    """Refuse keys deeper than :data:`MAX_KEY_SEGMENTS` and text that is not UTF-8.
+
+    Raises:
+        ManifestError: naming ``what`` (the variable or the ``--set`` option).
+    """
+    if len(what) > 80:
+        what = what[:77] + "..."
+    if len(segments) > MAX_KEY_SEGMENTS:
+        raise ManifestError(
+            f"{what}: key with {len(segments)} segments; fdl accepts at most {MAX_KEY_SEGMENTS}",
+            hint=fix,
+        )
+    for text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = text.encode("utf-8", "surrogateescape")[exc.start : exc.start + 1]
+            raise ManifestError(
+                f"{what}: byte {bad!r} at position {exc.start} is not UTF-8",
+                hint=f"{fix}; fdl manifests and their overrides are UTF-8 text",
+            ) from None
+
+
 def _value_node(text: str, origin: Origin, what: str) -> Node:
     from fdl.manifest._yaml import parse_yaml
 
@@ -386,6 +415,12 @@ def env_layer(environ: Mapping[str, str], merged: Node | None) -> Layer | None:
                 f"environment variable {name}: empty key segment",
                 hint="separate keys with exactly two underscores: FDL__SECTION__KEY=value",
             )
+        _check_assignment(
+            f"environment variable {name}",
+            segments,
+            (name, environ[name]),
+            f"fix or unset {name[:80]}",
+        )
         origin = Origin(f"${name}", layer=LayerKind.ENV)
         keys: list[str] = []
         below = merged
@@ -414,6 +449,10 @@ def set_layer(assignments: Sequence[str]) -> Layer | None:
                 f"--set {text!r}: expected KEY=VALUE with a dotted key",
                 hint="e.g. `--set libtorch.build.jobs=4`",
             )
+        try:
+            _check_assignment(f"--set {key.strip()}", segments, (text,), "fix the --set option")
+        except ManifestError as exc:
+            raise UsageError(exc.message, hint=exc.hint) from None
         origin = Origin(f"--set {key.strip()}", layer=LayerKind.SET)
         _insert(tree, segments, _value_node(value, origin, f"--set {key}"), origin)
     return Layer(LayerKind.SET, "--set", None, tree)
