@@ -37,6 +37,9 @@ except ImportError:  # pragma: no cover - depends on how PyYAML was built
     from yaml import SafeLoader as _Loader  # type: ignore[assignment]
 
 MAX_DEPTH = 200
+# Nodes that aliases may add to a document when expanded (a "billion laughs"
+# alias bomb would otherwise be expanded by the merge until memory runs out).
+MAX_ALIAS_NODES = 100_000
 # Longest integer fdl converts: Python refuses to print (or parse) longer decimal
 # integers (sys.int_info.default_max_str_digits), so a longer one is an error.
 MAX_INT_DIGITS = 4300
@@ -144,10 +147,11 @@ def _explicit(tag: str, text: str, where: Origin) -> Scalar:
 class _Frame:
     """A mapping or sequence under construction."""
 
-    __slots__ = ("anchor", "key", "merges", "node")
+    __slots__ = ("anchor", "key", "merges", "node", "size")
 
     def __init__(self, node: Node, anchor: str | None) -> None:
         self.node = node
+        self.size = 1  # nodes below this one once aliases are expanded, itself included
         self.anchor = anchor
         self.key: ScalarNode | None = None
         self.merges: list[tuple[Node, Origin]] = []
@@ -227,6 +231,8 @@ class _Composer:
         self.stack: list[_Frame] = []
         self.root: Node | None = None
         self.documents = 0
+        self.sizes: dict[str, int] = {}  # anchor -> expanded size of its node
+        self.alias_nodes = 0
 
     def where(self, event: yaml.Event) -> Origin:
         mark = event.start_mark
@@ -268,12 +274,27 @@ class _Composer:
                         self.where(event),
                         f"define &{event.anchor} before using it",
                     )
+                self.count_alias(event)
                 self.add(target, event)
             elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 self.open(event)
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 self.close()
         return self.root
+
+    def count_alias(self, event: yaml.AliasEvent) -> None:
+        """Count the nodes the alias adds; refuse beyond :data:`MAX_ALIAS_NODES`."""
+        size = self.sizes.get(event.anchor or "", 1)
+        self.alias_nodes += size
+        if self.alias_nodes > MAX_ALIAS_NODES:
+            raise self.fail(
+                f"aliases expand to more than {MAX_ALIAS_NODES:,} values "
+                f"(*{event.anchor} alone adds {size:,})",
+                self.where(event),
+                "use fewer nested aliases; write the repeated values out or use inherit-from",
+            )
+        if self.stack:
+            self.stack[-1].size += size
 
     def scalar(self, event: yaml.ScalarEvent) -> ScalarNode:
         where = self.where(event)
@@ -292,6 +313,9 @@ class _Composer:
         node = ScalarNode(value, where, tag if tag in KNOWN_TAGS else None, raw=text)
         if event.anchor:
             self.anchors[event.anchor] = node
+            self.sizes[event.anchor] = 1
+        if self.stack:
+            self.stack[-1].size += 1
         return node
 
     def open(self, event: yaml.CollectionStartEvent) -> None:
@@ -319,6 +343,9 @@ class _Composer:
             self.apply_merge_keys(node, frame.merges)
         if frame.anchor:
             self.anchors[frame.anchor] = node
+            self.sizes[frame.anchor] = frame.size
+        if self.stack:
+            self.stack[-1].size += frame.size
         self.add(node, None)
 
     def apply_merge_keys(self, node: MapNode, merges: list[tuple[Node, Origin]]) -> None:

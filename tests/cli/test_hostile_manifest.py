@@ -63,3 +63,19 @@ def test_env_value_with_a_non_utf8_byte_names_the_variable(run_fdl, project: Pat
     )
     assert result.exit_code == 3, result.output
     assert "environment variable FDL__DESCRIPTION: byte b'\\xff'" in result.output
+
+
+def test_alias_bomb_is_refused_at_the_alias_quickly(run_fdl, project: Path) -> None:
+    lines = ["description: x", "a0: &a0 [1,1,1,1,1,1,1,1,1,1]"]
+    lines += [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    (project / "fdl.yml").write_text("\n".join(lines) + "\n")
+    result = run_fdl(["config", "show"], cwd=project)
+    assert result.exit_code == 3, result.output
+    assert "fdl.yml:6:" in result.output
+    assert "aliases expand to more than 100,000 values" in result.output
+
+
+def test_ordinary_aliases_still_expand(run_fdl, project: Path) -> None:
+    (project / "fdl.yml").write_text("description: x\nbase: &b {x: 1}\nother: *b\nlist: [*b, *b]\n")
+    result = run_fdl(["config", "show"], cwd=project)
+    assert "aliases expand" not in result.output
