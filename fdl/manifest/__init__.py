@@ -11,7 +11,14 @@ Public API::
 from __future__ import annotations
 
 from fdl.manifest._explain import Contribution, Explanation
-from fdl.manifest._layers import Candidate, Discovered, Layer, discover, list_environments
+from fdl.manifest._layers import (
+    Candidate,
+    Discovered,
+    Layer,
+    discover,
+    list_environments,
+    working_directory,
+)
 from fdl.manifest._manifest import Manifest, load_directory_manifest, load_manifest, split_key
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode
 
@@ -33,4 +40,5 @@ __all__ = [
     "load_directory_manifest",
     "load_manifest",
     "split_key",
+    "working_directory",
 ]

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from fdl.errors import ManifestError, ManifestNotFound, UsageError
+from fdl.errors import Location, ManifestError, ManifestNotFound, UsageError
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode
 
 BASE_NAMES = ("fdl.yml", "fdl.yaml", "fdl.json")
@@ -20,7 +20,75 @@ EXAMPLE_SUFFIXES = (".example", ".dist")
 OVERLAY_EXTENSIONS = ("yml", "yaml", "json")
 INHERIT_KEY = "inherit-from"
 ENV_PREFIX = "FDL__"
-ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
+# Largest manifest file fdl reads (real ones are a few kB); bigger is refused
+# before reading, so /dev/zero or a huge file cannot exhaust memory.
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+# Characters YAML (libyaml) refuses in a stream: C0/C1 controls other than
+# tab/newline/return/NEL, surrogates, U+FFFE/U+FFFF.
+_NOT_PRINTABLE = re.compile(
+    "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
+
+
+def _short(path: Path | str) -> str:
+    text = str(path)
+    return text if len(text) <= 120 else text[:60] + "..." + text[-57:]
+
+
+def is_file(path: Path, what: str = "manifest", *, usage: bool = False) -> bool:
+    """``path.is_file()``, with OS errors (a name over the system's limit) as fdl errors.
+
+    Raises:
+        ManifestError: (or UsageError when ``usage``) when the path cannot be looked at.
+    """
+    try:
+        return path.is_file()
+    except OSError as exc:
+        raise _path_error(path, what, exc, usage=usage) from None
+
+
+def _path_error(path: Path, what: str, exc: OSError, *, usage: bool) -> ManifestError | UsageError:
+    import errno
+
+    if exc.errno == errno.ENAMETOOLONG:
+        message = f"{what} {_short(path)}: file name too long for this system"
+        hint = "use a shorter path (each name at most 255 bytes, the whole path 4096)"
+    else:
+        message = f"{what} {_short(path)}: {exc.strerror or exc}"
+        hint = "check the path and its permissions"
+    if usage:
+        return UsageError(message, hint=hint)
+    return ManifestError(message, hint=hint)
+
+
+def _why_not_file(path: Path) -> str:
+    """Why ``path`` is not a readable manifest file: missing, a directory, special."""
+    try:
+        if path.is_dir():
+            return "is a directory"
+        if path.exists():
+            return "is not a regular file (a FIFO, device or socket)"
+    except OSError:
+        pass
+    return "does not exist"
+
+
+def working_directory(cwd: Path, directory: Path | str) -> Path:
+    """The directory ``-C DIR`` selects, relative to ``cwd``.
+
+    Raises:
+        UsageError: ``directory`` is not a directory or cannot be looked at.
+    """
+    target = cwd / directory
+    try:
+        if target.is_dir():
+            return target.resolve()
+    except OSError as exc:
+        raise _path_error(Path(directory), "-C", exc, usage=True) from None
+    raise UsageError(f"-C {_short(directory)}: not a directory", hint="pass an existing directory")
+
+
 _OVERLAY_FILE = re.compile(r"^fdl\.([A-Za-z0-9][A-Za-z0-9_-]*)\.(yml|yaml|json)$")
 
 
@@ -103,7 +171,7 @@ def find_in_directory(directory: Path) -> Discovered | None:
     Raises:
         ManifestError: when two candidates of the same rank exist.
     """
-    real = [directory / name for name in BASE_NAMES if (directory / name).is_file()]
+    real = [directory / name for name in BASE_NAMES if is_file(directory / name)]
     if len(real) > 1:
         names = " and ".join(p.name for p in real)
         raise ManifestError(
@@ -116,7 +184,7 @@ def find_in_directory(directory: Path) -> Discovered | None:
         directory / (name + suffix)
         for name in BASE_NAMES
         for suffix in EXAMPLE_SUFFIXES
-        if (directory / (name + suffix)).is_file()
+        if is_file(directory / (name + suffix))
     ]
     if len(examples) > 1:
         names = " and ".join(p.name for p in examples)
@@ -138,9 +206,9 @@ def discover(start: Path, explicit: Path | None = None) -> Discovered:
     """
     if explicit is not None:
         path = explicit if explicit.is_absolute() else start / explicit
-        if not path.is_file():
+        if not is_file(path, "-f"):
             raise ManifestError(
-                f"manifest {explicit} does not exist",
+                f"manifest {_short(explicit)} {_why_not_file(path)}",
                 hint="check the path given to -f/--manifest",
             )
         example = path.suffix in EXAMPLE_SUFFIXES
@@ -187,10 +255,10 @@ def find_overlay(directory: Path, env: str, *, required: bool) -> Path | None:
     """
     if not ENV_NAME.match(env):
         raise UsageError(
-            f"invalid environment name {env!r}",
-            hint="use letters, digits, '-' and '_' (e.g. `--env ci`)",
+            f"invalid environment name {_short(repr(env))}",
+            hint="use up to 100 letters, digits, '-' and '_' (e.g. `--env ci`)",
         )
-    existing = [p for p in overlay_candidates(directory, env) if p.is_file()]
+    existing = [p for p in overlay_candidates(directory, env) if is_file(p, "overlay")]
     if len(existing) > 1:
         names = " and ".join(p.name for p in existing)
         raise ManifestError(
@@ -217,16 +285,7 @@ def read_layer(path: Path, kind: LayerKind, root: Path) -> Layer:
             not a mapping.
     """
     source = display_name(path, root)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ManifestError(
-            f"{source}: not valid UTF-8 (byte {exc.start})", hint="save the file as UTF-8"
-        ) from None
-    except OSError as exc:
-        raise ManifestError(
-            f"cannot read {source}: {exc.strerror}", hint="check the file"
-        ) from None
+    text = read_text(path, source)
     node = parse_text(text, source, kind, path)
     if node is not None and not isinstance(node, MapNode):
         kind_name = "a list" if isinstance(node, SeqNode) else "a single value"
@@ -236,6 +295,72 @@ def read_layer(path: Path, kind: LayerKind, root: Path) -> Layer:
             hint="write `key: value` entries at the top level",
         )
     return Layer(kind, source, path, node)
+
+
+def read_text(path: Path, source: str) -> str:
+    """The UTF-8 text of a manifest file (a leading BOM dropped).
+
+    Only regular files of at most :data:`MAX_MANIFEST_BYTES` are read, so a
+    FIFO, a device or a directory cannot hang fdl or exhaust its memory.
+
+    Raises:
+        ManifestError: the file cannot be read, is not a regular file, is too
+            big, is not UTF-8 or holds characters YAML refuses (with file:line:col).
+    """
+    import stat
+
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise ManifestError(f"{source}: {kind}", hint="point fdl at a manifest file (fdl.yml)")
+        if info.st_size > MAX_MANIFEST_BYTES:
+            raise ManifestError(
+                f"{source}: {info.st_size:,} bytes; fdl reads manifests of at most "
+                f"{MAX_MANIFEST_BYTES:,} bytes",
+                hint="is this the right file? split it with inherit-from otherwise",
+            )
+        with path.open("rb") as handle:
+            data = handle.read(MAX_MANIFEST_BYTES + 1)
+    except OSError as exc:
+        raise ManifestError(
+            f"cannot read {source}: {exc.strerror or exc}",
+            hint="check that the file exists and that you may read it",
+        ) from None
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ManifestError(
+            f"{source}: more than {MAX_MANIFEST_BYTES:,} bytes", hint="is this the right file?"
+        )
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, column = _line_col(data, exc.start)
+        raise ManifestError(
+            f"not valid UTF-8: byte {data[exc.start : exc.start + 1]!r}",
+            location=Location(source, line, column, path),
+            hint="save the file as UTF-8",
+        ) from None
+    bad = _NOT_PRINTABLE.search(text)
+    if bad is not None:
+        line, column = _line_col(text, bad.start())
+        raise ManifestError(
+            f"character U+{ord(bad.group()):04X} is not allowed in YAML",
+            location=Location(source, line, column, path),
+            hint="remove it (or write it as an escape such as \\x00 in a double-quoted string)",
+        )
+    return text
+
+
+def _line_col(data: bytes | str, offset: int) -> tuple[int, int]:
+    """1-based line and column (in characters) of ``offset`` in ``data``."""
+    newline: bytes | str = b"\n" if isinstance(data, bytes) else "\n"
+    line = data.count(newline, 0, offset) + 1  # type: ignore[arg-type]
+    start = data.rfind(newline, 0, offset) + 1  # type: ignore[arg-type]
+    head = data[start:offset]
+    text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
+    return line, len(text) + 1
 
 
 def parse_text(text: str, source: str, kind: LayerKind, path: Path | None) -> Node | None:
@@ -275,7 +400,11 @@ def _pop_inherit(layer: Layer) -> tuple[str, Origin] | None:
 
 
 def load_chain(
-    path: Path, kind: LayerKind, root: Path, trail: tuple[Path, ...] = ()
+    path: Path,
+    kind: LayerKind,
+    root: Path,
+    trail: tuple[Path, ...] = (),
+    links: tuple[Origin, ...] = (),
 ) -> list[Layer]:
     """The file at ``path`` preceded by everything it inherits from (deepest first).
 
@@ -285,8 +414,12 @@ def load_chain(
     canonical = path.resolve()
     if canonical in trail:
         cycle = " -> ".join(display_name(p, root) for p in (*trail, canonical))
+        start = trail.index(canonical)
         raise ManifestError(
-            f"inherit-from cycle: {cycle}", hint="remove one of the inherit-from links"
+            f"inherit-from cycle: {cycle}",
+            location=links[-1].location() if links else None,
+            details="\n".join(f"{o.location()}: inherit-from" for o in links[start:]),
+            hint="remove one of the inherit-from links",
         )
     layer = read_layer(path, kind, root)
     inherited = _pop_inherit(layer)
@@ -296,13 +429,20 @@ def load_chain(
     parent = Path(target).expanduser()
     if not parent.is_absolute():
         parent = path.parent / parent
-    if not parent.is_file():
+    try:
+        found = parent.is_file()
+    except OSError as exc:
+        error = _path_error(parent, "inherit-from target", exc, usage=False)
+        error.location = origin.location()
+        raise error from None
+    if not found:
         raise ManifestError(
-            f"inherit-from target {target} does not exist (looked for {parent})",
+            f"inherit-from target {_short(target)} {_why_not_file(parent)} "
+            f"(looked for {_short(parent)})",
             location=origin.location(),
             hint="fix the path; it is relative to the file that declares it",
         )
-    ancestors = load_chain(parent, LayerKind.INHERITED, root, (*trail, canonical))
+    ancestors = load_chain(parent, LayerKind.INHERITED, root, (*trail, canonical), (*links, origin))
     return [*ancestors, layer]
 
 
