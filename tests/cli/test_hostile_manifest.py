@@ -180,3 +180,20 @@ def test_working_directory_refuses_long_and_missing_names(tmp_path: Path) -> Non
         working_directory(tmp_path, LONG)
     with pytest.raises(UsageError, match="not a directory"):
         working_directory(tmp_path, "missing")
+
+
+def test_json_manifest_integer_over_the_limit_is_located(run_fdl, tmp_path: Path) -> None:
+    (tmp_path / "fdl.json").write_text('{"description": "x", "n": ' + "1" * 5000 + "}")
+    result = run_fdl(["config", "show"], cwd=tmp_path)
+    assert result.exit_code == 3, result.output
+    assert "fdl.json:1:27: integer with 5000 characters" in result.output
+
+
+def test_compose_variable_with_an_unbalanced_quote_exits_4(run_fdl, tmp_path: Path) -> None:
+    (tmp_path / "fdl.yml").write_text("commands:\n  t: {run: echo, docker: dev}\n")
+    (tmp_path / "compose.yaml").write_text("services:\n  dev: {image: x}\n")
+    result = run_fdl(
+        ["t"], cwd=tmp_path, env={"FDL_COMPOSE": "podman 'compose", "FDL_IN_CONTAINER": "0"}
+    )
+    assert result.exit_code == 4, result.output
+    assert "FDL_COMPOSE=" in result.output
