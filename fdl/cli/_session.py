@@ -158,13 +158,9 @@ def install(
     env = os.environ if environ is None else environ
     cwd = Path.cwd()
     if options.directory is not None:
-        cwd = (cwd / options.directory).resolve()
-        if not cwd.is_dir():
-            from fdl.errors import UsageError
+        from fdl.manifest import working_directory
 
-            raise UsageError(
-                f"-C {options.directory}: not a directory", hint="pass an existing directory"
-            )
+        cwd = working_directory(cwd, options.directory)
     session = Session(options=options, console=console, cwd=cwd, environ=env)
     _CURRENT[:] = [session]
     return session

@@ -21,6 +21,7 @@ from fdl.manifest._layers import (
     display_name,
     find_in_directory,
     list_environments,
+    working_directory,
 )
 from fdl.manifest._manifest import Manifest, load_directory_manifest, load_manifest, split_key
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode, node_at
@@ -52,4 +53,5 @@ __all__ = [
     "node_at",
     "split_key",
     "token_kind",
+    "working_directory",
 ]

@@ -15,6 +15,8 @@ from pathlib import Path
 from fdl.errors import Location, ManifestError
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode
 
+_MAX_INT_DIGITS = 4300  # as fdl.manifest._yaml.MAX_INT_DIGITS (Python's conversion limit)
+
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
@@ -94,6 +96,10 @@ class _Parser:
         if match is None or match.end() == pos:
             raise self.error(pos, f"unexpected character {char!r}")
         raw = match.group(0)
+        if not (match.group(1) or match.group(2)) and len(raw.lstrip("-")) > _MAX_INT_DIGITS:
+            from fdl.manifest._yaml import int_too_long_error  # only on this error: yaml is slow
+
+            raise int_too_long_error(raw, self.origin(pos))
         number: int | float = float(raw) if (match.group(1) or match.group(2)) else int(raw)
         return ScalarNode(number, self.origin(pos), raw=raw), match.end()
 

@@ -13,14 +13,82 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from fdl._upward import EXAMPLE_SUFFIXES, MANIFEST_NAMES, upward
-from fdl.errors import ManifestError, ManifestNotFound, UsageError
+from fdl.errors import Location, ManifestError, ManifestNotFound, UsageError
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode
 
 BASE_NAMES = MANIFEST_NAMES
 OVERLAY_EXTENSIONS = ("yml", "yaml", "json")
 INHERIT_KEY = "inherit-from"
 ENV_PREFIX = "FDL__"
-ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
+# Largest manifest file fdl reads (real ones are a few kB); bigger is refused
+# before reading, so /dev/zero or a huge file cannot exhaust memory.
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+# Characters YAML (libyaml) refuses in a stream: C0/C1 controls other than
+# tab/newline/return/NEL, surrogates, U+FFFE/U+FFFF.
+_NOT_PRINTABLE = re.compile(
+    "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+)
+
+
+def _short(path: Path | str) -> str:
+    text = str(path)
+    return text if len(text) <= 120 else text[:60] + "..." + text[-57:]
+
+
+def is_file(path: Path, what: str = "manifest", *, usage: bool = False) -> bool:
+    """``path.is_file()``, with OS errors (a name over the system's limit) as fdl errors.
+
+    Raises:
+        ManifestError: (or UsageError when ``usage``) when the path cannot be looked at.
+    """
+    try:
+        return path.is_file()
+    except OSError as exc:
+        raise _path_error(path, what, exc, usage=usage) from None
+
+
+def _path_error(path: Path, what: str, exc: OSError, *, usage: bool) -> ManifestError | UsageError:
+    import errno
+
+    if exc.errno == errno.ENAMETOOLONG:
+        message = f"{what} {_short(path)}: file name too long for this system"
+        hint = "use a shorter path (each name at most 255 bytes, the whole path 4096)"
+    else:
+        message = f"{what} {_short(path)}: {exc.strerror or exc}"
+        hint = "check the path and its permissions"
+    if usage:
+        return UsageError(message, hint=hint)
+    return ManifestError(message, hint=hint)
+
+
+def _why_not_file(path: Path) -> str:
+    """Why ``path`` is not a readable manifest file: missing, a directory, special."""
+    try:
+        if path.is_dir():
+            return "is a directory"
+        if path.exists():
+            return "is not a regular file (a FIFO, device or socket)"
+    except OSError:
+        pass
+    return "does not exist"
+
+
+def working_directory(cwd: Path, directory: Path | str) -> Path:
+    """The directory ``-C DIR`` selects, relative to ``cwd``.
+
+    Raises:
+        UsageError: ``directory`` is not a directory or cannot be looked at.
+    """
+    target = cwd / directory
+    try:
+        if target.is_dir():
+            return target.resolve()
+    except OSError as exc:
+        raise _path_error(Path(directory), "-C", exc, usage=True) from None
+    raise UsageError(f"-C {_short(directory)}: not a directory", hint="pass an existing directory")
+
+
 _OVERLAY_FILE = re.compile(r"^fdl\.([A-Za-z0-9][A-Za-z0-9_-]*)\.(yml|yaml|json)$")
 
 
@@ -103,7 +171,7 @@ def find_in_directory(directory: Path) -> Discovered | None:
     Raises:
         ManifestError: when two candidates of the same rank exist.
     """
-    real = [directory / name for name in BASE_NAMES if (directory / name).is_file()]
+    real = [directory / name for name in BASE_NAMES if is_file(directory / name)]
     if len(real) > 1:
         names = " and ".join(p.name for p in real)
         raise ManifestError(
@@ -116,7 +184,7 @@ def find_in_directory(directory: Path) -> Discovered | None:
         directory / (name + suffix)
         for name in BASE_NAMES
         for suffix in EXAMPLE_SUFFIXES
-        if (directory / (name + suffix)).is_file()
+        if is_file(directory / (name + suffix))
     ]
     if len(examples) > 1:
         names = " and ".join(p.name for p in examples)
@@ -138,9 +206,9 @@ def discover(start: Path, explicit: Path | None = None) -> Discovered:
     """
     if explicit is not None:
         path = explicit if explicit.is_absolute() else start / explicit
-        if not path.is_file():
+        if not is_file(path, "-f"):
             raise ManifestError(
-                f"manifest {explicit} does not exist",
+                f"manifest {_short(explicit)} {_why_not_file(path)}",
                 hint="check the path given to -f/--manifest",
             )
         example = path.suffix in EXAMPLE_SUFFIXES
@@ -183,10 +251,10 @@ def find_overlay(directory: Path, env: str, *, required: bool) -> Path | None:
     """
     if not ENV_NAME.match(env):
         raise UsageError(
-            f"invalid environment name {env!r}",
-            hint="use letters, digits, '-' and '_' (e.g. `--env ci`)",
+            f"invalid environment name {_short(repr(env))}",
+            hint="use up to 100 letters, digits, '-' and '_' (e.g. `--env ci`)",
         )
-    existing = [p for p in overlay_candidates(directory, env) if p.is_file()]
+    existing = [p for p in overlay_candidates(directory, env) if is_file(p, "overlay")]
     if len(existing) > 1:
         names = " and ".join(p.name for p in existing)
         raise ManifestError(
@@ -213,16 +281,7 @@ def read_layer(path: Path, kind: LayerKind, root: Path) -> Layer:
             not a mapping.
     """
     source = display_name(path, root)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ManifestError(
-            f"{source}: not valid UTF-8 (byte {exc.start})", hint="save the file as UTF-8"
-        ) from None
-    except OSError as exc:
-        raise ManifestError(
-            f"cannot read {source}: {exc.strerror}", hint="check the file"
-        ) from None
+    text = read_text(path, source)
     node = parse_text(text, source, kind, path)
     if node is not None and not isinstance(node, MapNode):
         kind_name = "a list" if isinstance(node, SeqNode) else "a single value"
@@ -232,6 +291,72 @@ def read_layer(path: Path, kind: LayerKind, root: Path) -> Layer:
             hint="write `key: value` entries at the top level",
         )
     return Layer(kind, source, path, node)
+
+
+def read_text(path: Path, source: str) -> str:
+    """The UTF-8 text of a manifest file (a leading BOM dropped).
+
+    Only regular files of at most :data:`MAX_MANIFEST_BYTES` are read, so a
+    FIFO, a device or a directory cannot hang fdl or exhaust its memory.
+
+    Raises:
+        ManifestError: the file cannot be read, is not a regular file, is too
+            big, is not UTF-8 or holds characters YAML refuses (with file:line:col).
+    """
+    import stat
+
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise ManifestError(f"{source}: {kind}", hint="point fdl at a manifest file (fdl.yml)")
+        if info.st_size > MAX_MANIFEST_BYTES:
+            raise ManifestError(
+                f"{source}: {info.st_size:,} bytes; fdl reads manifests of at most "
+                f"{MAX_MANIFEST_BYTES:,} bytes",
+                hint="is this the right file? split it with inherit-from otherwise",
+            )
+        with path.open("rb") as handle:
+            data = handle.read(MAX_MANIFEST_BYTES + 1)
+    except OSError as exc:
+        raise ManifestError(
+            f"cannot read {source}: {exc.strerror or exc}",
+            hint="check that the file exists and that you may read it",
+        ) from None
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ManifestError(
+            f"{source}: more than {MAX_MANIFEST_BYTES:,} bytes", hint="is this the right file?"
+        )
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, column = _line_col(data, exc.start)
+        raise ManifestError(
+            f"not valid UTF-8: byte {data[exc.start : exc.start + 1]!r}",
+            location=Location(source, line, column, path),
+            hint="save the file as UTF-8",
+        ) from None
+    bad = _NOT_PRINTABLE.search(text)
+    if bad is not None:
+        line, column = _line_col(text, bad.start())
+        raise ManifestError(
+            f"character U+{ord(bad.group()):04X} is not allowed in YAML",
+            location=Location(source, line, column, path),
+            hint="remove it (or write it as an escape such as \\x00 in a double-quoted string)",
+        )
+    return text
+
+
+def _line_col(data: bytes | str, offset: int) -> tuple[int, int]:
+    """1-based line and column (in characters) of ``offset`` in ``data``."""
+    newline: bytes | str = b"\n" if isinstance(data, bytes) else "\n"
+    line = data.count(newline, 0, offset) + 1  # type: ignore[arg-type]
+    start = data.rfind(newline, 0, offset) + 1  # type: ignore[arg-type]
+    head = data[start:offset]
+    text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
+    return line, len(text) + 1
 
 
 def parse_text(text: str, source: str, kind: LayerKind, path: Path | None) -> Node | None:
@@ -271,7 +396,11 @@ def _pop_inherit(layer: Layer) -> tuple[str, Origin] | None:
 
 
 def load_chain(
-    path: Path, kind: LayerKind, root: Path, trail: tuple[Path, ...] = ()
+    path: Path,
+    kind: LayerKind,
+    root: Path,
+    trail: tuple[Path, ...] = (),
+    links: tuple[Origin, ...] = (),
 ) -> list[Layer]:
     """The file at ``path`` preceded by everything it inherits from (deepest first).
 
@@ -281,8 +410,12 @@ def load_chain(
     canonical = path.resolve()
     if canonical in trail:
         cycle = " -> ".join(display_name(p, root) for p in (*trail, canonical))
+        start = trail.index(canonical)
         raise ManifestError(
-            f"inherit-from cycle: {cycle}", hint="remove one of the inherit-from links"
+            f"inherit-from cycle: {cycle}",
+            location=links[-1].location() if links else None,
+            details="\n".join(f"{o.location()}: inherit-from" for o in links[start:]),
+            hint="remove one of the inherit-from links",
         )
     layer = read_layer(path, kind, root)
     inherited = _pop_inherit(layer)
@@ -292,13 +425,20 @@ def load_chain(
     parent = Path(target).expanduser()
     if not parent.is_absolute():
         parent = path.parent / parent
-    if not parent.is_file():
+    try:
+        found = parent.is_file()
+    except OSError as exc:
+        error = _path_error(parent, "inherit-from target", exc, usage=False)
+        error.location = origin.location()
+        raise error from None
+    if not found:
         raise ManifestError(
-            f"inherit-from target {target} does not exist (looked for {parent})",
+            f"inherit-from target {_short(target)} {_why_not_file(parent)} "
+            f"(looked for {_short(parent)})",
             location=origin.location(),
             hint="fix the path; it is relative to the file that declares it",
         )
-    ancestors = load_chain(parent, LayerKind.INHERITED, root, (*trail, canonical))
+    ancestors = load_chain(parent, LayerKind.INHERITED, root, (*trail, canonical), (*links, origin))
     return [*ancestors, layer]
 
 
@@ -325,6 +465,35 @@ def _reorigin(node: Node, origin: Origin) -> Node:
         return SeqNode([_reorigin(i, origin) for i in node.items], origin, node.tag)
     assert isinstance(node, ScalarNode)
     return ScalarNode(node.value, origin, node.tag, node.raw)
+
+
+# Keys deeper than this in --set / FDL__ are refused (a manifest nests far less;
+# the bound keeps every recursive walk of the merged tree far from Python's limit).
+MAX_KEY_SEGMENTS = 50
+
+
+def _check_assignment(what: str, segments: list[str], texts: Sequence[str], fix: str) -> None:
+    """Refuse keys deeper than :data:`MAX_KEY_SEGMENTS` and text that is not UTF-8.
+
+    Raises:
+        ManifestError: naming ``what`` (the variable or the ``--set`` option).
+    """
+    if len(what) > 80:
+        what = what[:77] + "..."
+    if len(segments) > MAX_KEY_SEGMENTS:
+        raise ManifestError(
+            f"{what}: key with {len(segments)} segments; fdl accepts at most {MAX_KEY_SEGMENTS}",
+            hint=fix,
+        )
+    for text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = text.encode("utf-8", "surrogateescape")[exc.start : exc.start + 1]
+            raise ManifestError(
+                f"{what}: byte {bad!r} at position {exc.start} is not UTF-8",
+                hint=f"{fix}; fdl manifests and their overrides are UTF-8 text",
+            ) from None
 
 
 def _value_node(text: str, origin: Origin, what: str) -> Node:
@@ -382,6 +551,12 @@ def env_layer(environ: Mapping[str, str], merged: Node | None) -> Layer | None:
                 f"environment variable {name}: empty key segment",
                 hint="separate keys with exactly two underscores: FDL__SECTION__KEY=value",
             )
+        _check_assignment(
+            f"environment variable {name}",
+            segments,
+            (name, environ[name]),
+            f"fix or unset {name[:80]}",
+        )
         origin = Origin(f"${name}", layer=LayerKind.ENV)
         keys: list[str] = []
         below = merged
@@ -410,6 +585,10 @@ def set_layer(assignments: Sequence[str]) -> Layer | None:
                 f"--set {text!r}: expected KEY=VALUE with a dotted key",
                 hint="e.g. `--set libtorch.build.jobs=4`",
             )
+        try:
+            _check_assignment(f"--set {key.strip()}", segments, (text,), "fix the --set option")
+        except ManifestError as exc:
+            raise UsageError(exc.message, hint=exc.hint) from None
         origin = Origin(f"--set {key.strip()}", layer=LayerKind.SET)
         _insert(tree, segments, _value_node(value, origin, f"--set {key}"), origin)
     return Layer(LayerKind.SET, "--set", None, tree)

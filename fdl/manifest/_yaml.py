@@ -37,6 +37,12 @@ except ImportError:  # pragma: no cover - depends on how PyYAML was built
     from yaml import SafeLoader as _Loader  # type: ignore[assignment]
 
 MAX_DEPTH = 200
+# Nodes that aliases may add to a document when expanded (a "billion laughs"
+# alias bomb would otherwise be expanded by the merge until memory runs out).
+MAX_ALIAS_NODES = 100_000
+# Longest integer fdl converts: Python refuses to print (or parse) longer decimal
+# integers (sys.int_info.default_max_str_digits), so a longer one is an error.
+MAX_INT_DIGITS = 4300
 
 _STD = "tag:yaml.org,2002:"
 _NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
@@ -50,20 +56,36 @@ _INF = re.compile(r"^[-+]?\.(?:inf|Inf|INF)$")
 _NAN = re.compile(r"^\.(?:nan|NaN|NAN)$")
 
 
+def _int_too_long(text: str) -> bool:
+    """Whether an integer literal would exceed :data:`MAX_INT_DIGITS` decimal digits."""
+    digits = len(text.lstrip("+-"))
+    if text.startswith("0x"):
+        return (digits - 2) * 4 > MAX_INT_DIGITS * 3.32  # 4 bits per hex digit
+    if text.startswith("0o"):
+        return (digits - 2) * 3 > MAX_INT_DIGITS * 3.32
+    return digits > MAX_INT_DIGITS
+
+
 def resolve_plain(text: str) -> Scalar:
-    """The value of a plain (unquoted) scalar under the YAML 1.2 core schema."""
+    """The value of a plain (unquoted) scalar under the YAML 1.2 core schema.
+
+    Integers longer than :data:`MAX_INT_DIGITS` digits stay text (see
+    :func:`int_too_long_error`, which the parser raises for them).
+    """
     if _NULL.match(text):
         return None
     if text in _BOOL_TRUE:
         return True
     if text in _BOOL_FALSE:
         return False
-    if _INT10.match(text):
+    if _INT10.match(text) or _INT8.match(text) or _INT16.match(text):
+        if _int_too_long(text):
+            return text
+        if text.startswith("0o"):
+            return int(text[2:], 8)
+        if text.startswith("0x"):
+            return int(text[2:], 16)
         return int(text)
-    if _INT8.match(text):
-        return int(text[2:], 8)
-    if _INT16.match(text):
-        return int(text[2:], 16)
     if _FLOAT.match(text):
         return float(text)
     if _INF.match(text):
@@ -71,6 +93,23 @@ def resolve_plain(text: str) -> Scalar:
     if _NAN.match(text):
         return float("nan")
     return text
+
+
+def is_huge_int(text: str) -> bool:
+    """Whether ``text`` is an integer literal too long for fdl to convert."""
+    return bool(_INT10.match(text) or _INT8.match(text) or _INT16.match(text)) and _int_too_long(
+        text
+    )
+
+
+def int_too_long_error(text: str, where: Origin | None) -> ManifestError:
+    """The error for an integer longer than :data:`MAX_INT_DIGITS` digits."""
+    return ManifestError(
+        f"integer with {len(text)} characters is too long (fdl reads integers of at most "
+        f"{MAX_INT_DIGITS} digits)",
+        location=where.location() if where is not None else None,
+        hint="quote the value to keep it as text, or shorten it",
+    )
 
 
 _EXPLICIT_TYPES: dict[str, type | tuple[type, ...]] = {
@@ -86,6 +125,8 @@ def _explicit(tag: str, text: str, where: Origin) -> Scalar:
     kind = tag[len(_STD) :]
     if kind == "str":
         return text
+    if is_huge_int(text):
+        raise int_too_long_error(text, where)
     value = resolve_plain(text)
     wanted = _EXPLICIT_TYPES.get(kind)
     if wanted is None:
@@ -106,10 +147,11 @@ def _explicit(tag: str, text: str, where: Origin) -> Scalar:
 class _Frame:
     """A mapping or sequence under construction."""
 
-    __slots__ = ("anchor", "key", "merges", "node")
+    __slots__ = ("anchor", "key", "merges", "node", "size")
 
     def __init__(self, node: Node, anchor: str | None) -> None:
         self.node = node
+        self.size = 1  # nodes below this one once aliases are expanded, itself included
         self.anchor = anchor
         self.key: ScalarNode | None = None
         self.merges: list[tuple[Node, Origin]] = []
@@ -189,6 +231,8 @@ class _Composer:
         self.stack: list[_Frame] = []
         self.root: Node | None = None
         self.documents = 0
+        self.sizes: dict[str, int] = {}  # anchor -> expanded size of its node
+        self.alias_nodes = 0
 
     def where(self, event: yaml.Event) -> Origin:
         mark = event.start_mark
@@ -230,12 +274,27 @@ class _Composer:
                         self.where(event),
                         f"define &{event.anchor} before using it",
                     )
+                self.count_alias(event)
                 self.add(target, event)
             elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 self.open(event)
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 self.close()
         return self.root
+
+    def count_alias(self, event: yaml.AliasEvent) -> None:
+        """Count the nodes the alias adds; refuse beyond :data:`MAX_ALIAS_NODES`."""
+        size = self.sizes.get(event.anchor or "", 1)
+        self.alias_nodes += size
+        if self.alias_nodes > MAX_ALIAS_NODES:
+            raise self.fail(
+                f"aliases expand to more than {MAX_ALIAS_NODES:,} values "
+                f"(*{event.anchor} alone adds {size:,})",
+                self.where(event),
+                "use fewer nested aliases; write the repeated values out or use inherit-from",
+            )
+        if self.stack:
+            self.stack[-1].size += size
 
     def scalar(self, event: yaml.ScalarEvent) -> ScalarNode:
         where = self.where(event)
@@ -247,11 +306,16 @@ class _Composer:
             value = _explicit(tag, text, where)
         elif (plain and event.implicit[0]) or (tag == TAG_SECRET and plain):
             value = resolve_plain(text)
+            if value is text and is_huge_int(text):
+                raise int_too_long_error(text, where)
         else:
             value = text
         node = ScalarNode(value, where, tag if tag in KNOWN_TAGS else None, raw=text)
         if event.anchor:
             self.anchors[event.anchor] = node
+            self.sizes[event.anchor] = 1
+        if self.stack:
+            self.stack[-1].size += 1
         return node
 
     def open(self, event: yaml.CollectionStartEvent) -> None:
@@ -279,6 +343,9 @@ class _Composer:
             self.apply_merge_keys(node, frame.merges)
         if frame.anchor:
             self.anchors[frame.anchor] = node
+            self.sizes[frame.anchor] = frame.size
+        if self.stack:
+            self.stack[-1].size += frame.size
         self.add(node, None)
 
     def apply_merge_keys(self, node: MapNode, merges: list[tuple[Node, Origin]]) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "ALL_ARGS",
     "ScriptParts",
     "compose_entry",
     "compose_run",
@@ -23,6 +24,12 @@ __all__ = [
 ]
 
 _SAFE = re.compile(r"[A-Za-z0-9_./:=+@,%-]+")
+_SURROGATES = re.compile("[\udc80-\udcff]+")
+# The user's arguments in a script: they travel as the shell's positional
+# parameters (``sh -c 'script "$@"' sh ARGS...``), so their size is limited only
+# by the system's limit for a program's arguments, not by one argument's.
+ALL_ARGS = '"$@"'
+
 _SEPARATOR = re.compile(r"(?:^|\s)--(?:\s|$)")
 
 
@@ -30,11 +37,28 @@ def quote(word: str) -> str:
     """``word`` as one POSIX shell word: bare when safe, else single-quoted.
 
     Inside single quotes nothing is special except ``'`` itself, which is
-    written as ``'\\''`` (close, escaped quote, reopen).
+    written as ``'\\''`` (close, escaped quote, reopen). Bytes that are not
+    UTF-8 (surrogate escapes, as Python decodes ``argv``) become
+    ``"$(printf '\\377')"``, so the text printed is exact and pastes into ``sh``.
     """
     if word and _SAFE.fullmatch(word):
         return word
-    return "'" + word.replace("'", "'\\''") + "'"
+    pieces: list[str] = []
+    last = 0
+    for match in _SURROGATES.finditer(word):
+        pieces.append(_single(word[last : match.start()]))
+        octal = "".join(f"\\{ord(c) - 0xDC00:03o}" for c in match.group())
+        pieces.append(f"\"$(printf '{octal}')\"")
+        last = match.end()
+    if not pieces:
+        return _single(word)
+    if last < len(word):
+        pieces.append(_single(word[last:]))
+    return "".join(piece for piece in pieces if piece != "''") or "''"
+
+
+def _single(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
 
 
 def quote_all(words: Sequence[str]) -> list[str]:

@@ -11,6 +11,7 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
+from fdl.errors import EnvironmentProblem
 from fdl.runner import Runner, default_runner
 from fdl.tasks._env import EnvChange
 
@@ -47,6 +48,27 @@ class ComposeProgram:
         self.env = env
 
 
+def _split_forced(text: str) -> list[str]:
+    """``$FDL_COMPOSE`` split like a shell would.
+
+    Raises:
+        EnvironmentProblem: the text cannot be split (unbalanced quote or escape).
+    """
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise EnvironmentProblem(
+            f"FDL_COMPOSE={text[:200]!r}: {exc}",
+            hint="quote it like a shell command line, e.g. FDL_COMPOSE='podman compose'",
+        ) from None
+    if not argv:
+        raise EnvironmentProblem(
+            f"FDL_COMPOSE={text[:200]!r} names no program",
+            hint="set it to a compose command such as 'docker compose', or unset it",
+        )
+    return argv
+
+
 def compose_program(
     runner: Runner | None = None,
     environ: Mapping[str, str] | None = None,
@@ -60,11 +82,12 @@ def compose_program(
     ``podman compose``) overrides the choice.
 
     Raises:
-        EnvironmentProblem: no docker client answers, or no compose is installed.
+        EnvironmentProblem: no docker client answers, no compose is installed,
+            or ``FDL_COMPOSE`` is not a command line (an unbalanced quote).
     """
     forced = (environ or {}).get("FDL_COMPOSE", "").strip()
     if forced:
-        return ComposeProgram(shlex.split(forced), [])
+        return ComposeProgram(_split_forced(forced), [])
     if engine is None:
         from fdl.engine import DockerEngine
 

@@ -68,8 +68,12 @@ class CommandPlan:
         name: The command words joined (``sub quick``).
         kind: ``run``, ``entry`` or ``preset``.
         description: The command's description, if any.
-        script: The shell script the command is (inside the container for docker).
-        argv: The exact program and arguments started on this machine.
+        script: The shell script the command is (inside the container for docker),
+            with the user's arguments quoted in place.
+        argv: The exact program and arguments started on this machine: ``sh -c``
+            with a script that refers to the user's arguments as ``"$@"``,
+            followed by ``sh`` (``$0``) and the arguments (:attr:`args`).
+        args: The user's arguments, the last words of :attr:`argv`.
         cwd: The directory ``argv`` starts in.
         env: Variables set for ``argv`` on this machine.
         docker: The docker wrapping, when the command runs in a compose service.
@@ -89,6 +93,7 @@ class CommandPlan:
     declared_at: Location | None = None
     overlay: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    args: tuple[str, ...] = ()
 
     def environ(self, base: Mapping[str, str]) -> dict[str, str]:
         """``base`` with this plan's variables applied (what the child gets)."""
@@ -165,6 +170,11 @@ def _mounted_libtorch(
     return None
 
 
+def _shell(script: str, args: tuple[str, ...]) -> tuple[str, ...]:
+    """``sh -c SCRIPT`` with ``args`` as its positional parameters (``$0`` is ``sh``)."""
+    return (SHELL, "-c", script, SHELL, *args) if args else (SHELL, "-c", script)
+
+
 @dataclass
 class _Planner:
     resolution: Resolution
@@ -185,15 +195,15 @@ class _Planner:
             return ComposeProgram(["docker", "compose"], [])
 
     def host(
-        self, script: str, state: LibtorchState
+        self, script: str, args: tuple[str, ...], state: LibtorchState
     ) -> tuple[tuple[str, ...], Path, list[EnvChange]]:
         env = _base_exports(str(self.root.directory), self.overlay, self.environ)
         if state.active is not None:
             env.extend(variant_exports(str(state.active.path), state.active))
-        return (SHELL, "-c", script), self.resolution.directory, env
+        return _shell(script, args), self.resolution.directory, env
 
     def docker(
-        self, service: str, script: str, state: LibtorchState
+        self, service: str, script: str, args: tuple[str, ...], state: LibtorchState
     ) -> tuple[tuple[str, ...], Path, list[EnvChange], DockerWrap]:
         where = _docker_location(self.resolution, self.root)
         compose_file = find_compose_file(self.resolution.directory)
@@ -237,7 +247,7 @@ class _Planner:
         flags = [part for change in env for part in ("-e", f"{change.name}={change.value}")]
         compose = self.compose_command()
         host_env = [*host_env, *compose.env]
-        argv = (*compose.argv, "run", "--rm", *flags, service, SHELL, "-c", inner)
+        argv = (*compose.argv, "run", "--rm", *flags, service, *_shell(inner, args))
         wrap = DockerWrap(
             service,
             compose_file,
@@ -275,6 +285,7 @@ def build_plan(
     overlay: str | None = None,
     runner: Runner | None = None,
     strict: bool = True,
+    run: tuple[str, tuple[str, ...]] | None = None,
 ) -> CommandPlan:
     """Decide how ``script`` runs: on this machine, or in the command's compose service.
 
@@ -286,6 +297,8 @@ def build_plan(
         overlay: The selected environment overlay (passed on as ``FDL_ENV``).
         runner: Used to find the compose program.
         strict: False for help and dry runs: a missing compose program becomes a note.
+        run: The script that runs and its positional parameters (the user's
+            arguments as ``"$@"``); default: ``script`` without parameters.
 
     Raises:
         ManifestError: the compose file or service is missing.
@@ -310,10 +323,11 @@ def build_plan(
             f"already inside a container: running directly instead of in service {service!r}"
         )
         service = None
+    text, args = run if run is not None else (script, ())
     if service:
-        argv, cwd, env, wrap = planner.docker(service, script, state)
+        argv, cwd, env, wrap = planner.docker(service, text, args, state)
     else:
-        argv, cwd, env = planner.host(script, state)
+        argv, cwd, env = planner.host(text, args, state)
     description = resolution.spec.get("description")
     if not description and resolution.nested is not None and resolution.kind is not Kind.PRESET:
         description = resolution.nested.data.get("description")
@@ -329,4 +343,5 @@ def build_plan(
         declared_at=locate(resolution.manifest, resolution.key, root.directory, at_key=True),
         overlay=overlay,
         notes=tuple(planner.notes),
+        args=tuple(args),
     )

@@ -8,15 +8,38 @@ from dataclasses import dataclass
 from fdl.manifest import Manifest
 from fdl.runner import Runner
 from fdl.tasks._args import CommandSchema, check_args
-from fdl.tasks._compose import compose_entry, compose_run, quote_all, split_append, split_user_args
+from fdl.tasks._compose import (
+    ALL_ARGS,
+    compose_entry,
+    compose_run,
+    quote_all,
+    split_append,
+    split_user_args,
+)
 from fdl.tasks._plan import CommandPlan, build_plan
 from fdl.tasks._presets import config_words, merge_settings
 from fdl.tasks._resolve import Kind, Resolution, resolve
 
-__all__ = ["ARGS", "RUNNER_ARGS", "Invocation", "compose_script", "prepare"]
+__all__ = ["ARGS", "RUNNER_ARGS", "Composed", "Invocation", "compose_script", "prepare"]
 
 ARGS = "[ARGS...]"
 RUNNER_ARGS = "[RUNNER-ARGS...]"
+
+
+@dataclass(frozen=True)
+class Composed:
+    """A command's script, shown and run.
+
+    Attributes:
+        shown: The script with the user's arguments quoted in place (what help,
+            the "running" line and ``plan.script`` show).
+        text: The script that runs: it refers to the arguments as ``"$@"``.
+        args: The shell's positional parameters for ``text``.
+    """
+
+    shown: str
+    text: str
+    args: tuple[str, ...] = ()
 
 
 @dataclass
@@ -40,34 +63,48 @@ class Invocation:
         return "dry-run" if self.resolution.dry_run else "run"
 
 
-def _run_script(resolution: Resolution, *, template: bool) -> str:
+def _run_script(resolution: Resolution, *, template: bool) -> Composed:
     spec = resolution.spec
+    run, append = spec["run"], spec.get("append")
     use_append = not resolution.no_append
     if template:
-        parts = split_append(spec.get("append")) if use_append else None
+        parts = split_append(append) if use_append else None
         if parts is not None and parts.has_separator:
-            return compose_run(spec["run"], spec.get("append"), [ARGS], [RUNNER_ARGS])
-        return compose_run(
-            spec["run"],
-            spec.get("append"),
-            [ARGS, f"[-- {RUNNER_ARGS[1:]}"],
-            None,
-            use_append=use_append,
-        )
+            shown = compose_run(run, append, [ARGS], [RUNNER_ARGS])
+        else:
+            shown = compose_run(
+                run, append, [ARGS, f"[-- {RUNNER_ARGS[1:]}"], None, use_append=use_append
+            )
+        return Composed(shown, shown)
     before, after = split_user_args(resolution.args)
-    return compose_run(
-        spec["run"],
-        spec.get("append"),
+    shown = compose_run(
+        run,
+        append,
         quote_all(before),
         quote_all(after) if after is not None else None,
         use_append=use_append,
     )
+    parts = split_append(append) if use_append else None
+    if after is not None and parts is not None and parts.post:
+        # `run [append-pre] ARGS -- append-post RUNNER-ARGS`: the runner arguments
+        # follow manifest text, so they stay quoted in the script; ARGS travel as "$@".
+        args = tuple(before)
+        text = compose_run(run, append, [ALL_ARGS] if args else [], quote_all(after))
+    elif after is not None:
+        # `run [append-pre] ARGS -- RUNNER-ARGS` is the user's words in their order.
+        args = (*before, "--", *after)
+        text = compose_run(run, parts.pre if parts else None, [ALL_ARGS], None)
+    else:
+        # `run [append-pre] ARGS [--]` (the `--` of an `append:` with nothing after it).
+        args = tuple(before)
+        text = compose_run(run, append, [ALL_ARGS] if args else [], None, use_append=use_append)
+    return Composed(shown, text, args)
 
 
 def compose_script(
     resolution: Resolution, environ: Mapping[str, str], *, template: bool = False
-) -> str:
-    """The shell script a resolved command runs.
+) -> Composed:
+    """The shell script a resolved command runs, and its arguments.
 
     Args:
         resolution: The resolved command (not a group).
@@ -86,8 +123,10 @@ def compose_script(
     settings = merge_settings(nested.data, preset)
     lists = {name for name, option in schema.options.items() if option.is_list}
     config = config_words(settings, lists)
+    entry = nested.data["entry"]
     if template:
-        return compose_entry(nested.data["entry"], [*quote_all(config), ARGS])
+        shown = compose_entry(entry, [*quote_all(config), ARGS])
+        return Composed(shown, shown)
     checked = check_args(
         schema,
         resolution.args,
@@ -96,8 +135,9 @@ def compose_script(
         preset_options=list(settings["options"]),
     )
     resolution.notes.extend(checked.notes)
-    words = [*config, *checked.words, *(resolution.passthrough or [])]
-    return compose_entry(nested.data["entry"], quote_all(words))
+    words = (*config, *checked.words, *(resolution.passthrough or []))
+    text = compose_entry(entry, [ALL_ARGS] if words else [])
+    return Composed(compose_entry(entry, quote_all(words)), text, words)
 
 
 def prepare(
@@ -126,7 +166,8 @@ def prepare(
     script = compose_script(resolution, environ, template=template)
     plan = build_plan(
         resolution,
-        script,
+        script.shown,
+        run=(script.text, script.args),
         root=root,
         environ=environ,
         overlay=overlay,

@@ -10,20 +10,26 @@ __all__ = ["render_argv", "render_script"]
 
 
 def render_argv(plan: CommandPlan) -> str:
-    """The exact command line, one word per shell word; docker runs broken over lines."""
+    """The exact command line, one word per shell word; docker runs broken over lines.
+
+    The user's arguments follow the script as its positional parameters
+    (``sh -c 'script "$@"' sh ARGS...``); bytes that are not UTF-8 are printed
+    as ``"$(printf '\\377')"``, so the line pastes into ``sh`` unchanged.
+    """
     words = [quote(word) for word in plan.argv]
     if plan.docker is None:
         return " ".join(words)
-    service_at = len(plan.argv) - 4  # <service> sh -c <script>
+    # <service> sh -c <script> [sh ARGS...]
+    args_at = len(plan.argv) - len(plan.args) - 1 if plan.args else len(plan.argv)
+    service_at = args_at - 4
+    breaks = {service_at, args_at}
     lines: list[str] = []
     current: list[str] = []
-    index = 0
-    while index < len(words):
-        if (plan.argv[index] == "-e" and index < service_at) or index == service_at:
+    for index, word in enumerate(words):
+        if (plan.argv[index] == "-e" and index < service_at) or index in breaks:
             lines.append(" ".join(current))
             current = []
-        current.append(words[index])
-        index += 1
+        current.append(word)
     lines.append(" ".join(current))
     return " \\\n    ".join(line for line in lines if line)
 

@@ -201,11 +201,15 @@ def test_your_own_manifest_is_kept_and_the_images_follow_it(tmp_path: Path, run_
 @pytest.mark.parametrize(
     ("args", "script"),
     [
-        (["test", "--", "-p", "foo"], "cargo test -p foo -- --nocapture"),
-        (["clippy", "--", "--all-targets"], "cargo clippy --all-targets -- -W clippy::all"),
-        (["train", "--", "--epochs", "5"], "cargo run --release -- --epochs 5"),
-        (["cuda-test"], "cargo test --features cuda -- --nocapture"),
-        (["--env", "ci", "train"], "cargo run --release -- --epochs 3"),
+        # The user's arguments follow the script as "$@" (sh's positional parameters).
+        (["test", "--", "-p", "foo"], """'cargo test "$@" -- --nocapture' sh -p foo"""),
+        (
+            ["clippy", "--", "--all-targets"],
+            """'cargo clippy "$@" -- -W clippy::all' sh --all-targets""",
+        ),
+        (["train", "--", "--epochs", "5"], """'cargo run --release -- "$@"' sh --epochs 5"""),
+        (["cuda-test"], "'cargo test --features cuda -- --nocapture'"),
+        (["--env", "ci", "train"], "'cargo run --release -- --epochs 3'"),
     ],
 )
 def test_flodl_commands_put_the_users_arguments_where_cargo_wants_them(
@@ -216,4 +220,4 @@ def test_flodl_commands_put_the_users_arguments_where_cargo_wants_them(
     rest = args[len(global_args) :]
     result = run_fdl([*global_args, rest[0], "--dry-run", *rest[1:]], cwd=tmp_path / "p")
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[-1] == f"sh -c '{script}'"
+    assert result.stdout.splitlines()[-1] == f"sh -c {script}"

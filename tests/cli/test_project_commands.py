@@ -338,9 +338,12 @@ def test_fake_compose_receives_the_planned_argv(project: Path, fdl_process, tmp_
     data = last_json(result.stdout)
     assert data["cwd"] == str(project)
     assert data["argv"][:2] == ["run", "--rm"]
-    assert data["argv"][-4:-1] == ["dev", "sh", "-c"]
-    assert data["argv"][-1].splitlines()[0] == "cd /workspace/train || exit 125"
-    assert data["argv"][-1].splitlines()[-1] == "python3 ../printargv.py --epochs 5 --seed 42 --x"
+    # The arguments follow the script as its positional parameters ("$@").
+    assert data["argv"][-10:-7] == ["dev", "sh", "-c"]
+    assert data["argv"][-5:] == ["--epochs", "5", "--seed", "42", "--x"]
+    assert data["argv"][-6] == "sh"
+    assert data["argv"][-7].splitlines()[0] == "cd /workspace/train || exit 125"
+    assert data["argv"][-7].splitlines()[-1] == 'python3 ../printargv.py "$@"'
     assert data["env"] == {
         "LIBTORCH_HOST_PATH": str(project / "libtorch" / "precompiled" / "cu128"),
         "CUDA_VERSION": "12.8.0",

@@ -43,6 +43,14 @@ def test_fdl_compose_overrides_the_choice() -> None:
     assert (program.argv, program.env) == (["podman", "compose"], [])
 
 
+@pytest.mark.parametrize("value", ["podman 'compose", 'docker "compose', "docker \\"])
+def test_fdl_compose_with_an_unbalanced_quote_is_an_environment_problem(value: str) -> None:
+    with pytest.raises(EnvironmentProblem, match="FDL_COMPOSE=") as caught:
+        compose_program(FakeRunner(), {"FDL_COMPOSE": value})
+    assert caught.value.hint is not None
+    assert "podman compose" in caught.value.hint
+
+
 def test_container_detection(tmp_path: Path) -> None:
     marker = tmp_path / ".dockerenv"
     assert not in_container({}, (str(marker),))

@@ -89,11 +89,17 @@ def plan_of(
     )
 
 
+SQ_ITS = "'it'\\''s'"  # it's, quoted for sh
+
+
 def test_run_command_on_the_host(root: Path) -> None:
     invocation = plan_of(root, ["greet", "--", "a b", "$x"])
     plan = invocation.plan
     assert plan is not None and invocation.action == "run"
-    assert plan.argv == ("sh", "-c", "echo hello 'a b' '$x'")
+    # The arguments travel as positional parameters; the shown script quotes them in place.
+    assert plan.argv == ("sh", "-c", 'echo hello "$@"', "sh", "a b", "$x")
+    assert plan.args == ("a b", "$x")
+    assert plan.script == "echo hello 'a b' '$x'"
     assert plan.cwd == root
     assert plan.environ({})["FDL_PROJECT_ROOT"] == str(root)
     assert str(plan.declared_at) == "fdl.yml:2:3"
@@ -183,12 +189,14 @@ def test_docker_run_wraps_into_compose_with_cd_and_env(root: Path) -> None:
     assert plan.cwd == root
     argv = list(plan.argv)
     assert argv[:3] == ["docker-compose", "run", "--rm"]
-    assert argv[-4:-1] == ["dev", "sh", "-c"]
+    assert argv[-7:-4] == ["dev", "sh", "-c"]
+    assert argv[-3:] == ["sh", "-p", "it's"]
     assert "-e" in argv and "LIBTORCH=/srv/proj/libtorch/precompiled/cu128" in argv
     assert "CUDA_VERSION=12.8.0" in argv and "FDL_PROJECT_ROOT=/srv/proj" in argv
-    inner = argv[-1].splitlines()
+    inner = argv[-4].splitlines()
     assert inner[0] == "cd /srv/proj || exit 125"
-    assert inner[-1] == "cargo test -p 'it'\\''s'"
+    assert inner[-1] == 'cargo test "$@"'
+    assert plan.script.endswith("cargo test -p " + SQ_ITS)
     assert any(line.startswith("export LD_LIBRARY_PATH=/srv/proj/libtorch") for line in inner)
     host = plan.environ({})
     assert host["LIBTORCH_HOST_PATH"] == str(variant)
@@ -202,8 +210,9 @@ def test_nested_docker_commands_cd_to_their_directory_in_the_container(root: Pat
     assert plan.cwd == root  # compose runs where the compose file is
     plan = plan_of(root, ["gpu", "--x"]).plan
     assert plan is not None and plan.docker is not None
-    assert plan.argv[-1].splitlines()[0] == "cd /srv/proj/gpu || exit 125"
-    assert plan.argv[-1].splitlines()[-1] == "python gpu.py --x"
+    assert plan.argv[-2:] == ("sh", "--x")
+    assert plan.argv[-3].splitlines()[0] == "cd /srv/proj/gpu || exit 125"
+    assert plan.argv[-3].splitlines()[-1] == 'python gpu.py "$@"'
 
 
 def test_explicitly_mounted_libtorch_is_what_the_container_sees(root: Path) -> None:
@@ -263,5 +272,5 @@ def test_dry_run_script_is_runnable_shell(root: Path) -> None:
     text = render_script(plan)
     lines = [line for line in text.splitlines() if not line.startswith("#")]
     assert lines[0] == f"cd {root}"
-    assert lines[-1] == "sh -c 'echo hello '\\''it'\\''\\'\\'''\\''s'\\'' '\\'''\\'''"
-    assert shlex.split(lines[-1])[2] == "echo hello 'it'\\''s' ''"
+    assert lines[-1] == "sh -c 'echo hello \"$@\"' sh " + SQ_ITS + " ''"
+    assert shlex.split(lines[-1])[2:] == ['echo hello "$@"', "sh", "it's", ""]
