@@ -96,8 +96,7 @@ def _official_variant(manifest: Manifest, config: CiConfig, key: str, where: str
 
 
 def _recipe_variant(manifest: Manifest, config: CiConfig, key: str, where: str) -> MatrixVariant:
-    from fdl.libtorch.build import BuildRequest, Setting
-    from fdl.libtorch.build._sources import gather_request
+    from fdl.libtorch.build import BuildRequest, Setting, gather_request
 
     recipe = key.removeprefix(RECIPE_PREFIX)
     location = _error(manifest, where, "").location

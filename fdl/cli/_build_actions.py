@@ -81,8 +81,7 @@ def _context_root(session: Session) -> Path:
 
 def build(session: Session, options: BuildOptions) -> int:
     """Plan (and unless --dry-run, run) a source build; return the exit code."""
-    from fdl.libtorch.build import plan_build, probe_machine
-    from fdl.libtorch.build._sources import gather_request
+    from fdl.libtorch.build import gather_request, plan_build, probe_machine
 
     console = session.console
     manifest = _manifest(session)
@@ -164,7 +163,7 @@ def _list_recipes(console: Console, project_dir: Path | None, as_json: bool) -> 
 
 def render_plan(plan: BuildPlan, *, dry_run: bool) -> str:
     """The plan for people (``--dry-run`` without ``--json``, and before a real build)."""
-    from fdl.libtorch.build._cache import mask
+    from fdl.libtorch.build import mask
 
     archs = (
         f"{plan.arch_list}  ({' '.join(plan.archs.codes())})" if plan.archs else "none (CPU build)"

@@ -21,6 +21,7 @@ from fdl.manifest._layers import (
     display_name,
     find_in_directory,
     list_environments,
+    parse_text,
     working_directory,
 )
 from fdl.manifest._manifest import Manifest, load_directory_manifest, load_manifest, split_key
@@ -51,6 +52,7 @@ __all__ = [
     "load_directory_manifest",
     "load_manifest",
     "node_at",
+    "parse_text",
     "split_key",
     "token_kind",
     "working_directory",

@@ -16,7 +16,7 @@ Plan, then execute::
 
 from __future__ import annotations
 
-from fdl.libtorch.build._cache import CachePlan, CacheStats
+from fdl.libtorch.build._cache import CachePlan, CacheStats, mask
 from fdl.libtorch.build._checks import Problem
 from fdl.libtorch.build._facts import MachineFacts, Nvcc, probe_machine
 from fdl.libtorch.build._finish import VerificationFailed
@@ -32,6 +32,7 @@ from fdl.libtorch.build._request import (
     request_from_mapping,
 )
 from fdl.libtorch.build._run import BuildResult, run_build
+from fdl.libtorch.build._sources import gather_request
 from fdl.libtorch.build._status import BuildStatus, StatusParser, compiled_objects
 
 __all__ = [
@@ -55,8 +56,10 @@ __all__ = [
     "build_spec",
     "compiled_objects",
     "find_recipe",
+    "gather_request",
     "list_recipes",
     "load_recipe",
+    "mask",
     "merge_requests",
     "plan_build",
     "probe_machine",

@@ -1,4 +1,4 @@
-"""The Docker backend: render the builder Dockerfile, build it, copy the result out.
+"""The Docker backend: build the planned builder Dockerfile, copy the result out.
 
 The build context is a temporary directory holding only fdl's two scripts (and, with
 ``--source``, a copy of that tree): never the user's working directory. BuildKit cache mounts
@@ -11,86 +11,15 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 from fdl._assets import asset_dir
-from fdl.compat import ArchList, cudnn_limit, host_compilers
-from fdl.compat._data import load_table
 from fdl.errors import EnvironmentProblem
+from fdl.libtorch.build._dockerfile import SCRIPTS
 from fdl.libtorch.build._model import BuildPlan
 
-__all__ = ["build_in_docker", "render_dockerfile"]
-
-TEMPLATE = "libtorch-builder.Dockerfile"
-SCRIPTS = "libtorch-builder"
-_TOOLS = ("git", "cmake", "g++", "python3", "make")
-
-
-def render_dockerfile(
-    *,
-    base_image: str,
-    env: Mapping[str, str],
-    secret_keys: tuple[str, ...],
-    deps: tuple[str, ...],
-    cache_ids: Mapping[str, str],
-    clone: tuple[str, ...] | None,
-    source_in_context: bool,
-    cuda: str | None,
-    archs: ArchList,
-    use_cudnn: bool,
-    fresh: bool,
-    torch: str,
-) -> str:
-    """The builder Dockerfile (deterministic: sorted values, no host paths, no times)."""
-    import jinja2
-
-    from fdl.libtorch.build._layout import CONTAINER
-
-    preflight: list[tuple[str, str]] = []
-    if cuda is not None:
-        preflight += [("FDL_EXPECT_CUDA", cuda), ("FDL_MAX_GCC", str(host_compilers(cuda).gcc))]
-        limit = cudnn_limit(archs)
-        if limit is not None and use_cudnn:
-            preflight += [
-                ("FDL_MAX_CUDNN", limit.max_cudnn),
-                ("FDL_OLDEST_ARCH", min(archs.capabilities).sm),
-            ]
-    paths = dict(CONTAINER)
-    paths["source_cache"] = str(Path(CONTAINER["source"]).parent)
-    loader = jinja2.FileSystemLoader(str(asset_dir("dockerfiles")))
-    environment = jinja2.Environment(
-        loader=loader,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-    )
-    packages = load_table("build")["source_build"]["image_packages"]
-    return environment.get_template(TEMPLATE).render(
-        torch=torch,
-        arch_text=archs.torch_cuda_arch_list() if archs else "CPU",
-        base_image=base_image,
-        tools=list(_TOOLS),
-        packages=list(packages),
-        preflight=preflight,
-        deps=[_quote(d) for d in deps],
-        env=[(k, _quote(v)) for k, v in sorted(env.items()) if k not in secret_keys],
-        clone=list(clone) if clone else None,
-        cache_ids=dict(cache_ids),
-        paths=paths,
-        source_in_context=source_in_context,
-        secrets=bool(secret_keys),
-        fresh=fresh,
-    )
-
-
-def _quote(value: str) -> str:
-    """A value for an ENV line or a shell word: quoted when it has spaces or specials."""
-    if value and all(c.isalnum() or c in "._-/:=+,@%" for c in value):
-        return value
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+__all__ = ["build_in_docker"]
 
 
 def _copy_source(source: Path, dest: Path) -> None:

@@ -20,28 +20,20 @@ from fdl.compat import ArchList, image_tag
 from fdl.errors import UsageError
 from fdl.libtorch.build._cache import CachePlan
 from fdl.libtorch.build._checks import Problem
+from fdl.libtorch.build._dockerfile import CONTAINER, render_dockerfile
 from fdl.libtorch.build._facts import MachineFacts
-from fdl.libtorch.build._model import BuildPlan, Command, DockerPart
-from fdl.libtorch.build._plan import (
+from fdl.libtorch.build._ingredients import (
     Toolchoice,
     cache_for,
     config_key,
     environment_leaks,
     source_build_table,
 )
+from fdl.libtorch.build._model import BuildPlan, Command, DockerPart
 from fdl.libtorch.build._request import BuildRequest, located_error
 
 __all__ = ["CONTAINER", "assemble", "variant_name"]
 
-# Paths inside the builder image.
-CONTAINER = {
-    "source": "/opt/pytorch/src",
-    "work": "/opt/work",
-    "compiler_cache": "/opt/compiler-cache",
-    "venv": "/opt/fdl-venv",
-    "context_source": "/opt/context-src",
-    "output": "/opt/libtorch",
-}
 _KEY_IGNORES = ("MAX_JOBS",)
 
 
@@ -267,8 +259,6 @@ def _clone(torch: str, dest: Path) -> Command:
 def _docker_plan(
     common: _Common, facts: MachineFacts, leaf: str, key: str, cache_root: Path
 ) -> BuildPlan:
-    from fdl.libtorch.build._docker import render_dockerfile
-
     request, env, cuda, torch = common.request, common.env, common.cuda, common.torch
     use_cudnn = env.get("USE_CUDNN", "1").upper() not in ("0", "OFF", "FALSE", "NO")
     if request.base_image is not None:

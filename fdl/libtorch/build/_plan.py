@@ -7,18 +7,15 @@ would doom the build is found here, before any work, and raised with its fix.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from fdl.compat import (
     ArchList,
     Kind,
     Target,
-    build_switches,
     choose_toolkit,
     cmake_policy_env,
     fatbin_compression_flags,
@@ -28,46 +25,23 @@ from fdl.compat import (
     resolve_torch_version,
     toolkit,
 )
-from fdl.compat._data import load_table
-from fdl.compat.cuda import Toolkit
 from fdl.errors import EnvironmentProblem, FdlError, UsageError
 from fdl.libtorch.build import _checks as checks
-from fdl.libtorch.build._cache import CachePlan, plan_cache
 from fdl.libtorch.build._checks import Problem
 from fdl.libtorch.build._facts import MachineFacts
+from fdl.libtorch.build._ingredients import (
+    Toolchoice,
+    source_build_table,
+)
+from fdl.libtorch.build._layout import assemble
 from fdl.libtorch.build._model import BuildPlan
 from fdl.libtorch.build._request import BuildRequest, located_error
 
 __all__ = ["Toolchoice", "plan_build", "source_build_table"]
 
-_LEAKING = ("BUILD_", "USE_", "CMAKE_")
-_LEAKING_NAMES = (
-    "TORCH_CUDA_ARCH_LIST",
-    "TORCH_NVCC_FLAGS",
-    "MAX_JOBS",
-    "DEBUG",
-    "REL_WITH_DEB_INFO",
-)
-
-
 _CMAKE_MIN = re.compile(r"cmake_minimum_required\s*\(\s*VERSION\s+([0-9.]+)", re.I)
 # The most telling problem is reported first.
 _PRIORITY = {"toolkit": 0, "docker": 1, "host-compiler": 2, "cudnn": 3, "jobs": 4, "disk": 5}
-
-
-def source_build_table() -> Mapping[str, object]:
-    """The ``source_build`` part of ``fdl/data/compat/build.yaml``."""
-    table: Mapping[str, object] = load_table("build")["source_build"]
-    return table
-
-
-@dataclass(frozen=True)
-class Toolchoice:
-    """The backend and toolkit chosen, and how they were chosen."""
-
-    backend: str
-    kit: Toolkit | None
-    description: str
 
 
 def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
@@ -101,8 +75,6 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
     )
     if errors:
         raise _refusal(errors)
-    from fdl.libtorch.build._layout import assemble
-
     return assemble(
         request=request,
         facts=facts,
@@ -386,46 +358,3 @@ def tree_size_gb(root: Path) -> float:
             elif entry.is_file(follow_symlinks=False):
                 total += entry.stat(follow_symlinks=False).st_size
     return total / 1024**3
-
-
-def environment_leaks(environ: Mapping[str, str], env: Mapping[str, str]) -> tuple[str, ...]:
-    """Build variables of the calling environment that the plan keeps out of the build."""
-    return tuple(
-        sorted(
-            key
-            for key in environ
-            if (key.startswith(_LEAKING) or key in _LEAKING_NAMES) and key not in env
-        )
-    )
-
-
-def config_key(*parts: str) -> str:
-    """A short stable hash of a build configuration (names caches and images)."""
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]
-
-
-def switch_names() -> tuple[str, ...]:
-    """The documented switches that cut build time and size (for help texts)."""
-    return tuple(s.name for s in build_switches())
-
-
-def cache_for(
-    request: BuildRequest, facts: MachineFacts, backend: str, archs: ArchList, directory: str
-) -> CachePlan:
-    """The compiler cache plan (see :func:`fdl.libtorch.build._cache.plan_cache`)."""
-    kind = str(request.value("cache", "ccache"))
-    settings = {k: s.value for k, s in request.cache_settings.items()}
-    if backend == "docker":
-        program = kind if kind != "none" else None
-        environ: Mapping[str, str] = {}
-    else:
-        program = facts.tool_paths.get(kind) if kind != "none" else None
-        environ = facts.environ
-    return plan_cache(
-        kind,
-        program=program,
-        directory=directory,
-        settings=settings,
-        environ=environ,
-        cuda=bool(archs),
-    )

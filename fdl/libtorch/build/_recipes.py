@@ -101,15 +101,14 @@ def load_recipe(path: Path, *, builtin: bool = False) -> Recipe:
     Raises:
         ManifestError: unreadable YAML or values that do not fit the schema (file:line).
     """
-    from fdl.manifest._nodes import LayerKind, MapNode, node_at
-    from fdl.manifest._yaml import parse_yaml
+    from fdl.manifest import LayerKind, MapNode, node_at, parse_text
 
     source = f"recipe {path.stem}" if builtin else str(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ManifestError(f"cannot read recipe {path}: {exc.strerror or exc}") from None
-    node = parse_yaml(text, source, LayerKind.BASE, path)
+    node = parse_text(text, source, LayerKind.BASE, path)
     if not isinstance(node, MapNode):
         raise ManifestError(
             f"{source}: a recipe is a mapping of build settings",

@@ -30,7 +30,7 @@ def manifest_request(manifest: Manifest) -> BuildRequest:
     Raises:
         ManifestError: a value does not fit the schema.
     """
-    from fdl.manifest._nodes import MapNode
+    from fdl.manifest import MapNode
     from fdl.manifest.schema import Checker
 
     node = manifest.node(KEY)

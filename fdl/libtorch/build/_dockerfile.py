@@ -1,0 +1,91 @@
+"""The builder Dockerfile: rendered by the planner into the plan (so ``--dry-run`` shows it),
+built by the Docker backend (:mod:`._docker`). Pure: deterministic text from values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from fdl._assets import asset_dir
+from fdl.compat import ArchList, cudnn_limit, host_compilers, load_table
+
+__all__ = ["CONTAINER", "SCRIPTS", "TEMPLATE", "TOOLS", "render_dockerfile"]
+
+TEMPLATE = "libtorch-builder.Dockerfile"
+SCRIPTS = "libtorch-builder"
+# What the builder image must have; the apt step installs whichever is missing.
+TOOLS = ("git", "cmake", "g++", "python3", "make")
+
+# Paths inside the builder image.
+CONTAINER = {
+    "source": "/opt/pytorch/src",
+    "work": "/opt/work",
+    "compiler_cache": "/opt/compiler-cache",
+    "venv": "/opt/fdl-venv",
+    "context_source": "/opt/context-src",
+    "output": "/opt/libtorch",
+}
+
+
+def render_dockerfile(
+    *,
+    base_image: str,
+    env: Mapping[str, str],
+    secret_keys: tuple[str, ...],
+    deps: tuple[str, ...],
+    cache_ids: Mapping[str, str],
+    clone: tuple[str, ...] | None,
+    source_in_context: bool,
+    cuda: str | None,
+    archs: ArchList,
+    use_cudnn: bool,
+    fresh: bool,
+    torch: str,
+) -> str:
+    """The builder Dockerfile (deterministic: sorted values, no host paths, no times)."""
+    import jinja2
+
+    preflight: list[tuple[str, str]] = []
+    if cuda is not None:
+        preflight += [("FDL_EXPECT_CUDA", cuda), ("FDL_MAX_GCC", str(host_compilers(cuda).gcc))]
+        limit = cudnn_limit(archs)
+        if limit is not None and use_cudnn:
+            preflight += [
+                ("FDL_MAX_CUDNN", limit.max_cudnn),
+                ("FDL_OLDEST_ARCH", min(archs.capabilities).sm),
+            ]
+    paths = dict(CONTAINER)
+    paths["source_cache"] = str(Path(CONTAINER["source"]).parent)
+    loader = jinja2.FileSystemLoader(str(asset_dir("dockerfiles")))
+    environment = jinja2.Environment(
+        loader=loader,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    packages = load_table("build")["source_build"]["image_packages"]
+    return environment.get_template(TEMPLATE).render(
+        torch=torch,
+        arch_text=archs.torch_cuda_arch_list() if archs else "CPU",
+        base_image=base_image,
+        tools=list(TOOLS),
+        packages=list(packages),
+        preflight=preflight,
+        deps=[_quote(d) for d in deps],
+        env=[(k, _quote(v)) for k, v in sorted(env.items()) if k not in secret_keys],
+        clone=list(clone) if clone else None,
+        cache_ids=dict(cache_ids),
+        paths=paths,
+        source_in_context=source_in_context,
+        secrets=bool(secret_keys),
+        fresh=fresh,
+    )
+
+
+def _quote(value: str) -> str:
+    """A value for an ENV line or a shell word: quoted when it has spaces or specials."""
+    if value and all(c.isalnum() or c in "._-/:=+,@%" for c in value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
