@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import print_table
 
 from fdl.manifest import load_manifest
-from fdl.manifest._render import render_explain, render_show
+from fdl.manifest.render import render_explain, render_show
 
 
 def write_layers(root: Path, leaves: int) -> dict[str, str]:

@@ -25,6 +25,8 @@ echo "== ruff" >&2
 "$VENV/bin/ruff" format --check fdl
 echo "== mypy" >&2
 "$VENV/bin/mypy"
+echo "== import contracts (layers, private modules, no cycles)" >&2
+"$VENV/bin/lint-imports"
 echo "== fdl ci check (the generated CI files match fdl.yml)" >&2
 "$VENV/bin/fdl" ci check
 echo "== pytest" >&2

@@ -11,11 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from fdl.cli._session import Session
-from fdl.tasks import CommandSchema, Invocation, Kind, command_kind
-from fdl.tasks._args import OptionDecl
-from fdl.tasks._plan import CommandPlan
-from fdl.tasks._presets import format_value
-from fdl.tasks._render import render_argv
+from fdl.tasks import (
+    CommandPlan,
+    CommandSchema,
+    Invocation,
+    Kind,
+    OptionDecl,
+    command_kind,
+    format_value,
+    render_argv,
+)
 
 __all__ = ["render_command_help"]
 

@@ -12,10 +12,10 @@ are always current.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fdl.cli._candidates import Completion, CompletionContext
 from fdl.cli._globals import GLOBAL_OPTIONS_HELP
 from fdl.cli._registry import BUILTINS
 from fdl.cli._session import Session
@@ -29,40 +29,6 @@ _GLOBAL_VALUES = {"-e": "env", "--env": "env", "-f": "file", "--manifest": "file
 _GLOBAL_VALUES.update({"-C": "dir", "--directory": "dir", "--set": "set"})
 
 
-@dataclass
-class Completion:
-    """Candidates for the word being completed, or a request for file names."""
-
-    candidates: list[tuple[str, str]] = field(default_factory=list)
-    directive: str | None = None
-
-    def add(self, value: str, description: str = "") -> None:
-        self.candidates.append((value, description))
-
-
-@dataclass
-class _Context:
-    """What the words before the cursor said (global options, command)."""
-
-    cwd: Path
-    environ: dict[str, str]
-    env: str | None = None
-    manifest_file: Path | None = None
-    rest: list[str] = field(default_factory=list)
-
-    def manifest(self) -> Any:
-        from fdl.manifest import discover, load_manifest
-        from fdl.tasks._nesting import enclosing_manifest
-
-        try:
-            explicit = self.manifest_file
-            if explicit is None:
-                explicit = enclosing_manifest(discover(self.cwd).path)
-            return load_manifest(self.cwd, manifest=explicit, env=self.env, environ=self.environ)
-        except Exception:
-            return None
-
-
 def _global_options() -> list[tuple[str, str]]:
     out = []
     for label, text in GLOBAL_OPTIONS_HELP:
@@ -73,7 +39,7 @@ def _global_options() -> list[tuple[str, str]]:
     return out
 
 
-def _parse_globals(words: list[str], context: _Context) -> str | None:
+def _parse_globals(words: list[str], context: CompletionContext) -> str | None:
     """Consume global options from ``words``; return the pending value kind, if any."""
     index = 0
     while index < len(words):
@@ -99,12 +65,12 @@ def _parse_globals(words: list[str], context: _Context) -> str | None:
     return None
 
 
-def _environments(context: _Context) -> list[str]:
+def _environments(context: CompletionContext) -> list[str]:
     manifest = context.manifest()
     return manifest.environments() if manifest is not None else []
 
 
-def _top_level(current: str, context: _Context, result: Completion) -> None:
+def _top_level(current: str, context: CompletionContext, result: Completion) -> None:
     if current.startswith("@"):
         for env in _environments(context):
             result.add(f"@{env}", "environment overlay")
@@ -133,7 +99,7 @@ def complete_words(
     result = Completion()
     words = list(words) or [""]
     current, before = words[-1], words[:-1]
-    context = _Context(cwd, environ, env=environ.get("FDL_ENV") or None)
+    context = CompletionContext(cwd, environ, env=environ.get("FDL_ENV") or None)
     pending = _parse_globals(before, context)
     if pending is not None:
         if pending == "env":
@@ -162,7 +128,7 @@ def complete_words(
     return result
 
 
-def _project_rows(context: _Context) -> list[tuple[str, str]]:
+def _project_rows(context: CompletionContext) -> list[tuple[str, str]]:
     manifest = context.manifest()
     if manifest is None:
         return []

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from fdl.cli._registry import BUILTINS
 
 if TYPE_CHECKING:
-    from fdl.cli._complete import Completion, _Context
+    from fdl.cli._candidates import Completion, CompletionContext
     from fdl.manifest import Manifest
     from fdl.tasks import CommandSchema, OptionDecl
 
@@ -172,7 +172,7 @@ def _entry_candidates(
 
 
 def complete_project(
-    context: _Context,
+    context: CompletionContext,
     name: str,
     args: list[str],
     current: str,

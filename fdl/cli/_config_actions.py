@@ -14,7 +14,7 @@ def show(
     session: Session, *, env: str | None, as_json: bool, origins: bool, show_secrets: bool
 ) -> int:
     """Print the merged manifest (YAML with origins, or JSON)."""
-    from fdl.manifest._render import render_show, show_data
+    from fdl.manifest.render import render_show, show_data
 
     manifest = session.manifest(env)
     if as_json:
@@ -30,7 +30,7 @@ def explain(
     session: Session, key: str | None, *, env: str | None, as_json: bool, show_secrets: bool
 ) -> int:
     """Explain one key (or every leaf): winner, layer, what it overrode."""
-    from fdl.manifest._render import explain_data, render_explain
+    from fdl.manifest.render import explain_data, render_explain
 
     manifest = session.manifest(env)
     explanations = manifest.explain(key)
@@ -43,7 +43,7 @@ def explain(
 
 def layers(session: Session, *, env: str | None, as_json: bool) -> int:
     """List every candidate layer in precedence order and whether it was used."""
-    from fdl.manifest._render import layers_data, render_layers
+    from fdl.manifest.render import layers_data, render_layers
 
     manifest = session.manifest(env, validate=False)
     if as_json:

@@ -15,10 +15,7 @@ from fdl.errors import UsageError
 
 if TYPE_CHECKING:
     from fdl.engine import Engine
-    from fdl.images import ImageSpec
-    from fdl.images._build import BuiltImage
-    from fdl.images._context import IgnoreFile
-    from fdl.images._size import SizeReport
+    from fdl.images import BuiltImage, IgnoreFile, ImageSpec, SizeReport
 
 __all__ = ["build", "render", "run", "size"]
 
@@ -41,8 +38,13 @@ def render(
     session: Session, profiles: Sequence[str], output: Path | None, *, force: bool = False
 ) -> int:
     """Print the Dockerfile(s), or write them with the compose file into ``output``."""
-    from fdl.images import dockerfile_name, render_compose, render_dockerfile
-    from fdl.images._context import ensure_dockerignore, write_generated
+    from fdl.images import (
+        dockerfile_name,
+        ensure_dockerignore,
+        render_compose,
+        render_dockerfile,
+        write_generated,
+    )
 
     specs = _plan(session, profiles)
     if output is None:
@@ -118,8 +120,7 @@ def build(
     as_json: bool,
 ) -> int:
     """Build the profiles' images; print a summary (or JSON with sizes)."""
-    from fdl.images._build import build_images
-    from fdl.images._size import size_report
+    from fdl.images import build_images, size_report
 
     specs = _plan(session, profiles)
     if tag is not None:
@@ -193,7 +194,7 @@ def _size_line(report: SizeReport) -> str:
 
 def size(session: Session, profiles: Sequence[str], *, as_json: bool) -> int:
     """Report the built images' sizes per layer, against the base and the floor."""
-    from fdl.images._size import size_report
+    from fdl.images import size_report
 
     specs = _plan(session, profiles)
     engine = _engine()
@@ -227,7 +228,7 @@ def run(session: Session, profile: str, args: Sequence[str]) -> int:
     """Run a training image; return the container's exit code."""
     import sys
 
-    from fdl.images._run import host_has_gpus, plan_run, prepare_mounts
+    from fdl.images import host_has_gpus, plan_run, prepare_mounts
 
     spec = _plan(session, [profile])[0]
     if spec.kind != "train":

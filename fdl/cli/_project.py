@@ -57,7 +57,7 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
     for note in plan.notes:
         session.console.note(note)
     if plan.docker is not None and plan.docker.profile is not None:
-        from fdl.tasks._images import ensure_service_image
+        from fdl.tasks import ensure_service_image
 
         ensure_service_image(
             manifest,

@@ -69,7 +69,7 @@ class Session:
         found = discover(self.cwd, self.options.manifest)
         if self.options.manifest is None:
             # Inside a nested manifest's directory the project is the enclosing one.
-            from fdl.tasks._nesting import enclosing_manifest
+            from fdl.tasks import enclosing_manifest
 
             root = enclosing_manifest(found.path)
             if root != found.path:
@@ -101,7 +101,7 @@ class Session:
         Raises:
             ManifestError: not found, invalid, or the overlay does not exist.
         """
-        from fdl.manifest._manifest import build_manifest
+        from fdl.manifest import build_manifest
 
         chosen = env if env is not None else self.env
         key = (chosen, tuple(self.options.sets) + (("validate",) if validate else ()))

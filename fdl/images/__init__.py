@@ -12,7 +12,7 @@ Plan, then execute::
 from __future__ import annotations
 
 from fdl.images._build import BuiltImage, build_images, build_spec, ensure_libtorch_image
-from fdl.images._context import IgnoreFile, ensure_dockerignore, missing_essentials
+from fdl.images._context import IgnoreFile, ensure_dockerignore, missing_essentials, write_generated
 from fdl.images._data import images_data
 from fdl.images._plan import (
     DEFAULT_PROFILES,
@@ -80,4 +80,5 @@ __all__ = [
     "render_libtorch_dockerfile",
     "size_report",
     "variant_ref",
+    "write_generated",
 ]

@@ -24,7 +24,13 @@ from fdl.manifest._layers import (
     parse_text,
     working_directory,
 )
-from fdl.manifest._manifest import Manifest, load_directory_manifest, load_manifest, split_key
+from fdl.manifest._manifest import (
+    Manifest,
+    build_manifest,
+    load_directory_manifest,
+    load_manifest,
+    split_key,
+)
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode, node_at
 from fdl.manifest._secrets import is_secret_key, is_secret_node, token_kind
 
@@ -43,6 +49,7 @@ __all__ = [
     "Origin",
     "ScalarNode",
     "SeqNode",
+    "build_manifest",
     "discover",
     "display_name",
     "find_in_directory",

@@ -131,7 +131,7 @@ class Manifest:
     def masked_data(self) -> Any:
         """The merged manifest as plain data, secrets masked (what ``config show --json``
         prints; safe to hash into a label or show)."""
-        from fdl.manifest._render import show_data
+        from fdl.manifest.render import show_data
 
         return show_data(self.tree)
 

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from fdl.tasks._nesting import enclosing_manifest
     from fdl.tasks._plan import CommandPlan, DockerWrap
     from fdl.tasks._prepare import Invocation, prepare
-    from fdl.tasks._render import render_script
+    from fdl.tasks._presets import format_value
+    from fdl.tasks._render import render_argv, render_script
     from fdl.tasks._resolve import Kind, Resolution, command_kind, load_nested
 
 __all__ = [
@@ -50,10 +51,12 @@ __all__ = [
     "enclosing_manifest",
     "ensure_service_image",
     "execute",
+    "format_value",
     "in_container",
     "load_nested",
     "prepare",
     "quote",
+    "render_argv",
     "render_script",
 ]
 
@@ -74,6 +77,8 @@ _HOMES = {
     "Invocation": "_prepare",
     "prepare": "_prepare",
     "render_script": "_render",
+    "render_argv": "_render",
+    "format_value": "_presets",
     "Kind": "_resolve",
     "Resolution": "_resolve",
     "command_kind": "_resolve",

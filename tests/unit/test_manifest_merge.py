@@ -94,7 +94,7 @@ def test_secret_named_keys_are_masked_in_show_and_explain() -> None:
     from fdl.manifest._explain import explain_path
     from fdl.manifest._layers import Layer
     from fdl.manifest._nodes import LayerKind as Kind
-    from fdl.manifest._render import explain_data, render_explain, render_show, show_data
+    from fdl.manifest.render import explain_data, render_explain, render_show, show_data
 
     root = layer(
         "registry:\n  user: me\n  api_token: t0k3n\n  db_password: pw\n  ssh_key: k\n  keys: [a]\n"

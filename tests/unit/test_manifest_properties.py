@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from fdl.errors import FdlError, ManifestError
 from fdl.manifest._merge import compose, materialize, merge
 from fdl.manifest._nodes import LayerKind, MapNode, Node, ScalarNode, SeqNode, walk_leaves
-from fdl.manifest._render import format_scalar, render_show
 from fdl.manifest._yaml import parse_yaml
+from fdl.manifest.render import format_scalar, render_show
 
 KEYS = st.sampled_from(["a", "b", "c", "d"])
 SCALARS = st.one_of(
