@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fdl.ci._data import ci_data
-from fdl.ci._model import CiConfig
+from fdl.ci._matrix import CiConfig
 from fdl.errors import ManifestError
 from fdl.manifest import Manifest
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from fdl.ci._model import Matrix, MatrixVariant
+from fdl.ci._matrix import Matrix, MatrixVariant
 from fdl.engine import Builder, BuildResult, Engine, LineCallback, default_engine
 from fdl.errors import UsageError
 from fdl.images import VariantRef
@@ -226,7 +226,7 @@ def _bake(
     """bake builds the libtorch images as the cells need them (the steps list them with
     their bake target); secrets come from ``environ`` as in any build."""
     no_cache, environ = options
-    from fdl.ci._model import bake_path
+    from fdl.ci._matrix import bake_path
 
     client = engine.describe().client
     targets = [cell.id for cell in matrix.cells]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fdl.ci._config import fill_tag, located, read_config
 from fdl.ci._data import ci_data
-from fdl.ci._model import Cell, CiConfig, Matrix, MatrixVariant
+from fdl.ci._matrix import Cell, CiConfig, Matrix, MatrixVariant
 from fdl.ci._variants import plan_variants
 from fdl.errors import ManifestError
 from fdl.images import ImageSpec, plan_images, project_name

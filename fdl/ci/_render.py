@@ -10,7 +10,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-from fdl.ci._model import Cell, Matrix, MatrixVariant, bake_path
+from fdl.ci._matrix import Cell, Matrix, MatrixVariant, bake_path
 from fdl.ci._text import comment_lines, hcl, header, render_template
 from fdl.ci._workflow import render_workflow
 

@@ -8,7 +8,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from fdl.ci._model import CiConfig
+from fdl.ci._matrix import CiConfig
 
 if TYPE_CHECKING:
     import jinja2

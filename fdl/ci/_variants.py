@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from fdl.ci._config import located as _error
-from fdl.ci._model import CiConfig, MatrixVariant
+from fdl.ci._matrix import CiConfig, MatrixVariant
 from fdl.errors import FdlError, UsageError
 from fdl.images import VariantRef, project_libtorch_image, variant_ref
 from fdl.manifest import Manifest
@@ -96,7 +96,7 @@ def _official_variant(manifest: Manifest, config: CiConfig, key: str, where: str
 
 
 def _recipe_variant(manifest: Manifest, config: CiConfig, key: str, where: str) -> MatrixVariant:
-    from fdl.libtorch.build import BuildRequest, Setting, gather_request
+    from fdl.libtorch.source import BuildRequest, Setting, gather_request
 
     recipe = key.removeprefix(RECIPE_PREFIX)
     location = _error(manifest, where, "").location

@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from fdl.ci._data import ci_data
-from fdl.ci._model import Matrix, MatrixVariant, bake_path
+from fdl.ci._matrix import Matrix, MatrixVariant, bake_path
 from fdl.ci._text import comment_lines, header, render_template, yaml_scalar
 
 __all__ = ["render_workflow"]

@@ -10,7 +10,7 @@ from fdl.cli._console import Console
 from fdl.cli._session import Session
 
 if TYPE_CHECKING:
-    from fdl.libtorch.build import BuildPlan, BuildRequest, BuildResult
+    from fdl.libtorch.source import BuildPlan, BuildRequest, BuildResult
     from fdl.manifest import Manifest
 
 __all__ = ["BuildOptions", "build"]
@@ -41,7 +41,7 @@ class BuildOptions:
 
     def request(self, cwd: Path) -> BuildRequest:
         """The command-line layer of the request."""
-        from fdl.libtorch.build import BuildRequest, Setting
+        from fdl.libtorch.source import BuildRequest, Setting
 
         def given(value: object, flag: str) -> Setting[object] | None:
             return Setting(value, flag) if value is not None else None
@@ -81,7 +81,7 @@ def _context_root(session: Session) -> Path:
 
 def build(session: Session, options: BuildOptions) -> int:
     """Plan (and unless --dry-run, run) a source build; return the exit code."""
-    from fdl.libtorch.build import gather_request, plan_build, probe_machine
+    from fdl.libtorch.source import gather_request, plan_build, probe_machine
 
     console = session.console
     manifest = _manifest(session)
@@ -115,7 +115,7 @@ def build(session: Session, options: BuildOptions) -> int:
 
 def _execute(session: Session, plan: BuildPlan) -> BuildResult:
     from fdl.cli._progress import ProgressLine
-    from fdl.libtorch.build import StatusParser, run_build
+    from fdl.libtorch.source import StatusParser, run_build
 
     console = session.console
     progress = ProgressLine(console, f"building {plan.variant}")
@@ -138,7 +138,7 @@ def _execute(session: Session, plan: BuildPlan) -> BuildResult:
 
 
 def _list_recipes(console: Console, project_dir: Path | None, as_json: bool) -> int:
-    from fdl.libtorch.build import list_recipes
+    from fdl.libtorch.source import list_recipes
 
     recipes = list_recipes(project_dir)
     if as_json:
@@ -163,7 +163,7 @@ def _list_recipes(console: Console, project_dir: Path | None, as_json: bool) -> 
 
 def render_plan(plan: BuildPlan, *, dry_run: bool) -> str:
     """The plan for people (``--dry-run`` without ``--json``, and before a real build)."""
-    from fdl.libtorch.build import mask
+    from fdl.libtorch.source import mask
 
     archs = (
         f"{plan.arch_list}  ({' '.join(plan.archs.codes())})" if plan.archs else "none (CPU build)"

@@ -23,7 +23,8 @@ from fdl.scaffold._answers import (
     validate_name,
 )
 from fdl.scaffold._docs import next_steps
-from fdl.scaffold._model import (
+from fdl.scaffold._plan import OVERLAY, READ_BY_IMAGES, plan_project
+from fdl.scaffold._project_files import (
     ACTIONS,
     GENERATED,
     MODES,
@@ -33,7 +34,6 @@ from fdl.scaffold._model import (
     FileSpec,
     WriteReport,
 )
-from fdl.scaffold._plan import OVERLAY, READ_BY_IMAGES, plan_project
 from fdl.scaffold._templates import TEMPLATES, template
 from fdl.scaffold._write import check_target, read_existing, write_project
 

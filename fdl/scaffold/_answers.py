@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fdl.errors import ManifestError, UsageError
-from fdl.scaffold._model import MODES, Answers
+from fdl.scaffold._project_files import MODES, Answers
 from fdl.scaffold._templates import TEMPLATES, scaffold_data, template
 
 __all__ = [

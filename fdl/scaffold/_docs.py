@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fdl.scaffold._model import Answers
+from fdl.scaffold._project_files import Answers
 from fdl.scaffold._templates import Template, scaffold_data
 
 __all__ = ["layout", "next_steps", "workflow_jobs"]

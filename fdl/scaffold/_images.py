@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fdl.images import ImageSpec, VariantRef, VariantResolver
-from fdl.scaffold._model import Answers
+from fdl.scaffold._project_files import Answers
 
 __all__ = ["plan_generated", "scaffold_resolver"]
 

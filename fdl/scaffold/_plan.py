@@ -11,7 +11,7 @@ from typing import Any
 
 from fdl.scaffold._docs import layout, next_steps, workflow_jobs
 from fdl.scaffold._images import plan_generated
-from fdl.scaffold._model import GENERATED, USER, Answers, FileSpec
+from fdl.scaffold._project_files import GENERATED, USER, Answers, FileSpec
 from fdl.scaffold._templates import Template, render, scaffold_data, template, template_files
 from fdl.scaffold._values import template_values
 

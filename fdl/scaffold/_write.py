@@ -14,7 +14,7 @@ from pathlib import Path
 from fdl._files import atomic_write_text
 from fdl.errors import UsageError
 from fdl.scaffold._answers import answers_path
-from fdl.scaffold._model import GENERATED, FileResult, FileSpec, WriteReport
+from fdl.scaffold._project_files import GENERATED, FileResult, FileSpec, WriteReport
 
 __all__ = ["check_target", "read_existing", "write_project"]
 

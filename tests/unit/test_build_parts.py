@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fdl.errors import ManifestError, UsageError
-from fdl.libtorch.build import (
+from fdl.libtorch.source import (
     BuildRequest,
     Setting,
     StatusParser,
@@ -16,8 +16,8 @@ from fdl.libtorch.build import (
     load_recipe,
     merge_requests,
 )
-from fdl.libtorch.build._cache import CacheStats, _ccache_stats, _sccache_stats, plan_cache
-from fdl.libtorch.build._recipes import find_recipe
+from fdl.libtorch.source._cache import CacheStats, _ccache_stats, _sccache_stats, plan_cache
+from fdl.libtorch.source._recipes import find_recipe
 
 
 @pytest.mark.parametrize(
@@ -174,8 +174,8 @@ def test_verification_reads_the_fatbins(tmp_path: Path) -> None:
 
     from fdl.binaries.synthetic import FakeEntry
     from fdl.compat import toolkit
-    from fdl.libtorch.build import MachineFacts, Nvcc, VerificationFailed, plan_build
-    from fdl.libtorch.build._finish import verify
+    from fdl.libtorch.source import MachineFacts, Nvcc, VerificationFailed, plan_build
+    from fdl.libtorch.source._finish import verify
 
     facts = MachineFacts(
         libtorch_dir=tmp_path / "libtorch",

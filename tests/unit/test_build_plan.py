@@ -12,7 +12,7 @@ import pytest
 
 from fdl.compat import parse_archs, toolkit
 from fdl.errors import EnvironmentProblem, Location, ManifestError, UsageError
-from fdl.libtorch.build import BuildRequest, MachineFacts, Nvcc, Setting, plan_build
+from fdl.libtorch.source import BuildRequest, MachineFacts, Nvcc, Setting, plan_build
 
 NVCC13 = Nvcc("13.0", "13.0.88", "/usr/local/cuda/bin/nvcc", toolkit("13.0").targets)
 NVCC128 = Nvcc("12.8", "12.8.93", "/opt/cuda-12.8/bin/nvcc", toolkit("12.8").targets)

@@ -16,14 +16,14 @@ Plan, then execute::
 
 from __future__ import annotations
 
-from fdl.libtorch.build._cache import CachePlan, CacheStats, mask
-from fdl.libtorch.build._checks import Problem
-from fdl.libtorch.build._facts import MachineFacts, Nvcc, probe_machine
-from fdl.libtorch.build._finish import VerificationFailed
-from fdl.libtorch.build._model import BuildPlan, Command, DockerPart
-from fdl.libtorch.build._plan import plan_build
-from fdl.libtorch.build._recipes import Recipe, find_recipe, list_recipes, load_recipe
-from fdl.libtorch.build._request import (
+from fdl.libtorch.source._buildplan import BuildPlan, Command, DockerPart
+from fdl.libtorch.source._cache import CachePlan, CacheStats, mask
+from fdl.libtorch.source._checks import Problem
+from fdl.libtorch.source._facts import MachineFacts, Nvcc, probe_machine
+from fdl.libtorch.source._finish import VerificationFailed
+from fdl.libtorch.source._plan import plan_build
+from fdl.libtorch.source._recipes import Recipe, find_recipe, list_recipes, load_recipe
+from fdl.libtorch.source._request import (
     BuildRequest,
     Setting,
     build_fields,
@@ -31,9 +31,9 @@ from fdl.libtorch.build._request import (
     merge_requests,
     request_from_mapping,
 )
-from fdl.libtorch.build._run import BuildResult, run_build
-from fdl.libtorch.build._sources import gather_request
-from fdl.libtorch.build._status import BuildStatus, StatusParser, compiled_objects
+from fdl.libtorch.source._run import BuildResult, run_build
+from fdl.libtorch.source._sources import gather_request
+from fdl.libtorch.source._status import BuildStatus, StatusParser, compiled_objects
 
 __all__ = [
     "FIELDS",

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fdl.errors import CommandFailed, EnvironmentProblem
-from fdl.libtorch.build._cache import CacheStats, cache_stats, start_cache, stop_cache
-from fdl.libtorch.build._model import BuildPlan
+from fdl.libtorch.source._buildplan import BuildPlan
+from fdl.libtorch.source._cache import CacheStats, cache_stats, start_cache, stop_cache
 from fdl.runner import Runner
 
 __all__ = ["NativeResult", "build_environment", "build_natively", "collect_installed"]

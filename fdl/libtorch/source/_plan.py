@@ -1,7 +1,7 @@
 """Planning a source build: request + machine facts -> :class:`BuildPlan` (pure).
 
 Nothing here runs a program or touches the disk: the facts are probed beforehand
-(:func:`fdl.libtorch.build.probe_machine`) or written by hand in tests. Every problem that
+(:func:`fdl.libtorch.source.probe_machine`) or written by hand in tests. Every problem that
 would doom the build is found here, before any work, and raised with its fix.
 """
 
@@ -26,16 +26,16 @@ from fdl.compat import (
     toolkit,
 )
 from fdl.errors import EnvironmentProblem, FdlError, UsageError
-from fdl.libtorch.build import _checks as checks
-from fdl.libtorch.build._checks import Problem
-from fdl.libtorch.build._facts import MachineFacts
-from fdl.libtorch.build._ingredients import (
+from fdl.libtorch.source import _checks as checks
+from fdl.libtorch.source._buildplan import BuildPlan
+from fdl.libtorch.source._checks import Problem
+from fdl.libtorch.source._facts import MachineFacts
+from fdl.libtorch.source._ingredients import (
     Toolchoice,
     source_build_table,
 )
-from fdl.libtorch.build._layout import assemble
-from fdl.libtorch.build._model import BuildPlan
-from fdl.libtorch.build._request import BuildRequest, located_error
+from fdl.libtorch.source._layout import assemble
+from fdl.libtorch.source._request import BuildRequest, located_error
 
 __all__ = ["Toolchoice", "plan_build", "source_build_table"]
 

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fdl.errors import Location, ManifestErrors, UsageError
-from fdl.libtorch.build._recipes import find_recipe, load_recipe
-from fdl.libtorch.build._request import (
+from fdl.libtorch.source._recipes import find_recipe, load_recipe
+from fdl.libtorch.source._request import (
     BuildRequest,
     Setting,
     build_spec,

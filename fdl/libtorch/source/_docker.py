@@ -16,8 +16,8 @@ from pathlib import Path
 
 from fdl._assets import asset_dir
 from fdl.errors import EnvironmentProblem
-from fdl.libtorch.build._dockerfile import SCRIPTS
-from fdl.libtorch.build._model import BuildPlan
+from fdl.libtorch.source._buildplan import BuildPlan
+from fdl.libtorch.source._dockerfile import SCRIPTS
 
 __all__ = ["build_in_docker"]
 

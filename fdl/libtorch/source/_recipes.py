@@ -16,7 +16,7 @@ from pathlib import Path
 
 from fdl._assets import asset_dir
 from fdl.errors import Location, ManifestError, UsageError
-from fdl.libtorch.build._request import BuildRequest, build_fields, request_from_mapping
+from fdl.libtorch.source._request import BuildRequest, build_fields, request_from_mapping
 from fdl.manifest.schema import Checker, Obj
 
 __all__ = ["Recipe", "find_recipe", "list_recipes", "load_recipe", "recipe_dirs"]

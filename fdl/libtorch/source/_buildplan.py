@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from fdl.compat.archs import ArchList
-from fdl.libtorch.build._cache import CachePlan, mask
-from fdl.libtorch.build._checks import Problem
+from fdl.libtorch.source._cache import CachePlan, mask
+from fdl.libtorch.source._checks import Problem
 
 __all__ = ["BuildPlan", "Command", "DockerPart"]
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 from fdl.compat import ArchList, load_table
 from fdl.compat.cuda import Toolkit
-from fdl.libtorch.build._cache import CachePlan, plan_cache
-from fdl.libtorch.build._facts import MachineFacts
-from fdl.libtorch.build._request import BuildRequest
+from fdl.libtorch.source._cache import CachePlan, plan_cache
+from fdl.libtorch.source._facts import MachineFacts
+from fdl.libtorch.source._request import BuildRequest
 
 __all__ = ["Toolchoice", "cache_for", "config_key", "environment_leaks", "source_build_table"]
 
@@ -59,7 +59,7 @@ def config_key(*parts: str) -> str:
 def cache_for(
     request: BuildRequest, facts: MachineFacts, backend: str, archs: ArchList, directory: str
 ) -> CachePlan:
-    """The compiler cache plan (see :func:`fdl.libtorch.build._cache.plan_cache`)."""
+    """The compiler cache plan (see :func:`fdl.libtorch.source._cache.plan_cache`)."""
     kind = str(request.value("cache", "ccache"))
     settings = {k: s.value for k, s in request.cache_settings.items()}
     if backend == "docker":
