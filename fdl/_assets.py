@@ -6,9 +6,14 @@ In a wheel they live in ``fdl/_assets/<kind>`` (hatch force-include) and
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["asset_dir", "data_dir"]
+if TYPE_CHECKING:
+    import jinja2
+
+__all__ = ["asset_dir", "data_dir", "template_environment"]
 
 _PACKAGE = Path(__file__).resolve().parent
 KINDS = ("templates", "dockerfiles", "recipes")
@@ -30,3 +35,19 @@ def asset_dir(kind: str) -> Path:
 def data_dir() -> Path:
     """The directory of shipped data files (compatibility tables)."""
     return _PACKAGE / "data"
+
+
+@functools.cache
+def template_environment(directory: Path) -> jinja2.Environment:
+    """The one jinja setup for every file fdl renders from ``directory``: undefined values
+    are errors, whitespace is controlled by the templates, nothing is HTML-escaped."""
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(directory)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )

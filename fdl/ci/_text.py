@@ -3,11 +3,11 @@ the header every generated file starts with."""
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from typing import TYPE_CHECKING, Any
 
+from fdl._assets import asset_dir, template_environment
 from fdl.ci._matrix import CiConfig
 
 if TYPE_CHECKING:
@@ -32,20 +32,8 @@ def comment_lines(text: str, width: int = 86) -> list[str]:
     return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
 
 
-@functools.cache
 def _environment() -> jinja2.Environment:
-    import jinja2
-
-    from fdl._assets import asset_dir
-
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(asset_dir("templates") / "ci")),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
+    return template_environment(asset_dir("templates") / "ci")
 
 
 def render_template(template: str, **values: Any) -> str:

@@ -7,13 +7,13 @@ depends only on the specs: no timestamps, no host paths.
 
 from __future__ import annotations
 
-import functools
 import json
 import posixpath
 import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from fdl._assets import asset_dir, template_environment
 from fdl.images._data import images_data
 from fdl.images._spec import ImageSpec, VariantRef
 
@@ -33,20 +33,8 @@ __all__ = [
 LISTING = "fdl-closure.tsv"  # sizes of the program and its libraries, in the app dir
 
 
-@functools.cache
 def _environment() -> jinja2.Environment:
-    import jinja2
-
-    from fdl._assets import asset_dir
-
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(asset_dir("dockerfiles"))),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
+    return template_environment(asset_dir("dockerfiles"))
 
 
 def _render(template: str, **values: Any) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fdl._assets import asset_dir
+from fdl._assets import asset_dir, template_environment
 from fdl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -101,18 +101,8 @@ def template_files(chosen: Template) -> list[tuple[str, Path]]:
     return found
 
 
-@functools.cache
 def _environment() -> jinja2.Environment:
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(_root())),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
+    return template_environment(_root())
 
 
 def render(name: str, values: dict[str, Any]) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from fdl._assets import asset_dir
+from fdl._assets import asset_dir, template_environment
 from fdl.compat import ArchList, cudnn_limit, host_compilers, load_table
 
 __all__ = ["CONTAINER", "SCRIPTS", "TEMPLATE", "TOOLS", "render_dockerfile"]
@@ -43,8 +43,6 @@ def render_dockerfile(
     torch: str,
 ) -> str:
     """The builder Dockerfile (deterministic: sorted values, no host paths, no times)."""
-    import jinja2
-
     preflight: list[tuple[str, str]] = []
     if cuda is not None:
         preflight += [("FDL_EXPECT_CUDA", cuda), ("FDL_MAX_GCC", str(host_compilers(cuda).gcc))]
@@ -56,15 +54,7 @@ def render_dockerfile(
             ]
     paths = dict(CONTAINER)
     paths["source_cache"] = str(Path(CONTAINER["source"]).parent)
-    loader = jinja2.FileSystemLoader(str(asset_dir("dockerfiles")))
-    environment = jinja2.Environment(
-        loader=loader,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        undefined=jinja2.StrictUndefined,
-    )
+    environment = template_environment(asset_dir("dockerfiles"))
     packages = load_table("build")["source_build"]["image_packages"]
     return environment.get_template(TEMPLATE).render(
         torch=torch,
