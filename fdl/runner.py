@@ -2,7 +2,7 @@
 
 Everything fdl runs (nvcc, cmake, docker, git, pip, the project's commands)
 goes through a :class:`Runner`. The real one is :class:`SubprocessRunner`;
-tests use :class:`FakeRunner`, which records calls and answers from a table.
+tests use ``tests.support.fakes.FakeRunner``, which records calls and answers from a table.
 """
 
 from __future__ import annotations
@@ -10,16 +10,15 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
 from fdl.errors import CommandFailed, EnvironmentProblem
 
-__all__ = ["Completed", "FakeRunner", "Runner", "SubprocessRunner", "default_runner"]
+__all__ = ["Completed", "Runner", "SubprocessRunner", "default_runner", "missing_program"]
 
 TAIL_LINES = 40
 LineCallback = Callable[[str], None]
@@ -86,7 +85,8 @@ class Runner(Protocol):
         ...
 
 
-def _missing(program: str) -> EnvironmentProblem:
+def missing_program(program: str) -> EnvironmentProblem:
+    """The error for a program that is not on PATH (shared with the test doubles)."""
     return EnvironmentProblem(
         f"`{program}` was not found on PATH",
         hint=f"install {program}, or add its directory to PATH",
@@ -120,7 +120,7 @@ class SubprocessRunner:
                 check=False,
             )
         except FileNotFoundError:
-            raise _missing(args[0]) from None
+            raise missing_program(args[0]) from None
         except subprocess.TimeoutExpired as exc:
             raise CommandFailed(
                 args, -1, message=f"`{' '.join(args)}` did not finish within {exc.timeout:g} s"
@@ -162,7 +162,7 @@ class SubprocessRunner:
                     bufsize=1,
                 )
             except FileNotFoundError:
-                raise _missing(args[0]) from None
+                raise missing_program(args[0]) from None
             assert proc.stdout is not None
             try:
                 for line in proc.stdout:
@@ -197,7 +197,7 @@ class SubprocessRunner:
         try:
             return run_foreground(args, cwd=cwd, env=env)
         except FileNotFoundError:
-            raise _missing(args[0]) from None
+            raise missing_program(args[0]) from None
 
     def which(self, program: str) -> str | None:
         return shutil.which(program)
@@ -213,92 +213,6 @@ def _terminate(proc: subprocess.Popen[str]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-
-
-Responder = Callable[[list[str]], Completed]
-
-
-@dataclass
-class FakeRunner:
-    """A runner for tests: answers from ``responses`` by argv prefix, records calls.
-
-    Example::
-
-        runner = FakeRunner({("nvcc", "--version"): Completed([], 0, "release 13.0")})
-    """
-
-    responses: dict[tuple[str, ...], Completed | Responder] = field(default_factory=dict)
-    programs: dict[str, str] = field(default_factory=dict)
-    calls: list[list[str]] = field(default_factory=list)
-    default: Completed | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def _answer(self, args: list[str]) -> Completed:
-        with self._lock:
-            self.calls.append(args)
-        best: tuple[str, ...] | None = None
-        for prefix in self.responses:
-            if tuple(args[: len(prefix)]) == prefix and (best is None or len(prefix) > len(best)):
-                best = prefix
-        if best is None:
-            if self.default is not None:
-                return Completed(
-                    args, self.default.returncode, self.default.stdout, self.default.stderr
-                )
-            raise (
-                _missing(args[0])
-                if args and args[0] not in self.programs
-                else AssertionError(f"FakeRunner: no response for {args}")
-            )
-        answer = self.responses[best]
-        result = answer(args) if callable(answer) else answer
-        return Completed(args, result.returncode, result.stdout, result.stderr)
-
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        cwd: Path | None = None,
-        env: Mapping[str, str] | None = None,
-        check: bool = True,
-        timeout: float | None = None,
-        input: str | None = None,
-    ) -> Completed:
-        args = [str(a) for a in argv]
-        result = self._answer(args)
-        if check and result.returncode != 0:
-            raise CommandFailed(args, result.returncode, output_tail=result.stderr or result.stdout)
-        return result
-
-    def stream(
-        self,
-        argv: Sequence[str],
-        *,
-        cwd: Path | None = None,
-        env: Mapping[str, str] | None = None,
-        log_file: Path | None = None,
-        on_line: LineCallback | None = None,
-        check: bool = True,
-    ) -> Completed:
-        result = self.run(argv, cwd=cwd, env=env, check=False)
-        for line in (result.stdout + result.stderr).splitlines():
-            if on_line is not None:
-                on_line(line)
-        if check and result.returncode != 0:
-            raise CommandFailed(result.argv, result.returncode, output_tail=result.stdout)
-        return result
-
-    def interactive(
-        self,
-        argv: Sequence[str],
-        *,
-        cwd: Path | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> int:
-        return self.run(argv, cwd=cwd, env=env, check=False).returncode
-
-    def which(self, program: str) -> str | None:
-        return self.programs.get(program)
 
 
 _DEFAULT: list[Runner] = []

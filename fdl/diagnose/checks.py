@@ -2,7 +2,7 @@
 
 Each group is a function returning :class:`~fdl.diagnose.Check` values; nothing prints.
 Probes go through the Runner seam (``nvidia-smi``, ``nvcc``, ``docker``, ...), so tests use
-a fake ``nvidia-smi`` on PATH or a :class:`~fdl.runner.FakeRunner`.
+a fake ``nvidia-smi`` on PATH or the test runner ``tests.support.fakes.FakeRunner``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``default_engine()`` gives the process-wide :class:`DockerEngine`, which
 drives the best docker CLI it finds (buildx plugin, else a client with
 BuildKit built in, else the classic builder) through :mod:`fdl.runner`.
-Tests of other modules use :class:`FakeEngine`.
+Tests of other modules use ``tests.support.fakes.FakeEngine``.
 
 Example::
 
@@ -21,7 +21,6 @@ from fdl.engine._client import candidate_paths, probe_clients, select_client
 from fdl.engine._compose import find_compose
 from fdl.engine._docker import DockerEngine
 from fdl.engine._facts import translate_failure
-from fdl.engine._fake import FakeEngine
 from fdl.engine._types import (
     Builder,
     BuildResult,
@@ -52,7 +51,6 @@ __all__ = [
     "DockerClient",
     "DockerEngine",
     "Engine",
-    "FakeEngine",
     "ImageInfo",
     "Layer",
     "LineCallback",
@@ -83,5 +81,5 @@ def default_engine() -> Engine:
 
 
 def set_default_engine(engine: Engine) -> None:
-    """Replace the process-wide engine (tests put a :class:`FakeEngine` here)."""
+    """Replace the process-wide engine (tests put a fake engine here)."""
     _DEFAULT[:] = [engine]

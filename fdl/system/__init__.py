@@ -1,6 +1,6 @@
 """What this machine has: GPUs, build tools, resources.
 
-Programs run through :class:`fdl.runner.Runner` (pass a ``FakeRunner`` in tests). Every
+Programs run through :class:`fdl.runner.Runner` (tests pass ``tests.support.fakes.FakeRunner``). Every
 probe returns a value or the reason it could not tell; none raises for a missing tool.
 """
 

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from fdl.engine import Builder, FakeEngine, set_default_engine
-from fdl.runner import Completed, FakeRunner, set_default_runner
+from fdl.engine import Builder, set_default_engine
+from fdl.runner import Completed, set_default_runner
 from tests.support.ci import MATRIX, ci_project
+from tests.support.fakes import FakeEngine, FakeRunner
 from tests.support.images import make_variant
 
 REPO = Path(__file__).resolve().parent.parent.parent

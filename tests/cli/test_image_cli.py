@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fdl.engine import FakeEngine, Layer, RunResult, set_default_engine
+from fdl.engine import Layer, RunResult, set_default_engine
+from tests.support.fakes import FakeEngine
 from tests.support.golden import GOLDEN_DIR
 from tests.support.images import make_project, make_variant
 

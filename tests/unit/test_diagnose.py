@@ -10,7 +10,8 @@ from fdl.compat import parse_capability
 from fdl.diagnose import Severity, run_diagnose
 from fdl.libtorch import VariantInfo, finish_info, plan_setup, variants
 from fdl.paths import Context
-from fdl.runner import Completed, FakeRunner
+from fdl.runner import Completed
+from tests.support.fakes import FakeRunner
 from tests.support.libtorch_trees import make_tree
 
 SMI = ["nvidia-smi", "--query-gpu=index,name,compute_cap,memory.total,driver_version"]

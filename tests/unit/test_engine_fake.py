@@ -12,13 +12,13 @@ from fdl.engine import (
     BuildSpec,
     DockerEngine,
     Engine,
-    FakeEngine,
     RunResult,
     RunSpec,
     default_engine,
     set_default_engine,
 )
 from fdl.errors import CommandFailed, EnvironmentProblem
+from tests.support.fakes import FakeEngine
 
 
 def test_fake_and_real_engines_offer_the_protocol_with_the_same_signatures() -> None:

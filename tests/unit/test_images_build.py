@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from fdl.engine import Builder, FakeEngine, Layer, Secret
+from fdl.engine import Builder, Layer, Secret
 from fdl.errors import EnvironmentProblem, UsageError
 from fdl.images import ImageSpec, plan_images, render_dockerfile
 from fdl.images._build import build_images
 from fdl.images._run import plan_run, prepare_mounts
 from fdl.images._size import parse_listing, size_report
 from fdl.manifest import load_manifest
+from tests.support.fakes import FakeEngine
 from tests.support.images import make_project, make_variant
 
 MANIFEST = """\

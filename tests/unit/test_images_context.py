@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from fdl.engine import FakeEngine
 from fdl.errors import ManifestError
 from fdl.images import plan_images, render_compose
 from fdl.images._build import build_images, build_spec
 from fdl.manifest import load_manifest
+from tests.support.fakes import FakeEngine
 from tests.support.images import FIXTURE, make_variant
 
 MANIFEST = """\

@@ -22,7 +22,8 @@ from fdl.libtorch import (
 from fdl.locking import FileLock, LockBusy
 from fdl.net import RetryPolicy
 from fdl.paths import Context
-from fdl.runner import Completed, FakeRunner
+from fdl.runner import Completed
+from tests.support.fakes import FakeRunner
 from tests.support.libtorch_trees import make_tree, torch_wheel
 
 WHEEL = "torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl"

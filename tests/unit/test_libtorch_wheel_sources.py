@@ -20,7 +20,8 @@ from fdl.libtorch._wheel import (
     wheel_from_file,
 )
 from fdl.paths import Context
-from fdl.runner import Completed, FakeRunner
+from fdl.runner import Completed
+from tests.support.fakes import FakeRunner
 from tests.support.libtorch_trees import make_tree, torch_wheel
 
 CUDA_REQUIRES = [

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fdl.errors import EnvironmentProblem
-from fdl.runner import Completed, FakeRunner, SubprocessRunner
+from fdl.runner import Completed, SubprocessRunner
+from tests.support.fakes import FakeRunner
 
 
 def test_subprocess_runner_returns_the_exit_status_without_raising() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fdl.compat import Capability, choose_variant
-from fdl.runner import Completed, FakeRunner, SubprocessRunner
+from fdl.runner import Completed, SubprocessRunner
 from fdl.system import (
     cpu,
     detect_gpus,
@@ -20,6 +20,7 @@ from fdl.system import (
     probe_tool,
     probe_toolchain,
 )
+from tests.support.fakes import FakeRunner
 
 RIG = "0, NVIDIA GeForce RTX 5060 Ti, 12.0, 16311, 576.88\n1, NVIDIA GeForce GTX 1060 6GB, 6.1, 6144, 576.88\n"
 QUERY = "--query-gpu=index,name,compute_cap,memory.total,driver_version"

@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 
 from fdl.errors import EnvironmentProblem, ManifestError
-from fdl.runner import FakeRunner
 from fdl.tasks._compose_file import container_path, find_compose_file, interpolate, load_compose
 from fdl.tasks._docker import compose_program, in_container
+from tests.support.fakes import FakeEngine, FakeRunner
 from tests.support.tasks_helpers import write
 
 
 def test_compose_comes_from_the_engine_with_its_environment() -> None:
-    from fdl.engine import ComposeCommand, FakeEngine
+    from fdl.engine import ComposeCommand
 
     engine = FakeEngine(
         compose_command=ComposeCommand(

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fdl.engine import FakeEngine
 from fdl.manifest import load_manifest
-from fdl.runner import FakeRunner
 from fdl.tasks import ensure_service_image, prepare, render_script
 from fdl.tasks._plan import CommandPlan
+from tests.support.fakes import FakeEngine, FakeRunner
 from tests.support.images import make_variant
 from tests.support.tasks_helpers import write
 

@@ -9,8 +9,9 @@ import pytest
 
 from fdl.errors import ManifestError, UsageError
 from fdl.manifest import load_manifest
-from fdl.runner import Completed, FakeRunner
+from fdl.runner import Completed
 from fdl.tasks import Invocation, Kind, prepare, render_script
+from tests.support.fakes import FakeRunner
 from tests.support.tasks_helpers import fake_libtorch, write
 
 HOST = {"FDL_IN_CONTAINER": "0", "FDL_COMPOSE": "docker-compose"}

@@ -1,9 +1,12 @@
-"""An engine for tests of other modules: records what it is asked, answers from tables."""
+"""Test doubles of fdl's seams: a runner and a container engine that record what they are
+asked and answer from tables. They live with the tests, not in the product;
+tests/unit/test_fakes.py keeps their method signatures equal to the real ones."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -25,8 +28,8 @@ from fdl.engine._types import (
     RunSpec,
 )
 from fdl.errors import CommandFailed, FdlError
-
-__all__ = ["FakeEngine"]
+from fdl.runner import Completed, missing_program
+from fdl.runner import LineCallback as RunnerLineCallback
 
 
 def _image(ref: str, **fields: object) -> ImageInfo:
@@ -176,3 +179,89 @@ class FakeEngine:
 
     def compose(self) -> ComposeCommand:
         return self.compose_command
+
+
+Responder = Callable[[list[str]], Completed]
+
+
+@dataclass
+class FakeRunner:
+    """A runner for tests: answers from ``responses`` by argv prefix, records calls.
+
+    Example::
+
+        runner = FakeRunner({("nvcc", "--version"): Completed([], 0, "release 13.0")})
+    """
+
+    responses: dict[tuple[str, ...], Completed | Responder] = field(default_factory=dict)
+    programs: dict[str, str] = field(default_factory=dict)
+    calls: list[list[str]] = field(default_factory=list)
+    default: Completed | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _answer(self, args: list[str]) -> Completed:
+        with self._lock:
+            self.calls.append(args)
+        best: tuple[str, ...] | None = None
+        for prefix in self.responses:
+            if tuple(args[: len(prefix)]) == prefix and (best is None or len(prefix) > len(best)):
+                best = prefix
+        if best is None:
+            if self.default is not None:
+                return Completed(
+                    args, self.default.returncode, self.default.stdout, self.default.stderr
+                )
+            raise (
+                missing_program(args[0])
+                if args and args[0] not in self.programs
+                else AssertionError(f"FakeRunner: no response for {args}")
+            )
+        answer = self.responses[best]
+        result = answer(args) if callable(answer) else answer
+        return Completed(args, result.returncode, result.stdout, result.stderr)
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+        timeout: float | None = None,
+        input: str | None = None,
+    ) -> Completed:
+        args = [str(a) for a in argv]
+        result = self._answer(args)
+        if check and result.returncode != 0:
+            raise CommandFailed(args, result.returncode, output_tail=result.stderr or result.stdout)
+        return result
+
+    def stream(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        log_file: Path | None = None,
+        on_line: RunnerLineCallback | None = None,
+        check: bool = True,
+    ) -> Completed:
+        result = self.run(argv, cwd=cwd, env=env, check=False)
+        for line in (result.stdout + result.stderr).splitlines():
+            if on_line is not None:
+                on_line(line)
+        if check and result.returncode != 0:
+            raise CommandFailed(result.argv, result.returncode, output_tail=result.stdout)
+        return result
+
+    def interactive(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> int:
+        return self.run(argv, cwd=cwd, env=env, check=False).returncode
+
+    def which(self, program: str) -> str | None:
+        return self.programs.get(program)
