@@ -240,19 +240,19 @@ class DockerEngine:
     def disk_usage(self, image: str) -> DiskUsage:
         """Size, shared size (layers other images use too) and unique size of ``image``."""
         info = self.inspect_image(image)
-        from fdl.engine._sdk import image_sizes
+        from fdl.engine._api import image_sizes
 
-        size, shared = image_sizes(info.id, self._sdk_endpoint(), self._environ)
+        size, shared = image_sizes(info.id, self._daemon_address(), self._environ)
         return DiskUsage(info.id, size, shared, max(size - shared, 0), info.layers)
 
-    def _sdk_endpoint(self) -> str | None:
-        """The daemon address the CLI uses (its context), for the SDK."""
+    def _daemon_address(self) -> str | None:
+        """The daemon address the CLI uses (its context), for the Engine API call."""
         if self._environ.get("DOCKER_HOST"):
-            return None  # the SDK reads DOCKER_HOST itself
+            return None  # image_sizes reads DOCKER_HOST itself
         argv = self._docker("context", "inspect", "--format", "{{.Endpoints.docker.Host}}")
         done = self._runner.run(argv, check=False, env=self._env())
         host = done.stdout.strip()
-        return host if done.ok and host.startswith(("unix://", "npipe://")) else None
+        return host if done.ok and host.startswith(("unix://", "tcp://")) else None
 
     # -- containers ---------------------------------------------------------
 

@@ -22,11 +22,7 @@ def _public_methods(protocol: type) -> list[str]:
 
 def _shape(function: object) -> list[tuple[str, object, object]]:
     signature = inspect.signature(function)  # type: ignore[arg-type]
-    return [
-        (p.name, p.kind, p.default)
-        for p in signature.parameters.values()
-        if p.name != "self"
-    ]
+    return [(p.name, p.kind, p.default) for p in signature.parameters.values() if p.name != "self"]
 
 
 CASES = [
