@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -27,7 +28,7 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     status = 200
     body = json.dumps(REPORT).encode()
-    paths: list[str] = []
+    paths: ClassVar[list[str]] = []
 
 
 class _Handler(BaseHTTPRequestHandler):
