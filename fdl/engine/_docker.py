@@ -1,11 +1,12 @@
-"""The docker engine: the docker CLI through the runner, the SDK for disk usage.
+"""The docker engine: the docker CLI through the runner, the Engine API for disk usage.
 
 Builds go through the CLI because BuildKit's features (cache and secret
 mounts, ``--target``, cache export) are only reachable there; docker-py has
 only the classic builder. Everything else uses the CLI too, so one client,
 its context and its configuration decide where fdl talks to. Only the disk
-usage of an image comes from the SDK: the daemon's exact byte counts of
-shared and unique size are not in any CLI output.
+usage of an image comes from the Engine API (:mod:`._api`, over the context's
+socket): the daemon's exact byte counts of shared and unique size are not in
+any CLI output.
 """
 
 from __future__ import annotations
