@@ -95,6 +95,7 @@ def build(session: Session, options: BuildOptions) -> int:
         environ=session.environ,
         docker=backend != "native",
         gpus=request.archs is None and not request.value("cpu", False),
+        source=request.source.value if request.source is not None else None,
     )
     plan = plan_build(request, facts)
     if options.dry_run:

@@ -12,7 +12,14 @@ import pytest
 
 from fdl.compat import parse_archs, toolkit
 from fdl.errors import EnvironmentProblem, Location, ManifestError, UsageError
-from fdl.libtorch.source import BuildRequest, MachineFacts, Nvcc, Setting, plan_build
+from fdl.libtorch.source import (
+    BuildRequest,
+    MachineFacts,
+    Nvcc,
+    Setting,
+    plan_build,
+    probe_source,
+)
 
 NVCC13 = Nvcc("13.0", "13.0.88", "/usr/local/cuda/bin/nvcc", toolkit("13.0").targets)
 NVCC128 = Nvcc("12.8", "12.8.93", "/opt/cuda-12.8/bin/nvcc", toolkit("12.8").targets)
@@ -273,11 +280,12 @@ def test_source_tree_sets_torch_and_skips_deps(facts: MachineFacts, tmp_path: Pa
     (source / "tools" / "build_libtorch.py").write_text("")
     (source / "version.txt").write_text("2.13.0a0\n")
     (source / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.18)\n")
-    machine = replace(facts, tools={**TOOLS, "cmake": "3.25.1"})
+    machine = replace(facts, tools={**TOOLS, "cmake": "3.25.1"}, source=probe_source(source))
     plan = plan_build(cli(archs="12.0", backend="native", source=source), machine)
     assert plan.torch == "2.13.0" and plan.venv is None and plan.command("clone") is None
     assert plan.disk_gb < 1  # a small tree does not need a full PyTorch build's disk
     (source / "requirements.txt").write_text("# nothing\n")
+    machine = replace(machine, source=probe_source(source))  # what the probe step reads
     plan = plan_build(cli(archs="12.0", backend="native", source=source), machine)
     deps = plan.command("deps")
     assert deps is not None and deps.argv[-2:] == ("-r", str(source / "requirements.txt"))
@@ -285,8 +293,17 @@ def test_source_tree_sets_torch_and_skips_deps(facts: MachineFacts, tmp_path: Pa
 
 def test_not_a_source_tree(facts: MachineFacts, tmp_path: Path) -> None:
     with pytest.raises(UsageError) as caught:
-        plan_build(cli(archs="12.0", backend="native", source=tmp_path), facts)
+        plan_build(
+            cli(archs="12.0", backend="native", source=tmp_path),
+            replace(facts, source=probe_source(tmp_path)),
+        )
     assert "not a PyTorch source tree" in caught.value.message
+
+
+def test_planning_reads_no_file_of_the_source_tree(facts: MachineFacts, tmp_path: Path) -> None:
+    """The planner is pure: a checkout it was not given probed is a programming error."""
+    with pytest.raises(ValueError, match="was not probed"):
+        plan_build(cli(archs="12.0", backend="native", source=tmp_path), facts)
 
 
 def test_manifest_values_are_reported_at_their_line(facts: MachineFacts) -> None:

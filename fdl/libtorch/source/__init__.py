@@ -19,7 +19,7 @@ from __future__ import annotations
 from fdl.libtorch.source._buildplan import BuildPlan, Command, DockerPart
 from fdl.libtorch.source._cache import CachePlan, CacheStats, mask
 from fdl.libtorch.source._checks import Problem
-from fdl.libtorch.source._facts import MachineFacts, Nvcc, probe_machine
+from fdl.libtorch.source._facts import MachineFacts, Nvcc, SourceFacts, probe_machine, probe_source
 from fdl.libtorch.source._finish import VerificationFailed
 from fdl.libtorch.source._plan import plan_build
 from fdl.libtorch.source._recipes import Recipe, find_recipe, list_recipes, load_recipe
@@ -50,6 +50,7 @@ __all__ = [
     "Problem",
     "Recipe",
     "Setting",
+    "SourceFacts",
     "StatusParser",
     "VerificationFailed",
     "build_fields",
@@ -63,6 +64,7 @@ __all__ = [
     "merge_requests",
     "plan_build",
     "probe_machine",
+    "probe_source",
     "request_from_mapping",
     "run_build",
 ]

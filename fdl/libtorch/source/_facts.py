@@ -7,6 +7,7 @@ planner itself never runs a program, so plan tests build a :class:`MachineFacts`
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Mapping
@@ -14,11 +15,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fdl.compat import load_table
 from fdl.compat.archs import ArchList, Capability
 from fdl.errors import FdlError
 from fdl.runner import Runner, default_runner
 
-__all__ = ["MachineFacts", "Nvcc", "find_program", "probe_machine", "read_cudnn_version"]
+__all__ = [
+    "MachineFacts",
+    "Nvcc",
+    "SourceFacts",
+    "find_program",
+    "probe_machine",
+    "probe_source",
+    "read_cudnn_version",
+]
 
 _GIB = 1024**3
 _CUDNN_DEFINE = re.compile(r"#define\s+CUDNN_(MAJOR|MINOR|PATCHLEVEL)\s+(\d+)")
@@ -41,6 +51,72 @@ class Nvcc:
         return self.home or str(Path(self.path).parent.parent)
 
 
+_CMAKE_MIN = re.compile(r"cmake_minimum_required\s*\(\s*VERSION\s+([0-9.]+)", re.I)
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    """What a PyTorch checkout given with ``--source`` holds (read by :func:`probe_source`,
+    so that planning reads nothing itself).
+
+    Attributes:
+        path: The checkout, resolved.
+        has_script: It has the build script (``tools/build_libtorch.py``).
+        version: The release it builds (``version.txt``: ``2.13.0a0`` -> ``2.13.0``).
+        cmake_minimum: What its top ``CMakeLists.txt`` requires.
+        has_requirements: It has a ``requirements.txt`` for the build environment.
+        size_gb: Its size without ``.git`` and ``build`` (for the disk estimate).
+    """
+
+    path: Path
+    has_script: bool
+    version: str | None = None
+    cmake_minimum: str | None = None
+    has_requirements: bool = False
+    size_gb: float = 0.0
+
+
+def probe_source(path: Path) -> SourceFacts:
+    """Read what planning needs from a PyTorch checkout (read-only)."""
+    script = str(load_table("build")["source_build"]["script"])
+    root = path.resolve()
+    return SourceFacts(
+        path=root,
+        has_script=(root / script).is_file(),
+        version=_first_match(root / "version.txt", re.compile(r"\d+\.\d+(\.\d+)?"), 0),
+        cmake_minimum=_first_match(root / "CMakeLists.txt", _CMAKE_MIN, 1),
+        has_requirements=(root / "requirements.txt").is_file(),
+        size_gb=_tree_size_gb(root),
+    )
+
+
+def _first_match(path: Path, pattern: re.Pattern[str], group: int) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    match = pattern.search(text) if group else pattern.match(text.strip())
+    return match.group(group) if match else None
+
+
+def _tree_size_gb(root: Path) -> float:
+    """Size of a source tree in GB (without ``.git`` and ``build`` directories)."""
+    total = 0
+    stack = [root]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in (".git", "build"):
+                    stack.append(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                total += entry.stat(follow_symlinks=False).st_size
+    return total / _GIB
+
+
 @dataclass(frozen=True)
 class MachineFacts:
     """Everything about this machine that a build plan depends on.
@@ -60,6 +136,7 @@ class MachineFacts:
         cudnn: The cuDNN version found in the local CUDA toolkit, if any.
         variants: Installed builds: name -> (torch, cuda) from their metadata.
         environ: The environment (to find leaking build variables, cache settings).
+        source: The checkout given with ``--source``, probed (None: fdl clones one).
     """
 
     libtorch_dir: Path
@@ -78,6 +155,7 @@ class MachineFacts:
     cudnn: str | None = None
     variants: Mapping[str, tuple[str | None, str | None]] = field(default_factory=dict)
     environ: Mapping[str, str] = field(default_factory=dict)
+    source: SourceFacts | None = None
 
     @property
     def capabilities(self) -> tuple[Capability, ...]:
@@ -170,6 +248,7 @@ def probe_machine(
     environ: Mapping[str, str] | None = None,
     docker: bool = True,
     gpus: bool = True,
+    source: Path | None = None,
 ) -> MachineFacts:
     """Ask this machine everything :func:`plan_build` needs (read-only, no prompts).
 
@@ -177,9 +256,8 @@ def probe_machine(
         libtorch_dir: ``<root>/libtorch``.
         docker: Probe the docker engine (skipped for ``--native``).
         gpus: Probe the GPUs (skipped when ``--archs`` is given).
+        source: A PyTorch checkout to read (``--source``).
     """
-    import os
-
     from fdl.system import cpu, detect_gpus, disk_free, memory, probe_nvcc
 
     run = runner or default_runner()
@@ -218,4 +296,5 @@ def probe_machine(
         cudnn=read_cudnn_version([cuda_home, Path("/usr")]),
         variants=_variants(libtorch_dir),
         environ=env,
+        source=probe_source(source) if source is not None else None,
     )

