@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import FrameType
 
+    from fdl.cli._session import Session
+
 __all__ = ["main"]
 
 
@@ -54,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             signal.signal(signal.SIGINT, _interrupt)
             signal.signal(signal.SIGTERM, _terminate)
-            return _run_builtin(name, tail)
+            return _run_builtin(name, tail, session)
         from fdl.cli._project import run_project_command
 
         return run_project_command(session, name, tail)
@@ -89,8 +91,9 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
     raise Terminated()
 
 
-def _run_builtin(name: str, tail: list[str]) -> int:
-    """Run a built-in group's typer app; its usage errors exit with 2."""
+def _run_builtin(name: str, tail: list[str], session: Session) -> int:
+    """Run a built-in group's typer app with the session as click's context object; its
+    usage errors exit with 2."""
     from importlib import import_module
 
     module = import_module(BUILTINS[name].module)
@@ -98,7 +101,7 @@ def _run_builtin(name: str, tail: list[str]) -> int:
     if normalize is not None:
         tail = normalize(tail)
     try:
-        result = module.app(args=tail, prog_name=f"fdl {name}", standalone_mode=True)
+        result = module.app(args=tail, prog_name=f"fdl {name}", standalone_mode=True, obj=session)
     except SystemExit as exit_:
         code = exit_.code
         if code is None:

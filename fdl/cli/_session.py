@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from fdl.manifest.schema import Obj
     from fdl.paths import Context
 
-__all__ = ["Session", "current", "install"]
+__all__ = ["Session", "install"]
 
 
 def _interactive() -> bool:
@@ -148,9 +148,6 @@ def _root_schema() -> Obj:
     return root_spec()
 
 
-_CURRENT: list[Session] = []
-
-
 def install(
     options: GlobalOptions, console: Console, environ: Mapping[str, str] | None = None
 ) -> Session:
@@ -161,15 +158,4 @@ def install(
         from fdl.manifest import working_directory
 
         cwd = working_directory(cwd, options.directory)
-    session = Session(options=options, console=console, cwd=cwd, environ=env)
-    _CURRENT[:] = [session]
-    return session
-
-
-def current() -> Session:
-    """The session of this invocation (set up by ``fdl.cli.main``)."""
-    if not _CURRENT:
-        from fdl.cli._console import Console
-
-        return install(GlobalOptions(), Console())
-    return _CURRENT[0]
+    return Session(options=options, console=console, cwd=cwd, environ=env)

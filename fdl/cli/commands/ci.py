@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from fdl.cli import _ci_actions as actions
-from fdl.cli._session import current
 from fdl.cli.commands._common import JsonOption, group
 
 app = group(
@@ -29,17 +28,18 @@ OutputOption = Annotated[
 
 
 @app.command()
-def matrix(as_json: JsonOption = False) -> None:
+def matrix(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """Show the resolved build matrix: each variant and how CI installs it, each cell
     (profile x variant) with its tag, build arguments, dependencies, cache and test.
 
     Example: fdl ci matrix --json
     """
-    raise typer.Exit(actions.matrix(current(), as_json=as_json))
+    raise typer.Exit(actions.matrix(ctx.obj, as_json=as_json))
 
 
 @app.command()
 def generate(
+    ctx: typer.Context,
     output: OutputOption = None,
     force: Annotated[
         bool,
@@ -52,14 +52,14 @@ def generate(
 
     Example: fdl ci generate
     """
-    raise typer.Exit(actions.generate(current(), output, force=force))
+    raise typer.Exit(actions.generate(ctx.obj, output, force=force))
 
 
 @app.command()
-def check(output: OutputOption = None) -> None:
+def check(ctx: typer.Context, output: OutputOption = None) -> None:
     """Exit 1, with a diff, when the generated files differ from what the manifest
     makes now (a missing, changed or stale file). Run it in CI.
 
     Example: fdl ci check
     """
-    raise typer.Exit(actions.check(current(), output))
+    raise typer.Exit(actions.check(ctx.obj, output))

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from fdl.cli._session import current
 from fdl.cli.commands._common import group
 
 app = group(
@@ -32,6 +31,7 @@ class Shell(str, Enum):
 
 @app.command()
 def completions(
+    ctx: typer.Context,
     shell: Annotated[Shell, typer.Argument(help="bash, zsh or fish.")],
 ) -> None:
     """Print the completion script for SHELL.
@@ -47,4 +47,4 @@ def completions(
     script = (asset_dir("templates") / "completions" / f"fdl.{shell.value}").read_text(
         encoding="utf-8"
     )
-    current().console.out(script, end="")
+    ctx.obj.console.out(script, end="")

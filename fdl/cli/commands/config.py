@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from fdl.cli import _config_actions as actions
-from fdl.cli._session import current
 from fdl.cli.commands._common import JsonOption, group
 
 app = group(
@@ -37,6 +36,7 @@ def normalize(args: list[str]) -> list[str]:
 
 @app.command()
 def show(
+    ctx: typer.Context,
     env: EnvOption = None,
     as_json: JsonOption = False,
     no_origin: Annotated[
@@ -50,13 +50,14 @@ def show(
     """
     raise typer.Exit(
         actions.show(
-            current(), env=env, as_json=as_json, origins=not no_origin, show_secrets=show_secrets
+            ctx.obj, env=env, as_json=as_json, origins=not no_origin, show_secrets=show_secrets
         )
     )
 
 
 @app.command()
 def explain(
+    ctx: typer.Context,
     key: Annotated[str | None, typer.Argument(help="Dotted key, e.g. commands.test.run.")] = None,
     env: EnvOption = None,
     as_json: JsonOption = False,
@@ -67,21 +68,22 @@ def explain(
     Example: fdl config explain commands.test --env ci
     """
     raise typer.Exit(
-        actions.explain(current(), key, env=env, as_json=as_json, show_secrets=show_secrets)
+        actions.explain(ctx.obj, key, env=env, as_json=as_json, show_secrets=show_secrets)
     )
 
 
 @app.command()
-def layers(env: EnvOption = None, as_json: JsonOption = False) -> None:
+def layers(ctx: typer.Context, env: EnvOption = None, as_json: JsonOption = False) -> None:
     """List every candidate layer in precedence order, whether it exists and was used.
 
     Example: fdl config layers --env ci
     """
-    raise typer.Exit(actions.layers(current(), env=env, as_json=as_json))
+    raise typer.Exit(actions.layers(ctx.obj, env=env, as_json=as_json))
 
 
 @app.command()
 def schema(
+    ctx: typer.Context,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write to this file.")
     ] = None,
@@ -90,11 +92,12 @@ def schema(
 
     Example: fdl config schema -o .vscode/fdl.schema.json
     """
-    raise typer.Exit(actions.schema(current(), output))
+    raise typer.Exit(actions.schema(ctx.obj, output))
 
 
 @app.command()
 def validate(
+    ctx: typer.Context,
     env: EnvOption = None,
     all_envs: Annotated[
         bool, typer.Option("--all-envs", help="Validate every overlay too.")
@@ -104,4 +107,4 @@ def validate(
 
     Example: fdl config validate --all-envs
     """
-    raise typer.Exit(actions.validate(current(), env=env, all_envs=all_envs))
+    raise typer.Exit(actions.validate(ctx.obj, env=env, all_envs=all_envs))

@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from fdl.cli import _setup_actions as actions
-from fdl.cli._session import current
 from fdl.cli.commands._common import JsonOption, group
 
 app = group("diagnose")
@@ -15,6 +14,7 @@ app = group("diagnose")
 
 @app.command()
 def diagnose(
+    ctx: typer.Context,
     as_json: JsonOption = False,
     strict: Annotated[
         bool, typer.Option("--strict", help="Exit with 1 when any check finds an error.")
@@ -27,5 +27,5 @@ def diagnose(
     Example: fdl diagnose --strict
     """
     raise typer.Exit(
-        actions.diagnose(current(), as_json=as_json, strict=strict, docker=not no_docker)
+        actions.diagnose(ctx.obj, as_json=as_json, strict=strict, docker=not no_docker)
     )

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from fdl.cli import _image_actions as actions
-from fdl.cli._session import current
 from fdl.cli.commands._common import JsonOption, group
 
 app = group(
@@ -21,6 +20,7 @@ app = group(
 
 @app.command()
 def render(
+    ctx: typer.Context,
     profile: Annotated[
         str | None, typer.Argument(help="Image profile (default: every profile).")
     ] = None,
@@ -41,11 +41,12 @@ def render(
 
     Example: fdl image render train -o docker/
     """
-    raise typer.Exit(actions.render(current(), [profile] if profile else [], output, force=force))
+    raise typer.Exit(actions.render(ctx.obj, [profile] if profile else [], output, force=force))
 
 
 @app.command()
 def build(
+    ctx: typer.Context,
     profiles: Annotated[
         list[str] | None, typer.Argument(help="Image profiles (default: every profile).")
     ] = None,
@@ -72,18 +73,19 @@ def build(
 
         raise typer.Exit(
             build_all(
-                current(), profiles or [], tag=tag, no_cache=no_cache, push=push, as_json=as_json
+                ctx.obj, profiles or [], tag=tag, no_cache=no_cache, push=push, as_json=as_json
             )
         )
     raise typer.Exit(
         actions.build(
-            current(), profiles or [], tag=tag, no_cache=no_cache, push=push, as_json=as_json
+            ctx.obj, profiles or [], tag=tag, no_cache=no_cache, push=push, as_json=as_json
         )
     )
 
 
 @app.command()
 def size(
+    ctx: typer.Context,
     profile: Annotated[
         str | None, typer.Argument(help="Image profile (default: every built one).")
     ] = None,
@@ -94,13 +96,14 @@ def size(
 
     Example: fdl image size train
     """
-    raise typer.Exit(actions.size(current(), [profile] if profile else [], as_json=as_json))
+    raise typer.Exit(actions.size(ctx.obj, [profile] if profile else [], as_json=as_json))
 
 
 @app.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
 def run(
+    ctx: typer.Context,
     profile: Annotated[str, typer.Argument(help="A training image profile.")],
     args: Annotated[
         list[str] | None, typer.Argument(help="Arguments for the program (after --).")
@@ -111,4 +114,4 @@ def run(
 
     Example: fdl image run train -- --steps 100
     """
-    raise typer.Exit(actions.run(current(), profile, args or []))
+    raise typer.Exit(actions.run(ctx.obj, profile, args or []))

@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from fdl.cli import _init_actions as actions
-from fdl.cli._session import current
 from fdl.cli.commands._common import JsonOption, group
 
 app = group("init")
@@ -15,6 +14,7 @@ app = group("init")
 
 @app.command()
 def init(
+    ctx: typer.Context,
     name: Annotated[
         str,
         typer.Argument(
@@ -81,4 +81,4 @@ def init(
         dry_run=dry_run,
         as_json=as_json,
     )
-    raise typer.Exit(actions.init(current(), options))
+    raise typer.Exit(actions.init(ctx.obj, options))

@@ -10,7 +10,6 @@ import typer
 from fdl.cli import _libtorch_actions as actions
 from fdl.cli._libtorch_install import InstallOptions
 from fdl.cli._libtorch_install import install as install_action
-from fdl.cli._session import current
 from fdl.cli.commands._common import JsonOption, group
 
 app = group(
@@ -41,25 +40,26 @@ ForceOption = Annotated[bool, typer.Option("--force", help="Reinstall, replacing
 
 
 @app.command("list")
-def list_(as_json: JsonOption = False) -> None:
+def list_(ctx: typer.Context, as_json: JsonOption = False) -> None:
     """List the installed variants; the active one is marked.
 
     Example: fdl libtorch list --json
     """
-    raise typer.Exit(actions.list_variants(current(), as_json=as_json))
+    raise typer.Exit(actions.list_variants(ctx.obj, as_json=as_json))
 
 
 @app.command()
-def info(variant: VariantArgument = None, as_json: JsonOption = False) -> None:
+def info(ctx: typer.Context, variant: VariantArgument = None, as_json: JsonOption = False) -> None:
     """What a variant is: torch, CUDA, archs found in its binaries, where it came from.
 
     Example: fdl libtorch info precompiled/cu130
     """
-    raise typer.Exit(actions.info(current(), variant, as_json=as_json))
+    raise typer.Exit(actions.info(ctx.obj, variant, as_json=as_json))
 
 
 @app.command()
 def activate(
+    ctx: typer.Context,
     variant: Annotated[str, typer.Argument(help="precompiled/<name> or builds/<name>.")],
     as_json: JsonOption = False,
 ) -> None:
@@ -67,11 +67,12 @@ def activate(
 
     Example: fdl libtorch activate builds/sm61-sm120
     """
-    raise typer.Exit(actions.activate(current(), variant, as_json=as_json))
+    raise typer.Exit(actions.activate(ctx.obj, variant, as_json=as_json))
 
 
 @app.command()
 def remove(
+    ctx: typer.Context,
     variant: Annotated[str, typer.Argument(help="precompiled/<name> or builds/<name>.")],
     as_json: JsonOption = False,
 ) -> None:
@@ -79,11 +80,12 @@ def remove(
 
     Example: fdl libtorch remove precompiled/cu126
     """
-    raise typer.Exit(actions.remove(current(), variant, as_json=as_json))
+    raise typer.Exit(actions.remove(ctx.obj, variant, as_json=as_json))
 
 
 @app.command()
 def download(
+    ctx: typer.Context,
     cpu: Annotated[bool, typer.Option("--cpu", help="The CPU build.")] = False,
     cuda: Annotated[
         str | None,
@@ -128,11 +130,12 @@ def download(
         keep_archive=keep_archive,
         as_json=as_json,
     )
-    raise typer.Exit(actions.download(current(), options))
+    raise typer.Exit(actions.download(ctx.obj, options))
 
 
 @app.command()
 def install(
+    ctx: typer.Context,
     wheel: Annotated[
         Path | None, typer.Argument(help="A torch .whl file (with --from-wheel).")
     ] = None,
@@ -184,11 +187,12 @@ def install(
         force=force,
         as_json=as_json,
     )
-    raise typer.Exit(install_action(current(), options))
+    raise typer.Exit(install_action(ctx.obj, options))
 
 
 @app.command()
 def verify(
+    ctx: typer.Context,
     variant: VariantArgument = None,
     path: Annotated[
         Path | None, typer.Option("--path", help="Verify the libtorch tree in this directory.")
@@ -211,7 +215,7 @@ def verify(
     Example: fdl libtorch verify --cmake
     """
     raise typer.Exit(
-        actions.verify(current(), variant, path=path, cmake=cmake, keep=keep, as_json=as_json)
+        actions.verify(ctx.obj, variant, path=path, cmake=cmake, keep=keep, as_json=as_json)
     )
 
 

@@ -12,13 +12,13 @@ import typer
 
 from fdl.cli._build_actions import BuildOptions
 from fdl.cli._build_actions import build as build_action
-from fdl.cli._session import current
 from fdl.cli.commands._common import JsonOption
 
 __all__ = ["build", "register"]
 
 
 def build(
+    ctx: typer.Context,
     archs: Annotated[
         str | None,
         typer.Option(
@@ -119,7 +119,7 @@ def build(
         as_json=as_json,
         list_recipes=list_recipes,
     )
-    raise typer.Exit(build_action(current(), options))
+    raise typer.Exit(build_action(ctx.obj, options))
 
 
 def register(app: typer.Typer) -> None:

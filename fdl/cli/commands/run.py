@@ -8,7 +8,7 @@ runs as ``fdl run config``). A project command named ``run`` itself is what
 
 from __future__ import annotations
 
-from fdl.cli._session import current
+from fdl.cli._session import Session
 from fdl.errors import UsageError
 
 HELP = """\
@@ -22,11 +22,14 @@ Example: fdl run config -- --verbose
 """
 
 
-def app(args: list[str], prog_name: str = "fdl run", standalone_mode: bool = True) -> int:
-    """Entry point called by the CLI router with the raw arguments (no option parsing)."""
+def app(
+    args: list[str], obj: Session, prog_name: str = "fdl run", standalone_mode: bool = True
+) -> int:
+    """Entry point called by the CLI router with the raw arguments (no option parsing) and
+    the session (as click passes it to the typer groups)."""
     from fdl.cli._project import run_project_command
 
-    session = current()
+    session = obj
     manifest = session.manifest_or_none()
     commands = (manifest.data.get("commands") or {}) if manifest is not None else {}
     if args and not args[0].startswith("-") and args[0] in commands:

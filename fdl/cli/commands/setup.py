@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from fdl.cli import _setup_actions as actions
-from fdl.cli._session import current
 from fdl.cli.commands._common import JsonOption, group
 
 app = group("setup")
@@ -15,6 +14,7 @@ app = group("setup")
 
 @app.command()
 def setup(
+    ctx: typer.Context,
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Do it without asking (non-interactive).")
     ] = False,
@@ -41,7 +41,7 @@ def setup(
     """
     raise typer.Exit(
         actions.setup(
-            current(),
+            ctx.obj,
             yes=yes,
             torch=torch,
             from_wheel=from_wheel,
