@@ -42,7 +42,14 @@ def _checked_home(variable: str, home: Path) -> Path:
         raise UsageError(f"${variable} is a path longer than the system allows", hint=hint)
     if home.exists() and not home.is_dir():
         raise UsageError(f"${variable}={home} is not a directory", hint=hint)
+    real = home.resolve()
+    if any(real == Path(p) or Path(p) in real.parents for p in _PSEUDO_FILE_SYSTEMS):
+        raise UsageError(f"${variable}={home} is inside a kernel file system", hint=hint)
     return home
+
+
+# Where nothing can be created: the kernel's own file systems.
+_PSEUDO_FILE_SYSTEMS = ("/proc", "/sys", "/dev")
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path:

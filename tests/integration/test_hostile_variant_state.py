@@ -97,17 +97,21 @@ def test_a_variant_name_over_the_limit_is_a_usage_error(home: Path) -> None:
         assert len(result.stderr) < 2000
 
 
-@pytest.mark.parametrize("kind", ["file", "devnull", "long"])
+@pytest.mark.parametrize("kind", ["file", "devnull", "long", "proc"])
 def test_an_unusable_fdl_home_is_a_usage_error(tmp_path: Path, kind: str) -> None:
     if kind == "file":
         home = tmp_path / "home"
         home.write_text("not a directory\n")
     elif kind == "devnull":
         home = Path("/dev/null")
+    elif kind == "proc":
+        home = Path("/proc")
     else:
         home = tmp_path / ("h" * 300)
-    result = run_fdl_process(
-        ["libtorch", "list"], cwd=tmp_path, env={"FDL_HOME": str(home)}, timeout=TIMEOUT
-    )
-    assert result.exit_code == 2, result.output
-    assert "$FDL_HOME" in result.stderr and "fix:" in result.stderr
+    tree = make_tree(tmp_path / "tree", "2.13.0+cpu")
+    for command in (["libtorch", "list"], ["libtorch", "install", "--from-dir", str(tree)]):
+        result = run_fdl_process(
+            command, cwd=tmp_path, env={"FDL_HOME": str(home)}, timeout=TIMEOUT
+        )
+        assert result.exit_code == 2, result.output
+        assert "$FDL_HOME" in result.stderr and "fix:" in result.stderr
