@@ -161,6 +161,9 @@ def test_install_from_dir_of_a_tree_already_in_place_adopts_it(run_fdl, tmp_path
     assert (project / "libtorch" / ".active").read_text() == "precompiled/mine\n"
 
 
+FORCED_X = ("--name", "x", "--force")
+
+
 def test_install_from_dir_over_a_directory_fdl_did_not_make(run_fdl, tmp_path) -> None:
     home = tmp_path / "home"
     mine = decoy(home / "libtorch" / "precompiled" / "x")
@@ -173,13 +176,17 @@ def test_install_from_dir_over_a_directory_fdl_did_not_make(run_fdl, tmp_path) -
     )
     assert refused.exit_code == 2 and "already installed" in refused.stderr
     assert snapshot(mine) == before
-    # --force replaces only what is not protected; the tree being installed is never a target
+    # --force replaces only what is not protected: a real libtorch tree kept inside the
+    # target is the tree being installed, and replacing the target would delete it
+    make_tree(mine / "src" / "libtorch", "2.13.0+cpu")
+    before = snapshot(mine)
     inside = run_fdl(
-        ["libtorch", "install", "--from-dir", str(mine / "src"), "--name", "x", "--force"],
+        ["libtorch", "install", "--from-dir", str(mine / "src" / "libtorch"), *FORCED_X],
         cwd=work,
         env=env,
     )
     assert inside.exit_code == 2, inside.output
+    assert "the tree being installed" in inside.stderr
     assert snapshot(mine) == before
 
 
