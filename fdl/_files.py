@@ -9,7 +9,14 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["NotARegularFile", "atomic_write_text", "copy_tree", "file_sha256", "read_small_text"]
+__all__ = [
+    "NotARegularFile",
+    "atomic_write_text",
+    "copy_tree",
+    "file_sha256",
+    "first_line",
+    "read_small_text",
+]
 
 _CHUNK = 1 << 20
 
@@ -125,3 +132,13 @@ def copy_tree(source: Path, destination: Path) -> None:
         shutil.copytree(source, destination, symlinks=True, copy_function=copy)
     except _CopyFailed as failed:
         raise failed.error from None
+
+
+def first_line(path: Path, limit: int = 4096) -> str:
+    """The first line of a text file (at most ``limit`` characters), "" when it cannot be
+    read: where fdl looks for the header that marks a file as one it generated."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            return handle.readline(limit)
+    except OSError:
+        return ""

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fdl._files import first_line
 from fdl.errors import UsageError
 from fdl.images._render import render_dockerignore
 from fdl.images._spec import ImageSpec
@@ -86,14 +87,6 @@ def ensure_dockerignore(directory: Path, specs: Sequence[ImageSpec]) -> IgnoreFi
     return IgnoreFile(path, "updated")
 
 
-def _is_generated(path: Path) -> bool:
-    try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            return handle.readline(4096).startswith(MARKER)
-    except OSError:
-        return False
-
-
 def write_generated(files: Sequence[tuple[Path, str]], *, force: bool = False) -> list[Path]:
     """Write rendered files (Dockerfiles, compose), replacing only files fdl generated.
 
@@ -111,7 +104,7 @@ def write_generated(files: Sequence[tuple[Path, str]], *, force: bool = False) -
         path
         for path, text in files
         if path.exists()
-        and not _is_generated(path)
+        and not first_line(path).startswith(MARKER)
         and path.read_text(encoding="utf-8", errors="replace") != text
     ]
     if foreign and not force:
