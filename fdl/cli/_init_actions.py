@@ -6,11 +6,10 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fdl.cli._session import Session
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from fdl.scaffold import Answers, WriteReport
 

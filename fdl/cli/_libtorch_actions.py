@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fdl.cli._libtorch_render import (
     render_checks,
@@ -20,7 +20,6 @@ from fdl.errors import ExitCode, UsageError
 from fdl.libtorch import variants
 from fdl.paths import Context, cache_dir
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from fdl.libtorch import DownloadPlan, InstallResult
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fdl.cli._libtorch_actions import context_of, install_json, settings
 from fdl.cli._libtorch_render import render_install
@@ -12,7 +13,6 @@ from fdl.cli._session import Session
 from fdl.errors import UsageError
 from fdl.paths import cache_dir
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from fdl.libtorch import InstallResult
 

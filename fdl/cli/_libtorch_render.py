@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fdl.cli._console import Console
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from fdl.diagnose import Check
     from fdl.libtorch import DownloadPlan, InstallResult, Selection, VariantInfo

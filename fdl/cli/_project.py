@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fdl._text import did_you_mean
 from fdl.cli._registry import BUILTINS
 from fdl.cli._session import Session
 from fdl.errors import UsageError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 

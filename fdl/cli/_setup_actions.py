@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fdl.cli._libtorch_actions import context_of, settings
 from fdl.cli._libtorch_render import render_checks, render_install, render_selection, summary_line
@@ -12,7 +12,6 @@ from fdl.cli._session import Session
 from fdl.errors import ExitCode, ManifestError
 from fdl.paths import Context, cache_dir
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from fdl.libtorch import SetupPlan
     from fdl.system import GpuReport

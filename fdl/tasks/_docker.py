@@ -10,12 +10,12 @@ import os
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fdl.errors import EnvironmentProblem
 from fdl.runner import Runner, default_runner
 from fdl.tasks._env import EnvChange
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from fdl.engine import Engine
 

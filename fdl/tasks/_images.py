@@ -10,11 +10,11 @@ does. An existing image is used as it is (``fdl image build`` refreshes it).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from fdl.manifest import Manifest
 from fdl.tasks._plan import DockerWrap
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from fdl.engine import Engine, LineCallback
 

@@ -6,6 +6,8 @@ Only schema here (no build machinery is imported), so loading a manifest stays f
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fdl.manifest.schema import (
     Bool,
     Checker,
@@ -20,7 +22,6 @@ from fdl.manifest.schema import (
     Version,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
