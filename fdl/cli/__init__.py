@@ -1,8 +1,12 @@
-"""The ``fdl`` command line: global options, routing, error reporting.
+"""The ``fdl`` command line: the entry path.
 
-Routing is done here by hand (fast, and global options stop at the command
-name); built-in groups are typer apps imported only when they run; any other
-name is a command of the project's manifest.
+``main`` parses the global options (only before the command name) and answers the
+commands that must start fast itself (``--version``, ``--help``, ``config show``,
+shell completion) without importing typer. A built-in group's module
+(:data:`fdl.cli._registry.BUILTINS`) is imported only when it is named and runs as a
+typer app with the session as click's context object; any other name is a command of
+the project's manifest. This is also the one place where errors become messages and
+exit codes.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from fdl.cli._console import Console, from_environment
 from fdl.cli._failure import report, report_bug
 from fdl.cli._globals import parse_globals
 from fdl.cli._registry import BUILTINS
-from fdl.errors import ExitCode, FdlError, Interrupted
+from fdl.errors import ExitCode, FdlError, Interrupted, Terminated
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,6 +29,9 @@ if TYPE_CHECKING:
     from fdl.cli._session import Session
 
 __all__ = ["main"]
+
+# The hidden command the shell completion scripts call (see fdl.cli._complete).
+COMPLETE = "__complete"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -50,6 +57,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             console.out(render_top_help(session), end="")
             return 0
+        if rest[0] == COMPLETE:
+            from fdl.cli._complete import complete
+
+            return complete(session, rest[1:])
         name, tail = rest[0], rest[1:]
         if name in BUILTINS:
             import signal
@@ -86,8 +97,6 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
     # Unwinds like Ctrl-C (locks released, staging removed), then exits 143.
-    from fdl.errors import Terminated
-
     raise Terminated()
 
 

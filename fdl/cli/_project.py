@@ -12,10 +12,7 @@ from fdl.errors import UsageError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["COMPLETE", "run_project_command"]
-
-# The hidden command the shell completion scripts call (see fdl.cli._complete).
-COMPLETE = "__complete"
+__all__ = ["run_project_command"]
 
 
 def run_project_command(session: Session, name: str, args: list[str]) -> int:
@@ -29,10 +26,6 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
             commands), or arguments the command does not take.
         ManifestError: the manifest or a nested manifest is invalid.
     """
-    if name == COMPLETE:
-        from fdl.cli._complete import complete
-
-        return complete(session, args)
     manifest = session.manifest_or_none()
     commands = (manifest.data.get("commands") or {}) if manifest is not None else {}
     if manifest is None or name not in commands:

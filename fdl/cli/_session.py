@@ -14,6 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from fdl.libtorch import LibtorchSettings
     from fdl.manifest import Discovered, Manifest
     from fdl.manifest.schema import Obj
     from fdl.paths import Context
@@ -133,6 +134,12 @@ class Session:
         except ManifestNotFound:
             return resolve_context(self.cwd, self.environ)
         return Context(found.directory, project=True)
+
+    def libtorch_settings(self) -> LibtorchSettings:
+        """The project's ``libtorch.torch/variant/mirror`` (``$FDL_LIBTORCH_MIRROR`` wins)."""
+        from fdl.libtorch import project_settings
+
+        return project_settings(self.manifest_or_none(), self.environ)
 
     def manifest_or_none(self) -> Manifest | None:
         """The manifest, or None when there is no manifest at all (other errors raise)."""

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         coverage_fix,
         select_variant,
     )
+    from fdl.libtorch._settings import LibtorchSettings, project_settings
     from fdl.libtorch._setup import SetupPlan, SetupResult, covers_gpus, plan_setup, run_setup
     from fdl.libtorch._smoke import smoke_runner
     from fdl.libtorch._verify import VerifyReport, gpu_label, verify_variant
@@ -90,6 +91,8 @@ _LAZY = {
     "build_command": "_select",
     "coverage_fix": "_select",
     "select_variant": "_select",
+    "LibtorchSettings": "_settings",
+    "project_settings": "_settings",
     "SetupPlan": "_setup",
     "SetupResult": "_setup",
     "covers_gpus": "_setup",
@@ -108,6 +111,7 @@ __all__ = [
     "DeviceScan",
     "DownloadPlan",
     "InstallResult",
+    "LibtorchSettings",
     "Selection",
     "SetupPlan",
     "SetupResult",
@@ -129,6 +133,7 @@ __all__ = [
     "library_checks",
     "plan_download",
     "plan_setup",
+    "project_settings",
     "register_variant",
     "resolve_target",
     "run_download",

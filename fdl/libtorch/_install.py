@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fdl._files import copy_tree
 from fdl.compat import archive_layout
@@ -82,6 +83,17 @@ class InstallResult:
     installed: bool
     activated: bool
     replaced: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """For ``--json``: where, whether new, whether active, then the metadata."""
+        return {
+            "variant": self.target.name,
+            "path": str(self.target.path),
+            "installed": self.installed,
+            "activated": self.activated,
+            "replaced": self.replaced,
+            **self.info.to_json(),
+        }
 
 
 def resolve_target(context: Context, name: str, path: Path | None = None) -> Target:

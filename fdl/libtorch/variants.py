@@ -37,6 +37,7 @@ __all__ = [
     "activate",
     "active_name",
     "clear_active",
+    "installed_or_active",
     "list_variants",
     "lock_file",
     "read_info",
@@ -117,6 +118,30 @@ def active_name(context: Context) -> str | None:
         return validate_name(text)
     except UsageError:
         return None
+
+
+def installed_or_active(context: Context, name: str | None) -> str:
+    """``name`` normalised when it is installed; without a name, the active variant.
+
+    Raises:
+        UsageError: ``name`` is not installed, or no name and no variant is active.
+    """
+    if name:
+        normalised = validate_name(name)
+        if not (context.libtorch_dir / normalised).is_dir():
+            installed = ", ".join(list_variants(context)) or "none"
+            raise UsageError(
+                f"libtorch variant {normalised!r} is not installed under {context.libtorch_dir}",
+                hint=f"installed variants: {installed}",
+            )
+        return normalised
+    active = active_name(context)
+    if active is None:
+        raise UsageError(
+            f"no active libtorch variant in {context.label()}",
+            hint="name one (fdl libtorch list), or install one: fdl setup / fdl libtorch download",
+        )
+    return active
 
 
 def activate(context: Context, name: str) -> str:

@@ -6,8 +6,11 @@ from typing import Annotated
 
 import typer
 
-from fdl.cli import _setup_actions as actions
+from fdl.cli._render import render_checks, summary_line
+from fdl.cli._session import Session
 from fdl.cli.commands._common import JsonOption, group
+from fdl.diagnose import Check, Severity, run_diagnose
+from fdl.errors import ExitCode, ManifestError
 
 app = group("diagnose")
 
@@ -26,6 +29,25 @@ def diagnose(
 
     Example: fdl diagnose --strict
     """
-    raise typer.Exit(
-        actions.diagnose(ctx.obj, as_json=as_json, strict=strict, docker=not no_docker)
+    session: Session = ctx.obj
+    context = session.libtorch_context()
+    checks: list[Check] = []
+    expected = None
+    try:
+        expected = session.libtorch_settings().variant
+    except ManifestError as exc:
+        checks.append(Check("manifest", "fdl.yml", Severity.ERROR, str(exc), exc.hint))
+    result = run_diagnose(
+        context, environ=session.environ, expected_variant=expected, docker=not no_docker
     )
+    checks += result.checks
+    if as_json:
+        data = result.to_json()
+        data["checks"] = [c.to_json() for c in checks]
+        session.console.json(data)
+    else:
+        session.console.out(f"fdl diagnose: {context.label()}\n")
+        session.console.out(render_checks(session.console, checks), end="")
+        session.console.out(f"\n{summary_line(checks)}")
+    if strict and any(c.severity is Severity.ERROR for c in checks):
+        raise typer.Exit(int(ExitCode.FAILURE))

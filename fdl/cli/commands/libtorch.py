@@ -1,16 +1,34 @@
-"""``fdl libtorch``: libtorch variants side by side, one active."""
+"""``fdl libtorch``: libtorch variants side by side, one active.
+
+Each command binds its options, calls the library (:mod:`fdl.libtorch`) and renders what
+it returns as text or ``--json``. ``fdl libtorch build`` is in :mod:`.libtorch_build`.
+"""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from fdl.cli import _libtorch_actions as actions
-from fdl.cli._libtorch_install import InstallOptions
-from fdl.cli._libtorch_install import install as install_action
+from fdl.cli._progress import ProgressLine
+from fdl.cli._render import (
+    render_checks,
+    render_install,
+    render_selection,
+    report_install,
+    summary_line,
+)
 from fdl.cli.commands._common import JsonOption, group
+from fdl.cli.commands.libtorch_build import build
+from fdl.errors import ExitCode, UsageError
+from fdl.libtorch import variants
+from fdl.paths import cache_dir
+
+if TYPE_CHECKING:
+    from fdl.cli._session import Session
+    from fdl.libtorch import DownloadPlan, VariantInfo
 
 app = group(
     "libtorch",
@@ -22,12 +40,6 @@ app = group(
 VariantArgument = Annotated[
     str | None,
     typer.Argument(help="precompiled/<name> or builds/<name> (default: the active one)."),
-]
-TorchOption = Annotated[
-    str | None,
-    typer.Option(
-        "--torch", help="PyTorch version (2.14 or 2.14.1; default: libtorch.torch or the newest)."
-    ),
 ]
 NameOption = Annotated[
     str | None,
@@ -45,7 +57,24 @@ def list_(ctx: typer.Context, as_json: JsonOption = False) -> None:
 
     Example: fdl libtorch list --json
     """
-    raise typer.Exit(actions.list_variants(ctx.obj, as_json=as_json))
+    session: Session = ctx.obj
+    context = session.libtorch_context()
+    names = variants.list_variants(context)
+    active = variants.active_name(context)
+    infos = {n: variants.read_info(context.libtorch_dir / n, n) for n in names}
+    if as_json:
+        session.console.json(
+            [_variant_json(n, infos[n], n == active, context.libtorch_dir / n) for n in names]
+        )
+        return
+    if not names:
+        session.console.info(f"No libtorch variants installed in {context.label()}.")
+        session.console.info("Run: fdl setup   (or: fdl libtorch download)")
+    for name in names:
+        info = infos[name]
+        what = f"torch {info.torch or '?'}, " + (f"CUDA {info.cuda}" if info.cuda else "CPU")
+        mark = "*" if name == active else " "
+        session.console.out(f"{mark} {name:<28} {what}{'  (active)' if name == active else ''}")
 
 
 @app.command()
@@ -54,7 +83,16 @@ def info(ctx: typer.Context, variant: VariantArgument = None, as_json: JsonOptio
 
     Example: fdl libtorch info precompiled/cu130
     """
-    raise typer.Exit(actions.info(ctx.obj, variant, as_json=as_json))
+    session: Session = ctx.obj
+    context = session.libtorch_context()
+    chosen = variants.installed_or_active(context, variant)
+    path = context.libtorch_dir / chosen
+    data = variants.read_info(path, chosen)
+    active = variants.active_name(context) == chosen
+    if as_json:
+        session.console.json(_variant_json(chosen, data, active, path))
+    else:
+        session.console.out(_render_info(chosen, data, active, path), end="")
 
 
 @app.command()
@@ -67,7 +105,13 @@ def activate(
 
     Example: fdl libtorch activate builds/sm61-sm120
     """
-    raise typer.Exit(actions.activate(ctx.obj, variant, as_json=as_json))
+    session: Session = ctx.obj
+    context = session.libtorch_context()
+    chosen = variants.activate(context, variant)
+    if as_json:
+        session.console.json({"active": chosen, "root": str(context.root)})
+    else:
+        session.console.info(f"active variant: {chosen} ({context.label()})")
 
 
 @app.command()
@@ -80,7 +124,16 @@ def remove(
 
     Example: fdl libtorch remove precompiled/cu126
     """
-    raise typer.Exit(actions.remove(ctx.obj, variant, as_json=as_json))
+    session: Session = ctx.obj
+    name = variants.validate_name(variant)
+    was_active = variants.remove(session.libtorch_context(), name, on_wait=session.console.info)
+    if as_json:
+        session.console.json({"removed": name, "was_active": was_active})
+        return
+    session.console.info(f"removed {name}")
+    if was_active:
+        session.console.info("it was the active variant: no variant is active now")
+        session.console.info("set one with: fdl libtorch activate <variant>")
 
 
 @app.command()
@@ -91,7 +144,13 @@ def download(
         str | None,
         typer.Option("--cuda", help="The build for this CUDA version (12.6, 13.0, ...)."),
     ] = None,
-    torch: TorchOption = None,
+    torch: Annotated[
+        str | None,
+        typer.Option(
+            "--torch",
+            help="PyTorch version (2.14 or 2.14.1; default: libtorch.torch or the newest).",
+        ),
+    ] = None,
     path: Annotated[
         Path | None, typer.Option("--path", help="Install into this directory instead.")
     ] = None,
@@ -117,20 +176,56 @@ def download(
 
     Example: fdl libtorch download --cuda 12.6 --torch 2.13
     """
-    options = actions.DownloadOptions(
+    from fdl.libtorch import plan_download, run_download, select_variant
+    from fdl.system import detect_gpus
+
+    session: Session = ctx.obj
+    console = session.console
+    context = session.libtorch_context()
+    settings = session.libtorch_settings()
+    report = detect_gpus()
+    selection = select_variant(
+        report.capabilities,
         cpu=cpu,
         cuda=cuda,
-        torch=torch,
-        path=path,
-        name=name,
-        mirror=mirror,
-        activate=not no_activate,
-        dry_run=dry_run,
-        force=force,
-        keep_archive=keep_archive,
-        as_json=as_json,
+        torch=torch or settings.torch,
+        preferred=None if (cpu or cuda) else settings.variant,
+        driver=report.driver,
     )
-    raise typer.Exit(actions.download(ctx.obj, options))
+    plan = plan_download(
+        selection,
+        context,
+        cache_dir(session.environ),
+        name=name,
+        path=path,
+        mirror=mirror or settings.mirror,
+        activate=not no_activate,
+    )
+    if dry_run:
+        if as_json:
+            console.json({**plan.to_json(), "dry_run": True})
+        else:
+            console.out(_render_download(plan, dry_run=True), end="")
+        return
+    for line in _render_download(plan, dry_run=False).splitlines():
+        console.info(line)
+    progress = ProgressLine(console, f"downloading {plan.label}")
+    try:
+        result = run_download(
+            plan,
+            context,
+            force=force,
+            keep_archive=keep_archive,
+            on_progress=progress.bytes,
+            on_message=progress.message,
+        )
+    finally:
+        progress.close()
+    if as_json:
+        console.json(result.to_json())
+    else:
+        for line in render_install(result):
+            console.info(line)
 
 
 @app.command()
@@ -174,20 +269,65 @@ def install(
 
     Example: fdl libtorch install --from-wheel --torch 2.13.0
     """
-    options = InstallOptions(
-        from_wheel=from_wheel or wheel is not None,
-        from_dir=from_dir,
-        wheel=wheel,
-        python=python,
-        torch=torch,
-        index_url=index_url,
-        name=name,
-        nvidia=not no_nvidia,
-        activate=not no_activate,
-        force=force,
-        as_json=as_json,
-    )
-    raise typer.Exit(install_action(ctx.obj, options))
+    from fdl.libtorch import install_dir, install_wheel, wheel_source
+    from fdl.runner import default_runner
+
+    session: Session = ctx.obj
+    sources = [s for s in (wheel, python, torch) if s]
+    if from_dir is None and not (from_wheel or wheel is not None):
+        raise UsageError(
+            "say where the libtorch comes from: --from-wheel [WHEEL | --python PY | --torch V] "
+            "or --from-dir DIR",
+            hint="e.g. fdl libtorch install --from-wheel --torch 2.13.0",
+        )
+    if from_dir is not None and (from_wheel or sources):
+        raise UsageError("--from-dir and --from-wheel are mutually exclusive", hint="pass one")
+    if len(sources) > 1:
+        raise UsageError(
+            "give one wheel source: a .whl file, --python or --torch", hint="pass only one of them"
+        )
+    context = session.libtorch_context()
+    if from_dir is not None:
+        result = install_dir(
+            context,
+            from_dir,
+            name=name,
+            force=force,
+            activate=not no_activate,
+            on_wait=session.console.info,
+        )
+        report_install(session.console, result, as_json=as_json)
+        return
+    runner = default_runner()
+    cache = cache_dir(session.environ) / "wheels"
+    progress = ProgressLine(session.console, "install from wheel")
+    try:
+        source = wheel_source(
+            cache=cache,
+            runner=runner,
+            wheel=wheel,
+            python=python,
+            torch=torch or session.libtorch_settings().torch,
+            index_url=index_url,
+            on_message=progress.message,
+            on_line=progress.status,
+        )
+        result = install_wheel(
+            context,
+            source,
+            cache=cache,
+            runner=runner,
+            name=name,
+            force=force,
+            nvidia=not no_nvidia,
+            index_url=index_url,
+            activate=not no_activate,
+            on_message=progress.message,
+            on_line=progress.status,
+        )
+    finally:
+        progress.close()
+    report_install(session.console, result, as_json=as_json)
 
 
 @app.command()
@@ -214,24 +354,100 @@ def verify(
 
     Example: fdl libtorch verify --cmake
     """
-    raise typer.Exit(
-        actions.verify(ctx.obj, variant, path=path, cmake=cmake, keep=keep, as_json=as_json)
-    )
+    from fdl.libtorch import smoke_runner, verify_variant
+    from fdl.runner import default_runner
+    from fdl.system import detect_gpus
 
-
-# --- `fdl libtorch build` --------------------------------------------------------------------
-# The source-build planner registers its command here (fdl/cli/commands/libtorch_build.py
-# defines `register(app)`); it installs its result through fdl.libtorch.register_variant.
-def _register_build() -> None:
-    from importlib import import_module
-
+    session: Session = ctx.obj
+    if path is not None:
+        chosen, directory = path.name, path.expanduser().absolute()
+        if not (directory / "lib").is_dir():
+            raise UsageError(
+                f"{directory} is not a libtorch tree (no lib/)", hint="pass a variant directory"
+            )
+    else:
+        context = session.libtorch_context()
+        chosen = variants.installed_or_active(context, variant)
+        directory = context.libtorch_dir / chosen
+    progress = ProgressLine(session.console, f"verify {chosen}")
+    work_dir = cache_dir(session.environ) / "smoke" / chosen.replace("/", "-")
+    smoke = None
+    if cmake:
+        smoke = smoke_runner(
+            directory,
+            work_dir,
+            runner=default_runner(),
+            environ=session.environ,
+            on_line=progress.status,
+        )
     try:
-        module = import_module("fdl.cli.commands.libtorch_build")
-    except ModuleNotFoundError as exc:
-        if exc.name != "fdl.cli.commands.libtorch_build":
-            raise
-        return
-    module.register(app)
+        report = verify_variant(directory, chosen, gpus=detect_gpus(), smoke=smoke)
+    finally:
+        progress.close()
+    if report.smoke is not None and report.smoke.ok and not keep:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    if as_json:
+        session.console.json(report.to_json())
+    else:
+        session.console.out(f"libtorch variant {chosen} ({directory})\n")
+        session.console.out(render_checks(session.console, report.checks), end="")
+        session.console.out(f"\n{summary_line(report.checks)}")
+    if not report.ok:
+        raise typer.Exit(int(ExitCode.FAILURE))
 
 
-_register_build()
+app.command("build")(build)
+
+
+def _variant_json(name: str, info: VariantInfo, active: bool, path: Path) -> dict[str, Any]:
+    """One variant for ``--json`` output (the reference's keys first)."""
+    return {"variant": name, "active": active, "path": str(path), **info.to_json()}
+
+
+def _render_info(name: str, info: VariantInfo, active: bool, path: Path) -> str:
+    found = info.archs_found
+    archs = " ".join([*found.get("cubin", []), *found.get("ptx", [])]) or (
+        "none (CPU build)" if not info.cuda else "not read yet (run fdl libtorch verify)"
+    )
+    source = info.source
+    origin = (
+        source.get("url")
+        or source.get("wheel")
+        or source.get("environment")
+        or source.get("recipe")
+    )
+    rows = [
+        ("Variant", f"{name}{' (active)' if active else ''}"),
+        ("Path", str(path)),
+        ("Torch", info.torch or "unknown"),
+        ("CUDA", info.cuda or "none (CPU)"),
+        ("cuDNN", info.cudnn or "-"),
+        ("Archs", archs),
+        ("Extra", " ".join(found.get("extra", [])) or "-"),
+        ("ABI", info.abi or "unknown"),
+        ("Source", f"{source.get('kind', 'unknown')}{': ' + str(origin) if origin else ''}"),
+        ("sha256", str(source.get("sha256") or "-")),
+        ("Installed", info.installed_at or "unknown"),
+    ]
+    return "\n".join(f"{key + ':':<11}{value}" for key, value in rows) + "\n"
+
+
+def _render_download(plan: DownloadPlan, *, dry_run: bool) -> str:
+    selection = plan.selection
+    what = f"CUDA {selection.cuda}" if selection.cuda else "CPU"
+    lines = [
+        f"libtorch {selection.torch_version} ({selection.variant}, {what})",
+        f"  variant:  {plan.target.name or '(outside the variant root)'}",
+        f"  url:      {plan.url}",
+    ]
+    if plan.mirror:
+        lines.append(f"  upstream: {plan.upstream_url}")
+    lines += [f"  target:   {plan.target.path}", *render_selection(selection)]
+    lines += [f"  note:     {n}" for n in plan.notes]
+    if dry_run:
+        activation = "activate it" if plan.activate else "leave the active variant as it is"
+        lines.append(
+            f"[dry-run] would download, check build-version {selection.build_version}, "
+            f"extract and {activation}"
+        )
+    return "\n".join(lines) + "\n"

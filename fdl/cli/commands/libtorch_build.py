@@ -1,127 +1,267 @@
 """``fdl libtorch build``: libtorch from source for exactly the GPU archs you have.
 
-The group module (``fdl.cli.commands.libtorch``) registers :func:`build` on its app.
+Its options are made from the settings table that also makes the ``libtorch.build``
+schema (:func:`fdl.libtorch.source.build_settings`): each is declared once, with its type
+and help. What the command line gave becomes the top layer of the request, over
+``libtorch.build`` in fdl.yml and over a recipe, each value with its origin.
 """
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from fdl.cli._build_actions import BuildOptions
-from fdl.cli._build_actions import build as build_action
-from fdl.cli.commands._common import JsonOption
+from fdl.cli._progress import ProgressLine
+from fdl.errors import UsageError
+from fdl.libtorch.source import BuildSetting, build_settings
+from fdl.manifest.schema import Enum, Int, Spec, Version
 
-__all__ = ["build", "register"]
+if TYPE_CHECKING:
+    from fdl.cli._console import Console
+    from fdl.cli._session import Session
+    from fdl.libtorch.source import BuildPlan, BuildResult
+
+__all__ = ["build", "render_plan", "render_result"]
+
+_OWN_OPTIONS = (
+    ("list_recipes", "--list-recipes", "List the recipes and exit."),
+    ("dry_run", "--dry-run", "Show the complete plan; run nothing."),
+    ("as_json", "--json", "Output JSON."),
+)
 
 
-def build(
-    ctx: typer.Context,
-    archs: Annotated[
-        str | None,
-        typer.Option(
-            "--archs",
-            help="GPU archs: 6.1;12.0, 6.1,12.0, sm_61,sm_120, '61 120', 12.0a, 12.0+PTX, "
-            "Pascal, Blackwell (default: the GPUs detected here).",
-        ),
-    ] = None,
-    cuda: Annotated[
-        str | None,
-        typer.Option("--cuda", help="CUDA toolkit (default: the newest that compiles every arch)."),
-    ] = None,
-    torch: Annotated[
-        str | None, typer.Option("--torch", help="PyTorch release (default: the newest known).")
-    ] = None,
-    docker: Annotated[
-        bool, typer.Option("--docker", help="Build in a Docker builder image (BuildKit).")
-    ] = False,
-    native: Annotated[
-        bool, typer.Option("--native", help="Build on this machine with its nvcc and compilers.")
-    ] = False,
-    jobs: Annotated[
-        int | None,
-        typer.Option(
-            "--jobs", "-j", min=1, help="Parallel jobs (default: what cores and RAM allow)."
-        ),
-    ] = None,
-    ptx: Annotated[
-        bool, typer.Option("--ptx", help="Add PTX of the newest arch (future GPUs JIT it).")
-    ] = False,
-    no_flash_attention: Annotated[
-        bool,
-        typer.Option(
-            "--no-flash-attention", help="Skip the flash-attention kernels (hours, ~5 GB per job)."
-        ),
-    ] = False,
-    cache: Annotated[
-        str | None,
-        typer.Option("--cache", help="Compiler cache: ccache (default), sccache or none."),
-    ] = None,
-    recipe: Annotated[
-        str | None,
-        typer.Option("--recipe", help="A recipe name (see --list-recipes) or a .yml file."),
-    ] = None,
-    source: Annotated[
-        Path | None,
-        typer.Option("--source", help="Build this PyTorch checkout instead of cloning one."),
-    ] = None,
-    cpu: Annotated[bool, typer.Option("--cpu", help="CPU only (USE_CUDA=0).")] = False,
-    base_image: Annotated[
-        str | None,
-        typer.Option("--base-image", help="Docker builder base (default: nvidia/cuda devel)."),
-    ] = None,
-    name: Annotated[
-        str | None, typer.Option("--name", help="Variant name under builds/ (default: sm61-sm120).")
-    ] = None,
-    no_activate: Annotated[
-        bool, typer.Option("--no-activate", help="Do not make the result the active variant.")
-    ] = False,
-    fresh: Annotated[
-        bool, typer.Option("--fresh", help="Start from an empty build tree (no resume).")
-    ] = False,
-    list_recipes: Annotated[
-        bool, typer.Option("--list-recipes", help="List the recipes and exit.")
-    ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show the complete plan; run nothing.")
-    ] = False,
-    as_json: JsonOption = False,
-) -> None:
+def _option_type(spec: Spec) -> Any:
+    if isinstance(spec, Int):
+        return int
+    return str
+
+
+def _metavar(setting: BuildSetting) -> str:
+    if isinstance(setting.spec, Enum):
+        return "|".join(setting.spec.choices)
+    if isinstance(setting.spec, Int):
+        return "N"
+    if isinstance(setting.spec, Version):
+        return "X.Y"
+    return setting.key.upper()
+
+
+def _flag_dest(setting: BuildSetting, flag: str) -> str:
+    return f"{setting.key}_{flag.lstrip('-').replace('-', '_')}"
+
+
+def _parameters() -> list[inspect.Parameter]:
+    """The command's parameters, made from the settings table (one per option or flag)."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    params = [
+        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
+    ]
+    for setting in build_settings():
+        help_text = setting.spec.description
+        if setting.option:
+            extra: dict[str, Any] = {}
+            if isinstance(setting.spec, Int) and setting.spec.minimum is not None:
+                extra["min"] = setting.spec.minimum
+            option = typer.Option(
+                *setting.option, help=help_text, metavar=_metavar(setting), **extra
+            )
+            kind = _option_type(setting.spec)
+            params.append(
+                inspect.Parameter(
+                    setting.key, keyword, default=None, annotation=Annotated[kind | None, option]
+                )
+            )
+        for flag, _, flag_help in setting.flags:
+            option = typer.Option(flag, help=flag_help or help_text)
+            params.append(
+                inspect.Parameter(
+                    _flag_dest(setting, flag),
+                    keyword,
+                    default=False,
+                    annotation=Annotated[bool, option],
+                )
+            )
+    for dest, flag, help_text in _OWN_OPTIONS:
+        params.append(
+            inspect.Parameter(
+                dest,
+                keyword,
+                default=False,
+                annotation=Annotated[bool, typer.Option(flag, help=help_text)],
+            )
+        )
+    return params
+
+
+def _given(values: dict[str, Any]) -> dict[str, tuple[Any, str]]:
+    """``{key: (value, flag)}`` for each setting the command line gave.
+
+    Raises:
+        UsageError: a value outside its choices, or two flags of one setting.
+    """
+    given: dict[str, tuple[Any, str]] = {}
+    for setting in build_settings():
+        value = values.get(setting.key)
+        if setting.option and value is not None:
+            flag = setting.option[0]
+            if isinstance(setting.spec, Enum) and value not in setting.spec.choices:
+                raise UsageError(
+                    f"{flag} {value}: not one of {', '.join(setting.spec.choices)}",
+                    hint=setting.spec.description,
+                )
+            given[setting.key] = (value, flag)
+        chosen = [(f, v) for f, v, _ in setting.flags if values.get(_flag_dest(setting, f))]
+        if len(chosen) > 1:
+            raise UsageError(
+                f"{' and '.join(f for f, _ in chosen)} exclude each other", hint="choose one"
+            )
+        if chosen:
+            given[setting.key] = (chosen[0][1], chosen[0][0])
+    return given
+
+
+def build(ctx: typer.Context, **values: Any) -> None:
     """Build libtorch from source for a set of GPU archs (e.g. sm_61 + sm_120), checked first.
 
     Example: fdl libtorch build --archs "6.1;12.0" --dry-run
     """
-    from fdl.errors import UsageError
+    from fdl.libtorch.source import command_line_request, gather_request, plan_build, probe_machine
 
-    if docker and native:
-        raise UsageError("--docker and --native exclude each other", hint="choose one")
-    if cache is not None and cache not in ("ccache", "sccache", "none"):
-        raise UsageError(f"--cache {cache}: not a compiler cache", hint="ccache, sccache or none")
-    options = BuildOptions(
-        archs=archs,
-        cpu=cpu,
-        cuda=cuda,
-        torch=torch,
-        backend="docker" if docker else "native" if native else None,
-        jobs=jobs,
-        ptx=ptx,
-        no_flash_attention=no_flash_attention,
-        cache=cache,
-        recipe=recipe,
-        source=source,
-        base_image=base_image,
-        name=name,
-        no_activate=no_activate,
-        fresh=fresh,
-        dry_run=dry_run,
-        as_json=as_json,
-        list_recipes=list_recipes,
+    session: Session = ctx.obj
+    console = session.console
+    as_json = bool(values.pop("as_json"))
+    manifest = session.manifest_or_none()
+    project_dir = manifest.directory if manifest is not None else None
+    if values.pop("list_recipes"):
+        _list_recipes(console, project_dir, as_json)
+        return
+    dry_run = bool(values.pop("dry_run"))
+    cli = command_line_request(_given(values), session.cwd)
+    request = gather_request(cli, manifest, project_dir)
+    facts = probe_machine(
+        session.libtorch_context().libtorch_dir,
+        environ=session.environ,
+        docker=request.value("backend", "auto") != "native",
+        gpus=request.archs is None and not request.value("cpu", False),
+        source=request.source.value if request.source is not None else None,
     )
-    raise typer.Exit(build_action(ctx.obj, options))
+    plan = plan_build(request, facts)
+    if dry_run:
+        if as_json:
+            console.json(plan.to_json())
+        else:
+            console.out(render_plan(plan, dry_run=True), end="")
+        return
+    if not as_json:
+        console.info(render_plan(plan, dry_run=False).rstrip("\n"))
+    result = _execute(session, plan)
+    if as_json:
+        console.json(result.to_json())
+    else:
+        console.info(render_result(result).rstrip("\n"))
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``build`` to the ``fdl libtorch`` group (called by fdl.cli.commands.libtorch)."""
-    app.command("build")(build)
+_params = _parameters()
+build.__signature__ = inspect.Signature(_params)  # type: ignore[attr-defined]
+build.__annotations__ = {p.name: p.annotation for p in _params}
+
+
+def _execute(session: Session, plan: BuildPlan) -> BuildResult:
+    from fdl.libtorch.source import StatusParser, run_build
+
+    console = session.console
+    progress = ProgressLine(console, f"building {plan.variant}")
+    parser = StatusParser()
+
+    def on_line(line: str) -> None:
+        console.debug(line)
+        status = parser.feed(line)
+        if status is not None:
+            progress.status(status.text(), status.fraction)
+
+    try:
+        result = run_build(plan, environ=session.environ, on_line=on_line, on_note=progress.message)
+    except BaseException:
+        progress.close()
+        console.info(f"full log: {plan.log_file}; re-run the same command to resume")
+        raise
+    progress.close(f"built {plan.variant}")
+    return result
+
+
+def _list_recipes(console: Console, project_dir: Path | None, as_json: bool) -> None:
+    from fdl.libtorch.source import list_recipes
+
+    recipes = list_recipes(project_dir)
+    if as_json:
+        console.json(
+            [
+                {
+                    "name": r.name,
+                    "description": r.description,
+                    "path": str(r.path),
+                    "builtin": r.builtin,
+                }
+                for r in recipes
+            ]
+        )
+        return
+    width = max((len(r.name) for r in recipes), default=0)
+    for recipe in recipes:
+        where = "" if recipe.builtin else f"  ({recipe.path})"
+        console.out(f"{recipe.name.ljust(width)}  {recipe.description}{where}")
+
+
+def render_plan(plan: BuildPlan, *, dry_run: bool) -> str:
+    """The plan for people (``--dry-run`` without ``--json``, and before a real build)."""
+    from fdl.libtorch.source import mask
+
+    archs = (
+        f"{plan.arch_list}  ({' '.join(plan.archs.codes())})" if plan.archs else "none (CPU build)"
+    )
+    lines = [
+        f"libtorch source build{' (dry run: nothing is run)' if dry_run else ''}",
+        f"  variant:   {plan.variant}  ->  {plan.output_dir}",
+        f"  torch:     {plan.torch}" + (f"  (recipe {plan.recipe})" if plan.recipe else ""),
+        f"  archs:     {archs}",
+        f"  toolkit:   {plan.toolkit}",
+        f"  backend:   {plan.backend}"
+        + (f"  (base image {plan.docker.base_image})" if plan.docker else ""),
+        f"  jobs:      {plan.jobs}  ({plan.jobs_reason})",
+        f"  cache:     {plan.cache.kind}"
+        + (f"  ({plan.cache.remote or plan.cache.directory})" if plan.cache.enabled else ""),
+        f"  estimates: ~{plan.disk_gb:.0f} GB disk, ~{plan.memory_gb:.0f} GB RAM",
+        f"  log:       {plan.log_file}",
+    ]
+    for problem in plan.problems:
+        lines.append(f"  warning:   {problem.message} (fix: {problem.hint})")
+    if dry_run:
+        lines.append("  environment:")
+        lines += [f"    {k}={v}" for k, v in mask(dict(plan.env)).items()]
+        if plan.env_removed:
+            lines.append(f"  kept out of the build: {' '.join(plan.env_removed)}")
+        lines.append("  commands:")
+        for number, command in enumerate(plan.commands, 1):
+            when = f"  [{command.when}]" if command.when else ""
+            lines.append(f"    {number}. {command.shell()}{when}")
+    return "\n".join(lines) + "\n"
+
+
+def render_result(result: BuildResult) -> str:
+    """What was built, what it contains, how long it took."""
+    plan = result.plan
+    found = " ".join(result.found.codes()) or "no GPU code (CPU build)"
+    lines = [
+        f"libtorch {plan.torch} ({plan.variant}) built and verified",
+        f"  path:      {result.path}",
+        f"  archs:     {found}",
+        f"  duration:  {result.duration_s:.0f} s",
+        f"  cache:     {result.cache.summary()}",
+        f"  active:    {'yes' if result.activated else 'no (fdl libtorch activate ' + plan.variant + ')'}",
+    ]
+    if result.cache_warning:
+        lines.append(f"  warning:   {result.cache_warning}")
+    return "\n".join(lines) + "\n"

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import sys
+from typing import Annotated, Any
 
 import typer
 
-from fdl.cli import _setup_actions as actions
+from fdl.cli._progress import ProgressLine
+from fdl.cli._render import render_install, render_selection, warn_unresolved
+from fdl.cli._session import Session
 from fdl.cli.commands._common import JsonOption, group
+from fdl.libtorch import SetupPlan, plan_setup, run_setup
+from fdl.paths import Context, cache_dir
+from fdl.system import GpuReport, detect_gpus
 
 app = group("setup")
 
@@ -39,14 +45,92 @@ def setup(
 
     Example: fdl setup --yes
     """
-    raise typer.Exit(
-        actions.setup(
-            ctx.obj,
-            yes=yes,
-            torch=torch,
-            from_wheel=from_wheel,
-            force=force,
-            dry_run=dry_run,
-            as_json=as_json,
-        )
+    session: Session = ctx.obj
+    context = session.libtorch_context()
+    settings = session.libtorch_settings()
+    report = detect_gpus()
+    plan = plan_setup(
+        context,
+        report.capabilities,
+        driver=report.driver,
+        torch=torch or settings.torch,
+        preferred=settings.variant,
+        from_wheel=from_wheel,
+        force=force,
     )
+    if not as_json:
+        session.console.out("\n".join([*_machine_lines(context, report), "", *_plan_lines(plan)]))
+    outcome = _carry_out(session, context, plan, yes=yes, dry_run=dry_run, quiet=as_json)
+    if as_json:
+        session.console.json({"plan": plan.to_json(), **outcome})
+
+
+def _machine_lines(context: Context, report: GpuReport) -> list[str]:
+    lines = [f"libtorch root: {context.label()}"]
+    if not report.gpus:
+        lines.append(f"GPUs: none ({report.reason or 'no NVIDIA GPU'}): the CPU build")
+    for gpu in report.gpus:
+        cap = gpu.capability.label() if gpu.capability else "capability unknown"
+        lines.append(f"GPU {gpu.index}: {gpu.name}, {cap}")
+    if report.driver:
+        lines.append(f"NVIDIA driver {report.driver}")
+    return lines
+
+
+def _plan_lines(plan: SetupPlan) -> list[str]:
+    lines = [f"plan: {plan.action}: {plan.reason}"]
+    if plan.command:
+        lines.append(f"  command:  {' '.join(plan.command)}")
+    if plan.action not in ("keep", "activate"):
+        lines += render_selection(plan.selection)
+    lines += [f"  or:       {a}" for a in plan.alternatives]
+    return lines
+
+
+def _carry_out(
+    session: Session, context: Context, plan: SetupPlan, *, yes: bool, dry_run: bool, quiet: bool
+) -> dict[str, Any]:
+    say = session.console.info
+    if plan.action == "keep":
+        return {"done": "nothing to do"}
+    if plan.action == "build":
+        say(f"next step (takes hours): {' '.join(plan.command)}")
+        return {"done": "described", "next": " ".join(plan.command)}
+    if dry_run:
+        say("[dry-run] nothing changed")
+        return {"done": "dry-run"}
+    if not yes:
+        if not session.interactive:
+            say("not changing anything without --yes (no terminal to ask)")
+            return {"done": "asked for --yes"}
+        session.console.stderr.write(f"{plan.action} now? [Y/n] ")
+        session.console.stderr.flush()
+        if sys.stdin.readline().strip().lower() not in ("", "y", "yes"):
+            return {"done": "declined"}
+    progress = ProgressLine(session.console, f"{plan.action} {plan.variant or ''}".strip())
+
+    def stage(label: str) -> None:
+        progress.label = label
+
+    try:
+        done = run_setup(
+            plan,
+            context,
+            cache=cache_dir(session.environ),
+            mirror=session.libtorch_settings().mirror,
+            on_progress=progress.bytes,
+            on_message=progress.message,
+            on_line=progress.status,
+            on_stage=stage,
+        )
+    finally:
+        progress.close()
+    if done.install is None:
+        say(f"active variant: {done.variant}")
+        return {"done": "activated", "variant": done.variant}
+    result = done.install
+    if not quiet:
+        for line in render_install(result):
+            say(line)
+    warn_unresolved(session.console, result)
+    return {"done": "installed", "variant": result.target.name, "path": str(result.target.path)}

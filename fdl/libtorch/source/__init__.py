@@ -25,9 +25,12 @@ from fdl.libtorch.source._plan import plan_build
 from fdl.libtorch.source._recipes import Recipe, find_recipe, list_recipes, load_recipe
 from fdl.libtorch.source._request import (
     BuildRequest,
+    BuildSetting,
     Setting,
     build_fields,
+    build_settings,
     build_spec,
+    command_line_request,
     merge_requests,
     request_from_mapping,
 )
@@ -40,6 +43,7 @@ __all__ = [
     "BuildPlan",
     "BuildRequest",
     "BuildResult",
+    "BuildSetting",
     "BuildStatus",
     "CachePlan",
     "CacheStats",
@@ -54,7 +58,9 @@ __all__ = [
     "StatusParser",
     "VerificationFailed",
     "build_fields",
+    "build_settings",
     "build_spec",
+    "command_line_request",
     "compiled_objects",
     "find_recipe",
     "gather_request",

@@ -15,7 +15,9 @@ from fdl.errors import FdlError, Location, ManifestError, UsageError
 from fdl.manifest.sections.libtorch_build import (
     BACKENDS,
     CACHES,
+    BuildSetting,
     build_fields,
+    build_settings,
     build_spec,
 )
 
@@ -23,9 +25,12 @@ __all__ = [
     "BACKENDS",
     "CACHES",
     "BuildRequest",
+    "BuildSetting",
     "Setting",
     "build_fields",
+    "build_settings",
     "build_spec",
+    "command_line_request",
     "located_error",
     "merge_requests",
     "request_from_mapping",
@@ -145,6 +150,13 @@ def request_from_mapping(
         elif key in {f.name for f in fields(BuildRequest)}:
             values[key] = Setting(value, text, location)
     return BuildRequest(**values)
+
+
+def command_line_request(given: Mapping[str, tuple[Any, str]], cwd: Path) -> BuildRequest:
+    """The command-line layer: ``{key: (value, flag as typed)}`` for each setting given;
+    a relative ``--source`` starts at ``cwd``."""
+    values = {key: value for key, (value, _) in given.items()}
+    return request_from_mapping(values, lambda path: (given[path[0]][1], None), base_dir=cwd)
 
 
 def located_error(setting: Setting[Any] | None, message: str, hint: str | None) -> FdlError:

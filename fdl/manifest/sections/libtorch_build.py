@@ -6,6 +6,7 @@ Only schema here (no build machinery is imported), so loading a manifest stays f
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fdl.manifest.schema import (
@@ -25,7 +26,15 @@ from fdl.manifest.schema import (
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["BACKENDS", "CACHES", "FIELDS", "build_fields", "build_spec"]
+__all__ = [
+    "BACKENDS",
+    "CACHES",
+    "FIELDS",
+    "BuildSetting",
+    "build_fields",
+    "build_settings",
+    "build_spec",
+]
 
 BACKENDS = ("auto", "docker", "native")
 CACHES = ("ccache", "sccache", "none")
@@ -77,53 +86,152 @@ class SwitchValue(Spec):
         return self._doc({"type": ["string", "integer", "boolean"]})
 
 
-def build_fields(*, recipe: bool = False) -> dict[str, Spec]:
-    """The keys of ``libtorch.build`` (``recipe=True``: the keys a recipe file may set)."""
-    specs: dict[str, Spec] = {
-        "archs": ArchText(
-            "GPU archs: 6.1;12.0, sm_61,sm_120, 61 120, 12.0a, 12.0+PTX, Pascal, Blackwell "
-            "(default: the GPUs detected on this machine)."
+@dataclass(frozen=True)
+class BuildSetting:
+    """One setting of ``fdl libtorch build``, declared once for every place that takes it.
+
+    Attributes:
+        key: The key under ``libtorch.build`` (and in recipes), and the request's field.
+        spec: Type and help text: the manifest schema's and the command-line option's.
+        option: Names of the command-line option that takes a value (``--jobs``, ``-j``).
+        flags: Command-line flags that set a fixed value: (flag, value, help or "" for the
+            spec's help). Two flags of one setting exclude each other.
+        scope: Where it may be given: ``all`` (recipe, fdl.yml, command line), ``project``
+            (fdl.yml and command line) or ``command-line``.
+    """
+
+    key: str
+    spec: Spec
+    option: tuple[str, ...] = ()
+    flags: tuple[tuple[str, object, str], ...] = ()
+    scope: str = "all"
+
+
+def build_settings() -> tuple[BuildSetting, ...]:
+    """Every setting of a source build, in the order ``--help`` lists them."""
+    return (
+        BuildSetting(
+            "archs",
+            ArchText(
+                "GPU archs: 6.1;12.0, sm_61,sm_120, 61 120, 12.0a, 12.0+PTX, Pascal, Blackwell "
+                "(default: the GPUs detected on this machine)."
+            ),
+            option=("--archs",),
         ),
-        "cpu": Bool("Build without CUDA (USE_CUDA=0)."),
-        "cuda": Version("CUDA toolkit (default: the newest that compiles every arch)."),
-        "torch": Version("PyTorch release to build (default: the newest known)."),
-        "backend": Enum(BACKENDS, "Where to build: docker, native or auto."),
-        "jobs": Int("Parallel compile jobs (default: what cores and RAM allow).", minimum=1),
-        "ptx": Bool("Add PTX of the newest arch (runs on future GPUs through the driver's JIT)."),
-        "flash_attention": Bool("Build the flash-attention kernels (~5 GB RAM per job)."),
-        "cache": Enum(CACHES, "Compiler cache: ccache, sccache or none."),
-        "cache_settings": MapOf(
-            Str(),
-            "Compiler cache settings passed to the build (SCCACHE_REDIS_ENDPOINT, "
-            "SCCACHE_BUCKET, SCCACHE_GCS_BUCKET, CCACHE_DIR ...).",
-            key_pattern=CACHE_SETTING,
-            key_example="SCCACHE_REDIS_ENDPOINT",
+        BuildSetting(
+            "cuda",
+            Version("CUDA toolkit (default: the newest that compiles every arch)."),
+            option=("--cuda",),
         ),
-        "switches": MapOf(
-            SwitchValue(),
-            "PyTorch build switches (USE_*, BUILD_*, CMAKE_*), e.g. USE_DISTRIBUTED: 0.",
-            key_pattern=SWITCH_NAME,
-            key_example="USE_DISTRIBUTED",
+        BuildSetting(
+            "torch",
+            Version("PyTorch release to build (default: the newest known)."),
+            option=("--torch",),
         ),
-        "base_image": Str(
-            "Docker base image (default: nvidia/cuda:<X.Y.Z>-cudnn-devel-ubuntu<V>)."
+        BuildSetting(
+            "backend",
+            Enum(BACKENDS, "Where to build: docker, native or auto."),
+            flags=(
+                ("--docker", "docker", "Build in a Docker builder image (BuildKit)."),
+                ("--native", "native", "Build on this machine with its nvcc and compilers."),
+            ),
         ),
-    }
-    if recipe:
-        specs["description"] = Str("What the recipe builds, one line.")
-        return specs
-    specs.update(
-        {
-            "recipe": Str("A recipe name (recipes/<name>.yml, built in or in the project)."),
-            "source": Str("An existing PyTorch checkout to build (relative to fdl.yml)."),
-            "name": Str(
+        BuildSetting(
+            "jobs",
+            Int("Parallel compile jobs (default: what cores and RAM allow).", minimum=1),
+            option=("--jobs", "-j"),
+        ),
+        BuildSetting(
+            "ptx",
+            Bool("Add PTX of the newest arch (runs on future GPUs through the driver's JIT)."),
+            flags=(("--ptx", True, ""),),
+        ),
+        BuildSetting(
+            "flash_attention",
+            Bool("Build the flash-attention kernels (~5 GB RAM per job)."),
+            flags=(
+                (
+                    "--no-flash-attention",
+                    False,
+                    "Skip the flash-attention kernels (hours of compile, ~5 GB RAM per job).",
+                ),
+            ),
+        ),
+        BuildSetting(
+            "cache",
+            Enum(CACHES, "Compiler cache: ccache (default), sccache or none."),
+            option=("--cache",),
+        ),
+        BuildSetting(
+            "cache_settings",
+            MapOf(
+                Str(),
+                "Compiler cache settings passed to the build (SCCACHE_REDIS_ENDPOINT, "
+                "SCCACHE_BUCKET, SCCACHE_GCS_BUCKET, CCACHE_DIR ...).",
+                key_pattern=CACHE_SETTING,
+                key_example="SCCACHE_REDIS_ENDPOINT",
+            ),
+        ),
+        BuildSetting(
+            "switches",
+            MapOf(
+                SwitchValue(),
+                "PyTorch build switches (USE_*, BUILD_*, CMAKE_*), e.g. USE_DISTRIBUTED: 0.",
+                key_pattern=SWITCH_NAME,
+                key_example="USE_DISTRIBUTED",
+            ),
+        ),
+        BuildSetting(
+            "recipe",
+            Str("A recipe name (see --list-recipes; recipes/<name>.yml) or a .yml file."),
+            option=("--recipe",),
+            scope="project",
+        ),
+        BuildSetting(
+            "source",
+            Str(
+                "An existing PyTorch checkout to build instead of cloning one (relative to fdl.yml)."
+            ),
+            option=("--source",),
+            scope="project",
+        ),
+        BuildSetting("cpu", Bool("Build without CUDA (USE_CUDA=0)."), flags=(("--cpu", True, ""),)),
+        BuildSetting(
+            "base_image",
+            Str("Docker base image (default: nvidia/cuda:<X.Y.Z>-cudnn-devel-ubuntu<V>)."),
+            option=("--base-image",),
+        ),
+        BuildSetting(
+            "name",
+            Str(
                 "Variant name under builds/ (default: from the archs, e.g. sm61-sm120).",
                 pattern=r"[A-Za-z0-9][A-Za-z0-9._+-]*",
                 example="sm61-sm120",
             ),
-            "activate": Bool("Make the result the active variant (default: true)."),
-        }
+            option=("--name",),
+            scope="project",
+        ),
+        BuildSetting(
+            "activate",
+            Bool("Make the result the active variant (default: true)."),
+            flags=(("--no-activate", False, "Do not make the result the active variant."),),
+            scope="project",
+        ),
+        BuildSetting(
+            "fresh",
+            Bool("Start from an empty build tree (no resume)."),
+            flags=(("--fresh", True, ""),),
+            scope="command-line",
+        ),
     )
+
+
+def build_fields(*, recipe: bool = False) -> dict[str, Spec]:
+    """The keys of ``libtorch.build`` (``recipe=True``: the keys a recipe file may set)."""
+    scopes = ("all",) if recipe else ("all", "project")
+    specs = {s.key: s.spec for s in build_settings() if s.scope in scopes}
+    if recipe:
+        specs["description"] = Str("What the recipe builds, one line.")
     return specs
 
 

@@ -1,24 +1,20 @@
-"""Text renderings for ``fdl libtorch``, ``fdl diagnose`` and ``fdl setup`` (no typer)."""
+"""Text shared by several command groups: checks, variant choices, installs."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
 
 from fdl.cli._console import Console
-
-if TYPE_CHECKING:
-    from fdl.diagnose import Check
-    from fdl.libtorch import DownloadPlan, InstallResult, Selection, VariantInfo
+from fdl.diagnose import Check, count
+from fdl.libtorch import InstallResult, Selection, unresolved_libraries
 
 __all__ = [
     "render_checks",
-    "render_info",
     "render_install",
-    "render_plan",
     "render_selection",
+    "report_install",
     "summary_line",
-    "variant_json",
+    "warn_unresolved",
 ]
 
 _STYLES = {"ok": ("green",), "info": ("dim",), "warning": ("yellow",), "error": ("red", "bold")}
@@ -48,13 +44,11 @@ def render_checks(console: Console, checks: Sequence[Check], *, show_ok: bool = 
 
 def summary_line(checks: Iterable[Check]) -> str:
     """``2 errors, 1 warning`` (or ``no problems``)."""
-    from fdl.diagnose import count
-
     counts = count(checks)
     parts = []
-    for key, word in (("error", "error"), ("warning", "warning")):
+    for key in ("error", "warning"):
         if counts[key]:
-            parts.append(f"{counts[key]} {word}{'s' if counts[key] != 1 else ''}")
+            parts.append(f"{counts[key]} {key}{'s' if counts[key] != 1 else ''}")
     return ", ".join(parts) if parts else "no problems"
 
 
@@ -66,62 +60,6 @@ def render_selection(selection: Selection) -> list[str]:
         lines.append(f"  {verdict.gpu.sm:<9} {state}: {verdict.reason}")
     lines += [f"  warning:  {w}" for w in selection.warnings]
     return lines
-
-
-def render_plan(plan: DownloadPlan, *, dry_run: bool) -> str:
-    """The download plan as shown before (or instead of, with --dry-run) the download."""
-    selection = plan.selection
-    what = f"CUDA {selection.cuda}" if selection.cuda else "CPU"
-    lines = [
-        f"libtorch {selection.torch_version} ({selection.variant}, {what})",
-        f"  variant:  {plan.target.name or '(outside the variant root)'}",
-        f"  url:      {plan.url}",
-    ]
-    if plan.mirror:
-        lines.append(f"  upstream: {plan.upstream_url}")
-    lines += [f"  target:   {plan.target.path}", *render_selection(selection)]
-    lines += [f"  note:     {n}" for n in plan.notes]
-    if dry_run:
-        activation = "activate it" if plan.activate else "leave the active variant as it is"
-        lines.append(
-            f"[dry-run] would download, check build-version {selection.build_version}, "
-            f"extract and {activation}"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def variant_json(name: str, info: VariantInfo, active: bool, path: str) -> dict[str, Any]:
-    """One variant for ``--json`` output (the reference's keys first)."""
-    return {"variant": name, "active": active, "path": path, **info.to_json()}
-
-
-def render_info(name: str, info: VariantInfo, active: bool, path: str) -> str:
-    """``fdl libtorch info``: what a variant is and where it came from."""
-    found = info.archs_found
-    archs = " ".join([*found.get("cubin", []), *found.get("ptx", [])]) or (
-        "none (CPU build)" if not info.cuda else "not read yet (run fdl libtorch verify)"
-    )
-    source = info.source
-    origin = (
-        source.get("url")
-        or source.get("wheel")
-        or source.get("environment")
-        or source.get("recipe")
-    )
-    rows = [
-        ("Variant", f"{name}{' (active)' if active else ''}"),
-        ("Path", path),
-        ("Torch", info.torch or "unknown"),
-        ("CUDA", info.cuda or "none (CPU)"),
-        ("cuDNN", info.cudnn or "-"),
-        ("Archs", archs),
-        ("Extra", " ".join(found.get("extra", [])) or "-"),
-        ("ABI", info.abi or "unknown"),
-        ("Source", f"{source.get('kind', 'unknown')}{': ' + str(origin) if origin else ''}"),
-        ("sha256", str(source.get("sha256") or "-")),
-        ("Installed", info.installed_at or "unknown"),
-    ]
-    return "\n".join(f"{key + ':':<11}{value}" for key, value in rows) + "\n"
 
 
 def render_install(result: InstallResult) -> list[str]:
@@ -148,3 +86,21 @@ def render_install(result: InstallResult) -> list[str]:
     verify = f"fdl libtorch verify {target.name} --cmake" if target.name else "(outside the root)"
     lines.append(f"check it with: {verify}")
     return lines
+
+
+def report_install(console: Console, result: InstallResult, *, as_json: bool) -> None:
+    """An install's outcome as JSON on stdout or as messages, then its unresolved libraries."""
+    if as_json:
+        console.json(result.to_json())
+    else:
+        for line in render_install(result):
+            console.info(line)
+    warn_unresolved(console, result)
+
+
+def warn_unresolved(console: Console, result: InstallResult) -> None:
+    """Warn when a fresh variant's libraries need something it does not contain."""
+    for check in unresolved_libraries(result):
+        console.warn(check.message)
+        if check.fix:
+            console.line(f"  fix: {check.fix}")

@@ -1,0 +1,35 @@
+"""The project's ``libtorch:`` settings as the libtorch commands use them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from fdl.libtorch._download import MIRROR_ENV
+from fdl.manifest import Manifest
+
+__all__ = ["LibtorchSettings", "project_settings"]
+
+
+@dataclass(frozen=True)
+class LibtorchSettings:
+    """``libtorch.torch``, ``libtorch.variant`` and ``libtorch.mirror``.
+
+    Attributes:
+        torch: The PyTorch release the project pins, if any.
+        variant: The variant the project expects (``precompiled/cu130``), if any.
+        mirror: Base URL of a download.pytorch.org mirror, if any.
+    """
+
+    torch: str | None = None
+    variant: str | None = None
+    mirror: str | None = None
+
+
+def project_settings(manifest: Manifest | None, environ: Mapping[str, str]) -> LibtorchSettings:
+    """The settings of ``manifest`` (None outside a project); ``$FDL_LIBTORCH_MIRROR`` wins
+    over ``libtorch.mirror``."""
+    data = (manifest.get("libtorch") or {}) if manifest is not None else {}
+    mirror = environ.get(MIRROR_ENV) or data.get("mirror")
+    torch = data.get("torch")
+    return LibtorchSettings(str(torch) if torch else None, data.get("variant"), mirror)
