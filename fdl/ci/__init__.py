@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from fdl.ci._check import Drift, FileChange, find_drift, write_files
 from fdl.ci._config import repository_root
-from fdl.ci._local import LocalBuild, LocalStep, build_matrix, local_variants
+from fdl.ci._local import LocalBuild, LocalStep, bake_files_current, build_matrix, local_variants
 from fdl.ci._matrix import Cell, CiConfig, Matrix, MatrixVariant, bake_path
 from fdl.ci._plan import plan_matrix
 from fdl.ci._render import GeneratedFile, dockerfiles_dir, generated_files, render_bake
@@ -30,6 +30,7 @@ __all__ = [
     "LocalStep",
     "Matrix",
     "MatrixVariant",
+    "bake_files_current",
     "bake_path",
     "build_matrix",
     "dockerfiles_dir",

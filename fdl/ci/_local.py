@@ -13,13 +13,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from fdl.ci._check import find_drift
+from fdl.ci._config import repository_root
 from fdl.ci._matrix import Matrix, MatrixVariant
+from fdl.ci._render import dockerfiles_dir, generated_files
 from fdl.engine import Builder, BuildResult, Engine, LineCallback, default_engine
 from fdl.errors import UsageError
 from fdl.images import VariantRef
 from fdl.runner import Runner, default_runner
 
-__all__ = ["LocalBuild", "LocalStep", "build_matrix", "local_variants"]
+__all__ = ["LocalBuild", "LocalStep", "bake_files_current", "build_matrix", "local_variants"]
 
 StatusCallback = Callable[[str], None]
 
@@ -113,7 +116,7 @@ def build_matrix(
     engine: Engine | None = None,
     runner: Runner | None = None,
     use_bake: bool = True,
-    bake_current: bool = False,
+    bake_current: bool | None = None,
     no_cache: bool = False,
     push: bool = False,
     environ: Mapping[str, str] | None = None,
@@ -129,7 +132,7 @@ def build_matrix(
         runner: Runs ``docker buildx bake`` (default: the process-wide runner).
         use_bake: Use the generated bake file when buildx is available.
         bake_current: Whether the generated files on disk match the matrix (bake is
-            only used then: a stale bake file would build something else).
+            only used then: a stale bake file would build something else); None: look.
         no_cache: Build every step again (engine builds only).
         push: Push each cell's image when built.
         environ: Where build secrets are read (default: os.environ).
@@ -145,6 +148,8 @@ def build_matrix(
     refs = local_variants(matrix, project_dir)
     status = on_status or (lambda _text: None)
     bake = use_bake and chosen.describe().client.builder is Builder.BUILDX
+    if bake and bake_current is None:
+        bake_current = bake_files_current(matrix, project_dir)
     if bake and not bake_current:
         status("the generated bake file is not current (fdl ci generate): using the engine")
         bake = False
@@ -163,6 +168,12 @@ def build_matrix(
     if push:
         steps = _push(steps, chosen, status, on_line)
     return LocalBuild("bake" if bake else "engine", tuple(steps))
+
+
+def bake_files_current(matrix: Matrix, project_dir: Path) -> bool:
+    """Whether the bake file and Dockerfiles on disk are what ``matrix`` makes now."""
+    files = [f for f in generated_files(matrix) if f.path != matrix.config.workflow]
+    return find_drift(repository_root(project_dir), files, [dockerfiles_dir(matrix)]).ok
 
 
 def _engine(

@@ -12,7 +12,14 @@ Plan, then execute::
 from __future__ import annotations
 
 from fdl.images._build import BuiltImage, build_images, build_spec, ensure_libtorch_image
-from fdl.images._context import IgnoreFile, ensure_dockerignore, missing_essentials, write_generated
+from fdl.images._context import (
+    IgnoreFile,
+    WrittenFiles,
+    ensure_dockerignore,
+    missing_essentials,
+    write_generated,
+    write_image_files,
+)
 from fdl.images._data import images_data
 from fdl.images._plan import (
     DEFAULT_PROFILES,
@@ -55,6 +62,7 @@ __all__ = [
     "SizeReport",
     "VariantRef",
     "VariantResolver",
+    "WrittenFiles",
     "build_images",
     "build_spec",
     "content_key",
@@ -81,4 +89,5 @@ __all__ = [
     "size_report",
     "variant_ref",
     "write_generated",
+    "write_image_files",
 ]

@@ -23,6 +23,7 @@ from fdl.scaffold._answers import (
     validate_name,
 )
 from fdl.scaffold._docs import next_steps
+from fdl.scaffold._init import init_project
 from fdl.scaffold._plan import OVERLAY, READ_BY_IMAGES, plan_project
 from fdl.scaffold._project_files import (
     ACTIONS,
@@ -52,6 +53,7 @@ __all__ = [
     "WriteReport",
     "answers_path",
     "check_target",
+    "init_project",
     "make_answers",
     "next_steps",
     "plan_project",

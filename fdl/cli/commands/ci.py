@@ -7,8 +7,19 @@ from typing import Annotated
 
 import typer
 
-from fdl.cli import _ci_actions as actions
+from fdl.ci import (
+    GeneratedFile,
+    Matrix,
+    dockerfiles_dir,
+    find_drift,
+    generated_files,
+    plan_matrix,
+    repository_root,
+    write_files,
+)
+from fdl.cli._session import Session
 from fdl.cli.commands._common import JsonOption, group
+from fdl.errors import FdlError
 
 app = group(
     "ci",
@@ -34,7 +45,7 @@ def matrix(ctx: typer.Context, as_json: JsonOption = False) -> None:
 
     Example: fdl ci matrix --json
     """
-    raise typer.Exit(actions.matrix(ctx.obj, as_json=as_json))
+    raise typer.Exit(_matrix(ctx.obj, as_json=as_json))
 
 
 @app.command()
@@ -52,7 +63,7 @@ def generate(
 
     Example: fdl ci generate
     """
-    raise typer.Exit(actions.generate(ctx.obj, output, force=force))
+    raise typer.Exit(_generate(ctx.obj, output, force=force))
 
 
 @app.command()
@@ -62,4 +73,93 @@ def check(ctx: typer.Context, output: OutputOption = None) -> None:
 
     Example: fdl ci check
     """
-    raise typer.Exit(actions.check(ctx.obj, output))
+    raise typer.Exit(_check(ctx.obj, output))
+
+
+_LISTED = 8  # files named in the error (the diff above has them all)
+
+
+def _files(session: Session, output: Path | None) -> tuple[Matrix, Path, list[GeneratedFile]]:
+    """The matrix, the root the files go under, and the files."""
+    planned = plan_matrix(session.manifest(), env=session.env)
+    if output is not None:
+        root = output if output.is_absolute() else session.cwd / output
+    else:
+        root = repository_root(session.manifest().directory)
+    return planned, root, generated_files(planned)
+
+
+def _shown(path: Path, cwd: Path) -> str:
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
+
+
+def _matrix(session: Session, *, as_json: bool) -> int:
+    """Print the resolved matrix: variants (with how CI installs them), then cells."""
+    planned = plan_matrix(session.manifest(), env=session.env)
+    if as_json:
+        session.console.json(planned.to_json())
+        return 0
+    out = session.console.out
+    config = planned.config
+    where = config.registry or "nowhere (no ci.registry: images stay local)"
+    out(f"matrix of {config.project}: {len(planned.cells)} cells, pushed to {where}")
+    out("")
+    out("libtorch variants (each one's image is built before its cells):")
+    for variant in planned.variants:
+        cuda = f"CUDA {variant.cuda}" if variant.cuda else "CPU"
+        out(f"  {variant.key:<24} {variant.name} (torch {variant.torch}, {cuda})")
+        out(f"  {'':<24} install: {' '.join(variant.install)}")
+        if variant.cache_key:
+            out(f"  {'':<24} cached as {variant.cache_key}")
+    out("")
+    out("cells (profile x variant):")
+    for cell in planned.cells:
+        out(f"  {cell.id:<24} {cell.tag}")
+        for name, value in cell.args:
+            out(f"  {'':<24}   --build-arg {name}={value}")
+        if cell.needs:
+            out(f"  {'':<24}   needs {', '.join(cell.needs)}")
+        if cell.cache_from:
+            out(f"  {'':<24}   cache {', '.join(cell.cache_from)}")
+        test = " ".join(cell.test) if cell.test is not None else None
+        if test is not None:
+            out(f"  {'':<24}   test: docker run --rm {cell.tag} {test}".rstrip())
+    return 0
+
+
+def _generate(session: Session, output: Path | None, *, force: bool = False) -> int:
+    """Write the bake file, the Dockerfiles and the workflow (only what changed)."""
+    planned, root, files = _files(session, output)
+    changes = write_files(root, files, [dockerfiles_dir(planned)], force=force)
+    for change in changes:
+        verb = {"missing": "wrote", "changed": "updated", "stale": "removed"}[change.state]
+        session.console.info(f"{verb} {_shown(root / change.path, session.cwd)}")
+    unchanged = len(files) - sum(1 for change in changes if change.state != "stale")
+    if unchanged:
+        session.console.info(f"{unchanged} files unchanged")
+    return 0
+
+
+def _check(session: Session, output: Path | None) -> int:
+    """Exit 1 with a diff when the files on disk are not what the manifest makes now."""
+    planned, root, files = _files(session, output)
+    drift = find_drift(root, files, [dockerfiles_dir(planned)])
+    if drift.ok:
+        session.console.info(f"the {drift.checked} generated files match {planned.config.source}")
+        return 0
+    session.console.out(drift.diff, end="")
+    counts: dict[str, int] = {}
+    for change in drift.changes:
+        counts[change.state] = counts.get(change.state, 0) + 1
+    summary = ", ".join(f"{count} {state}" for state, count in counts.items())
+    shown = [change.path for change in drift.changes[:_LISTED]]
+    more = len(drift.changes) - len(shown)
+    raise FdlError(
+        f"{len(drift.changes)} generated files differ from what {planned.config.source} "
+        f"makes now ({summary})",
+        hint=f"run `{planned.config.command}` and commit the result",
+        details="\n".join(shown + ([f"... and {more} more"] if more > 0 else [])),
+    )

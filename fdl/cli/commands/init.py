@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from fdl.cli import _init_actions as actions
+from fdl.cli._session import Session
 from fdl.cli.commands._common import JsonOption, group
+
+if TYPE_CHECKING:
+    from fdl.scaffold import Answers, WriteReport
 
 app = group("init")
 
@@ -70,15 +75,113 @@ def init(
 
     Example: fdl init my-model --template cpp --mode native
     """
-    options = actions.InitOptions(
-        name=name,
-        template=template,
-        mode=mode,
-        torch=torch,
-        example=example,
-        yes=yes,
-        force=force,
-        dry_run=dry_run,
-        as_json=as_json,
-    )
-    raise typer.Exit(actions.init(ctx.obj, options))
+    from fdl.scaffold import DEFAULTS, init_project, read_answers, validate_name
+
+    session: Session = ctx.obj
+    directory = (session.cwd / name).resolve()
+    recorded = read_answers(directory) or {}
+    # Before asking anything: a name the template refuses ends the run at once.
+    validate_name(directory.name, template or recorded.get("template") or DEFAULTS["template"])
+    given = {"template": template, "mode": mode, "torch": torch, "example": example}
+    _ask(session, given, recorded, yes=yes, as_json=as_json)
+    answers, report = init_project(directory, given, recorded, force=force, dry_run=dry_run)
+    if as_json:
+        session.console.json({"answers": answers.to_json(), **report.to_json()})
+    else:
+        _render(session, answers, report, force=force)
+
+
+_MODE_HELP = {
+    "mounted": "commands run in a dev container; libtorch mounted from this machine",
+    "baked": "commands run in a dev container; libtorch baked into its image",
+    "native": "commands run on this machine; no containers",
+}
+_VERB = {"created": "create", "overwritten": "overwrite", "unchanged": "keep", "skipped": "skip"}
+
+
+def _choose(session: Session, question: str, choices: list[tuple[str, str]]) -> str:
+    """Ask for one of ``choices`` (name, help) on the terminal; Enter takes the first."""
+    stream = session.console.stderr
+    stream.write(f"{question}\n")
+    for index, (name, text) in enumerate(choices, 1):
+        stream.write(f"  {index}) {name:<8} {text}\n")
+    while True:
+        stream.write(f"choice [1-{len(choices)}, Enter for {choices[0][0]}]: ")
+        stream.flush()
+        answer = sys.stdin.readline().strip().lower()
+        if not answer:
+            return choices[0][0]
+        for index, (name, _) in enumerate(choices, 1):
+            if answer in (str(index), name):
+                return name
+        stream.write(f"  not a choice: {answer!r}\n")
+
+
+def _ask(
+    session: Session,
+    given: dict[str, Any],
+    recorded: dict[str, Any],
+    *,
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """Fill in the template and mode not given (nor recorded): asked in a terminal, else
+    the defaults, said once."""
+    from fdl.scaffold import DEFAULTS, MODES, TEMPLATES, template
+
+    open_questions = [k for k in ("template", "mode") if given[k] is None and k not in recorded]
+    if not open_questions:
+        return
+    if session.interactive and not yes and not as_json:
+        if "template" in open_questions:
+            choices = [(name, template(name).description) for name in TEMPLATES]
+            given["template"] = _choose(session, "Template:", choices)
+        if "mode" in open_questions:
+            given["mode"] = _choose(session, "Mode:", [(n, _MODE_HELP[n]) for n in MODES])
+        return
+    if not as_json:
+        used = ", ".join(f"--{key} {DEFAULTS[key]}" for key in open_questions)
+        why = "--yes" if yes else "no terminal to ask"
+        session.console.note(f"using the defaults {used} ({why}; pass them to choose)")
+
+
+def _shown(directory: Path, cwd: Path) -> str:
+    try:
+        relative = directory.relative_to(cwd)
+    except ValueError:
+        return str(directory)
+    return "." if str(relative) == "." else str(relative)
+
+
+def _render(session: Session, answers: Answers, report: WriteReport, *, force: bool) -> None:
+    from fdl.scaffold import next_steps
+
+    console = session.console
+    where = _shown(report.directory, session.cwd)
+    counts = report.counts()
+    what = f"template {answers.template}, mode {answers.mode}, torch {answers.torch}"
+    prefix = "would " if report.dry_run else ""
+    for result in report.results:
+        verb = _VERB[result.action] if report.dry_run else result.action
+        line = f"  {prefix}{verb:<11} {result.path}"
+        if result.reason:
+            line += f"  ({result.reason})"
+        console.out(line)
+    summary = ", ".join(f"{count} {action}" for action, count in counts.items() if count)
+    if report.dry_run:
+        console.out(f"dry run: nothing written to {where} ({what})")
+        return
+    console.out(f"{answers.name if where == '.' else where}: {summary} ({what})")
+    skipped = [r for r in report.results if r.action == "skipped" and r.reason]
+    if any(r.kind == "generated" for r in skipped) and not force:
+        console.info("fdl init --force rewrites the skipped files fdl generates")
+    if any(r.kind == "user" for r in skipped):
+        console.info(
+            "your versions of the skipped files are kept; to get the template's version of "
+            "one, move yours away and run fdl init again"
+        )
+    steps = next_steps(answers, directory=None if where == "." else where)
+    width = max(len(command) for command, _ in steps)
+    console.out("\nNext steps:")
+    for command, comment in steps:
+        console.out(f"  {command.ljust(width)}  # {comment}")
