@@ -16,10 +16,9 @@ import sys
 
 from fdl import __version__
 from fdl.cli._console import Console, from_environment
-from fdl.cli._failure import report, report_bug
-from fdl.cli._globals import parse_globals
+from fdl.cli._globals import GlobalOptions, parse_globals
 from fdl.cli._registry import BUILTINS
-from fdl.errors import ExitCode, FdlError, Interrupted, Terminated
+from fdl.errors import ExitCode, FdlError, Interrupted, ManifestErrors, Terminated
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
 
     from fdl.cli._session import Session
 
-__all__ = ["main"]
+__all__ = ["main", "report", "try_fast_path"]
 
 # The hidden command the shell completion scripts call (see fdl.cli._complete).
 COMPLETE = "__complete"
@@ -44,8 +43,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if options.version:
             console.out(f"fdl {__version__}")
             return 0
-        from fdl.cli._fastpath import try_fast_path
-
         fast = try_fast_path(options, rest, console)
         if fast is not None:
             return fast
@@ -87,6 +84,94 @@ def main(argv: Sequence[str] | None = None) -> int:
         return report(console, problem) if problem is not None else report_bug(console, exc)
     except Exception as exc:
         return report_bug(console, exc)
+
+
+# --- the fast path: `config show` without typer ------------------------------------------
+# Scripts and editors call `config show` often; typer and its parser cost about 50 ms to
+# import, more than the rest of the command. This recognises the plain forms of
+# `config show` and calls the same action the typer command calls; anything else
+# (`--help`, unknown options) goes through typer, which reports it properly.
+# tests/cli/test_fastpath.py checks both paths agree.
+
+_FLAGS = {"--json": "as_json", "--no-origin": "no_origin", "--show-secrets": "show_secrets"}
+
+
+def try_fast_path(options: GlobalOptions, rest: list[str], console: Console) -> int | None:
+    """Run ``config show`` directly when its arguments are simple; else None."""
+    if options.help or rest[:2] != ["config", "show"]:
+        return None
+    flags = {"as_json": False, "no_origin": False, "show_secrets": False}
+    env: str | None = None
+    args = rest[2:]
+    index = 0
+    while index < len(args):
+        token = args[index]
+        if token in _FLAGS:
+            flags[_FLAGS[token]] = True
+        elif (
+            token in ("--env", "-e")
+            and index + 1 < len(args)
+            and not args[index + 1].startswith("-")
+        ):
+            env = args[index + 1]
+            index += 1
+        elif token.startswith("--env=") and len(token) > len("--env="):
+            env = token.split("=", 1)[1]
+        else:
+            return None
+        index += 1
+    from fdl.cli import _config_actions
+    from fdl.cli._session import install
+
+    session = install(options, console)
+    return _config_actions.show(
+        session,
+        env=env,
+        as_json=flags["as_json"],
+        origins=not flags["no_origin"],
+        show_secrets=flags["show_secrets"],
+    )
+
+
+# --- errors: the one place where they become messages and exit codes ------------------------
+
+MAX_LISTED = 20
+
+
+def _one(console: Console, error: FdlError) -> None:
+    console.error(str(error))
+    if error.details:
+        for line in error.details.strip("\n").splitlines():
+            if line.strip():  # tool output tails often carry runs of empty lines
+                console.line(f"  {line}")
+    if error.hint:
+        console.line(f"  {console.style('fix:', 'green')} {error.hint}")
+
+
+def report(console: Console, error: FdlError) -> int:
+    """Print ``error`` (what, where, how to fix) and return its exit code."""
+    if isinstance(error, ManifestErrors):
+        for item in error.errors[:MAX_LISTED]:
+            _one(console, item)
+        hidden = len(error.errors) - MAX_LISTED
+        if hidden > 0:
+            console.line(f"... and {hidden} more")
+        console.line(f"{len(error.errors)} problems in the manifest")
+        return int(error.exit_code)
+    _one(console, error)
+    return int(error.exit_code)
+
+
+def report_bug(console: Console, exc: BaseException) -> int:
+    """An unexpected exception: a short message, the trace with -v."""
+    import traceback
+
+    console.error(f"internal error: {type(exc).__name__}: {exc}")
+    if console.verbosity >= 2:
+        console.line("".join(traceback.format_exception(exc)).rstrip())
+    else:
+        console.line("  this is a bug in fdl; run again with -v to see the traceback and report it")
+    return int(ExitCode.BUG)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

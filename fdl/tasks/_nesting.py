@@ -9,8 +9,8 @@ inside the project.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # on the path of `fdl config show` (start-up)
 if TYPE_CHECKING:
     from typing import Any
 

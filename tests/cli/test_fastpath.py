@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fdl.cli._fastpath import try_fast_path
+from fdl.cli import try_fast_path
 from fdl.cli._globals import parse_globals
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -33,7 +33,7 @@ def test_fast_path_matches_the_typer_command(
     run_fdl, monkeypatch: pytest.MonkeyPatch, args: list[str]
 ) -> None:
     fast = run_fdl(args, cwd=FIXTURE)
-    monkeypatch.setattr("fdl.cli._fastpath.try_fast_path", lambda *a: None)
+    monkeypatch.setattr("fdl.cli.try_fast_path", lambda *a: None)
     slow = run_fdl(args, cwd=FIXTURE)
     assert (fast.exit_code, fast.stdout, fast.stderr) == (slow.exit_code, slow.stdout, slow.stderr)
 

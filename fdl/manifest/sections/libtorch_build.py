@@ -6,9 +6,6 @@ Only schema here (no build machinery is imported), so loading a manifest stays f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from fdl.manifest.schema import (
     Bool,
     Checker,
@@ -23,6 +20,7 @@ from fdl.manifest.schema import (
     Version,
 )
 
+TYPE_CHECKING = False  # typing and dataclasses stay out of `fdl config show` (start-up)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -86,7 +84,6 @@ class SwitchValue(Spec):
         return self._doc({"type": ["string", "integer", "boolean"]})
 
 
-@dataclass(frozen=True)
 class BuildSetting:
     """One setting of ``fdl libtorch build``, declared once for every place that takes it.
 
@@ -100,11 +97,22 @@ class BuildSetting:
             (fdl.yml and command line) or ``command-line``.
     """
 
-    key: str
-    spec: Spec
-    option: tuple[str, ...] = ()
-    flags: tuple[tuple[str, object, str], ...] = ()
-    scope: str = "all"
+    __slots__ = ("flags", "key", "option", "scope", "spec")
+
+    def __init__(
+        self,
+        key: str,
+        spec: Spec,
+        *,
+        option: tuple[str, ...] = (),
+        flags: tuple[tuple[str, object, str], ...] = (),
+        scope: str = "all",
+    ) -> None:
+        self.key = key
+        self.spec = spec
+        self.option = option
+        self.flags = flags
+        self.scope = scope
 
 
 def build_settings() -> tuple[BuildSetting, ...]:
