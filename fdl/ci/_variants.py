@@ -96,15 +96,19 @@ def _official_variant(manifest: Manifest, config: CiConfig, key: str, where: str
 
 
 def _recipe_variant(manifest: Manifest, config: CiConfig, key: str, where: str) -> MatrixVariant:
-    from fdl.libtorch.source import BuildRequest, Setting, gather_request
+    from fdl.libtorch.source import build_request
+    from fdl.manifest import LayerKind, Origin
 
     recipe = key.removeprefix(RECIPE_PREFIX)
     location = _error(manifest, where, "").location
-    asked = BuildRequest(
-        recipe=Setting(recipe, where, location), name=Setting(recipe, where, location)
+    origin = (
+        Origin(location.file, location.line, location.column, LayerKind.BASE, location.path)
+        if location is not None and location.line
+        else where
     )
+    options = {"recipe": (recipe, origin), "name": (recipe, origin)}
     try:
-        request = gather_request(asked, manifest, manifest.directory)
+        request = build_request(manifest, options, manifest.directory)
         torch, cuda, archs, cudnn = _recipe_facts(request)
     except FdlError as exc:
         if exc.location is not None:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from fdl.libtorch import LibtorchSettings
-    from fdl.manifest import Discovered, Manifest
+    from fdl.manifest import Discovered, Layer, Manifest, Node
     from fdl.manifest.schema import Obj
     from fdl.paths import Context
 
@@ -116,6 +116,8 @@ class Session:
             environ=self.environ,
             sets=self.options.sets,
             schema=_root_schema() if validate else None,
+            derived=(_recipe_layer,),
+            env_aliases=_env_aliases(),
         )
         self._manifests[key] = manifest
         return manifest
@@ -136,7 +138,8 @@ class Session:
         return Context(found.directory, project=True)
 
     def libtorch_settings(self) -> LibtorchSettings:
-        """The project's ``libtorch.torch/variant/mirror`` (``$FDL_LIBTORCH_MIRROR`` wins)."""
+        """The project's ``libtorch.torch/variant/mirror`` (``$FDL_LIBTORCH_MIRROR`` is a layer
+        of the manifest; outside a project it is the mirror)."""
         from fdl.libtorch import project_settings
 
         return project_settings(self.manifest_or_none(), self.environ)
@@ -147,6 +150,30 @@ class Session:
             return self.manifest()
         except ManifestNotFound:
             return None
+
+
+def _recipe_layer(merged: Node | None, directory: Path) -> Layer | None:
+    """The build recipe ``libtorch.build.recipe`` names, as the manifest's lowest layer, so
+    ``config show/explain`` give its values with the recipe's file:line. A recipe that
+    cannot be read adds nothing here: ``fdl libtorch build`` reports it, at that line."""
+    from fdl.manifest import ScalarNode, node_at
+
+    named = node_at(merged, ("libtorch", "build", "recipe")) if merged is not None else None
+    if not isinstance(named, ScalarNode) or named.value is None:
+        return None  # the common case costs no import
+    from fdl.errors import FdlError
+    from fdl.libtorch.recipes import recipe_layer
+
+    try:
+        return recipe_layer(merged, directory)
+    except FdlError:
+        return None
+
+
+def _env_aliases() -> dict[str, tuple[str, ...]]:
+    from fdl.manifest.sections import env_aliases
+
+    return env_aliases()
 
 
 def _root_schema() -> Obj:

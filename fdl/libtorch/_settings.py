@@ -27,9 +27,12 @@ class LibtorchSettings:
 
 
 def project_settings(manifest: Manifest | None, environ: Mapping[str, str]) -> LibtorchSettings:
-    """The settings of ``manifest`` (None outside a project); ``$FDL_LIBTORCH_MIRROR`` wins
-    over ``libtorch.mirror``."""
-    data = (manifest.get("libtorch") or {}) if manifest is not None else {}
-    mirror = environ.get(MIRROR_ENV) or data.get("mirror")
+    """The settings of ``manifest``. Inside a project ``$FDL_LIBTORCH_MIRROR`` is already
+    one of its layers (``fdl config explain libtorch.mirror`` names it); outside one
+    (``manifest`` None) it is the only source of a mirror."""
+    if manifest is None:
+        return LibtorchSettings(mirror=environ.get(MIRROR_ENV) or None)
+    data = manifest.get("libtorch") or {}
+    mirror = data.get("mirror")
     torch = data.get("torch")
     return LibtorchSettings(str(torch) if torch else None, data.get("variant"), mirror)

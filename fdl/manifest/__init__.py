@@ -21,7 +21,10 @@ from fdl.manifest._layers import (
     display_name,
     find_in_directory,
     list_environments,
+    nested_layer,
     parse_text,
+    read_layer,
+    value_layer,
     working_directory,
 )
 from fdl.manifest._manifest import (
@@ -29,6 +32,7 @@ from fdl.manifest._manifest import (
     build_manifest,
     load_directory_manifest,
     load_manifest,
+    merge_layers,
     split_key,
 )
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode, node_at
@@ -58,9 +62,13 @@ __all__ = [
     "list_environments",
     "load_directory_manifest",
     "load_manifest",
+    "merge_layers",
+    "nested_layer",
     "node_at",
     "parse_text",
+    "read_layer",
     "split_key",
     "token_kind",
+    "value_layer",
     "working_directory",
 ]

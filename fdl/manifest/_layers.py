@@ -534,14 +534,21 @@ def _match_key(below: Node | None, segment: str) -> str:
     return lowered
 
 
-def env_layer(environ: Mapping[str, str], merged: Node | None) -> Layer | None:
+def env_layer(
+    environ: Mapping[str, str],
+    merged: Node | None,
+    aliases: Mapping[str, tuple[str, ...]] | None = None,
+) -> Layer | None:
     """The layer made of ``FDL__A__B=value`` variables (sets ``a.b``), if any.
 
     Segments are lower-cased; ``_`` also matches ``-`` when the manifest
     already has such a key (``FDL__COMMANDS__CUDA_TEST__RUN`` -> ``commands.cuda-test.run``).
+    ``aliases`` name other variables that set one key (``FDL_LIBTORCH_MIRROR`` sets
+    ``libtorch.mirror``); they are applied after the ``FDL__`` ones.
     """
     names = sorted(n for n in environ if n.startswith(ENV_PREFIX) and len(n) > len(ENV_PREFIX))
-    if not names:
+    named = [(n, path) for n, path in (aliases or {}).items() if environ.get(n)]
+    if not names and not named:
         return None
     tree = MapNode({}, Origin("environment", layer=LayerKind.ENV), None, {})
     for name in names:
@@ -565,6 +572,9 @@ def env_layer(environ: Mapping[str, str], merged: Node | None) -> Layer | None:
             keys.append(key)
             below = below.entries.get(key) if isinstance(below, MapNode) else None
         _insert(tree, keys, _value_node(environ[name], origin, f"${name}"), origin)
+    for name, path in named:
+        origin = Origin(f"${name}", layer=LayerKind.ENV)
+        _insert(tree, list(path), ScalarNode(environ[name], origin, raw=environ[name]), origin)
     return Layer(LayerKind.ENV, "environment variables", None, tree)
 
 
@@ -592,3 +602,34 @@ def set_layer(assignments: Sequence[str]) -> Layer | None:
         origin = Origin(f"--set {key.strip()}", layer=LayerKind.SET)
         _insert(tree, segments, _value_node(value, origin, f"--set {key}"), origin)
     return Layer(LayerKind.SET, "--set", None, tree)
+
+
+def value_layer(
+    kind: LayerKind, source: str, values: Mapping[tuple[str, ...], tuple[object, str | Origin]]
+) -> Layer | None:
+    """A layer of plain values: ``{key path: (value, where it was given)}``.
+
+    A command's options become the top layer this way (``("libtorch", "build", "archs"):
+    ("6.1;12.0", "--archs")``), so their values carry origins like every other value.
+    """
+    if not values:
+        return None
+    tree = MapNode({}, Origin(source, layer=kind), None, {})
+    for path, (value, label) in values.items():
+        origin = label if isinstance(label, Origin) else Origin(label, layer=kind)
+        scalar = (
+            value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
+        )
+        _insert(tree, list(path), ScalarNode(scalar, origin), origin)
+    return Layer(kind, source, None, tree)
+
+
+def nested_layer(layer: Layer, under: tuple[str, ...]) -> Layer:
+    """``layer`` with its mapping moved under the key path ``under`` (a recipe file holds
+    the keys of ``libtorch.build``)."""
+    root = layer.root
+    for key in reversed(under):
+        origin = root.origin if root is not None else Origin(layer.source, layer=layer.kind)
+        entries = {key: root} if root is not None else {}
+        root = MapNode(entries, origin, None, {key: origin} if root is not None else {})
+    return Layer(layer.kind, layer.source, layer.path, root)

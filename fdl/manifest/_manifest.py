@@ -30,7 +30,11 @@ from fdl.manifest.schema import Checker, Obj, did_you_mean
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
+
+    # Looks at the merged values (and the project directory) and may add a lowest layer.
+    DerivedLayer = Callable[[Node | None, Path], Layer | None]
 
     from fdl.manifest._explain import Explanation
 
@@ -201,8 +205,19 @@ def build_manifest(
     sets: Sequence[str],
     schema: Obj | None,
     overlay_required: bool = True,
+    above: Sequence[Layer] = (),
+    derived: Sequence[DerivedLayer] = (),
+    env_aliases: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Manifest:
-    """Read every layer of ``discovered``, merge and (optionally) validate."""
+    """Read every layer of ``discovered``, merge and (optionally) validate.
+
+    Args:
+        env_aliases: Variables besides ``FDL__*`` that set one key each
+            (:data:`fdl.manifest.sections.ENV_ALIASES`).
+        above: Layers over ``--set``: a command's own options (:func:`value_layer`).
+        derived: Functions that look at the merged values and may return one more layer,
+            placed lowest (a recipe named by ``libtorch.build.recipe``).
+    """
     with _NoCyclicGC():
         return _build_manifest(
             discovered,
@@ -211,6 +226,9 @@ def build_manifest(
             sets=sets,
             schema=schema,
             overlay_required=overlay_required,
+            above=above,
+            derived=derived,
+            env_aliases=env_aliases,
         )
 
 
@@ -222,6 +240,9 @@ def _build_manifest(
     sets: Sequence[str],
     schema: Obj | None,
     overlay_required: bool,
+    above: Sequence[Layer],
+    derived: Sequence[DerivedLayer],
+    env_aliases: Mapping[str, tuple[str, ...]] | None,
 ) -> Manifest:
     root = discovered.directory
     base_chain = load_chain(discovered.path, LayerKind.BASE, root)
@@ -254,11 +275,12 @@ def _build_manifest(
                 )
             )
     patch = merge(layer.root for layer in layers)
-    extra = env_layer(environ, materialize(patch))
+    extra = env_layer(environ, materialize(patch), env_aliases)
     if extra is not None:
         layers.append(extra)
         patch = compose(patch, extra.root) if extra.root is not None else patch
     env_names = sorted(n for n in environ if n.startswith("FDL__"))
+    env_names += [n for n in (env_aliases or {}) if environ.get(n)]
     candidates.append(
         Candidate(
             LayerKind.ENV,
@@ -281,6 +303,17 @@ def _build_manifest(
             overrides is not None,
         )
     )
+    for layer in above:
+        if layer.root is not None:
+            layers.append(layer)
+            patch = compose(patch, layer.root)
+            candidates.append(Candidate(layer.kind, layer.source, layer.path, True, True))
+    for provide in derived:
+        lowest = provide(materialize(patch), root)
+        if lowest is not None and lowest.root is not None:
+            layers.insert(0, lowest)
+            patch = compose(lowest.root, patch) if patch is not None else lowest.root
+            candidates.insert(0, Candidate(lowest.kind, lowest.source, lowest.path, True, True))
     final = materialize(patch)
     tree = (
         final if isinstance(final, MapNode) else MapNode({}, Origin(discovered.path.name), None, {})
@@ -297,6 +330,11 @@ def _build_manifest(
         data=data,
         candidates=candidates,
     )
+
+
+def merge_layers(layers: Sequence[Layer]) -> Node | None:
+    """The values of ``layers`` (lowest first) merged, as the manifest would merge them."""
+    return materialize(merge(layer.root for layer in layers))
 
 
 def load_manifest(
@@ -330,6 +368,7 @@ def load_manifest(
         environ=os.environ if environ is None else environ,
         sets=sets,
         schema=_resolve_schema(schema),
+        env_aliases=_env_aliases() if schema is True else None,
     )
 
 
@@ -351,6 +390,12 @@ def load_directory_manifest(
         schema=_resolve_schema(schema),
         overlay_required=False,
     )
+
+
+def _env_aliases() -> dict[str, tuple[str, ...]]:
+    from fdl.manifest.sections import env_aliases
+
+    return env_aliases()
 
 
 def _resolve_schema(schema: Obj | bool | None) -> Obj | None:

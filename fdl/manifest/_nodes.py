@@ -27,11 +27,13 @@ KNOWN_TAGS = frozenset({TAG_APPEND, TAG_REPLACE, TAG_SECRET})
 class LayerKind(str, Enum):
     """Where a layer comes from, in increasing precedence."""
 
+    RECIPE = "recipe"  # a named defaults file below the manifest (libtorch.build.recipe)
     INHERITED = "inherited"
     BASE = "base"
     OVERLAY = "overlay"
     ENV = "env var"
     SET = "--set"
+    FLAG = "command line"  # a command's own options (fdl libtorch build --archs)
 
 
 class Origin:

@@ -120,3 +120,35 @@ def test_impossible_archs_exit_2(run_fdl, tmp_path, home) -> None:
     )
     assert result.exit_code == 2
     assert "no CUDA toolkit can compile sm_35 + sm_120" in result.stderr
+
+
+def test_recipe_and_options_are_layers_with_the_same_origins_as_config_explain(
+    run_fdl, tmp_path, home
+) -> None:
+    """The recipe is the manifest's lowest layer and the options its top one: the plan's
+    origins and `fdl config explain` name the same file:line."""
+    (tmp_path / "fdl.yml").write_text(
+        "libtorch:\n  build:\n    recipe: pascal-blackwell\n    jobs: 2\n"
+    )
+    explained = run_fdl(
+        ["config", "explain", "libtorch.build.cuda", "--json"], cwd=tmp_path, env=home
+    )
+    assert explained.exit_code == 0, explained.output
+    winner = json.loads(explained.stdout)[0]["winner"]["origin"]
+    assert winner["layer"] == "recipe" and winner["source"] == "recipe pascal-blackwell"
+    result = run_fdl(
+        ["libtorch", "build", "--docker", "--archs", "12.0", "--dry-run", "--json"],
+        cwd=tmp_path,
+        env=home,
+    )
+    assert result.exit_code == 0, result.output
+    settings = json.loads(result.stdout)["settings"]
+    where = f"recipe pascal-blackwell:{winner['line']}:{winner['column']}"
+    assert settings["cuda"] == {"value": "12.8", "origin": f"{where} (cuda)"}
+    assert settings["archs"] == {"value": "12.0", "origin": "--archs"}
+    assert settings["jobs"]["origin"].startswith("fdl.yml:4:")
+    # an unknown recipe in the manifest: config show still works, the build says where
+    (tmp_path / "fdl.yml").write_text("libtorch:\n  build:\n    recipe: pascal-blackwel\n")
+    assert run_fdl(["config", "show"], cwd=tmp_path, env=home).exit_code == 0
+    refused = run_fdl(["libtorch", "build", "--dry-run"], cwd=tmp_path, env=home)
+    assert refused.exit_code == 3 and "fdl.yml:3:13: unknown build recipe" in refused.stderr

@@ -157,6 +157,38 @@ def test_mirror_from_environment_and_manifest(fdl, machine) -> None:
     assert plan["url"].startswith("http://127.0.0.1:8080/libtorch/cpu/")
     # inside the project, variants live in the project
     assert plan["target"] == str(machine.cwd / "libtorch" / "precompiled" / "cpu")
+    # the variable is a layer of the manifest: explain names it and what it overrode
+    explained = fdl("config", "explain", "libtorch.mirror", "--json", env=env)
+    entry = json.loads(explained.stdout)[0]
+    assert entry["value"] == "http://127.0.0.1:8080"
+    assert entry["winner"]["origin"]["source"] == "$FDL_LIBTORCH_MIRROR"
+    assert [c["origin"]["source"] for c in entry["overridden"]] == ["fdl.yml"]
+    # --set is above it, --mirror above everything
+    over = fdl(
+        "--set",
+        "libtorch.mirror=http://127.0.0.1:9/x",
+        "libtorch",
+        "download",
+        "--cpu",
+        "--dry-run",
+        "--json",
+        env=env,
+    )
+    assert json.loads(over.stdout)["url"].startswith("http://127.0.0.1:9/x/libtorch/cpu/")
+    flag = fdl(
+        "libtorch",
+        "download",
+        "--cpu",
+        "--mirror",
+        "http://127.0.0.1:7",
+        "--dry-run",
+        "--json",
+        env=env,
+    )
+    assert json.loads(flag.stdout)["url"].startswith("http://127.0.0.1:7/libtorch/cpu/")
+    # a value that is no URL is refused where it was set
+    bad = fdl("libtorch", "download", "--cpu", "--dry-run", env={"FDL_LIBTORCH_MIRROR": "nope"})
+    assert bad.exit_code == 3 and "$FDL_LIBTORCH_MIRROR" in bad.stderr
 
 
 def test_path_outside_the_layout_is_not_activated(fdl, machine, tmp_path: Path) -> None:

@@ -7,17 +7,10 @@ from pathlib import Path
 import pytest
 
 from fdl.errors import ManifestError, UsageError
-from fdl.libtorch.source import (
-    BuildRequest,
-    Setting,
-    StatusParser,
-    compiled_objects,
-    list_recipes,
-    load_recipe,
-    merge_requests,
-)
+from fdl.libtorch.recipes import find_recipe, list_recipes, load_recipe
+from fdl.libtorch.source import BuildRequest, Setting, StatusParser, build_request, compiled_objects
 from fdl.libtorch.source._cache import CacheStats, _ccache_stats, _sccache_stats, plan_cache
-from fdl.libtorch.source._recipes import find_recipe
+from fdl.manifest import load_manifest
 
 
 @pytest.mark.parametrize(
@@ -70,16 +63,18 @@ def test_compiled_objects_from_a_log() -> None:
     assert compiled_objects(lines) == ["c10/a.cpp.o", "k.cu.o"]
 
 
-def test_builtin_recipes_load_and_validate() -> None:
+def test_builtin_recipes_load_and_validate(tmp_path: Path) -> None:
     recipes = {r.name: r for r in list_recipes()}
     assert {"pascal-blackwell", "blackwell", "cpu", "turing-blackwell"} <= set(recipes)
-    pb = recipes["pascal-blackwell"]
-    assert pb.builtin and pb.request.value("archs") == "6.1;12.0"
-    assert pb.request.value("cuda") == "12.8" and pb.request.value("flash_attention") is False
-    assert pb.request.switches["BUILD_TEST"].value == "0"
-    assert pb.request.archs is not None and pb.request.archs.origin.startswith(
-        "recipe pascal-blackwell ("
-    )
+    assert recipes["pascal-blackwell"].builtin
+    request = build_request(None, {"recipe": ("pascal-blackwell", "--recipe")}, tmp_path)
+    assert request.value("archs") == "6.1;12.0"
+    assert request.value("cuda") == "12.8" and request.value("flash_attention") is False
+    assert request.switches["BUILD_TEST"].value == "0"
+    assert request.archs is not None and request.archs.location is not None
+    assert request.archs.origin.startswith("recipe pascal-blackwell:")
+    assert request.archs.origin.endswith(" (archs)")
+    assert request.recipe is not None and request.recipe.origin == "--recipe"
 
 
 def test_project_recipe_wins_and_errors_point_at_the_line(tmp_path: Path) -> None:
@@ -101,21 +96,32 @@ def test_unknown_recipe_lists_the_known_ones() -> None:
     assert "pascal-blackwell" in (caught.value.hint or "")
 
 
-def test_layers_merge_key_by_key() -> None:
-    recipe = BuildRequest(
-        archs=Setting("6.1;12.0", "recipe"),
-        cuda=Setting("12.8", "recipe"),
-        switches={"USE_CUDNN": Setting("0", "recipe"), "BUILD_TEST": Setting("0", "recipe")},
+def test_layers_merge_key_by_key(tmp_path: Path) -> None:
+    """Recipe < fdl.yml (and its overlay) < the command line, key by key, each value with
+    the origin the manifest engine gave it."""
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "mine.yml").write_text(
+        "description: ours\narchs: '6.1;12.0'\ncuda: '12.8'\n"
+        "switches:\n  USE_CUDNN: 0\n  BUILD_TEST: 0\n"
     )
-    manifest = BuildRequest(
-        cuda=Setting("12.9", "fdl.yml"), switches={"USE_CUDNN": Setting("1", "fdl.yml")}
+    (tmp_path / "fdl.yml").write_text(
+        "libtorch:\n  build:\n    recipe: mine\n    cuda: '12.9'\n"
+        "    switches:\n      USE_CUDNN: 1\n"
     )
-    cli = BuildRequest(jobs=Setting(2, "--jobs"))
-    merged = merge_requests(recipe, manifest, cli)
-    assert merged.value("archs") == "6.1;12.0" and merged.value("cuda") == "12.9"
-    assert merged.switches["USE_CUDNN"].origin == "fdl.yml"
-    assert merged.switches["BUILD_TEST"].origin == "recipe"
-    assert merged.value("jobs") == 2
+    (tmp_path / "fdl.ci.yml").write_text("libtorch:\n  build:\n    archs: '12.0'\n")
+    manifest = load_manifest(tmp_path, env="ci")
+    merged = build_request(manifest, {"jobs": (2, "--jobs")}, tmp_path)
+    assert merged.value("archs") == "12.0" and merged.value("cuda") == "12.9"
+    assert merged.archs is not None and merged.archs.origin.startswith("fdl.ci.yml:3:")
+    assert merged.switches["USE_CUDNN"].origin.startswith("fdl.yml:6:")
+    assert merged.switches["BUILD_TEST"].origin.startswith("recipes/mine.yml:6:")
+    assert merged.value("jobs") == 2 and merged.jobs is not None
+    assert merged.jobs.origin == "--jobs"
+    # a recipe named on the command line replaces the manifest's
+    other = build_request(manifest, {"recipe": ("pascal-blackwell", "--recipe")}, tmp_path)
+    assert other.switches["BUILD_TEST"].origin.startswith("recipe pascal-blackwell:")
+    with pytest.raises(UsageError, match="--recipe: unknown build recipe 'nope'"):
+        build_request(manifest, {"recipe": ("nope", "--recipe")}, tmp_path)
 
 
 def test_ccache_plan_sets_the_launchers() -> None:

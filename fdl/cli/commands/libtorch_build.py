@@ -128,7 +128,7 @@ def build(ctx: typer.Context, **values: Any) -> None:
 
     Example: fdl libtorch build --archs "6.1;12.0" --dry-run
     """
-    from fdl.libtorch.source import command_line_request, gather_request, plan_build, probe_machine
+    from fdl.libtorch.source import build_request, plan_build, probe_machine
 
     session: Session = ctx.obj
     console = session.console
@@ -139,8 +139,7 @@ def build(ctx: typer.Context, **values: Any) -> None:
         _list_recipes(console, project_dir, as_json)
         return
     dry_run = bool(values.pop("dry_run"))
-    cli = command_line_request(_given(values), session.cwd)
-    request = gather_request(cli, manifest, project_dir)
+    request = build_request(manifest, _given(values), session.cwd)
     facts = probe_machine(
         session.libtorch_context().libtorch_dir,
         environ=session.environ,
@@ -193,7 +192,7 @@ def _execute(session: Session, plan: BuildPlan) -> BuildResult:
 
 
 def _list_recipes(console: Console, project_dir: Path | None, as_json: bool) -> None:
-    from fdl.libtorch.source import list_recipes
+    from fdl.libtorch.recipes import list_recipes
 
     recipes = list_recipes(project_dir)
     if as_json:

@@ -2,12 +2,14 @@
 
 Plan, then execute::
 
-    request = merge_requests(recipe.request, manifest_request, cli_request)
+    request = build_request(manifest, {"archs": ("6.1;12.0", "--archs")}, cwd)
+    # layers: recipe < fdl.yml (overlays, FDL__, --set) < the options
     facts = probe_machine(context.libtorch_dir)          # or MachineFacts(...) in tests
     plan = plan_build(request, facts)                    # pure; raises before any work
     result = run_build(plan, on_line=print)              # native or Docker, then verified
 
-- :mod:`._request`: what was asked (CLI flags > ``libtorch.build`` in fdl.yml > recipe).
+- :mod:`._request` / :mod:`._sources`: what was asked, read from the merged manifest
+  (recipe < ``libtorch.build`` in fdl.yml < the command line's options).
 - :mod:`._facts`: what the machine has (GPUs, nvcc, compilers, docker, RAM, disk).
 - :mod:`._plan` / :mod:`._layout`: the decisions; :mod:`._checks`: the preconditions.
 - :mod:`._native` / :mod:`._docker`: the backends; :mod:`._cache`: ccache/sccache;
@@ -22,7 +24,6 @@ from fdl.libtorch.source._checks import Problem
 from fdl.libtorch.source._facts import MachineFacts, Nvcc, SourceFacts, probe_machine, probe_source
 from fdl.libtorch.source._finish import VerificationFailed
 from fdl.libtorch.source._plan import plan_build
-from fdl.libtorch.source._recipes import Recipe, find_recipe, list_recipes, load_recipe
 from fdl.libtorch.source._request import (
     BuildRequest,
     BuildSetting,
@@ -30,12 +31,10 @@ from fdl.libtorch.source._request import (
     build_fields,
     build_settings,
     build_spec,
-    command_line_request,
-    merge_requests,
     request_from_mapping,
 )
 from fdl.libtorch.source._run import BuildResult, run_build
-from fdl.libtorch.source._sources import gather_request
+from fdl.libtorch.source._sources import build_request, manifest_request, tree_request
 from fdl.libtorch.source._status import BuildStatus, StatusParser, compiled_objects
 
 __all__ = [
@@ -52,27 +51,23 @@ __all__ = [
     "MachineFacts",
     "Nvcc",
     "Problem",
-    "Recipe",
     "Setting",
     "SourceFacts",
     "StatusParser",
     "VerificationFailed",
     "build_fields",
+    "build_request",
     "build_settings",
     "build_spec",
-    "command_line_request",
     "compiled_objects",
-    "find_recipe",
-    "gather_request",
-    "list_recipes",
-    "load_recipe",
+    "manifest_request",
     "mask",
-    "merge_requests",
     "plan_build",
     "probe_machine",
     "probe_source",
     "request_from_mapping",
     "run_build",
+    "tree_request",
 ]
 
 

@@ -1,4 +1,5 @@
-"""What the user asked for: CLI flags over ``libtorch.build`` in fdl.yml over a recipe.
+"""What the user asked for: the ``libtorch.build`` values of the merged manifest (recipe <
+fdl.yml and overlays < the command line's options) as typed settings.
 
 Every value remembers where it came from (``--archs``, ``fdl.ci.yml:7:5``, ``recipe
 pascal-blackwell``), so a plan error can point at the line to change.
@@ -7,7 +8,7 @@ pascal-blackwell``), so a plan error can point at the line to change.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -30,9 +31,7 @@ __all__ = [
     "build_fields",
     "build_settings",
     "build_spec",
-    "command_line_request",
     "located_error",
-    "merge_requests",
     "request_from_mapping",
 ]
 
@@ -100,22 +99,6 @@ class BuildRequest:
         return result
 
 
-def merge_requests(*layers: BuildRequest) -> BuildRequest:
-    """Layers lowest first: a later layer's settings replace earlier ones."""
-    merged = BuildRequest()
-    for layer in layers:
-        updates: dict[str, Any] = {}
-        for item in fields(layer):
-            current = getattr(layer, item.name)
-            if isinstance(current, Mapping):
-                if current:
-                    updates[item.name] = {**getattr(merged, item.name), **current}
-            elif current is not None:
-                updates[item.name] = current
-        merged = replace(merged, **updates)
-    return merged
-
-
 # --- turning a checked mapping into a request ------------------------------------------------
 
 OriginOf = Callable[[tuple[str, ...]], tuple[str, Location | None]]
@@ -150,13 +133,6 @@ def request_from_mapping(
         elif key in {f.name for f in fields(BuildRequest)}:
             values[key] = Setting(value, text, location)
     return BuildRequest(**values)
-
-
-def command_line_request(given: Mapping[str, tuple[Any, str]], cwd: Path) -> BuildRequest:
-    """The command-line layer: ``{key: (value, flag as typed)}`` for each setting given;
-    a relative ``--source`` starts at ``cwd``."""
-    values = {key: value for key, (value, _) in given.items()}
-    return request_from_mapping(values, lambda path: (given[path[0]][1], None), base_dir=cwd)
 
 
 def located_error(setting: Setting[Any] | None, message: str, hint: str | None) -> FdlError:

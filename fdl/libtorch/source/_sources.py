@@ -1,82 +1,103 @@
-"""Gathering a request: CLI flags over ``libtorch.build`` in fdl.yml (with overlays) over a recipe."""
+"""The request of a build, read from the merged manifest.
+
+Recipe, ``libtorch.build`` in fdl.yml (with overlays, ``FDL__`` variables and ``--set``)
+and the command line's options are layers of one manifest (see
+:func:`fdl.libtorch.recipes.recipe_layer` and :func:`fdl.manifest.value_layer`), so each
+value of the request carries the origin the manifest engine gave it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from fdl.errors import Location, ManifestErrors, UsageError
-from fdl.libtorch.source._recipes import find_recipe, load_recipe
-from fdl.libtorch.source._request import (
-    BuildRequest,
-    Setting,
-    build_spec,
-    located_error,
-    merge_requests,
-    request_from_mapping,
+from fdl.errors import Location, ManifestErrors
+from fdl.libtorch.recipes import recipe_layer
+from fdl.libtorch.source._request import BuildRequest, Setting, build_spec, request_from_mapping
+from fdl.manifest import (
+    LayerKind,
+    Manifest,
+    MapNode,
+    Node,
+    Origin,
+    merge_layers,
+    node_at,
+    value_layer,
 )
+from fdl.manifest.schema import Checker
 
-if TYPE_CHECKING:
-    from fdl.manifest import Manifest
-
-__all__ = ["gather_request", "manifest_request"]
+__all__ = ["build_request", "manifest_request", "tree_request"]
 
 KEY = ("libtorch", "build")
 
 
-def manifest_request(manifest: Manifest) -> BuildRequest:
-    """The ``libtorch.build`` section of the merged manifest, each value with its file:line.
+def tree_request(tree: Node | None, base_dir: Path) -> BuildRequest:
+    """The ``libtorch.build`` values of a merged tree, each with where it was written.
+
+    Args:
+        tree: The merged values (a manifest's tree, or merged layers outside a project).
+        base_dir: Where a relative ``source`` starts (the manifest's directory).
 
     Raises:
-        ManifestError: a value does not fit the schema.
+        ManifestError: a value does not fit the schema (at its file:line).
     """
-    from fdl.manifest import MapNode
-    from fdl.manifest.schema import Checker
-
-    node = manifest.node(KEY)
-    if node is None or not isinstance(node, MapNode):
-        if node is not None:
-            checker = Checker()
-            build_spec().check(node, KEY, checker)
-            if checker.errors:
-                raise checker.errors[0]
+    node = node_at(tree, KEY) if tree is not None else None
+    if node is None:
         return BuildRequest()
     checker = Checker()
     data = build_spec().check(node, KEY, checker)
     if checker.errors:
         raise checker.errors[0] if len(checker.errors) == 1 else ManifestErrors(checker.errors)
+    if not isinstance(node, MapNode):
+        return BuildRequest()
 
     def origin_of(path: tuple[str, ...]) -> tuple[str, Location | None]:
-        origin = manifest.origin((*KEY, *path))
-        if origin is None:
+        found = node_at(node, path)
+        if found is None:
             return "fdl.yml", None
+        origin = found.origin
+        if origin.layer in (LayerKind.FLAG, LayerKind.ENV, LayerKind.SET) or not origin.line:
+            return str(origin), None
+        if origin.layer is LayerKind.RECIPE:
+            return f"{origin} ({'.'.join(path)})", origin.location()
         return f"{origin} (libtorch.build.{'.'.join(path)})", origin.location()
 
-    return request_from_mapping(data, origin_of, base_dir=manifest.directory)
+    return request_from_mapping(data, origin_of, base_dir=base_dir)
 
 
-def gather_request(
-    cli: BuildRequest, manifest: Manifest | None, project_dir: Path | None
+def manifest_request(manifest: Manifest) -> BuildRequest:
+    """:func:`tree_request` of a merged manifest."""
+    return tree_request(manifest.tree, manifest.directory)
+
+
+def build_request(
+    manifest: Manifest | None, options: Mapping[str, tuple[object, str | Origin]], cwd: Path
 ) -> BuildRequest:
-    """Merge the layers: recipe < fdl.yml (with overlays) < command line.
+    """What ``fdl libtorch build`` with ``options`` asks for in this project.
+
+    The options (``{"archs": ("6.1;12.0", "--archs")}``) are the top layer over the
+    manifest's; the recipe they or the manifest name is the lowest. Outside a project
+    (``manifest`` None) there are only the recipe and the options.
 
     Raises:
-        UsageError, ManifestError: unknown recipe, invalid values.
+        UsageError, ManifestError: an unknown recipe, a value that does not fit (located).
     """
-    from_manifest = manifest_request(manifest) if manifest is not None else BuildRequest()
-    chosen: Setting[str] | None = cli.recipe or from_manifest.recipe
-    layers = [from_manifest, cli]
-    if chosen is not None:
-        try:
-            path = find_recipe(str(chosen.value), project_dir)
-        except UsageError as exc:
-            raise located_error(chosen, exc.message, exc.hint) from None
-        builtin = project_dir is None or not path.is_relative_to(project_dir)
-        recipe = load_recipe(path, builtin=builtin)
-        layers.insert(0, recipe.request)
-    merged = merge_requests(*layers)
-    if chosen is not None:
-        from dataclasses import replace
-
-        merged = replace(merged, recipe=chosen)
-    return merged
+    given = dict(options)
+    fresh = given.pop("fresh", None)
+    source = given.get("source")
+    if source is not None and not Path(str(source[0])).expanduser().is_absolute():
+        given["source"] = (str(cwd / str(source[0])), source[1])
+    kept = manifest.layers if manifest is not None else []
+    layers = [layer for layer in kept if layer.kind is not LayerKind.RECIPE]
+    flags = value_layer(LayerKind.FLAG, "command line", {(*KEY, k): v for k, v in given.items()})
+    if flags is not None:
+        layers.append(flags)
+    project_dir = manifest.directory if manifest is not None else None
+    recipe = recipe_layer(merge_layers(layers), project_dir)
+    if recipe is not None:
+        layers.insert(0, recipe)
+    request = tree_request(merge_layers(layers), project_dir or cwd)
+    if fresh is not None and fresh[0]:
+        request = replace(request, fresh=Setting(True, str(fresh[1])))
+    return request

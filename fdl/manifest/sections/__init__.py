@@ -13,7 +13,15 @@ from fdl.manifest.schema import Obj, Spec
 from fdl.manifest.sections._command_schema import choice_matches, convert, item_type
 from fdl.manifest.sections._structured import FIELDS, SECTIONS
 
-__all__ = ["FIELDS", "SECTIONS", "choice_matches", "convert", "item_type", "root_spec"]
+__all__ = [
+    "FIELDS",
+    "SECTIONS",
+    "choice_matches",
+    "convert",
+    "env_aliases",
+    "item_type",
+    "root_spec",
+]
 
 _MODULES = ("core", "libtorch", "images", "ci")
 
@@ -29,3 +37,13 @@ def root_spec() -> Obj:
     core = import_module(f"{__name__}.core")
     validators.extend(core.ROOT_VALIDATORS)
     return Obj(fields, description="fdl project manifest (fdl.yml)", validators=validators)
+
+
+@cache
+def env_aliases() -> dict[str, tuple[str, ...]]:
+    """Environment variables besides ``FDL__*`` that set one key (a section module's
+    ``ENV_ALIASES``): ``FDL_LIBTORCH_MIRROR`` -> ``libtorch.mirror``."""
+    aliases: dict[str, tuple[str, ...]] = {}
+    for name in _MODULES:
+        aliases.update(getattr(import_module(f"{__name__}.{name}"), "ENV_ALIASES", {}))
+    return aliases

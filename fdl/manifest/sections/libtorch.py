@@ -17,7 +17,11 @@ from importlib import import_module
 
 from fdl.manifest.schema import Obj, Spec, Str, Version
 
-__all__ = ["EXTENSIONS", "LIBTORCH_FIELDS", "SECTIONS", "libtorch_spec"]
+__all__ = ["ENV_ALIASES", "EXTENSIONS", "LIBTORCH_FIELDS", "SECTIONS", "libtorch_spec"]
+
+# Variables that set one key, in the environment variable layer (over the files, under
+# --set): the name download.pytorch.org mirrors have had since the reference CLI.
+ENV_ALIASES = {"FDL_LIBTORCH_MIRROR": ("libtorch", "mirror")}
 
 LIBTORCH_FIELDS: dict[str, Spec] = {
     "torch": Version("Default PyTorch version (e.g. 2.14 or 2.14.1); the newest known if unset."),
@@ -28,7 +32,7 @@ LIBTORCH_FIELDS: dict[str, Spec] = {
     ),
     "mirror": Str(
         "Base URL of a mirror of download.pytorch.org holding the same paths "
-        "(also $FDL_LIBTORCH_MIRROR, which wins).",
+        "(also $FDL_LIBTORCH_MIRROR, as an environment variable layer).",
         pattern=r"(https?|file)://\S+",
         example="https://mirror.example/pytorch",
     ),

@@ -5,6 +5,11 @@ a project adds its own in ``<project>/recipes/<name>.yml``, which win over built
 of the same name. A recipe takes the keys of ``libtorch.build`` (except ``recipe``,
 ``source``, ``name``, ``activate``) plus ``description``, and is validated with the same
 schema, errors pointing at the recipe's file and line.
+
+A recipe is a layer of the manifest, below everything else: ``libtorch.build.recipe``
+(or ``fdl libtorch build --recipe``) names it, :func:`recipe_layer` reads it, and its
+values then carry the recipe's file:line like every other value (``fdl config explain
+libtorch.build.archs`` and the build plan show the same origins).
 """
 
 from __future__ import annotations
@@ -15,11 +20,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fdl._assets import asset_dir
-from fdl.errors import Location, ManifestError, UsageError
-from fdl.libtorch.source._request import BuildRequest, build_fields, request_from_mapping
+from fdl.errors import Location, ManifestError, ManifestErrors, UsageError
+from fdl.manifest import (
+    Layer,
+    LayerKind,
+    MapNode,
+    Node,
+    ScalarNode,
+    display_name,
+    nested_layer,
+    node_at,
+    parse_text,
+)
 from fdl.manifest.schema import Checker, Obj
+from fdl.manifest.sections.libtorch_build import build_fields
 
-__all__ = ["Recipe", "find_recipe", "list_recipes", "load_recipe", "recipe_dirs"]
+__all__ = ["Recipe", "find_recipe", "list_recipes", "load_recipe", "recipe_dirs", "recipe_layer"]
+
+KEY = ("libtorch", "build")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 SUFFIXES = (".yml", ".yaml")
@@ -33,15 +51,15 @@ class Recipe:
         name: ``pascal-blackwell``.
         path: Its file.
         description: Its one-line summary.
-        request: Its settings, each with the recipe's file:line as origin.
         builtin: True when it ships with fdl.
+        settings: Its values (keys of ``libtorch.build``), each at its line in the file.
     """
 
     name: str
     path: Path
     description: str
-    request: BuildRequest
     builtin: bool
+    settings: MapNode
 
 
 def recipe_dirs(project_dir: Path | None) -> list[tuple[Path, bool]]:
@@ -70,7 +88,7 @@ def list_recipes(project_dir: Path | None = None) -> list[Recipe]:
     for directory, builtin in recipe_dirs(project_dir):
         for name, path in _files(directory).items():
             if name not in found:
-                found[name] = load_recipe(path, builtin=builtin)
+                found[name] = load_recipe(path, builtin=builtin, project_dir=project_dir)
     return [found[name] for name in sorted(found)]
 
 
@@ -95,20 +113,21 @@ def find_recipe(name: str, project_dir: Path | None = None) -> Path:
     )
 
 
-def load_recipe(path: Path, *, builtin: bool = False) -> Recipe:
+def load_recipe(path: Path, *, builtin: bool = False, project_dir: Path | None = None) -> Recipe:
     """Read and validate a recipe file.
 
     Raises:
         ManifestError: unreadable YAML or values that do not fit the schema (file:line).
     """
-    from fdl.manifest import LayerKind, MapNode, node_at, parse_text
-
-    source = f"recipe {path.stem}" if builtin else str(path)
+    if builtin or project_dir is None or not path.is_relative_to(project_dir):
+        source = f"recipe {path.stem}"
+    else:
+        source = display_name(path, project_dir)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ManifestError(f"cannot read recipe {path}: {exc.strerror or exc}") from None
-    node = parse_text(text, source, LayerKind.BASE, path)
+    node = parse_text(text, source, LayerKind.RECIPE, path)
     if not isinstance(node, MapNode):
         raise ManifestError(
             f"{source}: a recipe is a mapping of build settings",
@@ -116,21 +135,39 @@ def load_recipe(path: Path, *, builtin: bool = False) -> Recipe:
             hint="see recipes/README.md for the format",
         )
     checker = Checker()
-    spec = Obj(build_fields(recipe=True), required=("description",))
-    data = spec.check(node, (), checker)
+    data = Obj(build_fields(recipe=True), required=("description",)).check(node, (), checker)
     if checker.errors:
-        if len(checker.errors) == 1:
-            raise checker.errors[0]
-        from fdl.errors import ManifestErrors
+        raise checker.errors[0] if len(checker.errors) == 1 else ManifestErrors(checker.errors)
+    settings = MapNode(
+        {k: v for k, v in node.entries.items() if k != "description"},
+        node.origin,
+        node.tag,
+        {k: o for k, o in node.key_origins.items() if k != "description"},
+    )
+    return Recipe(path.stem, path, str(data.get("description") or ""), builtin, settings)
 
-        raise ManifestErrors(checker.errors)
 
-    def origin_of(key: tuple[str, ...]) -> tuple[str, Location | None]:
-        found = node_at(node, key)
-        if found is None:
-            return f"recipe {path.stem}", None
-        location = found.origin.location()
-        return f"recipe {path.stem} ({location})", location
+def recipe_layer(merged: Node | None, project_dir: Path | None) -> Layer | None:
+    """The recipe that ``libtorch.build.recipe`` names in ``merged``, as the lowest layer
+    (its values under ``libtorch.build``); None when no recipe is named.
 
-    request = request_from_mapping(data, origin_of)
-    return Recipe(path.stem, path, str(data.get("description") or ""), request, builtin)
+    Raises:
+        ManifestError: an unknown recipe named in a manifest (at its ``recipe:`` line), or
+            a recipe file that does not fit the schema (at the recipe's line).
+        UsageError: an unknown recipe named on the command line (``--recipe``).
+    """
+    node = node_at(merged, (*KEY, "recipe")) if merged is not None else None
+    if not isinstance(node, ScalarNode) or node.value is None:
+        return None
+    try:
+        path = find_recipe(str(node.value), project_dir)
+    except UsageError as exc:
+        if node.origin.line:
+            raise ManifestError(
+                exc.message, hint=exc.hint, location=node.origin.location()
+            ) from None
+        raise UsageError(f"{node.origin}: {exc.message}", hint=exc.hint) from None
+    builtin = project_dir is None or not path.is_relative_to(project_dir)
+    recipe = load_recipe(path, builtin=builtin, project_dir=project_dir)
+    layer = Layer(LayerKind.RECIPE, recipe.settings.origin.source, path, recipe.settings)
+    return nested_layer(layer, KEY)
