@@ -16,6 +16,7 @@ __all__ = [
     "file_sha256",
     "first_line",
     "read_small_text",
+    "tree_size",
 ]
 
 _CHUNK = 1 << 20
@@ -142,3 +143,25 @@ def first_line(path: Path, limit: int = 4096) -> str:
             return handle.readline(limit)
     except OSError:
         return ""
+
+
+def tree_size(path: Path) -> int:
+    """Bytes of the files under ``path`` (links not followed; what cannot be read counts 0):
+    what deleting it frees, for the questions fdl asks before it deletes."""
+    import os
+
+    total = 0
+    stack = [path]
+    while stack:
+        current = stack.pop()
+        try:
+            info = current.lstat()
+        except OSError:
+            continue
+        total += info.st_blocks * 512 if hasattr(info, "st_blocks") else info.st_size
+        if current.is_dir() and not current.is_symlink():
+            try:
+                stack.extend(current / name for name in os.listdir(current))
+            except OSError:
+                continue
+    return total

@@ -137,6 +137,14 @@ class Session:
             return resolve_context(self.cwd, self.environ)
         return Context(found.directory, project=True)
 
+    def confirm(self, question: str, *, default: bool = False) -> bool:
+        """Ask ``question`` on the terminal; Enter takes ``default``. Only call it when
+        :attr:`interactive`."""
+        self.console.stderr.write(f"{question} {'[Y/n]' if default else '[y/N]'} ")
+        self.console.stderr.flush()
+        answer = sys.stdin.readline().strip().lower()
+        return default if not answer else answer in ("y", "yes")
+
     def libtorch_settings(self) -> LibtorchSettings:
         """The project's ``libtorch.torch/variant/mirror`` (``$FDL_LIBTORCH_MIRROR`` is a layer
         of the manifest; outside a project it is the mirror)."""

@@ -42,6 +42,7 @@ __all__ = [
     "lock_file",
     "read_info",
     "remove",
+    "resolve_installed",
     "validate_name",
     "variant_dir",
     "write_info",
@@ -120,24 +121,47 @@ def active_name(context: Context) -> str | None:
         return None
 
 
-def installed_or_active(context: Context, name: str | None) -> str:
-    """``name`` normalised when it is installed; without a name, the active variant.
+def resolve_installed(context: Context, name: str) -> str:
+    """The installed variant ``name`` names: a full name (``builds/sm61-sm120``) or, when
+    only one variant has it, a short one (``cu130`` for ``precompiled/cu130``).
 
     Raises:
-        UsageError: ``name`` is not installed, or no name and no variant is active.
+        UsageError: an invalid name, a short name of several variants, or nothing installed
+            by that name (with the installed ones).
+    """
+    cleaned = name.strip().strip("/")
+    if "/" not in cleaned and cleaned:
+        matches = [v for v in list_variants(context) if v.split("/", 1)[1] == cleaned]
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise UsageError(
+                f"{cleaned!r} names {' and '.join(matches)}", hint="give the full name"
+            )
+    normalised = validate_name(name) if "/" in cleaned else None
+    if normalised is not None and (context.libtorch_dir / normalised).is_dir():
+        return normalised
+    installed = ", ".join(list_variants(context)) or "none"
+    shown = normalised or (cleaned if len(cleaned) <= 80 else cleaned[:77] + "...")
+    raise UsageError(
+        f"libtorch variant {shown!r} is not installed under {context.libtorch_dir}",
+        hint=f"installed variants: {installed}",
+    )
+
+
+def installed_or_active(context: Context, name: str | None) -> str:
+    """The installed variant ``name`` names (see :func:`resolve_installed`); without a name,
+    the active variant.
+
+    Raises:
+        UsageError: ``name`` names no installed variant.
+        EnvironmentProblem: no name, and no variant is active.
     """
     if name:
-        normalised = validate_name(name)
-        if not (context.libtorch_dir / normalised).is_dir():
-            installed = ", ".join(list_variants(context)) or "none"
-            raise UsageError(
-                f"libtorch variant {normalised!r} is not installed under {context.libtorch_dir}",
-                hint=f"installed variants: {installed}",
-            )
-        return normalised
+        return resolve_installed(context, name)
     active = active_name(context)
     if active is None:
-        raise UsageError(
+        raise EnvironmentProblem(
             f"no active libtorch variant in {context.label()}",
             hint="name one (fdl libtorch list), or install one: fdl setup / fdl libtorch download",
         )
@@ -150,7 +174,7 @@ def activate(context: Context, name: str) -> str:
     Raises:
         UsageError: invalid name, or no such installed variant (with the list).
     """
-    normalised = validate_name(name)
+    normalised = resolve_installed(context, name)
     if not (context.libtorch_dir / normalised / "lib").is_dir():
         installed = ", ".join(list_variants(context)) or "none"
         raise UsageError(

@@ -223,10 +223,13 @@ def test_list_info_activate_remove(fdl, machine) -> None:
     assert "Variant:   builds/sm61-sm120 (active)" in info and "sm_61 sm_120" in info
     arch = (machine.home / "libtorch/builds/sm61-sm120/.arch").read_text()
     assert "archs=6.1 12.0\n" in arch and "cuda=12.8\n" in arch
-    result = fdl("libtorch", "remove", "builds/sm61-sm120", "--json")
-    assert json.loads(result.stdout) == {"removed": "builds/sm61-sm120", "was_active": True}
+    result = fdl("libtorch", "remove", "sm61-sm120", "--yes", "--json")
+    removed = json.loads(result.stdout)
+    assert removed["removed"] == "builds/sm61-sm120" and removed["was_active"] is True
+    assert removed["bytes"] > 0
     assert (machine.home / "libtorch/.active").read_text() == ""
-    assert fdl("libtorch", "info").exit_code == 2
+    no_active = fdl("libtorch", "info")
+    assert no_active.exit_code == 4 and "no active libtorch variant" in no_active.stderr
 
 
 @pytest.mark.parametrize("name", ["../../etc", "/abs/lib", "precompiled/..", "other/x"])
@@ -401,3 +404,21 @@ def test_libtorch_lives_in_the_root_project_also_from_a_nested_directory(
     assert (root / "libtorch" / "precompiled" / "x" / "lib").is_dir()
     assert not (root / "train" / "libtorch").exists()
     assert "(version unknown)" in result.output
+
+
+def test_remove_asks_or_needs_yes_and_takes_an_unambiguous_short_name(fdl, machine) -> None:
+    machine.install("precompiled/cpu", "2.13.0+cpu", None)
+    machine.install("builds/cpu", "2.13.0", None)
+    machine.install("precompiled/cu130", "2.13.0+cu130", "13.0")
+    both = fdl("libtorch", "remove", "cpu", "--yes")
+    assert both.exit_code == 2 and "builds/cpu and precompiled/cpu" in both.stderr
+    dry = fdl("libtorch", "remove", "cu130", "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    plan = json.loads(dry.stdout)
+    assert plan["remove"] == "precompiled/cu130" and plan["bytes"] > 0 and plan["dry_run"]
+    asked = fdl("libtorch", "remove", "cu130")  # no terminal here
+    assert asked.exit_code == 2 and "--yes" in asked.stderr
+    assert (machine.home / "libtorch" / "precompiled" / "cu130" / "lib").is_dir()
+    done = fdl("libtorch", "remove", "cu130", "--yes")
+    assert done.exit_code == 0 and "removed precompiled/cu130" in done.stderr
+    assert not (machine.home / "libtorch" / "precompiled" / "cu130").exists()

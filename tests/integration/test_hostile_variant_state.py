@@ -39,7 +39,7 @@ ACTIVE_COMMANDS = [
     ("libtorch", "list"),
     ("libtorch", "info"),
     ("libtorch", "verify"),
-    ("libtorch", "remove", "precompiled/cpu"),
+    ("libtorch", "remove", "precompiled/cpu", "--yes"),
     ("diagnose",),
 ]
 

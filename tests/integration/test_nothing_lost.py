@@ -197,7 +197,9 @@ def test_remove_of_a_linked_variant_removes_the_link_only(run_fdl, tmp_path) -> 
     (home / "libtorch" / "precompiled").mkdir(parents=True)
     (home / "libtorch" / "precompiled" / "shared").symlink_to(elsewhere)
     result = run_fdl(
-        ["libtorch", "remove", "precompiled/shared"], cwd=tmp_path, env={"FDL_HOME": str(home)}
+        ["libtorch", "remove", "precompiled/shared", "--yes"],
+        cwd=tmp_path,
+        env={"FDL_HOME": str(home)},
     )
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in (home / "libtorch" / "precompiled").iterdir()) == []

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from fdl.cli._progress import ProgressLine
+from fdl.cli._progress import ProgressLine, human_bytes
 from fdl.cli._render import (
     render_checks,
     render_install,
@@ -117,20 +117,62 @@ def activate(
 @app.command()
 def remove(
     ctx: typer.Context,
-    variant: Annotated[str, typer.Argument(help="precompiled/<name> or builds/<name>.")],
+    variant: Annotated[
+        str, typer.Argument(help="precompiled/<name>, builds/<name>, or a short name (cu126).")
+    ],
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Delete without asking (needed without a terminal).")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Delete an installed variant (clears the active pointer if it was active).
+    """Delete an installed variant (clears the active pointer if it was active). Asks first
+    in a terminal; give --yes otherwise.
 
-    Example: fdl libtorch remove precompiled/cu126
+    Example: fdl libtorch remove cu126 --dry-run
     """
+    from fdl._files import tree_size
+
     session: Session = ctx.obj
-    name = variants.validate_name(variant)
-    was_active = variants.remove(session.libtorch_context(), name, on_wait=session.console.info)
-    if as_json:
-        session.console.json({"removed": name, "was_active": was_active})
+    context = session.libtorch_context()
+    name = variants.resolve_installed(context, variant)
+    path = context.libtorch_dir / name
+    linked = path.is_symlink()
+    size = 0 if linked else tree_size(path)
+    active = variants.active_name(context) == name
+    what = f"{name} ({'a link to ' + str(path.resolve()) if linked else human_bytes(size)}" + (
+        ", the active variant)" if active else ")"
+    )
+    if dry_run:
+        if as_json:
+            session.console.json(
+                {
+                    "remove": name,
+                    "path": str(path),
+                    "bytes": size,
+                    "active": active,
+                    "dry_run": True,
+                }
+            )
+        else:
+            session.console.out(f"[dry-run] would delete {what} at {path}")
         return
-    session.console.info(f"removed {name}")
+    if not yes:
+        if not session.interactive:
+            raise UsageError(
+                f"fdl libtorch remove deletes {what}; there is no terminal to ask",
+                hint=f"confirm with: fdl libtorch remove {name} --yes",
+            )
+        if not session.confirm(f"delete {what}?"):
+            session.console.info("nothing deleted")
+            return
+    was_active = variants.remove(context, name, on_wait=session.console.info)
+    if as_json:
+        session.console.json({"removed": name, "was_active": was_active, "bytes": size})
+        return
+    session.console.info(f"removed {name}" + ("" if linked else f", {human_bytes(size)} freed"))
     if was_active:
         session.console.info("it was the active variant: no variant is active now")
         session.console.info("set one with: fdl libtorch activate <variant>")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Any
 
 import typer
@@ -103,9 +102,7 @@ def _carry_out(
         if not session.interactive:
             say("not changing anything without --yes (no terminal to ask)")
             return {"done": "asked for --yes"}
-        session.console.stderr.write(f"{plan.action} now? [Y/n] ")
-        session.console.stderr.flush()
-        if sys.stdin.readline().strip().lower() not in ("", "y", "yes"):
+        if not session.confirm(f"{plan.action} now?", default=True):
             return {"done": "declined"}
     progress = ProgressLine(session.console, f"{plan.action} {plan.variant or ''}".strip())
 
