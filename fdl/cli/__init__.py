@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from fdl.cli._session import Session
 
-__all__ = ["main", "report", "try_fast_path"]
+__all__ = ["error_json", "main", "report", "try_fast_path"]
 
 # The hidden command the shell completion scripts call (see fdl.cli._complete).
 COMPLETE = "__complete"
@@ -37,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``fdl`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     console = Console()
+    rest: list[str] = []
     try:
         options, rest = parse_globals(args)
         console = from_environment(options.verbosity, options.no_color)
@@ -69,6 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_project_command(session, name, tail)
     except FdlError as error:
+        if _wants_json(rest):
+            console.json({"error": error_json(error)})
         return report(console, error)
     except KeyboardInterrupt:
         console.line("")
@@ -174,6 +177,35 @@ def report_bug(console: Console, exc: BaseException) -> int:
     return int(ExitCode.BUG)
 
 
+def _wants_json(rest: list[str]) -> bool:
+    """A built-in command asked for ``--json``: its failure is JSON on stdout too."""
+    if not rest or rest[0] not in BUILTINS or rest[0] == "run":
+        return False
+    own = rest[1 : rest.index("--")] if "--" in rest else rest[1:]
+    return "--json" in own
+
+
+def error_json(error: FdlError) -> dict[str, object]:
+    """An error as data: what scripts reading ``--json`` get when the command is refused."""
+    if isinstance(error, ManifestErrors):
+        return {
+            "message": f"{len(error.errors)} problems in the manifest",
+            "exit_code": int(error.exit_code),
+            "problems": [error_json(item) for item in error.errors],
+        }
+    location = error.location
+    return {
+        "message": error.message,
+        "hint": error.hint,
+        "location": None
+        if location is None
+        else {"file": location.file, "line": location.line, "column": location.column},
+        "details": error.details,
+        "exit_code": int(error.exit_code),
+        "kind": type(error).__name__,
+    }
+
+
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     # An FdlError rather than KeyboardInterrupt: click would turn the latter
     # into "Aborted!" with exit status 1.
@@ -186,19 +218,71 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def _run_builtin(name: str, tail: list[str], session: Session) -> int:
-    """Run a built-in group's typer app with the session as click's context object; its
-    usage errors exit with 2."""
+    """Run a built-in group's typer app with the session as click's context object.
+
+    Click's own usage errors (an unknown sub-command or option) come out in fdl's
+    what/where/fix form with exit 2, like every other error.
+    """
     from importlib import import_module
+
+    import typer
 
     module = import_module(BUILTINS[name].module)
     normalize = getattr(module, "normalize", None)
     if normalize is not None:
         tail = normalize(tail)
+    if not isinstance(module.app, typer.Typer):  # `fdl run` takes its arguments unparsed
+        return int(module.app(args=tail, prog_name=f"fdl {name}", obj=session) or 0)
+    command = typer.main.get_command(module.app)
     try:
-        result = module.app(args=tail, prog_name=f"fdl {name}", standalone_mode=True, obj=session)
+        result = command.main(
+            args=tail, prog_name=f"fdl {name}", standalone_mode=False, obj=session
+        )
+    except Exception as exc:
+        kind = type(exc).__name__
+        if kind == "Abort":  # click's Ctrl-C at a prompt
+            return int(ExitCode.INTERRUPTED)
+        if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
+            raise
+        if kind == "NoArgsIsHelpError":  # `fdl config`: the group's help
+            console = session.console
+            console.stderr.write(exc.format_message().rstrip("\n") + "\n")
+            return int(exc.exit_code)
+        raise _usage_error(exc, f"fdl {name}") from None
     except SystemExit as exit_:
         code = exit_.code
-        if code is None:
-            return 0
-        return code if isinstance(code, int) else 1
+        return 0 if code is None else code if isinstance(code, int) else 1
     return int(result or 0)
+
+
+def _usage_error(exc: Exception, fallback: str) -> FdlError:
+    """A click usage error as fdl's: the command it is about, what, and the fix."""
+    import re
+
+    from fdl.errors import UsageError
+
+    context = getattr(exc, "ctx", None)
+    where = getattr(context, "command_path", None) or fallback
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    found = re.match(r"(?s)(.*?)\.?\s*Did you mean (.+?)\?$", message.strip())
+    if found is not None:
+        what, suggestion = found.group(1), found.group(2).replace("'", "")
+        first = suggestion.split(",")[0].strip()
+        fix = (
+            f"did you mean {first}?"
+            if first.startswith("-")
+            else f"did you mean `{where} {first}`?"
+        )
+        return UsageError(f"{where}: {what[:1].lower()}{what[1:]}", hint=fix)
+    message = message.strip().rstrip(".")
+    possible = re.match(r"(?s)(.*?)\s*\(Possible options: (.+)\)$", message)
+    if possible is not None:
+        from fdl._text import did_you_mean
+
+        message, options = possible.group(1), [o.strip() for o in possible.group(2).split(",")]
+        typed = message.rsplit(" ", 1)[-1]
+        close = did_you_mean(typed, options) or options[0]
+        return UsageError(
+            f"{where}: {message[:1].lower()}{message[1:]}", hint=f"did you mean {close}?"
+        )
+    return UsageError(f"{where}: {message[:1].lower()}{message[1:]}", hint=f"see `{where} --help`")

@@ -135,6 +135,11 @@ class Session:
             found = self.discover()
         except ManifestNotFound:
             return resolve_context(self.cwd, self.environ)
+        if self.env is not None:
+            # An environment that does not exist is an error here too, not ignored.
+            from fdl.manifest import find_overlay
+
+            find_overlay(found.directory, self.env, required=True)
         return Context(found.directory, project=True)
 
     def confirm(self, question: str, *, default: bool = False) -> bool:
