@@ -18,17 +18,23 @@ from fdl.compat.rules import Verdict, covers
 from fdl.errors import UsageError
 
 __all__ = [
+    "BuildConstraints",
     "Observation",
     "Release",
     "SourceRequirements",
     "Variant",
     "VariantChoice",
+    "build_constraints",
+    "buildable_toolkits",
     "choose_variant",
     "default_torch_version",
+    "preferred_toolkit",
     "release",
     "releases",
+    "releases_that_build",
     "resolve_torch_version",
     "source_requirements",
+    "tested_cuda",
     "variant_targets",
 ]
 
@@ -316,15 +322,169 @@ def _none_fits(
     archs = ArchList.of(Target(c) for c in caps)
     able = tuple(
         t.version
-        for t in reversed(compilable_toolkits(archs))
+        for t in reversed(buildable_toolkits(full, archs))
         if driver is None or check_driver(driver, t.version).ok
     )
     names = _or_join([c.sm for c in caps], "and")
     together = " together" if len(caps) > 1 else ""
     why = "; ".join(f"{name}: {text}" for name, text in rejected)
     reason = f"no official PyTorch {full} build covers {names}{together} ({why})"
+    newer = newer_release_covering(caps, full, driver)
     if able:
         reason += f"; build from source with CUDA {_or_join(list(able), 'or')}"
+    elif newer is not None:
+        version, variant = newer
+        reason += (
+            f"; torch {full} cannot be built for them either: use torch {version} or newer "
+            f"({variant} covers {names})"
+        )
+    elif compilable_toolkits(archs):
+        others = releases_that_build(archs)
+        instead = f": build torch {others[0]} from source" if others else ""
+        reason += f"; torch {full} cannot be built for them{instead}"
     else:
         reason += f"; no CUDA toolkit compiles them together ({uncompilable_reason(archs)})"
     return VariantChoice(full, None, (), reason, tuple(rejected), able)
+
+
+def newer_release_covering(
+    gpus: Iterable[Capability], version: str, driver: str | None = None
+) -> tuple[str, str] | None:
+    """The oldest release newer than ``version`` with an official build for every GPU:
+    (its newest patch, the build), or None."""
+    caps = list(gpus)
+    for candidate in releases():
+        if version_key(candidate.latest) <= version_key(version):
+            continue
+        choice = choose_variant(caps, candidate.latest, driver=driver)
+        if choice.variant is not None:
+            return candidate.latest, choice.variant.name
+    return None
+
+
+# --- what building a release from source accepts ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class BuildConstraints:
+    """What building PyTorch ``torch`` from source accepts (``build_constraints`` in
+    pytorch.yaml), each rule with its source.
+
+    Attributes:
+        torch: The release (``2.10.0``).
+        cuda_min: The oldest CUDA its CMake accepts.
+        cuda_major_max: The newest CUDA major it builds with.
+        two_digit_major: Whether TORCH_CUDA_ARCH_LIST takes ``10.0``/``12.0``.
+        suffixes: The arch suffixes its parser takes (``a``; no release takes ``f``).
+        sources: Where each rule comes from, for messages and ``--json``.
+    """
+
+    torch: str
+    cuda_min: str
+    cuda_major_max: int
+    two_digit_major: bool
+    suffixes: frozenset[str]
+    sources: tuple[str, ...]
+
+    def cuda_problem(self, cuda: str) -> str | None:
+        """Why toolkit ``cuda`` cannot build this release, or None."""
+        if version_key(cuda) < version_key(self.cuda_min):
+            return f"torch {self.torch} needs CUDA {self.cuda_min} or newer (its CMake stops)"
+        if version_key(cuda)[0] > self.cuda_major_max:
+            return f"torch {self.torch} builds with CUDA {self.cuda_major_max}.x at most"
+        return None
+
+    def arch_problem(self, target: Target) -> str | None:
+        """Why this release's TORCH_CUDA_ARCH_LIST cannot name ``target``, or None."""
+        if target.capability.major >= 10 and not self.two_digit_major:
+            return (
+                f"torch {self.torch}'s TORCH_CUDA_ARCH_LIST takes one-digit majors only, so "
+                f"{target.capability} is an unknown arch to it"
+            )
+        if target.suffix and target.suffix not in self.suffixes:
+            kind = "family" if target.suffix == "f" else "arch-specific"
+            return (
+                f"torch {self.torch}'s TORCH_CUDA_ARCH_LIST takes no {kind} targets "
+                f"({target.capability}{target.suffix})"
+            )
+        return None
+
+
+def _in_force(entries: Iterable[dict[str, Any]], version: str) -> dict[str, Any]:
+    """The entry of a ``since``-ordered list that applies to ``version``."""
+    chosen: dict[str, Any] | None = None
+    for entry in entries:
+        since = version_key(str(entry["since"]))
+        if version_key(version) >= since and (
+            chosen is None or since >= version_key(str(chosen["since"]))
+        ):
+            chosen = entry
+    if chosen is None:
+        raise UsageError(
+            f"fdl's tables have no source-build rules for torch {version}",
+            hint="build a release fdl knows (fdl libtorch build --torch 2.10, ...)",
+        )
+    return chosen
+
+
+def build_constraints(version: str | None = None) -> BuildConstraints:
+    """The source-build rules of PyTorch ``version`` (the newest known when None)."""
+    full = resolve_torch_version(version)
+    table = load_table("pytorch")["build_constraints"]
+    cuda_min = _in_force(table["cuda_min"], full)
+    major = _in_force(table["cuda_major_max"], full)
+    grammar = _in_force(table["arch_list"], full)
+    return BuildConstraints(
+        torch=full,
+        cuda_min=str(cuda_min["value"]),
+        cuda_major_max=int(major["value"]),
+        two_digit_major=bool(grammar["two_digit_major"]),
+        suffixes=frozenset(str(grammar.get("suffixes", ""))),
+        sources=tuple(" ".join(str(e["source"]).split()) for e in (cuda_min, major, grammar)),
+    )
+
+
+def buildable_toolkits(version: str | None, archs: ArchList) -> list[Any]:
+    """The toolkits that compile every target of ``archs`` and build ``version``, newest
+    first (empty when the release cannot target one of them at all)."""
+    rules = build_constraints(version)
+    if any(rules.arch_problem(t) for t in archs):
+        return []
+    return [kit for kit in compilable_toolkits(archs) if rules.cuda_problem(kit.version) is None]
+
+
+def tested_cuda(version: str | None) -> str | None:
+    """The newest CUDA of the release's official builds: the newest toolkit PyTorch's own
+    release builds were made (and tested) with."""
+    cudas = [v.cuda for v in release(version).variants if v.cuda]
+    return max(cudas, key=version_key) if cudas else None
+
+
+def preferred_toolkit(version: str | None, archs: ArchList) -> tuple[Any, str | None]:
+    """The toolkit to build ``version`` for ``archs`` with: the newest that compiles them,
+    builds the release and is no newer than its official builds' (a note when only a newer
+    one can).
+
+    Raises:
+        IndexError: nothing builds it (check with :func:`buildable_toolkits` first).
+    """
+    kits = buildable_toolkits(version, archs)
+    newest_tested = tested_cuda(version)
+    tested = [
+        k
+        for k in kits
+        if newest_tested is None or version_key(k.version) <= version_key(newest_tested)
+    ]
+    if tested:
+        return tested[0], None
+    full = resolve_torch_version(version)
+    return kits[0], (
+        f"CUDA {kits[0].version} is newer than any official build of torch {full} (CUDA "
+        f"{newest_tested} at most): PyTorch's own release builds never used it"
+    )
+
+
+def releases_that_build(archs: ArchList) -> list[str]:
+    """The newest patch of every known release that can be built for ``archs``, newest
+    first: what to suggest when the asked-for release cannot."""
+    return [r.latest for r in reversed(releases()) if buildable_toolkits(r.latest, archs)]

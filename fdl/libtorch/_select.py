@@ -12,14 +12,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fdl.compat import (
+    ArchList,
     Capability,
+    Target,
     Variant,
     Verdict,
+    buildable_toolkits,
     check_driver,
     choose_variant,
     covers,
     default_torch_version,
+    newer_release_covering,
     release,
+    releases_that_build,
     resolve_torch_version,
     toolkit,
     version_key,
@@ -236,9 +241,26 @@ def _annotate(selection: Selection, variant: Variant, driver: str | None) -> Sel
             warnings.append(f"{check.reason}: update the NVIDIA driver")
     build: tuple[str, ...] = ()
     if caps and not selection.covers_all:
-        pinned = selection.torch_version != default_torch_version()
-        build = build_command(caps, selection.torch_version if pinned else None)
-        warnings.append(f"for every GPU, build libtorch from source: {' '.join(build)}")
+        full = selection.torch_version
+        pinned = full != default_torch_version()
+        archs = ArchList.of(Target(c) for c in caps)
+        newer = newer_release_covering(caps, full, driver)
+        if buildable_toolkits(full, archs):
+            build = build_command(caps, full if pinned else None)
+            warnings.append(f"for every GPU, build libtorch from source: {' '.join(build)}")
+        elif newer is not None:
+            version, name = newer
+            warnings.append(
+                f"torch {full} cannot be built for {', '.join(c.sm for c in caps)}: use torch "
+                f"{version} or newer, whose {name} build covers them (fdl libtorch download "
+                f"--torch {version})"
+            )
+        elif others := releases_that_build(archs):
+            build = build_command(caps, others[0])
+            warnings.append(
+                f"torch {full} cannot be built for every GPU; torch {others[0]} can: "
+                f"{' '.join(build)}"
+            )
     return Selection(
         selection.torch_version,
         selection.variant,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fdl.compat import Capability
+from fdl.compat import Capability, newer_release_covering
 from fdl.errors import NetworkError, UsageError
 from fdl.libtorch import variants
 from fdl.libtorch._adopt import install_wheel, wheel_source
@@ -145,6 +145,16 @@ def _official(selection: Selection, from_wheel: bool) -> SetupPlan:
 
 
 def _build(selection: Selection) -> SetupPlan:
+    if not selection.build:
+        # Neither an official build nor a source build of this release runs on the GPUs.
+        gpus = " + ".join(c.sm for c in selection.gpus)
+        newer = newer_release_covering(selection.gpus, selection.torch_version)
+        raise UsageError(
+            f"torch {selection.torch_version} has no build for {gpus} and cannot be built for them",
+            hint=f"fdl setup --torch {newer[0]} (its {newer[1]} build covers them)"
+            if newer
+            else "build separate libtorch variants for these GPUs",
+        )
     partial = ("fdl", "libtorch", "download", *_flags(selection))
     covered = [v.gpu.sm for v in selection.verdicts if v.ok]
     alternatives = (

@@ -422,3 +422,20 @@ def test_remove_asks_or_needs_yes_and_takes_an_unambiguous_short_name(fdl, machi
     done = fdl("libtorch", "remove", "cu130", "--yes")
     assert done.exit_code == 0 and "removed precompiled/cu130" in done.stderr
     assert not (machine.home / "libtorch" / "precompiled" / "cu130").exists()
+
+
+def test_advice_knows_the_release_a_gpu_needs(fdl, machine) -> None:
+    """torch 2.6 has no sm_120 build and its arch list cannot name sm_120: the advice is a
+    newer torch, not a 2.6 source build that would fail at configure."""
+    machine.gpus("12.0", driver="570.86")
+    plan = json.loads(fdl("libtorch", "download", "--dry-run", "--torch", "2.6.0", "--json").stdout)
+    assert not any("fdl libtorch build" in w for w in plan["warnings"])
+    assert any("use torch 2.7.1 or newer" in w and "cu128" in w for w in plan["warnings"])
+    setup = fdl("setup", "--dry-run", "--torch", "2.6.0")
+    assert setup.exit_code == 2
+    assert "fdl setup --torch 2.7.1" in setup.stderr
+    # a release that can be built for the GPU still gets the build command
+    plan = json.loads(fdl("libtorch", "download", "--dry-run", "--torch", "2.8.0", "--json").stdout)
+    machine.gpus("6.1", "12.0", driver="570.86")
+    plan = json.loads(fdl("libtorch", "download", "--dry-run", "--torch", "2.8.0", "--json").stdout)
+    assert any("fdl libtorch build --archs 6.1,12.0 --torch 2.8.0" in w for w in plan["warnings"])

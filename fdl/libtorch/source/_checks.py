@@ -74,9 +74,13 @@ def _or_join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
 
-def toolkit_fix(archs: ArchList, *, native: bool) -> str:
-    """How to get a toolkit that compiles ``archs``: the versions, and the Docker route."""
-    able = [t.version for t in compilable_toolkits(archs)]
+def toolkit_fix(archs: ArchList, *, native: bool, torch: str | None = None) -> str:
+    """How to get a toolkit that compiles ``archs`` (and builds ``torch``, when given): the
+    versions, and the Docker route."""
+    from fdl.compat import buildable_toolkits
+
+    kits = buildable_toolkits(torch, archs) if torch else compilable_toolkits(archs)
+    able = [t.version for t in kits]
     if not able:
         return "build separate libtorch variants for these GPUs, or drop the oldest arch"
     listed = _or_join(sorted(able, key=version_key))
@@ -90,7 +94,13 @@ def toolkit_fix(archs: ArchList, *, native: bool) -> str:
 
 
 def check_toolkit(
-    kit: Toolkit, accepted: ArchList, archs: ArchList, *, native: bool, what: str
+    kit: Toolkit,
+    accepted: ArchList,
+    archs: ArchList,
+    *,
+    native: bool,
+    what: str,
+    torch: str | None = None,
 ) -> list[Problem]:
     """Can this toolkit (``accepted`` = what its nvcc takes) emit every target of ``archs``?
 
@@ -108,7 +118,7 @@ def check_toolkit(
     message = f"{what} cannot compile {' '.join(t.code for t in missing)}: {reasons}"
     if dropped:
         message += f" (CUDA {kit.major} dropped {dropped})"
-    return [Problem("toolkit", message, toolkit_fix(archs, native=native))]
+    return [Problem("toolkit", message, toolkit_fix(archs, native=native, torch=torch))]
 
 
 def _dropped_generations(kit: Toolkit, missing: list[Any]) -> str:

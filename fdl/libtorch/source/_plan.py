@@ -14,14 +14,20 @@ from fdl.compat import (
     ArchList,
     Kind,
     Target,
+    build_constraints,
+    buildable_toolkits,
     choose_toolkit,
     cmake_policy_env,
+    compilable_toolkits,
     fatbin_compression_flags,
     max_parallel_jobs,
     memory_per_job_gb,
     parse_archs,
+    preferred_toolkit,
+    releases_that_build,
     resolve_torch_version,
     toolkit,
+    version_key,
 )
 from fdl.errors import EnvironmentProblem, FdlError, UsageError
 from fdl.libtorch.source import _checks as checks
@@ -59,6 +65,7 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
             choose_toolkit(archs)  # no toolkit at all: say so whatever the backend
         except UsageError as exc:
             raise located_error(request.archs, exc.message, exc.hint) from None
+        _check_release(request, torch, archs)
     choice, problems = _choose(request, facts, archs, torch)
     cuda = not cpu
     flash = cuda and bool(request.value("flash_attention", True))
@@ -119,6 +126,53 @@ def _torch(request: BuildRequest, source: SourceFacts | None) -> str:
         raise located_error(request.torch, exc.message, exc.hint) from None
 
 
+def _check_release(request: BuildRequest, torch: str, archs: ArchList) -> None:
+    """Refuse, before anything else, archs this release cannot target at all: its
+    TORCH_CUDA_ARCH_LIST grammar, or no toolkit in its CUDA range compiles them."""
+    rules = build_constraints(torch)
+    codes = " + ".join(archs.codes())
+    others = releases_that_build(archs)
+    instead = (
+        f"use torch {others[-1]} or newer (--torch {others[0]})"
+        if others and version_key(others[-1]) > version_key(torch)
+        else f"use torch {others[0]} (--torch {others[0]})"
+        if others
+        else "no release fdl knows can: build separate variants for these GPUs"
+    )
+    for target in archs:
+        why = rules.arch_problem(target)
+        if why is None:
+            continue
+        if target.suffix == "f":
+            plain = f"{target.capability}"
+            raise located_error(
+                request.archs,
+                f"torch {torch} cannot target {target.code}: {why}; no PyTorch release's "
+                "arch list takes family targets",
+                f"ask for {plain} (code for exactly that GPU) or {plain}a",
+            )
+        raise located_error(
+            request.torch or request.archs,
+            f"torch {torch} cannot target {target.code}: {why}",
+            instead,
+        )
+    if not buildable_toolkits(torch, archs):
+        able = compilable_toolkits(archs)
+        span = (
+            "no CUDA toolkit"
+            if not able
+            else f"only CUDA {able[0].version}"
+            if len(able) == 1
+            else f"CUDA {able[-1].version} to {able[0].version}"
+        )
+        raise located_error(
+            request.torch or request.archs,
+            f"nothing builds torch {torch} for {codes}: torch {torch} needs CUDA "
+            f"{rules.cuda_min} to {rules.cuda_major_max}.x, and {span} compiles {codes}",
+            instead,
+        )
+
+
 def _archs(request: BuildRequest, facts: MachineFacts) -> ArchList:
     if request.archs is not None:
         try:
@@ -150,12 +204,12 @@ def _choose(
     if backend == "native":
         return _native(request, facts, archs, torch)
     if backend == "docker":
-        return _docker(request, facts, archs)
+        return _docker(request, facts, archs, torch)
     native, native_problems = _native(request, facts, archs, torch)
     if not [p for p in native_problems if p.severity == "error"]:
         return native, native_problems
     if facts.docker == "buildkit":
-        docker, docker_problems = _docker(request, facts, archs)
+        docker, docker_problems = _docker(request, facts, archs, torch)
         note = native_problems[0]
         reason = f"docker (native is not possible: {note.message})"
         return Toolchoice("docker", docker.kit, f"{reason}; {docker.description}"), docker_problems
@@ -179,7 +233,7 @@ def _native(
     nvcc = facts.nvcc
     if nvcc is None:
         why = facts.nvcc_reason or "nvcc not found"
-        fix = checks.toolkit_fix(archs, native=True)
+        fix = checks.toolkit_fix(archs, native=True, torch=torch)
         return Toolchoice("native", None, "no local CUDA"), [
             *problems,
             Problem("toolkit", f"a native CUDA build needs nvcc: {why}", fix),
@@ -201,8 +255,11 @@ def _native(
                 location=wanted.location,
             )
         )
+    problems += _release_cuda(None, nvcc.version, torch, archs, native=True)
     if kit is not None:
-        problems += checks.check_toolkit(kit, nvcc.targets, archs, native=True, what=what)
+        problems += checks.check_toolkit(
+            kit, nvcc.targets, archs, native=True, what=what, torch=torch
+        )
         gcc = facts.tools.get("gcc") or facts.tools.get("g++")
         problems += checks.check_host_compiler(gcc, kit.version, where="the host")
     else:
@@ -213,7 +270,7 @@ def _native(
                 Problem(
                     "toolkit",
                     f"{what} does not accept {' '.join(missing)}",
-                    checks.toolkit_fix(archs, native=True),
+                    checks.toolkit_fix(archs, native=True, torch=torch),
                 )
             )
     description = f"local nvcc {nvcc.full_version} at {nvcc.path}"
@@ -221,7 +278,7 @@ def _native(
 
 
 def _docker(
-    request: BuildRequest, facts: MachineFacts, archs: ArchList
+    request: BuildRequest, facts: MachineFacts, archs: ArchList, torch: str
 ) -> tuple[Toolchoice, list[Problem]]:
     problems = checks.check_docker(facts.docker, facts.docker_reason)
     if not archs:
@@ -235,18 +292,34 @@ def _docker(
         problems += [
             _locate(p, wanted)
             for p in checks.check_toolkit(
-                kit, kit.targets, archs, native=False, what=f"CUDA {kit.version}"
+                kit, kit.targets, archs, native=False, what=f"CUDA {kit.version}", torch=torch
             )
         ]
+        problems += _release_cuda(wanted, kit.version, torch, archs, native=False)
         return Toolchoice("docker", kit, f"CUDA {kit.version} ({wanted.origin})"), problems
-    try:
-        kit = choose_toolkit(archs)
-    except UsageError as exc:
-        raise located_error(request.archs, exc.message, exc.hint) from None
+    kit, untested = preferred_toolkit(torch, archs)  # _check_release made sure there is one
+    if untested is not None:
+        problems.append(Problem("toolkit", untested, "pin another --torch or --cuda", "warning"))
     codes = " ".join(archs.codes())
     return Toolchoice(
-        "docker", kit, f"CUDA {kit.version}: the newest toolkit that compiles {codes}"
+        "docker",
+        kit,
+        f"CUDA {kit.version}: the newest toolkit that compiles {codes} and that torch {torch}'s "
+        "release builds used",
     ), problems
+
+
+def _release_cuda(
+    wanted: object, cuda: str, torch: str, archs: ArchList, *, native: bool
+) -> list[Problem]:
+    """The toolkit ``cuda`` against the CUDA range of the release being built."""
+    why = build_constraints(torch).cuda_problem(cuda)
+    if why is None:
+        return []
+    origin = getattr(wanted, "origin", None)
+    message = f"{origin}: {why}" if origin else why
+    problem = Problem("toolkit", message, checks.toolkit_fix(archs, native=native, torch=torch))
+    return [_locate(problem, wanted)]
 
 
 def _locate(problem: Problem, setting: object) -> Problem:
