@@ -61,6 +61,7 @@ from fdl.compat.downloads import (
     libtorch_url,
     needs_user_agent,
 )
+from fdl.compat.gpus import capability_from_name
 from fdl.compat.pytorch import (
     BuildConstraints,
     Observation,
@@ -118,6 +119,7 @@ __all__ = [
     "build_constraints",
     "build_switches",
     "buildable_toolkits",
+    "capability_from_name",
     "capability_info",
     "check_driver",
     "choose_toolkit",

@@ -130,8 +130,10 @@ def gpu_checks(report: GpuReport) -> list[Check]:
                     "gpus",
                     f"GPU {gpu.index}",
                     Severity.WARNING,
-                    f"{gpu.name}: compute capability not reported",
-                    "update the NVIDIA driver",
+                    f"{gpu.name}: compute capability not reported by the driver, and the "
+                    "name is not in fdl's table",
+                    "name the archs yourself (fdl libtorch build --archs X.Y; "
+                    "developer.nvidia.com/cuda-gpus lists them)",
                 )
             )
         else:
@@ -145,7 +147,10 @@ def gpu_checks(report: GpuReport) -> list[Check]:
             )
     if report.driver:
         checks.append(_c("gpus", "driver", Severity.INFO, f"NVIDIA driver {report.driver}"))
-    if report.reason:
+    identified = all(g.capability is not None for g in report.gpus)
+    if report.reason and identified:
+        checks.append(_c("gpus", "nvidia-smi", Severity.INFO, report.reason))
+    elif report.reason:
         checks.append(
             _c(
                 "gpus",

@@ -8,11 +8,18 @@ from fdl.compat.archs import Capability
 from fdl.errors import FdlError
 from fdl.runner import Runner, default_runner
 
-__all__ = ["QUERY", "Gpu", "GpuReport", "detect_gpus", "parse_gpu_csv"]
+__all__ = ["QUERY", "QUERY_WITHOUT_CAP", "Gpu", "GpuReport", "detect_gpus", "parse_gpu_csv"]
 
 QUERY = [
     "nvidia-smi",
     "--query-gpu=index,name,compute_cap,memory.total,driver_version",
+    "--format=csv,noheader,nounits",
+]
+# Drivers before R510 (R470 is the last for Kepler) have no compute_cap field: ask without
+# it and take the capability from the GPU's name (fdl.compat.capability_from_name).
+QUERY_WITHOUT_CAP = [
+    "nvidia-smi",
+    "--query-gpu=index,name,memory.total,driver_version",
     "--format=csv,noheader,nounits",
 ]
 _UNKNOWN = {"", "[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]"}
@@ -80,31 +87,37 @@ def _capability(text: str | None) -> Capability | None:
     return Capability(int(major), int(minor))
 
 
-def parse_gpu_csv(output: str) -> tuple[list[Gpu], list[str]]:
-    """Parse ``nvidia-smi --query-gpu=index,name,compute_cap,memory.total,driver_version``.
+def parse_gpu_csv(output: str, *, with_cap: bool = True) -> tuple[list[Gpu], list[str]]:
+    """Parse ``nvidia-smi --query-gpu=index,name,compute_cap,memory.total,driver_version``
+    (``with_cap=False``: the same without ``compute_cap``, the capability then taken from
+    the GPU's name).
 
     A name may contain commas, so the fields are taken from both ends of the line.
 
     Returns:
         (GPUs, lines that could not be read).
     """
+    from fdl.compat import capability_from_name
+
     gpus: list[Gpu] = []
     bad: list[str] = []
+    tail = 3 if with_cap else 2
     for line in output.splitlines():
         if not line.strip():
             continue
         fields = [f.strip() for f in line.split(",")]
-        if len(fields) < 5 or not fields[0].isdigit():
+        if len(fields) < 2 + tail or not fields[0].isdigit():
             bad.append(line)
             continue
-        index, cap, memory, driver = fields[0], fields[-3], fields[-2], fields[-1]
-        name = ", ".join(fields[1:-3])
+        index, memory, driver = fields[0], fields[-2], fields[-1]
+        name = ", ".join(fields[1:-tail])
+        capability = _capability(_value(fields[-3])) if with_cap else capability_from_name(name)
         mem = _value(memory)
         gpus.append(
             Gpu(
                 index=int(index),
                 name=name,
-                capability=_capability(_value(cap)),
+                capability=capability,
                 memory_mib=int(float(mem)) if mem and mem.replace(".", "", 1).isdigit() else None,
                 driver=_value(driver),
             )
@@ -124,18 +137,36 @@ def detect_gpus(runner: Runner | None = None) -> GpuReport:
         result = run.run(QUERY, check=False, timeout=30)
     except FdlError as exc:
         return GpuReport(reason=f"nvidia-smi could not run: {exc.message}")
+    with_cap = True
+    if result.returncode != 0 and "compute_cap" in f"{result.stdout}{result.stderr}":
+        with_cap = False
+        try:
+            result = run.run(QUERY_WITHOUT_CAP, check=False, timeout=30)
+        except FdlError as exc:
+            return GpuReport(reason=f"nvidia-smi could not run: {exc.message}")
     if result.returncode != 0:
         tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [""]
         return GpuReport(
             reason=f"nvidia-smi exited with status {result.returncode}: {tail[0]}".rstrip(": ")
         )
-    gpus, bad = parse_gpu_csv(result.stdout)
+    gpus, bad = parse_gpu_csv(result.stdout, with_cap=with_cap)
     reason = None
+    unknown = [g for g in gpus if g.capability is None]
     if bad:
         reason = f"could not read {len(bad)} line(s) of nvidia-smi output: {bad[0]!r}"
     elif not gpus:
         reason = "nvidia-smi lists no GPU"
-    elif any(g.capability is None for g in gpus):
-        reason = "the driver does not report compute capabilities (too old for compute_cap)"
+    elif unknown:
+        names = ", ".join(f"GPU {g.index} ({g.name})" for g in unknown)
+        reason = (
+            f"cannot tell the compute capability of {names}: the driver does not report it "
+            "(no compute_cap before R510) and fdl's table does not know the name; name the "
+            "archs yourself (e.g. --archs 3.5)"
+        )
+    elif not with_cap:
+        reason = (
+            "the driver does not report compute capabilities (no compute_cap before R510): "
+            "taken from the GPU names"
+        )
     driver = next((g.driver for g in gpus if g.driver), None)
     return GpuReport(tuple(gpus), driver, reason)
