@@ -19,6 +19,7 @@ from fdl.tasks import (
     OptionDecl,
     command_kind,
     format_value,
+    preset_problems,
     render_argv,
 )
 
@@ -170,6 +171,26 @@ def _preset_settings(invocation: Invocation) -> list[str]:
     return ["", "Preset settings:", *_rows(rows)] if rows else []
 
 
+def _problems(invocation: Invocation, session: Session) -> list[str]:
+    """Presets whose values do not fit the schema: they are refused when they run."""
+    resolution = invocation.resolution
+    nested = resolution.nested
+    if nested is None:
+        return []
+    problems = preset_problems(nested, session.discover().directory)
+    if resolution.kind is Kind.PRESET:
+        problems = {k: v for k, v in problems.items() if k == resolution.words[-1]}
+    if not problems:
+        return []
+    lines = ["", "Problems (these presets are refused until fixed; the rest works):"]
+    for errors in problems.values():
+        for error in errors:
+            lines.append(f"  {error}")
+            if error.hint:
+                lines.append(f"    fix: {error.hint}")
+    return lines
+
+
 def render_command_help(invocation: Invocation, session: Session) -> str:
     """The help text of a resolved manifest command."""
     resolution = invocation.resolution
@@ -182,6 +203,7 @@ def render_command_help(invocation: Invocation, session: Session) -> str:
         lines += _preset_settings(invocation)
     if resolution.kind is not Kind.RUN:
         lines += _schema_sections(schema)
+    lines += _problems(invocation, session)
     plan = invocation.plan
     if plan is not None:
         lines += _placement(plan, session)

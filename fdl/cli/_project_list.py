@@ -45,6 +45,15 @@ def describe_command(
     if nested is None:
         return (text + "  " if text else "") + f"(no fdl.yml in {spec.get('path') or name}/)"
     text = text or nested.data.get("description") or ""
+    from fdl.tasks import preset_problems
+
+    broken = list(preset_problems(nested, manifest.directory))
+    if broken:
+        which = ", ".join(broken)
+        text = (text + "  " if text else "") + (
+            f"(preset{'s' if len(broken) > 1 else ''} {which} "
+            f"{'have' if len(broken) > 1 else 'has'} a problem; see `fdl {name} --help`)"
+        )
     count = len(nested.data.get("commands") or {})
     extra = f"{count} sub-command{'s' if count != 1 else ''}" if count else ""
     if nested.data.get("docker"):

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from fdl.tasks._prepare import Invocation, prepare
     from fdl.tasks._presets import format_value
     from fdl.tasks._render import render_argv, render_script
-    from fdl.tasks._resolve import Kind, Resolution, command_kind, load_nested
+    from fdl.tasks._resolve import Kind, Resolution, command_kind, load_nested, preset_problems
 
 __all__ = [
     "ArgDecl",
@@ -55,6 +55,7 @@ __all__ = [
     "in_container",
     "load_nested",
     "prepare",
+    "preset_problems",
     "quote",
     "render_argv",
     "render_script",
@@ -83,6 +84,7 @@ _HOMES = {
     "Resolution": "_resolve",
     "command_kind": "_resolve",
     "load_nested": "_resolve",
+    "preset_problems": "_resolve",
 }
 
 

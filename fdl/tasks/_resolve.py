@@ -19,7 +19,15 @@ from fdl.errors import Location, ManifestError, ManifestErrors, UsageError
 from fdl.manifest import Manifest, MapNode, Origin, display_name
 from fdl.manifest.sections.core import PRESET_KEYS
 
-__all__ = ["Kind", "Resolution", "command_kind", "load_nested", "locate", "resolve"]
+__all__ = [
+    "Kind",
+    "Resolution",
+    "command_kind",
+    "load_nested",
+    "locate",
+    "preset_problems",
+    "resolve",
+]
 
 HELP_FLAGS = ("--help", "-h")
 DRY_RUN = "--dry-run"
@@ -114,6 +122,18 @@ def load_nested(directory: Path, env: str | None, root: Path) -> Manifest | None
         raise ManifestErrors([_relocate(e, root) for e in errors.errors]) from None
     except ManifestError as error:
         raise _relocate(error, root) from None
+
+
+def preset_problems(nested: Manifest, root: Path) -> dict[str, list[ManifestError]]:
+    """The presets of ``nested`` whose option values do not fit its schema, with the
+    errors (files named relative to the project ``root``). Such a preset is refused when
+    it runs; the rest of the manifest works."""
+    from fdl.manifest.sections.nested import preset_problems as find
+
+    return {
+        name: [_relocate(error, root) for error in errors]
+        for name, errors in find(nested.tree).items()
+    }
 
 
 def locate(
@@ -276,7 +296,12 @@ def resolve(root: Manifest, name: str, tail: Sequence[str], *, env: str | None) 
             if walk.enclosing is None:
                 raise walk.error(f"preset {name!r} is not inside a nested manifest")
             assert spec is not None
-            return walk.entry_kind(walk.enclosing, spec, Kind.PRESET, tail)
+            resolution = walk.entry_kind(walk.enclosing, spec, Kind.PRESET, tail)
+            if not resolution.help:
+                problems = preset_problems(walk.enclosing, root.directory).get(walk.words[-1])
+                if problems:
+                    raise problems[0] if len(problems) == 1 else ManifestErrors(problems)
+            return resolution
         nested = walk.nested_manifest(spec)
         children = nested.data.get("commands") or {}
         if tail and tail[0] in children:

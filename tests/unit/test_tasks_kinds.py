@@ -8,7 +8,7 @@ import pytest
 
 from fdl.errors import ManifestError, ManifestErrors
 from fdl.manifest import load_manifest
-from fdl.tasks import command_kind, load_nested
+from fdl.tasks import command_kind, load_nested, preset_problems
 from tests.support.tasks_helpers import write
 
 
@@ -105,10 +105,14 @@ def test_nested_errors_name_the_nested_file_relative_to_the_project(tmp_path: Pa
     ]
 
 
-def test_nested_manifest_allows_presets_and_checks_their_options(tmp_path: Path) -> None:
-    found = nested_problems(
+def test_a_bad_preset_value_is_that_presets_problem_not_the_manifests(tmp_path: Path) -> None:
+    """The manifest loads (its other presets and its help work); each preset whose values
+    do not fit the schema carries its errors, raised when it runs."""
+    write(
         tmp_path,
-        """\
+        {
+            "fdl.yml": "commands:\n  sub:\n",
+            "sub/fdl.yml": """\
         entry: python train.py
         schema:
           options:
@@ -121,12 +125,24 @@ def test_nested_manifest_allows_presets_and_checks_their_options(tmp_path: Path)
           badtype: {options: {epochs: many}}
           unknown: {options: {zz: 1}}
         """,
+        },
     )
-    assert found == [
-        "sub/fdl.yml:9:32: commands.badchoice.options.model: option 'model' is 'vgg'; allowed: mlp, lenet",
-        "sub/fdl.yml:10:31: commands.badtype.options.epochs: option 'epochs' must be a int value",
-        "sub/fdl.yml:11:27: commands.unknown.options.zz: option 'zz' is not declared in schema.options (the schema is strict)",
-    ]
+    nested = load_nested(tmp_path / "sub", None, tmp_path)
+    assert nested is not None
+    found = {
+        name: [str(e) for e in errors] for name, errors in preset_problems(nested, tmp_path).items()
+    }
+    assert found == {
+        "badchoice": [
+            "sub/fdl.yml:9:32: commands.badchoice.options.model: option 'model' is 'vgg'; allowed: mlp, lenet"
+        ],
+        "badtype": [
+            "sub/fdl.yml:10:31: commands.badtype.options.epochs: option 'epochs' must be a int value"
+        ],
+        "unknown": [
+            "sub/fdl.yml:11:27: commands.unknown.options.zz: option 'zz' is not declared in schema.options (the schema is strict)"
+        ],
+    }
 
 
 def test_presets_need_an_entry(tmp_path: Path) -> None:

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from functools import cache
 
+from fdl.errors import ManifestError
 from fdl.manifest._nodes import MapNode, ScalarNode
-from fdl.manifest.schema import AnyValue, Checker, MapOf, Obj, Spec, Str
+from fdl.manifest.schema import AnyValue, Bool, Checker, MapOf, Obj, Spec, Str
 from fdl.manifest.sections._command_schema import SCHEMA, choice_matches, value_fits
 from fdl.manifest.sections._structured import SECTIONS as STRUCTURED
 from fdl.manifest.sections._structured import section_spec
 from fdl.manifest.sections.core import check_commands, commands_spec, preset_key
 
-__all__ = ["nested_spec"]
+__all__ = ["nested_spec", "preset_problems"]
 
 
 def _set(node: MapNode, key: str) -> bool:
@@ -83,7 +84,12 @@ def _check_option_values(
 
 
 def _check_presets(node: MapNode, path: tuple[str, ...], checker: Checker) -> None:
-    """Presets need an entry, and their options must fit the schema."""
+    """Presets need an entry, and the manifest's own options must fit the schema.
+
+    A preset's option values are not checked here: a bad value in one preset is that
+    preset's problem (:func:`preset_problems`), reported when it runs and shown in help,
+    and must not disable the rest of the manifest.
+    """
     schema, strict = _schema_options(node)
     root_options = node.entries.get("options")
     if isinstance(root_options, MapNode):
@@ -95,17 +101,34 @@ def _check_presets(node: MapNode, path: tuple[str, ...], checker: Checker) -> No
     for name, command in commands.entries.items():
         if not isinstance(command, MapNode) or not _is_preset(command):
             continue
-        where = (*path, "commands", name)
         if not has_entry:
             checker.fail(
                 command,
-                where,
+                (*path, "commands", name),
                 f"preset {name!r} has no `entry:` to run",
                 "add `entry:` (the program the presets run) at the top of this manifest",
             )
+
+
+def preset_problems(node: MapNode) -> dict[str, list[ManifestError]]:
+    """Each preset's option values that do not fit the manifest's schema (a value outside
+    its ``choices``, of the wrong type, or undeclared in a strict schema), by preset."""
+    schema, strict = _schema_options(node)
+    commands = node.entries.get("commands")
+    problems: dict[str, list[ManifestError]] = {}
+    if not isinstance(commands, MapNode):
+        return problems
+    for name, command in commands.entries.items():
+        if not isinstance(command, MapNode) or not _is_preset(command):
+            continue
         options = command.entries.get("options")
-        if isinstance(options, MapNode):
-            _check_option_values(options, (*where, "options"), schema, strict, checker)
+        if not isinstance(options, MapNode):
+            continue
+        checker = Checker()
+        _check_option_values(options, ("commands", name, "options"), schema, strict, checker)
+        if checker.errors:
+            problems[name] = checker.errors
+    return problems
 
 
 def _check_docker(node: MapNode, path: tuple[str, ...], checker: Checker) -> None:
@@ -130,6 +153,11 @@ def nested_spec() -> Obj:
         "entry": Str("Shell command that presets and extra arguments run, e.g. `python train.py`."),
         "docker": Str("docker compose service the entry runs in."),
         "arg-name": Str("Placeholder for the preset slot in help (default: preset)."),
+        "compile": Bool(
+            "Ask the entry for its options: `<entry> --fdl-schema` is run once (when the "
+            "command runs or its help is asked for, never for `fdl --help`) and its JSON "
+            "replaces `schema:` until the entry's program or this manifest changes."
+        ),
         "schema": SCHEMA,
         "options": MapOf(AnyValue(), "Options always passed to the entry (presets override)."),
     }
