@@ -131,9 +131,9 @@ def _entry_candidates(
     runner: Any,
     at_slot: bool,
 ) -> None:
-    from fdl.tasks import CommandSchema, command_kind
+    from fdl.tasks import CommandSchema, command_kind, schema_of
 
-    schema = CommandSchema.from_data(nested.data.get("schema"))
+    schema = CommandSchema.from_data(schema_of(nested))
     pending = _pending_option(schema, words)
     if pending is not None:
         _option_values(pending, result, runner)

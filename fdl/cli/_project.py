@@ -12,6 +12,8 @@ from fdl.errors import UsageError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from fdl.tasks import Invocation
+
 __all__ = ["run_project_command"]
 
 
@@ -38,6 +40,8 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
 
     environ = _with_verbosity(session)
     invocation = prepare(manifest, name, args, environ=environ, overlay=session.env)
+    if invocation.action == "refresh-schema":
+        return _report_refresh(session, invocation)
     if invocation.action == "help":
         from fdl.cli._command_help import render_command_help
 
@@ -78,3 +82,17 @@ def _with_verbosity(session: Session) -> Mapping[str, str]:
     if level is None:
         return session.environ
     return {**session.environ, "FDL_VERBOSITY": level, "FLODL_VERBOSITY": level}
+
+
+def _report_refresh(session: Session, invocation: Invocation) -> int:
+    """``fdl <command> --refresh-schema``: what the entry said about itself."""
+    from fdl.tasks import CommandSchema, cache_file
+
+    nested = invocation.resolution.nested
+    assert nested is not None
+    schema = CommandSchema.from_data(nested.data.get("schema"))
+    path = cache_file(nested)
+    shown = path.relative_to(session.cwd) if path.is_relative_to(session.cwd) else path
+    session.console.info(f"cached the schema of `fdl {invocation.resolution.name}` at {shown}")
+    session.console.out(f"{len(schema.options)} options, {len(schema.args)} positional arguments")
+    return 0

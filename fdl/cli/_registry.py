@@ -51,6 +51,11 @@ BUILTINS: dict[str, Builtin] = {
             "fdl.cli.commands.setup",
         ),
         Builtin(
+            "schema",
+            "the schemas `compile: true` entries gave (--fdl-schema): list, clear, refresh",
+            "fdl.cli.commands.schema",
+        ),
+        Builtin(
             "run",
             "run a project command by name (also one a built-in shadows)",
             "fdl.cli.commands.run",

@@ -32,11 +32,13 @@ if TYPE_CHECKING:
     from fdl.tasks._plan import CommandPlan, DockerWrap
     from fdl.tasks._prepare import Invocation, prepare
     from fdl.tasks._presets import format_value
+    from fdl.tasks._probe import CachedSchema, cache_file, find_caches, probe_key, schema_of
     from fdl.tasks._render import render_argv, render_script
     from fdl.tasks._resolve import Kind, Resolution, command_kind, load_nested, preset_problems
 
 __all__ = [
     "ArgDecl",
+    "CachedSchema",
     "CommandPlan",
     "CommandSchema",
     "ComposeProgram",
@@ -46,19 +48,23 @@ __all__ = [
     "Kind",
     "OptionDecl",
     "Resolution",
+    "cache_file",
     "command_kind",
     "compose_program",
     "enclosing_manifest",
     "ensure_service_image",
     "execute",
+    "find_caches",
     "format_value",
     "in_container",
     "load_nested",
     "prepare",
     "preset_problems",
+    "probe_key",
     "quote",
     "render_argv",
     "render_script",
+    "schema_of",
 ]
 
 _HOMES = {
@@ -80,6 +86,11 @@ _HOMES = {
     "render_script": "_render",
     "render_argv": "_render",
     "format_value": "_presets",
+    "CachedSchema": "_probe",
+    "cache_file": "_probe",
+    "find_caches": "_probe",
+    "probe_key": "_probe",
+    "schema_of": "_probe",
     "Kind": "_resolve",
     "Resolution": "_resolve",
     "command_kind": "_resolve",

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from fdl.manifest import Manifest
-from fdl.runner import Runner
+from fdl.runner import Runner, default_runner
 from fdl.tasks._args import CommandSchema, check_args
 from fdl.tasks._compose import (
     ALL_ARGS,
@@ -18,6 +19,15 @@ from fdl.tasks._compose import (
 )
 from fdl.tasks._plan import CommandPlan, build_plan
 from fdl.tasks._presets import config_words, merge_settings
+from fdl.tasks._probe import (
+    FLAG as PROBE_FLAG,
+)
+from fdl.tasks._probe import (
+    effective_schema,
+    parse_probe_output,
+    probe_failure,
+    with_schema,
+)
 from fdl.tasks._resolve import Kind, Resolution, resolve
 
 __all__ = ["ARGS", "RUNNER_ARGS", "Composed", "Invocation", "compose_script", "prepare"]
@@ -57,7 +67,9 @@ class Invocation:
 
     @property
     def action(self) -> str:
-        """``help``, ``dry-run`` or ``run``."""
+        """``refresh-schema``, ``help``, ``dry-run`` or ``run``."""
+        if self.resolution.refresh_schema:
+            return "refresh-schema"
         if self.resolution.help or self.plan is None:
             return "help"
         return "dry-run" if self.resolution.dry_run else "run"
@@ -140,6 +152,40 @@ def compose_script(
     return Composed(compose_entry(entry, quote_all(words)), text, words)
 
 
+def _prober(
+    resolution: Resolution,
+    root: Manifest,
+    environ: Mapping[str, str],
+    overlay: str | None,
+    runner: Runner | None,
+) -> Callable[[Manifest], tuple[dict[str, Any], str]]:
+    """Runs ``<entry> --fdl-schema`` where the entry runs (this machine or its compose
+    service), through the same planning as the command itself."""
+
+    def probe(nested: Manifest) -> tuple[dict[str, Any], str]:
+        script = compose_entry(str(nested.data["entry"]), [PROBE_FLAG])
+        asked = replace(
+            resolution,
+            kind=Kind.ENTRY,
+            nested=nested,
+            args=[],
+            passthrough=None,
+            help=False,
+            dry_run=False,
+            refresh_schema=False,
+            notes=[],
+        )
+        plan = build_plan(asked, script, root=root, environ=environ, overlay=overlay, runner=runner)
+        where = f" (in compose service {plan.docker.service})" if plan.docker else ""
+        run = runner or default_runner()
+        done = run.run(plan.argv, cwd=plan.cwd, env=plan.environ(environ), check=False, timeout=600)
+        if done.returncode != 0:
+            raise probe_failure(script + where, done.returncode, done.stderr)
+        return parse_probe_output(done.stdout, script), script + where
+
+    return probe
+
+
 def prepare(
     root: Manifest,
     name: str,
@@ -160,6 +206,19 @@ def prepare(
         EnvironmentProblem: no compose program for a docker command that is to run.
     """
     resolution = resolve(root, name, tail, env=overlay)
+    nested = resolution.nested
+    if (
+        nested is not None
+        and nested.data.get("entry")
+        and (nested.data.get("compile") or resolution.refresh_schema)
+    ):
+        probe = _prober(resolution, root, environ, overlay, runner)
+        schema = effective_schema(
+            nested, probe, refresh=resolution.refresh_schema, on_warning=resolution.notes.append
+        )
+        resolution.nested = with_schema(nested, schema)
+        if resolution.refresh_schema:
+            return Invocation(resolution, None)
     if resolution.kind is Kind.GROUP:
         return Invocation(resolution, None)
     template = resolution.help

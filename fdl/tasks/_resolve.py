@@ -31,6 +31,7 @@ __all__ = [
 
 HELP_FLAGS = ("--help", "-h")
 DRY_RUN = "--dry-run"
+REFRESH_SCHEMA = "--refresh-schema"
 NO_APPEND = "--no-append"
 
 
@@ -73,6 +74,7 @@ class Resolution:
     help: bool = False
     dry_run: bool = False
     no_append: bool = False
+    refresh_schema: bool = False
     args: list[str] = field(default_factory=list)
     passthrough: list[str] | None = None
     notes: list[str] = field(default_factory=list)
@@ -164,6 +166,7 @@ class _Flags:
     help: bool = False
     dry_run: bool = False
     no_append: bool = False
+    refresh_schema: bool = False
     before: list[str] = field(default_factory=list)
     after: list[str] | None = None
 
@@ -182,6 +185,8 @@ def _split_flags(tail: Sequence[str], *, run_kind: bool) -> _Flags:
             flags.dry_run = True
         elif token == NO_APPEND and run_kind:
             flags.no_append = True
+        elif token == REFRESH_SCHEMA and not run_kind:
+            flags.refresh_schema = True
         else:
             flags.before.append(token)
     return flags
@@ -238,6 +243,7 @@ class _Walk:
             nested=nested,
             help=flags.help,
             dry_run=flags.dry_run,
+            refresh_schema=flags.refresh_schema,
             args=flags.before,
             passthrough=flags.after,
         )

@@ -10,10 +10,12 @@ from functools import cache
 from importlib import import_module
 
 from fdl.manifest.schema import Obj, Spec
+from fdl.manifest.sections._command_schema import SCHEMA as COMMAND_SCHEMA
 from fdl.manifest.sections._command_schema import choice_matches, convert, item_type
 from fdl.manifest.sections._structured import FIELDS, SECTIONS
 
 __all__ = [
+    "COMMAND_SCHEMA",
     "FIELDS",
     "SECTIONS",
     "choice_matches",

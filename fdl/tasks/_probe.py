@@ -1,0 +1,311 @@
+"""``compile: true``: the entry describes its own options (``<entry> --fdl-schema``).
+
+A nested manifest with ``compile: true`` gets its schema from its entry: fdl runs
+``<entry> --fdl-schema`` once, where the entry runs (this machine or its compose service),
+keeps the JSON in ``<dir>/.fdl/schema-cache/<dir>.json`` and uses it for help, option
+checks and completion. The cache is keyed by the manifest's text, the entry, and the
+entry's program (its size and modification time; for ``cargo`` entries the crate's
+``Cargo.toml``, ``Cargo.lock`` and sources), so a rebuilt program or a changed manifest
+is asked again. A probe that fails or prints no JSON object leaves the inline ``schema:``
+in use, with a warning. Probing happens when the command runs or its help is asked for,
+and for ``--refresh-schema`` and ``fdl schema refresh``; never for ``fdl --help`` or
+completion, which read the cache only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shlex
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fdl._files import atomic_write_text
+from fdl.errors import EnvironmentProblem, FdlError, ManifestError, ManifestErrors
+from fdl.manifest import LayerKind, Manifest, MapNode, parse_text
+from fdl.manifest.schema import Checker
+from fdl.manifest.sections import COMMAND_SCHEMA
+
+__all__ = [
+    "CACHE_DIR",
+    "CachedSchema",
+    "ProbeFailed",
+    "cache_file",
+    "cached_schema",
+    "effective_schema",
+    "find_caches",
+    "parse_probe_output",
+    "probe_failure",
+    "probe_key",
+    "schema_of",
+    "with_schema",
+    "write_cache",
+]
+
+CACHE_DIR = Path(".fdl") / "schema-cache"
+FLAG = "--fdl-schema"
+# Directories the cache search skips (build output, dependencies, VCS).
+_SKIP = {".git", "target", "node_modules", "libtorch", "runs", ".cargo", ".venv", "__pycache__"}
+_MAX_SOURCE_FILES = 20_000
+
+
+class ProbeFailed(FdlError):
+    """``<entry> --fdl-schema`` failed or printed no usable schema."""
+
+    exit_code = EnvironmentProblem.exit_code
+
+
+@dataclass(frozen=True)
+class CachedSchema:
+    """A schema cache file and what it says about itself.
+
+    Attributes:
+        path: The file.
+        name: The command directory's name.
+        status: ``fresh`` (its key matches), ``stale`` (the program or manifest changed) or
+            ``orphan`` (no manifest beside it, or unreadable).
+        schema: The cached schema, when readable.
+    """
+
+    path: Path
+    name: str
+    status: str
+    schema: dict[str, Any] | None
+
+
+def cache_file(nested: Manifest) -> Path:
+    """Where the schema of ``nested``'s entry is cached."""
+    return nested.directory / CACHE_DIR / f"{nested.directory.name}.json"
+
+
+def _program(entry: str, directory: Path) -> Path | None:
+    """The program an entry starts (its first word, after ``VAR=value`` assignments)."""
+    try:
+        words = shlex.split(entry)
+    except ValueError:
+        return None
+    words = [w for w in words if not ("=" in w and w.split("=", 1)[0].isidentifier())]
+    if not words:
+        return None
+    first = words[0]
+    if "/" in first:
+        path = Path(first).expanduser()
+        return path if path.is_absolute() else directory / path
+    found = shutil.which(first)
+    return Path(found) if found else None
+
+
+def _stamp(path: Path) -> str:
+    try:
+        info = path.stat()
+    except OSError:
+        return f"{path}:absent"
+    return f"{path}:{info.st_size}:{info.st_mtime_ns}"
+
+
+def _crate_stamps(directory: Path) -> list[str]:
+    """What a ``cargo`` entry's program is built from: the manifest files and sources of
+    the crate (bounded walk)."""
+    stamps = [_stamp(directory / name) for name in ("Cargo.toml", "Cargo.lock")]
+    newest = 0
+    seen = 0
+    for top, dirs, files in os.walk(directory / "src"):
+        dirs[:] = [d for d in dirs if d not in _SKIP]
+        for name in files:
+            seen += 1
+            if seen > _MAX_SOURCE_FILES:
+                break
+            try:
+                newest = max(newest, (Path(top) / name).stat().st_mtime_ns)
+            except OSError:
+                continue
+    stamps.append(f"src:{newest}:{seen}")
+    return stamps
+
+
+def probe_key(nested: Manifest) -> str:
+    """What the cache of ``nested`` depends on, hashed."""
+    entry = str(nested.data.get("entry") or "")
+    parts = [f"entry={entry}", f"docker={nested.data.get('docker') or ''}"]
+    try:
+        parts.append(hashlib.sha256(nested.path.read_bytes()).hexdigest())
+    except OSError:
+        parts.append("manifest:unreadable")
+    program = _program(entry, nested.directory)
+    if program is not None:
+        parts.append(_stamp(program))
+    if entry.lstrip().startswith("cargo ") or (program is not None and program.name == "cargo"):
+        parts += _crate_stamps(nested.directory)
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def cached_schema(nested: Manifest) -> dict[str, Any] | None:
+    """The cached schema of ``nested``'s entry when it is fresh, else None."""
+    data = _read(cache_file(nested))
+    if data is None or data.get("key") != probe_key(nested):
+        return None
+    schema = data.get("schema")
+    return schema if isinstance(schema, dict) else None
+
+
+def write_cache(nested: Manifest, schema: dict[str, Any], invocation: str) -> Path:
+    """Keep a probed schema (best effort: a read-only tree only loses the cache)."""
+    path = cache_file(nested)
+    payload = {"key": probe_key(nested), "probe": invocation, "schema": schema}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def parse_probe_output(stdout: str, invocation: str) -> dict[str, Any]:
+    """The schema in ``--fdl-schema`` output: the JSON object from its first ``{`` (chatter
+    before it is tolerated), checked like an inline ``schema:``.
+
+    Raises:
+        ProbeFailed: no JSON object, invalid JSON, or a schema that does not validate.
+    """
+    start = stdout.find("{")
+    if start < 0:
+        raise ProbeFailed(f"`{invocation}` printed no JSON object")
+    text = stdout[start:]
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        try:
+            data, _ = json.JSONDecoder().raw_decode(text)  # trailing chatter after the object
+        except ValueError:
+            raise ProbeFailed(f"`{invocation}` did not print valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ProbeFailed(f"`{invocation}` printed JSON that is not an object")
+    node = parse_text(json.dumps(data), invocation, LayerKind.BASE, None)
+    checker = Checker()
+    if isinstance(node, MapNode):
+        COMMAND_SCHEMA.check(node, ("schema",), checker)
+    if checker.errors:
+        first = checker.errors[0]
+        raise ProbeFailed(
+            f"`{invocation}` printed a schema fdl cannot use: {first.message}",
+            hint="fix the program's --fdl-schema output (the format of `schema:` in fdl.yml)",
+        )
+    return data
+
+
+def effective_schema(
+    nested: Manifest,
+    probe: Callable[[Manifest], tuple[dict[str, Any], str]],
+    *,
+    refresh: bool = False,
+    on_warning: Callable[[str], None] | None = None,
+) -> dict[str, Any] | None:
+    """The schema that applies to ``nested``'s entry: with ``compile: true`` the probed one
+    (cached), else (or when the probe fails, with a warning) the inline ``schema:``.
+
+    Args:
+        probe: Runs ``<entry> --fdl-schema`` where the entry runs; returns (schema, the
+            invocation shown to people).
+        refresh: Probe even when the cache is fresh.
+    """
+    inline = nested.data.get("schema")
+    if not nested.data.get("compile") and not refresh:
+        return inline if isinstance(inline, dict) else None
+    if not refresh:
+        cached = cached_schema(nested)
+        if cached is not None:
+            return cached
+    try:
+        schema, invocation = probe(nested)
+    except FdlError as exc:
+        if refresh:
+            raise
+        if on_warning is not None:
+            where = "the inline schema:" if inline else "no schema (options pass unchecked)"
+            on_warning(f"{exc.message}; using {where}")
+        return inline if isinstance(inline, dict) else None
+    with contextlib.suppress(OSError):  # a read-only tree only loses the cache
+        write_cache(nested, schema, invocation)
+    return schema
+
+
+def find_caches(root: Path) -> list[CachedSchema]:
+    """Every schema cache under the project ``root``, by path, with its status."""
+    from fdl.manifest import find_in_directory
+
+    found: list[CachedSchema] = []
+    for top, dirs, _ in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP)
+        here = Path(top)
+        if here.name != CACHE_DIR.name or here.parent.name != CACHE_DIR.parent.name:
+            continue
+        command_dir = here.parent.parent
+        for path in sorted(here.glob("*.json")):
+            data = _read(path)
+            status = "orphan"
+            discovered = find_in_directory(command_dir)
+            if data is not None and discovered is not None:
+                try:
+                    from fdl.manifest import load_directory_manifest
+
+                    nested = load_directory_manifest(command_dir, env=None, schema=None)
+                except (ManifestError, ManifestErrors):
+                    nested = None
+                if nested is not None:
+                    status = "fresh" if data.get("key") == probe_key(nested) else "stale"
+            schema = data.get("schema") if data is not None else None
+            found.append(
+                CachedSchema(path, path.stem, status, schema if isinstance(schema, dict) else None)
+            )
+    return found
+
+
+def with_schema(nested: Manifest, schema: dict[str, Any] | None) -> Manifest:
+    """``nested`` with ``schema`` as its schema (the probed one replaces ``schema:``)."""
+    data = dict(nested.data)
+    if schema is None:
+        data.pop("schema", None)
+    else:
+        data["schema"] = schema
+    return Manifest(
+        path=nested.path,
+        directory=nested.directory,
+        env=nested.env,
+        example=nested.example,
+        layers=nested.layers,
+        tree=nested.tree,
+        patch=nested.patch,
+        data=data,
+        candidates=nested.candidates,
+    )
+
+
+def schema_of(nested: Manifest) -> dict[str, Any] | None:
+    """The schema to use without probing (completion, listings): a fresh cache for
+    ``compile: true``, else the inline ``schema:``."""
+    if nested.data.get("compile"):
+        cached = cached_schema(nested)
+        if cached is not None:
+            return cached
+    inline = nested.data.get("schema")
+    return inline if isinstance(inline, dict) else None
+
+
+def probe_failure(invocation: str, returncode: int, stderr: str) -> ProbeFailed:
+    """A probe that exited non-zero, with the end of what it said."""
+    tail = " ".join(stderr.strip().splitlines()[-3:])[:400]
+    return ProbeFailed(
+        f"`{invocation}` exited with status {returncode}" + (f": {tail}" if tail else ""),
+        hint="build the entry's program first (cargo entries: cargo build), or fix its "
+        "--fdl-schema; fdl <command> --refresh-schema asks again",
+    )

@@ -1,0 +1,216 @@
+"""Manifests of the shapes of floDl's own repository (issue 18): a root fdl.yml with nested
+sub-command manifests, presets, a ddp-bench-like preset with a value outside its choices, and
+an export-like command with `compile: true` whose entry answers `--fdl-schema` (a shell
+program and a C++ program built here with g++)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.tasks_helpers import write
+
+SCHEMA_JSON = json.dumps(
+    {
+        "options": {
+            "format": {"type": "string", "choices": ["onnx", "safetensors"], "description": "fmt"},
+            "steps": {"type": "int", "short": "s"},
+        },
+        "args": [{"name": "model", "type": "string", "required": True}],
+    }
+)
+
+TOOL = f"""#!/bin/sh
+if [ "$1" = "--fdl-schema" ]; then
+  echo probe >> "$(dirname "$0")/probes.log"
+  echo "compiling schema..."   # chatter before the JSON is tolerated
+  echo '{SCHEMA_JSON}'
+  exit 0
+fi
+echo "export $*"
+"""
+
+ROOT = """\
+description: floDl-shaped
+commands:
+  test:
+    run: echo tests
+  ddp-bench:
+    description: DDP benchmarks
+  export:
+    description: export a model
+"""
+
+DDP = """\
+entry: sh -c 'echo bench "$@"' bench
+schema:
+  options:
+    model: {type: string, choices: [mlp, conv]}
+    epochs: {type: int}
+commands:
+  quick:
+    description: a quick run
+    options: {model: linear, epochs: 1}
+  full:
+    options: {model: mlp, epochs: 10}
+"""
+
+EXPORT = """\
+entry: ./tool.sh
+compile: true
+schema:
+  options:
+    legacy: {type: bool}
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    write(tmp_path, {"fdl.yml": ROOT, "ddp-bench/fdl.yml": DDP, "export/fdl.yml": EXPORT})
+    tool = tmp_path / "export" / "tool.sh"
+    tool.write_text(TOOL)
+    tool.chmod(0o755)
+    return tmp_path
+
+
+def probes(project: Path) -> int:
+    log = project / "export" / "probes.log"
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_one_bad_preset_value_does_not_disable_the_sub_command(run_fdl, project) -> None:
+    listing = run_fdl(["--help"], cwd=project)
+    assert listing.exit_code == 0
+    assert "preset quick has a problem; see `fdl ddp-bench --help`" in listing.stdout
+    assert "its manifest has problems" not in listing.stdout
+    helped = run_fdl(["ddp-bench", "--help"], cwd=project)
+    assert helped.exit_code == 0, helped.output
+    assert "quick" in helped.stdout and "full" in helped.stdout
+    assert "ddp-bench/fdl.yml:9:22: commands.quick.options.model" in helped.stdout
+    full = run_fdl(["ddp-bench", "full", "--dry-run"], cwd=project)
+    assert full.exit_code == 0, full.output
+    assert "--epochs 10 --model mlp" in full.stdout
+    quick = run_fdl(["ddp-bench", "quick", "--dry-run"], cwd=project)
+    assert quick.exit_code == 3
+    assert "ddp-bench/fdl.yml:9:22:" in quick.stderr
+    assert "'linear'; allowed: mlp, conv" in quick.stderr
+
+
+def test_compile_true_probes_once_and_uses_the_entrys_schema(run_fdl, project) -> None:
+    assert run_fdl(["--help"], cwd=project).exit_code == 0
+    assert probes(project) == 0  # never a probe for plain `fdl --help`
+    helped = run_fdl(["export", "--help"], cwd=project)
+    assert helped.exit_code == 0, helped.output
+    assert "--format VALUE" in helped.stdout and "<model>" in helped.stdout
+    assert "--legacy" not in helped.stdout  # the probed schema replaces the inline one
+    assert probes(project) == 1
+    ran = run_fdl(["export", "m1", "--format", "onnx", "-s", "3", "--dry-run"], cwd=project)
+    assert ran.exit_code == 0 and "sh m1 --format onnx -s 3" in ran.stdout
+    refused = run_fdl(["export", "m1", "--format", "tflite"], cwd=project)
+    assert refused.exit_code == 2 and "allowed: onnx, safetensors" in refused.stderr
+    assert probes(project) == 1  # the cache answered
+    cache = project / "export" / ".fdl" / "schema-cache" / "export.json"
+    assert json.loads(cache.read_text())["schema"]["options"]["format"]["choices"]
+
+
+def test_a_rebuilt_program_or_a_changed_manifest_is_asked_again(run_fdl, project) -> None:
+    run_fdl(["export", "--help"], cwd=project)
+    tool = project / "export" / "tool.sh"
+    tool.write_text(TOOL + "# rebuilt\n")
+    run_fdl(["export", "--help"], cwd=project)
+    assert probes(project) == 2
+    manifest = project / "export" / "fdl.yml"
+    manifest.write_text(EXPORT + "description: changed\n")
+    run_fdl(["export", "--help"], cwd=project)
+    assert probes(project) == 3
+    run_fdl(["export", "--help"], cwd=project)
+    assert probes(project) == 3
+
+
+def test_a_failing_probe_falls_back_to_the_inline_schema(run_fdl, project) -> None:
+    tool = project / "export" / "tool.sh"
+    tool.write_text('#!/bin/sh\necho "not built yet" >&2\nexit 7\n')
+    result = run_fdl(["export", "x", "--legacy", "--dry-run"], cwd=project)
+    assert result.exit_code == 0, result.output
+    said = result.stdout + result.stderr  # a note: in the dry run's script, else on stderr
+    assert "exited with status 7: not built yet" in said
+    assert "using the inline schema" in said
+    tool.write_text("#!/bin/sh\necho no json here\n")
+    result = run_fdl(["export", "--help"], cwd=project)
+    assert "printed no JSON object" in result.stdout + result.stderr
+    assert "--legacy" in result.stdout
+
+
+def test_refresh_schema_and_the_schema_group(run_fdl, project) -> None:
+    refreshed = run_fdl(["export", "--refresh-schema"], cwd=project)
+    assert refreshed.exit_code == 0, refreshed.output
+    assert "2 options, 1 positional arguments" in refreshed.stdout
+    listed = json.loads(run_fdl(["schema", "list", "--json"], cwd=project).stdout)
+    assert listed == [
+        {"name": "export", "path": "export/.fdl/schema-cache/export.json", "status": "fresh"}
+    ]
+    (project / "export" / "tool.sh").write_text(TOOL + "# rebuilt\n")
+    assert (
+        json.loads(run_fdl(["schema", "list", "--json"], cwd=project).stdout)[0]["status"]
+        == "stale"
+    )
+    assert run_fdl(["schema", "refresh"], cwd=project).exit_code == 0
+    assert probes(project) == 2
+    cleared = run_fdl(["schema", "clear"], cwd=project)
+    assert cleared.exit_code == 0 and "cleared 1 cached schema" in cleared.stderr
+    assert not (project / "export" / ".fdl").exists()
+    (project / "export" / "tool.sh").write_text("#!/bin/sh\nexit 3\n")
+    failed = run_fdl(["export", "--refresh-schema"], cwd=project)
+    assert failed.exit_code == 4 and "exited with status 3" in failed.stderr
+
+
+def test_completion_reads_the_cache_and_never_probes(run_fdl, project) -> None:
+    assert run_fdl(["__complete", "bash", "--", "export", "--f"], cwd=project).stdout == ""
+    assert probes(project) == 0
+    run_fdl(["export", "--help"], cwd=project)
+    completed = run_fdl(["__complete", "bash", "--", "export", "--f"], cwd=project)
+    assert "--format" in completed.stdout
+    assert probes(project) == 1
+
+
+CPP = r"""
+#include <cstdio>
+#include <cstring>
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--fdl-schema") == 0) {
+    std::FILE* log = std::fopen("probes.log", "a");
+    std::fputs("probe\n", log);
+    std::fclose(log);
+    std::puts("{\"options\": {\"precision\": {\"type\": \"string\", "
+              "\"choices\": [\"%s\", \"fp32\"]}}}");
+    return 0;
+  }
+  for (int i = 1; i < argc; ++i) std::printf("%s ", argv[i]);
+  std::puts("");
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_a_compiled_cpp_entry_answers_fdl_schema(run_fdl, project) -> None:
+    export = project / "export"
+
+    def build(first_choice: str) -> None:
+        (export / "tool.cpp").write_text(CPP.replace("%s", first_choice))
+        subprocess.run(["g++", "-O0", "-o", "tool", "tool.cpp"], cwd=export, check=True)
+
+    build("bf16")
+    (export / "fdl.yml").write_text("entry: ./tool\ncompile: true\n")
+    helped = run_fdl(["export", "--help"], cwd=project)
+    assert "[choices: bf16, fp32]" in helped.stdout, helped.output
+    refused = run_fdl(["export", "--precision", "fp16"], cwd=project)
+    assert refused.exit_code == 2 and "allowed: bf16, fp32" in refused.stderr
+    build("fp16")  # a rebuilt binary is asked again
+    ran = run_fdl(["export", "--precision", "fp16", "--dry-run"], cwd=project)
+    assert ran.exit_code == 0, ran.output
+    assert probes(project) == 2
