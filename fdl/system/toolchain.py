@@ -23,6 +23,8 @@ __all__ = [
     "NvccInfo",
     "ToolVersion",
     "Toolchain",
+    "find_cuda_home",
+    "is_cuda_home",
     "probe_docker",
     "probe_nvcc",
     "probe_tool",
@@ -141,6 +143,56 @@ def _nvcc_path(runner: Runner, cuda_home: Path | None) -> str | None:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
     return None
+
+
+_TOP = re.compile(r"^#\$ TOP=(.+)$", re.M)
+_LIB_DIRS = ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib")
+
+
+def is_cuda_home(path: Path) -> bool:
+    """Whether ``path`` is a CUDA toolkit root a build can use: the runtime's header and
+    library are there (CMake's FindCUDAToolkit looks for both)."""
+    if not (path / "include" / "cuda_runtime.h").is_file():
+        return False
+    return any(any((path / d).glob("libcudart.so*")) for d in _LIB_DIRS)
+
+
+def find_cuda_home(
+    nvcc: str, runner: Runner | None = None, environ: dict[str, str] | None = None
+) -> Probe[Path]:
+    """The toolkit root that goes with ``nvcc`` (what ``CUDA_HOME`` must be for a build).
+
+    Looked for in order: ``$CUDA_HOME`` and ``$CUDA_PATH``; ``TOP`` from ``nvcc --dryrun``
+    (right also for a wrapper script such as ``/usr/local/bin/nvcc`` that execs the real
+    one); the real path of ``nvcc`` two levels up; ``/usr/local/cuda``. The first that holds
+    ``include/cuda_runtime.h`` and ``libcudart`` wins.
+    """
+    run = runner or default_runner()
+    env = os.environ if environ is None else environ
+    candidates: list[tuple[Path, str]] = []
+    for variable in ("CUDA_HOME", "CUDA_PATH"):
+        if env.get(variable):
+            candidates.append((Path(env[variable]), f"${variable}"))
+    answer = _run_text(run, [nvcc, "--dryrun", "-c", "-x", "cu", "/dev/null", "-o", "/dev/null"])
+    if not isinstance(answer, str):
+        found = _TOP.search(answer[1])
+        if found:
+            candidates.append((Path(found.group(1).strip()), "nvcc --dryrun"))
+    candidates.append((Path(nvcc).resolve().parent.parent, "the real path of nvcc"))
+    candidates.append((Path("/usr/local/cuda"), "/usr/local/cuda"))
+    tried: list[str] = []
+    for path, how in candidates:
+        try:
+            root = path.resolve()
+        except OSError:
+            continue
+        if is_cuda_home(root):
+            return Probe(root, path=how)
+        tried.append(f"{path} ({how})")
+    return Probe.missing(
+        "no CUDA toolkit root with include/cuda_runtime.h and libcudart found for "
+        f"{nvcc}; tried {', '.join(tried)}"
+    )
 
 
 def probe_nvcc(runner: Runner | None = None, *, cuda_home: Path | None = None) -> Probe[NvccInfo]:

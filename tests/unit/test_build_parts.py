@@ -185,7 +185,13 @@ def test_verification_reads_the_fatbins(tmp_path: Path) -> None:
 
     facts = MachineFacts(
         libtorch_dir=tmp_path / "libtorch",
-        nvcc=Nvcc("13.0", "13.0.88", "/usr/local/cuda/bin/nvcc", toolkit("13.0").targets),
+        nvcc=Nvcc(
+            "13.0",
+            "13.0.88",
+            "/usr/local/cuda/bin/nvcc",
+            toolkit("13.0").targets,
+            "/usr/local/cuda",
+        ),
         tools={"gcc": "12.2.0", "cmake": "3.28.0", "python3": "3.11.2", "git": "2", "ninja": "1"},
         cores=2,
         ram_gb=16,

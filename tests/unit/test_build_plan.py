@@ -21,8 +21,12 @@ from fdl.libtorch.source import (
     probe_source,
 )
 
-NVCC13 = Nvcc("13.0", "13.0.88", "/usr/local/cuda/bin/nvcc", toolkit("13.0").targets)
-NVCC128 = Nvcc("12.8", "12.8.93", "/opt/cuda-12.8/bin/nvcc", toolkit("12.8").targets)
+NVCC13 = Nvcc(
+    "13.0", "13.0.88", "/usr/local/cuda/bin/nvcc", toolkit("13.0").targets, "/usr/local/cuda"
+)
+NVCC128 = Nvcc(
+    "12.8", "12.8.93", "/opt/cuda-12.8/bin/nvcc", toolkit("12.8").targets, "/opt/cuda-12.8"
+)
 TOOLS = {
     "gcc": "12.2.0",
     "g++": "12.2.0",

@@ -29,7 +29,13 @@ TOOLS = {"gcc": "12.2.0", "g++": "12.2.0", "cmake": "3.28.3", "python3": "3.11.2
 def facts(tmp_path: Path) -> MachineFacts:
     return MachineFacts(
         libtorch_dir=tmp_path / "libtorch",
-        nvcc=Nvcc("13.0", "13.0.88", "/usr/local/cuda/bin/nvcc", toolkit("13.0").targets),
+        nvcc=Nvcc(
+            "13.0",
+            "13.0.88",
+            "/usr/local/cuda/bin/nvcc",
+            toolkit("13.0").targets,
+            "/usr/local/cuda",
+        ),
         nvcc_reason=None,
         tools=TOOLS,
         tool_paths={"python3": "/usr/bin/python3"},

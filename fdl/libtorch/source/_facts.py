@@ -44,11 +44,13 @@ class Nvcc:
     path: str
     targets: ArchList
     home: str = ""
+    home_reason: str | None = None
 
     @property
     def cuda_home(self) -> str:
-        """The toolkit's root (``/usr/local/cuda-13.0``): ``home``, else two levels up."""
-        return self.home or str(Path(self.path).parent.parent)
+        """The toolkit's root (``/usr/local/cuda-13.0``) as probed (``find_cuda_home``);
+        "" when none was found (``home_reason`` says why)."""
+        return self.home
 
 
 _CMAKE_MIN = re.compile(r"cmake_minimum_required\s*\(\s*VERSION\s+([0-9.]+)", re.I)
@@ -258,7 +260,7 @@ def probe_machine(
         gpus: Probe the GPUs (skipped when ``--archs`` is given).
         source: A PyTorch checkout to read (``--source``).
     """
-    from fdl.system import cpu, detect_gpus, disk_free, memory, probe_nvcc
+    from fdl.system import cpu, detect_gpus, disk_free, find_cuda_home, memory, probe_nvcc
 
     run = runner or default_runner()
     env = dict(os.environ if environ is None else environ)
@@ -269,11 +271,19 @@ def probe_machine(
         _probe_docker(run, env) if docker else (None, "not probed (--native)", "docker")
     )
     nvcc = None
+    cuda_home = Path("/usr/local/cuda")
     if nvcc_probe.value is not None:
         info = nvcc_probe.value
-        home = Path(info.path).resolve().parent.parent
-        nvcc = Nvcc(info.version, info.full_version, info.path, info.targets, str(home))
-    cuda_home = Path(nvcc.cuda_home) if nvcc else Path("/usr/local/cuda")
+        home = find_cuda_home(info.path, run, env)
+        nvcc = Nvcc(
+            info.version,
+            info.full_version,
+            info.path,
+            info.targets,
+            str(home.value) if home.value is not None else "",
+            home_reason=home.reason,
+        )
+        cuda_home = home.value or cuda_home
     mem, cores, disk = memory(), cpu(), disk_free(libtorch_dir)
     return MachineFacts(
         libtorch_dir=libtorch_dir,

@@ -256,6 +256,16 @@ def _native(
             )
         )
     problems += _release_cuda(None, nvcc.version, torch, archs, native=True)
+    if not nvcc.cuda_home:
+        problems.append(
+            Problem(
+                "toolkit",
+                f"the CUDA toolkit of {nvcc.path} was not found: "
+                f"{nvcc.home_reason or 'no toolkit root'}",
+                "set CUDA_HOME to the toolkit's root (the directory holding "
+                "include/cuda_runtime.h and lib64/libcudart.so), or build with --docker",
+            )
+        )
     if kit is not None:
         problems += checks.check_toolkit(
             kit, nvcc.targets, archs, native=True, what=what, torch=torch
@@ -372,7 +382,7 @@ def _environment(
     elif facts.tools.get("cmake"):
         env.update(cmake_policy_env(facts.tools["cmake"]))
     if choice.backend == "native" and facts.nvcc is not None and archs:
-        env["CUDA_HOME"] = facts.nvcc.cuda_home
+        env["CUDA_HOME"] = facts.nvcc.cuda_home  # probed (find_cuda_home), never guessed
     return env
 
 
