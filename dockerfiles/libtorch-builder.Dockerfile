@@ -21,7 +21,7 @@ RUN --mount=type=cache,id={{ cache_ids.pip }},target=/root/.cache/pip{% if sourc
 ENV {{ key }}={{ value }}
 {% endfor %}
 {% if clone %}
-ENV FDL_CLONE="{{ clone | join(" ") }}"
+ENV FDL_CLONE="{{ clone | join(" ") }}" FDL_TAG={{ tag }}
 {% endif %}
 RUN --mount=type=cache,id={{ cache_ids.source }},target={{ paths.source_cache }} \
     --mount=type=cache,id={{ cache_ids.work }},target={{ paths.work }} \

@@ -6,7 +6,7 @@
 # The plan's environment is already set (ENV lines). The result is the set of files CMake
 # installed (build/install_manifest.txt), copied to /opt/libtorch in the image.
 set -eu
-SRC=/opt/pytorch/src
+SRC=${FDL_SRC:-/opt/pytorch/src}
 WORK=/opt/work
 OUT=/opt/libtorch
 CONTEXT_SRC=/opt/context-src
@@ -15,11 +15,33 @@ if [ -d "$CONTEXT_SRC" ]; then
   # cp -a keeps modification times: unchanged sources do not recompile on a re-run.
   mkdir -p "$SRC"
   cp -a "$CONTEXT_SRC/." "$SRC/"
-elif [ ! -e "$SRC/.git" ]; then
-  echo "Cloning into $SRC"
-  rm -rf "$SRC"
-  # shellcheck disable=SC2086
-  $FDL_CLONE
+else
+  # A checkout counts only when it is the tag's commit: a clone that died half-way lives in
+  # $SRC.partial (never renamed) and is started again; submodules an interrupted fetch left
+  # out are fetched again (git resumes them). Verified again before building.
+  head=$(git -C "$SRC" rev-parse HEAD 2>/dev/null || true)
+  want=$(git -C "$SRC" rev-parse "refs/tags/$FDL_TAG^{commit}" 2>/dev/null || true)
+  if [ -z "$head" ] || [ "$head" != "$want" ]; then
+    [ -e "$SRC" ] && echo "fdl: $SRC is not a complete checkout of $FDL_TAG: cloning again"
+    echo "Cloning into $SRC"
+    rm -rf "$SRC" "$SRC.partial"
+    # shellcheck disable=SC2086
+    $FDL_CLONE
+    mv "$SRC.partial" "$SRC"
+  fi
+  if git -C "$SRC" submodule status --recursive | grep -q '^[-+U]'; then
+    echo "fdl: fetching the submodules an interrupted clone left out"
+    git -C "$SRC" submodule update --init --recursive --depth 1 --jobs 4
+  fi
+  if git -C "$SRC" submodule status --recursive | grep -q '^[-+U]'; then
+    echo "fdl: the submodules of $SRC are incomplete after fetching them again" >&2
+    exit 1
+  fi
+fi
+
+if [ -n "${FDL_FETCH_ONLY:-}" ]; then
+  echo "fdl: source ready in $SRC"
+  exit 0
 fi
 
 if [ -n "${FDL_FRESH:-}" ]; then

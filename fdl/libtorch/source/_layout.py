@@ -274,7 +274,9 @@ def _docker_plan(
     }
     remote = common.cache.remote or ""
     network = "host" if ("127.0.0.1" in remote or "localhost" in remote) else None
-    clone = None if common.given else _clone(torch, Path(CONTAINER["source"]))
+    # The image clones into a partial directory and renames it when complete (build.sh),
+    # so an interrupted clone is never taken for a checkout.
+    clone = None if common.given else _clone(torch, Path(CONTAINER["source"] + ".partial"))
     dockerfile = render_dockerfile(
         base_image=base,
         env=env,
@@ -282,6 +284,7 @@ def _docker_plan(
         deps=common.deps,
         cache_ids=ids,
         clone=clone.argv if clone else None,
+        tag=str(source_build_table()["tag"]).format(torch=torch),
         source_in_context=common.given,
         cuda=cuda,
         archs=common.archs,
