@@ -51,6 +51,11 @@ BUILTINS: dict[str, Builtin] = {
             "fdl.cli.commands.setup",
         ),
         Builtin(
+            "bench",
+            "benchmarks with honest variance: run (interleaved rounds), report, compare",
+            "fdl.cli.commands.bench",
+        ),
+        Builtin(
             "schema",
             "the schemas `compile: true` entries gave (--fdl-schema): list, clear, refresh",
             "fdl.cli.commands.schema",

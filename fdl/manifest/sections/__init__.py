@@ -25,7 +25,7 @@ __all__ = [
     "root_spec",
 ]
 
-_MODULES = ("core", "libtorch", "images", "ci")
+_MODULES = ("core", "libtorch", "images", "ci", "bench")
 
 
 @cache
