@@ -103,12 +103,19 @@ def find_drift(root: Path, files: Sequence[GeneratedFile], owned: Sequence[str] 
 
 
 def write_files(
-    root: Path, files: Sequence[GeneratedFile], owned: Sequence[str] = (), *, force: bool = False
+    root: Path,
+    files: Sequence[GeneratedFile],
+    owned: Sequence[str] = (),
+    *,
+    force: bool = False,
+    dry_run: bool = False,
 ) -> list[FileChange]:
     """Write what differs (and delete stale generated files); return what changed.
 
     Only files fdl generated are rewritten or deleted: a file of the user's at a generated
-    path is refused (all of them named, nothing written) unless ``force``.
+    path is refused (all of them named, nothing written) unless ``force``. With
+    ``dry_run`` nothing is written or deleted: the changes it would make are returned
+    (the refusal still applies).
 
     Raises:
         UsageError: files fdl did not generate would be overwritten.
@@ -126,6 +133,8 @@ def write_files(
             hint="move them aside, or point ci.output / ci.workflow at other paths; "
             "pass --force to overwrite them",
         )
+    if dry_run:
+        return list(drift.changes)
     texts = {item.path: item.text for item in files}
     for change in drift.changes:
         path = root / change.path

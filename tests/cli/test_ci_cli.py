@@ -71,6 +71,13 @@ def test_check_passes_after_generate_then_fails_with_a_diff(run_fdl, project: Pa
     assert "generated files differ from what fdl.yml makes now" in result.stderr
     assert "fix: run `fdl ci generate` and commit the result" in result.stderr
 
+    before = sorted(p.relative_to(project) for p in project.rglob("*") if p.is_file())
+    dry = run_fdl(["ci", "generate", "--dry-run"], cwd=project)
+    assert dry.exit_code == 0
+    assert "would delete ci/dockerfiles/train-cu130.Dockerfile" in dry.stdout
+    assert "would write ci/dockerfiles/train-cu126.Dockerfile" in dry.stdout
+    assert "would update ci/docker-bake.hcl" in dry.stdout
+    assert sorted(p.relative_to(project) for p in project.rglob("*") if p.is_file()) == before
     assert run_fdl(["ci", "generate"], cwd=project).exit_code == 0
     assert run_fdl(["ci", "check"], cwd=project).exit_code == 0
     assert not (project / "ci/dockerfiles/train-cu130.Dockerfile").exists()

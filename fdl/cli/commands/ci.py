@@ -56,14 +56,18 @@ def generate(
         bool,
         typer.Option("--force", help="Overwrite files at generated paths that fdl did not write."),
     ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="List what would be written and deleted; touch nothing."),
+    ] = False,
 ) -> None:
     """Write docker-bake.hcl, a Dockerfile per cell and per libtorch image, and the
     GitHub Actions workflow (only files that changed; stale generated Dockerfiles are
     removed; a file of yours at a generated path is refused unless --force).
 
-    Example: fdl ci generate
+    Example: fdl ci generate --dry-run
     """
-    raise typer.Exit(_generate(ctx.obj, output, force=force))
+    raise typer.Exit(_generate(ctx.obj, output, force=force, dry_run=dry_run))
 
 
 @app.command()
@@ -130,13 +134,19 @@ def _matrix(session: Session, *, as_json: bool) -> int:
     return 0
 
 
-def _generate(session: Session, output: Path | None, *, force: bool = False) -> int:
+def _generate(
+    session: Session, output: Path | None, *, force: bool = False, dry_run: bool = False
+) -> int:
     """Write the bake file, the Dockerfiles and the workflow (only what changed)."""
     planned, root, files = _files(session, output)
-    changes = write_files(root, files, [dockerfiles_dir(planned)], force=force)
+    changes = write_files(root, files, [dockerfiles_dir(planned)], force=force, dry_run=dry_run)
+    verbs = {"missing": "wrote", "changed": "updated", "stale": "removed"}
+    if dry_run:
+        verbs = {"missing": "would write", "changed": "would update", "stale": "would delete"}
     for change in changes:
-        verb = {"missing": "wrote", "changed": "updated", "stale": "removed"}[change.state]
-        session.console.info(f"{verb} {_shown(root / change.path, session.cwd)}")
+        shown = _shown(root / change.path, session.cwd)
+        line = f"{verbs[change.state]} {shown}"
+        session.console.out(line) if dry_run else session.console.info(line)
     unchanged = len(files) - sum(1 for change in changes if change.state != "stale")
     if unchanged:
         session.console.info(f"{unchanged} files unchanged")
