@@ -51,6 +51,11 @@ BUILTINS: dict[str, Builtin] = {
             "fdl.cli.commands.setup",
         ),
         Builtin(
+            "cache",
+            "fdl's caches (downloads, wheels, compiler, builds, images): list, clean",
+            "fdl.cli.commands.cache",
+        ),
+        Builtin(
             "bench",
             "benchmarks with honest variance: run (interleaved rounds), report, compare",
             "fdl.cli.commands.bench",

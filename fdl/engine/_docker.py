@@ -212,6 +212,12 @@ class DockerEngine:
             )
         return tuple(reversed(layers))  # docker lists the newest first
 
+    def list_images(self, reference: str) -> list[str]:
+        """Names (``repo:tag``) of the local images matching ``reference``."""
+        args = ["image", "ls", "--filter", f"reference={reference}", "--format"]
+        done = self._call([*args, "{{.Repository}}:{{.Tag}}"], f"listing images {reference}")
+        return sorted({line.strip() for line in done.stdout.splitlines() if line.strip()})
+
     def remove_image(self, ref: str, *, force: bool = False) -> bool:
         """Remove ``ref`` (its tag, and the image when no tag is left); False if absent."""
         argv = self._docker("image", "rm", *(["--force"] if force else []), ref)

@@ -349,6 +349,11 @@ class Engine(Protocol):
         """Its configuration and layers."""
         ...
 
+    def list_images(self, reference: str) -> list[str]:
+        """Names (``repo:tag``) of the local images matching ``reference`` (a glob such as
+        ``fdl-libtorch*``)."""
+        ...
+
     def remove_image(self, ref: str, *, force: bool = False) -> bool:
         """Remove it; False when it was not there."""
         ...

@@ -37,6 +37,7 @@ from fdl.libtorch import variants
 
 if TYPE_CHECKING:
     from fdl.libtorch._adopt import install_dir, install_wheel, unresolved_libraries, wheel_source
+    from fdl.libtorch._caches import CACHES, CacheEntry, clean_caches, list_caches
     from fdl.libtorch._deps import library_checks
     from fdl.libtorch._download import MIRROR_ENV, DownloadPlan, plan_download, run_download
     from fdl.libtorch._install import (
@@ -71,6 +72,10 @@ _LAZY = {
     "install_wheel": "_adopt",
     "unresolved_libraries": "_adopt",
     "wheel_source": "_adopt",
+    "CACHES": "_caches",
+    "CacheEntry": "_caches",
+    "clean_caches": "_caches",
+    "list_caches": "_caches",
     "library_checks": "_deps",
     "MIRROR_ENV": "_download",
     "DownloadPlan": "_download",
@@ -107,7 +112,9 @@ _LAZY = {
 }
 
 __all__ = [
+    "CACHES",
     "MIRROR_ENV",
+    "CacheEntry",
     "DeviceScan",
     "DownloadPlan",
     "InstallResult",
@@ -121,6 +128,7 @@ __all__ = [
     "WheelSource",
     "build_archs",
     "build_command",
+    "clean_caches",
     "coverage_fix",
     "covers_gpus",
     "detect_abi",
@@ -131,6 +139,7 @@ __all__ = [
     "install_wheel",
     "installed_build_version",
     "library_checks",
+    "list_caches",
     "plan_download",
     "plan_setup",
     "project_settings",

@@ -144,6 +144,11 @@ class FakeEngine:
             )
         return info
 
+    def list_images(self, reference: str) -> list[str]:
+        import fnmatch
+
+        return sorted(ref for ref in self.images if fnmatch.fnmatch(ref, reference))
+
     def remove_image(self, ref: str, *, force: bool = False) -> bool:
         self.removed.append(ref)
         return self.images.pop(ref, None) is not None

@@ -1,0 +1,111 @@
+"""What fdl keeps to go faster, how big it is, and removing it (``fdl cache``).
+
+Only fdl's own caches are listed and removed: directories under fdl's cache directory
+and the ``.build-cache`` of the libtorch root, and the images fdl names ``fdl-libtorch*``.
+Variants are not caches (``fdl libtorch remove`` deletes those).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fdl._files import tree_size
+from fdl.engine import Engine
+from fdl.errors import FdlError, UsageError
+from fdl.paths import Context, cache_dir
+
+__all__ = ["CACHES", "CacheEntry", "clean_caches", "list_caches"]
+
+# name -> (where under fdl's cache directory, what it is)
+_DIRECTORIES = {
+    "downloads": ("libtorch", "official libtorch zips (partial downloads; --keep-archive)"),
+    "wheels": ("wheels", "PyTorch wheels pip downloaded for `fdl libtorch install`"),
+    "compiler": ("compiler", "ccache/sccache storage of native source builds"),
+    "smoke": ("smoke", "build trees of `fdl libtorch verify --cmake`"),
+}
+IMAGES = "fdl-libtorch*"
+CACHES = (*_DIRECTORIES, "builds", "images")
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One cache: where it is, what it holds, how many bytes deleting it frees."""
+
+    name: str
+    description: str
+    size: int
+    path: Path | None = None
+    images: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "bytes": self.size,
+            "path": str(self.path) if self.path else None,
+            "images": list(self.images),
+        }
+
+
+def list_caches(
+    context: Context, environ: Mapping[str, str], *, engine: Engine | None = None
+) -> list[CacheEntry]:
+    """Every cache of fdl's, with its size (images only when an engine answers)."""
+    root = cache_dir(environ)
+    entries = []
+    for name, (relative, description) in _DIRECTORIES.items():
+        path = root / relative
+        entries.append(CacheEntry(name, description, tree_size(path) if path.exists() else 0, path))
+    builds = context.libtorch_dir / ".build-cache"
+    entries.append(
+        CacheEntry(
+            "builds",
+            "source checkouts, build venvs and CMake trees of `fdl libtorch build` "
+            "(interrupted builds resume from them)",
+            tree_size(builds) if builds.exists() else 0,
+            builds,
+        )
+    )
+    if engine is not None:
+        try:
+            refs = tuple(engine.list_images(IMAGES))
+            size = sum(engine.inspect_image(ref).size for ref in refs)
+        except FdlError:
+            refs, size = (), 0
+        entries.append(
+            CacheEntry(
+                "images",
+                "libtorch images fdl made for training images (fdl-libtorch:*) and its "
+                "builder images; rebuilt when needed",
+                size,
+                images=refs,
+            )
+        )
+    return entries
+
+
+def clean_caches(
+    entries: Sequence[CacheEntry], names: Sequence[str], *, engine: Engine | None = None
+) -> list[CacheEntry]:
+    """Remove the caches called ``names`` (all when empty); return those removed.
+
+    Raises:
+        UsageError: a name that is not a cache.
+    """
+    unknown = [n for n in names if n not in CACHES]
+    if unknown:
+        raise UsageError(f"no cache called {unknown[0]!r}", hint=f"caches: {', '.join(CACHES)}")
+    removed = []
+    for entry in entries:
+        if names and entry.name not in names:
+            continue
+        if entry.path is not None and entry.path.exists():
+            shutil.rmtree(entry.path)
+        if engine is not None:
+            for ref in entry.images:
+                engine.remove_image(ref)
+        removed.append(entry)
+    return removed
