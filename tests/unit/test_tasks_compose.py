@@ -110,10 +110,13 @@ def test_any_argv_round_trips(words: list[str]) -> None:
     assert shlex.split(script) == ["prog", *words]
 
 
+# Surrogates (bytes that are not UTF-8) are written as "$(printf '\ooo')", which only a
+# shell reads back (shlex does not): they are left out of these shlex round trips.
 WORDS = st.lists(
-    st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=8).filter(
-        lambda w: w != "--"
-    ),
+    st.text(
+        alphabet=st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)),
+        max_size=8,
+    ).filter(lambda w: w != "--"),
     max_size=4,
 )
 
