@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from fdl.libtorch._setup import SetupPlan, SetupResult, covers_gpus, plan_setup, run_setup
     from fdl.libtorch._smoke import smoke_runner
     from fdl.libtorch._verify import VerifyReport, gpu_label, verify_variant
-    from fdl.libtorch._wheel import WheelSource
+    from fdl.libtorch._wheel import WheelSource, check_wheel
     from fdl.libtorch.variants import VariantInfo
 
 # Deliberately lazy (PEP 562): the task runner imports fdl.libtorch.variants on every
@@ -108,6 +108,7 @@ _LAZY = {
     "gpu_label": "_verify",
     "verify_variant": "_verify",
     "WheelSource": "_wheel",
+    "check_wheel": "_wheel",
     "VariantInfo": "variants",
 }
 
@@ -128,6 +129,7 @@ __all__ = [
     "WheelSource",
     "build_archs",
     "build_command",
+    "check_wheel",
     "clean_caches",
     "coverage_fix",
     "covers_gpus",

@@ -36,6 +36,7 @@ __all__ = [
     "TREE_DIRS",
     "NvidiaOptions",
     "WheelSource",
+    "check_wheel",
     "populate_from_wheel",
     "wheel_from_environment",
     "wheel_from_file",
@@ -92,6 +93,48 @@ class WheelSource:
     @property
     def site_packages(self) -> Path | None:
         return self.location.parent if self.kind == "environment" else None
+
+
+_INDEX_VARIANT = re.compile(r"/whl/(?:nightly/)?(cpu|cu[0-9]{3})/?$")
+
+
+def check_wheel(
+    source: WheelSource,
+    *,
+    torch: str | None = None,
+    variant: str | None = None,
+    index_url: str | None = None,
+) -> None:
+    """Refuse a wheel that is not what was asked for, before anything is installed.
+
+    What was asked: the torch release (``--torch``); the build, from ``variant`` (the
+    manifest's ``libtorch.variant``, unless ``auto``) or from an index URL of
+    download.pytorch.org's form (``.../whl/cpu``). pip falls back to other indexes when one
+    cannot be reached, and then fetches PyPI's default (CUDA) build.
+
+    Raises:
+        UsageError: the wheel is another release or another build.
+    """
+    asked = []
+    if torch and not (
+        source.torch_version == torch or source.torch_version.startswith(torch.rstrip(".") + ".")
+    ):
+        asked.append((f"torch {torch}", f"torch {source.torch_version}"))
+    found = _INDEX_VARIANT.search(index_url.strip()) if index_url else None
+    wanted = variant if variant and variant != "auto" else found.group(1) if found else None
+    if wanted and source.variant != wanted:
+        asked.append((f"the {wanted} build", f"the {source.variant} build"))
+    if not asked:
+        return
+    what = " and ".join(a for a, _ in asked)
+    got = ", ".join(g for _, g in asked)
+    where = f" from {source.fetched_by}" if source.fetched_by else ""
+    raise UsageError(
+        f"the wheel is {source.version} ({got}){where}, not {what}: nothing was installed",
+        hint="pip may have fallen back to another index when the one asked for could not be "
+        "reached: check it (pip's output with -v), or install the wheel file itself "
+        "(fdl libtorch install --from-wheel FILE.whl)",
+    )
 
 
 def _parse_version_py(text: str) -> dict[str, str | None]:

@@ -177,3 +177,35 @@ def test_environment_without_torch(tmp_path: Path) -> None:
     runner = FakeRunner({("py", "-c"): Completed([], 0, '{"torch": null, "python": "py"}\n')})
     with pytest.raises(UsageError, match="has no torch"):
         wheel_from_environment("py", runner)
+
+
+def test_a_wheel_that_is_not_what_was_asked_for_is_refused(tmp_path: Path) -> None:
+    """pip falling back from download.pytorch.org/whl/cpu to PyPI's default CUDA build."""
+    from fdl.libtorch import check_wheel
+
+    cuda = wheel_from_file(
+        torch_wheel(tmp_path / "torch-2.14.1-cp311-cp311-linux_x86_64.whl", "2.14.1", cuda="13.0")
+    )
+    with pytest.raises(UsageError) as caught:
+        check_wheel(cuda, index_url="https://download.pytorch.org/whl/cpu")
+    assert "not the cpu build" in caught.value.message
+    assert "nothing was installed" in caught.value.message
+    with pytest.raises(UsageError, match="not torch 2.13"):
+        check_wheel(cuda, torch="2.13")
+    with pytest.raises(UsageError, match="not the cpu build"):
+        check_wheel(cuda, variant="cpu")
+    check_wheel(cuda, torch="2.14", variant="auto", index_url="https://pypi.org/simple")
+    check_wheel(cuda, torch="2.14.1", index_url="https://download.pytorch.org/whl/cu130/")
+
+
+def test_the_cli_refuses_the_wrong_build_before_installing(run_fdl, tmp_path: Path) -> None:
+    wheel = torch_wheel(
+        tmp_path / "torch-2.14.1-cp311-cp311-linux_x86_64.whl", "2.14.1", cuda="13.0"
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "fdl.yml").write_text("libtorch:\n  variant: cpu\n")
+    result = run_fdl(["libtorch", "install", "--from-wheel", str(wheel)], cwd=project)
+    assert result.exit_code == 2, result.output
+    assert "not the cpu build" in result.stderr
+    assert not (project / "libtorch").exists()

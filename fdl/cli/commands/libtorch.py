@@ -311,7 +311,7 @@ def install(
 
     Example: fdl libtorch install --from-wheel --torch 2.13.0
     """
-    from fdl.libtorch import install_dir, install_wheel, wheel_source
+    from fdl.libtorch import check_wheel, install_dir, install_wheel, wheel_source
     from fdl.runner import default_runner
 
     session: Session = ctx.obj
@@ -342,6 +342,7 @@ def install(
         return
     runner = default_runner()
     cache = cache_dir(session.environ) / "wheels"
+    settings = session.libtorch_settings()
     progress = ProgressLine(session.console, "install from wheel")
     try:
         source = wheel_source(
@@ -349,10 +350,16 @@ def install(
             runner=runner,
             wheel=wheel,
             python=python,
-            torch=torch or session.libtorch_settings().torch,
+            torch=torch or settings.torch,
             index_url=index_url,
             on_message=progress.message,
             on_line=progress.status,
+        )
+        check_wheel(
+            source,
+            torch=torch or (settings.torch if wheel is None and python is None else None),
+            variant=settings.variant if not name else None,
+            index_url=index_url,
         )
         result = install_wheel(
             context,
