@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fdl.checks import Check, Severity, count, worst
-from fdl.compat import ArchList, Target, compilable_toolkits, host_compilers
+from fdl.compat import ArchList, Target, compilable_toolkits, host_compilers, version_key
 from fdl.errors import FdlError
 from fdl.libtorch import variants, verify_variant
 from fdl.paths import Context
@@ -358,6 +360,58 @@ def libtorch_checks(
     return checks
 
 
+_EDITION = re.compile(r'^\s*edition\s*=\s*"(\d{4})"', re.M)
+
+
+def rust_checks(project: Path, runner: Runner) -> list[Check]:
+    """For a Rust project (a ``Cargo.toml``, as floDl's): cargo and rustc, and whether this
+    rustc knows the crate's edition."""
+    manifest = project / "Cargo.toml"
+    if not manifest.is_file():
+        return []
+    from fdl.compat import load_table
+    from fdl.system import probe_tool
+
+    install = "install Rust: curl https://sh.rustup.rs -sSf | sh (or apt install cargo)"
+    checks = []
+    cargo, rustc = probe_tool("cargo", runner), probe_tool("rustc", runner)
+    for name, probe in (("cargo", cargo), ("rustc", rustc)):
+        if probe.value is None:
+            checks.append(
+                _c(
+                    "toolchain",
+                    name,
+                    Severity.ERROR,
+                    f"{probe.reason}: the project is a Rust "
+                    "crate (Cargo.toml), its commands need it",
+                    install,
+                )
+            )
+        else:
+            checks.append(_c("toolchain", name, Severity.OK, f"{name} {probe.value.version}"))
+    try:
+        text = manifest.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    found = _EDITION.search(text)
+    if found is None or rustc.value is None:
+        return checks
+    editions = load_table("build")["rust_editions"]["minimum_rustc"]
+    need = editions.get(found.group(1))
+    if need is not None and version_key(rustc.value.version) < version_key(str(need)):
+        checks.append(
+            _c(
+                "toolchain",
+                "rust edition",
+                Severity.ERROR,
+                f"Cargo.toml asks for edition {found.group(1)}, which needs rustc {need} or "
+                f"newer; this rustc is {rustc.value.version}",
+                "rustup update stable (or pin a newer toolchain in rust-toolchain.toml)",
+            )
+        )
+    return checks
+
+
 def run_diagnose(
     context: Context,
     *,
@@ -380,6 +434,8 @@ def run_diagnose(
     report = detect_gpus(run)
     checks = [*system_checks(context), *gpu_checks(report)]
     checks += toolchain_checks(probe_toolchain(run), report)
+    if context.project:
+        checks += rust_checks(context.root, run)
     if docker:
         checks += docker_checks(run, env)
     checks += libtorch_checks(context, report, expected_variant)
