@@ -43,8 +43,9 @@ def flodl_commands(containers: bool) -> list[dict[str, Any]]:
     commands = [
         _command("build", "Build (debug)", "cargo build", docker=cpu),
         _command("test", "Run the tests", "cargo test", append="-- --nocapture", docker=cpu),
+        # `start`, not `run`: `fdl run NAME` is the built-in that reaches shadowed commands.
         _command(
-            "run", "Run the program (debug build; arguments go to it)", "cargo run --", docker=cpu
+            "start", "Run the program (debug build; arguments go to it)", "cargo run --", docker=cpu
         ),
         _command(
             "train",
@@ -71,7 +72,7 @@ def flodl_commands(containers: bool) -> list[dict[str, Any]]:
             docker=gpu,
         ),
         _command(
-            "cuda-run",
+            "cuda-start",
             "Run the program with the cuda feature (debug build)",
             "cargo run --features cuda --",
             docker=gpu,

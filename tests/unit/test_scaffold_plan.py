@@ -159,7 +159,8 @@ def test_flodl_cuda_commands_and_cargo_features_agree(mode: str) -> None:
     assert used == {"cuda"} <= declared
     assert cargo["features"]["cuda"] == ["flodl/cuda"]
     cuda = {name for name in commands if name.startswith("cuda-")}
-    assert {"cuda-build", "cuda-test", "cuda-run", "cuda-train"} <= cuda
+    assert {"cuda-build", "cuda-test", "cuda-start", "cuda-train"} <= cuda
+    assert "run" not in commands  # `fdl run NAME` is a built-in
     for name in cuda - {"cuda-shell"}:
         assert _features(commands[name]["run"]) == {"cuda"}
         assert commands[name].get("docker") == ("cuda" if mode != "native" else None)
