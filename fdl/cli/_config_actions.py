@@ -55,20 +55,9 @@ def layers(session: Session, *, env: str | None, as_json: bool) -> int:
 
 def schema(session: Session, output: Path | None) -> int:
     """Print (or write) the manifest's JSON Schema."""
-    from fdl.manifest.sections import root_spec
+    from fdl.manifest.sections import schema_document
 
-    document = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://fdl.invalid/schema/fdl.schema.json",
-        "title": "fdl.yml",
-        **root_spec().json_schema(),
-    }
-    # inherit-from is consumed before validation but belongs in every file.
-    document["properties"]["inherit-from"] = {
-        "type": "string",
-        "description": "A manifest this file inherits from (relative path).",
-    }
-    text = json.dumps(document, indent=2, sort_keys=True) + "\n"
+    text = json.dumps(schema_document(), indent=2, sort_keys=True) + "\n"
     if output is None:
         session.console.out(text, end="")
     else:

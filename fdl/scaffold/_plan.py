@@ -103,6 +103,31 @@ def _image_files(answers: Answers, specs: list[Any], dockerfile_dir: str) -> lis
     return files
 
 
+SCHEMA_FILE = ".fdl/fdl.schema.json"
+
+
+def _editor_files() -> list[FileSpec]:
+    """What editors with the YAML language server need to validate and complete fdl.yml:
+    the schema where the manifests' modeline points, and fdl's tags declared (VS Code
+    reads .vscode/settings.json; Neovim's yamlls takes the same `yaml` settings)."""
+    import json
+
+    from fdl.manifest.sections import CUSTOM_TAGS, schema_document
+
+    settings = {
+        "yaml.customTags": list(CUSTOM_TAGS),
+        "yaml.schemas": {f"./{SCHEMA_FILE}": ["fdl.yml", "fdl.*.yml", "fdl.yml.example"]},
+    }
+    return [
+        FileSpec(
+            SCHEMA_FILE,
+            json.dumps(schema_document(), indent=2, sort_keys=True) + "\n",
+            kind=GENERATED,
+        ),
+        FileSpec(".vscode/settings.json", json.dumps(settings, indent=2) + "\n", kind=USER),
+    ]
+
+
 def _answers_text(answers: Answers, chosen: Template, version: str) -> str:
     import json
 
@@ -149,6 +174,7 @@ def _common_files(
     )
     workflow = render("common/ci.yml.j2", {**values, "jobs": workflow_jobs(chosen)})
     return [
+        *_editor_files(),
         FileSpec("README.md", readme, kind=USER),
         FileSpec(".gitignore", render("common/gitignore.j2", values), kind=USER),
         FileSpec(WORKFLOW, workflow, kind=GENERATED),

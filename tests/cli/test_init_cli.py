@@ -32,7 +32,7 @@ def test_init_creates_a_project_and_says_what_next(tmp_path: Path, run_fdl) -> N
         _tree(project)
     )
     assert "  created     CMakeLists.txt" in result.stdout
-    assert "my-model: 12 created (template cpp, mode native, torch 2.13.0)" in result.stdout
+    assert "my-model: 14 created (template cpp, mode native, torch 2.13.0)" in result.stdout
     assert "cd my-model" in result.stdout and "fdl libtorch install --from-wheel" in result.stdout
     assert "fdl train -- --steps 100" in result.stdout
     assert yaml.safe_load((project / ".fdl-answers.yml").read_text())["answers"]["mode"] == "native"
@@ -45,7 +45,7 @@ def test_a_second_run_reuses_the_recorded_answers_and_changes_nothing(
     before = _tree(tmp_path / "p")
     again = run_fdl(["init", "."], cwd=tmp_path / "p")  # no options: the recorded answers
     assert again.exit_code == 0, again.output
-    assert "p: 12 unchanged (template cpp, mode native, torch 2.13.0)" in again.stdout
+    assert "p: 14 unchanged (template cpp, mode native, torch 2.13.0)" in again.stdout
     assert "using the defaults" not in again.stderr
     assert _tree(tmp_path / "p") == before
 
@@ -167,7 +167,7 @@ def test_in_a_terminal_it_asks_for_template_and_mode(tmp_path: Path) -> None:
     assert code == 0, output.decode(errors="replace")
     text = output.decode()
     assert "Template:" in text and "2) cpp" in text and "Mode:" in text
-    assert "p: 14 created (template cpp, mode mounted, torch 2.13.0)" in text
+    assert "p: 16 created (template cpp, mode mounted, torch 2.13.0)" in text
 
 
 def test_yes_asks_nothing_even_in_a_terminal(tmp_path: Path) -> None:

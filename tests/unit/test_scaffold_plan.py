@@ -21,6 +21,8 @@ CONTAINER_FILES = {"docker-compose.yml", "docker/dev.Dockerfile"}
 COMMON = {
     ".dockerignore",
     ".fdl-answers.yml",
+    ".fdl/fdl.schema.json",
+    ".vscode/settings.json",
     ".github/workflows/ci.yml",
     ".gitignore",
     "README.md",
@@ -44,7 +46,9 @@ def test_each_template_and_mode_plans_exactly_its_files(template: str, mode: str
     assert list(files) == sorted(files)
     generated = {p for p, f in files.items() if f.kind == GENERATED}
     assert generated == {
-        p for p in expected if p.startswith(("docker", ".dockerignore", ".github", ".fdl-answers"))
+        p
+        for p in expected
+        if p.startswith(("docker", ".dockerignore", ".github", ".fdl-answers", ".fdl/"))
     }
     # The manifest, overlay, README, .gitignore and sources are the user's.
     assert {"fdl.yml", "fdl.ci.yml", "README.md", ".gitignore"} <= {
