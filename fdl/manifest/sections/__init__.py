@@ -15,7 +15,7 @@ from fdl.manifest.sections._structured import FIELDS, SECTIONS
 
 __all__ = ["FIELDS", "SECTIONS", "choice_matches", "convert", "item_type", "root_spec"]
 
-_MODULES = ("core", "libtorch", "images", "ci")
+_MODULES = ("core", "libtorch", "images", "ci", "deploy")
 
 
 @cache

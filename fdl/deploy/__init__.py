@@ -1,0 +1,44 @@
+"""Deploying a training image to a SLURM or Kubernetes target (``fdl deploy``).
+
+Plan, then execute::
+
+    from fdl.deploy import load_target, plan_deploy
+
+    target = load_target(manifest, "lab")            # the deploy: section, typed
+    plan = plan_deploy(target, project=..., local_image=..., archs=..., entrypoint=[...], args=[])
+    print(plan.text)                                  # the sbatch script or the YAML
+
+``plan_deploy`` refuses (before anything is pushed) a target whose GPUs the image's
+libtorch binaries cannot run on (:func:`check_placement`).
+"""
+
+from __future__ import annotations
+
+from fdl.deploy._kube import affinity, render_kubernetes, to_yaml
+from fdl.deploy._placement import GpuVerdict, ImageArchs, Placement, check_placement, place
+from fdl.deploy._plan import PLACEHOLDER_DIGEST, DeployPlan, plan_deploy, pyxis_image, remote_name
+from fdl.deploy._slurm import launcher_argv, render_sbatch, sbatch_options
+from fdl.deploy._target import DeployTarget, GpuOffer, load_target, target_names
+
+__all__ = [
+    "PLACEHOLDER_DIGEST",
+    "DeployPlan",
+    "DeployTarget",
+    "GpuOffer",
+    "GpuVerdict",
+    "ImageArchs",
+    "Placement",
+    "affinity",
+    "check_placement",
+    "launcher_argv",
+    "load_target",
+    "place",
+    "plan_deploy",
+    "pyxis_image",
+    "remote_name",
+    "render_kubernetes",
+    "render_sbatch",
+    "sbatch_options",
+    "target_names",
+    "to_yaml",
+]
