@@ -229,8 +229,8 @@ def test_every_runtime_renders_a_script_bash_accepts(runtime: str, tmp_path: Pat
         )
         assert result.returncode == 0, result.stdout
     if runtime == "pyxis":
-        assert f'--container-image="$IMAGE"' in text
-        assert f"IMAGE=127.0.0.1:5000#" not in text  # no registry: local name kept
+        assert '--container-image="$IMAGE"' in text
+        assert "IMAGE=127.0.0.1:5000#" not in text  # no registry: local name kept
         assert "--container-mounts=/data:/workspace/data:ro" in text
         assert "fdl-task /opt/app/bin/train --steps 2" in text
         assert "--gpus-per-node=2" in text
