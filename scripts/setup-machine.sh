@@ -34,6 +34,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
 fi
 
+# A one-node SLURM cluster on 127.0.0.1 for `fdl deploy` tests (idempotent).
+"$(dirname "$0")/setup-slurm.sh" || log "warning: the local SLURM cluster did not start (its tests skip)"
+
 # The docker engine: start dockerd when nothing answers.
 if ! docker info >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v dockerd >/dev/null; then
