@@ -17,28 +17,50 @@ from __future__ import annotations
 from fdl.deploy._kube import affinity, render_kubernetes, to_yaml
 from fdl.deploy._placement import GpuVerdict, ImageArchs, Placement, check_placement, place
 from fdl.deploy._plan import PLACEHOLDER_DIGEST, DeployPlan, plan_deploy, pyxis_image, remote_name
+from fdl.deploy._prepare import Prepared, image_archs, prepare, push_by_digest, state_dir
 from fdl.deploy._slurm import launcher_argv, render_sbatch, sbatch_options
+from fdl.deploy._slurm_exec import (
+    FINISHED,
+    JobRecord,
+    cancel_job,
+    follow_output,
+    job_state,
+    read_record,
+    submit_sbatch,
+)
 from fdl.deploy._target import DeployTarget, GpuOffer, load_target, target_names
 
 __all__ = [
+    "FINISHED",
     "PLACEHOLDER_DIGEST",
     "DeployPlan",
     "DeployTarget",
     "GpuOffer",
     "GpuVerdict",
     "ImageArchs",
+    "JobRecord",
     "Placement",
+    "Prepared",
     "affinity",
+    "cancel_job",
     "check_placement",
+    "follow_output",
+    "image_archs",
+    "job_state",
     "launcher_argv",
     "load_target",
     "place",
     "plan_deploy",
+    "prepare",
+    "push_by_digest",
     "pyxis_image",
+    "read_record",
     "remote_name",
     "render_kubernetes",
     "render_sbatch",
     "sbatch_options",
+    "state_dir",
+    "submit_sbatch",
     "target_names",
     "to_yaml",
 ]
