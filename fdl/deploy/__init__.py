@@ -14,7 +14,9 @@ libtorch binaries cannot run on (:func:`check_placement`).
 
 from __future__ import annotations
 
+from fdl.deploy._jobs import cancel_of, job_state_of, logs_of
 from fdl.deploy._kube import affinity, render_kubernetes, to_yaml
+from fdl.deploy._kube_exec import submit_kubernetes
 from fdl.deploy._placement import GpuVerdict, ImageArchs, Placement, check_placement, place
 from fdl.deploy._plan import PLACEHOLDER_DIGEST, DeployPlan, plan_deploy, pyxis_image, remote_name
 from fdl.deploy._prepare import Prepared, image_archs, prepare, push_by_digest, state_dir
@@ -43,12 +45,15 @@ __all__ = [
     "Prepared",
     "affinity",
     "cancel_job",
+    "cancel_of",
     "check_placement",
     "follow_output",
     "image_archs",
     "job_state",
+    "job_state_of",
     "launcher_argv",
     "load_target",
+    "logs_of",
     "place",
     "plan_deploy",
     "prepare",
@@ -60,6 +65,7 @@ __all__ = [
     "render_sbatch",
     "sbatch_options",
     "state_dir",
+    "submit_kubernetes",
     "submit_sbatch",
     "target_names",
     "to_yaml",

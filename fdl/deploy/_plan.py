@@ -102,7 +102,8 @@ def plan_deploy(
         archs: The image's libtorch archs and CUDA.
         entrypoint: The image's entrypoint (pyxis runs it as the command).
         args: The image's default arguments (overridden by the target's ``args``).
-        digest: The pushed image's digest; None renders a placeholder (``render``).
+        digest: The pushed image's digest (without a registry: the local image's ID);
+            None renders a placeholder (``render``).
 
     Raises:
         EnvironmentProblem, UsageError: the binaries cannot run on the target's GPUs.
@@ -110,7 +111,12 @@ def plan_deploy(
     placement = check_placement(target, archs)
     remote = remote_name(target, local_image)
     repository = remote.rsplit(":", 1)[0]
-    image = f"{repository}@{digest or PLACEHOLDER_DIGEST}"
+    # Without a registry the image stays on this host: its ID is the content digest
+    # (docker and podman run an image by ID).
+    if digest and target.registry is None:
+        image = digest
+    else:
+        image = f"{repository}@{digest or PLACEHOLDER_DIGEST}"
     job_name = _job_name(project, target)
     program_args = list(target.args) if target.args is not None else list(args)
     if target.kind == "slurm":

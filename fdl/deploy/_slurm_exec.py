@@ -56,7 +56,7 @@ class JobRecord:
         return asdict(self)
 
 
-def _record_path(state_dir: Path, target: str) -> Path:
+def record_path(state_dir: Path, target: str) -> Path:
     return state_dir / f"{target}.json"
 
 
@@ -66,7 +66,7 @@ def read_record(state_dir: Path, target: str) -> JobRecord:
     Raises:
         UsageError: nothing was submitted from this project.
     """
-    path = _record_path(state_dir, target)
+    path = record_path(state_dir, target)
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
@@ -143,7 +143,7 @@ def submit_sbatch(plan: DeployPlan, state_dir: Path, runner: Runner) -> JobRecor
     )
     record = JobRecord(plan.target.name, "slurm", job_id, plan.image, str(script), output)
     atomic_write_text(
-        _record_path(state_dir, plan.target.name), json.dumps(record.to_json(), indent=2) + "\n"
+        record_path(state_dir, plan.target.name), json.dumps(record.to_json(), indent=2) + "\n"
     )
     return record
 
