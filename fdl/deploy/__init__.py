@@ -18,7 +18,14 @@ from fdl.deploy._jobs import cancel_of, job_state_of, logs_of
 from fdl.deploy._kube import affinity, render_kubernetes, to_yaml
 from fdl.deploy._kube_exec import submit_kubernetes
 from fdl.deploy._placement import GpuVerdict, ImageArchs, Placement, check_placement, place
-from fdl.deploy._plan import PLACEHOLDER_DIGEST, DeployPlan, plan_deploy, pyxis_image, remote_name
+from fdl.deploy._plan import (
+    PLACEHOLDER_DIGEST,
+    DeployPlan,
+    plan_deploy,
+    pyxis_image,
+    remote_name,
+    runs_local_images,
+)
 from fdl.deploy._prepare import Prepared, image_archs, prepare, push_by_digest, state_dir
 from fdl.deploy._slurm import launcher_argv, render_sbatch, sbatch_options
 from fdl.deploy._slurm_exec import (
@@ -63,6 +70,7 @@ __all__ = [
     "remote_name",
     "render_kubernetes",
     "render_sbatch",
+    "runs_local_images",
     "sbatch_options",
     "state_dir",
     "submit_kubernetes",

@@ -17,8 +17,13 @@ __all__ = ["kube_cancel", "kube_logs", "kube_state", "submit_kubernetes"]
 
 
 def _client(context: str | None) -> Any:
+    from importlib import import_module
+
     try:
-        import kubernetes  # type: ignore[import-not-found,import-untyped,unused-ignore]
+        # Untyped (and optional): held as Any.
+        kubernetes: Any = import_module("kubernetes")
+        import_module("kubernetes.config")
+        import_module("kubernetes.utils")
     except ModuleNotFoundError:
         raise EnvironmentProblem(
             "Kubernetes targets need the `kubernetes` Python client, which is not installed",

@@ -10,7 +10,14 @@ from fdl.deploy._placement import ImageArchs, Placement, check_placement
 from fdl.deploy._slurm import render_sbatch
 from fdl.deploy._target import DeployTarget
 
-__all__ = ["PLACEHOLDER_DIGEST", "DeployPlan", "plan_deploy", "pyxis_image", "remote_name"]
+__all__ = [
+    "PLACEHOLDER_DIGEST",
+    "DeployPlan",
+    "plan_deploy",
+    "pyxis_image",
+    "remote_name",
+    "runs_local_images",
+]
 
 # Shown by `render` before a push has resolved the digest.
 PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
@@ -70,6 +77,11 @@ def remote_name(target: DeployTarget, local_image: str) -> str:
     return f"{target.registry}/{repository.rsplit('/', 1)[-1]}:{tag}"
 
 
+def runs_local_images(target: DeployTarget) -> bool:
+    """Whether the target can run an image of this host's store (docker/podman on SLURM)."""
+    return target.kind == "slurm" and target.runtime in ("docker", "podman")
+
+
 def pyxis_image(reference: str) -> str:
     """enroot's form: the registry host is separated by ``#`` (``host:5000#ns/name@sha256:..``)."""
     first, sep, rest = reference.partition("/")
@@ -113,7 +125,7 @@ def plan_deploy(
     repository = remote.rsplit(":", 1)[0]
     # Without a registry the image stays on this host: its ID is the content digest
     # (docker and podman run an image by ID).
-    if digest and target.registry is None:
+    if digest and target.registry is None and runs_local_images(target):
         image = digest
     else:
         image = f"{repository}@{digest or PLACEHOLDER_DIGEST}"

@@ -52,6 +52,7 @@ deploy:
     mounts: ["/scratch/data:/workspace/data:ro"]
   k8s:
     kind: kubernetes
+    registry: ghcr.io/acme
     namespace: ml
     nodes: 3
     gpus-per-node: 1
@@ -322,3 +323,17 @@ def test_generated_objects_pass_the_kubernetes_schemas(tmp_path: Path) -> None:
     bad["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = 3  # type: ignore[index]
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(bad, desired_version="1.31", strict=True)
+
+
+def test_the_readme_example_is_a_valid_manifest(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("### `fdl deploy`", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    manifest = load_manifest(_project(tmp_path, example))
+    lab, k8s = load_target(manifest, "lab"), load_target(manifest, "k8s")
+    assert (lab.runtime, lab.gpu_type, k8s.nodes, k8s.shm) == ("pyxis", "h100", 4, "16Gi")
+    text = _plan(lab, CU130).text
+    assert (
+        "--gres=gpu:h100:4" in text
+        and "IMAGE='registry.lab.example:5000#acme/cpp-train-train@sha256:" in text
+    )

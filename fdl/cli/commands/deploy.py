@@ -56,8 +56,9 @@ def submit(
 
     Example: fdl deploy submit lab
     """
-    from fdl.deploy import prepare, push_by_digest, state_dir, submit_sbatch
+    from fdl.deploy import prepare, push_by_digest, runs_local_images, state_dir, submit_sbatch
     from fdl.engine import default_engine
+    from fdl.errors import UsageError
     from fdl.runner import default_runner
 
     session = _session(ctx)
@@ -71,6 +72,12 @@ def submit(
             session.console.info(f"would push {plan.local_image} as {plan.remote}")
             session.console.out(plan.text, end="")
         raise typer.Exit(0)
+    if prepared.target.registry is None and not runs_local_images(prepared.target):
+        raise UsageError(
+            f"deploy target {prepared.target.name!r} has no `registry:` to push the image to",
+            hint=f"set deploy.{prepared.target.name}.registry (e.g. ghcr.io/you); only "
+            "docker/podman on SLURM can run this host's images without one",
+        )
     engine = default_engine()
     if prepared.target.registry is None:
         digest = engine.inspect_image(plan.local_image).id
