@@ -4,6 +4,7 @@ dependency, imported only here and only when a Kubernetes target is used)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,10 @@ def _client(context: str | None) -> Any:
             hint="pip install kubernetes (in the environment fdl runs from)",
         ) from None
     try:
-        kubernetes.config.load_kube_config(context=context)
+        # $KUBECONFIG read now, not when the client was imported.
+        kubernetes.config.load_kube_config(
+            config_file=os.environ.get("KUBECONFIG"), context=context
+        )
     except Exception as exc:  # the client raises ConfigException, TypeError, OSError...
         raise EnvironmentProblem(
             f"cannot load the kubeconfig{f' context {context!r}' if context else ''}: {exc}",
