@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -31,8 +31,8 @@ CU130 = ImageArchs("precompiled/cu130", "13.0", ("sm_90", "compute_90"))
 class FakeApi(BaseHTTPRequestHandler):
     """Just the endpoints fdl uses: create, read status, list pods, read log, delete."""
 
-    objects: dict[str, dict[str, Any]] = {}
-    requests: list[tuple[str, str]] = []
+    objects: ClassVar[dict[str, dict[str, Any]]] = {}
+    requests: ClassVar[list[tuple[str, str]]] = []
     complete = False
 
     def log_message(self, *args: object) -> None:
@@ -46,13 +46,13 @@ class FakeApi(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self.requests.append(("POST", self.path))
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.objects[f"{body['kind']}/{body['metadata']['name']}"] = body
         self._send(201, body)
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.requests.append(("GET", self.path))
         path = self.path.split("?")[0]
         if path.endswith("/status"):
@@ -73,7 +73,7 @@ class FakeApi(BaseHTTPRequestHandler):
         else:
             self._send(404, {"kind": "Status", "code": 404})
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         self.requests.append(("DELETE", self.path))
         # The API answers with the object being deleted.
         parts = self.path.split("?")[0].split("/")
