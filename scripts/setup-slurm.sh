@@ -81,8 +81,9 @@ else
 fi
 
 if [ "$restart" = "1" ]; then
-  [ -f /run/slurmctld.pid ] && kill "$(cat /run/slurmctld.pid)" 2>/dev/null || true
-  [ -f /run/slurmd.pid ] && kill "$(cat /run/slurmd.pid)" 2>/dev/null || true
+  for pidfile in /run/slurmctld.pid /run/slurmd.pid; do
+    if [ -f "$pidfile" ]; then kill "$(cat "$pidfile")" 2>/dev/null || true; fi
+  done
   sleep 1
 fi
 if ! scontrol ping 2>/dev/null | grep -q UP; then
