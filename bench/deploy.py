@@ -2,10 +2,13 @@
 tasks' first output, on the local one-node SLURM cluster (scripts/setup-slurm.sh), with
 the tasks running the test base image through docker (2 tasks, as a DDP job would).
 
-Not measured here: pushed bytes with gzip vs zstd layers (no registry was set up in the
-time this was written; see the issue's report).
+Also the bytes a push would send for an image's layers compressed with gzip (level 6, what
+`docker push` uses: Go's default) and with zstd (level 3, BuildKit's default for
+`compression=zstd`). Docker 20.10 here has no buildx, so BuildKit cannot push zstd layers
+itself: the layers of `docker save` are compressed by this script instead (gzip module and
+the zstd CLI), which is what each pushed blob would be.
 
-Run: python bench/deploy.py [--runs 5] [--image fdl-test/debian:bookworm]
+Run: python bench/deploy.py [--runs 5] [--image fdl-test/debian:bookworm] [--layers IMAGE]
 """
 
 from __future__ import annotations
@@ -62,10 +65,38 @@ def one_run(image_id: str, state: Path) -> tuple[float, float, float]:
     return submitted, running, first_output or time.perf_counter() - start
 
 
+def layer_bytes(image: str) -> tuple[int, int, int, int]:
+    """(layers, raw bytes, gzip bytes, zstd bytes) of the image's layers."""
+    import gzip
+    import tarfile
+
+    raw = gz = zst = count = 0
+    with tempfile.TemporaryDirectory() as work:
+        archive = Path(work) / "image.tar"
+        subprocess.run(["docker", "save", "-o", str(archive), image], check=True)
+        with tarfile.open(archive) as outer:
+            for member in outer.getmembers():
+                if not member.name.endswith("layer.tar"):
+                    continue
+                handle = outer.extractfile(member)
+                assert handle is not None
+                data = handle.read()
+                count += 1
+                raw += len(data)
+                gz += len(gzip.compress(data, compresslevel=6))
+                zst += len(
+                    subprocess.run(
+                        ["zstd", "-3", "-q", "-c"], input=data, capture_output=True, check=True
+                    ).stdout
+                )
+    return count, raw, gz, zst
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--image", default="fdl-test/debian:bookworm")
+    parser.add_argument("--layers", help="also compare gzip and zstd layer bytes of this image")
     args = parser.parse_args()
     image_id = subprocess.run(
         ["docker", "image", "inspect", "-f", "{{.Id}}", args.image],
@@ -83,6 +114,17 @@ def main() -> None:
         )
     print(f"local SLURM, {args.runs} runs, 2 tasks via docker ({args.image})")
     print_table(("from submit to", "median s", "min s", "max s"), rows)
+    if args.layers:
+        count, raw, gz, zst = layer_bytes(args.layers)
+        print(f"\n{args.layers}: {count} layers")
+        print_table(
+            ("compression", "bytes", "vs raw", "vs gzip"),
+            [
+                ("none", f"{raw:,}", "1.00", ""),
+                ("gzip -6", f"{gz:,}", f"{gz / raw:.3f}", "1.00"),
+                ("zstd -3", f"{zst:,}", f"{zst / raw:.3f}", f"{zst / gz:.3f}"),
+            ],
+        )
 
 
 if __name__ == "__main__":
