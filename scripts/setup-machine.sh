@@ -34,6 +34,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
 fi
 
+# A one-node SLURM cluster on 127.0.0.1 for `fdl deploy` tests (idempotent).
+"$(dirname "$0")/setup-slurm.sh" || log "warning: the local SLURM cluster did not start (its tests skip)"
+
 # The docker engine: start dockerd when nothing answers.
 if ! docker info >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v dockerd >/dev/null; then
@@ -67,4 +70,6 @@ if [ "$KEEP" != "all" ]; then
   docker builder prune -f --keep-storage "$KEEP" >/dev/null 2>&1 \
     || log "warning: could not trim the BuildKit cache"
 fi
+# A registry on 127.0.0.1 for the push-by-digest tests (idempotent).
+"$(dirname "$0")/setup-registry.sh" || log "warning: the local registry did not start (its tests skip)"
 log "docker engine ready; base image $BASE_IMAGE"

@@ -130,3 +130,16 @@ def run_fdl_process(
 def fdl_process():
     """Run ``python -m fdl`` as a subprocess with this checkout importable."""
     return run_fdl_process
+
+
+@pytest.fixture(autouse=True)
+def _process_defaults_restored():
+    """Every test leaves the process-wide runner and engine as it found them (a test that
+    installs a fake one cannot leak it into the next test of the same worker)."""
+    import fdl.engine as engine_module
+    from fdl import runner as runner_module
+
+    runners, engines = list(runner_module._DEFAULT), list(engine_module._DEFAULT)
+    yield
+    runner_module._DEFAULT[:] = runners
+    engine_module._DEFAULT[:] = engines

@@ -41,6 +41,11 @@ BUILTINS: dict[str, Builtin] = {
             "fdl.cli.commands.libtorch",
         ),
         Builtin(
+            "deploy",
+            "submit the train image to SLURM or Kubernetes, placed by arch",
+            "fdl.cli.commands.deploy",
+        ),
+        Builtin(
             "diagnose",
             "check that GPUs, toolchain and the active libtorch fit together",
             "fdl.cli.commands.diagnose",

@@ -193,6 +193,7 @@ class DockerEngine:
             os=str(raw.get("Os") or ""),
             created=str(raw.get("Created") or ""),
             layers=self._history(str(raw["Id"]), action),
+            repo_digests=tuple(raw.get("RepoDigests") or ()),
         )
 
     def _history(self, image_id: str, action: str) -> tuple[Layer, ...]:

@@ -159,6 +159,7 @@ class ImageInfo:
     os: str
     created: str
     layers: tuple[Layer, ...] = ()
+    repo_digests: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

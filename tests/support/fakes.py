@@ -158,8 +158,14 @@ class FakeEngine:
         self.images[target] = replace(info, tags=(*info.tags, target))
 
     def push(self, ref: str, *, on_line: LineCallback | None = None) -> None:
-        self.inspect_image(ref)
+        info = self.inspect_image(ref)
         self.pushed.append(ref)
+        # A registry names the pushed content by digest, as docker then reports it.
+        repository = ref.rsplit(":", 1)[0] if ":" in ref.rsplit("/", 1)[-1] else ref
+        digest = "sha256:" + hashlib.sha256(info.id.encode()).hexdigest()
+        self.images[ref] = replace(
+            info, repo_digests=(*info.repo_digests, f"{repository}@{digest}")
+        )
 
     def run(self, spec: RunSpec, *, on_line: LineCallback | None = None) -> RunResult:
         self.runs.append(spec)

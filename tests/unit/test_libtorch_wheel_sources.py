@@ -190,7 +190,7 @@ def test_a_wheel_that_is_not_what_was_asked_for_is_refused(tmp_path: Path) -> No
         check_wheel(cuda, index_url="https://download.pytorch.org/whl/cpu")
     assert "not the cpu build" in caught.value.message
     assert "nothing was installed" in caught.value.message
-    with pytest.raises(UsageError, match="not torch 2.13"):
+    with pytest.raises(UsageError, match=r"not torch 2\.13"):
         check_wheel(cuda, torch="2.13")
     with pytest.raises(UsageError, match="not the cpu build"):
         check_wheel(cuda, variant="cpu")

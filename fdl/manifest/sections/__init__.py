@@ -38,14 +38,14 @@ SCHEMA_ID = "https://json.schemastore.org/fdl.json"
 SCHEMASTORE_ENTRY = {
     "name": "fdl",
     "description": "fdl project manifest: commands, libtorch variants, images, CI and "
-    "benchmarks of a libtorch training project (floDl, tch-rs, C++)",
+    "benchmarks and deployment of a libtorch training project (floDl, tch-rs, C++)",
     "fileMatch": ["fdl.yml", "fdl.yaml", "fdl.*.yml", "fdl.*.yaml", "fdl.yml.example"],
     "url": SCHEMA_ID,
 }
 # fdl's YAML tags, as the YAML language server's `yaml.customTags` setting declares them.
 CUSTOM_TAGS = ("!append sequence", "!replace mapping", "!secret scalar", "!secret mapping")
 
-_MODULES = ("core", "libtorch", "images", "ci", "bench")
+_MODULES = ("core", "libtorch", "images", "ci", "bench", "deploy")
 
 
 @cache

@@ -1,0 +1,167 @@
+"""``fdl deploy``: the train image on a SLURM or Kubernetes target, placed by arch."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from fdl.cli.commands._common import JsonOption, group
+
+app = group(
+    "deploy",
+    "Submit the train image to a target of the manifest's deploy: section (SLURM or "
+    "Kubernetes), by digest, refused where its libtorch binaries cannot run.\n\n"
+    "Example: fdl deploy submit lab",
+    no_args_is_help=True,
+)
+
+TargetArg = Annotated[str | None, typer.Argument(help="The target (default: the only one).")]
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Print what would be pushed and submitted; run nothing.")
+]
+
+
+def _session(ctx: typer.Context) -> Any:
+    return ctx.obj
+
+
+@app.command()
+def render(ctx: typer.Context, target: TargetArg = None, as_json: JsonOption = False) -> None:
+    """Print the target's sbatch script or Kubernetes YAML (the digest is a placeholder
+    until `submit` pushes the image). Refuses a target whose GPUs the image cannot use.
+
+    Example: fdl deploy render lab > lab.sbatch
+    """
+    from fdl.deploy import prepare
+
+    session = _session(ctx)
+    plan = prepare(session.manifest(), target).plan()
+    if as_json:
+        session.console.json(plan.to_json())
+    else:
+        session.console.out(plan.text, end="")
+    raise typer.Exit(0)
+
+
+@app.command()
+def submit(
+    ctx: typer.Context,
+    target: TargetArg = None,
+    dry_run: DryRunOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Push the train image to the target's registry, resolve its digest and submit
+    (sbatch --parsable / the Kubernetes API); the job is recorded for status/logs/cancel.
+
+    Example: fdl deploy submit lab
+    """
+    from fdl.deploy import prepare, push_by_digest, runs_local_images, state_dir, submit_sbatch
+    from fdl.engine import default_engine
+    from fdl.errors import UsageError
+    from fdl.runner import default_runner
+
+    session = _session(ctx)
+    manifest = session.manifest()
+    prepared = prepare(manifest, target)
+    plan = prepared.plan()  # placement is checked here, before anything is pushed
+    if dry_run:
+        if as_json:
+            session.console.json({**plan.to_json(), "dry_run": True})
+        else:
+            session.console.info(f"would push {plan.local_image} as {plan.remote}")
+            session.console.out(plan.text, end="")
+        raise typer.Exit(0)
+    if prepared.target.registry is None and not runs_local_images(prepared.target):
+        raise UsageError(
+            f"deploy target {prepared.target.name!r} has no `registry:` to push the image to",
+            hint=f"set deploy.{prepared.target.name}.registry (e.g. ghcr.io/you); only "
+            "docker/podman on SLURM can run this host's images without one",
+        )
+    engine = default_engine()
+    if prepared.target.registry is None:
+        digest = engine.inspect_image(plan.local_image).id
+    else:
+        digest = push_by_digest(engine, plan.local_image, plan.remote)
+    plan = prepared.plan(digest)
+    if prepared.target.kind == "slurm":
+        record = submit_sbatch(plan, state_dir(manifest), default_runner())
+    else:
+        from fdl.deploy import submit_kubernetes
+
+        record = submit_kubernetes(plan, state_dir(manifest))
+    if as_json:
+        session.console.json({**plan.to_json(), "job": record.to_json()})
+    else:
+        session.console.info(
+            f"submitted {record.kind} job {record.job_id} to {record.target} ({plan.image})"
+        )
+    raise typer.Exit(0)
+
+
+def _record(ctx: typer.Context, target: str | None) -> tuple[Any, Any, str | None]:
+    from fdl.deploy import load_target, read_record, state_dir
+
+    session = _session(ctx)
+    manifest = session.manifest()
+    loaded = load_target(manifest, target)
+    return session, read_record(state_dir(manifest), loaded.name), loaded.context
+
+
+@app.command()
+def status(ctx: typer.Context, target: TargetArg = None, as_json: JsonOption = False) -> None:
+    """The state of the job last submitted to the target (PENDING, RUNNING, COMPLETED...).
+
+    Example: fdl deploy status lab --json
+    """
+    from fdl.deploy import job_state_of
+
+    session, record, context = _record(ctx, target)
+    state = job_state_of(record, context=context)
+    if as_json:
+        session.console.json({**record.to_json(), "state": state})
+    else:
+        session.console.out(f"{record.target}: job {record.job_id} {state}")
+    raise typer.Exit(0)
+
+
+@app.command()
+def logs(
+    ctx: typer.Context,
+    target: TargetArg = None,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Until the job ends.")] = False,
+) -> None:
+    """Print the output of the job last submitted to the target.
+
+    Example: fdl deploy logs lab -f
+    """
+    from fdl.deploy import logs_of
+
+    session, record, context = _record(ctx, target)
+    for line in logs_of(record, follow=follow, context=context):
+        session.console.out(line)
+    raise typer.Exit(0)
+
+
+@app.command()
+def cancel(
+    ctx: typer.Context,
+    target: TargetArg = None,
+    dry_run: DryRunOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Cancel the job last submitted to the target (scancel / delete the Job).
+
+    Example: fdl deploy cancel lab
+    """
+    from fdl.deploy import cancel_of
+
+    session, record, context = _record(ctx, target)
+    if not dry_run:
+        cancel_of(record, context=context)
+    if as_json:
+        session.console.json({**record.to_json(), "cancelled": not dry_run})
+    else:
+        verb = "would cancel" if dry_run else "cancelled"
+        session.console.info(f"{verb} {record.kind} job {record.job_id} of {record.target}")
+    raise typer.Exit(0)

@@ -1,0 +1,80 @@
+"""Deploying a training image to a SLURM or Kubernetes target (``fdl deploy``).
+
+Plan, then execute::
+
+    from fdl.deploy import load_target, plan_deploy
+
+    target = load_target(manifest, "lab")            # the deploy: section, typed
+    plan = plan_deploy(target, project=..., local_image=..., archs=..., entrypoint=[...], args=[])
+    print(plan.text)                                  # the sbatch script or the YAML
+
+``plan_deploy`` refuses (before anything is pushed) a target whose GPUs the image's
+libtorch binaries cannot run on (:func:`check_placement`).
+"""
+
+from __future__ import annotations
+
+from fdl.deploy._jobs import cancel_of, job_state_of, logs_of
+from fdl.deploy._kube import affinity, render_kubernetes, to_yaml
+from fdl.deploy._kube_exec import submit_kubernetes
+from fdl.deploy._placement import GpuVerdict, ImageArchs, Placement, check_placement, place
+from fdl.deploy._plan import (
+    PLACEHOLDER_DIGEST,
+    DeployPlan,
+    plan_deploy,
+    pyxis_image,
+    remote_name,
+    runs_local_images,
+)
+from fdl.deploy._prepare import Prepared, image_archs, prepare, push_by_digest, state_dir
+from fdl.deploy._slurm import launcher_argv, render_sbatch, sbatch_options
+from fdl.deploy._slurm_exec import (
+    FINISHED,
+    JobRecord,
+    cancel_job,
+    follow_output,
+    job_state,
+    read_record,
+    submit_sbatch,
+)
+from fdl.deploy._target import DeployTarget, GpuOffer, load_target, target_names
+
+__all__ = [
+    "FINISHED",
+    "PLACEHOLDER_DIGEST",
+    "DeployPlan",
+    "DeployTarget",
+    "GpuOffer",
+    "GpuVerdict",
+    "ImageArchs",
+    "JobRecord",
+    "Placement",
+    "Prepared",
+    "affinity",
+    "cancel_job",
+    "cancel_of",
+    "check_placement",
+    "follow_output",
+    "image_archs",
+    "job_state",
+    "job_state_of",
+    "launcher_argv",
+    "load_target",
+    "logs_of",
+    "place",
+    "plan_deploy",
+    "prepare",
+    "push_by_digest",
+    "pyxis_image",
+    "read_record",
+    "remote_name",
+    "render_kubernetes",
+    "render_sbatch",
+    "runs_local_images",
+    "sbatch_options",
+    "state_dir",
+    "submit_kubernetes",
+    "submit_sbatch",
+    "target_names",
+    "to_yaml",
+]

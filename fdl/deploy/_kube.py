@@ -1,0 +1,184 @@
+"""The Kubernetes objects of a target (pure): a Job for one node; for several, an Indexed
+Job whose pods find rank 0 through a headless Service.
+
+Pods get ``nvidia.com/gpu`` limits, a memory-backed ``/dev/shm`` (PyTorch's data loaders
+and NCCL use shared memory; a container's default is 64 MiB), and node affinity to the
+nodes whose GPUs the image's binaries cover (GPU feature discovery labels
+``nvidia.com/gpu.compute.major``/``minor`` and ``nvidia.com/gpu.product``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fdl.deploy._target import DeployTarget, GpuOffer
+
+__all__ = ["affinity", "render_kubernetes", "to_yaml"]
+
+_LABEL = "app.kubernetes.io/name"
+
+
+def affinity(allowed: tuple[GpuOffer, ...]) -> dict[str, Any] | None:
+    """Required node affinity: any node with one of ``allowed`` (terms are ORed)."""
+    terms = []
+    for gpu in allowed:
+        major, _, minor = gpu.capability.partition(".")
+        expressions = [
+            {"key": "nvidia.com/gpu.compute.major", "operator": "In", "values": [major]},
+            {"key": "nvidia.com/gpu.compute.minor", "operator": "In", "values": [minor or "0"]},
+        ]
+        if gpu.product:
+            expressions.append(
+                {"key": "nvidia.com/gpu.product", "operator": "In", "values": [gpu.product]}
+            )
+        terms.append({"matchExpressions": expressions})
+    if not terms:
+        return None
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
+        }
+    }
+
+
+def _container(
+    target: DeployTarget, image: str, args: list[str] | None, name: str, headless: str | None
+) -> dict[str, Any]:
+    env: list[dict[str, Any]] = [
+        {"name": "WORLD_SIZE", "value": str(target.nodes)},  # one process per pod
+        {"name": "MASTER_PORT", "value": str(target.master_port)},
+    ]
+    if headless:
+        # Indexed Job pods are named <job>-<index>; the Service gives them DNS names.
+        env += [
+            {"name": "MASTER_ADDR", "value": f"{name}-0.{headless}"},
+            {
+                "name": "RANK",
+                "valueFrom": {
+                    "fieldRef": {
+                        "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+                    }
+                },
+            },
+        ]
+    else:
+        env += [{"name": "MASTER_ADDR", "value": "127.0.0.1"}, {"name": "RANK", "value": "0"}]
+    env.append({"name": "LOCAL_RANK", "value": "0"})
+    env += [{"name": k, "value": v} for k, v in target.env]
+    container: dict[str, Any] = {
+        "name": "train",
+        "image": image,
+        "env": env,
+        "ports": [{"containerPort": target.master_port, "name": "rendezvous"}],
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+    }
+    if args is not None:
+        container["args"] = args
+    limits: dict[str, str] = {}
+    if target.gpus_per_node:
+        limits["nvidia.com/gpu"] = str(target.gpus_per_node)
+    if target.memory:
+        limits["memory"] = target.memory
+    if target.cpus_per_task:
+        limits["cpu"] = str(target.cpus_per_task * target.tasks_per_node)
+    if limits:
+        container["resources"] = {"limits": limits}
+    for index, mount in enumerate(target.mounts):
+        _, path, mode = ([*mount.split(":"), "rw"])[:3]
+        container["volumeMounts"].append(
+            {"name": f"mount-{index}", "mountPath": path, "readOnly": mode == "ro"}
+        )
+    return container
+
+
+def _pod_spec(
+    target: DeployTarget,
+    image: str,
+    args: list[str] | None,
+    name: str,
+    headless: str | None,
+    allowed: tuple[GpuOffer, ...],
+) -> dict[str, Any]:
+    volumes: list[dict[str, Any]] = [
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": target.shm}}
+    ]
+    for index, mount in enumerate(target.mounts):
+        host = mount.split(":")[0]
+        volumes.append({"name": f"mount-{index}", "hostPath": {"path": host}})
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [_container(target, image, args, name, headless)],
+        "volumes": volumes,
+    }
+    if headless:
+        spec["subdomain"] = headless
+    if target.service_account:
+        spec["serviceAccountName"] = target.service_account
+    if target.image_pull_secrets:
+        spec["imagePullSecrets"] = [{"name": s} for s in target.image_pull_secrets]
+    if target.node_selector:
+        spec["nodeSelector"] = dict(target.node_selector)
+    if target.tolerations:
+        spec["tolerations"] = [dict(t) for t in target.tolerations]
+    found = affinity(allowed)
+    if found:
+        spec["affinity"] = found
+    return spec
+
+
+def render_kubernetes(
+    target: DeployTarget,
+    *,
+    image: str,
+    name: str,
+    args: list[str] | None,
+    allowed: tuple[GpuOffer, ...] = (),
+) -> list[dict[str, Any]]:
+    """The objects to apply: ``[Job]`` for one node, ``[Service, Job]`` for several.
+
+    Args:
+        target: The Kubernetes target.
+        image: The image by digest.
+        name: The Job's name (a DNS label).
+        args: The program's arguments (None: the image's default).
+        allowed: GPUs the binaries cover (node affinity); empty for none.
+    """
+    labels = {_LABEL: name, "app.kubernetes.io/managed-by": "fdl"}
+    several = target.nodes > 1
+    headless = name if several else None
+    job_spec: dict[str, Any] = {
+        "backoffLimit": 0,
+        "template": {
+            "metadata": {"labels": labels},
+            "spec": _pod_spec(target, image, args, name, headless, allowed),
+        },
+    }
+    if several:
+        job_spec.update(
+            completionMode="Indexed", completions=target.nodes, parallelism=target.nodes
+        )
+    metadata = {"name": name, "namespace": target.namespace, "labels": labels}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": job_spec}
+    if not several:
+        return [job]
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata,
+        "spec": {
+            "clusterIP": "None",
+            "selector": {_LABEL: name},
+            "publishNotReadyAddresses": True,
+            "ports": [{"name": "rendezvous", "port": target.master_port}],
+        },
+    }
+    return [service, job]
+
+
+def to_yaml(objects: list[dict[str, Any]]) -> str:
+    """A multi-document YAML stream, keys sorted (deterministic)."""
+    import yaml
+
+    return "".join(
+        "---\n" + yaml.safe_dump(obj, sort_keys=True, default_flow_style=False) for obj in objects
+    )

@@ -1,0 +1,155 @@
+"""Placement by arch: whether the image's libtorch binaries run on a target's GPUs.
+
+Pure: the image's variant metadata (cubins and PTX read from the fatbins at install,
+the CUDA version) against the GPUs the target declares, through the compat rules
+(:func:`fdl.compat.runs_on`) and the driver floor of each CUDA toolkit
+(:func:`fdl.compat.check_driver`). A SLURM job can land on any GPU it asks for, so every
+one must be covered; a Kubernetes pod is pinned by node affinity to the covered ones, so
+one is enough.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fdl.compat import ArchList, check_driver, parse_archs, runs_on
+from fdl.deploy._target import DeployTarget, GpuOffer
+from fdl.errors import EnvironmentProblem, UsageError
+
+__all__ = ["GpuVerdict", "ImageArchs", "Placement", "check_placement", "place"]
+
+
+@dataclass(frozen=True)
+class ImageArchs:
+    """What the image's libtorch can run on (from its ``variant.json``).
+
+    Attributes:
+        variant: The variant's name (``builds/sm61-sm120``).
+        cuda: Its CUDA version, None for a CPU build.
+        codes: nvcc code names found in its binaries (``sm_61``, ``compute_120``).
+    """
+
+    variant: str
+    cuda: str | None
+    codes: tuple[str, ...]
+
+    def targets(self) -> ArchList:
+        return parse_archs(list(self.codes)) if self.codes else ArchList()
+
+
+@dataclass(frozen=True)
+class GpuVerdict:
+    """One offered GPU, judged."""
+
+    gpu: GpuOffer
+    ok: bool
+    reason: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "gpu": self.gpu.name,
+            "capability": self.gpu.capability,
+            "driver": self.gpu.driver,
+            "ok": self.ok,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the image may run on a target.
+
+    Attributes:
+        verdicts: Each GPU the job could land on, judged.
+        allowed: The GPUs whose nodes the job may use (node affinity on Kubernetes).
+    """
+
+    verdicts: tuple[GpuVerdict, ...]
+    allowed: tuple[GpuOffer, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "verdicts": [v.to_json() for v in self.verdicts],
+            "allowed": [g.name for g in self.allowed],
+        }
+
+
+def _judge(image: ImageArchs, gpu: GpuOffer) -> GpuVerdict:
+    arch = runs_on(image.targets(), gpu.capability)
+    if not arch.ok:
+        return GpuVerdict(gpu, False, arch.reason)
+    if image.cuda and gpu.driver:
+        driver = check_driver(gpu.driver, image.cuda)
+        if not driver.ok:
+            return GpuVerdict(gpu, False, driver.reason)
+    return GpuVerdict(gpu, True, arch.reason)
+
+
+def place(target: DeployTarget, image: ImageArchs) -> Placement:
+    """Judge every GPU the target's job could land on (no error raised)."""
+    if target.gpus_per_node == 0 or image.cuda is None:
+        return Placement((), ())
+    verdicts = tuple(_judge(image, gpu) for gpu in target.offered())
+    return Placement(verdicts, tuple(v.gpu for v in verdicts if v.ok))
+
+
+def check_placement(target: DeployTarget, image: ImageArchs) -> Placement:
+    """:func:`place`, refusing a deploy whose binaries cannot run where it would land.
+
+    Raises:
+        UsageError: the target asks for GPUs but declares none (placement cannot be checked),
+            or the image is a CPU build sent to GPUs.
+        EnvironmentProblem: the image's archs or CUDA do not fit the target's GPUs.
+    """
+    if target.gpus_per_node == 0:
+        return Placement((), ())
+    if image.cuda is None:
+        raise UsageError(
+            f"deploy target {target.name!r} asks for GPUs, but the image's libtorch "
+            f"({image.variant}) is a CPU build",
+            hint="build the image with a CUDA variant (`variant:` in the image profile), "
+            "or set gpus-per-node: 0",
+        )
+    if not target.offered():
+        raise UsageError(
+            f"deploy target {target.name!r} asks for GPUs but declares none under `gpus:`",
+            hint=f"declare them at {target.origin}, e.g. gpus: "
+            '[{type: h100, capability: "9.0", driver: "550.54"}]',
+        )
+    placement = place(target, image)
+    bad = [v for v in placement.verdicts if not v.ok]
+    everywhere = target.kind == "slurm"
+    if (everywhere and bad) or not placement.allowed:
+        lines = "\n".join(f"  {v.gpu.name} ({v.gpu.capability}): {v.reason}" for v in bad)
+        raise EnvironmentProblem(
+            f"the image's libtorch ({image.variant}, CUDA {image.cuda}, "
+            f"{' '.join(image.codes) or 'no GPU code'}) cannot run on "
+            f"{'all' if everywhere and placement.allowed else 'any'} of the GPUs of "
+            f"target {target.name!r}",
+            details=lines,
+            hint=_fix(target, image, bad),
+        )
+    return placement
+
+
+def _fix(target: DeployTarget, image: ImageArchs, bad: list[GpuVerdict]) -> str:
+    caps = sorted({v.gpu.capability for v in bad}, key=lambda c: tuple(map(int, c.split("."))))
+    drivers = [v for v in bad if "driver" in v.reason]
+    advice = []
+    if len(drivers) < len(bad):
+        have = sorted({str(t.capability) for t in image.targets().cubins})
+        wanted = ",".join(
+            sorted(set(have) | set(caps), key=lambda c: tuple(map(int, c.split("."))))
+        )
+        advice.append(
+            f"build a variant with those archs (`fdl libtorch build --archs {wanted}`) "
+            "or use an official variant that has them, and rebuild the image"
+        )
+    if drivers:
+        advice.append(
+            "use a variant with an older CUDA (e.g. `fdl libtorch install cu126`), "
+            "or update the nodes' driver and its `driver:` in the target"
+        )
+    if target.kind == "slurm" and target.gpu_type is None and len(target.gpus) > 1:
+        advice.append("or pin `gpu-type:` to a GPU the image covers")
+    return "; ".join(advice)

@@ -1,0 +1,151 @@
+"""The deploy plan: what would be pushed and submitted, decided before anything runs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from fdl.deploy._kube import render_kubernetes, to_yaml
+from fdl.deploy._placement import ImageArchs, Placement, check_placement
+from fdl.deploy._slurm import render_sbatch
+from fdl.deploy._target import DeployTarget
+
+__all__ = [
+    "PLACEHOLDER_DIGEST",
+    "DeployPlan",
+    "plan_deploy",
+    "pyxis_image",
+    "remote_name",
+    "runs_local_images",
+]
+
+# Shown by `render` before a push has resolved the digest.
+PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
+
+
+@dataclass(frozen=True)
+class DeployPlan:
+    """A target's submission, rendered.
+
+    Attributes:
+        target: The target.
+        local_image: The built image's local tag.
+        remote: Where it is pushed (``registry/project-profile:tag``).
+        image: The reference submitted (``registry/project-profile@sha256:...``).
+        job_name: The SLURM job / Kubernetes Job name.
+        placement: Which of the target's GPUs the binaries cover.
+        text: The sbatch script or the YAML stream.
+    """
+
+    target: DeployTarget
+    local_image: str
+    remote: str
+    image: str
+    job_name: str
+    placement: Placement
+    text: str
+
+    @property
+    def filename(self) -> str:
+        return (
+            f"{self.target.name}.sbatch"
+            if self.target.kind == "slurm"
+            else f"{self.target.name}.yaml"
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "target": self.target.name,
+            "kind": self.target.kind,
+            "local_image": self.local_image,
+            "remote": self.remote,
+            "image": self.image,
+            "job_name": self.job_name,
+            "placement": self.placement.to_json(),
+            "file": self.filename,
+            "text": self.text,
+        }
+
+
+def remote_name(target: DeployTarget, local_image: str) -> str:
+    """The pushed name: the local repository's last component under the target's registry."""
+    repository, sep, tag = local_image.rpartition(":")
+    if not sep or "/" in tag:
+        repository, tag = local_image, "latest"
+    if target.registry is None:
+        return f"{repository}:{tag}"
+    return f"{target.registry}/{repository.rsplit('/', 1)[-1]}:{tag}"
+
+
+def runs_local_images(target: DeployTarget) -> bool:
+    """Whether the target can run an image of this host's store (docker/podman on SLURM)."""
+    return target.kind == "slurm" and target.runtime in ("docker", "podman")
+
+
+def pyxis_image(reference: str) -> str:
+    """enroot's form: the registry host is separated by ``#`` (``host:5000#ns/name@sha256:..``)."""
+    first, sep, rest = reference.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        return f"{first}#{rest}"
+    return reference
+
+
+def _job_name(project: str, target: DeployTarget) -> str:
+    text = re.sub(r"[^a-z0-9-]+", "-", f"fdl-{project}-{target.name}".lower()).strip("-")
+    return text[:52].rstrip("-")
+
+
+def plan_deploy(
+    target: DeployTarget,
+    *,
+    project: str,
+    local_image: str,
+    archs: ImageArchs,
+    entrypoint: list[str],
+    args: list[str],
+    digest: str | None = None,
+) -> DeployPlan:
+    """Check placement and render the submission (pure).
+
+    Args:
+        target: The target.
+        project: The project's name (job names).
+        local_image: The built image's local tag.
+        archs: The image's libtorch archs and CUDA.
+        entrypoint: The image's entrypoint (pyxis runs it as the command).
+        args: The image's default arguments (overridden by the target's ``args``).
+        digest: The pushed image's digest (without a registry: the local image's ID);
+            None renders a placeholder (``render``).
+
+    Raises:
+        EnvironmentProblem, UsageError: the binaries cannot run on the target's GPUs.
+    """
+    placement = check_placement(target, archs)
+    remote = remote_name(target, local_image)
+    repository = remote.rsplit(":", 1)[0]
+    # Without a registry the image stays on this host: its ID is the content digest
+    # (docker and podman run an image by ID).
+    if digest and target.registry is None and runs_local_images(target):
+        image = digest
+    else:
+        image = f"{repository}@{digest or PLACEHOLDER_DIGEST}"
+    job_name = _job_name(project, target)
+    program_args = list(target.args) if target.args is not None else list(args)
+    if target.kind == "slurm":
+        pyxis = target.runtime == "pyxis"
+        text = render_sbatch(
+            target,
+            image=pyxis_image(image) if pyxis else image,
+            job_name=job_name,
+            command=[*entrypoint, *program_args] if pyxis else program_args,
+        )
+    else:
+        objects = render_kubernetes(
+            target,
+            image=image,
+            name=job_name,
+            args=list(target.args) if target.args is not None else None,
+            allowed=placement.allowed,
+        )
+        text = to_yaml(objects)
+    return DeployPlan(target, local_image, remote, image, job_name, placement, text)

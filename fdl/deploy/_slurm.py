@@ -1,0 +1,113 @@
+"""The sbatch script of a SLURM target (pure; template ``templates/deploy/sbatch.sh.j2``).
+
+The rendezvous environment is what libtorch/floDl DDP reads: ``MASTER_ADDR`` (the first host
+of ``scontrol show hostnames $SLURM_JOB_NODELIST``), ``MASTER_PORT``, ``WORLD_SIZE``, and per
+task ``RANK`` from ``SLURM_PROCID`` and ``LOCAL_RANK`` from ``SLURM_LOCALID``.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from fdl._assets import asset_dir, template_environment
+from fdl.deploy._target import DeployTarget
+
+__all__ = ["launcher_argv", "render_sbatch", "sbatch_options"]
+
+# Variables each runtime passes into the container (docker/podman need them named).
+_RENDEZVOUS = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK")
+
+
+def sbatch_options(target: DeployTarget, job_name: str) -> list[str]:
+    """The ``#SBATCH`` options, in a fixed order."""
+    options = [
+        f"--job-name={job_name}",
+        f"--nodes={target.nodes}",
+        f"--ntasks-per-node={target.tasks_per_node}",
+    ]
+    if target.gpus_per_node:
+        if target.gpu_type:
+            gres = next(g.type for g in target.gpus if target.gpu_type in (g.type, g.product))
+            options.append(f"--gres=gpu:{gres or target.gpu_type}:{target.gpus_per_node}")
+        else:
+            options.append(f"--gpus-per-node={target.gpus_per_node}")
+    if target.cpus_per_task:
+        options.append(f"--cpus-per-task={target.cpus_per_task}")
+    if target.memory:
+        options.append(f"--mem={target.memory}")
+    for key in ("time", "partition", "account", "qos"):
+        value = getattr(target, key)
+        if value:
+            options.append(f"--{key}={value}")
+    options.append(f"--output={target.output}")
+    options.extend(target.sbatch)
+    return options
+
+
+def _mount_flags(target: DeployTarget, flag: str) -> list[str]:
+    return [part for mount in target.mounts for part in (flag, mount)]
+
+
+def launcher_argv(target: DeployTarget) -> list[str]:
+    """The container launcher one task runs (the image and its arguments follow).
+
+    ``$IMAGE`` and the rendezvous variables are expanded by the task's shell.
+    """
+    gpus = target.gpus_per_node > 0
+    env_names = [*_RENDEZVOUS, *(name for name, _ in target.env)]
+    if target.runtime == "apptainer":
+        argv = ["apptainer", "run"] + (["--nv"] if gpus else [])
+        argv += _mount_flags(target, "--bind")
+        return [*argv, "docker://$IMAGE"]
+    # docker / podman: host network so MASTER_ADDR:MASTER_PORT reaches the rank 0 task.
+    argv = [target.runtime, "run", "--rm", "--network=host", "--ipc=host"]
+    if gpus:
+        argv += (
+            ["--gpus", "all"] if target.runtime == "docker" else ["--device", "nvidia.com/gpu=all"]
+        )
+    argv += _mount_flags(target, "--volume")
+    for name in env_names:
+        argv += ["--env", name]
+    return [*argv, "$IMAGE"]
+
+
+def render_sbatch(
+    target: DeployTarget,
+    *,
+    image: str,
+    job_name: str,
+    command: list[str],
+) -> str:
+    """The sbatch script for ``target`` running ``image`` (a reference by digest).
+
+    Args:
+        target: The SLURM target.
+        image: ``registry/name@sha256:...``.
+        job_name: The SLURM job name.
+        command: The arguments after the image (docker, podman, apptainer: the program's
+            arguments, the entrypoint runs; pyxis: the whole command, entrypoint first).
+    """
+    launcher = launcher_argv(target)
+    words = [_launcher_word(w) for w in launcher]
+    env = template_environment(asset_dir("templates") / "deploy")
+    return env.get_template("sbatch.sh.j2").render(
+        target=target.name,
+        runtime=target.runtime,
+        options=sbatch_options(target, job_name),
+        image=shlex.quote(image),
+        master_port=target.master_port,
+        env=[(name, shlex.quote(value)) for name, value in target.env],
+        mounts=shlex.quote(",".join(target.mounts)) if target.mounts else "",
+        launcher=" ".join(words),
+        command=" ".join(shlex.quote(word) for word in command),
+    )
+
+
+def _launcher_word(word: str) -> str:
+    # Inside the task's single-quoted `bash -c` only "$@" is expanded; the launcher's
+    # words are arguments of it, expanded by the batch shell where $IMAGE is set.
+    if word == "$IMAGE":
+        return '"$IMAGE"'
+    if word == "docker://$IMAGE":
+        return '"docker://$IMAGE"'
+    return shlex.quote(word)

@@ -1,0 +1,113 @@
+"""The ``deploy:`` section: named targets a training image is submitted to (``fdl deploy``).
+
+Example::
+
+    deploy:
+      lab:
+        kind: slurm
+        registry: 127.0.0.1:5000/acme        # the image is pushed here, run by digest
+        runtime: docker                      # pyxis | apptainer | podman | docker
+        nodes: 2
+        gpus-per-node: 4
+        gpu-type: h100                       # --gres=gpu:h100:4 (else --gpus-per-node)
+        gpus: [{type: h100, capability: "9.0", driver: "550.54"}]
+        partition: gpu
+        time: "04:00:00"
+        mounts: ["/scratch/data:/workspace/data:ro"]
+      k8s:
+        kind: kubernetes
+        namespace: ml
+        gpus: [{product: NVIDIA-H100-80GB-HBM3, capability: "9.0", driver: "550.54"}]
+
+Only shapes are checked here; what fits together (the image's archs against ``gpus``)
+is checked by the planner (:mod:`fdl.deploy`). Overlays (``fdl.prod.yml``) merge into
+targets like any other section.
+"""
+
+from __future__ import annotations
+
+from fdl.manifest.schema import Enum, Int, ListOf, MapOf, Obj, Spec, Str, Version
+
+__all__ = ["KINDS", "RUNTIMES", "SECTIONS", "TARGET"]
+
+KINDS = ("slurm", "kubernetes")
+RUNTIMES = ("pyxis", "apptainer", "podman", "docker")
+_NAME = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
+_REGISTRY = r"[a-zA-Z0-9.-]+(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
+_MOUNT = r"[^:]+:/[^:]*(?::(?:ro|rw))?"
+
+GPU: Spec = Obj(
+    {
+        "capability": Version("Compute capability of this GPU model (9.0 for H100)."),
+        "type": Str("SLURM gres type (gpu:TYPE:N).", pattern=r"[A-Za-z0-9_.-]+"),
+        "product": Str(
+            "Kubernetes node label nvidia.com/gpu.product (GPU feature discovery).",
+            pattern=r"[A-Za-z0-9_.-]+",
+        ),
+        "driver": Version("Oldest NVIDIA driver on these nodes (checked against CUDA)."),
+    },
+    description="A GPU model the target offers.",
+    required=("capability",),
+)
+
+TOLERATION: Spec = Obj(
+    {
+        "key": Str(),
+        "operator": Enum(("Exists", "Equal")),
+        "value": Str(),
+        "effect": Enum(("NoSchedule", "PreferNoSchedule", "NoExecute")),
+    },
+    description="A Kubernetes toleration.",
+)
+
+TARGET: Spec = Obj(
+    {
+        "kind": Enum(KINDS, "slurm or kubernetes."),
+        "profile": Str(
+            "The image profile deployed (default train).", pattern=r"[a-z0-9][a-z0-9_.-]*"
+        ),
+        "registry": Str(
+            "Registry (host/namespace) the image is pushed to.",
+            pattern=_REGISTRY,
+            example="ghcr.io/acme",
+        ),
+        "args": ListOf(Str(), "Arguments of the training program (default: the image's)."),
+        "env": MapOf(Str(), "Environment of the job.", key_pattern=r"[A-Za-z_][A-Za-z0-9_]*"),
+        "mounts": ListOf(Str(pattern=_MOUNT, example="/data:/workspace/data:ro"), "Mounts."),
+        "nodes": Int("Nodes (default 1).", minimum=1),
+        "tasks-per-node": Int("Processes per node (default: gpus-per-node, else 1).", minimum=1),
+        "gpus-per-node": Int("GPUs per node (default 0).", minimum=0),
+        "gpu-type": Str("The GPU type asked for (a gpus[].type or .product).", pattern=r"\S+"),
+        "gpus": ListOf(GPU, "The GPU models the target offers (placement checks them)."),
+        "cpus-per-task": Int("CPUs per task.", minimum=1),
+        "memory": Str("Memory per node (SLURM 64G; Kubernetes 64Gi).", pattern=r"[0-9]+[A-Za-z]*"),
+        "time": Str("Time limit (SLURM [D-]HH:MM:SS).", pattern=r"[0-9:-]+"),
+        "master-port": Int("Rendezvous port (default 29500).", minimum=1, maximum=65535),
+        # SLURM
+        "runtime": Enum(RUNTIMES, "The container runtime of the site (SLURM)."),
+        "partition": Str(pattern=r"\S+"),
+        "account": Str(pattern=r"\S+"),
+        "qos": Str(pattern=r"\S+"),
+        "output": Str("Output file pattern (default fdl-%x-%j.out).", pattern=r"\S+"),
+        "sbatch": ListOf(Str(pattern=r"--?\S.*"), "Extra #SBATCH lines (options)."),
+        # Kubernetes
+        "context": Str("kubeconfig context (default: the current one).", pattern=r"\S+"),
+        "namespace": Str(pattern=_NAME),
+        "service-account": Str(pattern=_NAME),
+        "image-pull-secrets": ListOf(Str(pattern=_NAME)),
+        "tolerations": ListOf(TOLERATION),
+        "node-selector": MapOf(Str(), "Extra node labels the pods need."),
+        "shm": Str("Size of the memory-backed /dev/shm (default 8Gi).", pattern=r"[0-9]+[A-Za-z]*"),
+    },
+    description="A place to run the training image.",
+    required=("kind",),
+)
+
+SECTIONS: dict[str, Spec] = {
+    "deploy": MapOf(
+        TARGET,
+        "Named deploy targets (`fdl deploy submit TARGET`).",
+        key_pattern=_NAME,
+        key_example="`lab`",
+    )
+}

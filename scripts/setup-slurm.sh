@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# A one-node SLURM cluster on this machine for fdl's deploy tests: munge + slurmctld +
+# slurmd from Debian's slurm-wlm, a minimal slurm.conf, listening on 127.0.0.1 only.
+#
+# Idempotent: installs what is missing, rewrites the config only when it changed, and
+# starts the daemons that do not answer. Needs root. Prints nothing but [slurm] log lines.
+set -euo pipefail
+
+log() { printf '[slurm] %s\n' "$*" >&2; }
+if [ "$(id -u)" != "0" ]; then log "warning: not root, skipping the local SLURM cluster"; exit 0; fi
+
+missing=()
+for pkg in slurm-wlm munge shellcheck; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  log "installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# munge: a key, then the daemon.
+if [ ! -s /etc/munge/munge.key ]; then
+  log "creating the munge key"
+  mkdir -p /etc/munge
+  dd if=/dev/urandom bs=1 count=1024 of=/etc/munge/munge.key status=none
+fi
+chown munge:munge /etc/munge/munge.key 2>/dev/null || true
+chmod 400 /etc/munge/munge.key
+mkdir -p /run/munge /var/lib/munge /var/log/munge
+chown munge:munge /run/munge /var/lib/munge /var/log/munge 2>/dev/null || true
+if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
+  log "starting munged"
+  runuser -u munge -- /usr/sbin/munged --force 2>/dev/null || /usr/sbin/munged --force
+fi
+
+CPUS="$(nproc)"
+MEM_MB="$(awk '/MemTotal/ {print int($2 / 1024 * 0.8)}' /proc/meminfo)"
+mkdir -p /etc/slurm /var/spool/slurmctld /var/spool/slurmd /var/log/slurm
+conf="$(cat <<CONF
+# Written by fdl scripts/setup-slurm.sh: a one-node cluster for tests.
+ClusterName=fdl
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldAddr=127.0.0.1
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+MpiDefault=none
+ReturnToService=2
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SlurmctldPidFile=/run/slurmctld.pid
+SlurmdPidFile=/run/slurmd.pid
+SlurmctldPort=6817
+SlurmdPort=6818
+StateSaveLocation=/var/spool/slurmctld
+SlurmdSpoolDir=/var/spool/slurmd
+SlurmctldLogFile=/var/log/slurm/slurmctld.log
+SlurmdLogFile=/var/log/slurm/slurmd.log
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+InactiveLimit=0
+KillWait=5
+MinJobAge=300
+NodeName=localhost NodeAddr=127.0.0.1 CPUs=${CPUS} RealMemory=${MEM_MB} State=UNKNOWN
+PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+CONF
+)"
+if [ "$(cat /etc/slurm/slurm.conf 2>/dev/null)" != "$conf" ]; then
+  log "writing /etc/slurm/slurm.conf"
+  printf '%s\n' "$conf" > /etc/slurm/slurm.conf
+  restart=1
+else
+  restart=0
+fi
+
+if [ "$restart" = "1" ]; then
+  for pidfile in /run/slurmctld.pid /run/slurmd.pid; do
+    if [ -f "$pidfile" ]; then kill "$(cat "$pidfile")" 2>/dev/null || true; fi
+  done
+  sleep 1
+fi
+if ! scontrol ping 2>/dev/null | grep -q UP; then
+  log "starting slurmctld"
+  /usr/sbin/slurmctld -i
+fi
+slurmd_alive() {
+  local pid
+  pid="$(cat /run/slurmd.pid 2>/dev/null)" && [ -n "$pid" ] && ps -o stat= -p "$pid" | grep -qv '^Z'
+}
+slurmd_alive || { log "starting slurmd"; /usr/sbin/slurmd; }
+for _ in $(seq 1 40); do
+  if sinfo -h -o '%T' 2>/dev/null | grep -qE '^(idle|mixed|allocated)$'; then
+    log "SLURM is up: $(sinfo -h -o '%P %D %T' | head -1)"
+    exit 0
+  fi
+  scontrol update NodeName=localhost State=RESUME >/dev/null 2>&1 || true
+  sleep 0.5
+done
+log "warning: SLURM did not come up; see /var/log/slurm/slurmctld.log and slurmd.log"
+sinfo >&2 || true
+exit 1

@@ -1,0 +1,104 @@
+"""fdl deploy through the CLI: binding, exit codes, refusal before any push, submit's record."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fdl.engine import set_default_engine
+from fdl.runner import Completed, set_default_runner
+from tests.support.fakes import FakeEngine, FakeRunner
+from tests.support.images import make_project, make_variant
+
+MANIFEST = """\
+images:
+  train:
+    args: [--steps, "20"]
+deploy:
+  lab:
+    kind: slurm
+    registry: 127.0.0.1:5000/acme
+    gpus-per-node: 1
+    gpus: [{type: h100, capability: "9.0", driver: "580.65"}]
+  pascal:
+    kind: kubernetes
+    gpus-per-node: 1
+    gpus: [{product: NVIDIA-GeForce-GTX-1060-6GB, capability: "6.1"}]
+"""
+CU130 = ("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    project = make_project(tmp_path, MANIFEST)
+    make_variant(project, "precompiled/cu130", cuda="13.0", archs=CU130)
+    return project
+
+
+@pytest.fixture
+def engine() -> Iterator[FakeEngine]:
+    fake = FakeEngine()
+    set_default_engine(fake)
+    yield fake
+
+
+def test_render_prints_the_script_with_a_placeholder_digest(run_fdl, project: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run_fdl(["deploy", "render", "lab"], cwd=project)
+    assert result.exit_code == 0, result.output
+    assert "#SBATCH --gpus-per-node=1" in result.stdout
+    assert "IMAGE=127.0.0.1:5000/acme/cpp-train-train@sha256:000" in result.stdout
+    plan = json.loads(run_fdl(["deploy", "render", "lab", "--json"], cwd=project).stdout)
+    assert plan["placement"]["allowed"] == ["h100"]
+
+
+def test_a_target_the_binaries_cannot_run_on_is_refused_before_any_push(  # type: ignore[no-untyped-def]
+    run_fdl, project: Path, engine: FakeEngine
+) -> None:
+    result = run_fdl(["deploy", "submit", "pascal"], cwd=project)
+    assert result.exit_code == 4, result.output
+    assert "cannot run on any of the GPUs of target 'pascal'" in result.output
+    assert "fdl libtorch build --archs 6.1," in result.output
+    assert engine.pushed == []
+    assert run_fdl(["deploy", "render"], cwd=project).exit_code == 2  # two targets, none named
+
+
+def test_submit_pushes_by_digest_submits_and_records(
+    run_fdl, project: Path, engine: FakeEngine
+) -> None:  # type: ignore[no-untyped-def]
+    engine.add_image("cpp-train-train:latest", id="sha256:" + "1" * 64)
+    runner = FakeRunner(
+        {
+            ("sbatch", "--parsable"): Completed([], 0, "42\n"),
+            ("scontrol", "show", "job"): Completed(
+                [], 0, "JobId=42 JobState=RUNNING StdOut=/tmp/x.out\n"
+            ),
+            ("squeue",): Completed([], 0, "RUNNING\n"),
+            ("scancel",): Completed([], 0, ""),
+        },
+        programs={"sbatch": "/usr/bin/sbatch"},
+    )
+    set_default_runner(runner)
+    dry = run_fdl(["deploy", "submit", "lab", "--dry-run", "--json"], cwd=project)
+    assert dry.exit_code == 0 and engine.pushed == [] and runner.calls == []
+    result = run_fdl(["deploy", "submit", "lab", "--json"], cwd=project)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert engine.pushed == ["127.0.0.1:5000/acme/cpp-train-train:latest"]
+    assert data["image"].startswith("127.0.0.1:5000/acme/cpp-train-train@sha256:")
+    assert data["image"] != "127.0.0.1:5000/acme/cpp-train-train@sha256:" + "0" * 64
+    assert data["job"]["job_id"] == "42"
+    script = (project / ".fdl" / "deploy" / "lab.sbatch").read_text()
+    assert f"IMAGE={data['image']}" in script
+    status = run_fdl(["deploy", "status", "lab", "--json"], cwd=project)
+    assert json.loads(status.stdout)["state"] == "RUNNING"
+    assert run_fdl(["deploy", "cancel", "lab"], cwd=project).exit_code == 0
+    assert ["scancel", "42"] in runner.calls
+
+
+def test_status_without_a_submission_says_how(run_fdl, project: Path) -> None:  # type: ignore[no-untyped-def]
+    result = run_fdl(["deploy", "status", "lab"], cwd=project)
+    assert result.exit_code == 2
+    assert "fdl deploy submit lab" in result.output

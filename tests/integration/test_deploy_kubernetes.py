@@ -1,0 +1,166 @@
+"""The Kubernetes executor through the real `kubernetes` client against a small fake API
+server on loopback (no real cluster is available here)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from fdl.deploy import (
+    DeployTarget,
+    GpuOffer,
+    ImageArchs,
+    cancel_of,
+    job_state_of,
+    logs_of,
+    plan_deploy,
+    submit_kubernetes,
+)
+
+pytest.importorskip("kubernetes")
+
+CU130 = ImageArchs("precompiled/cu130", "13.0", ("sm_90", "compute_90"))
+
+
+class FakeApi(BaseHTTPRequestHandler):
+    """Just the endpoints fdl uses: create, read status, list pods, read log, delete."""
+
+    objects: ClassVar[dict[str, dict[str, Any]]] = {}
+    requests: ClassVar[list[tuple[str, str]]] = []
+    complete = False
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _send(self, code: int, body: Any, content: str = "application/json") -> None:
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", content)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self) -> None:
+        self.requests.append(("POST", self.path))
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.objects[f"{body['kind']}/{body['metadata']['name']}"] = body
+        self._send(201, body)
+
+    def do_GET(self) -> None:
+        self.requests.append(("GET", self.path))
+        path = self.path.split("?")[0]
+        if path.endswith("/status"):
+            name = path.split("/")[-2]
+            job = dict(self.objects[f"Job/{name}"])
+            job["status"] = (
+                {"conditions": [{"type": "Complete", "status": "True"}]}
+                if self.complete
+                else {"active": 2}
+            )
+            self._send(200, job)
+        elif path.endswith("/pods"):
+            assert "labelSelector=job-name" in self.path
+            pods = [{"metadata": {"name": f"pod-{i}"}} for i in (1, 0)]
+            self._send(200, {"apiVersion": "v1", "kind": "PodList", "items": pods})
+        elif path.endswith("/log"):
+            self._send(200, f"hello from {path.split('/')[-2]}\n", "text/plain")
+        else:
+            self._send(404, {"kind": "Status", "code": 404})
+
+    def do_DELETE(self) -> None:
+        self.requests.append(("DELETE", self.path))
+        # The API answers with the object being deleted.
+        parts = self.path.split("?")[0].split("/")
+        kind = {"jobs": "Job", "services": "Service"}[parts[-2]]
+        self._send(200, self.objects.pop(f"{kind}/{parts[-1]}"))
+
+
+@pytest.fixture
+def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[type[FakeApi]]:
+    FakeApi.objects, FakeApi.requests, FakeApi.complete = {}, [], False
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApi)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "fake",
+                        "cluster": {"server": f"http://127.0.0.1:{server.server_port}"},
+                    }
+                ],
+                "users": [{"name": "me", "user": {"token": "t"}}],
+                "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "me"}}],
+                "current-context": "fake",
+            }
+        )
+    )
+    monkeypatch.setenv("KUBECONFIG", str(config))
+    yield FakeApi
+    server.shutdown()
+    server.server_close()
+
+
+def test_submit_status_logs_cancel_through_the_client(api: type[FakeApi], tmp_path: Path) -> None:
+    target = DeployTarget(
+        "k8s",
+        "kubernetes",
+        registry="ghcr.io/acme",
+        namespace="ml",
+        nodes=2,
+        gpus_per_node=1,
+        gpus=(GpuOffer("9.0", product="NVIDIA-H100-80GB-HBM3"),),
+    )
+    plan = plan_deploy(
+        target,
+        project="cpp-train",
+        local_image="cpp-train-train:latest",
+        archs=CU130,
+        entrypoint=["/opt/app/bin/train"],
+        args=[],
+        digest="sha256:" + "c" * 64,
+    )
+    record = submit_kubernetes(plan, tmp_path)
+    assert [r for r in api.requests if r[0] == "POST"] == [
+        ("POST", "/api/v1/namespaces/ml/services"),
+        ("POST", "/apis/batch/v1/namespaces/ml/jobs"),
+    ]
+    job = api.objects[f"Job/{plan.job_name}"]
+    assert job["spec"]["completionMode"] == "Indexed"
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == plan.image
+    assert job_state_of(record) == "Running"
+    api.complete = True
+    assert job_state_of(record) == "Complete"
+    assert list(logs_of(record)) == ["hello from pod-0", "hello from pod-1"]
+    cancel_of(record)
+    deletes = [r[1] for r in api.requests if r[0] == "DELETE"]
+    assert deletes == [
+        f"/apis/batch/v1/namespaces/ml/jobs/{plan.job_name}",
+        f"/api/v1/namespaces/ml/services/{plan.job_name}",
+    ]
+    assert (tmp_path / "k8s.json").is_file() and (tmp_path / "k8s.yaml").is_file()
+
+
+def test_without_the_client_the_error_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from fdl.deploy import JobRecord
+    from fdl.errors import EnvironmentProblem
+
+    monkeypatch.setitem(sys.modules, "kubernetes", None)
+    record = JobRecord("k8s", "kubernetes", "job", "img", "f", "ml")
+    with pytest.raises(EnvironmentProblem) as caught:
+        job_state_of(record)
+    assert "pip install kubernetes" in (caught.value.hint or "")

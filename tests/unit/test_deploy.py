@@ -1,0 +1,339 @@
+"""fdl.deploy: the deploy: section, placement by arch, the sbatch and Kubernetes renderers."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fdl.deploy import (
+    DeployTarget,
+    GpuOffer,
+    ImageArchs,
+    check_placement,
+    load_target,
+    plan_deploy,
+    pyxis_image,
+    remote_name,
+)
+from fdl.errors import EnvironmentProblem, ManifestError, UsageError
+from fdl.manifest import load_manifest
+
+DIGEST = "sha256:" + "ab" * 32
+PASCAL_BLACKWELL = ImageArchs("builds/sm61-sm120", "12.8", ("sm_61", "sm_120", "compute_120"))
+CU130 = ImageArchs(
+    "precompiled/cu130",
+    "13.0",
+    ("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"),
+)
+H100 = GpuOffer("9.0", type="h100", product="NVIDIA-H100-80GB-HBM3", driver="580.65")
+GTX1060 = GpuOffer("6.1", type="gtx1060", product="NVIDIA-GeForce-GTX-1060-6GB", driver="580.65")
+
+MANIFEST = """\
+deploy:
+  lab:
+    kind: slurm
+    registry: 127.0.0.1:5000/acme
+    nodes: 2
+    gpus-per-node: 4
+    gpu-type: h100
+    gpus: [{type: h100, capability: "9.0", driver: "580.65"}, {type: p40, capability: "6.1"}]
+    partition: gpu
+    account: ml
+    qos: high
+    time: "04:00:00"
+    memory: 64G
+    cpus-per-task: 8
+    sbatch: ["--exclusive"]
+    env: {NCCL_DEBUG: INFO}
+    mounts: ["/scratch/data:/workspace/data:ro"]
+  k8s:
+    kind: kubernetes
+    registry: ghcr.io/acme
+    namespace: ml
+    nodes: 3
+    gpus-per-node: 1
+    gpus: [{product: NVIDIA-H100-80GB-HBM3, capability: "9.0"}, {product: Tesla-P40, capability: "6.1"}]
+    image-pull-secrets: [regcred]
+    service-account: trainer
+    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+"""
+
+
+def _project(tmp_path: Path, text: str = MANIFEST) -> Path:
+    (tmp_path / "fdl.yml").write_text(text)
+    return tmp_path
+
+
+def _plan(target: DeployTarget, archs: ImageArchs = PASCAL_BLACKWELL, **kw: object):  # type: ignore[no-untyped-def]
+    return plan_deploy(
+        target,
+        project="cpp-train",
+        local_image="cpp-train-train:latest",
+        archs=archs,
+        entrypoint=["/opt/app/bin/train"],
+        args=["--steps", "2"],
+        digest=DIGEST,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_targets_load_with_defaults_and_origins(tmp_path: Path) -> None:
+    manifest = load_manifest(_project(tmp_path))
+    lab = load_target(manifest, "lab")
+    assert (lab.kind, lab.nodes, lab.tasks_per_node, lab.world_size) == ("slurm", 2, 4, 8)
+    assert lab.offered() == (GpuOffer("9.0", type="h100", driver="580.65"),)
+    assert lab.origin.startswith("fdl.yml:3")
+    with pytest.raises(UsageError, match="name one"):
+        load_target(manifest, None)
+    with pytest.raises(UsageError, match="no deploy target 'nope'") as caught:
+        load_target(manifest, "nope")
+    assert caught.value.hint == "declared targets: lab, k8s"
+
+
+def test_an_overlay_points_a_target_at_another_cluster(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    (project / "fdl.prod.yml").write_text("deploy:\n  lab:\n    partition: prod\n    nodes: 4\n")
+    lab = load_target(load_manifest(project, env="prod"), "lab")
+    assert (lab.partition, lab.nodes, lab.account) == ("prod", 4, "ml")
+
+
+def test_bad_shapes_are_manifest_errors_with_locations(tmp_path: Path) -> None:
+    project = _project(tmp_path, "deploy:\n  lab:\n    kind: lsf\n")
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(project)
+    first = getattr(caught.value, "errors", [caught.value])[0]
+    assert str(first.location).startswith("fdl.yml:3")
+    project = _project(
+        tmp_path,
+        'deploy:\n  lab:\n    kind: slurm\n    gpu-type: a100\n    gpus: [{type: h100, capability: "9.0"}]\n',
+    )
+    with pytest.raises(ManifestError, match="gpu-type: 'a100' is none of the GPUs"):
+        load_target(load_manifest(project), "lab")
+
+
+# --- placement ------------------------------------------------------------------
+
+
+def _target(kind: str, *gpus: GpuOffer, gpu_type: str | None = None) -> DeployTarget:
+    return DeployTarget(
+        "t", kind, gpus_per_node=1, gpus=gpus, gpu_type=gpu_type, origin="fdl.yml:2"
+    )
+
+
+@pytest.mark.parametrize("kind", ["slurm", "kubernetes"])
+def test_a_pascal_blackwell_build_is_refused_on_h100(kind: str) -> None:
+    with pytest.raises(EnvironmentProblem) as caught:
+        check_placement(_target(kind, H100), PASCAL_BLACKWELL)
+    error = caught.value
+    assert "cannot run on any of the GPUs" in error.message
+    assert "no code for sm_90" in (error.details or "")
+    assert "fdl libtorch build --archs 6.1,9.0,12.0" in (error.hint or "")
+
+
+@pytest.mark.parametrize("kind", ["slurm", "kubernetes"])
+def test_cu130_is_refused_on_a_gtx_1060_with_the_build_advice(kind: str) -> None:
+    with pytest.raises(EnvironmentProblem) as caught:
+        check_placement(_target(kind, GTX1060), CU130)
+    assert "no code for sm_61" in (caught.value.details or "")
+    assert "fdl libtorch build --archs 6.1," in (caught.value.hint or "")
+
+
+def test_an_old_driver_is_refused_with_the_driver_floor() -> None:
+    old = GpuOffer("9.0", type="h100", driver="535.104")
+    with pytest.raises(EnvironmentProblem) as caught:
+        check_placement(_target("slurm", old), CU130)
+    assert "CUDA 13.0 needs driver >= 580" in (caught.value.details or "")
+    assert "older CUDA" in (caught.value.hint or "")
+
+
+def test_slurm_needs_every_gpu_covered_kubernetes_pins_to_the_covered() -> None:
+    with pytest.raises(EnvironmentProblem, match="all of the GPUs"):
+        check_placement(_target("slurm", H100, GTX1060), CU130)
+    # pinning the gres type to the covered GPU makes it fit
+    assert check_placement(_target("slurm", H100, GTX1060, gpu_type="h100"), CU130).allowed == (
+        H100,
+    )
+    placement = check_placement(_target("kubernetes", H100, GTX1060), CU130)
+    assert placement.allowed == (H100,)
+
+
+def test_ptx_covers_newer_gpus_and_cpu_images_refuse_gpu_targets() -> None:
+    blackwell = GpuOffer("12.1", type="gb10")
+    verdict = check_placement(_target("slurm", blackwell), PASCAL_BLACKWELL).verdicts[0]
+    assert verdict.ok and "sm_120" in verdict.reason  # compatible cubin (same major)
+    with pytest.raises(UsageError, match="CPU build"):
+        check_placement(_target("slurm", H100), ImageArchs("precompiled/cpu", None, ()))
+    with pytest.raises(UsageError, match="declares none"):
+        check_placement(_target("slurm"), CU130)
+    cpu_target = DeployTarget("t", "slurm")
+    assert check_placement(cpu_target, ImageArchs("precompiled/cpu", None, ())).verdicts == ()
+
+
+# --- SLURM ----------------------------------------------------------------------
+
+
+def test_sbatch_script_has_resources_rendezvous_and_the_digest(tmp_path: Path) -> None:
+    lab = load_target(load_manifest(_project(tmp_path)), "lab")
+    plan = _plan(lab, CU130)
+    text = plan.text
+    assert plan.image == f"127.0.0.1:5000/acme/cpp-train-train@{DIGEST}"
+    for line in (
+        "#SBATCH --job-name=fdl-cpp-train-lab",
+        "#SBATCH --nodes=2",
+        "#SBATCH --ntasks-per-node=4",
+        "#SBATCH --gres=gpu:h100:4",
+        "#SBATCH --cpus-per-task=8",
+        "#SBATCH --mem=64G",
+        "#SBATCH --time=04:00:00",
+        "#SBATCH --partition=gpu",
+        "#SBATCH --account=ml",
+        "#SBATCH --qos=high",
+        "#SBATCH --exclusive",
+        f"IMAGE={plan.image}",
+        'MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"',
+        "export MASTER_PORT=29500",
+        'export WORLD_SIZE="$SLURM_NTASKS"',
+        'export RANK="$SLURM_PROCID" LOCAL_RANK="$SLURM_LOCALID"',
+        "export NCCL_DEBUG=INFO",
+    ):
+        assert line in text, line
+    assert "docker run --rm --network=host --ipc=host --gpus all" in text
+    assert "--volume /scratch/data:/workspace/data:ro" in text
+    assert '"$IMAGE" --steps 2' in text
+
+
+def _slurm(runtime: str) -> DeployTarget:
+    return DeployTarget(
+        "lab",
+        "slurm",
+        runtime=runtime,
+        gpus_per_node=2,
+        gpus=(H100,),
+        mounts=("/data:/workspace/data:ro",),
+        env=(("NCCL_DEBUG", "INFO"),),
+    )
+
+
+@pytest.mark.parametrize("runtime", ["pyxis", "apptainer", "podman", "docker"])
+def test_every_runtime_renders_a_script_bash_accepts(runtime: str, tmp_path: Path) -> None:
+    text = _plan(_slurm(runtime), CU130).text
+    script = tmp_path / "job.sbatch"
+    script.write_text(text)
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    if shutil.which("shellcheck"):
+        result = subprocess.run(
+            ["shellcheck", "-s", "bash", str(script)], capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stdout
+    if runtime == "pyxis":
+        assert '--container-image="$IMAGE"' in text
+        assert "IMAGE=127.0.0.1:5000#" not in text  # no registry: local name kept
+        assert "--container-mounts=/data:/workspace/data:ro" in text
+        assert "fdl-task /opt/app/bin/train --steps 2" in text
+        assert "--gpus-per-node=2" in text
+    elif runtime == "apptainer":
+        assert 'apptainer run --nv --bind /data:/workspace/data:ro "docker://$IMAGE"' in text
+    elif runtime == "podman":
+        assert "--device nvidia.com/gpu=all" in text
+        assert "--env RANK --env LOCAL_RANK --env NCCL_DEBUG" in text
+
+
+def test_pyxis_names_the_registry_with_a_hash() -> None:
+    assert pyxis_image(f"127.0.0.1:5000/acme/x@{DIGEST}") == f"127.0.0.1:5000#acme/x@{DIGEST}"
+    assert pyxis_image("nvcr.io/nvidia/pytorch:25.01") == "nvcr.io#nvidia/pytorch:25.01"
+    assert pyxis_image("acme/x:1") == "acme/x:1"
+
+
+def test_remote_name_moves_the_image_under_the_registry() -> None:
+    target = DeployTarget("t", "slurm", registry="ghcr.io/acme")
+    assert remote_name(target, "cpp-train-train:latest") == "ghcr.io/acme/cpp-train-train:latest"
+    assert remote_name(target, "localhost:5000/x/y") == "ghcr.io/acme/y:latest"
+    assert remote_name(DeployTarget("t", "slurm"), "a/b:1") == "a/b:1"
+
+
+# --- Kubernetes -----------------------------------------------------------------
+
+
+def _objects(text: str) -> list[dict[str, object]]:
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def test_several_nodes_make_an_indexed_job_with_a_headless_service(tmp_path: Path) -> None:
+    k8s = load_target(load_manifest(_project(tmp_path)), "k8s")
+    plan = _plan(k8s, CU130)
+    service, job = _objects(plan.text)
+    assert service["kind"] == "Service" and service["spec"]["clusterIP"] == "None"  # type: ignore[index]
+    spec = job["spec"]  # type: ignore[index]
+    assert (spec["completionMode"], spec["completions"], spec["parallelism"]) == ("Indexed", 3, 3)
+    pod = spec["template"]["spec"]
+    assert pod["subdomain"] == service["metadata"]["name"]  # type: ignore[index]
+    container = pod["containers"][0]
+    assert container["image"] == plan.image and "@sha256:" in plan.image
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    env = {e["name"]: e for e in container["env"]}
+    assert env["MASTER_ADDR"]["value"] == f"{plan.job_name}-0.{plan.job_name}"
+    assert "job-completion-index" in env["RANK"]["valueFrom"]["fieldRef"]["fieldPath"]
+    assert env["WORLD_SIZE"]["value"] == "3"
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}} in pod["volumes"]
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+    assert pod["serviceAccountName"] == "trainer"
+    assert pod["tolerations"] == [
+        {"effect": "NoSchedule", "key": "nvidia.com/gpu", "operator": "Exists"}
+    ]
+    # only the H100 nodes: CUDA 13 has no Pascal code
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert terms == [
+        {
+            "matchExpressions": [
+                {"key": "nvidia.com/gpu.compute.major", "operator": "In", "values": ["9"]},
+                {"key": "nvidia.com/gpu.compute.minor", "operator": "In", "values": ["0"]},
+                {
+                    "key": "nvidia.com/gpu.product",
+                    "operator": "In",
+                    "values": ["NVIDIA-H100-80GB-HBM3"],
+                },
+            ]
+        }
+    ]
+    assert job["metadata"]["namespace"] == "ml"  # type: ignore[index]
+
+
+def test_one_node_is_a_plain_job() -> None:
+    target = DeployTarget("one", "kubernetes", gpus_per_node=1, gpus=(H100,), args=("--steps", "5"))
+    (job,) = _objects(_plan(target, CU130).text)
+    assert job["kind"] == "Job" and "completionMode" not in job["spec"]  # type: ignore[operator]
+    container = job["spec"]["template"]["spec"]["containers"][0]  # type: ignore[index]
+    assert container["args"] == ["--steps", "5"]
+
+
+def test_generated_objects_pass_the_kubernetes_schemas(tmp_path: Path) -> None:
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    k8s = load_target(load_manifest(_project(tmp_path)), "k8s")
+    single = DeployTarget("one", "kubernetes", gpus_per_node=1, gpus=(H100,), memory="32Gi")
+    for target in (k8s, single):
+        for obj in _objects(_plan(target, CU130).text):
+            kubernetes_validate.validate(obj, desired_version="1.31", strict=True)
+    bad = _objects(_plan(single, CU130).text)[0]
+    bad["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = 3  # type: ignore[index]
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(bad, desired_version="1.31", strict=True)
+
+
+def test_the_readme_example_is_a_valid_manifest(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("### `fdl deploy`", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    manifest = load_manifest(_project(tmp_path, example))
+    lab, k8s = load_target(manifest, "lab"), load_target(manifest, "k8s")
+    assert (lab.runtime, lab.gpu_type, k8s.nodes, k8s.shm) == ("pyxis", "h100", 4, "16Gi")
+    text = _plan(lab, CU130).text
+    assert (
+        "--gres=gpu:h100:4" in text
+        and "IMAGE='registry.lab.example:5000#acme/cpp-train-train@sha256:" in text
+    )
