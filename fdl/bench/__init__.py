@@ -1,57 +1,46 @@
-"""``fdl bench``: benchmarks with honest variance, declared in the manifest.
+"""Benchmarks declared in the manifest's ``bench:`` section (``fdl bench``).
 
-- :mod:`._stats`: median, scaled MAD, outliers, bootstrap ratio intervals (pure).
-- :mod:`._plan`: the ``bench:`` section as benchmarks and their interleaved rounds (pure).
-- :mod:`._run`: running the rounds, each appended to a JSON Lines file as it ends.
-- :mod:`._report`: summaries, the Markdown table, and the regression check.
+``plan_benchmarks`` (pure) turns the section into benchmarks; ``run_benchmarks`` runs
+them through ``fdl.runner`` (warm-up, interleaved rounds, one JSON line per round);
+``load_results``/``render_markdown``/``compare_results`` read results back (pure).
 """
 
 from __future__ import annotations
 
-from fdl.bench._plan import Benchmark, Metric, Side, Step, benchmarks, interleave
-from fdl.bench._report import (
-    Comparison,
-    SideResult,
-    compare,
-    load_rounds,
-    render_table,
-    summarize_rounds,
+from fdl.bench._plan import WALL, Benchmark, Side, Slot, plan_benchmarks, schedule
+from fdl.bench._publish import PublishPlan, plan_publish, published
+from fdl.bench._results import (
+    BenchResult,
+    Verdict,
+    compare_results,
+    load_results,
+    render_markdown,
 )
-from fdl.bench._run import RoundResult, capture_environment, read_figure, run_benchmarks
-from fdl.bench._stats import (
-    MAD_SCALE,
-    Summary,
-    bootstrap_ratio,
-    mad,
-    median,
-    outliers,
-    scaled_mad,
-    summarize,
-)
+from fdl.bench._run import FORMAT, RoundDone, parse_figures, run_benchmarks
+from fdl.bench._stats import MAD_SCALE, Ratio, Summary, ratio, summarize
 
 __all__ = [
+    "FORMAT",
     "MAD_SCALE",
+    "WALL",
+    "BenchResult",
     "Benchmark",
-    "Comparison",
-    "Metric",
-    "RoundResult",
+    "PublishPlan",
+    "Ratio",
+    "RoundDone",
     "Side",
-    "SideResult",
-    "Step",
+    "Slot",
     "Summary",
-    "benchmarks",
-    "bootstrap_ratio",
-    "capture_environment",
-    "compare",
-    "interleave",
-    "load_rounds",
-    "mad",
-    "median",
-    "outliers",
-    "read_figure",
-    "render_table",
+    "Verdict",
+    "compare_results",
+    "load_results",
+    "parse_figures",
+    "plan_benchmarks",
+    "plan_publish",
+    "published",
+    "ratio",
+    "render_markdown",
     "run_benchmarks",
-    "scaled_mad",
+    "schedule",
     "summarize",
-    "summarize_rounds",
 ]

@@ -1,144 +1,247 @@
-"""Benchmarks from the manifest, and the order their rounds run in (pure).
-
-Rounds are interleaved across the compared sides (A B A B ...) and the order rotates each
-round (A B, B A, A B ...), so drift in the machine (thermals, other load, caches) hits
-every side alike instead of the side that happens to run last.
-"""
+"""From the manifest's ``bench:`` section to benchmarks and their round schedule (pure)."""
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from fdl.errors import UsageError
+from fdl.errors import ManifestError, ManifestErrors, UsageError
 
-__all__ = ["Benchmark", "Metric", "Side", "Step", "benchmarks", "interleave"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from fdl.manifest import Manifest
 
+__all__ = ["WALL", "Benchmark", "Side", "Slot", "plan_benchmarks", "schedule"]
 
-@dataclass(frozen=True)
-class Metric:
-    """What a round measures: a figure the program prints, else its wall time."""
-
-    regex: str | None = None
-    json_key: str | None = None
-    unit: str = "ms"
-    better: str = "lower"
-
-    @property
-    def wall_time(self) -> bool:
-        return self.regex is None and self.json_key is None
+# The metric every round has: its wall time in seconds, measured by fdl.
+WALL = "wall_s"
+DEFAULT_ROUNDS = 10
+DEFAULT_WARMUP = 1
+DEFAULT_PERCENT = 5.0
+DEFAULT_MADS = 3.0
 
 
 @dataclass(frozen=True)
 class Side:
-    """One compared side: a command and its environment."""
+    """One side of a benchmark: the program run and its environment."""
 
     name: str
-    run: str
+    argv: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
+    # A git revision: the side runs in a detached worktree of it (made for the run).
+    revision: str | None = None
+    # A libtorch variant name: the executor sets its LIBTORCH, LD_LIBRARY_PATH, ...
+    libtorch: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "argv": list(self.argv),
+            "env": dict(self.env),
+            "revision": self.revision,
+            "libtorch": self.libtorch,
+        }
 
 
 @dataclass(frozen=True)
 class Benchmark:
-    """A benchmark of the ``bench:`` section."""
+    """A planned benchmark: its sides and how to run and read them."""
 
     name: str
-    description: str
     sides: tuple[Side, ...]
-    directory: Path
-    rounds: int = 10
-    warmup: int = 1
-    timeout: float = 3600.0
-    metric: Metric = field(default_factory=Metric)
-    percent: float = 5.0
-    mads: float = 3.0
+    rounds: int = DEFAULT_ROUNDS
+    warmup: int = DEFAULT_WARMUP
+    warmup_seconds: float = 0.0
+    figures: Mapping[str, str] = field(default_factory=dict)
+    json_line: bool = False
+    metric: str = WALL
+    percent: float = DEFAULT_PERCENT
+    mads: float = DEFAULT_MADS
+    timeout: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "sides": [s.as_dict() for s in self.sides],
+            "rounds": self.rounds,
+            "warmup": self.warmup,
+            "warmup_seconds": self.warmup_seconds,
+            "figures": dict(self.figures),
+            "json_line": self.json_line,
+            "metric": self.metric,
+            "threshold": {"percent": self.percent, "mads": self.mads},
+            "timeout": self.timeout,
+        }
 
 
 @dataclass(frozen=True)
-class Step:
-    """One round of one side."""
+class Slot:
+    """One scheduled execution: a warm-up or recorded round of one side."""
 
-    benchmark: Benchmark
-    side: Side
-    round: int
     warmup: bool
+    round: int
+    position: int
+    side: Side
 
 
-def benchmarks(
-    data: Mapping[str, Any], directory: Path, names: Sequence[str] = (), rounds: int | None = None
+def schedule(bench: Benchmark, rounds: int, *, warmup: bool = False) -> list[Slot]:
+    """``rounds`` rounds of every side, interleaved, the order rotated each round.
+
+    With sides A B C: round 0 runs A B C, round 1 B C A, round 2 C A B, ... so slow
+    drift (thermal, caches, other load) hits every side alike and no side always runs
+    first after a warm-up.
+    """
+    sides = bench.sides
+    slots: list[Slot] = []
+    for r in range(rounds):
+        shift = r % len(sides)
+        for pos, side in enumerate(sides[shift:] + sides[:shift]):
+            slots.append(Slot(warmup=warmup, round=r, position=pos, side=side))
+    return slots
+
+
+def _argv(spec: Mapping[str, Any], fdl_argv: Sequence[str]) -> list[str] | None:
+    run = spec.get("run")
+    if run is not None:
+        return shlex.split(run) if isinstance(run, str) else [str(a) for a in run]
+    command = spec.get("command")
+    if command is not None:
+        return [*fdl_argv, "run", str(command)]
+    return None
+
+
+def _side(
+    name: str, base: Mapping[str, Any], over: Mapping[str, Any], fdl_argv: Sequence[str]
+) -> Side:
+    argv = _argv(over, fdl_argv) or _argv(base, fdl_argv) or []
+    args = over.get("args") if over.get("args") is not None else base.get("args")
+    env = {**(base.get("env") or {}), **(over.get("env") or {})}
+    variant = over.get("libtorch") or base.get("libtorch")
+    revision = over.get("revision") or base.get("revision")
+    return Side(
+        name,
+        (*argv, *(args or [])),
+        env,
+        str(revision) if revision else None,
+        str(variant) if variant else None,
+    )
+
+
+def _one(
+    manifest: Manifest, name: str, spec: Mapping[str, Any], fdl_argv: Sequence[str]
+) -> tuple[Benchmark | None, list[ManifestError]]:
+    key = f"bench.{name}"
+    errors: list[ManifestError] = []
+    figures: dict[str, str] = dict(spec.get("figures") or {})
+    for fig, pattern in figures.items():
+        try:
+            groups = re.compile(pattern).groups
+        except re.error as exc:
+            errors.append(
+                manifest.error(f"{key}.figures.{fig}", f"{pattern!r} is not a regex: {exc}")
+            )
+            continue
+        if groups != 1:
+            errors.append(
+                manifest.error(
+                    f"{key}.figures.{fig}",
+                    f"{pattern!r} has {groups} groups; exactly one must capture the number",
+                    hint=r"e.g. 'ms/epoch[:= ]+([0-9.]+)'; use (?:...) for other groups",
+                )
+            )
+    json_line = bool(spec.get("json_line"))
+    metric = spec.get("metric") or (next(iter(figures)) if figures else WALL)
+    if metric != WALL and metric not in figures and not json_line:
+        known = ", ".join([WALL, *figures])
+        errors.append(
+            manifest.error(
+                f"{key}.metric",
+                f"{metric!r} is neither {WALL} nor one of the figures",
+                hint=f"use one of: {known} (or set json_line: true to read it from JSON)",
+            )
+        )
+    over = spec.get("compare") or {name: {}}
+    sides = tuple(_side(s, spec, o or {}, fdl_argv) for s, o in over.items())
+    for side_name, given in over.items():
+        o = given or {}
+        uses_command = o.get("command") or (o.get("run") is None and spec.get("command"))
+        if uses_command and (o.get("libtorch") or spec.get("libtorch")):
+            where = f"{key}.compare.{side_name}" if o.get("libtorch") else key
+            errors.append(
+                manifest.error(
+                    f"{where}.libtorch",
+                    "a project command always runs with the active libtorch variant",
+                    hint="benchmark the program with run: [...] instead of command:, "
+                    "or switch variants with `fdl libtorch activate` between runs",
+                )
+            )
+    threshold = spec.get("threshold") or {}
+    warmup_seconds = float(spec.get("warmup_seconds") or 0.0)
+    if warmup_seconds < 0:
+        errors.append(manifest.error(f"{key}.warmup_seconds", "must not be negative"))
+    if errors:
+        return None, errors
+    bench = Benchmark(
+        name=name,
+        sides=sides,
+        rounds=int(spec.get("rounds") or DEFAULT_ROUNDS),
+        warmup=DEFAULT_WARMUP if spec.get("warmup") is None else int(spec["warmup"]),
+        warmup_seconds=warmup_seconds,
+        figures=figures,
+        json_line=json_line,
+        metric=str(metric),
+        percent=float(threshold.get("percent") or DEFAULT_PERCENT),
+        mads=float(threshold.get("mads") or DEFAULT_MADS),
+        timeout=float(spec["timeout"]) if spec.get("timeout") else None,
+    )
+    return bench, []
+
+
+def plan_benchmarks(
+    manifest: Manifest,
+    names: Sequence[str] = (),
+    *,
+    fdl_argv: Sequence[str] = ("fdl",),
+    rounds: int | None = None,
 ) -> list[Benchmark]:
-    """The benchmarks of a validated ``bench:`` section (all, or those named).
+    """The benchmarks ``names`` (default: all) of the manifest, checked and resolved.
+
+    Args:
+        manifest: The loaded project manifest.
+        names: Benchmarks to run, in this order; empty for all, in manifest order.
+        fdl_argv: How to start fdl, for benchmarks of a project ``command:``.
+        rounds: Override every benchmark's ``rounds``.
 
     Raises:
-        UsageError: a name that is not declared, or no benchmark at all.
+        ManifestError: no ``bench:`` section, or a benchmark's regex or metric is wrong.
+        UsageError: an unknown benchmark name.
     """
-    section: Mapping[str, Any] = data.get("bench") or {}
+    section: dict[str, Any] = manifest.get("bench") or {}
     if not section:
-        raise UsageError(
-            "this manifest declares no benchmarks",
-            hint="add a `bench:` section to fdl.yml (see the README's `fdl bench`)",
+        raise ManifestError(
+            f"{manifest.source} declares no benchmarks",
+            hint="add a bench: section, e.g. bench: {epoch: {run: [python3, train.py]}}",
         )
     unknown = [n for n in names if n not in section]
     if unknown:
         raise UsageError(
-            f"no benchmark {unknown[0]!r} in the manifest",
-            hint=f"declared: {', '.join(section)}",
+            f"unknown benchmark {', '.join(map(repr, unknown))}",
+            hint=f"benchmarks in {manifest.source}: {', '.join(section)}",
         )
-    chosen = list(names) or list(section)
-    return [_benchmark(n, section[n] or {}, directory, rounds) for n in chosen]
-
-
-def _benchmark(
-    name: str, spec: Mapping[str, Any], directory: Path, rounds: int | None
-) -> Benchmark:
-    common = dict(spec.get("env") or {})
-    declared = spec.get("sides") or {}
-    sides = tuple(
-        Side(
-            side,
-            (value or {}).get("run") or spec.get("run") or "",
-            {**common, **((value or {}).get("env") or {})},
-        )
-        for side, value in declared.items()
-    ) or (Side("run", spec.get("run") or "", common),)
-    missing = [s.name for s in sides if not s.run]
-    if missing:
-        raise UsageError(
-            f"benchmark {name!r}: side {missing[0]!r} has no command",
-            hint=f"give bench.{name} a `run:` (or each side its own)",
-        )
-    metric = spec.get("metric") or {}
-    threshold = spec.get("threshold") or {}
-    return Benchmark(
-        name=name,
-        description=str(spec.get("description") or ""),
-        sides=sides,
-        directory=directory,
-        rounds=rounds or int(spec.get("rounds") or 10),
-        warmup=int(spec["warmup"]) if spec.get("warmup") is not None else 1,
-        timeout=float(spec.get("timeout") or 3600.0),
-        metric=Metric(
-            regex=metric.get("regex"),
-            json_key=metric.get("json"),
-            unit=str(metric.get("unit") or "ms"),
-            better=str(metric.get("better") or "lower"),
-        ),
-        percent=float(threshold.get("percent", 5.0)),
-        mads=float(threshold.get("mads", 3.0)),
-    )
-
-
-def interleave(benchmark: Benchmark) -> list[Step]:
-    """Warm-up rounds, then the measured ones; within each round every side once, the
-    order rotated by one each round."""
-    steps: list[Step] = []
-    sides = list(benchmark.sides)
-    for index in range(benchmark.warmup + benchmark.rounds):
-        shift = index % len(sides)
-        for side in sides[shift:] + sides[:shift]:
-            warm = index < benchmark.warmup
-            number = index if warm else index - benchmark.warmup
-            steps.append(Step(benchmark, side, number, warm))
-    return steps
+    planned: list[Benchmark] = []
+    errors: list[ManifestError] = []
+    for name in names or list(section):
+        bench, found = _one(manifest, name, section[name] or {}, fdl_argv)
+        errors.extend(found)
+        if bench is not None:
+            if rounds is not None:
+                bench = Benchmark(**{**bench.__dict__, "rounds": rounds})
+            planned.append(bench)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise ManifestErrors(errors)
+    return planned

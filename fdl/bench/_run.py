@@ -1,239 +1,258 @@
-"""Running benchmark rounds; every round is appended to a JSON Lines file as it ends.
+"""Run planned benchmarks: warm-up, interleaved rounds, one JSON line per round.
 
-The first line of a run describes the environment once (CPU and governor, GPUs with
-driver and clocks, the active libtorch variant, the git commit and whether the tree is
-dirty, fdl's version); then one line per round: benchmark, side, round, warm-up or not,
-wall time, the figure read from the output, exit status. A run that is interrupted keeps
-the rounds it finished, and ``fdl bench report`` works on them.
+Every round is appended (and flushed) to the results file the moment it ends, so a run
+stopped by Ctrl-C keeps every finished round and ``fdl bench report`` works on them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import platform
 import re
+import shutil
+import tempfile
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
-from fdl import __version__
-from fdl.bench._plan import Benchmark, Metric, Step, interleave
-from fdl.errors import CommandFailed, FdlError
-from fdl.runner import Runner, default_runner
+from fdl.bench._env import capture_environment
+from fdl.bench._plan import WALL, Benchmark, Slot, schedule
+from fdl.errors import CommandFailed, EnvironmentProblem
+from fdl.runner import Runner, clean_environ
 
-__all__ = ["RoundResult", "capture_environment", "read_figure", "run_benchmarks"]
+if TYPE_CHECKING:
+    from fdl.paths import Context
+
+__all__ = ["FORMAT", "RoundDone", "parse_figures", "run_benchmarks"]
+
+# The version of the JSON Lines format (documented in the README).
+FORMAT = 1
 
 
 @dataclass(frozen=True)
-class RoundResult:
-    """One finished round, as written to the results file."""
+class RoundDone:
+    """Progress: one slot finished (warm-up or recorded)."""
 
-    step: Step
-    wall_ms: float
-    value: float | None
-    exit_code: int
-
-    def to_json(self, run_id: str) -> dict[str, Any]:
-        return {
-            "kind": "round",
-            "run": run_id,
-            "bench": self.step.benchmark.name,
-            "side": self.step.side.name,
-            "side_index": self.step.benchmark.sides.index(self.step.side),
-            "round": self.step.round,
-            "warmup": self.step.warmup,
-            "wall_ms": round(self.wall_ms, 3),
-            "value": self.value,
-            "unit": self.step.benchmark.metric.unit,
-            "better": self.step.benchmark.metric.better,
-            "exit_code": self.exit_code,
-            "threshold": {"percent": self.step.benchmark.percent, "mads": self.step.benchmark.mads},
-        }
+    bench: str
+    slot: Slot
+    wall_s: float
+    figures: Mapping[str, float]
+    total: int
+    index: int
 
 
-def read_figure(metric: Metric, output: str, wall_ms: float) -> float | None:
-    """The round's figure: the metric read from the output (the last match), or the wall
-    time when the benchmark reads none; None when the output does not have it."""
-    if metric.wall_time:
-        return wall_ms
-    if metric.regex is not None:
-        found = re.findall(metric.regex, output, re.M)
-        if not found:
-            return None
-        last = found[-1]
-        text = last[0] if isinstance(last, tuple) else last
-        try:
-            return float(text)
-        except ValueError:
-            return None
-    for raw in reversed(output.splitlines()):
-        line = raw.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(data, dict) and isinstance(data.get(metric.json_key), (int, float)):
-            return float(data[str(metric.json_key)])
-    return None
-
-
-def _git(directory: Path, runner: Runner, *args: str) -> str | None:
-    try:
-        done = runner.run(["git", "-C", str(directory), *args], check=False, timeout=10)
-    except FdlError:
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
-def _cpu() -> dict[str, Any]:
-    model = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
+def parse_figures(output: str, bench: Benchmark) -> dict[str, float]:
+    """The figures a round's output reports: the last match of each regex, and the
+    numeric values of the last JSON-object line when ``json_line`` is set."""
+    found: dict[str, float] = {}
+    for name, pattern in bench.figures.items():
+        matches = re.findall(pattern, output)
+        if matches:
+            with contextlib.suppress(ValueError):
+                found[name] = float(matches[-1])
+    if bench.json_line:
+        for line in reversed(output.splitlines()):
+            text = line.strip()
+            if not (text.startswith("{") and text.endswith("}")):
+                continue
+            try:
+                data = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                for key, value in data.items():
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        found.setdefault(str(key), float(value))
                 break
-    except OSError:
-        pass
-    governor = None
-    with contextlib.suppress(OSError):
-        governor = (
-            Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
-            .read_text(encoding="utf-8")
-            .strip()
-        )
-    return {"model": model, "cores": os.cpu_count(), "governor": governor}
+    return found
 
 
-def _gpus(runner: Runner) -> list[dict[str, Any]]:
-    if runner.which("nvidia-smi") is None:
-        return []
-    query = "index,name,driver_version,clocks.sm,clocks.max.sm,clocks.mem"
+def _write(out: IO[str], record: Mapping[str, Any]) -> None:
+    out.write(json.dumps(record, sort_keys=True) + "\n")
+    out.flush()
+
+
+@contextmanager
+def _worktrees(
+    runner: Runner, benches: Sequence[Benchmark], cwd: Path
+) -> Iterator[dict[str, tuple[Path, str]]]:
+    """A detached git worktree per revision the sides name: revision -> (the project's
+    directory inside it, the commit). Removed on every exit."""
+    revisions = sorted({s.revision for b in benches for s in b.sides if s.revision})
+    if not revisions:
+        yield {}
+        return
+    top = Path(runner.run(["git", "rev-parse", "--show-toplevel"], cwd=cwd).stdout.strip())
+    inside = cwd.resolve().relative_to(top.resolve())
+    scratch = Path(tempfile.mkdtemp(prefix="fdl-bench-"))
+    made: list[Path] = []
+    trees: dict[str, tuple[Path, str]] = {}
     try:
-        done = runner.run(
-            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"],
-            check=False,
-            timeout=30,
+        for number, rev in enumerate(revisions):
+            commit = runner.run(["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=top)
+            tree = scratch / str(number)
+            runner.run(["git", "worktree", "add", "--detach", str(tree), rev], cwd=top)
+            made.append(tree)
+            trees[rev] = (tree / inside, commit.stdout.strip())
+        yield trees
+    finally:
+        for tree in made:
+            runner.run(["git", "worktree", "remove", "--force", str(tree)], cwd=top, check=False)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def variant_env(context: Context | None, name: str) -> dict[str, str]:
+    """What a program needs to build and run against the installed variant ``name``
+    (the same variables the task runner exports for the active one).
+
+    Raises:
+        EnvironmentProblem: the variant is not installed.
+    """
+    from fdl.libtorch.variants import list_variants, variant_dir
+
+    if context is None or not (variant_dir(context, name) / "lib").is_dir():
+        installed = ", ".join(list_variants(context)) if context else ""
+        raise EnvironmentProblem(
+            f"libtorch variant {name!r} is not installed"
+            + (f" in {context.libtorch_dir}" if context else ""),
+            hint=f"installed: {installed or 'none'}; install it with `fdl libtorch install`",
         )
-    except FdlError:
-        return []
-    gpus = []
-    for line in done.stdout.splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 6:
-            keys = ("index", "name", "driver", "sm_clock_mhz", "max_sm_clock_mhz", "mem_clock_mhz")
-            gpus.append(dict(zip(keys, parts, strict=True)))
-    return gpus
-
-
-def capture_environment(
-    directory: Path, runner: Runner, environ: Mapping[str, str]
-) -> dict[str, Any]:
-    """What the results depend on, captured once per run."""
-    from fdl.libtorch import variants
-    from fdl.paths import Context
-
-    libtorch: dict[str, Any] | None = None
-    try:
-        context = Context(directory, project=True)
-        active = variants.active_name(context)
-        if active is not None:
-            info = variants.read_info(context.libtorch_dir / active, active)
-            libtorch = {
-                "variant": active,
-                "torch": info.torch,
-                "cuda": info.cuda,
-                "archs": info.archs_found.get("cubin", []),
-            }
-    except FdlError:
-        libtorch = None
-    commit = _git(directory, runner, "rev-parse", "HEAD")
-    status = _git(directory, runner, "status", "--porcelain") if commit else None
+    path = str(variant_dir(context, name))
+    inherited = clean_environ()
+    ld = inherited.get("LD_LIBRARY_PATH")
+    prefix = inherited.get("CMAKE_PREFIX_PATH")
     return {
-        "kind": "environment",
-        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "host": platform.node(),
-        "cpu": _cpu(),
-        "gpus": _gpus(runner),
-        "libtorch": libtorch,
-        "git": {"commit": commit, "dirty": bool(status)} if commit else None,
-        "fdl": __version__,
-        "python": platform.python_version(),
-        "image": environ.get("FDL_IMAGE_DIGEST"),
+        "LIBTORCH": path,
+        "LIBTORCH_PATH": path,
+        "Torch_DIR": f"{path}/share/cmake/Torch",
+        "LD_LIBRARY_PATH": f"{path}/lib" + (f":{ld}" if ld else ""),
+        "CMAKE_PREFIX_PATH": path + (f":{prefix}" if prefix else ""),
     }
 
 
-def _run_round(step: Step, environ: Mapping[str, str], runner: Runner) -> tuple[float, str, int]:
-    """Wall time (ms), output and exit status of one round (timed around the process)."""
-    env = {**environ, **step.side.env}
-    started = time.perf_counter_ns()
-    try:
-        done = runner.run(
-            ["sh", "-c", step.side.run],
-            cwd=step.benchmark.directory,
-            env=env,
-            check=False,
-            timeout=step.benchmark.timeout,
+def _execute(
+    runner: Runner, slot: Slot, bench: Benchmark, cwd: Path, context: Context | None = None
+) -> tuple[float, dict[str, float]]:
+    extra = variant_env(context, slot.side.libtorch) if slot.side.libtorch else {}
+    start = time.perf_counter()
+    done = runner.run(
+        slot.side.argv,
+        cwd=cwd,
+        env=clean_environ({**extra, **slot.side.env}),
+        check=False,
+        timeout=bench.timeout,
+    )
+    wall = time.perf_counter() - start
+    if not done.ok:
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
+        phase = "warm-up round" if slot.warmup else "round"
+        raise CommandFailed(
+            list(slot.side.argv),
+            done.returncode,
+            output_tail=tail,
+            message=f"benchmark {bench.name}, side {slot.side.name}, {phase} "
+            f"{slot.round + 1}: `{' '.join(slot.side.argv)}` exited with status "
+            f"{done.returncode}",
+            hint="fix the program, then run again; the rounds recorded so far "
+            "stay in the results file",
         )
-        code, output = done.returncode, done.stdout + done.stderr
-    except CommandFailed as failed:  # it did not finish in time (Ctrl-C goes through)
-        code, output = 124, failed.message
-    wall_ms = (time.perf_counter_ns() - started) / 1e6
-    return wall_ms, output, code
+    return wall, parse_figures(done.stdout + "\n" + done.stderr, bench)
+
+
+def _warm(
+    runner: Runner,
+    bench: Benchmark,
+    cwd: Callable[[Slot], Path],
+    progress: Callable[[RoundDone], None],
+    context: Context | None,
+) -> None:
+    slots = schedule(bench, bench.warmup, warmup=True)
+    start = time.monotonic()
+    index = 0
+    while index < len(slots) or time.monotonic() - start < bench.warmup_seconds:
+        if index >= len(slots):  # keep warming up for warmup_seconds, still interleaved
+            slots.extend(schedule(bench, 1, warmup=True))
+        slot = slots[index]
+        wall, figures = _execute(runner, slot, bench, cwd(slot), context)
+        index += 1
+        progress(RoundDone(bench.name, slot, wall, figures, len(slots), index))
 
 
 def run_benchmarks(
-    selected: list[Benchmark],
+    benches: Sequence[Benchmark],
     results: Path,
     *,
-    directory: Path,
-    environ: Mapping[str, str] | None = None,
-    runner: Runner | None = None,
-    on_round: Callable[[RoundResult, int, int], None] | None = None,
-) -> list[RoundResult]:
-    """Run every round of ``selected`` (interleaved), appending each to ``results``.
+    runner: Runner,
+    cwd: Path,
+    progress: Callable[[RoundDone], None] = lambda _: None,
+    extra: Mapping[str, Any] | None = None,
+    context: Context | None = None,
+) -> str:
+    """Run ``benches`` and append their rounds to ``results``; return the run's id.
+
+    The first line of the run records the environment and the planned benchmarks;
+    each recorded round follows as it ends.
 
     Raises:
-        FdlError: a round failed (non-zero exit, or its figure missing from the output);
-            the rounds before it are in the file.
+        CommandFailed: a round's program failed (earlier rounds stay in the file).
     """
-    env = dict(os.environ if environ is None else environ)
-    run = runner or default_runner()
+    with _worktrees(runner, benches, cwd) as trees:
+        return _run(benches, results, runner, cwd, trees, progress, extra, context)
+
+
+def _run(
+    benches: Sequence[Benchmark],
+    results: Path,
+    runner: Runner,
+    cwd: Path,
+    trees: Mapping[str, tuple[Path, str]],
+    progress: Callable[[RoundDone], None],
+    extra: Mapping[str, Any] | None,
+    context: Context | None,
+) -> str:
+    def where(slot: Slot) -> Path:
+        return trees[slot.side.revision][0] if slot.side.revision else cwd
+
     run_id = uuid.uuid4().hex[:12]
+    header = {
+        "type": "run",
+        "format": FORMAT,
+        "run": run_id,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "environment": capture_environment(
+            runner,
+            cwd,
+            context=context,
+            variants=[s.libtorch for b in benches for s in b.sides if s.libtorch],
+        ),
+        "benchmarks": [b.as_dict() for b in benches],
+        "revisions": {rev: commit for rev, (_, commit) in trees.items()},
+        **(extra or {}),
+    }
     results.parent.mkdir(parents=True, exist_ok=True)
-    done: list[RoundResult] = []
     with results.open("a", encoding="utf-8") as out:
-        out.write(json.dumps({**capture_environment(directory, run, env), "run": run_id}) + "\n")
-        out.flush()
-        for benchmark in selected:
-            steps = interleave(benchmark)
-            for index, step in enumerate(steps, 1):
-                wall_ms, output, code = _run_round(step, env, run)
-                value = read_figure(benchmark.metric, output, wall_ms) if code == 0 else None
-                result = RoundResult(step, wall_ms, value, code)
-                out.write(json.dumps(result.to_json(run_id)) + "\n")
-                out.flush()
-                done.append(result)
-                if on_round is not None:
-                    on_round(result, index, len(steps))
-                if code != 0 or value is None:
-                    tail = " ".join(output.strip().splitlines()[-3:])[:300]
-                    what = (
-                        f"exited with status {code}"
-                        if code != 0
-                        else "printed no figure for its metric"
-                    )
-                    raise FdlError(
-                        f"bench {benchmark.name}, side {step.side.name}, round {step.round}: "
-                        f"`{step.side.run}` {what}" + (f" ({tail})" if tail else ""),
-                        hint=f"the finished rounds are in {results}; fix the command or its "
-                        "`metric:`",
-                    )
-    return done
+        _write(out, header)
+        for bench in benches:
+            _warm(runner, bench, where, progress, context)
+            slots = schedule(bench, bench.rounds)
+            for index, slot in enumerate(slots, 1):
+                wall, figures = _execute(runner, slot, bench, where(slot), context)
+                _write(
+                    out,
+                    {
+                        "type": "round",
+                        "run": run_id,
+                        "benchmark": bench.name,
+                        "side": slot.side.name,
+                        "round": slot.round,
+                        "position": slot.position,
+                        WALL: wall,
+                        "figures": figures,
+                    },
+                )
+                progress(RoundDone(bench.name, slot, wall, figures, len(slots), index))
+    return run_id

@@ -1,141 +1,212 @@
-"""Statistics with honest variance: robust centre and spread, outliers, ratio intervals.
+"""Robust statistics for benchmark rounds: pure functions, standard library only.
 
-Pure functions of lists of floats (standard library only). The median and the scaled MAD
-(MAD x 1.4826, the sigma-equivalent of a normal distribution) describe a benchmark that
-has GC pauses and scheduling spikes better than the mean and the standard deviation, which
-are reported too, so both views are there.
+The median with the scaled MAD (MAD x 1.4826, the standard deviation's equivalent for
+normal data) is what benchmarks report, because a GC pause or a scheduling spike moves
+the mean and the standard deviation a lot and the median and MAD hardly at all. The
+standard deviation is still reported so a reader can see how noisy the raw rounds were.
 """
 
 from __future__ import annotations
 
 import math
 import random
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
     "MAD_SCALE",
+    "Ratio",
     "Summary",
-    "bootstrap_ratio",
     "mad",
     "median",
     "outliers",
+    "percentile",
+    "ratio",
     "scaled_mad",
+    "stddev",
     "summarize",
 ]
 
-MAD_SCALE = 1.4826  # 1 / Phi^-1(3/4): a normal distribution's MAD times this is its sigma
+# 1 / Phi^-1(3/4): makes the MAD estimate sigma for normally distributed data.
+MAD_SCALE = 1.4826
+
+
+def _need(values: Sequence[float], what: str, at_least: int = 1) -> None:
+    if len(values) < at_least:
+        raise ValueError(f"{what} needs at least {at_least} value(s), got {len(values)}")
 
 
 def median(values: Sequence[float]) -> float:
-    """The median (the mean of the two middle values for an even count).
-
-    Raises:
-        ValueError: no values.
-    """
-    if not values:
-        raise ValueError("median of no values")
-    return float(statistics.median(values))
+    """The median (mean of the two middle values for an even count)."""
+    _need(values, "median")
+    ordered = sorted(values)
+    n = len(ordered)
+    mid = n // 2
+    if n % 2:
+        return float(ordered[mid])
+    return (ordered[mid - 1] + ordered[mid]) / 2.0
 
 
 def mad(values: Sequence[float]) -> float:
-    """The median absolute deviation from the median."""
-    centre = median(values)
-    return median([abs(v - centre) for v in values])
+    """The median absolute deviation from the median (unscaled)."""
+    center = median(values)
+    return median([abs(v - center) for v in values])
 
 
 def scaled_mad(values: Sequence[float]) -> float:
-    """:func:`mad` x 1.4826: comparable to a standard deviation, robust to spikes."""
+    """MAD x 1.4826: a robust estimate of the standard deviation."""
     return mad(values) * MAD_SCALE
 
 
+def stddev(values: Sequence[float]) -> float:
+    """The sample standard deviation (n - 1); 0.0 for a single value."""
+    _need(values, "stddev")
+    n = len(values)
+    if n == 1:
+        return 0.0
+    mean = math.fsum(values) / n
+    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+
+
 def outliers(values: Sequence[float], k: float = 3.0) -> list[int]:
-    """Indices of values more than ``k`` scaled MADs from the median (none when the scaled
-    MAD is 0: a spread of zero cannot call anything an outlier)."""
-    centre, spread = median(values), scaled_mad(values)
-    if spread == 0:
+    """Indices of values farther than ``k`` scaled MADs from the median.
+
+    When the scaled MAD is 0 (more than half the values equal), any value different
+    from the median is an outlier.
+    """
+    if not values:
         return []
-    return [i for i, v in enumerate(values) if abs(v - centre) > k * spread]
+    center = median(values)
+    spread = scaled_mad(values)
+    return [i for i, v in enumerate(values) if abs(v - center) > k * spread]
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0..100) of already sorted values, linear interpolation.
+
+    Same definition as numpy's default (``linear``): position ``(n - 1) * q / 100``.
+    """
+    _need(sorted_values, "percentile")
+    if not 0.0 <= q <= 100.0:
+        raise ValueError(f"percentile q must be within 0..100, got {q}")
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    frac = pos - lo
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac
 
 
 @dataclass(frozen=True)
 class Summary:
-    """One sample of rounds, summarised."""
+    """What a report shows for one side of a benchmark."""
 
     n: int
     median: float
+    mad: float
     scaled_mad: float
+    stddev: float
     mean: float
-    stdev: float
-    minimum: float
-    maximum: float
+    min: float
+    max: float
     outliers: tuple[int, ...]
 
-    def to_json(self) -> dict[str, object]:
+    def as_dict(self) -> dict[str, object]:
+        """A JSON-ready mapping."""
         return {
             "n": self.n,
             "median": self.median,
+            "mad": self.mad,
             "scaled_mad": self.scaled_mad,
+            "stddev": self.stddev,
             "mean": self.mean,
-            "stdev": self.stdev,
-            "min": self.minimum,
-            "max": self.maximum,
+            "min": self.min,
+            "max": self.max,
             "outliers": list(self.outliers),
         }
 
 
-def summarize(values: Sequence[float], *, k: float = 3.0) -> Summary:
-    """Median, scaled MAD, mean, sample standard deviation, extremes and outliers."""
-    if not values:
-        raise ValueError("summary of no values")
-    data = [float(v) for v in values]
+def summarize(values: Sequence[float], k: float = 3.0) -> Summary:
+    """Median, MADs, standard deviation, mean, extremes and outliers of ``values``."""
+    _need(values, "summarize")
+    m = mad(values)
     return Summary(
-        n=len(data),
-        median=median(data),
-        scaled_mad=scaled_mad(data),
-        mean=statistics.fmean(data),
-        stdev=statistics.stdev(data) if len(data) > 1 else 0.0,
-        minimum=min(data),
-        maximum=max(data),
-        outliers=tuple(outliers(data, k)),
+        n=len(values),
+        median=median(values),
+        mad=m,
+        scaled_mad=m * MAD_SCALE,
+        stddev=stddev(values),
+        mean=math.fsum(values) / len(values),
+        min=float(min(values)),
+        max=float(max(values)),
+        outliers=tuple(outliers(values, k)),
     )
 
 
-def bootstrap_ratio(
-    numerator: Sequence[float],
-    denominator: Sequence[float],
+@dataclass(frozen=True)
+class Ratio:
+    """median(b) / median(a) with a percentile bootstrap confidence interval."""
+
+    value: float
+    low: float
+    high: float
+    confidence: float
+    resamples: int
+
+    def as_dict(self) -> dict[str, object]:
+        """A JSON-ready mapping."""
+        return {
+            "value": self.value,
+            "low": self.low,
+            "high": self.high,
+            "confidence": self.confidence,
+            "resamples": self.resamples,
+        }
+
+
+def ratio(
+    a: Sequence[float],
+    b: Sequence[float],
     *,
-    confidence: float = 0.95,
     resamples: int = 2000,
+    confidence: float = 0.95,
     seed: int = 0,
-) -> tuple[float, float, float]:
-    """The ratio of medians ``numerator / denominator`` and a percentile bootstrap interval.
+) -> Ratio:
+    """The ratio of medians ``median(b) / median(a)`` with a bootstrap CI.
 
-    Each resample draws both samples with replacement; the interval is the
-    ``(1-confidence)/2`` and ``(1+confidence)/2`` quantiles of the resampled ratios. The
-    generator is seeded, so the same data give the same interval.
-
-    Returns:
-        (ratio, low, high).
+    Each resample draws ``len(a)`` values from ``a`` and ``len(b)`` from ``b`` with
+    replacement and takes the ratio of their medians; the interval is the central
+    ``confidence`` part of those ratios (percentile method). Seeded, so a report is
+    reproducible from its rounds.
 
     Raises:
-        ValueError: an empty sample, or a denominator whose median is 0.
+        ValueError: a side is empty, a median of ``a`` is 0, or the parameters are
+            out of range.
     """
-    if not numerator or not denominator:
-        raise ValueError("a ratio needs values on both sides")
-    base = median(denominator)
+    _need(a, "ratio (baseline side)")
+    _need(b, "ratio (compared side)")
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be within (0, 1), got {confidence}")
+    base = median(a)
     if base == 0:
-        raise ValueError("the denominator's median is 0")
-    ratio = median(numerator) / base
+        raise ValueError("ratio: the baseline median is 0")
     rng = random.Random(seed)
-    ratios = []
+    draws: list[float] = []
     for _ in range(resamples):
-        top = median(rng.choices(numerator, k=len(numerator)))
-        bottom = median(rng.choices(denominator, k=len(denominator)))
-        if bottom != 0:
-            ratios.append(top / bottom)
-    ratios.sort()
-    low_index = max(0, math.floor((1 - confidence) / 2 * len(ratios)))
-    high_index = min(len(ratios) - 1, math.ceil((1 + confidence) / 2 * len(ratios)) - 1)
-    return ratio, ratios[low_index], ratios[high_index]
+        ma = median(rng.choices(a, k=len(a)))
+        mb = median(rng.choices(b, k=len(b)))
+        # A resampled baseline median of 0 gives no ratio; skip it rather than divide.
+        if ma != 0:
+            draws.append(mb / ma)
+    if not draws:
+        raise ValueError("ratio: every resampled baseline median was 0")
+    draws.sort()
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    return Ratio(
+        value=median(b) / base,
+        low=percentile(draws, tail),
+        high=percentile(draws, 100.0 - tail),
+        confidence=confidence,
+        resamples=resamples,
+    )

@@ -1,212 +1,221 @@
-"""``fdl bench``: run the manifest's benchmarks, report them, compare two runs."""
+"""``fdl bench``: run the manifest's benchmarks, report and compare their rounds."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from fdl.cli._progress import ProgressLine
-from fdl.cli._session import Session
 from fdl.cli.commands._common import JsonOption, group
-from fdl.errors import EnvironmentProblem, ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from fdl.bench import RoundDone
+    from fdl.cli._session import Session
 
 app = group(
     "bench",
-    "Benchmarks with honest variance: interleaved rounds, median and scaled MAD, every "
-    "round kept as JSON Lines.\n\nExample: fdl bench run && fdl bench report",
+    "Benchmarks declared in the manifest's bench: section: warm-up, rounds interleaved "
+    "across the compared sides, every round kept as a JSON line; median ± scaled MAD "
+    "reports and CI regression checks.\n\nExample: fdl bench run epoch",
     no_args_is_help=True,
 )
 
-DEFAULT_RESULTS = Path(".fdl") / "bench" / "results.jsonl"
-FileOption = Annotated[
+DEFAULT_RESULTS = Path(".fdl") / "bench.jsonl"
+
+OutputOption = Annotated[
     Path | None,
-    typer.Option("--out", "-o", help="Results file (default: .fdl/bench/results.jsonl)."),
+    typer.Option(
+        "--output",
+        "-o",
+        help=f"The JSON Lines file rounds are appended to (default: {DEFAULT_RESULTS} "
+        "in the project).",
+    ),
 ]
 
 
-def _results(session: Session, given: Path | None) -> Path:
-    if given is not None:
-        return given if given.is_absolute() else session.cwd / given
+def _results_path(session: Session, output: Path | None) -> Path:
+    if output is not None:
+        return output if output.is_absolute() else session.cwd / output
     return session.manifest().directory / DEFAULT_RESULTS
+
+
+def _progress(session: Session) -> Callable[[RoundDone], None]:
+    def show(done: RoundDone) -> None:
+        figures = " ".join(f"{k}={v:g}" for k, v in sorted(done.figures.items()))
+        phase = "warm-up" if done.slot.warmup else f"round {done.slot.round + 1}"
+        session.console.info(
+            f"{done.bench} [{done.index}/{done.total}] {phase} {done.slot.side.name}: "
+            f"{done.wall_s:.3f} s {figures}".rstrip()
+        )
+
+    return show
 
 
 @app.command()
 def run(
     ctx: typer.Context,
     names: Annotated[list[str] | None, typer.Argument(help="Benchmarks (default: all).")] = None,
+    output: OutputOption = None,
     rounds: Annotated[
-        int | None, typer.Option("--rounds", "-n", min=1, help="Measured rounds per side.")
+        int | None, typer.Option("--rounds", "-n", min=1, help="Override every benchmark's rounds.")
     ] = None,
-    out: FileOption = None,
     publish: Annotated[
         bool,
         typer.Option(
             "--publish",
-            help="For publication: needs a clean git tree and idle GPUs; locks the GPU "
-            "clocks for the run (restored after, Ctrl-C included).",
+            help="A publication run: needs a clean git tree, locks GPU clocks "
+            "(nvidia-smi -lgc, restored on exit) and refuses while other processes use GPUs.",
         ),
+    ] = False,
+    clock: Annotated[
+        int | None, typer.Option("--clock", help="SM clock (MHz) to lock with --publish.")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan (sides, schedule) and stop.")
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Run benchmarks: warm-up rounds, then measured rounds alternating between the
-    compared sides; each round is appended to the results file as it ends.
+    """Warm up, then run every side's rounds interleaved (A B, B A, ...), appending each
+    round (wall time and the figures read from the output) to the results file.
 
     Example: fdl bench run epoch --rounds 20
     """
-    from fdl.bench import benchmarks, run_benchmarks, summarize_rounds
+    from fdl.bench import plan_benchmarks, plan_publish, published, run_benchmarks, schedule
+    from fdl.runner import default_runner
 
     session: Session = ctx.obj
     manifest = session.manifest()
-    selected = benchmarks(manifest.data, manifest.directory, names or [], rounds)
-    results = _results(session, out)
-    progress = ProgressLine(session.console, "bench")
+    benches = plan_benchmarks(
+        manifest, names or (), fdl_argv=(sys.executable, "-m", "fdl"), rounds=rounds
+    )
+    results = _results_path(session, output)
+    runner = default_runner()
+    publication = plan_publish(runner, manifest.directory, clock) if publish else None
+    if dry_run:
+        plan = {
+            "results": str(results),
+            "benchmarks": [b.as_dict() for b in benches],
+            "schedule": {
+                b.name: [
+                    [s.side.name for s in schedule(b, 1)],
+                    [s.side.name for s in schedule(b, 2)[len(b.sides) :]],
+                ]
+                for b in benches
+            },
+            "publish": publication.as_dict() if publication else None,
+        }
+        if as_json:
+            session.console.json(plan)
+        else:
+            for b in benches:
+                session.console.out(
+                    f"{b.name}: {len(b.sides)} side(s), {b.warmup} warm-up + {b.rounds} "
+                    f"rounds each, interleaved; metric {b.metric}"
+                )
+                for side in b.sides:
+                    env = " ".join(f"{k}={v}" for k, v in sorted(side.env.items()))
+                    session.console.out(
+                        f"  {side.name}: {env + ' ' if env else ''}{' '.join(side.argv)}"
+                    )
+            for note in publication.notes if publication else ():
+                session.console.out(f"publish: {note}")
+            session.console.out(f"rounds would be appended to {results}")
+        raise typer.Exit(0)
+    for note in publication.notes if publication else ():
+        session.console.info(f"publish: {note}")
+    extra = {"publish": publication.as_dict() if publication else None}
+    progress = _progress(session)
+    with published(publication, runner, manifest.directory):
+        run_id = run_benchmarks(
+            benches,
+            results,
+            runner=runner,
+            cwd=manifest.directory,
+            progress=progress,
+            extra=extra,
+            context=session.libtorch_context(),
+        )
+    if as_json:
+        session.console.json({"run": run_id, "results": str(results)})
+    else:
+        session.console.info(f"run {run_id}: rounds in {results}")
+        _report(session, results, None, as_json=False)
+    raise typer.Exit(0)
 
-    def on_round(result: object, index: int, total: int) -> None:
-        from fdl.bench import RoundResult
 
-        assert isinstance(result, RoundResult)
-        step = result.step
-        kind = "warm-up" if step.warmup else f"round {step.round + 1}"
-        figure = f"{result.value:.4g} {step.benchmark.metric.unit}" if result.value else "-"
-        progress.status(f"{step.benchmark.name} {step.side.name} {kind}: {figure}", index / total)
+def _report(session: Session, path: Path, run_id: str | None, *, as_json: bool) -> None:
+    from fdl.bench import load_results, render_markdown
 
-    with _published(session, manifest.directory) if publish else contextlib.nullcontext():
-        try:
-            done = run_benchmarks(
-                selected,
-                results,
-                directory=manifest.directory,
-                environ=session.environ,
-                on_round=on_round,
-            )
-        finally:
-            progress.close()
-    measured = [r.to_json("") for r in done if not r.step.warmup]
-    summary = summarize_rounds(measured)
+    header, results = load_results(path, run_id)
     if as_json:
         session.console.json(
-            {"results": str(results), "benchmarks": [s.to_json() for s in summary]}
+            {
+                "run": header["run"],
+                "environment": header.get("environment"),
+                "benchmarks": [r.as_dict() for r in results],
+            }
         )
-        return
-    from fdl.bench import render_table
-
-    session.console.out(render_table(summary), end="")
-    session.console.info(f"every round is in {results} (fdl bench report {results})")
+    else:
+        session.console.out(render_markdown(results), end="")
 
 
 @app.command()
 def report(
     ctx: typer.Context,
     file: Annotated[
-        Path | None, typer.Argument(help="A results file (default: the project's).")
+        Path | None, typer.Argument(help="Results file (default: the project's).")
+    ] = None,
+    run_id: Annotated[
+        str | None, typer.Option("--run", help="A run id (default: the last run).")
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Summarise a results file: median ± scaled MAD, stddev, range, outliers and each
-    side's ratio to the first with a bootstrap interval, as a Markdown table.
+    """A Markdown table per run: median ± scaled MAD, stddev, min – max, n, outliers
+    (beyond 3 scaled MADs) and each side's ratio to the first with a 95% bootstrap CI.
 
-    Example: fdl bench report .fdl/bench/results.jsonl
+    Example: fdl bench report .fdl/bench.jsonl --json
     """
-    from fdl.bench import load_rounds, render_table, summarize_rounds
-
     session: Session = ctx.obj
-    path = file if file is not None else _results(session, None)
-    environments, rounds = load_rounds(path)
-    summary = summarize_rounds(rounds)
-    if as_json:
-        session.console.json(
-            {"environments": environments, "benchmarks": [s.to_json() for s in summary]}
-        )
-        return
-    session.console.out(render_table(summary), end="")
+    _report(session, _results_path(session, file), run_id, as_json=as_json)
+    raise typer.Exit(0)
 
 
 @app.command()
 def compare(
     ctx: typer.Context,
-    baseline: Annotated[Path, typer.Argument(help="Results of the baseline.")],
-    current: Annotated[Path, typer.Argument(help="Results to check against it.")],
+    baseline: Annotated[Path, typer.Argument(help="The baseline results (JSON Lines).")],
+    current: Annotated[Path, typer.Argument(help="The current results (JSON Lines).")],
     as_json: JsonOption = False,
 ) -> None:
-    """Exit 1 when a benchmark is slower than the baseline beyond its threshold (percent
-    and scaled MADs, `threshold:` in the manifest): a regression check for CI.
+    """Exit 1 when a benchmark side is slower than in the baseline by more than its
+    threshold, in percent AND in scaled MADs (for CI regression checks).
 
     Example: fdl bench compare main.jsonl pr.jsonl
     """
-    from fdl.bench import compare as compare_rounds
-    from fdl.bench import load_rounds
+    from fdl.bench import compare_results, load_results
+    from fdl.errors import UsageError
 
     session: Session = ctx.obj
-    rows = compare_rounds(load_rounds(baseline)[1], load_rounds(current)[1])
-    if not rows:
+    _, old = load_results(_results_path(session, baseline))
+    _, new = load_results(_results_path(session, current))
+    verdicts = compare_results(old, new)
+    if not verdicts:
         raise UsageError(
-            "the two files have no benchmark side in common", hint="compare runs of one bench"
+            f"{baseline} and {current} have no benchmark side in common "
+            "(same benchmark, side and metric)",
+            hint="compare results of the same benchmarks; `fdl bench report FILE` lists them",
         )
+    slower = [v for v in verdicts if v.slower]
     if as_json:
-        session.console.json([row.to_json() for row in rows])
+        session.console.json({"slower": bool(slower), "verdicts": [v.as_dict() for v in verdicts]})
     else:
-        for row in rows:
-            verdict = "REGRESSION" if row.regression else "ok"
+        for v in verdicts:
+            mark = "SLOWER" if v.slower else "ok"
             session.console.out(
-                f"{row.bench}/{row.side}: {row.baseline.median:.4g} -> {row.current.median:.4g} "
-                f"{row.unit} ({row.change_percent:+.1f}%, {row.change_mads:+.1f} scaled MADs; "
-                f"threshold {row.percent:g}% and {row.mads:g}) {verdict}"
+                f"{v.name}/{v.side} {v.metric}: {v.baseline:.4g} -> {v.current:.4g} "
+                f"({v.percent:+.1f}%, {v.mads:+.1f} scaled MADs) {mark}"
             )
-    if any(row.regression for row in rows):
-        raise typer.Exit(int(ExitCode.FAILURE))
-
-
-@contextlib.contextmanager
-def _published(session: Session, directory: Path) -> Iterator[None]:
-    """``--publish``: a clean tree, idle GPUs, and their clocks locked for the run."""
-    from fdl.runner import default_runner
-
-    runner = default_runner()
-    status = runner.run(["git", "-C", str(directory), "status", "--porcelain"], check=False)
-    if status.returncode != 0:
-        raise UsageError(
-            "--publish needs a git repository", hint="run it in the project's repository"
-        )
-    if status.stdout.strip():
-        raise UsageError(
-            "--publish needs a clean git tree (results name the commit they measured)",
-            hint="commit or stash your changes first",
-        )
-    if runner.which("nvidia-smi") is None:
-        session.console.info(
-            "no NVIDIA GPU here: --publish would lock each GPU's clocks at their maximum "
-            "(nvidia-smi -lgc) and restore them after the run (nvidia-smi -rgc)"
-        )
-        yield
-        return
-    busy = runner.run(
-        ["nvidia-smi", "--query-compute-apps=pid,process_name", "--format=csv,noheader"],
-        check=False,
-    ).stdout.strip()
-    if busy:
-        raise EnvironmentProblem(
-            f"other processes use the GPUs: {' ; '.join(busy.splitlines()[:5])}",
-            hint="stop them, or run without --publish",
-        )
-    clocks = runner.run(
-        ["nvidia-smi", "--query-gpu=index,clocks.max.sm", "--format=csv,noheader,nounits"],
-        check=False,
-    ).stdout
-    locked: list[str] = []
-    try:
-        for line in clocks.splitlines():
-            index, _, top = (part.strip() for part in line.partition(","))
-            if not index.isdigit() or not top.isdigit():
-                continue
-            runner.run(["nvidia-smi", "-i", index, "-lgc", f"{top},{top}"])
-            locked.append(index)
-            session.console.info(f"GPU {index}: clocks locked at {top} MHz")
-        yield
-    finally:
-        for index in locked:
-            runner.run(["nvidia-smi", "-i", index, "-rgc"], check=False)
-            session.console.info(f"GPU {index}: clocks restored")
+    raise typer.Exit(1 if slower else 0)

@@ -1,67 +1,155 @@
-"""The ``bench:`` section: named benchmarks for ``fdl bench run``.
+"""The ``bench:`` section: named benchmarks (``fdl bench run|report|compare``).
 
 Example::
 
     bench:
       epoch:
-        description: one training epoch
-        run: ./build/train --epochs 1      # a shell command, run in the manifest's directory
-        sides:                             # what to compare (default: one side, `run`)
-          cpu:  {env: {LIBTORCH: libtorch/precompiled/cpu}}
-          cuda: {env: {LIBTORCH: libtorch/precompiled/cu130}}
+        run: [python3, train.py, --epochs, "1"]   # or: command: train (a project command)
+        compare:                                  # the sides, run interleaved
+          cpu: {libtorch: cpu}                    # LIBTORCH=cpu for this side
+          cu130: {libtorch: cu130}
         rounds: 10
-        warmup: 2
-        metric: {regex: 'ms/epoch: ([0-9.]+)', unit: ms}
+        warmup: 1                                 # rounds per side, not recorded
+        figures:                                  # read from each round's output
+          ms_epoch: 'ms/epoch[:= ]+([0-9.]+)'
+        metric: ms_epoch                          # what ratios and thresholds use
         threshold: {percent: 5, mads: 3}
+
+Only shapes are checked here; regexes and the metric name are checked by the planner
+(``fdl.bench.plan_benchmarks``), with the value's ``file:line:col``.
 """
 
 from __future__ import annotations
 
-from fdl.manifest.schema import Enum, Float, Int, MapOf, Obj, Spec, Str
-
-__all__ = ["BENCH", "SECTIONS"]
-
-ENV = MapOf(Str(), "Environment variables for the program.", key_pattern=r"[A-Za-z_][A-Za-z0-9_]*")
-
-SIDE: Spec = Obj(
-    {
-        "run": Str("This side's command (default: the benchmark's `run:`)."),
-        "env": ENV,
-    },
-    description="One side of the comparison.",
+from fdl.manifest._nodes import MapNode
+from fdl.manifest.schema import (
+    Bool,
+    Checker,
+    Float,
+    Int,
+    ListOf,
+    MapOf,
+    Obj,
+    OneOf,
+    Spec,
+    Str,
 )
 
-METRIC: Spec = Obj(
-    {
-        "regex": Str("A regular expression whose first group is the figure (e.g. ms/epoch)."),
-        "json": Str("The key of the figure in a JSON object the program prints on a line."),
-        "unit": Str("The figure's unit, for the report (default: ms of wall time)."),
-        "better": Enum(("lower", "higher"), "Whether lower (default) or higher is better."),
-    },
-    description="What to read from the program's output per round (default: its wall time).",
+Path = tuple[str, ...]
+
+__all__ = ["BENCH", "NAME", "SECTIONS"]
+
+NAME = r"[a-z0-9][a-z0-9_.-]*"
+
+ARGV = OneOf(
+    Str(example="python3 train.py --epochs 1"),
+    ListOf(Str()),
+    description="A program and its arguments: a list, or a string split like a shell does.",
+)
+
+_RUNNABLE = {
+    "run": ARGV,
+    "command": Str(
+        "A project command (from commands:) run as `fdl run <command>`.",
+        pattern=r"[A-Za-z0-9][A-Za-z0-9_.:-]*",
+    ),
+    "args": ListOf(Str(), "Arguments appended to the program or command."),
+    "env": MapOf(Str(), "Environment variables set for the rounds."),
+    "revision": Str(
+        "A git revision; the side runs in a detached worktree of it, made for the run "
+        "(at the project's path inside the repository) and removed after it.",
+        pattern=r"[^\s-][^\s]*",
+        example="main",
+    ),
+    "libtorch": Str(
+        "A libtorch variant (sets LIBTORCH for the rounds), e.g. precompiled/cu130.",
+        pattern=r"[A-Za-z0-9][A-Za-z0-9_./:-]*",
+        example="precompiled/cu130",
+    ),
+}
+
+
+def _one_program(node: MapNode, path: Path, checker: Checker) -> None:
+    if "run" in node.entries and "command" in node.entries:
+        checker.fail(node, path, "set either run: or command:, not both")
+
+
+def _needs_program(node: MapNode, path: Path, checker: Checker) -> None:
+    _one_program(node, path, checker)
+    sides = node.entries.get("compare")
+    side_programs = isinstance(sides, MapNode) and all(
+        isinstance(s, MapNode) and ("run" in s.entries or "command" in s.entries)
+        for s in sides.entries.values()
+    )
+    has_sides = isinstance(sides, MapNode) and bool(sides.entries)
+    if (
+        "run" not in node.entries
+        and "command" not in node.entries
+        and not (has_sides and side_programs)
+    ):
+        checker.fail(
+            node,
+            path,
+            "a benchmark needs run: (a program) or command: (a project command)",
+            hint="e.g. run: [python3, train.py], or set run: on every side under compare:",
+        )
+
+
+SIDE: Spec = Obj(
+    dict(_RUNNABLE),
+    description="One side of a comparison; its keys override the benchmark's.",
+    validators=[_one_program],
 )
 
 BENCHMARK: Spec = Obj(
     {
-        "description": Str("What the benchmark measures."),
-        "run": Str("The command (a shell command line), run in the manifest's directory."),
-        "sides": MapOf(SIDE, "What to compare: rounds alternate between the sides."),
-        "env": ENV,
-        "rounds": Int("Measured rounds per side (default 10).", minimum=1),
-        "warmup": Int("Rounds per side run first and not counted (default 1).", minimum=0),
-        "timeout": Float("Seconds one round may take (default 3600)."),
-        "metric": METRIC,
+        **_RUNNABLE,
+        "compare": MapOf(
+            SIDE,
+            "The sides compared (name -> overrides), run interleaved; the first is the "
+            "baseline of ratios. Default: one side named after the benchmark.",
+            key_pattern=NAME,
+            key_example="cpu",
+        ),
+        "rounds": Int("Recorded rounds per side (default 10).", minimum=1),
+        "warmup": Int("Warm-up rounds per side, not recorded (default 1).", minimum=0),
+        "warmup_seconds": Float(
+            "Keep warming up (interleaved) until this many seconds passed (default 0)."
+        ),
+        "figures": MapOf(
+            Str(example=r"ms/epoch[:= ]+([0-9.]+)"),
+            "Figures read from each round's output: name -> regex with one group "
+            "(the last match in the output counts).",
+            key_pattern=NAME,
+            key_example="ms_epoch",
+        ),
+        "json_line": Bool(
+            "Read the last output line that is a JSON object; its numeric values are figures."
+        ),
+        "metric": Str(
+            "The figure ratios and thresholds use (default: the first figure, else wall).",
+            pattern=NAME,
+        ),
         "threshold": Obj(
             {
-                "percent": Float("Slower by more than this percent is a regression (default 5)."),
-                "mads": Float("...and by more than this many scaled MADs (default 3)."),
+                "percent": Float("Slower by more than this percent fails compare (default 5)."),
+                "mads": Float(
+                    "... and by more than this many scaled MADs of the baseline (default 3)."
+                ),
             },
-            description="When `fdl bench compare` calls a change a regression.",
+            description="When `fdl bench compare` calls a benchmark slower (both must hold).",
         ),
+        "timeout": Float("Seconds one round may take (default: no limit)."),
     },
     description="A benchmark.",
+    validators=[_needs_program],
 )
 
-BENCH: Spec = MapOf(BENCHMARK, "Benchmarks for `fdl bench run`, by name.")
+BENCH: Spec = MapOf(
+    BENCHMARK,
+    "Benchmarks run by `fdl bench run` (name -> benchmark).",
+    key_pattern=NAME,
+    key_example="epoch",
+)
 
 SECTIONS: dict[str, Spec] = {"bench": BENCH}
