@@ -34,6 +34,16 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
 fi
 
+# The YAML language server (npm) for the editor test: fdl init's schema and tags as
+# VS Code and Neovim use them (idempotent; FDL_TEST_TOOLS overrides the place).
+TOOLS="${FDL_TEST_TOOLS:-/opt/fdl-test-tools}"
+if command -v npm >/dev/null && [ ! -x "$TOOLS/node_modules/.bin/yaml-language-server" ]; then
+  log "installing yaml-language-server into $TOOLS"
+  mkdir -p "$TOOLS"
+  (cd "$TOOLS" && npm install --silent --no-audit --no-fund yaml-language-server@1 >/dev/null 2>&1) \
+    || log "warning: yaml-language-server could not be installed (its test skips)"
+fi
+
 # A one-node SLURM cluster on 127.0.0.1 for `fdl deploy` tests (idempotent).
 "$(dirname "$0")/setup-slurm.sh" || log "warning: the local SLURM cluster did not start (its tests skip)"
 
