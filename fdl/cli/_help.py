@@ -47,5 +47,23 @@ def render_top_help(session: Session) -> str:
             active = session.env
             shown = [f"{e} (active)" if e == active else e for e in envs]
             lines += ["", f"Environments: {', '.join(shown)}   (select with --env NAME or @NAME)"]
-    lines += ["", "Run `fdl <command> --help` for the options of a command."]
+    lines += [
+        "",
+        "Examples:",
+        *_rows(
+            [
+                ("fdl setup", "detect the GPUs and install the libtorch that fits"),
+                ("fdl init my-model --template cpp", "a new project that builds and trains"),
+                ("fdl libtorch build --archs 6.1,12.0 --dry-run", "a source build, planned"),
+                ("fdl --env ci test -- -v", "a project command with the ci overlay"),
+            ]
+        ),
+        "",
+        "Exit codes: 0 ok, 1 failed (a build, a check), 2 usage, 3 manifest, "
+        "4 environment, 5 network,",
+        "            130 interrupted, 143 terminated, 70 a bug in fdl "
+        "(run with -v and report it).",
+        "",
+        "Run `fdl <command> --help` for the options of a command.",
+    ]
     return "\n".join(lines) + "\n"
