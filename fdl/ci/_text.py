@@ -59,9 +59,21 @@ def yaml_scalar(value: str) -> str:
         and value.lower() not in _RESERVED
         and ": " not in value
         and not value.endswith(":")
+        and _reads_back(value)
     ):
         return value
     return '"' + "".join(_yaml_char(char) for char in value) + '"'
+
+
+def _reads_back(value: str) -> bool:
+    """Whether a YAML reader takes the plain ``value`` for that string (``.0`` is a float
+    to YAML 1.1 readers, ``1_000`` an integer)."""
+    import yaml
+
+    try:
+        return bool(yaml.safe_load(f"k: {value}\n") == {"k": value})
+    except yaml.YAMLError:
+        return False
 
 
 def _yaml_char(char: str) -> str:
