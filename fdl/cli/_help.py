@@ -61,8 +61,7 @@ def render_top_help(session: Session) -> str:
         "",
         "Exit codes: 0 ok, 1 failed (a build, a check), 2 usage, 3 manifest, "
         "4 environment, 5 network,",
-        "            130 interrupted, 143 terminated, 70 a bug in fdl "
-        "(run with -v and report it).",
+        "            130 interrupted, 143 terminated, 70 a bug in fdl (run with -v and report it).",
         "",
         "Run `fdl <command> --help` for the options of a command.",
     ]
