@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return complete(session, rest[1:])
         name, tail = rest[0], rest[1:]
-        if name in BUILTINS:
+        if name in BUILTINS and not _project_command_wins(session, name, tail):
             import signal
 
             signal.signal(signal.SIGINT, _interrupt)
@@ -215,6 +215,38 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 def _terminate(signum: int, frame: FrameType | None) -> None:
     # Unwinds like Ctrl-C (locks released, staging removed), then exits 143.
     raise Terminated()
+
+
+def _project_command_wins(session: Session, name: str, tail: list[str]) -> bool:
+    """A project command named like a built-in group (floDl's own `bench`) runs when the
+    words after it are not one of the group's sub-commands: `fdl bench` is the project's,
+    `fdl bench run` the built-in's. Commands without sub-commands always win as built-ins
+    (the project's one is `fdl run NAME`)."""
+    from importlib import import_module
+
+    if BUILTINS[name].single:
+        return False
+    try:
+        manifest = session.manifest_or_none()
+    except FdlError:
+        return False  # a broken manifest must not take the built-ins with it
+    if manifest is None or name not in (manifest.data.get("commands") or {}):
+        return False
+    app = getattr(import_module(BUILTINS[name].module), "app", None)
+    import typer
+
+    if not isinstance(app, typer.Typer):
+        return False
+    subcommands = getattr(typer.main.get_command(app), "commands", None)
+    if not subcommands:
+        return False
+    first = tail[0] if tail else None
+    if first is not None and (first in subcommands or first in ("--help", "-h")):
+        return False
+    session.console.note(
+        f"running the project's `{name}`; the built-in is `fdl {name} {'|'.join(subcommands)}`"
+    )
+    return True
 
 
 def _run_builtin(name: str, tail: list[str], session: Session) -> int:

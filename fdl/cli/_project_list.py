@@ -69,6 +69,12 @@ def command_rows(manifest: Manifest, env: str | None) -> list[tuple[str, str]]:
     for name, spec in (manifest.data.get("commands") or {}).items():
         text = describe_command(manifest, name, spec, env)
         if name in BUILTINS and name != "run":
-            text += f"  [shadowed by the built-in; run it with `fdl run {name}`]"
+            if BUILTINS[name].single:
+                text += f"  [shadowed by the built-in; run it with `fdl run {name}`]"
+            else:
+                text += (
+                    f"  [also a built-in: `fdl {name} <sub-command>` is the built-in's; "
+                    f"`fdl {name}` otherwise runs this]"
+                )
         rows.append((name, text))
     return rows

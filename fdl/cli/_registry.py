@@ -10,14 +10,21 @@ __all__ = ["BUILTINS", "Builtin"]
 
 
 class Builtin:
-    """A built-in command group."""
+    """A built-in command group.
 
-    __slots__ = ("module", "name", "summary")
+    ``single`` marks a built-in that is one command (``fdl setup``), not a group of
+    sub-commands: a project command of the same name is then reached with ``fdl run NAME``
+    only. A group yields ``fdl NAME`` to a project command of that name unless one of its
+    sub-commands follows.
+    """
 
-    def __init__(self, name: str, summary: str, module: str) -> None:
+    __slots__ = ("module", "name", "single", "summary")
+
+    def __init__(self, name: str, summary: str, module: str, *, single: bool = False) -> None:
         self.name = name
         self.summary = summary
         self.module = module
+        self.single = single
 
 
 BUILTINS: dict[str, Builtin] = {
@@ -27,6 +34,7 @@ BUILTINS: dict[str, Builtin] = {
             "init",
             "create a project that builds and trains (flodl or cpp; containers or native)",
             "fdl.cli.commands.init",
+            single=True,
         ),
         Builtin("config", "show, explain, validate the merged manifest", "fdl.cli.commands.config"),
         Builtin("image", "render, build, size and run Docker images", "fdl.cli.commands.image"),
@@ -49,11 +57,13 @@ BUILTINS: dict[str, Builtin] = {
             "diagnose",
             "check that GPUs, toolchain and the active libtorch fit together",
             "fdl.cli.commands.diagnose",
+            single=True,
         ),
         Builtin(
             "setup",
             "detect this machine and install the libtorch that fits",
             "fdl.cli.commands.setup",
+            single=True,
         ),
         Builtin(
             "cache",
@@ -74,11 +84,13 @@ BUILTINS: dict[str, Builtin] = {
             "run",
             "run a project command by name (also one a built-in shadows)",
             "fdl.cli.commands.run",
+            single=True,
         ),
         Builtin(
             "completions",
             "print the shell completion script (bash, zsh, fish)",
             "fdl.cli.commands.completions",
+            single=True,
         ),
     )
 }

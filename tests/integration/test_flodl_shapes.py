@@ -39,6 +39,9 @@ description: floDl-shaped
 commands:
   test:
     run: echo tests
+  bench:
+    description: floDl's own benchmark script
+    run: echo flodl-bench
   ddp-bench:
     description: DDP benchmarks
   export:
@@ -214,3 +217,15 @@ def test_a_compiled_cpp_entry_answers_fdl_schema(run_fdl, project) -> None:
     ran = run_fdl(["export", "--precision", "fp16", "--dry-run"], cwd=project)
     assert ran.exit_code == 0, ran.output
     assert probes(project) == 2
+
+
+def test_a_project_command_named_like_a_built_in_group_still_runs(run_fdl, project) -> None:
+    """floDl's root manifest has `bench`; fdl's `bench` group arrived later."""
+    listing = run_fdl(["--help"], cwd=project).stdout
+    assert "also a built-in: `fdl bench <sub-command>` is the built-in's" in listing
+    ours = run_fdl(["bench", "--dry-run"], cwd=project)
+    assert ours.exit_code == 0, ours.output
+    assert "echo flodl-bench" in ours.stdout and "running the project's `bench`" in ours.stderr
+    builtin = run_fdl(["bench", "report"], cwd=project)
+    assert builtin.exit_code == 2 and "bench.jsonl" in builtin.stderr
+    assert run_fdl(["bench", "--help"], cwd=project).stdout.startswith("Usage: fdl bench")
