@@ -86,12 +86,13 @@ def test_native_project_builds_tests_and_trains(
 ) -> None:
     fdl = fdl_process_session
     project = _new_project(tmp_path, "native-model", "native", installed_variant, fdl)
-    build = fdl(["build"], cwd=project, timeout=BUILD_TIMEOUT)
-    assert build.exit_code == 0, build.output[-3000:]
-    assert (project / "build" / "train").is_file()
+    # `fdl test` first, in a fresh project: it configures and builds what it tests
     test = fdl(["test"], cwd=project, timeout=BUILD_TIMEOUT)
     assert test.exit_code == 0, test.output[-3000:]
     assert "100% tests passed" in test.stdout
+    build = fdl(["build"], cwd=project, timeout=BUILD_TIMEOUT)
+    assert build.exit_code == 0, build.output[-3000:]
+    assert (project / "build" / "train").is_file()
     train = fdl(["train", "--", "--steps", "40", "--log-every", "5"], cwd=project)
     assert train.exit_code == 0, train.output[-3000:]
     _assert_trains(train.stdout, 40)
