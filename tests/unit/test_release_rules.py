@@ -179,3 +179,19 @@ def test_every_rule_names_its_source() -> None:
         for entry in entries:
             assert str(entry.get("source", "")).strip(), (name, entry)
             assert "since" in entry, (name, entry)
+
+
+def test_the_driver_picks_a_toolkit_it_runs_or_is_warned_about(facts: MachineFacts) -> None:
+    """Driver 570 runs CUDA 12.x, not 13.x: a build for this machine uses 12.9, and an
+    explicit 13.0 is planned with a warning naming the driver it needs."""
+    from dataclasses import replace
+
+    machine = replace(facts, driver="570.86")
+    plan = plan_build(request(torch="2.14.1", archs="12.0a"), machine)
+    assert plan.toolkit.startswith("CUDA 12.9:") and "runs on driver 570.86" in plan.toolkit
+    assert not [p for p in plan.problems if p.check == "driver"]
+    asked = plan_build(request(torch="2.14.1", archs="12.0a", cuda="13.0"), machine)
+    [warning] = [p for p in asked.problems if p.check == "driver"]
+    assert "needs driver >= 580" in warning.message and warning.severity == "warning"
+    unknown = plan_build(request(torch="2.14.1", archs="12.0a"), facts)  # no driver known
+    assert unknown.toolkit.startswith("CUDA 13.2:")

@@ -168,6 +168,7 @@ class MachineFacts:
         variants: Installed builds: name -> (torch, cuda) from their metadata.
         environ: The environment (to find leaking build variables, cache settings).
         source: The checkout given with ``--source``, probed (None: fdl clones one).
+        driver: The NVIDIA driver version of this machine's GPUs, when there are any.
     """
 
     libtorch_dir: Path
@@ -183,6 +184,7 @@ class MachineFacts:
     cores: int = 1
     ram_gb: float = 0.0
     disk_free_gb: float = 0.0
+    driver: str | None = None
     cudnn: str | None = None
     variants: Mapping[str, tuple[str | None, str | None]] = field(default_factory=dict)
     environ: Mapping[str, str] = field(default_factory=dict)
@@ -293,7 +295,9 @@ def probe_machine(
 
     run = runner or default_runner()
     env = dict(os.environ if environ is None else environ)
-    gpu_report = detect_gpus(run) if gpus else None
+    # Always asked (cheap): the driver decides which CUDA a build can run here, also
+    # when --archs names the GPUs.
+    gpu_report = detect_gpus(run)
     nvcc_probe = probe_nvcc(run)
     tools, paths = _probe_tools(run)
     docker_kind, docker_reason, client = (
@@ -317,11 +321,12 @@ def probe_machine(
     return MachineFacts(
         libtorch_dir=libtorch_dir,
         gpus=tuple(
-            (g.short_name, g.capability)
-            for g in (gpu_report.gpus if gpu_report else ())
-            if g.capability is not None
-        ),
-        gpu_reason=gpu_report.reason if gpu_report else "not probed (--archs given)",
+            (g.short_name, g.capability) for g in gpu_report.gpus if g.capability is not None
+        )
+        if gpus
+        else (),
+        gpu_reason=gpu_report.reason if gpus else "not probed (--archs given)",
+        driver=gpu_report.driver,
         nvcc=nvcc,
         nvcc_reason=nvcc_probe.reason,
         tools=tools,

@@ -16,6 +16,7 @@ from fdl.compat import (
     Target,
     build_constraints,
     buildable_toolkits,
+    check_driver,
     choose_toolkit,
     cmake_policy_env,
     compilable_toolkits,
@@ -263,6 +264,7 @@ def _native(
             )
         )
     problems += _release_cuda(None, nvcc.version, torch, archs, native=True)
+    problems += _driver_problems(facts, nvcc.version)
     if not nvcc.cuda_home:
         problems.append(
             Problem(
@@ -313,17 +315,41 @@ def _docker(
             )
         ]
         problems += _release_cuda(wanted, kit.version, torch, archs, native=False)
+        problems += _driver_problems(facts, kit.version)
         return Toolchoice("docker", kit, f"CUDA {kit.version} ({wanted.origin})"), problems
     kit, untested = preferred_toolkit(torch, archs)  # _check_release made sure there is one
     if untested is not None:
         problems.append(Problem("toolkit", untested, "pin another --torch or --cuda", "warning"))
     codes = " ".join(archs.codes())
-    return Toolchoice(
-        "docker",
-        kit,
-        f"CUDA {kit.version}: the newest toolkit that compiles {codes} and that torch {torch}'s "
-        "release builds used",
-    ), problems
+    why = f"the newest toolkit that compiles {codes} and that torch {torch}'s release builds used"
+    if facts.driver and not check_driver(facts.driver, kit.version).ok:
+        runs = [
+            k for k in buildable_toolkits(torch, archs) if check_driver(facts.driver, k.version).ok
+        ]
+        if runs:  # newer toolkits need newer drivers: the first that runs is the newest
+            kit = runs[0]
+            why = f"the newest toolkit that compiles {codes}, builds torch {torch} and runs on driver {facts.driver}"
+    problems += _driver_problems(facts, kit.version)
+    return Toolchoice("docker", kit, f"CUDA {kit.version}: {why}"), problems
+
+
+def _driver_problems(facts: MachineFacts, cuda: str) -> list[Problem]:
+    """A build whose CUDA this machine's driver cannot run (it may be meant for another
+    machine, so a warning), with the driver it needs."""
+    if not facts.driver:
+        return []
+    check = check_driver(facts.driver, cuda)
+    if check.ok:
+        return []
+    return [
+        Problem(
+            "driver",
+            f"{check.reason}: the result would not run on this machine's GPUs",
+            f"update the NVIDIA driver to {check.required} or newer, or build with an older "
+            "--cuda (fine when the build is for another machine)",
+            "warning",
+        )
+    ]
 
 
 def _release_cuda(
