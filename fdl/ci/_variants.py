@@ -146,8 +146,8 @@ def _recipe_variant(manifest: Manifest, config: CiConfig, key: str, where: str) 
 
 def _recipe_facts(request: Any) -> tuple[str, str | None, tuple[str, ...], bool]:
     """(torch, CUDA, arch codes, cuDNN) of a source build, as the build planner decides
-    them when nothing else is said (the newest toolkit that compiles every arch)."""
-    from fdl.compat import Kind, Target, choose_toolkit, parse_archs, resolve_torch_version
+    them when nothing else is said (:func:`fdl.compat.preferred_toolkit`)."""
+    from fdl.compat import Kind, Target, parse_archs, preferred_toolkit, resolve_torch_version
     from fdl.compat.archs import ArchList
 
     torch = resolve_torch_version(request.value("torch"))
@@ -162,7 +162,8 @@ def _recipe_facts(request: Any) -> tuple[str, str | None, tuple[str, ...], bool]
     if request.value("ptx", False) and archs.cubins:
         newest = max(archs.cubins, key=lambda t: (t.capability, t.suffix))
         archs = archs | ArchList.of([Target(newest.capability, Kind.PTX, newest.suffix)])
-    cuda = request.value("cuda") or choose_toolkit(archs).version
+    # The toolkit the build's plan picks (no driver: CI builds for the declared GPUs).
+    cuda = request.value("cuda") or preferred_toolkit(torch, archs).version
     switch = request.switches.get("USE_CUDNN")
     cudnn = switch is None or str(switch.value).upper() not in ("0", "OFF", "FALSE", "NO")
     return torch, str(cuda), tuple(archs.codes()), cudnn

@@ -7,7 +7,7 @@ parallel nvcc job, fatbin compression flags, and the cuDNN limit for old GPUs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -18,23 +18,87 @@ from fdl.compat.cuda import toolkit
 __all__ = [
     "BuildSwitch",
     "CudnnLimit",
+    "SwitchCost",
     "build_switches",
     "cmake_policy_env",
     "cudnn_limit",
     "fatbin_compression_flags",
     "max_parallel_jobs",
     "memory_per_job_gb",
+    "switch_costs",
 ]
 
 
 @dataclass(frozen=True)
 class BuildSwitch:
-    """A PyTorch build switch (``USE_FLASH_ATTENTION``) and what turning it off saves."""
+    """A PyTorch build switch (``USE_FLASH_ATTENTION``): what turning it off saves and costs.
+
+    Attributes:
+        serves: The (oldest, newest) arch whose GPUs use what the switch builds; None when
+            every GPU does.
+        off_costs: What a build without it lacks.
+        needed_by: Framework (``flodl``) -> why that framework needs the switch on.
+    """
 
     name: str
     effect: str
     saves: tuple[str, ...]
     drops_libraries: tuple[str, ...] = ()
+    serves: tuple[str, str] | None = None
+    off_costs: str = ""
+    needed_by: Mapping[str, str] = field(default_factory=dict)
+    source: str = ""
+
+    def served(self, archs: ArchList) -> list[str]:
+        """The targets of ``archs`` (``sm_120``) that use what this switch builds."""
+        if self.serves is None:
+            return [t.code for t in archs]
+        low, high = (parse_capability(v) for v in self.serves)
+        return [t.code for t in archs if low <= t.capability <= high]
+
+
+@dataclass(frozen=True)
+class SwitchCost:
+    """What one switch a build turns off costs for its GPUs and its project.
+
+    Attributes:
+        name: ``USE_DISTRIBUTED``.
+        saves: What turning it off saves (``time``, ``size``, ...).
+        costs: What the build's GPUs lose, or None when they lose nothing (a switch for
+            other GPUs).
+        needed: Why the project's framework needs it on, or None.
+    """
+
+    name: str
+    saves: tuple[str, ...]
+    costs: str | None
+    needed: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "switch": self.name,
+            "saves": list(self.saves),
+            "costs": self.costs,
+            "needed_by_project": self.needed,
+        }
+
+
+def switch_costs(
+    switches: Mapping[str, str], archs: ArchList, framework: str | None = None
+) -> list[SwitchCost]:
+    """For each known switch that ``switches`` turns off (``0``/``OFF``): what it saves,
+    what these GPUs lose, and whether ``framework`` (``flodl``) needs it."""
+    known = {s.name: s for s in build_switches()}
+    out: list[SwitchCost] = []
+    for name, value in switches.items():
+        switch = known.get(name)
+        if switch is None or str(value).strip().upper() not in {"0", "OFF", "FALSE", "NO"}:
+            continue
+        served = switch.served(archs) if len(archs) else []
+        costs = f"{', '.join(served)}: {switch.off_costs}" if served and switch.off_costs else None
+        needed = switch.needed_by.get(framework) if framework else None
+        out.append(SwitchCost(name, switch.saves, costs, needed))
+    return out
 
 
 @dataclass(frozen=True)
@@ -59,6 +123,10 @@ def build_switches() -> tuple[BuildSwitch, ...]:
             effect=str(s["effect"]),
             saves=tuple(s.get("saves", ())),
             drops_libraries=tuple(s.get("drops_libraries", ())),
+            serves=(str(s["serves"]["min"]), str(s["serves"]["max"])) if "serves" in s else None,
+            off_costs=" ".join(str(s.get("off_costs", "")).split()),
+            needed_by={k: " ".join(str(v).split()) for k, v in s.get("needed_by", {}).items()},
+            source=" ".join(str(s.get("source", "")).split()),
         )
         for s in _table()["switches"]
     )

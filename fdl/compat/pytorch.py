@@ -331,7 +331,8 @@ def _none_fits(
     reason = f"no official PyTorch {full} build covers {names}{together} ({why})"
     newer = newer_release_covering(caps, full, driver)
     if able:
-        reason += f"; build from source with CUDA {_or_join(list(able), 'or')}"
+        choice = preferred_toolkit(full, archs, driver)
+        reason += f"; build from source with CUDA {choice.version} ({choice.why})"
     elif newer is not None:
         version, variant = newer
         reason += (
@@ -460,28 +461,78 @@ def tested_cuda(version: str | None) -> str | None:
     return max(cudas, key=version_key) if cudas else None
 
 
-def preferred_toolkit(version: str | None, archs: ArchList) -> tuple[Any, str | None]:
+@dataclass(frozen=True)
+class ToolkitChoice:
+    """The toolkit a source build of a release for some archs uses, and why.
+
+    Every place that names a source build's CUDA (the build plan, ``fdl setup``,
+    ``fdl diagnose``, the native preflight's fix) asks :func:`preferred_toolkit`, so they all
+    give the same toolkit with the same reason.
+
+    Attributes:
+        kit: The toolkit.
+        why: One line: why this one.
+        note: A caveat (only a toolkit newer than the release's own builds can, or the
+            driver runs none of them), or None.
+        driver_needed: The driver the chosen toolkit's code needs when this machine's is
+            older, else None.
+    """
+
+    kit: Any
+    why: str
+    note: str | None = None
+    driver_needed: str | None = None
+
+    @property
+    def version(self) -> str:
+        return str(self.kit.version)
+
+
+def preferred_toolkit(
+    version: str | None, archs: ArchList, driver: str | None = None
+) -> ToolkitChoice:
     """The toolkit to build ``version`` for ``archs`` with: the newest that compiles them,
-    builds the release and is no newer than its official builds' (a note when only a newer
-    one can).
+    builds the release, is no newer than its official builds' and (when ``driver`` is
+    given) runs on that driver.
 
     Raises:
         IndexError: nothing builds it (check with :func:`buildable_toolkits` first).
     """
-    kits = buildable_toolkits(version, archs)
-    newest_tested = tested_cuda(version)
+    full = resolve_torch_version(version)
+    kits = buildable_toolkits(full, archs)
+    newest_tested = tested_cuda(full)
     tested = [
         k
         for k in kits
         if newest_tested is None or version_key(k.version) <= version_key(newest_tested)
     ]
+    codes = " ".join(archs.codes())
+    note: str | None = None
     if tested:
-        return tested[0], None
-    full = resolve_torch_version(version)
-    return kits[0], (
-        f"CUDA {kits[0].version} is newer than any official build of torch {full} (CUDA "
-        f"{newest_tested} at most): PyTorch's own release builds never used it"
-    )
+        chosen = tested
+        why = (
+            f"the newest toolkit that compiles {codes} and that torch {full}'s release builds used"
+        )
+    else:
+        chosen = kits[:1]
+        why = f"the only toolkits that compile {codes} and build torch {full} are newer than its release builds"
+        note = (
+            f"CUDA {kits[0].version} is newer than any official build of torch {full} (CUDA "
+            f"{newest_tested} at most): PyTorch's own release builds never used it"
+        )
+    kit = chosen[0]
+    if driver is None:
+        return ToolkitChoice(kit, why, note)
+    runs = [k for k in chosen if check_driver(driver, k.version).ok]
+    if runs:  # newer toolkits need newer drivers: the first that runs is the newest
+        if runs[0] is not kit:
+            why = (
+                f"the newest toolkit that compiles {codes}, builds torch {full} and runs on "
+                f"driver {driver}"
+            )
+        return ToolkitChoice(runs[0], why, note)
+    needed = check_driver(driver, kit.version).required
+    return ToolkitChoice(kit, why, note, needed)
 
 
 def releases_that_build(archs: ArchList) -> list[str]:

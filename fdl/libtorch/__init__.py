@@ -51,10 +51,12 @@ if TYPE_CHECKING:
     )
     from fdl.libtorch._scan import DeviceScan, detect_abi, scan_device_code
     from fdl.libtorch._select import (
+        CudaTarget,
         Selection,
         build_archs,
         build_command,
         coverage_fix,
+        cuda_target,
         select_variant,
     )
     from fdl.libtorch._settings import LibtorchSettings, project_settings
@@ -92,6 +94,8 @@ _LAZY = {
     "detect_abi": "_scan",
     "scan_device_code": "_scan",
     "Selection": "_select",
+    "CudaTarget": "_select",
+    "cuda_target": "_select",
     "build_archs": "_select",
     "build_command": "_select",
     "coverage_fix": "_select",
@@ -116,6 +120,7 @@ __all__ = [
     "CACHES",
     "MIRROR_ENV",
     "CacheEntry",
+    "CudaTarget",
     "DeviceScan",
     "DownloadPlan",
     "InstallResult",
@@ -133,6 +138,7 @@ __all__ = [
     "clean_caches",
     "coverage_fix",
     "covers_gpus",
+    "cuda_target",
     "detect_abi",
     "finish_info",
     "gpu_label",

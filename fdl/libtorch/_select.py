@@ -23,6 +23,7 @@ from fdl.compat import (
     covers,
     default_torch_version,
     newer_release_covering,
+    preferred_toolkit,
     release,
     releases_that_build,
     resolve_torch_version,
@@ -32,10 +33,12 @@ from fdl.compat import (
 from fdl.errors import UsageError
 
 __all__ = [
+    "CudaTarget",
     "Selection",
     "build_archs",
     "build_command",
     "coverage_fix",
+    "cuda_target",
     "cuda_variant_name",
     "select_variant",
 ]
@@ -55,6 +58,8 @@ class Selection:
         verdicts: How each GPU runs this build (empty for the CPU build).
         warnings: What the user should know (GPUs left out, driver too old, ...).
         build: When the build misses a GPU: the ``fdl libtorch build`` command that covers all.
+        build_cuda: The CUDA that source build uses (what its plan will pick: the same
+            :func:`fdl.compat.preferred_toolkit` answer).
     """
 
     torch_version: str
@@ -66,6 +71,7 @@ class Selection:
     verdicts: tuple[Verdict, ...] = ()
     warnings: tuple[str, ...] = ()
     build: tuple[str, ...] = field(default=())
+    build_cuda: str | None = None
 
     @property
     def covers_all(self) -> bool:
@@ -100,6 +106,7 @@ class Selection:
             ],
             "warnings": list(self.warnings),
             "build_command": " ".join(self.build) if self.build else None,
+            "build_cuda": self.build_cuda,
         }
 
 
@@ -136,6 +143,7 @@ def select_variant(
     torch: str | None = None,
     preferred: str | None = None,
     driver: str | None = None,
+    preferred_origin: str | None = None,
 ) -> Selection:
     """Choose the official build: the one asked for, else the one that fits the GPUs.
 
@@ -146,6 +154,7 @@ def select_variant(
         torch: ``--torch 2.13`` / ``2.13.0``; the newest known when None.
         preferred: The manifest's ``libtorch.variant`` (``cpu``, ``cu130``, ``auto``).
         driver: The NVIDIA driver version, to warn about builds it cannot run.
+        preferred_origin: Where ``preferred`` was written (``fdl.yml:20:12``).
 
     Raises:
         UsageError: ``--cpu`` with ``--cuda``, an unknown CUDA version or torch version,
@@ -164,7 +173,9 @@ def select_variant(
         name = preferred if preferred == "cpu" or preferred.startswith("cu") else "?"
         if name == "?":
             name = cuda_variant_name(preferred)
-        return _fixed(full, name, caps, driver, "manifest", "libtorch.variant in the manifest")
+        where = f" ({preferred_origin})" if preferred_origin else " in the manifest"
+        why = f"the project asks for {name}: libtorch.variant{where}"
+        return _fixed(full, name, caps, driver, "manifest", why)
     return _detected(full, caps, driver)
 
 
@@ -240,6 +251,7 @@ def _annotate(selection: Selection, variant: Variant, driver: str | None) -> Sel
         if not check.ok:
             warnings.append(f"{check.reason}: update the NVIDIA driver")
     build: tuple[str, ...] = ()
+    build_cuda: str | None = None
     if caps and not selection.covers_all:
         full = selection.torch_version
         pinned = full != default_torch_version()
@@ -247,7 +259,12 @@ def _annotate(selection: Selection, variant: Variant, driver: str | None) -> Sel
         newer = newer_release_covering(caps, full, driver)
         if buildable_toolkits(full, archs):
             build = build_command(caps, full if pinned else None)
-            warnings.append(f"for every GPU, build libtorch from source: {' '.join(build)}")
+            choice = preferred_toolkit(full, archs, driver)
+            build_cuda = choice.version
+            warnings.append(
+                f"for every GPU, build libtorch from source: {' '.join(build)} (torch {full}, "
+                f"CUDA {choice.version})"
+            )
         elif newer is not None:
             version, name = newer
             warnings.append(
@@ -271,6 +288,7 @@ def _annotate(selection: Selection, variant: Variant, driver: str | None) -> Sel
         selection.verdicts,
         tuple(warnings),
         build,
+        build_cuda,
     )
 
 
@@ -290,3 +308,72 @@ def coverage_fix(
             f" --torch {selection.torch_version}" if pinned else ""
         )
     return " ".join(selection.build)
+
+
+@dataclass(frozen=True)
+class CudaTarget:
+    """The CUDA libtorch a project's CUDA commands use on a machine (``fdl init``'s
+    ``cuda`` service): the same answer as ``fdl setup`` for those GPUs and driver.
+
+    Attributes:
+        variant: ``precompiled/cu126`` or ``builds/sm61-sm120``.
+        cuda: Its CUDA version (the image's base).
+        cudnn: Whether it uses cuDNN.
+        why: One line: why this one.
+        command: The fdl command that installs it.
+    """
+
+    variant: str
+    cuda: str
+    cudnn: bool
+    why: str
+    command: tuple[str, ...]
+
+
+def cuda_target(
+    gpus: Sequence[Capability], torch: str | None = None, driver: str | None = None
+) -> CudaTarget:
+    """The CUDA build for these GPUs (none: PyPI's default CUDA build of ``torch``).
+
+    Raises:
+        UsageError: no official build covers the GPUs and no source build of ``torch``
+            can (the fix names the release that can).
+    """
+    full = resolve_torch_version(torch)
+    pinned = ("--torch", full)
+    if not gpus:
+        default = next(v for v in release(full).variants if v.default and v.cuda)
+        cuda = str(default.cuda)
+        return CudaTarget(
+            f"precompiled/{default.name}",
+            cuda,
+            default.cudnn is not None,
+            f"no GPU was named or detected: PyPI's default CUDA build of torch {full} "
+            f"(CUDA {cuda}, driver >= {toolkit(cuda).driver_min})",
+            ("fdl", "libtorch", "download", "--cuda", cuda, *pinned),
+        )
+    selection = select_variant(gpus, torch=full, driver=driver)
+    if selection.covers_all and selection.cuda is not None:
+        return CudaTarget(
+            f"precompiled/{selection.variant}",
+            selection.cuda,
+            release(full).variant(selection.variant).cudnn is not None,
+            selection.reason,
+            ("fdl", "libtorch", "download", "--cuda", selection.cuda, *pinned),
+        )
+    if selection.build and selection.build_cuda is not None:
+        archs = ArchList.of(Target(c) for c in selection.gpus)
+        command = selection.build if "--torch" in selection.build else (*selection.build, *pinned)
+        return CudaTarget(
+            f"builds/{archs.dir_name()}",
+            selection.build_cuda,
+            True,
+            selection.reason,
+            command,
+        )
+    names = " + ".join(c.sm for c in selection.gpus)
+    raise UsageError(
+        f"torch {full} has no CUDA build for {names} and cannot be built for them",
+        hint="; ".join(w for w in selection.warnings if "use torch" in w or "can:" in w)
+        or "name other --gpus, or pick another --torch",
+    )

@@ -19,11 +19,13 @@ class LibtorchSettings:
         torch: The PyTorch release the project pins, if any.
         variant: The variant the project expects (``precompiled/cu130``), if any.
         mirror: Base URL of a download.pytorch.org mirror, if any.
+        variant_origin: Where ``variant`` was set (``fdl.yml:20:12``), if it was.
     """
 
     torch: str | None = None
     variant: str | None = None
     mirror: str | None = None
+    variant_origin: str | None = None
 
 
 def project_settings(manifest: Manifest | None, environ: Mapping[str, str]) -> LibtorchSettings:
@@ -35,4 +37,10 @@ def project_settings(manifest: Manifest | None, environ: Mapping[str, str]) -> L
     data = manifest.get("libtorch") or {}
     mirror = data.get("mirror")
     torch = data.get("torch")
-    return LibtorchSettings(str(torch) if torch else None, data.get("variant"), mirror)
+    origin = manifest.origin(("libtorch", "variant"))
+    return LibtorchSettings(
+        str(torch) if torch else None,
+        data.get("variant"),
+        mirror,
+        str(origin) if origin is not None else None,
+    )

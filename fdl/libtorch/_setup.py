@@ -93,11 +93,14 @@ def plan_setup(
     driver: str | None = None,
     torch: str | None = None,
     preferred: str | None = None,
+    preferred_origin: str | None = None,
     from_wheel: bool = False,
     force: bool = False,
 ) -> SetupPlan:
     """Decide what setup does for these GPUs (reads the installed variants, nothing else)."""
-    selection = select_variant(gpus, torch=torch, preferred=preferred, driver=driver)
+    selection = select_variant(
+        gpus, torch=torch, preferred=preferred, driver=driver, preferred_origin=preferred_origin
+    )
     wanted_torch = selection.torch_version if torch else None
     active = variants.active_name(context)
     fits = active is not None and covers_gpus(context, active, gpus)
@@ -118,7 +121,9 @@ def plan_setup(
                 name,
                 ("fdl", "libtorch", "activate", name),
             )
-    if selection.covers_all:
+    if selection.covers_all or selection.how != "detected":
+        # --cpu/--cuda or the manifest's libtorch.variant: what was asked for, with its
+        # warnings and the build that would cover every GPU as an alternative.
         return _official(selection, from_wheel)
     return _build(selection)
 
@@ -131,16 +136,21 @@ def _flags(selection: Selection) -> list[str]:
 def _official(selection: Selection, from_wheel: bool) -> SetupPlan:
     download = ("fdl", "libtorch", "download", *_flags(selection))
     wheel = ("fdl", "libtorch", "install", "--from-wheel", "--torch", selection.torch_version)
+    build = (f"{' '.join(selection.build)}   (every GPU)",) if selection.build else ()
     if from_wheel:
         return SetupPlan(
             "wheel",
             f"{selection.reason} (from the PyPI wheel, as asked)",
             selection,
             command=wheel,
-            alternatives=(" ".join(download),),
+            alternatives=(" ".join(download), *build),
         )
     return SetupPlan(
-        "download", selection.reason, selection, command=download, alternatives=(" ".join(wheel),)
+        "download",
+        selection.reason,
+        selection,
+        command=download,
+        alternatives=(" ".join(wheel), *build),
     )
 
 

@@ -126,7 +126,34 @@ def make_answers(name: str, given: Mapping[str, Any], recorded: Mapping[str, Any
         mode=mode,
         torch=_full_torch(torch),
         example=bool(pick("example", DEFAULTS["example"])),
+        gpus=_gpus(str(pick("gpus", "") or "")),
+        driver=_driver(str(pick("driver", "") or "")),
     )
+
+
+def _gpus(text: str) -> str:
+    """``6.1,12.0`` / ``sm_61 sm_120`` / ``none`` -> ``6.1,12.0`` (sorted, unique)."""
+    from fdl.compat import parse_capability
+
+    if text.strip().lower() in ("", "none", "cpu"):
+        return ""
+    caps = []
+    for part in re.split(r"[,;\s]+", text.strip()):
+        if not part:
+            continue
+        try:
+            caps.append(parse_capability(part))
+        except UsageError as exc:
+            raise UsageError(
+                f"--gpus: {exc.message}", hint="name compute capabilities, e.g. --gpus 6.1,12.0"
+            ) from None
+    return ",".join(str(c) for c in sorted(set(caps)))
+
+
+def _driver(text: str) -> str:
+    if text and not re.fullmatch(r"[0-9]+(\.[0-9]+){0,2}", text):
+        raise UsageError(f"invalid driver version {text!r}", hint="e.g. --driver 570.86")
+    return text
 
 
 def _full_torch(version: str) -> str:

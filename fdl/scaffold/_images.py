@@ -32,14 +32,22 @@ def scaffold_resolver(answers: Answers, cuda: dict[str, tuple[str, bool]]) -> Va
     return resolve
 
 
-def _cuda_variants(torch: str) -> dict[str, tuple[str, bool]]:
+def _cuda_variants(answers: Answers) -> dict[str, tuple[str, bool]]:
+    """The official CUDA builds of the torch, and the project's CUDA variant (a source
+    build for its GPUs has no official entry: its CUDA is what the build plan picks)."""
     from fdl.compat.pytorch import release
 
-    return {
+    known = {
         variant.name: (str(variant.cuda), variant.cudnn is not None)
-        for variant in release(torch).variants
+        for variant in release(answers.torch).variants
         if variant.cuda is not None
     }
+    if answers.template == "flodl":
+        from fdl.scaffold._values import cuda_service
+
+        target = cuda_service(answers)
+        known[target.variant.rsplit("/", 1)[-1]] = (target.cuda, target.cudnn)
+    return known
 
 
 def plan_generated(
@@ -82,6 +90,6 @@ def plan_generated(
         for env in sorted(overlays):
             load_manifest(directory, env=env, environ={})
         loaded = load_manifest(directory, environ={})
-        resolver = scaffold_resolver(answers, _cuda_variants(answers.torch))
+        resolver = scaffold_resolver(answers, _cuda_variants(answers))
         specs = plan_images(loaded, resolver=resolver, fdl_version=fdl_version)
         return loaded.data, specs

@@ -37,6 +37,9 @@ class Answers:
         torch: The PyTorch version of the project's libtorch (``2.13.0``).
         example: Write the manifest as ``fdl.yml.example`` (committed) and keep
             ``fdl.yml`` local (ignored by git).
+        gpus: The GPUs the project's CUDA commands are for (``6.1,12.0``): named with
+            ``--gpus`` or detected on the machine that ran ``fdl init``; empty: none.
+        driver: That machine's NVIDIA driver (``570.86``), when known.
     """
 
     name: str
@@ -44,6 +47,8 @@ class Answers:
     mode: str
     torch: str
     example: bool = False
+    gpus: str = ""
+    driver: str = ""
 
     @property
     def containers(self) -> bool:
@@ -61,6 +66,8 @@ class Answers:
             "mode": self.mode,
             "torch": self.torch,
             "example": self.example,
+            **({"gpus": self.gpus} if self.gpus else {}),
+            **({"driver": self.driver} if self.driver else {}),
         }
 
 

@@ -7,15 +7,21 @@ from typing import Any
 from fdl.scaffold._project_files import Answers
 from fdl.scaffold._templates import Template, scaffold_data
 
-__all__ = ["cuda_variant", "flodl_commands", "template_values"]
+__all__ = ["cuda_service", "flodl_commands", "template_values"]
 
 
-def cuda_variant(torch: str) -> tuple[str, str, bool]:
-    """The CUDA build ``pip install torch`` gets for ``torch``: (name, CUDA, cuDNN)."""
-    from fdl.compat.pytorch import release
+def cuda_service(answers: Answers) -> Any:
+    """The CUDA libtorch of the project's CUDA commands: what ``fdl setup`` would pick for
+    the answers' GPUs and driver (none: PyPI's default CUDA build of the torch).
 
-    chosen = next(v for v in release(torch).variants if v.default)
-    return chosen.name, str(chosen.cuda), chosen.cudnn is not None
+    Returns:
+        A :class:`fdl.libtorch.CudaTarget`.
+    """
+    from fdl.compat import parse_capability
+    from fdl.libtorch import cuda_target
+
+    gpus = [parse_capability(c) for c in answers.gpus.split(",") if c]
+    return cuda_target(gpus, answers.torch, answers.driver or None)
 
 
 def _command(
@@ -138,6 +144,11 @@ def template_values(answers: Answers, chosen: Template, fdl_version: str) -> dic
             rust=chosen.data["rust"],
             rust_setup=_rust_setup(chosen.data["rust"]),
             rust_packages=list(chosen.data["rust"]["packages"]),
-            cuda_variant=cuda_variant(answers.torch)[0],
+        )
+        target = cuda_service(answers)
+        values.update(
+            cuda_variant=target.variant,
+            cuda_why=target.why,
+            cuda_command=" ".join(target.command),
         )
     return values

@@ -34,7 +34,9 @@ def test_native_pascal_with_nvcc_13_is_refused_before_any_work(run_fdl, tmp_path
     )
     assert result.exit_code == 4, result.output
     assert "CUDA 13 dropped Pascal" in result.stderr
-    assert "--docker --cuda 12.8" in result.stderr and "install CUDA 12.8 or 12.9" in result.stderr
+    # the same toolkit as the Docker plan (and fdl setup) picks, with the same reason
+    assert "`--docker` (CUDA 12.9: the newest toolkit" in result.stderr
+    assert "install CUDA 12.8 or 12.9" in result.stderr
     assert not (tmp_path / "home").exists()  # nothing was created, nothing ran
 
 
@@ -127,15 +129,17 @@ def test_recipe_and_options_are_layers_with_the_same_origins_as_config_explain(
 ) -> None:
     """The recipe is the manifest's lowest layer and the options its top one: the plan's
     origins and `fdl config explain` name the same file:line."""
-    (tmp_path / "fdl.yml").write_text(
-        "libtorch:\n  build:\n    recipe: pascal-blackwell\n    jobs: 2\n"
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "pinned.yml").write_text(
+        'description: a pinned toolkit\narchs: "6.1;12.0"\ncuda: "12.8"\n'
     )
+    (tmp_path / "fdl.yml").write_text("libtorch:\n  build:\n    recipe: pinned\n    jobs: 2\n")
     explained = run_fdl(
         ["config", "explain", "libtorch.build.cuda", "--json"], cwd=tmp_path, env=home
     )
     assert explained.exit_code == 0, explained.output
     winner = json.loads(explained.stdout)[0]["winner"]["origin"]
-    assert winner["layer"] == "recipe" and winner["source"] == "recipe pascal-blackwell"
+    assert winner["layer"] == "recipe" and winner["source"] == "recipes/pinned.yml"
     result = run_fdl(
         ["libtorch", "build", "--docker", "--archs", "12.0", "--dry-run", "--json"],
         cwd=tmp_path,
@@ -143,7 +147,7 @@ def test_recipe_and_options_are_layers_with_the_same_origins_as_config_explain(
     )
     assert result.exit_code == 0, result.output
     settings = json.loads(result.stdout)["settings"]
-    where = f"recipe pascal-blackwell:{winner['line']}:{winner['column']}"
+    where = f"recipes/pinned.yml:{winner['line']}:{winner['column']}"
     assert settings["cuda"] == {"value": "12.8", "origin": f"{where} (cuda)"}
     assert settings["archs"] == {"value": "12.0", "origin": "--archs"}
     assert settings["jobs"]["origin"].startswith("fdl.yml:4:")

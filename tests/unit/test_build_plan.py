@@ -114,7 +114,7 @@ def test_native_with_nvcc_13_refuses_pascal_before_any_work(facts: MachineFacts)
     error = caught.value
     assert "CUDA 13 dropped Pascal" in error.message
     assert "sm_61" in error.message
-    assert "--docker --cuda 12.8" in (error.hint or "")
+    assert "`--docker` (CUDA 12.9" in (error.hint or "")
     assert "install CUDA 12.8 or 12.9" in (error.hint or "")
 
 

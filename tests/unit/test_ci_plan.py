@@ -57,11 +57,12 @@ def test_official_variants_come_from_the_compatibility_tables(matrix: Matrix) ->
         "--no-activate",
     )
     assert cpu.install[3] == "--cpu"
-    # The recipe pins its own torch and CUDA: sm_61 + sm_120 need CUDA 12.8.
+    # The recipe pins neither torch nor CUDA: the project's torch, and the toolkit the build
+    # plan picks for it (12.9: the newest that still compiles sm_61).
     assert (built.name, built.torch, built.cuda, built.ref.archs) == (
         "builds/pascal-blackwell",
-        "2.10.0",
-        "12.8",
+        "2.13.0",
+        "12.9",
         ("sm_61", "sm_120"),
     )
     assert built.install[:5] == ("fdl", "libtorch", "build", "--recipe", "pascal-blackwell")

@@ -128,7 +128,7 @@ REFUSALS = [
         "native",  # the local nvcc is 13.0
         EnvironmentProblem,
         "torch 2.8.0 builds with CUDA 12.x at most",
-        "--docker --cuda",
+        "`--docker` (CUDA 12.9",
     ),
 ]
 
@@ -169,8 +169,8 @@ def test_what_to_use_instead() -> None:
     assert releases_that_build(parse_archs("12.0"))[-1] == "2.7.1"
     assert releases_that_build(parse_archs("12.0f")) == []
     assert buildable_toolkits("2.6.0", parse_archs("12.0")) == []
-    kit, note = preferred_toolkit("2.4.1", parse_archs("8.6"))
-    assert kit.version == "12.4" and note is None
+    choice = preferred_toolkit("2.4.1", parse_archs("8.6"))
+    assert choice.version == "12.4" and choice.note is None
 
 
 def test_every_rule_names_its_source() -> None:

@@ -5,14 +5,14 @@
 #
 # The toolchain for building against libtorch, which is mounted read-only at
 # /opt/libtorch at run time (see docker-compose.yml).
-ARG BASE_IMAGE=nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04
+ARG BASE_IMAGE=nvidia/cuda:12.9.1-cudnn-devel-ubuntu24.04
 
 FROM ${BASE_IMAGE} AS dev
 # apt's lists and downloads stay in BuildKit caches, out of the layers. Versions are not
 # pinned (DL3008): the base image's release fixes them.
 # hadolint ignore=DL3008
-RUN --mount=type=cache,id=fdl-apt-nvidia-cuda-12.8.1-cudnn-devel-ubuntu24.04-lists,target=/var/lib/apt/lists,sharing=locked \
-    --mount=type=cache,id=fdl-apt-nvidia-cuda-12.8.1-cudnn-devel-ubuntu24.04-cache,target=/var/cache/apt,sharing=locked \
+RUN --mount=type=cache,id=fdl-apt-nvidia-cuda-12.9.1-cudnn-devel-ubuntu24.04-lists,target=/var/lib/apt/lists,sharing=locked \
+    --mount=type=cache,id=fdl-apt-nvidia-cuda-12.9.1-cudnn-devel-ubuntu24.04-cache,target=/var/cache/apt,sharing=locked \
     rm -f /etc/apt/apt.conf.d/docker-clean \
     && apt-get update \
     && apt-get install -y --no-install-recommends \
@@ -36,14 +36,14 @@ ENV CMAKE_PREFIX_PATH="/opt/libtorch" \
 WORKDIR /workspace
 USER 1000:1000
 LABEL dev.fdl.archs="sm_61 sm_120" \
-      dev.fdl.cuda="12.8" \
+      dev.fdl.cuda="12.9" \
       dev.fdl.kind="dev" \
       dev.fdl.libtorch="mounted" \
       dev.fdl.manifest-hash="sha256:b63de1eb099b995871b148a902180ea5577f753366b368f832b9baac972d2962" \
       dev.fdl.profile="dev" \
-      dev.fdl.torch="2.10.0" \
+      dev.fdl.torch="2.14.1" \
       dev.fdl.variant="builds/pascal-blackwell" \
       dev.fdl.version="0.1.0" \
-      org.opencontainers.image.base.name="nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04" \
+      org.opencontainers.image.base.name="nvidia/cuda:12.9.1-cudnn-devel-ubuntu24.04" \
       org.opencontainers.image.description="fdl - toolchain for libtorch training projects" \
       org.opencontainers.image.title="fdl-example-dev"

@@ -4,8 +4,8 @@
 # directory). Only files; it is never run.
 FROM scratch
 COPY . /opt/libtorch/
-LABEL dev.fdl.cuda="12.8" \
+LABEL dev.fdl.cuda="12.9" \
       dev.fdl.kind="libtorch" \
-      dev.fdl.torch="2.10.0" \
+      dev.fdl.torch="2.14.1" \
       dev.fdl.variant="builds/pascal-blackwell" \
       dev.fdl.version="0.1.0"

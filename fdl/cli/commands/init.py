@@ -53,6 +53,18 @@ def init(
             help="Write the manifest as fdl.yml.example (committed) and keep fdl.yml local.",
         ),
     ] = None,
+    gpus: Annotated[
+        str | None,
+        typer.Option(
+            "--gpus",
+            help="The GPUs the CUDA commands are for (6.1,12.0; none): picks the cuda "
+            "service's libtorch as fdl setup would (default: this machine's GPUs).",
+        ),
+    ] = None,
+    driver: Annotated[
+        str | None,
+        typer.Option("--driver", help="Their NVIDIA driver (default: this machine's)."),
+    ] = None,
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Ask nothing: defaults for what is not given.")
     ] = False,
@@ -82,7 +94,23 @@ def init(
     recorded = read_answers(directory) or {}
     # Before asking anything: a name the template refuses ends the run at once.
     validate_name(directory.name, template or recorded.get("template") or DEFAULTS["template"])
-    given = {"template": template, "mode": mode, "torch": torch, "example": example}
+    given = {
+        "template": template,
+        "mode": mode,
+        "torch": torch,
+        "example": example,
+        "gpus": gpus,
+        "driver": driver,
+    }
+    if gpus is None and "gpus" not in recorded:
+        # The GPUs of this machine (and its driver) decide the cuda service's libtorch,
+        # recorded in the answers so that running init again gives the same project.
+        from fdl.system import detect_gpus
+
+        detected = detect_gpus()
+        given["gpus"] = ",".join(str(c) for c in detected.capabilities) or "none"
+        if driver is None:
+            given["driver"] = detected.driver
     _ask(session, given, recorded, yes=yes, as_json=as_json)
     answers, report = init_project(directory, given, recorded, force=force, dry_run=dry_run)
     if as_json:

@@ -233,6 +233,7 @@ def download(
         torch=torch or settings.torch,
         preferred=None if (cpu or cuda) else settings.variant,
         driver=report.driver,
+        preferred_origin=settings.variant_origin,
     )
     plan = plan_download(
         selection,

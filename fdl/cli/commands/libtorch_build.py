@@ -146,6 +146,7 @@ def build(ctx: typer.Context, **values: Any) -> None:
         docker=request.value("backend", "auto") != "native",
         gpus=request.archs is None and not request.value("cpu", False),
         source=request.source.value if request.source is not None else None,
+        project=project_dir,
     )
     plan = plan_build(request, facts)
     if dry_run:
@@ -235,6 +236,10 @@ def render_plan(plan: BuildPlan, *, dry_run: bool) -> str:
         f"  estimates: ~{plan.disk_gb:.0f} GB disk, ~{plan.memory_gb:.0f} GB RAM",
         f"  log:       {plan.log_file}",
     ]
+    for cost in plan.switch_costs:
+        saves = ", ".join(cost.saves)
+        lost = cost.costs or "nothing for these GPUs"
+        lines.append(f"  off:       {cost.name} (saves {saves}; {lost})")
     for problem in plan.problems:
         lines.append(f"  warning:   {problem.message} (fix: {problem.hint})")
     if dry_run:

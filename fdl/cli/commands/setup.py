@@ -54,6 +54,7 @@ def setup(
         driver=report.driver,
         torch=torch or settings.torch,
         preferred=settings.variant,
+        preferred_origin=settings.variant_origin,
         from_wheel=from_wheel,
         force=force,
     )

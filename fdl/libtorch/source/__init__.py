@@ -21,7 +21,14 @@ from __future__ import annotations
 from fdl.libtorch.source._buildplan import BuildPlan, Command, DockerPart
 from fdl.libtorch.source._cache import CachePlan, CacheStats, mask
 from fdl.libtorch.source._checks import Problem
-from fdl.libtorch.source._facts import MachineFacts, Nvcc, SourceFacts, probe_machine, probe_source
+from fdl.libtorch.source._facts import (
+    MachineFacts,
+    Nvcc,
+    SourceFacts,
+    probe_machine,
+    probe_source,
+    project_framework,
+)
 from fdl.libtorch.source._finish import VerificationFailed
 from fdl.libtorch.source._plan import plan_build
 from fdl.libtorch.source._request import (
@@ -65,6 +72,7 @@ __all__ = [
     "plan_build",
     "probe_machine",
     "probe_source",
+    "project_framework",
     "request_from_mapping",
     "run_build",
     "tree_request",

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fdl.compat.archs import ArchList
+from fdl.compat.build import SwitchCost
 from fdl.libtorch.source._cache import CachePlan, mask
 from fdl.libtorch.source._checks import Problem
 
@@ -91,6 +92,8 @@ class BuildPlan:
         fresh: Start from an empty build tree (no resume).
         flash_attention: Whether the flash-attention kernels are built.
         docker: The Docker part, for the docker backend.
+        switch_costs: For each switch the build turns off: what it saves, what the GPUs
+            lose, whether the project needs it.
     """
 
     variant: str
@@ -121,6 +124,7 @@ class BuildPlan:
     fresh: bool = False
     flash_attention: bool = True
     docker: DockerPart | None = None
+    switch_costs: tuple[SwitchCost, ...] = ()
 
     @property
     def arch_list(self) -> str:
@@ -159,6 +163,7 @@ class BuildPlan:
             "cache": self.cache.to_json(),
             "estimates": {"disk_gb": self.disk_gb, "memory_gb": self.memory_gb},
             "flash_attention": self.flash_attention,
+            "switches_off": [c.to_json() for c in self.switch_costs],
             "problems": [p.to_json() for p in self.problems],
             "settings": {k: dict(v) for k, v in sorted(self.settings.items())},
             "recipe": self.recipe,

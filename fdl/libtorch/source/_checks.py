@@ -74,22 +74,26 @@ def _or_join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
 
-def toolkit_fix(archs: ArchList, *, native: bool, torch: str | None = None) -> str:
+def toolkit_fix(
+    archs: ArchList, *, native: bool, torch: str | None = None, driver: str | None = None
+) -> str:
     """How to get a toolkit that compiles ``archs`` (and builds ``torch``, when given): the
-    versions, and the Docker route."""
-    from fdl.compat import buildable_toolkits
+    Docker route with the toolkit every other answer names (:func:`fdl.compat.preferred_toolkit`),
+    and the versions that would do locally."""
+    from fdl.compat import buildable_toolkits, preferred_toolkit
 
     kits = buildable_toolkits(torch, archs) if torch else compilable_toolkits(archs)
     able = [t.version for t in kits]
     if not able:
         return "build separate libtorch variants for these GPUs, or drop the oldest arch"
     listed = _or_join(sorted(able, key=version_key))
-    oldest = min(able, key=version_key)
     if native:
-        return (
-            f"build in Docker instead: `fdl libtorch build --docker --cuda {oldest}` "
-            f"(CUDA {listed} can compile these archs), or install CUDA {listed} locally"
-        )
+        if torch:
+            choice = preferred_toolkit(torch, archs, driver)
+            docker = f"`--docker` (CUDA {choice.version}: {choice.why})"
+        else:
+            docker = "`--docker`"
+        return f"build in Docker instead: {docker}, or install CUDA {listed} locally"
     return f"use --cuda {listed}"
 
 
@@ -101,6 +105,7 @@ def check_toolkit(
     native: bool,
     what: str,
     torch: str | None = None,
+    driver: str | None = None,
 ) -> list[Problem]:
     """Can this toolkit (``accepted`` = what its nvcc takes) emit every target of ``archs``?
 
@@ -118,7 +123,8 @@ def check_toolkit(
     message = f"{what} cannot compile {' '.join(t.code for t in missing)}: {reasons}"
     if dropped:
         message += f" (CUDA {kit.major} dropped {dropped})"
-    return [Problem("toolkit", message, toolkit_fix(archs, native=native, torch=torch))]
+    fix = toolkit_fix(archs, native=native, torch=torch, driver=driver)
+    return [Problem("toolkit", message, fix)]
 
 
 def _dropped_generations(kit: Toolkit, missing: list[Any]) -> str:

@@ -169,6 +169,8 @@ class MachineFacts:
         environ: The environment (to find leaking build variables, cache settings).
         source: The checkout given with ``--source``, probed (None: fdl clones one).
         driver: The NVIDIA driver version of this machine's GPUs, when there are any.
+        framework: What the project the build is for is written with (``flodl``, ``tch``,
+            ``cpp``), from its files; None outside a project or when unknown.
     """
 
     libtorch_dir: Path
@@ -189,6 +191,7 @@ class MachineFacts:
     variants: Mapping[str, tuple[str | None, str | None]] = field(default_factory=dict)
     environ: Mapping[str, str] = field(default_factory=dict)
     source: SourceFacts | None = None
+    framework: str | None = None
 
     @property
     def capabilities(self) -> tuple[Capability, ...]:
@@ -274,6 +277,29 @@ def _variants(libtorch_dir: Path) -> dict[str, tuple[str | None, str | None]]:
     return found
 
 
+def project_framework(project: Path | None) -> str | None:
+    """What a project is written with, from its files: ``flodl`` or ``tch`` (a Cargo.toml
+    depending on that crate), ``cpp`` (a CMakeLists.txt that finds Torch); None when unknown."""
+    if project is None:
+        return None
+    import tomllib
+
+    try:
+        cargo = tomllib.loads((project / "Cargo.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        cargo = {}
+    tables = [cargo.get("dependencies", {}), cargo.get("workspace", {}).get("dependencies", {})]
+    names = {name for table in tables if isinstance(table, dict) for name in table}
+    for crate in ("flodl", "tch"):
+        if crate in names:
+            return crate
+    try:
+        cmake = (project / "CMakeLists.txt").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return "cpp" if "find_package(Torch" in cmake.replace(" (", "(") else None
+
+
 def probe_machine(
     libtorch_dir: Path,
     *,
@@ -282,6 +308,7 @@ def probe_machine(
     docker: bool = True,
     gpus: bool = True,
     source: Path | None = None,
+    project: Path | None = None,
 ) -> MachineFacts:
     """Ask this machine everything :func:`plan_build` needs (read-only, no prompts).
 
@@ -290,6 +317,8 @@ def probe_machine(
         docker: Probe the docker engine (skipped for ``--native``).
         gpus: Probe the GPUs (skipped when ``--archs`` is given).
         source: A PyTorch checkout to read (``--source``).
+        project: The project the build is for (its framework decides which switches it
+            needs).
     """
     from fdl.system import cpu, detect_gpus, disk_free, find_cuda_home, memory, probe_nvcc
 
@@ -341,4 +370,5 @@ def probe_machine(
         variants=_variants(libtorch_dir),
         environ=env,
         source=probe_source(source) if source is not None else None,
+        framework=project_framework(project),
     )

@@ -8,11 +8,14 @@ would doom the build is found here, before any work, and raised with its fix.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from fdl.compat import (
     ArchList,
     Kind,
+    SwitchCost,
     Target,
     build_constraints,
     buildable_toolkits,
@@ -27,6 +30,7 @@ from fdl.compat import (
     preferred_toolkit,
     releases_that_build,
     resolve_torch_version,
+    switch_costs,
     toolkit,
     version_key,
 )
@@ -40,7 +44,7 @@ from fdl.libtorch.source._ingredients import (
     source_build_table,
 )
 from fdl.libtorch.source._layout import assemble
-from fdl.libtorch.source._request import BuildRequest, located_error
+from fdl.libtorch.source._request import BuildRequest, Setting, located_error
 
 __all__ = ["Toolchoice", "plan_build", "source_build_table"]
 
@@ -74,6 +78,8 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
     problems += checks.check_jobs(request.jobs, facts.ram_gb, flash_attention=flash, cuda=cuda)
     env = _environment(request, facts, choice, archs, flash, jobs, torch)
     problems += _cudnn_problems(request, facts, choice, archs, env)
+    costs = switch_costs(env, archs, facts.framework)
+    problems += _needed_switches(request, costs, facts.framework)
     need_disk = _disk_estimate(archs, source)
     problems += checks.check_disk(facts.disk_free_gb, need_disk, where=str(facts.libtorch_dir))
     errors = sorted(
@@ -81,7 +87,7 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
     )
     if errors:
         raise _refusal(errors)
-    return assemble(
+    plan = assemble(
         request=request,
         facts=facts,
         choice=choice,
@@ -93,6 +99,35 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
         estimates=(need_disk, round(jobs * memory_per_job_gb(flash_attention=flash), 1)),
         warnings=tuple(p for p in problems if p.severity != "error"),
     )
+    return replace(plan, switch_costs=tuple(costs))
+
+
+_FRAMEWORKS = {"flodl": "floDl", "tch": "tch-rs", "cpp": "libtorch C++"}
+
+
+def _needed_switches(
+    request: BuildRequest, costs: list[SwitchCost], framework: str | None
+) -> list[Problem]:
+    """A switch turned off that the project's framework needs (a recipe written for
+    inference, or for another project): a warning at the line that turned it off."""
+    problems: list[Problem] = []
+    for cost in costs:
+        if cost.needed is None:
+            continue
+        setting: Setting[Any] | None = request.switches.get(cost.name)
+        if setting is None and cost.name == "USE_FLASH_ATTENTION":
+            setting = request.flash_attention
+        where = f"{setting.origin}: " if setting is not None else ""
+        problem = Problem(
+            "switches",
+            f"{where}{cost.name}=0 turns off what this {_FRAMEWORKS.get(str(framework), framework)} "
+            f"project needs: {cost.needed}",
+            f"drop {cost.name} from the switches (or set it to 1)",
+            "warning",
+            location=setting.location if setting is not None else None,
+        )
+        problems.append(problem)
+    return problems
 
 
 def _refusal(errors: list[Problem]) -> FdlError:
@@ -241,7 +276,7 @@ def _native(
     nvcc = facts.nvcc
     if nvcc is None:
         why = facts.nvcc_reason or "nvcc not found"
-        fix = checks.toolkit_fix(archs, native=True, torch=torch)
+        fix = checks.toolkit_fix(archs, native=True, torch=torch, driver=facts.driver)
         return Toolchoice("native", None, "no local CUDA"), [
             *problems,
             Problem("toolkit", f"a native CUDA build needs nvcc: {why}", fix),
@@ -277,7 +312,7 @@ def _native(
         )
     if kit is not None:
         problems += checks.check_toolkit(
-            kit, nvcc.targets, archs, native=True, what=what, torch=torch
+            kit, nvcc.targets, archs, native=True, what=what, torch=torch, driver=facts.driver
         )
         gcc = facts.tools.get("gcc") or facts.tools.get("g++")
         problems += checks.check_host_compiler(gcc, kit.version, where="the host")
@@ -289,7 +324,7 @@ def _native(
                 Problem(
                     "toolkit",
                     f"{what} does not accept {' '.join(missing)}",
-                    checks.toolkit_fix(archs, native=True, torch=torch),
+                    checks.toolkit_fix(archs, native=True, torch=torch, driver=facts.driver),
                 )
             )
     description = f"local nvcc {nvcc.full_version} at {nvcc.path}"
@@ -317,20 +352,11 @@ def _docker(
         problems += _release_cuda(wanted, kit.version, torch, archs, native=False)
         problems += _driver_problems(facts, kit.version)
         return Toolchoice("docker", kit, f"CUDA {kit.version} ({wanted.origin})"), problems
-    kit, untested = preferred_toolkit(torch, archs)  # _check_release made sure there is one
-    if untested is not None:
-        problems.append(Problem("toolkit", untested, "pin another --torch or --cuda", "warning"))
-    codes = " ".join(archs.codes())
-    why = f"the newest toolkit that compiles {codes} and that torch {torch}'s release builds used"
-    if facts.driver and not check_driver(facts.driver, kit.version).ok:
-        runs = [
-            k for k in buildable_toolkits(torch, archs) if check_driver(facts.driver, k.version).ok
-        ]
-        if runs:  # newer toolkits need newer drivers: the first that runs is the newest
-            kit = runs[0]
-            why = f"the newest toolkit that compiles {codes}, builds torch {torch} and runs on driver {facts.driver}"
-    problems += _driver_problems(facts, kit.version)
-    return Toolchoice("docker", kit, f"CUDA {kit.version}: {why}"), problems
+    choice = preferred_toolkit(torch, archs, facts.driver)  # _check_release made sure of one
+    if choice.note is not None:
+        problems.append(Problem("toolkit", choice.note, "pin another --torch or --cuda", "warning"))
+    problems += _driver_problems(facts, choice.version)
+    return Toolchoice("docker", choice.kit, f"CUDA {choice.version}: {choice.why}"), problems
 
 
 def _driver_problems(facts: MachineFacts, cuda: str) -> list[Problem]:

@@ -21,6 +21,7 @@ from fdl.manifest import (
     MapNode,
     Node,
     Origin,
+    ScalarNode,
     merge_layers,
     node_at,
     value_layer,
@@ -97,7 +98,17 @@ def build_request(
     recipe = recipe_layer(merge_layers(layers), project_dir)
     if recipe is not None:
         layers.insert(0, recipe)
-    request = tree_request(merge_layers(layers), project_dir or cwd)
+    merged = merge_layers(layers)
+    request = tree_request(merged, project_dir or cwd)
+    if request.torch is None and request.source is None:
+        # The project's torch (libtorch.torch) is what its builds build, as `fdl setup`
+        # and the official downloads use it: one release per project.
+        pinned = node_at(merged, ("libtorch", "torch")) if merged is not None else None
+        if isinstance(pinned, ScalarNode) and pinned.value not in (None, ""):
+            origin = pinned.origin
+            where = origin.location() if origin.line else None
+            value = pinned.raw or str(pinned.value)
+            request = replace(request, torch=Setting(value, f"{origin} (libtorch.torch)", where))
     if fresh is not None and fresh[0]:
         request = replace(request, fresh=Setting(True, str(fresh[1])))
     return request

@@ -109,7 +109,7 @@ target "dev-pascal-blackwell" {
   context    = "."
   dockerfile = "ci/dockerfiles/dev-pascal-blackwell.Dockerfile"
   args = {
-    BASE_IMAGE = "nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04"
+    BASE_IMAGE = "nvidia/cuda:12.9.1-cudnn-devel-ubuntu24.04"
   }
   tags       = ["ghcr.io/acme/cpp-train-dev:pascal-blackwell-latest"]
   platforms  = ["linux/amd64"]
@@ -125,8 +125,8 @@ target "train-pascal-blackwell" {
     "fdl-libtorch:cpp-train-builds-pascal-blackwell" = "target:libtorch-pascal-blackwell"
   }
   args = {
-    BASE_IMAGE       = "nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04"
-    BUILD_BASE_IMAGE = "nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04"
+    BASE_IMAGE       = "nvidia/cuda:12.9.1-cudnn-runtime-ubuntu24.04"
+    BUILD_BASE_IMAGE = "nvidia/cuda:12.9.1-cudnn-devel-ubuntu24.04"
     LIBTORCH_IMAGE   = "fdl-libtorch:cpp-train-builds-pascal-blackwell"
   }
   tags       = ["ghcr.io/acme/cpp-train-train:pascal-blackwell-latest"]

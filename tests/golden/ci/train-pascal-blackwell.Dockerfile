@@ -6,8 +6,8 @@
 # Stages: `libtorch` is the variant (an image fdl makes of it), `build` compiles the
 # program against it, the final stage is the runtime base plus the program and exactly
 # the shared libraries it loads - no compiler, headers or package caches.
-ARG BASE_IMAGE=nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04
-ARG BUILD_BASE_IMAGE=nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04
+ARG BASE_IMAGE=nvidia/cuda:12.9.1-cudnn-runtime-ubuntu24.04
+ARG BUILD_BASE_IMAGE=nvidia/cuda:12.9.1-cudnn-devel-ubuntu24.04
 ARG LIBTORCH_IMAGE=fdl-libtorch:cpp-train-builds-pascal-blackwell
 
 FROM ${LIBTORCH_IMAGE} AS libtorch
@@ -18,8 +18,8 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # apt's lists and downloads stay in BuildKit caches, out of the layers. Versions are not
 # pinned (DL3008): the base image's release fixes them.
 # hadolint ignore=DL3008
-RUN --mount=type=cache,id=fdl-apt-nvidia-cuda-12.8.1-cudnn-devel-ubuntu24.04-lists,target=/var/lib/apt/lists,sharing=locked \
-    --mount=type=cache,id=fdl-apt-nvidia-cuda-12.8.1-cudnn-devel-ubuntu24.04-cache,target=/var/cache/apt,sharing=locked \
+RUN --mount=type=cache,id=fdl-apt-nvidia-cuda-12.9.1-cudnn-devel-ubuntu24.04-lists,target=/var/lib/apt/lists,sharing=locked \
+    --mount=type=cache,id=fdl-apt-nvidia-cuda-12.9.1-cudnn-devel-ubuntu24.04-cache,target=/var/cache/apt,sharing=locked \
     rm -f /etc/apt/apt.conf.d/docker-clean \
     && apt-get update \
     && apt-get install -y --no-install-recommends \
@@ -113,14 +113,14 @@ USER 10001:10001
 ENTRYPOINT ["/opt/app/bin/train"]
 CMD ["--steps", "20"]
 LABEL dev.fdl.archs="sm_61 sm_120" \
-      dev.fdl.cuda="12.8" \
+      dev.fdl.cuda="12.9" \
       dev.fdl.kind="train" \
       dev.fdl.libtorch="closure" \
       dev.fdl.manifest-hash="sha256:800ac8c24e34d9b0b7167d47bb1f78130c38abc1f75e9e7c662f3826ffc5e8f3" \
       dev.fdl.profile="train" \
-      dev.fdl.torch="2.10.0" \
+      dev.fdl.torch="2.13.0" \
       dev.fdl.variant="builds/pascal-blackwell" \
       dev.fdl.version="0.0.0+golden" \
-      org.opencontainers.image.base.name="nvidia/cuda:12.8.1-cudnn-runtime-ubuntu24.04" \
+      org.opencontainers.image.base.name="nvidia/cuda:12.9.1-cudnn-runtime-ubuntu24.04" \
       org.opencontainers.image.description="A tiny libtorch training program" \
       org.opencontainers.image.title="cpp-train-train"
