@@ -363,6 +363,50 @@ def libtorch_checks(
 _EDITION = re.compile(r'^\s*edition\s*=\s*"(\d{4})"', re.M)
 
 
+_DEFAULT_TOOLCHAIN = re.compile(r"--default-toolchain[= ]+([A-Za-z0-9._-]+)")
+
+
+def toolchain_pin_checks(project: Path, image_setups: Mapping[str, str]) -> list[Check]:
+    """The channel pinned in ``rust-toolchain.toml`` against the toolchain each image's
+    ``setup:`` installs (``--default-toolchain``): an image with another rustc builds the
+    project with a compiler nobody tested on the host."""
+    import tomllib
+
+    try:
+        pinned = tomllib.loads((project / "rust-toolchain.toml").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return [
+            _c(
+                "toolchain",
+                "rust-toolchain.toml",
+                Severity.ERROR,
+                f"rust-toolchain.toml cannot be read: {exc}",
+                'fix its TOML ([toolchain] channel = "1.91.0")',
+            )
+        ]
+    channel = str((pinned.get("toolchain") or {}).get("channel") or "")
+    if not channel:
+        return []
+    checks = []
+    for profile, setup in sorted(image_setups.items()):
+        found = _DEFAULT_TOOLCHAIN.search(setup)
+        if found is None or found.group(1) == channel:
+            continue
+        checks.append(
+            _c(
+                "toolchain",
+                f"image {profile}",
+                Severity.WARNING,
+                f"images.{profile}.setup installs Rust {found.group(1)}, but rust-toolchain.toml "
+                f"pins {channel}",
+                f"use --default-toolchain {channel} in images.{profile}.setup (or change the pin)",
+            )
+        )
+    return checks
+
+
 def rust_checks(project: Path, runner: Runner) -> list[Check]:
     """For a Rust project (a ``Cargo.toml``, as floDl's): cargo and rustc, and whether this
     rustc knows the crate's edition."""
@@ -375,8 +419,18 @@ def rust_checks(project: Path, runner: Runner) -> list[Check]:
     install = "install Rust: curl https://sh.rustup.rs -sSf | sh (or apt install cargo)"
     checks = []
     cargo, rustc = probe_tool("cargo", runner), probe_tool("rustc", runner)
+    missing_pin = re.search(
+        r"toolchain '([^']+?)(?:-[a-z0-9_]+-unknown-[a-z-]+)?' is not installed",
+        f"{cargo.reason} {rustc.reason}",
+    )
     for name, probe in (("cargo", cargo), ("rustc", rustc)):
         if probe.value is None:
+            fix = install
+            if missing_pin is not None:
+                fix = (
+                    f"rustup toolchain install {missing_pin.group(1)} (the channel "
+                    "rust-toolchain.toml pins; it needs network access to static.rust-lang.org)"
+                )
             checks.append(
                 _c(
                     "toolchain",
@@ -384,7 +438,7 @@ def rust_checks(project: Path, runner: Runner) -> list[Check]:
                     Severity.ERROR,
                     f"{probe.reason}: the project is a Rust "
                     "crate (Cargo.toml), its commands need it",
-                    install,
+                    fix,
                 )
             )
         else:
@@ -419,6 +473,7 @@ def run_diagnose(
     environ: Mapping[str, str] | None = None,
     expected_variant: str | None = None,
     docker: bool = True,
+    image_setups: Mapping[str, str] | None = None,
 ) -> Diagnosis:
     """Run every check group.
 
@@ -428,6 +483,8 @@ def run_diagnose(
         environ: The environment (docker client selection honours FDL_DOCKER).
         expected_variant: The manifest's ``libtorch.variant``, if any.
         docker: Probe docker too.
+        image_setups: Image profile -> its ``setup:`` commands (the Rust toolchain they
+            install is checked against ``rust-toolchain.toml``).
     """
     run = runner or default_runner()
     env = os.environ if environ is None else environ
@@ -436,6 +493,7 @@ def run_diagnose(
     checks += toolchain_checks(probe_toolchain(run), report)
     if context.project:
         checks += rust_checks(context.root, run)
+        checks += toolchain_pin_checks(context.root, image_setups or {})
     if docker:
         checks += docker_checks(run, env)
     checks += libtorch_checks(context, report, expected_variant)

@@ -52,6 +52,7 @@ class ImagesData:
     dlopen_cpu: tuple[str, ...]
     dlopen_cuda: tuple[str, ...]
     dockerignore: tuple[IgnoreGroup, ...]
+    build_caches: dict[str, tuple[tuple[str, str], ...]]
 
 
 def _strings(values: Any) -> tuple[str, ...]:
@@ -82,6 +83,10 @@ def images_data() -> ImagesData:
             IgnoreGroup(str(group["reason"]), _strings(group["patterns"]))
             for group in raw["dockerignore"]
         ),
+        build_caches={
+            str(tool): tuple((str(m["id"]), str(m["target"])) for m in mounts)
+            for tool, mounts in raw["build_caches"].items()
+        },
     )
 
 

@@ -71,6 +71,32 @@ def apt_cache_id(base: str) -> str:
 COMPILER_CACHE = "fdl-ccache"
 
 
+def build_tool(command: str) -> str:
+    """``cargo`` when a line of the build command runs cargo, else ``default``."""
+    for line in command.splitlines():
+        try:
+            words = shlex.split(line)
+        except ValueError:
+            words = line.split()
+        if any(word == "cargo" or word.endswith("/cargo") for word in words):
+            return "cargo"
+    return "default"
+
+
+def build_caches(spec: ImageSpec) -> list[tuple[str, str]]:
+    """The (cache id, target) mounts of a training image's build step (images.yml)."""
+    tool = build_tool(spec.build_command or "")
+    names = {
+        "project": spec.project,
+        "profile": spec.profile,
+        "build_dir": spec.build_dir or "build",
+    }
+    return [
+        (slug(ident.format(**names)), target.format(**names))
+        for ident, target in images_data().build_caches[tool]
+    ]
+
+
 def dockerfile_name(spec: ImageSpec) -> str:
     """``<profile>.Dockerfile``."""
     return f"{spec.profile}.Dockerfile"
@@ -131,7 +157,8 @@ def _image_values(spec: ImageSpec) -> dict[str, Any]:
     if spec.kind == "train":
         name = spec.program_name or "program"
         values.update(
-            compiler_cache=COMPILER_CACHE,
+            build_tool=build_tool(spec.build_command or ""),
+            build_caches=build_caches(spec),
             build_env=[(name, quote(value)) for name, value in spec.build_env],
             build_command=_build_command(spec.build_command or ""),
             program=shlex.quote(spec.program or ""),

@@ -58,6 +58,7 @@ def layout(answers: Answers, chosen: Template, dockerfile_dir: str) -> list[tupl
         rows += [
             ("Cargo.toml", "the package: the flodl dependency, profiles, the `cuda` feature"),
             ("src/main.rs", "the model, its data and the training loop"),
+            ("rust-toolchain.toml", "the pinned Rust toolchain (the images install the same)"),
         ]
     rows += [
         (answers.manifest_file, "the manifest: libtorch, commands, images"),

@@ -43,3 +43,32 @@ def test_other_projects_are_not_asked_about_rust(run_fdl, tmp_path: Path) -> Non
     (tmp_path / "fdl.yml").write_text("commands: {}\n")
     checks = _checks(run_fdl, tmp_path, "/usr/bin:/bin")
     assert "cargo" not in checks and "rustc" not in checks
+
+
+def test_the_pinned_toolchain_and_the_images_toolchain_agree(run_fdl, tmp_path: Path) -> None:
+    project = tmp_path / "model"
+    project.mkdir()
+    setup = "sh /tmp/rustup-init.sh -y --default-toolchain 1.95.0 --component clippy"
+    (project / "fdl.yml").write_text(
+        "commands:\n  build: {run: cargo build}\n"
+        f"images:\n  train:\n    setup: ['{setup}']\n    build: cargo build --release\n"
+        "    program: target/release/model\n"
+    )
+    (project / "Cargo.toml").write_text('[package]\nname = "model"\nedition = "2024"\n')
+    (project / "rust-toolchain.toml").write_text('[toolchain]\nchannel = "1.95.0"\n')
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    assert "image train" not in _checks(run_fdl, project, str(tools))
+    (project / "rust-toolchain.toml").write_text('[toolchain]\nchannel = "1.96.0"\n')
+    check = _checks(run_fdl, project, str(tools))["image train"]
+    assert check["severity"] == "warning"
+    assert "installs Rust 1.95.0, but rust-toolchain.toml pins 1.96.0" in check["message"]
+    assert "--default-toolchain 1.96.0" in check["fix"]
+    # a pinned toolchain rustup has not installed: the fix installs that one
+    _program(tools, "cargo", "error: toolchain '1.96.0-x86_64-unknown-linux-gnu' is not installed")
+    (tools / "cargo").write_text(
+        "#!/bin/sh\necho \"error: toolchain '1.96.0-x86_64-unknown-linux-gnu' is not installed\" >&2\n"
+        "exit 1\n"
+    )
+    cargo = _checks(run_fdl, project, str(tools))["cargo"]
+    assert cargo["severity"] == "error" and "rustup toolchain install 1.96.0" in cargo["fix"]

@@ -32,7 +32,7 @@ COMMON = {
 }
 OWN = {
     "cpp": {"CMakeLists.txt", "src/model.h", "src/train.cpp", "tests/model_test.cpp"},
-    "flodl": {"Cargo.toml", "src/main.rs"},
+    "flodl": {"Cargo.toml", "rust-toolchain.toml", "src/main.rs"},
 }
 
 
@@ -188,6 +188,34 @@ def test_flodl_images_install_rust_and_point_the_build_at_libtorch() -> None:
     train = files["docker/train.Dockerfile"].content
     assert "LIBTORCH_PATH=/opt/libtorch cargo build --release" in train
     assert "install -D -m 0755 target/release/demo /out/app/bin/demo" in train
+
+
+def test_flodl_pins_one_rust_toolchain_that_the_images_install() -> None:
+    import tomllib
+
+    files = planned("flodl", "mounted")
+    pin = tomllib.loads(files["rust-toolchain.toml"].content)["toolchain"]
+    assert re.fullmatch(r"1\.\d+\.\d+", pin["channel"])  # a release, not `stable`
+    for profile in ("dev", "cuda", "train"):
+        text = files[f"docker/{profile}.Dockerfile"].content
+        assert f"--default-toolchain {pin['channel']} " in text, profile
+        assert "error: cannot fetch rustup from https://sh.rustup.rs" in text, profile
+    cargo = tomllib.loads(files["Cargo.toml"].content)
+    assert cargo["package"]["rust-version"] == "1.85"
+
+
+def test_the_train_image_caches_what_cargo_reuses() -> None:
+    """cargo's registry, git checkouts and target/ in BuildKit caches (ccache cannot
+    cache rustc); the program leaves target/ in the same step."""
+    train = planned("flodl", "mounted")["docker/train.Dockerfile"].content
+    build_step = train[train.index("COPY . .") : train.index("install -D")]
+    assert "--mount=type=cache,id=fdl-cargo-registry,target=/root/.cargo/registry" in build_step
+    assert "--mount=type=cache,id=fdl-cargo-git,target=/root/.cargo/git" in build_step
+    assert "--mount=type=cache,id=fdl-cargo-target-demo-train,target=/src/target" in build_step
+    assert "ccache" not in build_step and "CCACHE_DIR" not in train
+    cpp = planned("cpp", "mounted")["docker/train.Dockerfile"].content
+    assert "--mount=type=cache,id=fdl-ccache,target=/root/.cache/ccache" in cpp
+    assert "cargo" not in cpp
 
 
 @pytest.mark.skipif(shutil.which("rustfmt") is None, reason="rustfmt is not installed")

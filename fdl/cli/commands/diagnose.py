@@ -33,12 +33,24 @@ def diagnose(
     context = session.libtorch_context()
     checks: list[Check] = []
     expected = None
+    setups: dict[str, str] = {}
     try:
         expected = session.libtorch_settings().variant
+        manifest = session.manifest_or_none()
+        images = (manifest.get("images") or {}) if manifest is not None else {}
+        setups = {
+            str(name): "\n".join(str(line) for line in (spec or {}).get("setup") or ())
+            for name, spec in images.items()
+            if isinstance(spec, dict)
+        }
     except ManifestError as exc:
         checks.append(Check("manifest", "fdl.yml", Severity.ERROR, str(exc), exc.hint))
     result = run_diagnose(
-        context, environ=session.environ, expected_variant=expected, docker=not no_docker
+        context,
+        environ=session.environ,
+        expected_variant=expected,
+        docker=not no_docker,
+        image_setups=setups,
     )
     checks += result.checks
     if as_json:
