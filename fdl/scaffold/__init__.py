@@ -23,7 +23,7 @@ from fdl.scaffold._answers import (
     validate_name,
 )
 from fdl.scaffold._docs import next_steps
-from fdl.scaffold._init import init_project
+from fdl.scaffold._init import BASE_DIR, init_project, update_project
 from fdl.scaffold._plan import OVERLAY, READ_BY_IMAGES, plan_project
 from fdl.scaffold._project_files import (
     ACTIONS,
@@ -40,6 +40,7 @@ from fdl.scaffold._write import check_target, read_existing, write_project
 
 __all__ = [
     "ACTIONS",
+    "BASE_DIR",
     "DEFAULTS",
     "GENERATED",
     "MODES",
@@ -61,6 +62,7 @@ __all__ = [
     "read_existing",
     "suggest_name",
     "template",
+    "update_project",
     "validate_name",
     "write_project",
 ]

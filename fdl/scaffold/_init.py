@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fdl._files import atomic_write_text
+from fdl.errors import UsageError
 from fdl.scaffold._answers import make_answers
+from fdl.scaffold._merge import merge3
 from fdl.scaffold._plan import OVERLAY, READ_BY_IMAGES, plan_project
-from fdl.scaffold._project_files import Answers, WriteReport
+from fdl.scaffold._project_files import (
+    GENERATED,
+    USER,
+    Answers,
+    FileResult,
+    FileSpec,
+    WriteReport,
+)
 from fdl.scaffold._write import check_target, read_existing, write_project
 
-__all__ = ["init_project"]
+__all__ = ["BASE_DIR", "init_project", "record_base", "update_project"]
 
 
 def init_project(
@@ -39,4 +49,202 @@ def init_project(
     check_target(directory, force=force)
     existing = read_existing(directory, [answers.manifest_file, OVERLAY, *READ_BY_IMAGES])
     files = plan_project(answers, existing=existing)
-    return answers, write_project(directory, files, force=force, dry_run=dry_run)
+    report = write_project(directory, files, force=force, dry_run=dry_run)
+    if not dry_run:
+        record_base(directory, files, report.results)
+    return answers, report
+
+
+# What fdl wrote last time for each of the user's files: the base of the next
+# `fdl init --update` (committed with the project, so every clone can update).
+BASE_DIR = ".fdl/template"
+
+
+def record_base(directory: Path, files: Sequence[FileSpec], results: Sequence[FileResult]) -> None:
+    """Keep the template's text of each user file the project holds as fdl wrote it."""
+    written = {r.path for r in results if r.action in ("created", "unchanged")}
+    for spec in files:
+        if spec.kind == USER and spec.path in written:
+            atomic_write_text(directory / BASE_DIR / spec.path, spec.content)
+
+
+def _read(path: Path) -> str | None:
+    if path.is_symlink() or not path.is_file():
+        return None
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _diff(path: str, before: str | None, after: str | None) -> str:
+    import difflib
+
+    return "".join(
+        difflib.unified_diff(
+            (before or "").splitlines(keepends=True),
+            (after or "").splitlines(keepends=True),
+            f"a/{path}" if before is not None else "/dev/null",
+            f"b/{path}" if after is not None else "/dev/null",
+        )
+    )
+
+
+def _merge_user_file(
+    directory: Path, spec: FileSpec, template_label: str
+) -> tuple[FileResult, str | None]:
+    """One user file: (what happens, the text to write or None)."""
+    current = _read(directory / spec.path)
+    base = _read(directory / BASE_DIR / spec.path)
+    target = directory / spec.path
+    if target.is_symlink() or (target.exists() and not target.is_file()):
+        return FileResult(spec.path, "skipped", USER, "not a regular file: left alone"), None
+    if current is None:
+        if base is not None:  # fdl wrote it, you deleted it: stays deleted
+            return FileResult(spec.path, "skipped", USER, "you deleted it; it stays deleted"), None
+        return FileResult(spec.path, "created", USER, diff=_diff(spec.path, None, spec.content)), (
+            spec.content
+        )
+    if current == spec.content:
+        return FileResult(spec.path, "unchanged", USER), None
+    if base is None:
+        return (
+            FileResult(
+                spec.path,
+                "skipped",
+                USER,
+                "no record of what fdl wrote (a project of an older fdl): yours is kept; "
+                "compare with `fdl init --update --dry-run`",
+                diff=_diff(spec.path, current, spec.content),
+            ),
+            None,
+        )
+    if base == spec.content:
+        return FileResult(spec.path, "kept", USER), None
+    merged = merge3(base, current, spec.content, labels=("yours", "base", template_label))
+    if merged.text == current:
+        return FileResult(spec.path, "kept", USER), None
+    action = "conflict" if merged.conflicts else ("updated" if current == base else "merged")
+    reason = (
+        f"{merged.conflicts} conflicting hunk(s): resolve the markers" if merged.conflicts else None
+    )
+    return (
+        FileResult(spec.path, action, USER, reason, diff=_diff(spec.path, current, merged.text)),
+        merged.text,
+    )
+
+
+def update_project(
+    directory: Path, given: Mapping[str, Any], recorded: Mapping[str, Any], *, dry_run: bool = False
+) -> tuple[Answers, WriteReport]:
+    """Apply the current template to a project made by an older one: a three-way merge of
+    each of the user's files between what fdl wrote last time (``.fdl/template/``), the
+    file as it is, and what the template writes now; the files fdl generates are written
+    again from the merged manifest. Nothing of the user's is lost: a conflict is marked in
+    the file as git marks it, a file the template dropped is deleted only when unchanged.
+
+    Raises:
+        UsageError: ``directory`` is not a project made by ``fdl init``.
+    """
+    from fdl.scaffold._answers import answers_path
+    from fdl.scaffold._templates import template
+
+    if not recorded:
+        raise UsageError(
+            f"{directory} is not a project made by `fdl init` (no {answers_path(directory).name})",
+            hint=f"create one with `fdl init {directory.name}`",
+        )
+    answers = make_answers(directory.name, dict(given), dict(recorded))
+    chosen = template(answers.template)
+    label = f"template {chosen.name} v{chosen.version}"
+    pristine = plan_project(answers)
+    results: list[FileResult] = []
+    writes: dict[str, str] = {}
+    merged_texts: dict[str, str] = {}
+    for spec in pristine:
+        if spec.kind != USER:
+            continue
+        result, text = _merge_user_file(directory, spec, label)
+        results.append(result)
+        if text is not None:
+            writes[spec.path] = text
+        current = text if text is not None else _read(directory / spec.path)
+        if current is not None:
+            merged_texts[spec.path] = current
+    planned = {spec.path for spec in pristine}
+    base_root = directory / BASE_DIR
+    if base_root.is_dir():
+        for old in sorted(p for p in base_root.rglob("*") if p.is_file()):
+            relative = old.relative_to(base_root).as_posix()
+            if relative in planned:
+                continue
+            current = _read(directory / relative)
+            if current is not None and current == _read(old):
+                results.append(
+                    FileResult(
+                        relative,
+                        "deleted",
+                        USER,
+                        "the template dropped it",
+                        diff=_diff(relative, current, None),
+                    )
+                )
+            elif current is not None:
+                results.append(
+                    FileResult(
+                        relative,
+                        "kept",
+                        USER,
+                        "the template dropped it; yours differs from what fdl wrote, so it stays",
+                    )
+                )
+    generated = _generated(directory, answers, merged_texts, results)
+    report_results = sorted([*results, *generated[0]], key=lambda r: r.path)
+    if not dry_run:
+        for path, text in writes.items():
+            mode = next((s.mode for s in pristine if s.path == path), 0o644)
+            atomic_write_text(directory / path, text, mode=mode)
+        for result in results:
+            if result.action == "deleted":
+                (directory / result.path).unlink()
+                (base_root / result.path).unlink()
+        for spec in generated[1]:
+            atomic_write_text(directory / spec.path, spec.content, mode=spec.mode)
+        for spec in pristine:
+            if spec.kind == USER and (directory / spec.path).is_file():
+                atomic_write_text(base_root / spec.path, spec.content)
+    return answers, WriteReport(directory, tuple(report_results), dry_run=dry_run)
+
+
+_PLANNED_FROM = ("fdl.yml", "fdl.yml.example", OVERLAY, *READ_BY_IMAGES)
+
+
+def _generated(
+    directory: Path, answers: Answers, merged: Mapping[str, str], results: Sequence[FileResult]
+) -> tuple[list[FileResult], list[FileSpec]]:
+    """The files fdl generates, planned from the merged manifest: (results, to write)."""
+    from fdl.errors import FdlError
+
+    blocked = [r.path for r in results if r.action == "conflict" and r.path in _PLANNED_FROM]
+    existing = {name: text for name, text in merged.items() if name in _PLANNED_FROM}
+    try:
+        files = [] if blocked else plan_project(answers, existing=existing)
+    except FdlError as exc:
+        blocked = [f"{answers.manifest_file} ({exc.message})"]
+        files = []
+    if blocked:
+        why = f"resolve the conflicts in {', '.join(blocked)}, then run `fdl init . --force`"
+        names = sorted({s.path for s in plan_project(answers) if s.kind == GENERATED})
+        return [FileResult(n, "skipped", GENERATED, why) for n in names], []
+    out: list[FileResult] = []
+    writes: list[FileSpec] = []
+    for spec in files:
+        if spec.kind != GENERATED:
+            continue
+        current = _read(directory / spec.path)
+        if current == spec.content:
+            out.append(FileResult(spec.path, "unchanged", GENERATED))
+            continue
+        action = "created" if current is None else "overwritten"
+        out.append(
+            FileResult(spec.path, action, GENERATED, diff=_diff(spec.path, current, spec.content))
+        )
+        writes.append(spec)
+    return out, writes

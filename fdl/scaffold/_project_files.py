@@ -22,7 +22,18 @@ MODES = ("mounted", "baked", "native")
 # starting point the user edits (never overwritten once it exists).
 GENERATED = "generated"
 USER = "user"
-ACTIONS = ("created", "unchanged", "overwritten", "skipped")
+ACTIONS = (
+    "created",
+    "unchanged",
+    "overwritten",
+    "skipped",
+    # fdl init --update
+    "updated",  # the template changed it, you had not: the new version
+    "merged",  # both changed it: merged without conflict
+    "conflict",  # both changed the same lines: merged with git's conflict markers
+    "kept",  # you changed it, the template did not: yours as it is
+    "deleted",  # the template dropped it and you had not changed it
+)
 
 
 @dataclass(frozen=True)
@@ -97,15 +108,21 @@ class FileResult:
         action: ``created``, ``unchanged``, ``overwritten`` or ``skipped``.
         kind: :data:`GENERATED` or :data:`USER`.
         reason: Why it was skipped.
+        diff: For ``fdl init --update``: the unified diff from the file as it is to what
+            is (or would be) written.
     """
 
     path: str
     action: str
     kind: str
     reason: str | None = None
+    diff: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "action": self.action, "kind": self.kind, "reason": self.reason}
+        data = {"path": self.path, "action": self.action, "kind": self.kind, "reason": self.reason}
+        if self.diff is not None:
+            data["diff"] = self.diff
+        return data
 
 
 @dataclass(frozen=True)
@@ -128,7 +145,9 @@ class WriteReport:
 
     def counts(self) -> dict[str, int]:
         """How many files had each action."""
-        return {action: len(self.paths(action)) for action in ACTIONS}
+        counts = {action: len(self.paths(action)) for action in ACTIONS}
+        # the actions of `fdl init --update` appear only when they happened
+        return {a: n for a, n in counts.items() if n or a in ACTIONS[:4]}
 
     def to_json(self) -> dict[str, Any]:
         return {

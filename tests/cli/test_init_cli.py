@@ -296,3 +296,64 @@ def test_gpus_no_build_can_serve_are_refused_with_the_release_that_can(
     assert not (tmp_path / "p").exists()
     bad = run_fdl(["init", "p", "--yes", "--gpus", "sm_9x"], cwd=tmp_path)
     assert bad.exit_code == 2 and "--gpus" in bad.stderr
+
+
+# --- fdl init --update: the current template applied to an older project ---------------------
+
+
+def test_update_merges_the_template_change_with_yours(tmp_path: Path, run_fdl) -> None:
+    assert run_fdl(["init", "p", *CPP], cwd=tmp_path).exit_code == 0
+    project = tmp_path / "p"
+    base = project / ".fdl" / "template"
+    assert (base / "CMakeLists.txt").read_text() == (project / "CMakeLists.txt").read_text()
+    # an older template's README (what fdl wrote then) that the user then edited
+    readme = (project / "README.md").read_text()
+    older = readme.replace("## ", "## (old) ", 1)
+    (base / "README.md").write_text(older)
+    (project / "README.md").write_text(older + "\nMy notes.\n")
+    preview = run_fdl(["init", ".", "--update", "--dry-run"], cwd=project)
+    assert preview.exit_code == 0, preview.output
+    assert "would merge       README.md" in preview.stdout
+    assert "-## (old) " in preview.stdout and "+## " in preview.stdout
+    assert (project / "README.md").read_text() == older + "\nMy notes.\n"  # nothing written
+    done = run_fdl(["init", ".", "--update"], cwd=project)
+    assert done.exit_code == 0, done.output
+    assert (project / "README.md").read_text() == readme + "\nMy notes.\n"
+    assert (base / "README.md").read_text() == readme  # the next base is this template
+
+
+def test_update_marks_conflicts_and_keeps_both_sides(tmp_path: Path, run_fdl) -> None:
+    assert run_fdl(["init", "p", *CPP], cwd=tmp_path).exit_code == 0
+    project = tmp_path / "p"
+    cmake = (project / "CMakeLists.txt").read_text()
+    first = cmake.splitlines(keepends=True)[0]
+    (project / ".fdl" / "template" / "CMakeLists.txt").write_text(
+        "# old first line\n" + cmake[len(first) :]
+    )
+    (project / "CMakeLists.txt").write_text("# my first line\n" + cmake[len(first) :])
+    result = run_fdl(["init", ".", "--update"], cwd=project)
+    assert result.exit_code == 1, result.output
+    text = (project / "CMakeLists.txt").read_text()
+    assert "<<<<<<< yours\n# my first line\n||||||| base\n# old first line\n=======\n" in text
+    assert first in text and ">>>>>>> template cpp v" in text
+    assert "conflict    CMakeLists.txt" in result.stdout
+
+
+def test_update_deletes_only_unchanged_files_the_template_dropped(tmp_path: Path, run_fdl) -> None:
+    assert run_fdl(["init", "p", *CPP], cwd=tmp_path).exit_code == 0
+    project = tmp_path / "p"
+    base = project / ".fdl" / "template"
+    (base / "old.txt").write_text("fdl wrote this\n")
+    (project / "old.txt").write_text("fdl wrote this\n")
+    (base / "notes.txt").write_text("fdl wrote this\n")
+    (project / "notes.txt").write_text("and I changed it\n")
+    result = run_fdl(["init", ".", "--update"], cwd=project)
+    assert result.exit_code == 0, result.output
+    assert not (project / "old.txt").exists() and not (base / "old.txt").exists()
+    assert (project / "notes.txt").read_text() == "and I changed it\n"
+
+
+def test_update_needs_a_project_made_by_init(tmp_path: Path, run_fdl) -> None:
+    result = run_fdl(["init", "p", "--update"], cwd=tmp_path)
+    assert result.exit_code == 2 and "not a project made by `fdl init`" in result.stderr
+    assert not (tmp_path / "p").exists()

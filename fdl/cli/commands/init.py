@@ -10,6 +10,7 @@ import typer
 
 from fdl.cli._session import Session
 from fdl.cli.commands._common import JsonOption, group
+from fdl.errors import UsageError
 
 if TYPE_CHECKING:
     from fdl.scaffold import Answers, WriteReport
@@ -76,6 +77,15 @@ def init(
             "(never your sources; nothing is deleted).",
         ),
     ] = False,
+    update: Annotated[
+        bool,
+        typer.Option(
+            "--update",
+            help="Apply the current template to a project made by an older one: a "
+            "three-way merge of each of your files (conflicts marked as git marks them); "
+            "with --dry-run, the diff.",
+        ),
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List what would be written; write nothing.")
     ] = False,
@@ -87,7 +97,7 @@ def init(
 
     Example: fdl init my-model --template cpp --mode native
     """
-    from fdl.scaffold import DEFAULTS, init_project, read_answers, validate_name
+    from fdl.scaffold import DEFAULTS, init_project, read_answers, update_project, validate_name
 
     session: Session = ctx.obj
     directory = (session.cwd / name).resolve()
@@ -111,6 +121,21 @@ def init(
         given["gpus"] = ",".join(str(c) for c in detected.capabilities) or "none"
         if driver is None:
             given["driver"] = detected.driver
+    if update:
+        if force:
+            raise UsageError(
+                "--update and --force exclude each other",
+                hint="--update merges your files with the template; --force only rewrites "
+                "the files fdl generates",
+            )
+        answers, report = update_project(directory, given, recorded or {}, dry_run=dry_run)
+        if as_json:
+            session.console.json({"answers": answers.to_json(), **report.to_json()})
+        else:
+            _render_update(session, report)
+        if any(r.action == "conflict" for r in report.results) and not dry_run:
+            raise typer.Exit(1)
+        return
     _ask(session, given, recorded, yes=yes, as_json=as_json)
     answers, report = init_project(directory, given, recorded, force=force, dry_run=dry_run)
     if as_json:
@@ -124,7 +149,42 @@ _MODE_HELP = {
     "baked": "commands run in a dev container; libtorch baked into its image",
     "native": "commands run on this machine; no containers",
 }
-_VERB = {"created": "create", "overwritten": "overwrite", "unchanged": "keep", "skipped": "skip"}
+_VERB = {
+    "created": "create",
+    "overwritten": "overwrite",
+    "unchanged": "keep",
+    "skipped": "skip",
+    "updated": "update",
+    "merged": "merge",
+    "conflict": "conflict in",
+    "kept": "keep yours",
+    "deleted": "delete",
+}
+
+
+def _render_update(session: Session, report: WriteReport) -> None:
+    """Each file's fate; in a dry run with the diff of what would change."""
+    console = session.console
+    prefix = "would " if report.dry_run else ""
+    for result in report.results:
+        if result.action == "unchanged":
+            continue
+        verb = _VERB[result.action] if report.dry_run else result.action
+        line = f"  {prefix}{verb:<11} {result.path}"
+        if result.reason:
+            line += f"  ({result.reason})"
+        console.out(line)
+        if report.dry_run and result.diff:
+            console.out(result.diff.rstrip("\n"))
+    counts = ", ".join(f"{n} {action}" for action, n in report.counts().items() if n)
+    where = "dry run: nothing written" if report.dry_run else "updated"
+    console.out(f"{where} ({counts})")
+    if report.paths("conflict") and not report.dry_run:
+        console.info(
+            "resolve the <<<<<<< markers in "
+            + ", ".join(report.paths("conflict"))
+            + ", then `fdl init . --force` writes the generated files from your manifest"
+        )
 
 
 def _choose(session: Session, question: str, choices: list[tuple[str, str]]) -> str:
