@@ -196,6 +196,22 @@ class Matrix:
     def cells_of(self, variant: MatrixVariant) -> tuple[Cell, ...]:
         return tuple(cell for cell in self.cells if cell.variant.key == variant.key)
 
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the matrix does that a reader would not expect: variants on different
+        torch releases (a recipe or ``libtorch.build`` that pins its own)."""
+        releases: dict[str, list[str]] = {}
+        for variant in self.variants:
+            releases.setdefault(variant.torch or "?", []).append(variant.key)
+        if len(releases) < 2:
+            return ()
+        listed = "; ".join(f"torch {t}: {', '.join(keys)}" for t, keys in sorted(releases.items()))
+        return (
+            f"the matrix mixes torch releases ({listed}): a pinned `torch:` in a recipe or in "
+            "libtorch.build wins over ci.torch/libtorch.torch; drop the pin to build every "
+            "variant on one release",
+        )
+
     def to_json(self) -> dict[str, Any]:
         config = self.config
         return {
@@ -208,6 +224,7 @@ class Matrix:
             "fdl_version": self.fdl_version,
             "variants": [variant.to_json() for variant in self.variants],
             "cells": [cell.to_json() for cell in self.cells],
+            "warnings": list(self.warnings),
         }
 
 

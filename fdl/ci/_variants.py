@@ -109,6 +109,13 @@ def _recipe_variant(manifest: Manifest, config: CiConfig, key: str, where: str) 
     options = {"recipe": (recipe, origin), "name": (recipe, origin)}
     try:
         request = build_request(manifest, options, manifest.directory)
+        if request.torch is None or request.torch.origin.endswith("(libtorch.torch)"):
+            # Not pinned by the recipe or libtorch.build: the matrix's release (ci.torch,
+            # else libtorch.torch), as for the official variants.
+            from fdl.libtorch.source import Setting
+
+            torch, torch_key = torch_version(manifest)
+            request = replace(request, torch=Setting(torch, torch_key))
         torch, cuda, archs, cudnn = _recipe_facts(request)
     except FdlError as exc:
         if exc.location is not None:

@@ -186,3 +186,28 @@ def test_the_data_file_is_consistent() -> None:
     assert data.defaults["runner"] in data.hosted_runners
     assert set(data.defaults["tests"]) == {"dev", "train"}
     assert data.platforms["linux/amd64"] == "linux-x86_64"
+
+
+def test_recipe_variants_follow_the_matrix_release(tmp_path: Path) -> None:
+    """A recipe that pins no torch builds the matrix's release (ci.torch over
+    libtorch.torch), like the official variants: one release per matrix."""
+    manifest = MATRIX.replace("ci:\n", 'ci:\n  torch: "2.12.1"\n', 1)
+    assert manifest != MATRIX
+    matrix = plan(ci_project(tmp_path, manifest))
+    assert {variant.torch for variant in matrix.variants} == {"2.12.1"}
+    assert matrix.warnings == ()
+
+
+def test_a_matrix_that_mixes_releases_says_so(tmp_path: Path) -> None:
+    project = ci_project(tmp_path)
+    (project / "recipes").mkdir()
+    (project / "recipes" / "pascal-blackwell.yml").write_text(
+        'description: pinned\narchs: "6.1;12.0"\ntorch: "2.10.0"\n'
+    )
+    matrix = plan(project)
+    built = matrix.variants[-1]
+    assert built.torch == "2.10.0"  # the project's recipe pins it: kept, but said
+    [warning] = matrix.warnings
+    assert "mixes torch releases" in warning and "torch 2.10.0: build:pascal-blackwell" in warning
+    assert "torch 2.13.0: cpu, cu130" in warning
+    assert matrix.to_json()["warnings"] == [warning]

@@ -110,6 +110,8 @@ def _matrix(session: Session, *, as_json: bool) -> int:
     config = planned.config
     where = config.registry or "nowhere (no ci.registry: images stay local)"
     out(f"matrix of {config.project}: {len(planned.cells)} cells, pushed to {where}")
+    for warning in planned.warnings:
+        session.console.warn(warning)
     out("")
     out("libtorch variants (each one's image is built before its cells):")
     for variant in planned.variants:
@@ -139,6 +141,8 @@ def _generate(
 ) -> int:
     """Write the bake file, the Dockerfiles and the workflow (only what changed)."""
     planned, root, files = _files(session, output)
+    for warning in planned.warnings:
+        session.console.warn(warning)
     changes = write_files(root, files, [dockerfiles_dir(planned)], force=force, dry_run=dry_run)
     verbs = {"missing": "wrote", "changed": "updated", "stale": "removed"}
     if dry_run:
