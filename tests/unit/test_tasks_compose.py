@@ -104,7 +104,15 @@ def test_safe_words_stay_bare_and_others_are_single_quoted() -> None:
     assert '"' not in quote("$x") and quote("$x").startswith("'")
 
 
-@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\x00"), max_size=12)))
+@given(
+    st.lists(
+        st.text(
+            # surrogates are written as "$(printf '\ooo')", which only a shell reads back
+            alphabet=st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",)),
+            max_size=12,
+        )
+    )
+)
 def test_any_argv_round_trips(words: list[str]) -> None:
     script = run_script("prog", None, words)
     assert shlex.split(script) == ["prog", *words]

@@ -6,6 +6,6 @@ FROM scratch
 COPY . /opt/libtorch/
 LABEL dev.fdl.cuda="12.9" \
       dev.fdl.kind="libtorch" \
-      dev.fdl.torch="2.14.1" \
+      dev.fdl.torch="2.13.0" \
       dev.fdl.variant="builds/pascal-blackwell" \
       dev.fdl.version="0.1.0"
