@@ -7,7 +7,9 @@ them through ``fdl.runner`` (warm-up, interleaved rounds, one JSON line per roun
 
 from __future__ import annotations
 
+from fdl.bench._images import image_profiles, prepare_images
 from fdl.bench._plan import WALL, Benchmark, Side, Slot, plan_benchmarks, schedule
+from fdl.bench._plot import plot_results
 from fdl.bench._publish import PublishPlan, plan_publish, published
 from fdl.bench._results import (
     BenchResult,
@@ -33,10 +35,13 @@ __all__ = [
     "Summary",
     "Verdict",
     "compare_results",
+    "image_profiles",
     "load_results",
     "parse_figures",
     "plan_benchmarks",
     "plan_publish",
+    "plot_results",
+    "prepare_images",
     "published",
     "ratio",
     "render_markdown",

@@ -35,6 +35,8 @@ class Side:
     revision: str | None = None
     # A libtorch variant name: the executor sets its LIBTORCH, LD_LIBRARY_PATH, ...
     libtorch: str | None = None
+    # A training image profile: the side runs `fdl image run PROFILE -- ARGS`.
+    image: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -43,6 +45,7 @@ class Side:
             "env": dict(self.env),
             "revision": self.revision,
             "libtorch": self.libtorch,
+            "image": self.image,
         }
 
 
@@ -110,23 +113,29 @@ def _argv(spec: Mapping[str, Any], fdl_argv: Sequence[str]) -> list[str] | None:
     command = spec.get("command")
     if command is not None:
         return [*fdl_argv, "run", str(command)]
+    image = spec.get("image")
+    if image is not None:
+        return [*fdl_argv, "image", "run", str(image), "--"]
     return None
 
 
 def _side(
     name: str, base: Mapping[str, Any], over: Mapping[str, Any], fdl_argv: Sequence[str]
 ) -> Side:
-    argv = _argv(over, fdl_argv) or _argv(base, fdl_argv) or []
+    own = _argv(over, fdl_argv)
+    argv = own or _argv(base, fdl_argv) or []
     args = over.get("args") if over.get("args") is not None else base.get("args")
     env = {**(base.get("env") or {}), **(over.get("env") or {})}
     variant = over.get("libtorch") or base.get("libtorch")
     revision = over.get("revision") or base.get("revision")
+    image = over.get("image") if own is not None else base.get("image")
     return Side(
         name,
         (*argv, *(args or [])),
         env,
         str(revision) if revision else None,
         str(variant) if variant else None,
+        str(image) if image else None,
     )
 
 
@@ -165,6 +174,17 @@ def _one(
         )
     over = spec.get("compare") or {name: {}}
     sides = tuple(_side(s, spec, o or {}, fdl_argv) for s, o in over.items())
+    for side, side_name in zip(sides, over, strict=True):
+        if side.image and side.libtorch:
+            where = f"{key}.compare.{side_name}" if (over[side_name] or {}).get("libtorch") else key
+            errors.append(
+                manifest.error(
+                    f"{where}.libtorch",
+                    f"the image {side.image!r} carries its own libtorch variant",
+                    hint="choose the image's variant in images.<profile>.variant, or benchmark "
+                    "a host program with run: [...] and libtorch:",
+                )
+            )
     for side_name, given in over.items():
         o = given or {}
         uses_command = o.get("command") or (o.get("run") is None and spec.get("command"))

@@ -395,3 +395,23 @@ def test_warmup_seconds_warms_up_interleaved_and_records_nothing(tmp_path: Path)
     rounds = [r for r in _records(project / "out.jsonl") if r["type"] == "round"]
     calls = int((project / "count-fast").read_text())
     assert len([r for r in rounds if r["side"] == "fast"]) == 2 and calls >= 3
+
+
+def test_report_plots_a_png_per_benchmark(tmp_path: Path) -> None:
+    project = _project(tmp_path, TWO_SIDES.replace("rounds: 10", "rounds: 4"))
+    assert _fdl(project, "bench", "run", "-o", "out.jsonl").returncode == 0
+    made = _fdl(project, "bench", "report", "out.jsonl", "--plot", "plots", "--json")
+    assert made.returncode == 0, made.stderr
+    [png] = json.loads(made.stdout)["plots"]
+    data = Path(png).read_bytes()
+    assert Path(png) == project / "plots" / "epoch.png"
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    # without matplotlib: exit 4 with the fix (a blocked import stands in for a machine
+    # without the plot extra)
+    blocker = tmp_path / "blocked"
+    (blocker / "matplotlib").mkdir(parents=True)
+    (blocker / "matplotlib" / "__init__.py").write_text("raise ImportError('blocked')\n")
+    env = _env({"PYTHONPATH": str(blocker)})
+    missing = _fdl(project, "bench", "report", "out.jsonl", "--plot", "p2", env=env)
+    assert missing.returncode == 4, missing.stderr
+    assert "matplotlib" in missing.stderr and "fdl[plot]" in missing.stderr

@@ -205,3 +205,34 @@ def _train_image(project: Path, name: str, base: list[str], fdl) -> None:
     _assert_trains(run.stdout, 20)
     assert (project / "runs" / "model.pt").is_file()
     assert len((project / "runs" / "loss.txt").read_text().split()) == 20
+    _bench_host_and_image(project, base, fdl)
+
+
+def _bench_host_and_image(project: Path, base: list[str], fdl) -> None:
+    """The template's training program benchmarked on the host (the dev container's
+    build, with the project's CPU variant) and in its training image, side by side."""
+    import json
+
+    with (project / "fdl.yml").open("a") as manifest:
+        manifest.write(
+            "\nbench:\n"
+            "  steps:\n"
+            "    compare:\n"
+            "      host: {run: [build/train, --steps, '10', --out, runs-host],"
+            " libtorch: precompiled/cpu}\n"
+            "      image: {image: train, args: [--steps, '10', --out, /workspace/runs]}\n"
+            "    rounds: 2\n"
+            "    warmup: 0\n"
+            "    figures: {loss: 'loss ([0-9.eE+-]+)'}\n"
+        )
+    ran = fdl([*base, "bench", "run", "--output", "bench.jsonl"], cwd=project, timeout=600)
+    assert ran.exit_code == 0, ran.output[-3000:]
+    records = [json.loads(line) for line in (project / "bench.jsonl").read_text().splitlines()]
+    header, rounds = records[0], records[1:]
+    image = header["images"]["train"]
+    assert image["id"].startswith("sha256:") and image["variant"] == "precompiled/cpu"
+    assert [r["side"] for r in rounds] == ["host", "image", "image", "host"]  # rotated
+    assert all(r["figures"]["loss"] > 0 for r in rounds)
+    table = fdl(["bench", "report", "bench.jsonl"], cwd=project)
+    assert table.exit_code == 0, table.output
+    assert "| steps | host | loss |" in table.stdout and "| steps | image | loss |" in table.stdout

@@ -143,3 +143,47 @@ def test_a_project_command_cannot_switch_libtorch(tmp_path: Path) -> None:
     with pytest.raises(ManifestError, match="active libtorch variant") as info:
         plan_benchmarks(manifest)
     assert info.value.location is not None and info.value.location.line == 6
+
+
+def test_an_image_side_runs_the_training_image_with_the_rounds_args(tmp_path: Path) -> None:
+    manifest = _manifest(
+        tmp_path,
+        """\
+        bench:
+          steps:
+            args: [--steps, "20"]
+            compare:
+              host: {run: [build/train], libtorch: precompiled/cpu}
+              image: {image: train, args: [--steps, "20", --out, /workspace/runs]}
+        """,
+    )
+    (bench,) = plan_benchmarks(manifest, fdl_argv=("FDL", "--set", "a=1"))
+    host, image = bench.sides
+    assert host.argv == ("build/train", "--steps", "20") and host.image is None
+    assert image.argv == (
+        "FDL", "--set", "a=1", "image", "run", "train", "--", "--steps", "20", "--out",
+        "/workspace/runs",
+    )  # fmt: skip
+    assert image.image == "train" and image.libtorch is None
+    assert image.as_dict()["image"] == "train"
+    from fdl.bench import image_profiles
+
+    assert image_profiles([bench]) == ["train"]
+
+
+def test_an_image_side_cannot_switch_libtorch_and_needs_one_program(tmp_path: Path) -> None:
+    manifest = _manifest(
+        tmp_path,
+        """\
+        bench:
+          steps:
+            compare:
+              image: {image: train, libtorch: precompiled/cpu}
+        """,
+    )
+    with pytest.raises(ManifestError, match="carries its own libtorch variant") as info:
+        plan_benchmarks(manifest)
+    assert info.value.location is not None and info.value.location.line == 4
+    (tmp_path / "fdl.yml").write_text("bench:\n  steps:\n    run: [./a]\n    image: train\n")
+    with pytest.raises(ManifestError, match="set one of run:, command: or image:"):
+        load_manifest(tmp_path, environ={})

@@ -36,6 +36,20 @@ OutputOption = Annotated[
 ]
 
 
+def _fdl_argv(session: Session) -> tuple[str, ...]:
+    """How the rounds start fdl (``command:`` and ``image:`` sides): this interpreter,
+    with the global options this run was given, so a side sees the same manifest."""
+    argv = [sys.executable, "-m", "fdl"]
+    options = session.options
+    if options.manifest is not None:
+        argv += ["-f", str(session.manifest().path)]
+    if session.env:
+        argv += ["--env", session.env]
+    for item in options.sets:
+        argv += ["--set", item]
+    return tuple(argv)
+
+
 def _results_path(session: Session, output: Path | None) -> Path:
     if output is not None:
         return output if output.is_absolute() else session.cwd / output
@@ -83,14 +97,20 @@ def run(
 
     Example: fdl bench run epoch --rounds 20
     """
-    from fdl.bench import plan_benchmarks, plan_publish, published, run_benchmarks, schedule
+    from fdl.bench import (
+        image_profiles,
+        plan_benchmarks,
+        plan_publish,
+        prepare_images,
+        published,
+        run_benchmarks,
+        schedule,
+    )
     from fdl.runner import default_runner
 
     session: Session = ctx.obj
     manifest = session.manifest()
-    benches = plan_benchmarks(
-        manifest, names or (), fdl_argv=(sys.executable, "-m", "fdl"), rounds=rounds
-    )
+    benches = plan_benchmarks(manifest, names or (), fdl_argv=_fdl_argv(session), rounds=rounds)
     results = _results_path(session, output)
     runner = default_runner()
     publication = plan_publish(runner, manifest.directory, clock) if publish else None
@@ -126,7 +146,13 @@ def run(
         raise typer.Exit(0)
     for note in publication.notes if publication else ():
         session.console.info(f"publish: {note}")
-    extra = {"publish": publication.as_dict() if publication else None}
+    images = prepare_images(
+        manifest,
+        image_profiles(benches),
+        environ=session.environ,
+        on_status=lambda line: session.console.info(f"image: {line}"),
+    )
+    extra = {"publish": publication.as_dict() if publication else None, "images": images}
     progress = _progress(session)
     with published(publication, runner, manifest.directory):
         run_id = run_benchmarks(
@@ -146,20 +172,26 @@ def run(
     raise typer.Exit(0)
 
 
-def _report(session: Session, path: Path, run_id: str | None, *, as_json: bool) -> None:
-    from fdl.bench import load_results, render_markdown
+def _report(
+    session: Session, path: Path, run_id: str | None, *, as_json: bool, plot: Path | None = None
+) -> None:
+    from fdl.bench import load_results, plot_results, render_markdown
 
     header, results = load_results(path, run_id)
+    plots = plot_results(results, plot) if plot is not None else []
     if as_json:
         session.console.json(
             {
                 "run": header["run"],
                 "environment": header.get("environment"),
                 "benchmarks": [r.as_dict() for r in results],
+                "plots": [str(p) for p in plots],
             }
         )
     else:
         session.console.out(render_markdown(results), end="")
+        for written in plots:
+            session.console.info(f"plot: {written}")
 
 
 @app.command()
@@ -171,15 +203,24 @@ def report(
     run_id: Annotated[
         str | None, typer.Option("--run", help="A run id (default: the last run).")
     ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Also write a PNG per benchmark into this directory: rounds in the order "
+            "run and their distributions (needs the plot extra: matplotlib).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """A Markdown table per run: median ± scaled MAD, stddev, min – max, n, outliers
     (beyond 3 scaled MADs) and each side's ratio to the first with a 95% bootstrap CI.
 
-    Example: fdl bench report .fdl/bench.jsonl --json
+    Example: fdl bench report .fdl/bench.jsonl --plot plots/
     """
     session: Session = ctx.obj
-    _report(session, _results_path(session, file), run_id, as_json=as_json)
+    where = (session.cwd / plot) if plot is not None else None
+    _report(session, _results_path(session, file), run_id, as_json=as_json, plot=where)
     raise typer.Exit(0)
 
 

@@ -53,6 +53,12 @@ _RUNNABLE = {
         "A project command (from commands:) run as `fdl run <command>`.",
         pattern=r"[A-Za-z0-9][A-Za-z0-9_.:-]*",
     ),
+    "image": Str(
+        "A training image profile (images:); the side runs its program in a container, "
+        "`fdl image run PROFILE -- ARGS` (fdl bench run builds the image first).",
+        pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+        example="train",
+    ),
     "args": ListOf(Str(), "Arguments appended to the program or command."),
     "env": MapOf(Str(), "Environment variables set for the rounds."),
     "revision": Str(
@@ -69,28 +75,29 @@ _RUNNABLE = {
 }
 
 
+_PROGRAMS = ("run", "command", "image")
+
+
 def _one_program(node: MapNode, path: Path, checker: Checker) -> None:
-    if "run" in node.entries and "command" in node.entries:
-        checker.fail(node, path, "set either run: or command:, not both")
+    given = [key for key in _PROGRAMS if key in node.entries]
+    if len(given) > 1:
+        checker.fail(node, path, f"set one of run:, command: or image:, not {' and '.join(given)}")
 
 
 def _needs_program(node: MapNode, path: Path, checker: Checker) -> None:
     _one_program(node, path, checker)
     sides = node.entries.get("compare")
     side_programs = isinstance(sides, MapNode) and all(
-        isinstance(s, MapNode) and ("run" in s.entries or "command" in s.entries)
+        isinstance(s, MapNode) and any(key in s.entries for key in _PROGRAMS)
         for s in sides.entries.values()
     )
     has_sides = isinstance(sides, MapNode) and bool(sides.entries)
-    if (
-        "run" not in node.entries
-        and "command" not in node.entries
-        and not (has_sides and side_programs)
-    ):
+    if not any(key in node.entries for key in _PROGRAMS) and not (has_sides and side_programs):
         checker.fail(
             node,
             path,
-            "a benchmark needs run: (a program) or command: (a project command)",
+            "a benchmark needs run: (a program), command: (a project command) or image: "
+            "(a training image)",
             hint="e.g. run: [python3, train.py], or set run: on every side under compare:",
         )
 
