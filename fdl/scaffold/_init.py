@@ -60,12 +60,26 @@ def init_project(
 BASE_DIR = ".fdl/template"
 
 
+def _plain(directory: Path, relative: str) -> bool:
+    """True when ``directory/relative`` is reached without following a symbolic link
+    (fdl writes or deletes nothing through one: it could lead out of the project)."""
+    path = directory
+    for part in Path(relative).parts:
+        if part in ("..", "/"):
+            return False
+        path = path / part
+        if path.is_symlink():
+            return False
+    return True
+
+
 def record_base(directory: Path, files: Sequence[FileSpec], results: Sequence[FileResult]) -> None:
     """Keep the template's text of each user file the project holds as fdl wrote it."""
     written = {r.path for r in results if r.action in ("created", "unchanged")}
     for spec in files:
-        if spec.kind == USER and spec.path in written:
-            atomic_write_text(directory / BASE_DIR / spec.path, spec.content)
+        relative = f"{BASE_DIR}/{spec.path}"
+        if spec.kind == USER and spec.path in written and _plain(directory, relative):
+            atomic_write_text(directory / relative, spec.content)
 
 
 def _read(path: Path) -> str | None:
@@ -91,11 +105,14 @@ def _merge_user_file(
     directory: Path, spec: FileSpec, template_label: str
 ) -> tuple[FileResult, str | None]:
     """One user file: (what happens, the text to write or None)."""
-    current = _read(directory / spec.path)
-    base = _read(directory / BASE_DIR / spec.path)
     target = directory / spec.path
-    if target.is_symlink() or (target.exists() and not target.is_file()):
-        return FileResult(spec.path, "skipped", USER, "not a regular file: left alone"), None
+    if not _plain(directory, spec.path) or (target.exists() and not target.is_file()):
+        return (
+            FileResult(spec.path, "skipped", USER, "a symbolic link or not a file: left alone"),
+            None,
+        )
+    current = _read(target)
+    base = _read(directory / BASE_DIR / spec.path)
     if current is None:
         if base is not None:  # fdl wrote it, you deleted it: stays deleted
             return FileResult(spec.path, "skipped", USER, "you deleted it; it stays deleted"), None
@@ -152,6 +169,12 @@ def update_project(
             hint=f"create one with `fdl init {directory.name}`",
         )
     answers = make_answers(directory.name, dict(given), dict(recorded))
+    if not _plain(directory, BASE_DIR):
+        raise UsageError(
+            f"{directory / BASE_DIR} is reached through a symbolic link: fdl does not merge "
+            "or write through one",
+            hint="replace the link with the directory itself (mv) and run again",
+        )
     chosen = template(answers.template)
     label = f"template {chosen.name} v{chosen.version}"
     pristine = plan_project(answers)
@@ -174,6 +197,8 @@ def update_project(
         for old in sorted(p for p in base_root.rglob("*") if p.is_file()):
             relative = old.relative_to(base_root).as_posix()
             if relative in planned:
+                continue
+            if not _plain(directory, relative):
                 continue
             current = _read(directory / relative)
             if current is not None and current == _read(old):

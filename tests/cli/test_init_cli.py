@@ -357,3 +357,25 @@ def test_update_needs_a_project_made_by_init(tmp_path: Path, run_fdl) -> None:
     result = run_fdl(["init", "p", "--update"], cwd=tmp_path)
     assert result.exit_code == 2 and "not a project made by `fdl init`" in result.stderr
     assert not (tmp_path / "p").exists()
+
+
+def test_update_writes_nothing_through_a_symbolic_link(tmp_path: Path, run_fdl) -> None:
+    assert run_fdl(["init", "p", *CPP], cwd=tmp_path).exit_code == 0
+    project = tmp_path / "p"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "README.md").write_text("not the project's\n")
+    (project / "README.md").unlink()
+    (project / "README.md").symlink_to(outside / "README.md")
+    base = project / ".fdl" / "template"
+    (base / "README.md").write_text("older\n")
+    result = run_fdl(["init", ".", "--update"], cwd=project)
+    assert result.exit_code == 0, result.output
+    assert (outside / "README.md").read_text() == "not the project's\n"
+    assert "symbolic link" in result.stdout
+    # the base directory itself a link: refused before anything
+    moved = tmp_path / "elsewhere"
+    base.rename(moved)
+    base.symlink_to(moved)
+    refused = run_fdl(["init", ".", "--update"], cwd=project)
+    assert refused.exit_code == 2 and "symbolic link" in refused.stderr
