@@ -4,10 +4,16 @@
 # compilation stopped.
 FROM {{ base_image }}
 ENV DEBIAN_FRONTEND=noninteractive
-# Build tools, from apt only when the base image lacks one of them.
-RUN missing=""; for tool in {{ tools | join(" ") }}; do command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"; done; \
-    if [ -n "$missing" ]; then echo "installing build tools (missing:$missing)"; \
-      apt-get update && apt-get install -y --no-install-recommends {{ packages | join(" ") }} && rm -rf /var/lib/apt/lists/*; fi
+# Build tools: every program the build runs (and Python's venv) is checked; apt installs
+# only the packages of the missing ones; without apt-get the build stops with the fix.
+RUN missing=""; for pair in {{ tools | join(" ") }}; do \
+      command -v "${pair%%=*}" >/dev/null 2>&1 || missing="$missing ${pair#*=}"; done; \
+    python3 -c "import ensurepip, venv" >/dev/null 2>&1 || missing="$missing {{ venv_package }}"; \
+    if [ -n "$missing" ]; then \
+      if ! command -v apt-get >/dev/null 2>&1; then \
+        echo "fdl: the base image lacks the packages$missing and has no apt-get to install them: add them to the image, or use a Debian/Ubuntu based one (--base-image)" >&2; exit 1; fi; \
+      echo "fdl: installing the build tools the base image lacks:$missing"; \
+      apt-get update && apt-get install -y --no-install-recommends ca-certificates $missing && rm -rf /var/lib/apt/lists/*; fi
 COPY fdl/ /opt/fdl/
 # Checked before the clone and the compile: toolkit version, host compiler, cuDNN.
 RUN{% for key, value in preflight %} {{ key }}={{ value }}{% endfor %} sh /opt/fdl/preflight.sh

@@ -27,6 +27,16 @@ CONTAINER = {
 }
 
 
+def build_tools(env: Mapping[str, str]) -> list[str]:
+    """The programs the Docker build runs: the fixed ones, and the compiler launchers the
+    plan sets (``ccache``) when they are names, not paths into the venv."""
+    tools = list(TOOLS)
+    for key, value in sorted(env.items()):
+        if key.endswith("_COMPILER_LAUNCHER") and "/" not in value and value not in tools:
+            tools.append(value)
+    return tools
+
+
 def render_dockerfile(
     *,
     base_image: str,
@@ -56,13 +66,13 @@ def render_dockerfile(
     paths = dict(CONTAINER)
     paths["source_cache"] = str(Path(CONTAINER["source"]).parent)
     environment = template_environment(asset_dir("dockerfiles"))
-    packages = load_table("build")["source_build"]["image_packages"]
+    table = load_table("build")["source_build"]
     return environment.get_template(TEMPLATE).render(
         torch=torch,
         arch_text=archs.torch_cuda_arch_list() if archs else "CPU",
         base_image=base_image,
-        tools=list(TOOLS),
-        packages=list(packages),
+        tools=[f"{tool}={table['image_tools'][tool]}" for tool in build_tools(env)],
+        venv_package=table["venv_package"],
         preflight=preflight,
         deps=[_quote(d) for d in deps],
         env=[(k, _quote(v)) for k, v in sorted(env.items()) if k not in secret_keys],
