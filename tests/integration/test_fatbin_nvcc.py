@@ -38,11 +38,13 @@ def nvcc() -> tuple[str, str, ArchList]:
     return probe.value.path, probe.value.version, probe.value.targets
 
 
-def _compile(nvcc_path: str, tmp_path: Path, archs: ArchList) -> subprocess.CompletedProcess[str]:
+def _compile(
+    nvcc_path: str, tmp_path: Path, archs: ArchList, flags: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     source = tmp_path / "kernel.cu"
     source.write_text(KERNEL)
-    argv = [nvcc_path, "-shared", "-Xcompiler", "-fPIC", *archs.gencode_flags(), str(source),
-            "-o", str(tmp_path / "libkernel.so")]  # fmt: skip
+    argv = [nvcc_path, "-shared", "-Xcompiler", "-fPIC", *archs.gencode_flags(), *flags,
+            str(source), "-o", str(tmp_path / "libkernel.so")]  # fmt: skip
     return subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
 
 
@@ -68,6 +70,34 @@ def test_reader_lists_exactly_what_nvcc_built(
                                 capture_output=True, text=True, check=True).stdout  # fmt: skip
         for target in archs.cubins:
             assert f".{target.code}." in listed
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("-Xfatbin", "-compress-all"),  # official builds since CUDA 11.8
+        ("-Xfatbin", "-compress-all", "-compress-mode=size"),  # and from CUDA 13.0 on
+    ],
+    ids=["compress-all", "compress-mode-size"],
+)
+def test_reader_reads_compressed_fatbins(
+    nvcc: tuple[str, str, ArchList], tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    """The flags fdl's builds and PyTorch's official ones use: every form still read."""
+    path, version, accepted = nvcc
+    if "-compress-mode=size" in flags and int(version.split(".")[0]) < 13:
+        pytest.skip(f"nvcc {version} has no -compress-mode")
+    forms = parse_archs("7.5;9.0a;10.0f;12.0+PTX")
+    archs = ArchList.of([t for t in forms if t.code in accepted.codes()])
+    plain = _compile(path, tmp_path, archs)
+    assert plain.returncode == 0, plain.stderr
+    size = (tmp_path / "libkernel.so").stat().st_size
+    built = _compile(path, tmp_path, archs, flags)
+    assert built.returncode == 0, built.stderr
+    code = read_device_code(tmp_path / "libkernel.so")
+    assert code.targets == archs
+    assert any(e.compressed for e in code.entries), [e for e in code.entries]
+    assert (tmp_path / "libkernel.so").stat().st_size <= size
 
 
 def test_table_matches_what_this_nvcc_lists(nvcc: tuple[str, str, ArchList]) -> None:
