@@ -14,6 +14,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 BASE_IMAGE = os.environ.get("FDL_TEST_BASE_IMAGE", "fdl-test/debian:bookworm")
+# Tests fake nvidia-smi on PATH: NVML (a real GPU's driver library, on machines that have
+# one) must not answer instead. fdl processes the tests start inherit it.
+os.environ["FDL_NVML"] = "0"
 
 
 def docker_required() -> bool:

@@ -126,6 +126,8 @@ def gpu_checks(report: GpuReport) -> list[Check]:
     checks = []
     for gpu in report.gpus:
         memory_text = f", {gpu.memory_mib / 1024:.0f} GiB" if gpu.memory_mib else ""
+        if gpu.mig_instances:
+            memory_text += f", MIG: {gpu.mig_instances} instances (same code as the GPU)"
         if gpu.capability is None:
             checks.append(
                 _c(
