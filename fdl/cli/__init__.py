@@ -241,7 +241,7 @@ def _project_command_wins(session: Session, name: str, tail: list[str]) -> bool:
     if not subcommands:
         return False
     first = tail[0] if tail else None
-    if first is not None and (first in subcommands or first in ("--help", "-h")):
+    if first is not None and first in subcommands:
         return False
     session.console.note(
         f"running the project's `{name}`; the built-in is `fdl {name} {'|'.join(subcommands)}`"

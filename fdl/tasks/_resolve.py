@@ -277,6 +277,39 @@ class _Walk:
 
 
 def resolve(root: Manifest, name: str, tail: Sequence[str], *, env: str | None) -> Resolution:
+    """Find what ``fdl <name> <tail...>`` runs (:func:`_resolve`), refusing a command the
+    manifest marks ``cluster: true`` (floDl's multi-host fan-out, which fdl does not do).
+
+    Raises:
+        UsageError: as :func:`_resolve`; a ``cluster: true`` command that is run.
+        ManifestError: as :func:`_resolve`.
+    """
+    resolution = _resolve(root, name, tail, env=env)
+    if resolution.help:
+        return resolution
+    # the deepest `cluster:` wins: the command's own, else its top-level command's
+    marked: list[tuple[Manifest, tuple[str, ...], Any]] = [
+        (root, ("commands", name, "cluster"), (root.data.get("commands") or {}).get(name))
+    ]
+    marked.append((resolution.manifest, (*resolution.key, "cluster"), resolution.spec))
+    found = None
+    for manifest, key, spec in marked:
+        if isinstance(spec, dict) and "cluster" in spec:
+            found = (manifest, key, bool(spec["cluster"]))
+    if found is not None and found[2]:
+        manifest, key, _ = found
+        origin = manifest.origin(key)
+        raise UsageError(
+            f"`fdl {' '.join(resolution.words)}` is marked `cluster: true` (floDl's multi-host "
+            "fan-out), which fdl does not launch",
+            hint="run it without the cluster overlay (it then runs here), or submit the "
+            "training image to SLURM or Kubernetes with `fdl deploy`",
+            location=origin.location() if origin is not None and origin.line else None,
+        )
+    return resolution
+
+
+def _resolve(root: Manifest, name: str, tail: Sequence[str], *, env: str | None) -> Resolution:
     """Find what ``fdl <name> <tail...>`` runs.
 
     Args:

@@ -228,4 +228,36 @@ def test_a_project_command_named_like_a_built_in_group_still_runs(run_fdl, proje
     assert "echo flodl-bench" in ours.stdout and "running the project's `bench`" in ours.stderr
     builtin = run_fdl(["bench", "report"], cwd=project)
     assert builtin.exit_code == 2 and "bench.jsonl" in builtin.stderr
-    assert run_fdl(["bench", "--help"], cwd=project).stdout.startswith("Usage: fdl bench")
+    # `fdl bench --help` is the project's command's help (as in floDl's README), the note
+    # names the built-in's sub-commands
+    helped = run_fdl(["bench", "--help"], cwd=project)
+    assert helped.exit_code == 0, helped.output
+    assert "echo flodl-bench" in helped.stdout and "fdl bench run|" in helped.stderr
+    assert run_fdl(["bench", "run", "--help"], cwd=project).stdout.startswith(
+        "Usage: fdl bench run"
+    )
+
+
+def test_a_cluster_overlay_refuses_only_what_it_marks(run_fdl, tmp_path: Path) -> None:
+    """floDl's fdl.cluster.yml: a topology fdl does not launch; the commands it marks
+    `cluster: true` are refused where they are marked, the others run."""
+    (tmp_path / "fdl.yml").write_text(
+        "commands:\n  build: {run: echo build}\n  train: {run: echo train}\n  sub:\n"
+    )
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "fdl.yml").write_text(
+        "entry: echo sub\ncommands:\n  quick: {options: {n: 1}}\n"
+    )
+    (tmp_path / "fdl.cluster.yml").write_text(
+        "cluster:\n  master_addr: 10.0.0.1\n  hosts: [{name: a, ranks: [0]}]\n"
+        "commands:\n  train: {cluster: true}\n  sub: {cluster: true}\n"
+    )
+    assert run_fdl(["--env", "cluster", "build", "--dry-run"], cwd=tmp_path).exit_code == 0
+    refused = run_fdl(["--env", "cluster", "train", "--dry-run"], cwd=tmp_path)
+    assert refused.exit_code == 2
+    assert "fdl.cluster.yml:5:20: `fdl train` is marked `cluster: true`" in refused.stderr
+    assert "fdl deploy" in refused.stderr
+    nested = run_fdl(["--env", "cluster", "sub", "quick", "--dry-run"], cwd=tmp_path)
+    assert nested.exit_code == 2 and "fdl.cluster.yml:6:18" in nested.stderr
+    assert run_fdl(["--env", "cluster", "train", "--help"], cwd=tmp_path).exit_code == 0
+    assert run_fdl(["train", "--dry-run"], cwd=tmp_path).exit_code == 0  # no overlay: runs

@@ -14,7 +14,7 @@ Mixed kinds are reported when the manifest loads, with file:line.
 from __future__ import annotations
 
 from fdl.manifest._nodes import MapNode, Node, ScalarNode
-from fdl.manifest.schema import AnyValue, Checker, MapOf, Obj, Spec, Str
+from fdl.manifest.schema import AnyValue, Bool, Checker, MapOf, Obj, Spec, Str
 from fdl.manifest.sections._structured import SECTIONS as STRUCTURED
 from fdl.manifest.sections._structured import section_spec
 
@@ -117,6 +117,12 @@ def _command_fields() -> dict[str, Spec]:
         "path": Str("Directory of a nested manifest (relative to this file)."),
         "docker": Str("docker compose service the `run:` script runs in."),
         "options": MapOf(AnyValue(), "Preset: options passed to the entry as --flags."),
+        "cluster": Bool(
+            "floDl's multi-host fan-out (its fdl.cluster.yml): the reference CLI launches a "
+            "command marked true on every host of `cluster:`. fdl does not: running such a "
+            "command is refused with the fix (fdl deploy for SLURM and Kubernetes); the "
+            "other commands run as usual."
+        ),
     }
     for section in STRUCTURED:
         fields[section] = section_spec(section)
@@ -144,6 +150,11 @@ def commands_spec(description: str) -> MapOf:
 
 SECTIONS: dict[str, Spec] = {
     "description": Str("What this project is (shown in `fdl --help`)."),
+    "cluster": MapOf(
+        AnyValue(),
+        "floDl's multi-host topology (fdl.cluster.yml, fdl.cluster-test.yml): kept as data "
+        "for the reference CLI and floDl's tests; fdl launches nothing from it.",
+    ),
     "commands": commands_spec("Commands run with `fdl <name>`."),
 }
 
