@@ -8,6 +8,8 @@ set -euo pipefail
 ADDR="${FDL_TEST_REGISTRY:-127.0.0.1:5000}"
 log() { printf '[registry] %s\n' "$*" >&2; }
 if [ "$(id -u)" != "0" ]; then log "warning: not root, skipping the local registry"; exit 0; fi
+# Stopped by itself once the test runs that use it have ended (registered first).
+"$(dirname "$0")/server-watchdog.sh" registry 'pkill -f "^docker-registry serve /etc/fdl/registry.yml"'
 if curl -sf "http://$ADDR/v2/" >/dev/null 2>&1; then exit 0; fi
 if ! command -v docker-registry >/dev/null; then
   log "installing docker-registry"
@@ -29,7 +31,10 @@ CONF
 log "starting docker-registry on $ADDR"
 (docker-registry serve /etc/fdl/registry.yml >/var/log/fdl-registry.log 2>&1 &)
 for _ in $(seq 1 40); do
-  curl -sf "http://$ADDR/v2/" >/dev/null 2>&1 && { log "registry is up on $ADDR"; exit 0; }
+  if curl -sf "http://$ADDR/v2/" >/dev/null 2>&1; then
+    log "registry is up on $ADDR"
+    exit 0
+  fi
   sleep 0.25
 done
 log "warning: the registry did not answer; see /var/log/fdl-registry.log"

@@ -34,6 +34,11 @@ if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
   runuser -u munge -- /usr/sbin/munged --force 2>/dev/null || /usr/sbin/munged --force
 fi
 
+# Stopped by themselves once the test runs that use them have ended (registered first,
+# so a watchdog stopping them now waits for this run).
+"$(dirname "$0")/server-watchdog.sh" slurm \
+  'for f in /run/slurmctld.pid /run/slurmd.pid; do [ -f "$f" ] && kill "$(cat "$f")"; done; true'
+
 CPUS="$(nproc)"
 MEM_MB="$(awk '/MemTotal/ {print int($2 / 1024 * 0.8)}' /proc/meminfo)"
 mkdir -p /etc/slurm /var/spool/slurmctld /var/spool/slurmd /var/log/slurm
@@ -68,6 +73,8 @@ AccountingStorageType=accounting_storage/none
 InactiveLimit=0
 KillWait=5
 MinJobAge=300
+# Bind the daemons (and srun) to the node's address, 127.0.0.1, not to every interface.
+CommunicationParameters=NoInAddrAny
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=${CPUS} RealMemory=${MEM_MB} State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
@@ -86,9 +93,47 @@ if [ "$restart" = "1" ]; then
   done
   sleep 1
 fi
+# slurmctld of Slurm 22.05 ignores NoInAddrAny for its own port and binds 0.0.0.0: a
+# small preloaded library turns its wildcard binds into 127.0.0.1 (test servers listen
+# on loopback only). slurmd honours NoInAddrAny and needs none.
+SHIM=/usr/local/lib/fdl-bind-loopback.so
+if [ ! -s "$SHIM" ]; then
+  log "building $SHIM"
+  cat > /tmp/fdl-bind-loopback.c <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+/* bind() with INADDR_ANY (IPv4) or in6addr_any (IPv6) binds the loopback address instead. */
+int bind(int fd, const struct sockaddr *addr, socklen_t len) {
+  static int (*real)(int, const struct sockaddr *, socklen_t);
+  if (!real) real = (int (*)(int, const struct sockaddr *, socklen_t))dlsym(RTLD_NEXT, "bind");
+  if (addr && addr->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
+    struct sockaddr_in v4;
+    memcpy(&v4, addr, sizeof v4);
+    if (v4.sin_addr.s_addr == htonl(INADDR_ANY)) {
+      v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      return real(fd, (const struct sockaddr *)&v4, sizeof v4);
+    }
+  }
+  if (addr && addr->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+    struct sockaddr_in6 v6;
+    memcpy(&v6, addr, sizeof v6);
+    if (memcmp(&v6.sin6_addr, &in6addr_any, sizeof in6addr_any) == 0) {
+      v6.sin6_addr = in6addr_loopback;
+      return real(fd, (const struct sockaddr *)&v6, sizeof v6);
+    }
+  }
+  return real(fd, addr, len);
+}
+C
+  gcc -shared -fPIC -O2 -o "$SHIM" /tmp/fdl-bind-loopback.c -ldl
+  rm -f /tmp/fdl-bind-loopback.c
+fi
 if ! scontrol ping 2>/dev/null | grep -q UP; then
-  log "starting slurmctld"
-  /usr/sbin/slurmctld -i
+  log "starting slurmctld (bound to 127.0.0.1)"
+  LD_PRELOAD="$SHIM" /usr/sbin/slurmctld -i
 fi
 slurmd_alive() {
   local pid

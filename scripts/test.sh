@@ -11,6 +11,9 @@ cd "$(dirname "$0")/.."
 VENV="${FDL_VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
 
+# The servers the setup starts (SLURM, the registry) stop by themselves once this run,
+# which becomes pytest below (exec keeps the PID), has ended.
+export FDL_SERVERS_OWNER=$$
 bash scripts/setup-machine.sh
 
 if [ ! -x "$VENV/bin/python" ]; then
