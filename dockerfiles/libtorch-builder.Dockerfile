@@ -2,7 +2,7 @@
 # Needs BuildKit (RUN --mount). Cache mounts keep the source checkout, the CMake build
 # tree and the compiler cache between runs, so an interrupted build resumes where
 # compilation stopped.
-FROM {{ base_image }}
+FROM {{ base_image }} AS fetch
 ENV DEBIAN_FRONTEND=noninteractive
 # Build tools: every program the build runs (and Python's venv) is checked; apt installs
 # only the packages of the missing ones; without apt-get the build stops with the fix.
@@ -29,9 +29,16 @@ ENV {{ key }}={{ value }}
 {% if clone %}
 ENV FDL_CLONE="{{ clone | join(" ") }}" FDL_TAG={{ tag }}
 {% endif %}
+{% if clone %}
+# Fetch phase: the source, its submodules and what the build would clone while compiling.
+RUN --mount=type=cache,id={{ cache_ids.source }},target={{ paths.source_cache }} \
+    {{ "FDL_FRESH=1 " if fresh else "" }}FDL_FETCH_ONLY=1 sh /opt/fdl/build.sh
+{% endif %}
+# Compile phase{{ ": built with --network none as its own build (--offline)" if offline else "" }}.
+FROM fetch AS compile
 RUN --mount=type=cache,id={{ cache_ids.source }},target={{ paths.source_cache }} \
     --mount=type=cache,id={{ cache_ids.work }},target={{ paths.work }} \
     --mount=type=cache,id={{ cache_ids.compiler }},target={{ paths.compiler_cache }}{% if source_in_context %} \
     --mount=type=bind,source=src,target={{ paths.context_source }}{% endif %}{% if secrets %} \
     --mount=type=secret,id=cache_env{% endif %} \
-    {{ "FDL_FRESH=1 " if fresh else "" }}sh /opt/fdl/build.sh
+    {{ "FDL_FRESH=1 " if fresh else "" }}{{ "FDL_OFFLINE=1 " if offline else "" }}sh /opt/fdl/build.sh

@@ -21,6 +21,11 @@ else
   # out are fetched again (git resumes them). Verified again before building.
   head=$(git -C "$SRC" rev-parse HEAD 2>/dev/null || true)
   want=$(git -C "$SRC" rev-parse "refs/tags/$FDL_TAG^{commit}" 2>/dev/null || true)
+  if { [ -z "$head" ] || [ "$head" != "$want" ]; } && [ -n "${FDL_OFFLINE:-}" ]; then
+    echo "fdl: $SRC is not a complete checkout of $FDL_TAG, and this step has no network" \
+      "(--offline): the fetch phase's cache is gone; run the build again with --fresh" >&2
+    exit 1
+  fi
   if [ -z "$head" ] || [ "$head" != "$want" ]; then
     [ -e "$SRC" ] && echo "fdl: $SRC is not a complete checkout of $FDL_TAG: cloning again"
     echo "Cloning into $SRC"
@@ -37,6 +42,14 @@ else
     echo "fdl: the submodules of $SRC are incomplete after fetching them again" >&2
     exit 1
   fi
+fi
+
+# What the build would otherwise clone while it compiles (tools/build_pytorch_libs.py runs
+# checkout_nccl; newer trees checkout_eigen too): tools/optional_submodules.py clones each
+# one that is missing, so here, in the fetch phase, and not an hour into the compile.
+if [ -f "$SRC/tools/optional_submodules.py" ]; then
+  echo "fdl: fetching the optional dependencies (tools/optional_submodules.py)"
+  (cd "$SRC" && python3 tools/optional_submodules.py)
 fi
 
 if [ -n "${FDL_FETCH_ONLY:-}" ]; then

@@ -130,3 +130,41 @@ def _preflight_cached(log: str) -> bool:
         if "preflight.sh" in line and line.startswith("#")
     ]
     return any(f"{step} CACHED" in log for step in steps)
+
+
+# Prepended to the copied tree's build script: a compile step that has a network fails.
+NO_NETWORK_CHECK = '''import os, sys
+_interfaces = sorted(os.listdir("/sys/class/net"))
+if _interfaces != ["lo"] and os.environ.get("FDL_TEST_NEEDS_NO_NETWORK"):
+    sys.exit(f"fdl-test: the compile step has network interfaces {_interfaces}")
+print(f"fdl-test: network interfaces {_interfaces}", flush=True)
+'''
+
+
+def test_offline_compiles_without_network(run_fdl, tmp_path: Path, toolchain_image: str) -> None:
+    """--offline: the compile step runs with --network=none (BuildKit). The same tree
+    built without it sees the network (the check is real), with it only loopback."""
+    source = copy_source(tmp_path / "pytorch")
+    (source / "fdl-test-nonce.txt").write_text(uuid.uuid4().hex + "\n")
+    script = source / "tools" / "build_libtorch.py"
+    text = script.read_text()
+    head, _, rest = text.partition("from __future__ import annotations\n")
+    script.write_text(head + "from __future__ import annotations\n" + NO_NETWORK_CHECK + rest)
+    env = {"FDL_HOME": str(tmp_path / "home"), "FDL_CACHE_DIR": str(tmp_path / "cache")}
+    args = ["libtorch", "build", "--docker", "--cpu", "--source", str(source),
+            "--base-image", toolchain_image, "--name", "offline", "--no-activate",
+            "--jobs", "2"]  # fmt: skip
+    planned = run_fdl([*args, "--offline", "--dry-run", "--json"], cwd=tmp_path, env=env)
+    assert planned.exit_code == 0, planned.output
+    dockerfile = json.loads(planned.stdout)["docker"]["dockerfile"]
+    assert "FROM fetch AS compile" in dockerfile
+    assert "FDL_OFFLINE=1 sh /opt/fdl/build.sh" in dockerfile
+    offline = run_fdl([*args, "--offline", "--json"], cwd=tmp_path, env=env)
+    assert offline.exit_code == 0, offline.output[-3000:]
+    log = Path(json.loads(planned.stdout)["paths"]["log"]).read_text(errors="replace")
+    assert "fdl-test: network interfaces ['lo']" in log, log[-3000:]
+    # the check itself: without --offline the compile step has the build network
+    script.write_text(script.read_text().replace("FDL_TEST_NEEDS_NO_NETWORK", "PATH"))
+    online = run_fdl([*args, "--fresh", "--json"], cwd=tmp_path, env=env)
+    assert online.exit_code != 0
+    assert "the compile step has network interfaces" in online.output

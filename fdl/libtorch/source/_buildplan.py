@@ -63,6 +63,7 @@ class DockerPart:
     cache_ids: Mapping[str, str]
     output: str
     network: str | None = None
+    offline: bool = False
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,7 @@ class BuildPlan:
                 "cache_ids": dict(self.docker.cache_ids),
                 "output": self.docker.output,
                 "network": self.docker.network,
+                "offline": self.docker.offline,
                 "dockerfile": self.docker.dockerfile,
             }
         return data

@@ -12,6 +12,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from fdl._assets import asset_dir
@@ -108,6 +109,14 @@ def build_in_docker(
             network=plan.docker.network,
         )
         plan.log_file.parent.mkdir(parents=True, exist_ok=True)
+        if plan.docker.offline:
+            # The fetch stage (source, submodules, optional dependencies) with the network;
+            # the compile stage as a build of its own with none (the fetch steps come from
+            # the build cache; RUN --network needs a newer Dockerfile frontend than the
+            # one built into docker 20.10, and pulling one needs Docker Hub).
+            fetch = replace(spec, target="fetch", tags=(f"{plan.docker.tag}-fetch",))
+            engine.build(fetch, on_line=feed, log_file=plan.log_file)
+            spec = replace(spec, target="compile", network="none")
         engine.build(spec, on_line=feed, log_file=plan.log_file)
     engine.copy_out(plan.docker.tag, plan.docker.output, staging)
     return stats

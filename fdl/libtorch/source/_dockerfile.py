@@ -52,6 +52,7 @@ def render_dockerfile(
     use_cudnn: bool,
     fresh: bool,
     torch: str,
+    offline: bool = False,
 ) -> str:
     """The builder Dockerfile (deterministic: sorted values, no host paths, no times)."""
     preflight: list[tuple[str, str]] = []
@@ -83,6 +84,7 @@ def render_dockerfile(
         source_in_context=source_in_context,
         secrets=bool(secret_keys),
         fresh=fresh,
+        offline=offline,
     )
 
 

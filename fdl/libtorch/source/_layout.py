@@ -227,6 +227,15 @@ def _native_plan(
     commands: list[Command] = []
     if not common.given:
         commands.append(_clone(common.torch, common.source))
+    # What the build would clone while compiling (NCCL, Eigen), fetched before it.
+    commands.append(
+        Command(
+            "fetch",
+            (python, str(common.source / "tools" / "optional_submodules.py")),
+            cwd=str(common.source),
+            when="the tree has tools/optional_submodules.py",
+        )
+    )
     if venv is not None:
         commands.append(Command("venv", (python, "-m", "venv", str(venv)), when="venv missing"))
         commands.append(
@@ -291,13 +300,43 @@ def _docker_plan(
         use_cudnn=use_cudnn,
         fresh=bool(request.value("fresh", False)),
         torch=torch,
+        offline=bool(request.value("offline", False)),
     )
     tag = f"fdl-libtorch-builder:{leaf}-{key}"
     context = "fdl's scripts" + (" and a copy of the source" if common.given else "")
-    build = Command(
-        "docker-build",
-        (facts.docker_client, "build", "--progress=plain", "--tag", tag, "<context>"),
-        when=f"DOCKER_BUILDKIT=1; context: {context}",
+    offline = bool(request.value("offline", False))
+    builds: list[Command] = []
+    if offline:  # the fetch stage with the network, then the compile stage without
+        builds.append(
+            Command(
+                "docker-fetch",
+                (
+                    facts.docker_client,
+                    "build",
+                    "--progress=plain",
+                    "--target",
+                    "fetch",
+                    "--tag",
+                    f"{tag}-fetch",
+                    "<context>",
+                ),
+                when=f"DOCKER_BUILDKIT=1; context: {context}",
+            )
+        )
+    builds.append(
+        Command(
+            "docker-build",
+            (
+                facts.docker_client,
+                "build",
+                "--progress=plain",
+                *(("--network", "none") if offline else ()),
+                "--tag",
+                tag,
+                "<context>",
+            ),
+            when=f"DOCKER_BUILDKIT=1; context: {context}",
+        )
     )
     out = Command(
         "copy-out",
@@ -308,9 +347,9 @@ def _docker_plan(
         work_dir=Path(CONTAINER["work"]),
         log_file=cache_root / "logs" / f"{leaf}-{key}.log",
         venv=Path(CONTAINER["venv"]) if common.deps else None,
-        commands=(build, out),
+        commands=(*builds, out),
         env_removed=(),
-        docker=DockerPart(base, tag, dockerfile, ids, CONTAINER["output"], network),
+        docker=DockerPart(base, tag, dockerfile, ids, CONTAINER["output"], network, offline),
     )
 
 

@@ -75,6 +75,31 @@ def _clone(plan: BuildPlan, runner: Runner, env: Mapping[str, str], on_line: Not
     partial.rename(plan.source_dir)
 
 
+def _fetch_optional(plan: BuildPlan, runner: Runner, env: Mapping[str, str], on_line: Note) -> None:
+    """Clone what the build would clone while compiling (tools/optional_submodules.py:
+    NCCL, Eigen), so a network problem shows now, not an hour into the compile."""
+    command = plan.command("fetch")
+    if command is None or not Path(command.argv[-1]).is_file():
+        return
+    try:
+        runner.stream(
+            list(command.argv),
+            env=env,
+            cwd=plan.source_dir,
+            log_file=plan.log_file,
+            on_line=on_line,
+        )
+    except CommandFailed as exc:
+        raise CommandFailed(
+            exc.argv,
+            exc.returncode,
+            output_tail=exc.details or "",
+            log_file=plan.log_file,
+            hint="check the network (GitHub and gitlab.com must be reachable), or clone the "
+            "optional dependencies into the tree's third_party/ yourself",
+        ) from None
+
+
 def _dependencies(plan: BuildPlan, runner: Runner, env: Mapping[str, str], on_line: Note) -> None:
     if plan.venv is None:
         return
@@ -117,6 +142,7 @@ def build_natively(
         shutil.rmtree(plan.work_dir)
     plan.work_dir.mkdir(parents=True, exist_ok=True)
     _clone(plan, runner, base_env, on_line)
+    _fetch_optional(plan, runner, base_env, on_line)
     _dependencies(plan, runner, base_env, on_line)
     cache, warning = start_cache(plan.cache, runner, base_env)
     if warning:

@@ -99,7 +99,38 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
         estimates=(need_disk, round(jobs * memory_per_job_gb(flash_attention=flash), 1)),
         warnings=tuple(p for p in problems if p.severity != "error"),
     )
-    return replace(plan, switch_costs=tuple(costs))
+    return replace(
+        plan,
+        switch_costs=tuple(costs),
+        problems=(*plan.problems, *_offline_problems(request, plan)),
+    )
+
+
+def _offline_problems(request: BuildRequest, plan: BuildPlan) -> list[Problem]:
+    """What --offline cannot do on this plan."""
+    if not request.value("offline", False):
+        return []
+    if plan.backend == "native":
+        return [
+            Problem(
+                "offline",
+                "--offline natively fetches everything before compiling, but cannot cut the "
+                "compile's network",
+                "build with --docker for a compile step without network",
+                "warning",
+            )
+        ]
+    if plan.cache.remote:
+        return [
+            Problem(
+                "offline",
+                f"the compile step has no network, so the remote compiler cache "
+                f"({plan.cache.kind}) cannot be reached: compiles are local",
+                "drop --offline, or use the local ccache",
+                "warning",
+            )
+        ]
+    return []
 
 
 _FRAMEWORKS = {"flodl": "floDl", "tch": "tch-rs", "cpp": "libtorch C++"}

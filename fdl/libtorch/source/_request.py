@@ -74,6 +74,7 @@ class BuildRequest:
     base_image: Setting[str] | None = None
     name: Setting[str] | None = None
     activate: Setting[bool] | None = None
+    offline: Setting[bool] | None = None
     fresh: Setting[bool] | None = None
     switches: Mapping[str, Setting[str]] = field(default_factory=dict)
     cache_settings: Mapping[str, Setting[str]] = field(default_factory=dict)

@@ -226,6 +226,16 @@ def build_settings() -> tuple[BuildSetting, ...]:
             scope="project",
         ),
         BuildSetting(
+            "offline",
+            Bool(
+                "Compile without network: every download (the source, its submodules, the "
+                "optional dependencies tools/optional_submodules.py clones: NCCL, Eigen) "
+                "happens in the fetch phase, and the compile step runs with "
+                "--network=none (Docker)."
+            ),
+            flags=(("--offline", True, ""),),
+        ),
+        BuildSetting(
             "fresh",
             Bool("Start from an empty build tree (no resume)."),
             flags=(("--fresh", True, ""),),

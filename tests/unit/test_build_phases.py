@@ -1,0 +1,47 @@
+"""The fetch phase and the offline compile in the build plan (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from fdl.libtorch.source import BuildRequest, Setting, plan_build
+from tests.unit.test_one_answer import _facts
+
+
+def _request(backend: str, **more: object) -> BuildRequest:
+    request = BuildRequest(
+        archs=Setting("6.1,12.0", "--archs"), backend=Setting(backend, f"--{backend}")
+    )
+    return replace(request, **{k: Setting(v, f"--{k}") for k, v in more.items()})
+
+
+def test_docker_fetches_in_its_own_step_and_compiles_offline_on_request(tmp_path: Path) -> None:
+    facts = _facts(tmp_path, "570.86")
+    online = plan_build(_request("docker"), facts)
+    text = online.docker.dockerfile if online.docker else ""
+    fetch = text.index("FDL_FETCH_ONLY=1 sh /opt/fdl/build.sh")
+    compile_step = text.index("sh /opt/fdl/build.sh", fetch + 10)
+    assert fetch < compile_step and "--network=none" not in text
+    offline = plan_build(_request("docker", offline=True), facts)
+    text = offline.docker.dockerfile if offline.docker else ""
+    assert "FROM fetch AS compile" in text and "FDL_OFFLINE=1" in text
+    builds = [c.argv for c in offline.commands if c.what.startswith("docker-")]
+    assert [a[a.index("build") + 2 :][:2] for a in builds] == [
+        ("--target", "fetch"),
+        ("--network", "none"),
+    ]
+    assert not [p for p in offline.problems if p.check == "offline"]
+    fresh = plan_build(_request("docker", offline=True, fresh=True), facts)
+    assert "FDL_FRESH=1 FDL_FETCH_ONLY=1" in (fresh.docker.dockerfile if fresh.docker else "")
+
+
+def test_native_fetches_the_optional_dependencies_before_compiling(tmp_path: Path) -> None:
+    facts = replace(_facts(tmp_path, None), nvcc=None)
+    native = plan_build(replace(_request("native", cpu=True), archs=None), facts)
+    whats = [c.what for c in native.commands]
+    assert whats.index("clone") < whats.index("fetch") < whats.index("build")
+    assert native.command("fetch").argv[-1].endswith("tools/optional_submodules.py")  # type: ignore[union-attr]
+    offline = plan_build(replace(_request("native", cpu=True, offline=True), archs=None), facts)
+    [warning] = [p for p in offline.problems if p.check == "offline"]
+    assert "cannot cut the compile's network" in warning.message and "--docker" in warning.hint
