@@ -134,8 +134,26 @@ def preset_problems(nested: Manifest, root: Path) -> dict[str, list[ManifestErro
 
     return {
         name: [_relocate(error, root) for error in errors]
-        for name, errors in find(nested.tree).items()
+        for name, errors in find(nested.tree, _probed_tree(nested)).items()
     }
+
+
+def _probed_tree(nested: Manifest) -> MapNode | None:
+    """The cached ``--fdl-schema`` answer of a ``compile: true`` entry, as a tree with a
+    ``schema`` key (never probes: a missing or stale cache gives None)."""
+    if nested.data.get("compile") is not True:
+        return None
+    import json
+
+    from fdl.manifest import LayerKind, parse_text
+    from fdl.tasks._probe import cache_file, cached_schema
+
+    schema = cached_schema(nested)
+    if schema is None:
+        return None
+    path = cache_file(nested).with_suffix(".json")
+    tree = parse_text(json.dumps({"schema": schema}), str(path), LayerKind.BASE, path)
+    return tree if isinstance(tree, MapNode) else None
 
 
 def locate(

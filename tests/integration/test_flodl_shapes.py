@@ -261,3 +261,24 @@ def test_a_cluster_overlay_refuses_only_what_it_marks(run_fdl, tmp_path: Path) -
     assert nested.exit_code == 2 and "fdl.cluster.yml:6:18" in nested.stderr
     assert run_fdl(["--env", "cluster", "train", "--help"], cwd=tmp_path).exit_code == 0
     assert run_fdl(["train", "--dry-run"], cwd=tmp_path).exit_code == 0  # no overlay: runs
+
+
+def test_presets_are_checked_against_the_probed_schema(run_fdl, project) -> None:
+    """A `compile: true` entry's presets are checked against what it answered to
+    --fdl-schema (read from the cache: `fdl --help` never probes)."""
+    (project / "export" / "fdl.yml").write_text(
+        EXPORT
+        + "commands:\n  fast: {options: {format: onnx}}\n  odd: {options: {format: tflite}}\n"
+    )
+    before = run_fdl(["--help"], cwd=project)
+    assert "preset odd has a problem" not in before.stdout  # nothing probed yet
+    assert probes(project) == 0
+    assert run_fdl(["export", "--help"], cwd=project).exit_code == 0  # probes once
+    assert probes(project) == 1
+    listing = run_fdl(["--help"], cwd=project)
+    assert "preset odd has a problem" in listing.stdout, listing.stdout
+    refused = run_fdl(["export", "odd", "--dry-run"], cwd=project)
+    assert refused.exit_code == 3 and "allowed: onnx, safetensors" in refused.stderr
+    assert "export/fdl.yml:" in refused.stderr
+    assert run_fdl(["export", "fast", "model1", "--dry-run"], cwd=project).exit_code == 0
+    assert probes(project) == 1

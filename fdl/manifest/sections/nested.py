@@ -110,10 +110,17 @@ def _check_presets(node: MapNode, path: tuple[str, ...], checker: Checker) -> No
             )
 
 
-def preset_problems(node: MapNode) -> dict[str, list[ManifestError]]:
+def preset_problems(
+    node: MapNode, probed: MapNode | None = None
+) -> dict[str, list[ManifestError]]:
     """Each preset's option values that do not fit the manifest's schema (a value outside
-    its ``choices``, of the wrong type, or undeclared in a strict schema), by preset."""
-    schema, strict = _schema_options(node)
+    its ``choices``, of the wrong type, or undeclared in a strict schema), by preset.
+
+    Args:
+        probed: The schema the entry gave (``compile: true``), as a tree holding its
+            ``schema``: it replaces the inline one, as it does for the options.
+    """
+    schema, strict = _schema_options(probed if probed is not None else node)
     commands = node.entries.get("commands")
     problems: dict[str, list[ManifestError]] = {}
     if not isinstance(commands, MapNode):
