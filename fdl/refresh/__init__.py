@@ -1,0 +1,32 @@
+"""Compatibility facts refreshed from the real artefacts (a maintainers' tool).
+
+``python -m fdl.refresh toolkits [VERSION...] [--json]`` downloads NVIDIA's
+``nvidia-cuda-nvcc`` wheel of each CUDA toolkit from PyPI (no install), runs its
+``ptxas --help`` for the arch list and reads its ``crt/host_config.h`` for the newest
+gcc and clang it accepts, then compares them with ``fdl/data/compat/cuda.yaml``. It
+prints every difference with the artefact it comes from and exits 1 when there is one
+(the drift check of the ``slow`` test). The parsers are pure and tested on recorded
+output; the downloads and the program runs go through ``fdl.runner``.
+"""
+
+from __future__ import annotations
+
+from fdl.refresh._toolkits import (
+    Derived,
+    Drift,
+    derive_toolkit,
+    drift,
+    nvcc_wheel_requirement,
+    parse_host_limits,
+    parse_ptxas_archs,
+)
+
+__all__ = [
+    "Derived",
+    "Drift",
+    "derive_toolkit",
+    "drift",
+    "nvcc_wheel_requirement",
+    "parse_host_limits",
+    "parse_ptxas_archs",
+]

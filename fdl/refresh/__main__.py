@@ -1,0 +1,59 @@
+"""``python -m fdl.refresh toolkits [VERSION...] [--json]``: see :mod:`fdl.refresh`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    from fdl.compat import toolkits
+    from fdl.errors import FdlError
+    from fdl.refresh import derive_toolkit, drift
+    from fdl.runner import default_runner
+
+    parser = argparse.ArgumentParser(prog="python -m fdl.refresh")
+    sub = parser.add_subparsers(dest="what", required=True)
+    kits = sub.add_parser("toolkits", help="CUDA toolkits: archs and host compilers")
+    kits.add_argument("versions", nargs="*", help="toolkits (default: every one in cuda.yaml)")
+    kits.add_argument("--json", action="store_true", help="print the drift as JSON")
+    args = parser.parse_args(argv)
+    versions = args.versions or [t.version for t in toolkits()]
+    runner = default_runner()
+    report: list[dict[str, object]] = []
+    drifted = False
+    for version in versions:
+        try:
+            derived = derive_toolkit(version, runner, sys.executable)
+        except FdlError as exc:
+            report.append({"toolkit": version, "error": exc.message})
+            print(f"{version}: cannot refresh: {exc.message}", file=sys.stderr)
+            drifted = True
+            continue
+        found = drift(derived)
+        drifted = drifted or bool(found)
+        report.append(
+            {
+                "toolkit": version,
+                "wheel": derived.wheel,
+                "ptxas": derived.ptxas_version,
+                "archs": derived.archs,
+                "compilers": derived.compilers,
+                "drift": [d.to_json() for d in found],
+            }
+        )
+        if not args.json:
+            state = "matches the table" if not found else f"{len(found)} difference(s)"
+            print(f"{version} ({derived.wheel}, ptxas {derived.ptxas_version}): {state}")
+            for item in found:
+                print(
+                    f"  {item.fact}: table {item.table!r}, artefact {item.artefact!r} ({item.source})"
+                )
+    if args.json:
+        print(json.dumps(report, indent=2))
+    return 1 if drifted else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
