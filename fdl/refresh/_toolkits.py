@@ -130,6 +130,8 @@ def derive_toolkit(version: str, runner: Runner, python: str) -> Derived:
                 raise EnvironmentProblem(f"{wheels[0].name} holds no bin/ptxas")
             wheel.extract(ptxas, scratch / "x")
             host = wheel.read(header).decode("utf-8", "replace") if header else ""
+        if not host:  # CUDA 13 ships the headers in a wheel of their own
+            host = _crt_header(version, runner, python, scratch / "crt")
         program = scratch / "x" / ptxas
         program.chmod(0o755)
         helped = runner.run([str(program), "--help"], check=False, timeout=60)
@@ -142,6 +144,22 @@ def derive_toolkit(version: str, runner: Runner, python: str) -> Derived:
             compilers=parse_host_limits(host),
             ptxas_version=release.group(1) if release else "",
         )
+
+
+def _crt_header(version: str, runner: Runner, python: str, dest: Path) -> str:
+    """``crt/host_config.h`` from NVIDIA's ``nvidia-cuda-crt`` wheel (CUDA 13 on), or ""."""
+    requirement = f"nvidia-cuda-crt=={version}.*"
+    runner.run(
+        [python, "-m", "pip", "download", "--quiet", "--no-deps", requirement, "--dest", str(dest)],
+        check=False,
+        timeout=900,
+    )
+    for found in sorted(dest.glob("*.whl")):
+        with zipfile.ZipFile(found) as wheel:
+            header = next((n for n in wheel.namelist() if n.endswith("crt/host_config.h")), None)
+            if header:
+                return wheel.read(header).decode("utf-8", "replace")
+    return ""
 
 
 def drift(derived: Derived) -> list[Drift]:
@@ -166,6 +184,16 @@ def drift(derived: Derived) -> list[Drift]:
                     "missing_from_table": sorted(set(derived.archs) - set(table_archs)),
                     "not_in_artefact": sorted(set(table_archs) - set(derived.archs)),
                 },
+            )
+        )
+    if not derived.compilers:
+        found.append(
+            Drift(
+                derived.version,
+                "compilers",
+                "gcc/clang limits",
+                "no crt/host_config.h found",
+                f"{derived.wheel} (and nvidia-cuda-crt)",
             )
         )
     limits = {"gcc": kit.compilers.gcc, "clang": kit.compilers.clang}
