@@ -110,9 +110,7 @@ def _check_presets(node: MapNode, path: tuple[str, ...], checker: Checker) -> No
             )
 
 
-def preset_problems(
-    node: MapNode, probed: MapNode | None = None
-) -> dict[str, list[ManifestError]]:
+def preset_problems(node: MapNode, probed: MapNode | None = None) -> dict[str, list[ManifestError]]:
     """Each preset's option values that do not fit the manifest's schema (a value outside
     its ``choices``, of the wrong type, or undeclared in a strict schema), by preset.
 
