@@ -210,6 +210,14 @@ def release(version: str | None = None) -> Release:
         if key and len(key) >= 2 and prefix_matches(version, candidate.version):
             return candidate
     known = ", ".join(r.version for r in releases())
+    newest = releases()[-1]
+    if key and len(key) >= 2 and key[:2] > version_key(newest.version)[:2]:
+        # Newer than the tables: say so, rather than guess its CUDA builds and archs.
+        raise UsageError(
+            f"PyTorch {version} is newer than fdl's compatibility tables, which end at "
+            f"{newest.latest}: fdl cannot tell which CUDA builds, archs and build rules it has",
+            hint=f"use --torch {newest.latest}, or a newer fdl whose tables know it",
+        )
     raise UsageError(f"unknown PyTorch version {version!r}", hint=f"known releases: {known}")
 
 

@@ -195,3 +195,18 @@ def test_the_driver_picks_a_toolkit_it_runs_or_is_warned_about(facts: MachineFac
     assert "needs driver >= 580" in warning.message and warning.severity == "warning"
     unknown = plan_build(request(torch="2.14.1", archs="12.0a"), facts)  # no driver known
     assert unknown.toolkit.startswith("CUDA 13.2:")
+
+
+def test_a_release_newer_than_the_tables_says_so() -> None:
+    from fdl.compat import default_torch_version, release
+    from fdl.errors import UsageError
+
+    newest = default_torch_version()
+    major, minor = (int(p) for p in newest.split(".")[:2])
+    with pytest.raises(UsageError) as newer:
+        release(f"{major}.{minor + 2}.0")
+    assert "newer than fdl's compatibility tables" in newer.value.message
+    assert newest in newer.value.message and f"--torch {newest}" in (newer.value.hint or "")
+    with pytest.raises(UsageError) as older:
+        release("1.13")
+    assert "unknown PyTorch version" in older.value.message
