@@ -137,7 +137,8 @@ def test_explicit_cuda_and_torch(fdl, machine) -> None:
     [
         (["--cpu", "--cuda", "12.8"], "mutually exclusive"),
         (["--cuda", "11.8"], "has no official cu118 build"),
-        (["--torch", "9.9"], "unknown PyTorch version"),
+        (["--torch", "9.9"], "newer than fdl's compatibility tables"),
+        (["--torch", "1.13"], "unknown PyTorch version"),
         (["--name", "../evil"], "invalid libtorch variant name"),
     ],
 )

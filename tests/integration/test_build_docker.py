@@ -133,12 +133,12 @@ def _preflight_cached(log: str) -> bool:
 
 
 # Prepended to the copied tree's build script: a compile step that has a network fails.
-NO_NETWORK_CHECK = '''import os, sys
+NO_NETWORK_CHECK = """import os, sys
 _interfaces = sorted(os.listdir("/sys/class/net"))
 if _interfaces != ["lo"] and os.environ.get("FDL_TEST_NEEDS_NO_NETWORK"):
     sys.exit(f"fdl-test: the compile step has network interfaces {_interfaces}")
 print(f"fdl-test: network interfaces {_interfaces}", flush=True)
-'''
+"""
 
 
 def test_offline_compiles_without_network(run_fdl, tmp_path: Path, toolchain_image: str) -> None:
@@ -168,3 +168,20 @@ def test_offline_compiles_without_network(run_fdl, tmp_path: Path, toolchain_ima
     online = run_fdl([*args, "--fresh", "--json"], cwd=tmp_path, env=env)
     assert online.exit_code != 0
     assert "the compile step has network interfaces" in online.output
+
+
+def test_fetch_only_runs_the_fetch_stage_and_compiles_nothing(
+    run_fdl, tmp_path: Path, toolchain_image: str
+) -> None:
+    source = copy_source(tmp_path / "pytorch")
+    (source / "fdl-test-nonce.txt").write_text(uuid.uuid4().hex + "\n")
+    env = {"FDL_HOME": str(tmp_path / "home"), "FDL_CACHE_DIR": str(tmp_path / "cache")}
+    args = ["libtorch", "build", "--docker", "--cpu", "--source", str(source),
+            "--base-image", toolchain_image, "--name", "fetched", "--fetch-only"]  # fmt: skip
+    done = run_fdl([*args, "--json"], cwd=tmp_path, env=env)
+    assert done.exit_code == 0, done.output[-3000:]
+    report = json.loads(done.stdout)
+    assert report["backend"] == "docker" and report["fetched"].endswith("-fetch")
+    log = Path(report["log"]).read_text(errors="replace")
+    assert "Building CXX object" not in log and "build_libtorch.py" not in log
+    assert not (tmp_path / "home" / "libtorch" / "builds" / "fetched").exists()

@@ -45,3 +45,24 @@ def test_native_fetches_the_optional_dependencies_before_compiling(tmp_path: Pat
     offline = plan_build(replace(_request("native", cpu=True, offline=True), archs=None), facts)
     [warning] = [p for p in offline.problems if p.check == "offline"]
     assert "cannot cut the compile's network" in warning.message and "--docker" in warning.hint
+
+
+def test_fetch_only_natively_fetches_and_builds_nothing(tmp_path: Path) -> None:
+    from fdl.libtorch.source import fetch_sources
+    from tests.support.fakes import Completed, FakeRunner
+
+    facts = replace(_facts(tmp_path, None), nvcc=None)
+    plan = plan_build(replace(_request("native", cpu=True, offline=True), archs=None), facts)
+    source = plan.source_dir
+    (source / ".git").mkdir(parents=True)  # the checkout is there: no clone
+    (source / "tools").mkdir()
+    (source / "tools" / "optional_submodules.py").write_text("")
+    if plan.venv is not None:  # the build's venv exists: only its packages are installed
+        (plan.venv / "bin").mkdir(parents=True)
+        (plan.venv / "bin" / "python").write_text("")
+    runner = FakeRunner(default=Completed([], 0, "", ""))
+    where = fetch_sources(plan, runner=runner, environ={})
+    assert where == source
+    ran = [call[-1] for call in runner.calls]
+    assert str(source / "tools" / "optional_submodules.py") in ran
+    assert not [c for c in runner.calls if c[-1].endswith("build_libtorch.py")]

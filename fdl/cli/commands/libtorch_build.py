@@ -155,6 +155,9 @@ def build(ctx: typer.Context, **values: Any) -> None:
         else:
             console.out(render_plan(plan, dry_run=True), end="")
         return
+    if request.value("fetch_only", False):
+        _fetch_only(session, plan, as_json=as_json)
+        return
     if not as_json:
         console.info(render_plan(plan, dry_run=False).rstrip("\n"))
     result = _execute(session, plan)
@@ -167,6 +170,35 @@ def build(ctx: typer.Context, **values: Any) -> None:
 _params = _parameters()
 build.__signature__ = inspect.Signature(_params)  # type: ignore[attr-defined]
 build.__annotations__ = {p.name: p.annotation for p in _params}
+
+
+def _fetch_only(session: Session, plan: BuildPlan, *, as_json: bool) -> None:
+    """--fetch-only: every download of the build, and nothing else."""
+    from fdl.libtorch.source import fetch_sources
+
+    console = session.console
+    progress = ProgressLine(console, f"fetching the sources of {plan.variant}")
+    try:
+        where = fetch_sources(plan, environ=session.environ, on_line=console.debug)
+    except BaseException:
+        progress.close()
+        console.info(f"full log: {plan.log_file}")
+        raise
+    progress.close(f"fetched the sources of {plan.variant}")
+    if as_json:
+        console.json({"fetched": str(where), "backend": plan.backend, "log": str(plan.log_file)})
+        return
+    if plan.backend == "docker":
+        console.out(
+            f"fetched into the build cache of this engine ({where}): "
+            "`fdl libtorch build --docker --offline` with the same options compiles from it"
+        )
+    else:
+        console.out(
+            f"fetched into {where}: `fdl libtorch build --offline` with the same options "
+            "compiles from it; to build on an offline machine, copy that directory to the "
+            "same place under its FDL_HOME (or pass it with --source)"
+        )
 
 
 def _execute(session: Session, plan: BuildPlan) -> BuildResult:

@@ -40,7 +40,7 @@ from fdl.libtorch.source._request import (
     build_spec,
     request_from_mapping,
 )
-from fdl.libtorch.source._run import BuildResult, run_build
+from fdl.libtorch.source._run import BuildResult, fetch_sources, run_build
 from fdl.libtorch.source._sources import build_request, manifest_request, tree_request
 from fdl.libtorch.source._status import BuildStatus, StatusParser, compiled_objects
 
@@ -67,6 +67,7 @@ __all__ = [
     "build_settings",
     "build_spec",
     "compiled_objects",
+    "fetch_sources",
     "manifest_request",
     "mask",
     "plan_build",

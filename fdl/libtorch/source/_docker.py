@@ -61,7 +61,11 @@ def _secret_file(plan: BuildPlan, scratch: Path) -> Path | None:
 
 
 def build_in_docker(
-    plan: BuildPlan, staging: Path, *, on_line: Callable[[str], None] | None = None
+    plan: BuildPlan,
+    staging: Path,
+    *,
+    on_line: Callable[[str], None] | None = None,
+    fetch_only: bool = False,
 ) -> list[str]:
     """Build the builder image and copy the finished libtorch into ``staging``.
 
@@ -109,6 +113,10 @@ def build_in_docker(
             network=plan.docker.network,
         )
         plan.log_file.parent.mkdir(parents=True, exist_ok=True)
+        if fetch_only:  # the fetch stage only: its cache mounts keep what it fetched
+            fetch = replace(spec, target="fetch", tags=(f"{plan.docker.tag}-fetch",))
+            engine.build(fetch, on_line=feed, log_file=plan.log_file)
+            return []
         if plan.docker.offline:
             # The fetch stage (source, submodules, optional dependencies) with the network;
             # the compile stage as a build of its own with none (the fetch steps come from

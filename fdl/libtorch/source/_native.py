@@ -121,6 +121,17 @@ def _dependencies(plan: BuildPlan, runner: Runner, env: Mapping[str, str], on_li
     stamp.write_text(wanted, encoding="utf-8")
 
 
+def fetch_natively(
+    plan: BuildPlan, runner: Runner, environ: Mapping[str, str], *, on_line: Note
+) -> None:
+    """The fetch phase alone: the clone, the optional dependencies, the build's venv."""
+    base_env = build_environment(plan, environ, {})
+    plan.log_file.parent.mkdir(parents=True, exist_ok=True)
+    _clone(plan, runner, base_env, on_line)
+    _fetch_optional(plan, runner, base_env, on_line)
+    _dependencies(plan, runner, base_env, on_line)
+
+
 def build_natively(
     plan: BuildPlan,
     runner: Runner,

@@ -75,6 +75,7 @@ class BuildRequest:
     name: Setting[str] | None = None
     activate: Setting[bool] | None = None
     offline: Setting[bool] | None = None
+    fetch_only: Setting[bool] | None = None
     fresh: Setting[bool] | None = None
     switches: Mapping[str, Setting[str]] = field(default_factory=dict)
     cache_settings: Mapping[str, Setting[str]] = field(default_factory=dict)

@@ -70,6 +70,35 @@ def _docker_stats(lines: list[str]) -> CacheStats:
     return _sccache_stats(body) if kind == "sccache" else _ccache_stats(body)
 
 
+def fetch_sources(
+    plan: BuildPlan,
+    *,
+    runner: Runner | None = None,
+    environ: Mapping[str, str] | None = None,
+    on_line: Note | None = None,
+) -> Path:
+    """The fetch phase of ``plan`` alone (``--fetch-only``): natively the source tree, its
+    optional dependencies and the build's venv; in Docker the image's fetch stage, whose
+    cache mounts keep the source. Returns the source directory (native) or the tag of the
+    fetch image (Docker) as a path-like name.
+
+    Raises:
+        CommandFailed: a download failed.
+    """
+    line = on_line or (lambda _: None)
+    if plan.backend == "docker":
+        from fdl.libtorch.source._docker import build_in_docker
+
+        assert plan.docker is not None
+        build_in_docker(plan, plan.output_dir, on_line=line, fetch_only=True)
+        return Path(f"{plan.docker.tag}-fetch")
+    from fdl.libtorch.source._native import fetch_natively
+
+    run = runner or default_runner()
+    fetch_natively(plan, run, dict(os.environ if environ is None else environ), on_line=line)
+    return plan.source_dir
+
+
 def run_build(
     plan: BuildPlan,
     *,

@@ -86,6 +86,7 @@ def build_request(
     """
     given = dict(options)
     fresh = given.pop("fresh", None)
+    fetch_only = given.pop("fetch_only", None)
     source = given.get("source")
     if source is not None and not Path(str(source[0])).expanduser().is_absolute():
         given["source"] = (str(cwd / str(source[0])), source[1])
@@ -111,4 +112,6 @@ def build_request(
             request = replace(request, torch=Setting(value, f"{origin} (libtorch.torch)", where))
     if fresh is not None and fresh[0]:
         request = replace(request, fresh=Setting(True, str(fresh[1])))
+    if fetch_only is not None and fetch_only[0]:
+        request = replace(request, fetch_only=Setting(True, str(fetch_only[1])))
     return request

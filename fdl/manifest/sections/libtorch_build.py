@@ -236,6 +236,16 @@ def build_settings() -> tuple[BuildSetting, ...]:
             flags=(("--offline", True, ""),),
         ),
         BuildSetting(
+            "fetch_only",
+            Bool(
+                "Run only the fetch phase (the source, its submodules, the optional "
+                "dependencies, the build's Python packages) and stop: a later --offline build "
+                "compiles from it."
+            ),
+            flags=(("--fetch-only", True, ""),),
+            scope="command-line",
+        ),
+        BuildSetting(
             "fresh",
             Bool("Start from an empty build tree (no resume)."),
             flags=(("--fresh", True, ""),),
