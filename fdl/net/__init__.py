@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from fdl.net._download import download
 from fdl.net._errors import ChecksumMismatch, NotFound, RetriesExhausted, SizeMismatch
+from fdl.net._ranges import read_range
 from fdl.net._results import DownloadResult, Progress, ProgressCallback
 from fdl.net._retry import RetryPolicy
 from fdl.net._transport import default_user_agent, file_url_path, rebase_url
@@ -35,5 +36,6 @@ __all__ = [
     "default_user_agent",
     "download",
     "file_url_path",
+    "read_range",
     "rebase_url",
 ]

@@ -18,7 +18,12 @@ def main(argv: list[str] | None = None) -> int:
     kits = sub.add_parser("toolkits", help="CUDA toolkits: archs and host compilers")
     kits.add_argument("versions", nargs="*", help="toolkits (default: every one in cuda.yaml)")
     kits.add_argument("--json", action="store_true", help="print the drift as JSON")
+    wheels = sub.add_parser("wheels", help="torch wheels on PyPI: CUDA and cuDNN pins")
+    wheels.add_argument("versions", nargs="+", help="torch releases, e.g. 2.14.1 2.15.0")
+    wheels.add_argument("--json", action="store_true", help="print the facts as JSON")
     args = parser.parse_args(argv)
+    if args.what == "wheels":
+        return _wheels(args.versions, as_json=args.json)
     versions = args.versions or [t.version for t in toolkits()]
     runner = default_runner()
     report: list[dict[str, object]] = []
@@ -51,6 +56,57 @@ def main(argv: list[str] | None = None) -> int:
                     f"  {item.fact}: table {item.table!r}, artefact {item.artefact!r} ({item.source})"
                 )
     if args.json:
+        print(json.dumps(report, indent=2))
+    return 1 if drifted else 0
+
+
+def _wheels(versions: list[str], *, as_json: bool) -> int:
+    """Read each release's wheels' METADATA through HTTP Range requests and compare."""
+    from fdl.errors import FdlError
+    from fdl.net import read_range
+    from fdl.refresh._wheels import PYPI_JSON, cuda_facts, pypi_wheels, wheel_drift, wheel_metadata
+
+    try:
+        raw, _ = read_range(PYPI_JSON, 0, None)
+    except FdlError as exc:
+        print(f"cannot read {PYPI_JSON}: {exc.message}", file=sys.stderr)
+        return 1
+    project = json.loads(raw)
+    report: list[dict[str, object]] = []
+    drifted = False
+    for version in versions:
+        urls = pypi_wheels(project, version)
+        if not urls:
+            print(f"{version}: no cp311 manylinux wheel on PyPI", file=sys.stderr)
+            drifted = True
+            continue
+        for platform, url in sorted(urls.items()):
+            try:
+                facts = cuda_facts(wheel_metadata(url, read_range))
+            except FdlError as exc:
+                print(f"{version} {platform}: {exc.message}", file=sys.stderr)
+                drifted = True
+                continue
+            found = wheel_drift(version, platform, facts)
+            drifted = drifted or bool(found)
+            report.append(
+                {
+                    "torch": version,
+                    "platform": platform,
+                    "cuda": facts.cuda,
+                    "cudnn": facts.cudnn,
+                    "pins": facts.pins,
+                    "drift": found,
+                }
+            )
+            if not as_json:
+                state = "matches the table" if not found else f"{len(found)} difference(s)"
+                print(f"{version} {platform}: CUDA {facts.cuda}, cuDNN {facts.cudnn}: {state}")
+                for item in found:
+                    print(
+                        f"  {item['fact']}: table {item['table']!r}, artefact {item['artefact']!r}"
+                    )
+    if as_json:
         print(json.dumps(report, indent=2))
     return 1 if drifted else 0
 

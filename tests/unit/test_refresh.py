@@ -62,3 +62,57 @@ def test_the_table_matches_the_real_wheel_of_cuda_12_8() -> None:
         pytest.skip(f"PyPI is not reachable: {done.stderr.strip()[-200:]}")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "12.8 (nvidia_cuda_nvcc_cu12-12.8" in done.stdout and "matches the table" in done.stdout
+
+
+METADATA = """Metadata-Version: 2.4
+Name: torch
+Version: 2.15.0
+Requires-Dist: filelock
+Requires-Dist: cuda-toolkit[cublas,cudart]==13.2.2; platform_system == "Linux"
+Requires-Dist: nvidia-cudnn-cu13==9.26.0.51; platform_system == "Linux"
+Requires-Dist: nvidia-nccl-cu13==2.30.7; platform_system == "Linux"
+"""
+OLD_STYLE = """Version: 2.4.1
+Requires-Dist: nvidia-cuda-runtime-cu12 (==12.1.105) ; platform_system == "Linux"
+Requires-Dist: nvidia-cudnn-cu12 (==9.1.0.70) ; platform_system == "Linux"
+"""
+
+
+def _wheel(path: Path, metadata: str, padding: int) -> Path:
+    """A zip shaped like a wheel: big members first, METADATA near the end."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as wheel:
+        wheel.writestr("torch/lib/libtorch.so", b"\0" * padding)
+        wheel.writestr("torch-2.15.0.dist-info/METADATA", metadata)
+        wheel.writestr("torch-2.15.0.dist-info/RECORD", "")
+    return path
+
+
+def test_a_wheels_metadata_is_read_with_range_requests_only(tmp_path: Path) -> None:
+    from fdl.net import read_range
+    from fdl.refresh._wheels import cuda_facts, wheel_metadata
+
+    wheel = _wheel(tmp_path / "torch.whl", METADATA, 3 << 20)
+    asked: list[tuple[int, int | None]] = []
+
+    def read(url: str, start: int, length: int | None) -> tuple[bytes, int]:
+        asked.append((start, length))
+        return read_range(url, start, length)
+
+    text = wheel_metadata(wheel.as_uri(), read)
+    facts = cuda_facts(text)
+    assert (facts.version, facts.cuda, facts.cudnn) == ("2.15.0", "13.2", "9.26.0.51")
+    assert all(length is not None and length < 1 << 17 for _, length in asked[1:])
+    old = cuda_facts(OLD_STYLE)
+    assert (old.cuda, old.cudnn) == ("12.1", "9.1.0.70")
+
+
+def test_wheel_drift_names_a_release_the_tables_lack(tmp_path: Path) -> None:
+    from fdl.refresh._wheels import cuda_facts, wheel_drift
+
+    [missing] = wheel_drift("2.99.0", "linux-x86_64", cuda_facts(METADATA))
+    assert missing["fact"] == "release" and "CUDA 13.2" in str(missing["artefact"])
+    known = cuda_facts(METADATA.replace("2.15.0", "2.14.1").replace("13.2.2", "13.0.2"))
+    found = wheel_drift("2.14.1", "linux-x86_64", known)
+    assert [d["fact"] for d in found] == ["default.cudnn"]  # the table has 9.24.0.43

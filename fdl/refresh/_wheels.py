@@ -1,0 +1,156 @@
+"""torch wheel facts from PyPI without downloading the wheels: the ``METADATA`` member is
+read through HTTP Range requests (the zip's central directory, then that one member), and
+its ``nvidia-*`` pins give the CUDA and cuDNN of the wheel's build."""
+
+from __future__ import annotations
+
+import re
+import struct
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fdl.errors import NetworkError
+
+__all__ = ["WheelFacts", "cuda_facts", "pypi_wheels", "wheel_drift", "wheel_metadata"]
+
+PYPI_JSON = "https://pypi.org/pypi/torch/json"
+
+ReadRange = Callable[[str, int, int | None], tuple[bytes, int]]
+
+_EOCD = b"PK\x05\x06"
+_CENTRAL = b"PK\x01\x02"
+
+
+def wheel_metadata(url: str, read: ReadRange) -> str:
+    """The ``*.dist-info/METADATA`` text of the wheel at ``url``.
+
+    Args:
+        read: ``(url, start, length) -> (bytes, total size)``; a negative start counts from
+            the end (:func:`fdl.net.read_range`).
+
+    Raises:
+        NetworkError: the wheel cannot be read, or holds no METADATA.
+    """
+    tail, _total = read(url, -(1 << 16), None)
+    at = tail.rfind(_EOCD)
+    if at < 0:
+        raise NetworkError(f"{url}: no zip directory in its last 64 KiB")
+    size, offset = struct.unpack("<II", tail[at + 12 : at + 20])
+    if offset == 0xFFFFFFFF:  # zip64
+        locator = tail.rfind(b"PK\x06\x07")
+        record = struct.unpack("<Q", tail[locator + 8 : locator + 16])[0]
+        zip64, _ = read(url, record, 56)
+        size, offset = struct.unpack("<QQ", zip64[40:56])
+    directory, _ = read(url, offset, size)
+    position = 0
+    while directory.startswith(_CENTRAL, position):
+        method, _, _, crc, compressed, _, name_len, extra_len, comment_len = struct.unpack(
+            "<HHHIIIHHH", directory[position + 10 : position + 34]
+        )
+        local = struct.unpack("<I", directory[position + 42 : position + 46])[0]
+        name = directory[position + 46 : position + 46 + name_len].decode("utf-8", "replace")
+        position += 46 + name_len + extra_len + comment_len
+        if not re.fullmatch(r"[^/]+\.dist-info/METADATA", name):
+            continue
+        header, _ = read(url, local, 30)
+        skip = 30 + sum(struct.unpack("<HH", header[26:30]))
+        body, _ = read(url, local + skip, compressed)
+        text = zlib.decompress(body, -15) if method == 8 else body
+        del crc
+        return text.decode("utf-8", "replace")
+    raise NetworkError(f"{url}: the wheel holds no *.dist-info/METADATA")
+
+
+@dataclass(frozen=True)
+class WheelFacts:
+    """What a torch wheel's METADATA says about its build."""
+
+    version: str
+    cuda: str | None
+    cudnn: str | None
+    pins: dict[str, str]
+
+
+def cuda_facts(metadata: str) -> WheelFacts:
+    """The CUDA (major.minor of ``nvidia-cuda-runtime``) and cuDNN pins of a torch wheel."""
+    version = re.search(r"^Version: (\S+)", metadata, re.M)
+    pins: dict[str, str] = {}
+    for name, pinned in re.findall(
+        r"^Requires-Dist: (nvidia-[a-z0-9-]+)\s*\(?\s*==\s*([0-9][0-9.]*)", metadata, re.M
+    ):
+        pins[name] = pinned
+    toolkit = re.search(
+        r"^Requires-Dist: cuda-toolkit(?:\[[^\]]*\])?\s*==\s*([0-9.]+)", metadata, re.M
+    )
+    if toolkit:  # 2.15 on: one cuda-toolkit pin instead of the nvidia-cuda-* ones
+        pins["cuda-toolkit"] = toolkit.group(1)
+    runtime = pins.get("cuda-toolkit") or next(
+        (v for k, v in pins.items() if k.startswith("nvidia-cuda-runtime")), None
+    )
+    cudnn = next((v for k, v in pins.items() if k.startswith("nvidia-cudnn")), None)
+    cuda = ".".join(runtime.split(".")[:2]) if runtime else None
+    return WheelFacts(version.group(1) if version else "", cuda, cudnn, pins)
+
+
+def pypi_wheels(project_json: dict[str, object], version: str) -> dict[str, str]:
+    """Platform (``linux-x86_64``, ``linux-aarch64``) -> the URL of the release's cp311
+    manylinux wheel, from PyPI's project JSON (its ``releases``)."""
+    from urllib.parse import urljoin
+
+    releases = project_json.get("releases")
+    files = releases.get(version, []) if isinstance(releases, dict) else []
+    found: dict[str, str] = {}
+    for item in files:
+        name = str(item.get("filename", ""))
+        if "-cp311-" not in name or "manylinux" not in name:
+            continue
+        platform = "linux-aarch64" if name.endswith("_aarch64.whl") else "linux-x86_64"
+        found[platform] = urljoin(PYPI_JSON, str(item.get("url", "")))
+    return found
+
+
+def wheel_drift(version: str, platform: str, facts: WheelFacts) -> list[dict[str, object]]:
+    """Differences between the tables' default (PyPI) variant of ``version`` and the
+    wheel's pins; a release the tables do not have is one difference."""
+    from fdl.compat import release
+    from fdl.errors import UsageError
+
+    source = f"METADATA of the {platform} wheel of torch {version} on PyPI"
+    try:
+        variant = next(v for v in release(version).variants if v.default)
+    except (UsageError, StopIteration):
+        return [
+            {
+                "torch": version,
+                "fact": "release",
+                "table": None,
+                "artefact": f"CUDA {facts.cuda}, cuDNN {facts.cudnn}",
+                "source": source,
+            }
+        ]
+    found: list[dict[str, object]] = []
+    if platform != "linux-x86_64":
+        return found  # the tables describe the x86_64 builds
+    if facts.cuda != variant.cuda:
+        found.append(
+            {
+                "torch": version,
+                "fact": "default.cuda",
+                "table": variant.cuda,
+                "artefact": facts.cuda,
+                "source": source,
+            }
+        )
+    table_cudnn = variant.cudnn
+    if facts.cudnn and table_cudnn and facts.cudnn != table_cudnn:
+        found.append(
+            {
+                "torch": version,
+                "fact": "default.cudnn",
+                "table": table_cudnn,
+                "artefact": facts.cudnn,
+                "source": source,
+            }
+        )
+    return found
