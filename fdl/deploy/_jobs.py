@@ -14,7 +14,7 @@ __all__ = ["cancel_of", "job_state_of", "logs_of"]
 def job_state_of(
     record: JobRecord, runner: Runner | None = None, context: str | None = None
 ) -> str:
-    if record.kind == "kubernetes":
+    if record.kind.startswith("kubernetes"):
         return kube_state(record, context)
     return job_state(record, runner or default_runner())
 
@@ -26,13 +26,13 @@ def logs_of(
     runner: Runner | None = None,
     context: str | None = None,
 ) -> Iterator[str]:
-    if record.kind == "kubernetes":
+    if record.kind.startswith("kubernetes"):
         return kube_logs(record, context)
     return follow_output(record, runner or default_runner(), follow=follow)
 
 
 def cancel_of(record: JobRecord, runner: Runner | None = None, context: str | None = None) -> None:
-    if record.kind == "kubernetes":
+    if record.kind.startswith("kubernetes"):
         kube_cancel(record, context)
     else:
         cancel_job(record, runner or default_runner())

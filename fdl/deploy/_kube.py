@@ -126,6 +126,51 @@ def _pod_spec(
     return spec
 
 
+def render_pytorchjob(
+    target: DeployTarget,
+    *,
+    image: str,
+    name: str,
+    args: list[str] | None,
+    allowed: tuple[GpuOffer, ...] = (),
+) -> list[dict[str, Any]]:
+    """A Kubeflow ``PyTorchJob`` (kubeflow.org/v1): one Master and ``nodes - 1`` Workers.
+
+    The training operator gives every pod MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK
+    (one process per pod); it needs the container named ``pytorch`` and takes the port
+    named ``pytorchjob-port`` as the rendezvous port.
+    """
+    labels = {_LABEL: name, "app.kubernetes.io/managed-by": "fdl"}
+
+    def replica(count: int) -> dict[str, Any]:
+        spec = _pod_spec(target, image, args, name, None, allowed)
+        container = spec["containers"][0]
+        container["name"] = "pytorch"
+        container["ports"] = [{"containerPort": target.master_port, "name": "pytorchjob-port"}]
+        own = ("WORLD_SIZE", "MASTER_PORT", "MASTER_ADDR", "RANK")
+        container["env"] = [e for e in container["env"] if e["name"] not in own]
+        return {
+            "replicas": count,
+            "restartPolicy": "Never",
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        }
+
+    replicas = {"Master": replica(1)}
+    if target.nodes > 1:
+        replicas["Worker"] = replica(target.nodes - 1)
+    return [
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": name, "namespace": target.namespace, "labels": labels},
+            "spec": {
+                "runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "None"},
+                "pytorchReplicaSpecs": replicas,
+            },
+        }
+    ]
+
+
 def render_kubernetes(
     target: DeployTarget,
     *,
@@ -134,7 +179,8 @@ def render_kubernetes(
     args: list[str] | None,
     allowed: tuple[GpuOffer, ...] = (),
 ) -> list[dict[str, Any]]:
-    """The objects to apply: ``[Job]`` for one node, ``[Service, Job]`` for several.
+    """The objects to apply: ``[Job]`` for one node, ``[Service, Job]`` for several, or
+    a ``PyTorchJob`` when the target's ``controller`` is ``pytorchjob``.
 
     Args:
         target: The Kubernetes target.
@@ -143,6 +189,8 @@ def render_kubernetes(
         args: The program's arguments (None: the image's default).
         allowed: GPUs the binaries cover (node affinity); empty for none.
     """
+    if target.controller == "pytorchjob":
+        return render_pytorchjob(target, image=image, name=name, args=args, allowed=allowed)
     labels = {_LABEL: name, "app.kubernetes.io/managed-by": "fdl"}
     several = target.nodes > 1
     headless = name if several else None

@@ -71,6 +71,7 @@ class DeployTarget:
     tolerations: tuple[tuple[tuple[str, str], ...], ...] = ()
     node_selector: tuple[tuple[str, str], ...] = ()
     shm: str = "8Gi"
+    controller: str = "job"
     origin: str = field(default="", compare=False)
 
     @property
@@ -171,5 +172,6 @@ def load_target(manifest: Manifest, name: str | None) -> DeployTarget:
         ),
         node_selector=tuple(sorted((raw.get("node-selector") or {}).items())),
         shm=str(raw.get("shm") or "8Gi"),
+        controller=str(raw.get("controller") or "job"),
         origin=str(origin.location()) if origin else manifest.source,
     )

@@ -55,7 +55,12 @@ class FakeApi(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.requests.append(("GET", self.path))
         path = self.path.split("?")[0]
-        if path.endswith("/status"):
+        if "/pytorchjobs/" in path:
+            job = dict(self.objects[f"PyTorchJob/{path.split('/')[-1]}"])
+            state = "Succeeded" if self.complete else "Running"
+            job["status"] = {"conditions": [{"type": state, "status": "True"}]}
+            self._send(200, job)
+        elif path.endswith("/status"):
             name = path.split("/")[-2]
             job = dict(self.objects[f"Job/{name}"])
             job["status"] = (
@@ -65,7 +70,7 @@ class FakeApi(BaseHTTPRequestHandler):
             )
             self._send(200, job)
         elif path.endswith("/pods"):
-            assert "labelSelector=job-name" in self.path
+            assert "job-name%3D" in self.path or "job-name=" in self.path
             pods = [{"metadata": {"name": f"pod-{i}"}} for i in (1, 0)]
             self._send(200, {"apiVersion": "v1", "kind": "PodList", "items": pods})
         elif path.endswith("/log"):
@@ -77,7 +82,7 @@ class FakeApi(BaseHTTPRequestHandler):
         self.requests.append(("DELETE", self.path))
         # The API answers with the object being deleted.
         parts = self.path.split("?")[0].split("/")
-        kind = {"jobs": "Job", "services": "Service"}[parts[-2]]
+        kind = {"jobs": "Job", "services": "Service", "pytorchjobs": "PyTorchJob"}[parts[-2]]
         self._send(200, self.objects.pop(f"{kind}/{parts[-1]}"))
 
 
@@ -164,3 +169,38 @@ def test_without_the_client_the_error_says_how_to_install_it(
     with pytest.raises(EnvironmentProblem) as caught:
         job_state_of(record)
     assert "pip install kubernetes" in (caught.value.hint or "")
+
+
+def test_a_pytorchjob_through_the_custom_objects_api(api: type[FakeApi], tmp_path: Path) -> None:
+    target = DeployTarget(
+        "kf", "kubernetes", registry="ghcr.io/acme", namespace="ml", nodes=2, gpus_per_node=1,
+        gpus=(GpuOffer("9.0", product="NVIDIA-H100-80GB-HBM3"),), controller="pytorchjob",
+    )  # fmt: skip
+    plan = plan_deploy(
+        target,
+        project="cpp-train",
+        local_image="cpp-train-train:latest",
+        archs=CU130,
+        entrypoint=["/opt/app/bin/train"],
+        args=[],
+        digest="sha256:" + "c" * 64,
+    )
+    record = submit_kubernetes(plan, tmp_path)
+    assert record.kind == "kubernetes-pytorchjob"
+    assert [r for r in api.requests if r[0] == "POST"] == [
+        ("POST", "/apis/kubeflow.org/v1/namespaces/ml/pytorchjobs")
+    ]
+    job = api.objects[f"PyTorchJob/{plan.job_name}"]
+    assert set(job["spec"]["pytorchReplicaSpecs"]) == {"Master", "Worker"}
+    assert job_state_of(record) == "Running"
+    api.complete = True
+    assert job_state_of(record) == "Complete"
+    assert list(logs_of(record)) == ["hello from pod-0", "hello from pod-1"]
+    pods = [r[1] for r in api.requests if r[1].startswith("/api/v1/namespaces/ml/pods?")]
+    assert (
+        "training.kubeflow.org%2Fjob-name" in pods[0] or "training.kubeflow.org/job-name" in pods[0]
+    )
+    cancel_of(record)
+    assert [r[1] for r in api.requests if r[0] == "DELETE"] == [
+        f"/apis/kubeflow.org/v1/namespaces/ml/pytorchjobs/{plan.job_name}"
+    ]

@@ -337,3 +337,70 @@ def test_the_readme_example_is_a_valid_manifest(tmp_path: Path) -> None:
         "--gres=gpu:h100:4" in text
         and "IMAGE='registry.lab.example:5000#acme/cpp-train-train@sha256:" in text
     )
+
+
+def _openapi_problems(data: object, type_name: str, path: str = "") -> list[str]:
+    """``data`` against the OpenAPI models of the kubernetes and kubeflow-training clients:
+    unknown keys and wrong types, recursively."""
+    import re as _re
+
+    from kubeflow.training import models as kubeflow_models
+    from kubernetes.client import models as core_models
+
+    scalars = {"str": str, "int": int, "bool": bool, "float": (int, float)}
+    if type_name in scalars:
+        ok = isinstance(data, scalars[type_name]) and not (
+            type_name == "int" and isinstance(data, bool)
+        )
+        return [] if ok else [f"{path}: {data!r} is not {type_name}"]
+    if type_name == "object":
+        return []
+    if match := _re.fullmatch(r"(?:list|List)\[(.+)\]", type_name):
+        if not isinstance(data, list):
+            return [f"{path}: not a list"]
+        return [
+            p for i, v in enumerate(data) for p in _openapi_problems(v, match[1], f"{path}[{i}]")
+        ]
+    if match := _re.fullmatch(r"dict\(str, (.+)\)|Dict\[str, (.+)\]", type_name):
+        if not isinstance(data, dict):
+            return [f"{path}: not a mapping"]
+        inner = match[1] or match[2]
+        return [p for k, v in data.items() for p in _openapi_problems(v, inner, f"{path}.{k}")]
+    model = getattr(kubeflow_models, type_name, None) or getattr(core_models, type_name)
+    if not isinstance(data, dict):
+        return [f"{path}: not a {type_name} mapping"]
+    keys = {json_key: attr for attr, json_key in model.attribute_map.items()}
+    problems = [f"{path}.{k}: not a field of {type_name}" for k in data if k not in keys]
+    for key, value in data.items():
+        if key in keys:
+            problems += _openapi_problems(value, model.openapi_types[keys[key]], f"{path}.{key}")
+    return problems
+
+
+def test_a_pytorchjob_for_kubeflows_training_operator(tmp_path: Path) -> None:
+    pytest.importorskip("kubeflow.training")
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    target = DeployTarget(
+        "kf", "kubernetes", nodes=3, gpus_per_node=2, gpus=(H100,), controller="pytorchjob",
+        env=(("NCCL_DEBUG", "INFO"),), image_pull_secrets=("regcred",),
+    )  # fmt: skip
+    (job,) = _objects(_plan(target, CU130).text)
+    assert (job["apiVersion"], job["kind"]) == ("kubeflow.org/v1", "PyTorchJob")
+    assert _openapi_problems(job, "KubeflowOrgV1PyTorchJob") == []
+    replicas = job["spec"]["pytorchReplicaSpecs"]  # type: ignore[index]
+    assert (replicas["Master"]["replicas"], replicas["Worker"]["replicas"]) == (1, 2)
+    container = replicas["Worker"]["template"]["spec"]["containers"][0]
+    assert container["name"] == "pytorch"  # the operator's required container name
+    assert container["ports"] == [{"containerPort": 29500, "name": "pytorchjob-port"}]
+    names = {e["name"] for e in container["env"]}
+    assert "NCCL_DEBUG" in names and "LOCAL_RANK" in names
+    assert not names & {"MASTER_ADDR", "RANK", "WORLD_SIZE", "MASTER_PORT"}  # the operator's
+    for replica in replicas.values():  # the pods themselves pass the core schemas
+        template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"},
+                    "template": replica["template"]}  # fmt: skip
+        kubernetes_validate.validate(template, desired_version="1.31", strict=True)
+    # the check can fail: a misspelt field is found
+    replicas["Master"]["restartPolcy"] = "Never"
+    assert _openapi_problems(job, "KubeflowOrgV1PyTorchJob") == [
+        ".spec.pytorchReplicaSpecs.Master.restartPolcy: not a field of KubeflowOrgV1ReplicaSpec"
+    ]

@@ -28,10 +28,11 @@ from __future__ import annotations
 
 from fdl.manifest.schema import Enum, Int, ListOf, MapOf, Obj, Spec, Str, Version
 
-__all__ = ["KINDS", "RUNTIMES", "SECTIONS", "TARGET"]
+__all__ = ["CONTROLLERS", "KINDS", "RUNTIMES", "SECTIONS", "TARGET"]
 
 KINDS = ("slurm", "kubernetes")
 RUNTIMES = ("pyxis", "apptainer", "podman", "docker")
+CONTROLLERS = ("job", "pytorchjob")
 _NAME = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
 _REGISTRY = r"[a-zA-Z0-9.-]+(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
 _MOUNT = r"[^:]+:/[^:]*(?::(?:ro|rw))?"
@@ -92,6 +93,12 @@ TARGET: Spec = Obj(
         "sbatch": ListOf(Str(pattern=r"--?\S.*"), "Extra #SBATCH lines (options)."),
         # Kubernetes
         "context": Str("kubeconfig context (default: the current one).", pattern=r"\S+"),
+        "controller": Enum(
+            CONTROLLERS,
+            "Kubernetes: `job` (default: a Job; for several nodes an Indexed Job with a headless "
+            "Service) or `pytorchjob` (Kubeflow's training operator, which sets MASTER_ADDR, "
+            "MASTER_PORT, WORLD_SIZE and RANK itself).",
+        ),
         "namespace": Str(pattern=_NAME),
         "service-account": Str(pattern=_NAME),
         "image-pull-secrets": ListOf(Str(pattern=_NAME)),
