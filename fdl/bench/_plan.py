@@ -116,6 +116,9 @@ def _argv(spec: Mapping[str, Any], fdl_argv: Sequence[str]) -> list[str] | None:
     image = spec.get("image")
     if image is not None:
         return [*fdl_argv, "image", "run", str(image), "--"]
+    target = spec.get("deploy")
+    if target is not None:
+        return [*fdl_argv, "deploy", "submit", str(target), "--wait"]
     return None
 
 
@@ -174,6 +177,18 @@ def _one(
         )
     over = spec.get("compare") or {name: {}}
     sides = tuple(_side(s, spec, o or {}, fdl_argv) for s, o in over.items())
+    for side_name, given in over.items():
+        o = given or {}
+        deploys = o.get("deploy") or (o.get("run") is None and spec.get("deploy"))
+        if deploys and (o.get("args") is not None or spec.get("args") is not None):
+            where = f"{key}.compare.{side_name}" if o.get("args") is not None else key
+            errors.append(
+                manifest.error(
+                    f"{where}.args",
+                    "a deploy side runs the target's job: its arguments are the target's",
+                    hint="set deploy.<target>.args (or a second target with other args)",
+                )
+            )
     for side, side_name in zip(sides, over, strict=True):
         if side.image and side.libtorch:
             where = f"{key}.compare.{side_name}" if (over[side_name] or {}).get("libtorch") else key

@@ -76,3 +76,26 @@ def test_submit_trains_in_the_image_and_the_output_appears(project: Path, fdl_pr
     assert json.loads(status.stdout)["state"] == "COMPLETED", status.output
     losses = (project.parent / "runs" / "loss.txt").read_text().split()
     assert len(losses) == 4
+
+
+def test_submit_wait_and_a_bench_side_on_the_cluster(project: Path, fdl_process) -> None:  # type: ignore[no-untyped-def]
+    """`submit --wait` prints the job's output and its exit status is the job's; a bench
+    side of kind `deploy:` runs one job per round and reads the program's figures."""
+    waited = fdl_process(["deploy", "submit", "--wait"], cwd=project, timeout=300)
+    assert waited.exit_code == 0, waited.output
+    assert "step 3 loss" in waited.stdout
+    manifest = project / "fdl.yml"
+    manifest.write_text(
+        manifest.read_text()
+        + "bench:\n  train:\n    compare: {cluster: {deploy: local}}\n    rounds: 2\n"
+        "    warmup: 0\n    figures: {loss: 'loss ([0-9.eE+-]+)'}\n"
+    )
+    ran = fdl_process(["bench", "run", "-o", "bench.jsonl"], cwd=project, timeout=600)
+    assert ran.exit_code == 0, ran.output
+    rounds = [
+        json.loads(line)
+        for line in (project / "bench.jsonl").read_text().splitlines()
+        if '"type": "round"' in line
+    ]
+    assert [r["side"] for r in rounds] == ["cluster", "cluster"]
+    assert all(r["figures"]["loss"] > 0 for r in rounds)

@@ -185,5 +185,26 @@ def test_an_image_side_cannot_switch_libtorch_and_needs_one_program(tmp_path: Pa
         plan_benchmarks(manifest)
     assert info.value.location is not None and info.value.location.line == 4
     (tmp_path / "fdl.yml").write_text("bench:\n  steps:\n    run: [./a]\n    image: train\n")
-    with pytest.raises(ManifestError, match="set one of run:, command: or image:"):
+    with pytest.raises(ManifestError, match="set one of run:, command:, image: or deploy:"):
         load_manifest(tmp_path, environ={})
+
+
+def test_a_deploy_side_submits_and_waits_for_the_targets_job(tmp_path: Path) -> None:
+    manifest = _manifest(
+        tmp_path,
+        """\
+        bench:
+          steps:
+            compare:
+              here: {run: [./train]}
+              cluster: {deploy: lab}
+        """,
+    )
+    (bench,) = plan_benchmarks(manifest, fdl_argv=("FDL",))
+    assert bench.sides[1].argv == ("FDL", "deploy", "submit", "lab", "--wait")
+    refused = _manifest(
+        tmp_path, "bench:\n  steps:\n    compare:\n      c: {deploy: lab, args: [x]}\n"
+    )
+    with pytest.raises(ManifestError, match="its arguments are the target's") as info:
+        plan_benchmarks(refused)
+    assert info.value.location is not None and info.value.location.line == 4

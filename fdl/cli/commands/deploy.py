@@ -49,12 +49,20 @@ def submit(
     ctx: typer.Context,
     target: TargetArg = None,
     dry_run: DryRunOption = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait",
+            help="Stay until the job ends: print its output, exit 0 when it completed, "
+            "1 otherwise (for scripts and fdl bench).",
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Push the train image to the target's registry, resolve its digest and submit
     (sbatch --parsable / the Kubernetes API); the job is recorded for status/logs/cancel.
 
-    Example: fdl deploy submit lab
+    Example: fdl deploy submit lab --wait
     """
     from fdl.deploy import prepare, push_by_digest, runs_local_images, state_dir, submit_sbatch
     from fdl.engine import default_engine
@@ -90,13 +98,36 @@ def submit(
         from fdl.deploy import submit_kubernetes
 
         record = submit_kubernetes(plan, state_dir(manifest))
-    if as_json:
-        session.console.json({**plan.to_json(), "job": record.to_json()})
-    else:
+    if not as_json:
         session.console.info(
             f"submitted {record.kind} job {record.job_id} to {record.target} ({plan.image})"
         )
-    raise typer.Exit(0)
+    state = _wait(session, record, prepared.target.context, quiet=as_json) if wait else None
+    if as_json:
+        session.console.json({**plan.to_json(), "job": record.to_json(), "state": state})
+    raise typer.Exit(0 if state in (None, "COMPLETED", "Complete") else 1)
+
+
+def _wait(session: Any, record: Any, context: str | None, *, quiet: bool) -> str:
+    """Follow the job to its end, its output on stdout; return its final state."""
+    import time
+
+    from fdl.deploy import job_state_of, logs_of
+
+    if record.kind == "slurm":  # the output file, as it grows
+        for line in logs_of(record, follow=True, context=context):
+            if not quiet:
+                session.console.out(line)
+        state = job_state_of(record, context=context)
+    else:  # Kubernetes: the pods' logs once the job has ended
+        while (state := job_state_of(record, context=context)) not in ("Complete", "Failed"):
+            time.sleep(2)
+        for line in logs_of(record, context=context):
+            if not quiet:
+                session.console.out(line)
+    if state not in ("COMPLETED", "Complete"):
+        session.console.error(f"job {record.job_id} on {record.target} ended {state}")
+    return str(state)
 
 
 def _record(ctx: typer.Context, target: str | None) -> tuple[Any, Any, str | None]:

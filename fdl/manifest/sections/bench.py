@@ -59,6 +59,12 @@ _RUNNABLE = {
         pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
         example="train",
     ),
+    "deploy": Str(
+        "A deploy target (deploy:): each round submits the training image there and waits "
+        "for the job (`fdl deploy submit TARGET --wait`); its arguments are the target's.",
+        pattern=r"[a-z0-9][a-z0-9_.-]*",
+        example="lab",
+    ),
     "args": ListOf(Str(), "Arguments appended to the program or command."),
     "env": MapOf(Str(), "Environment variables set for the rounds."),
     "revision": Str(
@@ -75,13 +81,15 @@ _RUNNABLE = {
 }
 
 
-_PROGRAMS = ("run", "command", "image")
+_PROGRAMS = ("run", "command", "image", "deploy")
 
 
 def _one_program(node: MapNode, path: Path, checker: Checker) -> None:
     given = [key for key in _PROGRAMS if key in node.entries]
     if len(given) > 1:
-        checker.fail(node, path, f"set one of run:, command: or image:, not {' and '.join(given)}")
+        checker.fail(
+            node, path, f"set one of run:, command:, image: or deploy:, not {' and '.join(given)}"
+        )
 
 
 def _needs_program(node: MapNode, path: Path, checker: Checker) -> None:
@@ -96,8 +104,8 @@ def _needs_program(node: MapNode, path: Path, checker: Checker) -> None:
         checker.fail(
             node,
             path,
-            "a benchmark needs run: (a program), command: (a project command) or image: "
-            "(a training image)",
+            "a benchmark needs run: (a program), command: (a project command), image: "
+            "(a training image) or deploy: (a deploy target)",
             hint="e.g. run: [python3, train.py], or set run: on every side under compare:",
         )
 
