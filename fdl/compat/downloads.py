@@ -71,8 +71,10 @@ def _platform_entry(name: str) -> Mapping[str, Any]:
     entry = _table()["platforms"].get(name)
     if entry is None:
         raise UsageError(
-            f"no official libtorch download for {name}",
-            hint=f"available for: {', '.join(libtorch_platforms())}",
+            f"no official libtorch archive for {name} (download.pytorch.org has them for "
+            f"{', '.join(libtorch_platforms())})",
+            hint="install it from the PyPI torch wheel of this platform: fdl libtorch install "
+            "--from-wheel --torch VERSION (on Linux arm64 it is a CUDA build)",
         )
     return dict(entry)
 

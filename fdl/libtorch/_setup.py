@@ -96,8 +96,18 @@ def plan_setup(
     preferred_origin: str | None = None,
     from_wheel: bool = False,
     force: bool = False,
+    platform: str = "linux-x86_64",
 ) -> SetupPlan:
-    """Decide what setup does for these GPUs (reads the installed variants, nothing else)."""
+    """Decide what setup does for these GPUs (reads the installed variants, nothing else).
+
+    Args:
+        platform: This machine's (``linux-arm64``): without official libtorch archives
+            for it, an official build comes from the platform's PyPI wheel.
+    """
+    from fdl.compat import libtorch_platforms
+
+    if platform not in libtorch_platforms():
+        from_wheel = True
     selection = select_variant(
         gpus, torch=torch, preferred=preferred, driver=driver, preferred_origin=preferred_origin
     )
@@ -140,7 +150,7 @@ def _official(selection: Selection, from_wheel: bool) -> SetupPlan:
     if from_wheel:
         return SetupPlan(
             "wheel",
-            f"{selection.reason} (from the PyPI wheel, as asked)",
+            f"{selection.reason} (from the PyPI wheel)",
             selection,
             command=wheel,
             alternatives=(" ".join(download), *build),

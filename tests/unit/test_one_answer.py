@@ -187,3 +187,29 @@ def test_project_framework_is_read_from_its_files(tmp_path: Path) -> None:
     (tmp_path / "Cargo.toml").write_text("not toml [")
     (tmp_path / "CMakeLists.txt").write_text("find_package(Torch REQUIRED)\n")
     assert project_framework(tmp_path) == "cpp"
+
+
+def test_a_platform_without_libtorch_archives_installs_the_wheel(tmp_path: Path) -> None:
+    """Linux arm64 (GH200, GB10): download.pytorch.org has no libtorch archive for it, so
+    setup installs the platform's PyPI wheel (a CUDA 13 build there) and never offers an
+    x86 archive."""
+    from fdl.compat import libtorch_url
+    from fdl.errors import UsageError
+    from fdl.libtorch import plan_setup
+    from fdl.paths import Context
+
+    context = Context(tmp_path / "home", project=False)
+    gh200 = (parse_capability("9.0"),)
+    plan = plan_setup(context, gh200, driver="580.65", platform="linux-arm64")
+    assert plan.action == "wheel" and plan.command[:4] == (
+        "fdl",
+        "libtorch",
+        "install",
+        "--from-wheel",
+    )
+    x86 = plan_setup(context, gh200, driver="580.65", platform="linux-x86_64")
+    assert x86.action == "download"
+    with pytest.raises(UsageError) as refused:
+        libtorch_url("2.14.1", "cu130", platform="linux-arm64")
+    assert "no official libtorch archive for linux-arm64" in refused.value.message
+    assert "--from-wheel" in (refused.value.hint or "")

@@ -57,6 +57,7 @@ def setup(
         preferred_origin=settings.variant_origin,
         from_wheel=from_wheel,
         force=force,
+        platform=_platform(),
     )
     if not as_json:
         session.console.out("\n".join([*_machine_lines(context, report), "", *_plan_lines(plan)]))
@@ -132,3 +133,9 @@ def _carry_out(
             say(line)
     warn_unresolved(session.console, result)
     return {"done": "installed", "variant": result.target.name, "path": str(result.target.path)}
+
+
+def _platform() -> str:
+    from fdl.compat import current_platform
+
+    return current_platform()
