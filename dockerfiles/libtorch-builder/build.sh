@@ -50,6 +50,20 @@ fi
 if [ -f "$SRC/tools/optional_submodules.py" ]; then
   echo "fdl: fetching the optional dependencies (tools/optional_submodules.py)"
   (cd "$SRC" && python3 tools/optional_submodules.py)
+elif [ "${USE_CUDA:-1}" != "0" ] && [ "${USE_NCCL:-1}" != "0" ] && [ "${USE_SYSTEM_NCCL:-0}" = "0" ] \
+     && [ ! -e "$SRC/third_party/nccl" ]; then
+  # Trees without that script clone NCCL in tools/build_pytorch_libs.py (checkout_nccl),
+  # at the tag pinned in .ci/docker/ci_commit_pins: do the same clone here.
+  pins="$SRC/.ci/docker/ci_commit_pins"
+  major=$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9][0-9]*\)\..*/\1/p')
+  for name in "nccl-cu${major:-12}.txt" nccl.txt nccl-cu12.txt; do
+    if [ -f "$pins/$name" ]; then
+      tag=$(tr -d '[:space:]' < "$pins/$name")
+      echo "fdl: fetching NCCL $tag (the build would clone it while compiling)"
+      git clone --depth 1 --branch "$tag" "${FDL_NCCL_REPO:-https://github.com/NVIDIA/nccl}" "$SRC/third_party/nccl"
+      break
+    fi
+  done
 fi
 
 if [ -n "${FDL_FETCH_ONLY:-}" ]; then

@@ -16,7 +16,7 @@ Modules:
 
 from __future__ import annotations
 
-from fdl.compat._data import CompatDataError, load_table, version_key
+from fdl.compat._data import CompatDataError, in_range, load_table, version_key
 from fdl.compat.archs import (
     ArchList,
     Capability,
@@ -140,6 +140,7 @@ __all__ = [
     "host_compilers",
     "image_flavour_libraries",
     "image_tag",
+    "in_range",
     "injected_libraries",
     "is_switched_off",
     "known_capabilities",

@@ -88,3 +88,48 @@ def test_fresh_interrupted_and_incomplete_checkouts(tmp_path: Path, upstream: Pa
     assert "is not a complete checkout of v9.9.9: cloning again" in repaired.stdout
     assert git("rev-parse", "HEAD", cwd=src) == git("rev-parse", "v9.9.9^{commit}", cwd=upstream)
     assert not Path(f"{src}.partial").exists()
+
+
+def _nccl(tmp_path: Path) -> Path:
+    nccl = tmp_path / "nccl"
+    nccl.mkdir()
+    git("init", "-q", "-b", "master", cwd=nccl)
+    (nccl / "README.md").write_text("NCCL\n")
+    git("add", ".", cwd=nccl)
+    git("commit", "-q", "-m", "nccl", cwd=nccl)
+    git("tag", "v2.99.9-1", cwd=nccl)
+    return nccl
+
+
+def _release_with(upstream: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (upstream / name).parent.mkdir(parents=True, exist_ok=True)
+        (upstream / name).write_text(text)
+    git("add", ".", cwd=upstream)
+    git("commit", "-q", "-m", "pins", cwd=upstream)
+    git("tag", "-f", "v9.9.9", cwd=upstream)
+
+
+def test_the_fetch_phase_clones_what_the_build_would_clone(
+    tmp_path: Path, upstream: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NCCL: cloned at the pinned tag in the fetch phase, not an hour into the compile."""
+    nccl = _nccl(tmp_path)
+    _release_with(upstream, {".ci/docker/ci_commit_pins/nccl.txt": "v2.99.9-1\n"})
+    monkeypatch.setenv("FDL_NCCL_REPO", f"file://{nccl}")
+    done = fetch(tmp_path, upstream)
+    assert done.returncode == 0, done.stderr
+    src = tmp_path / "cache" / "src"
+    assert (src / "third_party" / "nccl" / "README.md").is_file()
+    assert "fetching NCCL v2.99.9-1" in done.stdout
+
+
+def test_a_tree_with_optional_submodules_py_runs_it(
+    tmp_path: Path, upstream: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = "import pathlib\npathlib.Path('third_party/fetched-by-pytorch').write_text('x')\n"
+    _release_with(upstream, {"tools/optional_submodules.py": script})
+    monkeypatch.setenv("FDL_NCCL_REPO", "file:///nonexistent")  # must not be used
+    done = fetch(tmp_path, upstream)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "cache" / "src" / "third_party" / "fetched-by-pytorch").is_file()

@@ -66,3 +66,24 @@ def test_fetch_only_natively_fetches_and_builds_nothing(tmp_path: Path) -> None:
     ran = [call[-1] for call in runner.calls]
     assert str(source / "tools" / "optional_submodules.py") in ran
     assert not [c for c in runner.calls if c[-1].endswith("build_libtorch.py")]
+
+
+def test_a_native_cuda_build_names_the_probed_toolkits_compiler(tmp_path: Path) -> None:
+    """CUDA_HOME alone is not what newer trees' CMake reads: CUDACXX is the probed
+    toolkit's nvcc."""
+    facts = _facts(tmp_path, None)
+    plan = plan_build(
+        BuildRequest(archs=Setting("12.0", "--archs"), backend=Setting("native", "--native")),
+        facts,
+    )
+    assert plan.env["CUDA_HOME"] == "/usr/local/cuda"
+    assert plan.env["CUDACXX"] == "/usr/local/cuda/bin/nvcc"
+
+
+def test_build_dependencies_follow_the_release(tmp_path: Path) -> None:
+    facts = _facts(tmp_path, None)
+    new = plan_build(replace(_request("docker"), torch=Setting("2.10.0", "--torch")), facts)
+    old = plan_build(replace(_request("docker"), torch=Setting("2.7.1", "--torch")), facts)
+    assert "six" in new.deps and "setuptools<80" in new.deps and "cmake>=3.27" in new.deps
+    assert "six" not in old.deps and "setuptools" in old.deps
+    assert len(new.deps) == len(set(new.deps))  # one list per release, not both

@@ -43,7 +43,7 @@ def native(**values: object) -> BuildRequest:
 def test_a_clone_build_uses_the_venvs_cmake_not_the_systems(tmp_path: Path, cmake) -> None:
     plan = plan_build(native(archs="8.6", torch="2.10.0"), facts(tmp_path, cmake=cmake))
     deps = plan.command("deps")
-    assert deps is not None and "cmake" in deps.argv
+    assert deps is not None and any(a.startswith("cmake") for a in deps.argv)
 
 
 def test_source_requirements_build_txt_is_what_the_venv_gets(tmp_path: Path) -> None:

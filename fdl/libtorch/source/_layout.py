@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fdl.compat import ArchList, image_tag
+from fdl.compat import ArchList, image_tag, in_range
 from fdl.errors import UsageError
 from fdl.libtorch.source._buildplan import BuildPlan, Command, DockerPart
 from fdl.libtorch.source._cache import CachePlan
@@ -73,7 +73,12 @@ def _source(
 
 
 def _deps(
-    request: BuildRequest, facts: MachineFacts, source: Path, given: bool, in_container: bool
+    request: BuildRequest,
+    facts: MachineFacts,
+    source: Path,
+    given: bool,
+    in_container: bool,
+    torch: str,
 ) -> tuple[str, ...]:
     """What the build's Python environment needs (empty: no environment at all)."""
     table = source_build_table()
@@ -86,7 +91,8 @@ def _deps(
         return extra
     packages: list[str] = []
     for entry in table["python_deps"]:  # type: ignore[attr-defined]
-        packages += [str(p) for p in entry["packages"]]
+        if in_range(torch, entry.get("since_torch"), entry.get("until_torch")):
+            packages += [str(p) for p in entry["packages"]]
     return (*packages, *extra)
 
 
@@ -141,7 +147,7 @@ def assemble(
         env=dict(sorted(full_env.items())),
         source=source,
         given=given,
-        deps=_deps(request, facts, source, given, docker),
+        deps=_deps(request, facts, source, given, docker, torch),
         cache=cache,
         estimates=estimates,
         flash=flash,

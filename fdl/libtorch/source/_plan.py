@@ -466,13 +466,17 @@ def _environment(
     if choice.kit is not None:
         flags = fatbin_compression_flags(choice.kit.version) + choice.kit.nvcc_flags(archs)
         env["TORCH_NVCC_FLAGS"] = " ".join(flags)
-    if choice.backend == "docker":
-        # The image's CMake is unknown here; the setting is harmless for CMake < 4.
+    if choice.backend == "docker" or request.source is None:
+        # The image's CMake, or the venv's pip CMake of a clone build, is unknown here (pip
+        # gives 4.x today); the setting is harmless for CMake < 4.
         env.update(cmake_policy_env("4.0"))
     elif facts.tools.get("cmake"):
         env.update(cmake_policy_env(facts.tools["cmake"]))
-    if choice.backend == "native" and facts.nvcc is not None and archs:
+    if choice.backend == "native" and facts.nvcc is not None and archs and facts.nvcc.cuda_home:
         env["CUDA_HOME"] = facts.nvcc.cuda_home  # probed (find_cuda_home), never guessed
+        # Newer trees' CMake finds CUDA through the compiler (CUDACXX), not CUDA_HOME: the
+        # probed toolkit's own nvcc, never a wrapper elsewhere on PATH.
+        env["CUDACXX"] = f"{facts.nvcc.cuda_home}/bin/nvcc"
     return env
 
 
