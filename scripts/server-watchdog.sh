@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stops the servers fdl's test setup starts (the local SLURM cluster, the registry) by
 # themselves: when every test run that asked for them has ended, or after
-# FDL_SERVER_MAX_MINUTES (default 180) at most.
+# FDL_SERVER_MAX_MINUTES (default 180; FDL_SERVER_MAX_SECONDS overrides it) at most.
 #
 #   server-watchdog.sh NAME STOP_COMMAND
 #
@@ -25,7 +25,7 @@ if [ -n "${FDL_SERVERS_OWNER:-}" ]; then echo "$FDL_SERVERS_OWNER" >> "$dir/owne
 if [ -f "$dir/watchdog.pid" ] && kill -0 "$(cat "$dir/watchdog.pid")" 2>/dev/null; then
   exit 0  # one watchdog per server set; it now also waits for this owner
 fi
-max=$(( ${FDL_SERVER_MAX_MINUTES:-180} * 60 ))
+max="${FDL_SERVER_MAX_SECONDS:-$(( ${FDL_SERVER_MAX_MINUTES:-180} * 60 ))}"
 setsid nohup bash -c '
   dir="$1"; lock="$2"; stop="$3"; max="$4"; start=$(date +%s)
   while sleep "${FDL_SERVER_CHECK_SECONDS:-10}"; do

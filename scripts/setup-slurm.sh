@@ -32,12 +32,24 @@ chown munge:munge /run/munge /var/lib/munge /var/log/munge 2>/dev/null || true
 if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
   log "starting munged"
   runuser -u munge -- /usr/sbin/munged --force 2>/dev/null || /usr/sbin/munged --force
+  # Marked as ours: the watchdog stops munged only when this script started it.
+  cp /run/munge/munged.pid /run/fdl-munged.pid 2>/dev/null || true
 fi
 
 # Stopped by themselves once the test runs that use them have ended (registered first,
-# so a watchdog stopping them now waits for this run).
-"$(dirname "$0")/server-watchdog.sh" slurm \
-  'for f in /run/slurmctld.pid /run/slurmd.pid; do [ -f "$f" ] && kill "$(cat "$f")"; done; true'
+# so a watchdog stopping them now waits for this run): the jobs left on this test
+# cluster (a killed test's sleeping job) are cancelled, then slurmctld, slurmd, and
+# munged when this script started it.
+# shellcheck disable=SC2016  # expanded by the watchdog when it stops them
+"$(dirname "$0")/server-watchdog.sh" slurm '
+  squeue -h -o %i 2>/dev/null | xargs -r scancel 2>/dev/null
+  sleep 1
+  for f in /run/slurmctld.pid /run/slurmd.pid; do [ -f "$f" ] && kill "$(cat "$f")"; done
+  if [ -f /run/fdl-munged.pid ] && [ "$(cat /run/fdl-munged.pid)" = "$(cat /run/munge/munged.pid 2>/dev/null)" ]; then
+    kill "$(cat /run/fdl-munged.pid)"
+  fi
+  rm -f /run/fdl-munged.pid
+  true'
 
 CPUS="$(nproc)"
 MEM_MB="$(awk '/MemTotal/ {print int($2 / 1024 * 0.8)}' /proc/meminfo)"
