@@ -34,6 +34,13 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
         known = [*BUILTINS, *commands]
         close = did_you_mean(name, known)
         hint = f"did you mean `fdl {close}`?" if close else "run `fdl --help` to list the commands"
+        if manifest is not None and name in manifest.environments():
+            # floDl's older docs select an overlay by a bare first word (`fdl cluster CMD`).
+            rest = " ".join(args) or "<command>"
+            hint = (
+                f"`{name}` is an environment overlay (fdl.{name}.yml): select it with "
+                f"`fdl @{name} {rest}` or `fdl --env {name} {rest}`"
+            )
         where = f" in {manifest.path.name}" if manifest is not None else " (no fdl.yml found)"
         raise UsageError(f"unknown command {name!r}{where}", hint=hint)
     from fdl.tasks import execute, prepare, render_script

@@ -23,6 +23,7 @@ from fdl.tasks._probe import (
     FLAG as PROBE_FLAG,
 )
 from fdl.tasks._probe import (
+    cached_schema,
     effective_schema,
     parse_probe_output,
     probe_failure,
@@ -186,6 +187,23 @@ def _prober(
     return probe
 
 
+def _schema_for_dry_run(nested: Manifest, notes: list[str]) -> dict[str, Any] | None:
+    """A dry run never starts the entry to ask for its schema (for a ``cargo`` entry that
+    is a build, for a ``docker:`` one a container): it uses a fresh cache, else the inline
+    ``schema:`` and says that the run would ask first."""
+    cached = cached_schema(nested)
+    if cached is not None:
+        return cached
+    inline = nested.data.get("schema")
+    probe = compose_entry(str(nested.data["entry"]), [PROBE_FLAG])
+    using = "the inline schema:" if isinstance(inline, dict) else "no schema (options pass unchecked)"
+    notes.append(
+        f"no fresh cached answer of `{probe}` (a dry run does not start the entry; the run "
+        f"asks it first, `--refresh-schema` asks now); using {using}"
+    )
+    return inline if isinstance(inline, dict) else None
+
+
 def prepare(
     root: Manifest,
     name: str,
@@ -198,7 +216,8 @@ def prepare(
     """Resolve ``fdl <name> <tail...>`` and plan it.
 
     For ``--help`` the plan shows placeholders; for ``--dry-run`` and help a
-    missing compose program is a note rather than an error.
+    missing compose program is a note rather than an error. A ``compile: true`` entry
+    is asked for its schema for help and runs, never for a dry run (which reads the cache).
 
     Raises:
         UsageError: wrong arguments.
@@ -212,10 +231,13 @@ def prepare(
         and nested.data.get("entry")
         and (nested.data.get("compile") or resolution.refresh_schema)
     ):
-        probe = _prober(resolution, root, environ, overlay, runner)
-        schema = effective_schema(
-            nested, probe, refresh=resolution.refresh_schema, on_warning=resolution.notes.append
-        )
+        if resolution.dry_run and not resolution.refresh_schema:
+            schema = _schema_for_dry_run(nested, resolution.notes)
+        else:
+            probe = _prober(resolution, root, environ, overlay, runner)
+            schema = effective_schema(
+                nested, probe, refresh=resolution.refresh_schema, on_warning=resolution.notes.append
+            )
         resolution.nested = with_schema(nested, schema)
         if resolution.refresh_schema:
             return Invocation(resolution, None)

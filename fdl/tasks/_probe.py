@@ -8,8 +8,8 @@ entry's program (its size and modification time; for ``cargo`` entries the crate
 ``Cargo.toml``, ``Cargo.lock`` and sources), so a rebuilt program or a changed manifest
 is asked again. A probe that fails or prints no JSON object leaves the inline ``schema:``
 in use, with a warning. Probing happens when the command runs or its help is asked for,
-and for ``--refresh-schema`` and ``fdl schema refresh``; never for ``fdl --help`` or
-completion, which read the cache only.
+and for ``--refresh-schema`` and ``fdl schema refresh``; never for ``fdl --help``,
+completion or ``--dry-run``, which read the cache only.
 """
 
 from __future__ import annotations

@@ -137,11 +137,10 @@ def test_a_rebuilt_program_or_a_changed_manifest_is_asked_again(run_fdl, project
 def test_a_failing_probe_falls_back_to_the_inline_schema(run_fdl, project) -> None:
     tool = project / "export" / "tool.sh"
     tool.write_text('#!/bin/sh\necho "not built yet" >&2\nexit 7\n')
-    result = run_fdl(["export", "x", "--legacy", "--dry-run"], cwd=project)
-    assert result.exit_code == 0, result.output
-    said = result.stdout + result.stderr  # a note: in the dry run's script, else on stderr
-    assert "exited with status 7: not built yet" in said
-    assert "using the inline schema" in said
+    result = run_fdl(["export", "x", "--legacy"], cwd=project)
+    assert result.exit_code == 7, result.output  # the probe failed; the run went on
+    assert "exited with status 7: not built yet" in result.stderr
+    assert "using the inline schema" in result.stderr
     tool.write_text("#!/bin/sh\necho no json here\n")
     result = run_fdl(["export", "--help"], cwd=project)
     assert "printed no JSON object" in result.stdout + result.stderr
@@ -214,9 +213,28 @@ def test_a_compiled_cpp_entry_answers_fdl_schema(run_fdl, project) -> None:
     refused = run_fdl(["export", "--precision", "fp16"], cwd=project)
     assert refused.exit_code == 2 and "allowed: bf16, fp32" in refused.stderr
     build("fp16")  # a rebuilt binary is asked again
-    ran = run_fdl(["export", "--precision", "fp16", "--dry-run"], cwd=project)
+    ran = run_fdl(["export", "--precision", "fp16"], cwd=project)
     assert ran.exit_code == 0, ran.output
+    assert "./tool --precision fp16" in ran.stderr
     assert probes(project) == 2
+
+
+def test_a_dry_run_never_starts_the_entry_to_ask_for_its_schema(run_fdl, project) -> None:
+    """floDl's flodl-hf/export is a `cargo run` in a container: asking it is a build."""
+    first = run_fdl(["export", "m1", "--legacy", "--dry-run"], cwd=project)
+    assert first.exit_code == 0, first.output
+    assert probes(project) == 0
+    said = first.stdout + first.stderr
+    assert "no fresh cached answer of `./tool.sh --fdl-schema`" in said
+    assert "using the inline schema" in said
+    run_fdl(["export", "--help"], cwd=project)  # help asks (once)
+    assert probes(project) == 1
+    refused = run_fdl(["export", "m1", "--format", "tflite", "--dry-run"], cwd=project)
+    assert refused.exit_code == 2 and "allowed: onnx, safetensors" in refused.stderr
+    (project / "export" / "tool.sh").write_text(TOOL + "# rebuilt\n")
+    stale = run_fdl(["export", "m1", "--legacy", "--dry-run"], cwd=project)
+    assert stale.exit_code == 0 and "no fresh cached answer" in stale.stdout + stale.stderr
+    assert probes(project) == 1
 
 
 def test_a_project_command_named_like_a_built_in_group_still_runs(run_fdl, project) -> None:
