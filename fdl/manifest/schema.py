@@ -409,6 +409,8 @@ class Obj(Spec):
         required: Keys that must be present and not null.
         validators: Cross-field checks run after the fields validated.
         open_keys: Extra keys tolerated without a spec (passed through).
+        renamed: Keys that older manifests used -> the fix to show (instead of a
+            did-you-mean) when one appears.
     """
 
     def __init__(
@@ -418,12 +420,14 @@ class Obj(Spec):
         required: Sequence[str] = (),
         validators: Sequence[Validator] = (),
         open_keys: bool = False,
+        renamed: Mapping[str, str] | None = None,
     ) -> None:
         self.fields = dict(fields)
         self.description = description
         self.required = tuple(required)
         self.validators = tuple(validators)
         self.open_keys = open_keys
+        self.renamed = dict(renamed or {})
 
     def check(self, node: Node, path: Path, checker: Checker) -> Any:
         if not isinstance(node, MapNode):
@@ -439,6 +443,7 @@ class Obj(Spec):
                 close = did_you_mean(key, list(self.fields))
                 known = ", ".join(self.fields)
                 hint = f"did you mean {close!r}?" if close else f"known keys here: {known}"
+                hint = self.renamed.get(key, hint)
                 checker.errors.append(
                     ManifestError(
                         f"{dotted((*path, key))}: unknown key {key!r}",

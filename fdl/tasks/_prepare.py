@@ -196,7 +196,9 @@ def _schema_for_dry_run(nested: Manifest, notes: list[str]) -> dict[str, Any] | 
         return cached
     inline = nested.data.get("schema")
     probe = compose_entry(str(nested.data["entry"]), [PROBE_FLAG])
-    using = "the inline schema:" if isinstance(inline, dict) else "no schema (options pass unchecked)"
+    using = (
+        "the inline schema:" if isinstance(inline, dict) else "no schema (options pass unchecked)"
+    )
     notes.append(
         f"no fresh cached answer of `{probe}` (a dry run does not start the entry; the run "
         f"asks it first, `--refresh-schema` asks now); using {using}"

@@ -279,6 +279,11 @@ def test_a_cluster_overlay_refuses_only_what_it_marks(run_fdl, tmp_path: Path) -
     assert nested.exit_code == 2 and "fdl.cluster.yml:6:18" in nested.stderr
     assert run_fdl(["--env", "cluster", "train", "--help"], cwd=tmp_path).exit_code == 0
     assert run_fdl(["train", "--dry-run"], cwd=tmp_path).exit_code == 0  # no overlay: runs
+    # floDl's older docs select the overlay by a bare first word: the fix names @cluster
+    bare = run_fdl(["cluster", "build"], cwd=tmp_path)
+    assert bare.exit_code == 2
+    assert "`cluster` is an environment overlay (fdl.cluster.yml)" in bare.stderr
+    assert "`fdl @cluster build`" in bare.stderr
 
 
 def test_presets_are_checked_against_the_probed_schema(run_fdl, project) -> None:
@@ -300,3 +305,25 @@ def test_presets_are_checked_against_the_probed_schema(run_fdl, project) -> None
     assert "export/fdl.yml:" in refused.stderr
     assert run_fdl(["export", "fast", "model1", "--dry-run"], cwd=project).exit_code == 0
     assert probes(project) == 1
+
+
+def test_older_floDl_keys_are_named_with_the_fix(run_fdl, tmp_path: Path) -> None:
+    """floDl's fdl.yml.example once had `scripts:` and `commands: [dir/]`, its ddp-bench
+    `jobs:`: the fix says what they became, not a did-you-mean."""
+    write(
+        tmp_path,
+        {
+            "fdl.yml": "scripts:\n  build: {run: echo b}\ncommands:\n  - sub/\n",
+            "sub/fdl.yml": "entry: echo\njobs:\n  quick: {options: {a: 1}}\n",
+        },
+    )
+    old_root = run_fdl(["build", "--dry-run"], cwd=tmp_path)
+    assert old_root.exit_code == 3
+    assert "fdl.yml:1:1: scripts: unknown key 'scripts'" in old_root.stderr
+    assert "move them under `commands:`" in old_root.stderr
+    assert "did you mean" not in old_root.stderr
+    (tmp_path / "fdl.yml").write_text("commands:\n  sub:\n")
+    old_sub = run_fdl(["sub", "quick", "--dry-run"], cwd=tmp_path)
+    assert old_sub.exit_code == 3
+    assert "sub/fdl.yml:2:1: jobs: unknown key 'jobs'" in old_sub.stderr
+    assert "rename it to `commands:`" in old_sub.stderr

@@ -58,7 +58,12 @@ def root_spec() -> Obj:
     validators = []
     core = import_module(f"{__name__}.core")
     validators.extend(core.ROOT_VALIDATORS)
-    return Obj(fields, description="fdl project manifest (fdl.yml)", validators=validators)
+    return Obj(
+        fields,
+        description="fdl project manifest (fdl.yml)",
+        validators=validators,
+        renamed=core.RENAMED_ROOT_KEYS,
+    )
 
 
 @cache

@@ -159,3 +159,14 @@ SECTIONS: dict[str, Spec] = {
 }
 
 ROOT_VALIDATORS = [_check_root_commands]
+
+# Keys of older floDl manifests (its fdl.yml.example before `commands:` held everything,
+# e.g. flodl-labs/flodl 8fff604), with the fix in place of a did-you-mean.
+RENAMED_ROOT_KEYS = {
+    "scripts": "older floDl manifests listed run commands under `scripts:`; move them under "
+    "`commands:` (a list of directories there, `commands: [ddp-bench/]`, becomes "
+    "`ddp-bench:` keys with no value)",
+}
+RENAMED_NESTED_KEYS = {
+    "jobs": "older floDl manifests called presets `jobs:`; rename it to `commands:`",
+}

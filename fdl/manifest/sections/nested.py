@@ -16,7 +16,12 @@ from fdl.manifest.schema import AnyValue, Bool, Checker, MapOf, Obj, Spec, Str
 from fdl.manifest.sections._command_schema import SCHEMA, choice_matches, value_fits
 from fdl.manifest.sections._structured import SECTIONS as STRUCTURED
 from fdl.manifest.sections._structured import section_spec
-from fdl.manifest.sections.core import check_commands, commands_spec, preset_key
+from fdl.manifest.sections.core import (
+    RENAMED_NESTED_KEYS,
+    check_commands,
+    commands_spec,
+    preset_key,
+)
 
 __all__ = ["nested_spec", "preset_problems"]
 
@@ -173,4 +178,5 @@ def nested_spec() -> Obj:
         fields,
         description="nested fdl manifest (reached through a `path:` command)",
         validators=[_check_nested_commands, _check_presets, _check_docker],
+        renamed=RENAMED_NESTED_KEYS,
     )
