@@ -271,9 +271,18 @@ class _Walk:
         if flags.help or not tail:
             resolution.kind = Kind.GROUP
             return resolution
-        close = did_you_mean(tail[0], commands)
         name = " ".join(self.words)
         listing = ", ".join(commands) if commands else "none"
+        if not flags.before and not flags.after:
+            # only fdl's own flags (`fdl flodl-hf --dry-run`): a group has nothing to run
+            first = commands[0] if commands else "<command>"
+            raise UsageError(
+                f"`fdl {name}` is a group of commands (its manifest has no entry:), "
+                f"so there is nothing to run by itself",
+                hint=f"name one of its commands ({listing}), e.g. `fdl {name} {first} "
+                f"{shlex.join(tail)}`",
+            )
+        close = did_you_mean(tail[0], commands)
         raise UsageError(
             f"`{tail[0]}` is not a command of `fdl {name}` (it has no entry: to pass it to)",
             hint=f"did you mean `fdl {name} {close}`?" if close else f"its commands: {listing}",

@@ -327,3 +327,21 @@ def test_older_floDl_keys_are_named_with_the_fix(run_fdl, tmp_path: Path) -> Non
     assert old_sub.exit_code == 3
     assert "sub/fdl.yml:2:1: jobs: unknown key 'jobs'" in old_sub.stderr
     assert "rename it to `commands:`" in old_sub.stderr
+
+
+def test_a_group_without_entry_says_so_for_a_dry_run(run_fdl, tmp_path: Path) -> None:
+    """floDl's flodl-hf/fdl.yml is commands only (no entry:)."""
+    write(
+        tmp_path,
+        {
+            "fdl.yml": "commands:\n  hf:\n",
+            "hf/fdl.yml": "commands:\n  convert: {run: echo c}\n  parity: {run: echo p}\n",
+        },
+    )
+    grouped = run_fdl(["hf", "--dry-run"], cwd=tmp_path)
+    assert grouped.exit_code == 2
+    assert "`fdl hf` is a group of commands (its manifest has no entry:)" in grouped.stderr
+    assert "`fdl hf convert --dry-run`" in grouped.stderr
+    unknown = run_fdl(["hf", "convrt", "--dry-run"], cwd=tmp_path)
+    assert unknown.exit_code == 2 and "did you mean `fdl hf convert`?" in unknown.stderr
+    assert run_fdl(["hf", "convert", "--dry-run"], cwd=tmp_path).exit_code == 0
