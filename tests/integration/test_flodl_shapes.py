@@ -345,3 +345,20 @@ def test_a_group_without_entry_says_so_for_a_dry_run(run_fdl, tmp_path: Path) ->
     unknown = run_fdl(["hf", "convrt", "--dry-run"], cwd=tmp_path)
     assert unknown.exit_code == 2 and "did you mean `fdl hf convert`?" in unknown.stderr
     assert run_fdl(["hf", "convert", "--dry-run"], cwd=tmp_path).exit_code == 0
+
+
+def test_an_undeclared_nested_manifest_says_where_it_belongs(run_fdl, tmp_path: Path) -> None:
+    """floDl's flodl-hf/verify-matrix/fdl.yml (an entry: manifest) that its parent's
+    commands: do not name: from its directory it is the nearest fdl.yml."""
+    write(
+        tmp_path,
+        {
+            "fdl.yml": "commands:\n  hf:\n",
+            "hf/fdl.yml": "commands:\n  convert: {run: echo c}\n",
+            "hf/matrix/fdl.yml": "description: m\nentry: ../run.sh\n",
+        },
+    )
+    here = run_fdl(["x"], cwd=tmp_path / "hf" / "matrix")
+    assert here.exit_code == 3
+    assert "fdl.yml:2:1: entry: unknown key 'entry'" in here.stderr
+    assert "declare this directory there and run it as `fdl NAME`" in here.stderr

@@ -166,6 +166,9 @@ RENAMED_ROOT_KEYS = {
     "scripts": "older floDl manifests listed run commands under `scripts:`; move them under "
     "`commands:` (a list of directories there, `commands: [ddp-bench/]`, becomes "
     "`ddp-bench:` keys with no value)",
+    "entry": "`entry:` belongs in a nested manifest, which a parent fdl.yml reaches through one "
+    "of its `commands:` (`NAME: {path: ./DIR/}`, or an empty `NAME:` for `./NAME/`); declare "
+    "this directory there and run it as `fdl NAME`",
 }
 RENAMED_NESTED_KEYS = {
     "jobs": "older floDl manifests called presets `jobs:`; rename it to `commands:`",
