@@ -59,12 +59,14 @@ class ComposeProject:
         directory: Its directory (where ``docker compose`` runs).
         mounts: Bind mounts per service.
         images: The ``image:`` of each service that names one (interpolated).
+        working_dirs: The ``working_dir:`` of each service that sets one (interpolated).
     """
 
     file: Path
     directory: Path
     mounts: dict[str, list[Mount]] = field(default_factory=dict)
     images: dict[str, str] = field(default_factory=dict)
+    working_dirs: dict[str, str] = field(default_factory=dict)
 
     @property
     def services(self) -> list[str]:
@@ -196,6 +198,9 @@ def load_compose(path: Path, environ: Mapping[str, str]) -> ComposeProject:
             image = service.get("image") if isinstance(service, dict) else None
             if isinstance(image, str):
                 project.images[str(name)] = interpolate(image, variables)
+            workdir = service.get("working_dir") if isinstance(service, dict) else None
+            if isinstance(workdir, str) and workdir.strip():
+                project.working_dirs[str(name)] = interpolate(workdir, variables)
             volumes = service.get("volumes") if isinstance(service, dict) else None
             for volume in volumes or []:
                 mount = _mount(volume, directory, variables)

@@ -170,6 +170,24 @@ def _mounted_libtorch(
     return None
 
 
+def _service_working_dir(
+    project: ComposeProject, service: str, mounted_at: str | None
+) -> str | None:
+    """The service's own ``working_dir:`` when it names a place other than the project's
+    mount point: `run:` scripts run there, as floDl's reference CLI runs them (floDl's
+    hf-parity service sets ``/workspace/flodl-hf`` and flodl-hf/parity/fdl.yml's scripts
+    say ``python scripts/parity_bert.py``, relative to it). A working_dir that is just where
+    the compose file's directory is mounted (``mounted_at``, the usual ``/workspace``) leaves
+    the script in the directory that matches its manifest."""
+    workdir = project.working_dirs.get(service)
+    if workdir is None:
+        return None
+    workdir = workdir.rstrip("/") or "/"
+    if mounted_at is not None and workdir == mounted_at.rstrip("/"):
+        return None
+    return workdir
+
+
 def _shell(script: str, args: tuple[str, ...]) -> tuple[str, ...]:
     """``sh -c SCRIPT`` with ``args`` as its positional parameters (``$0`` is ``sh``)."""
     return (SHELL, "-c", script, SHELL, *args) if args else (SHELL, "-c", script)
@@ -228,6 +246,9 @@ class _Planner:
         container_root = container_path(mounts, self.root.directory)
         if container_dir is None:
             container_dir = self.assumed_dir(project, service)
+        own = _service_working_dir(project, service, container_path(mounts, project.directory))
+        if own is not None and self.resolution.kind is Kind.RUN:
+            container_dir = own
         env = _base_exports(container_root or DEFAULT_CONTAINER_ROOT, self.overlay, self.environ)
         prepend: list[EnvChange] = []
         profile = _image_profile(self.root, service)

@@ -362,3 +362,41 @@ def test_an_undeclared_nested_manifest_says_where_it_belongs(run_fdl, tmp_path: 
     assert here.exit_code == 3
     assert "fdl.yml:2:1: entry: unknown key 'entry'" in here.stderr
     assert "declare this directory there and run it as `fdl NAME`" in here.stderr
+
+
+COMPOSE_WORKDIR = """\
+services:
+  dev:
+    image: busybox
+    volumes: [".:/workspace"]
+    working_dir: /workspace
+  parity:
+    image: busybox
+    volumes: [".:/workspace"]
+    working_dir: /workspace/hf
+"""
+
+
+def test_run_scripts_run_in_a_services_own_working_dir(run_fdl, tmp_path: Path) -> None:
+    """floDl's hf-parity service sets working_dir: /workspace/flodl-hf, and
+    flodl-hf/parity/fdl.yml's run: scripts are relative to it (`python
+    scripts/parity_bert.py`); a working_dir that is just the mount point (dev's
+    /workspace) leaves a nested script in its own directory."""
+    write(
+        tmp_path,
+        {
+            "docker-compose.yml": COMPOSE_WORKDIR,
+            "fdl.yml": "commands:\n  hf:\n",
+            "hf/fdl.yml": "commands:\n  parity:\n  conv:\n  ex: {run: cargo run, docker: dev}\n",
+            "hf/parity/fdl.yml": "commands:\n  bert: {run: python scripts/p.py, docker: parity}\n",
+            "hf/conv/fdl.yml": "entry: python /workspace/hf/scripts/c.py\ndocker: parity\n",
+        },
+    )
+    env = {"FDL_IN_CONTAINER": "0", "FDL_COMPOSE": "docker compose"}
+    parity = run_fdl(["hf", "parity", "bert", "--dry-run"], cwd=tmp_path, env=env)
+    assert parity.exit_code == 0, parity.output
+    assert "cd /workspace/hf || exit 125\npython scripts/p.py" in parity.stdout
+    ex = run_fdl(["hf", "ex", "--dry-run"], cwd=tmp_path, env=env)
+    assert "cd /workspace/hf || exit 125\ncargo run" in ex.stdout  # its manifest's directory
+    conv = run_fdl(["hf", "conv", "--dry-run"], cwd=tmp_path, env=env)
+    assert "cd /workspace/hf/conv || exit 125" in conv.stdout  # entries: their directory
