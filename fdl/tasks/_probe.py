@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 CACHE_DIR = Path(".fdl") / "schema-cache"
+_META = "x-fdl"  # fdl's cache key, beside the schema's own keys
 FLAG = "--fdl-schema"
 # Directories the cache search skips (build output, dependencies, VCS).
 _SKIP = {".git", "target", "node_modules", "libtorch", "runs", ".cargo", ".venv", "__pycache__"}
@@ -152,19 +153,31 @@ def _read(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def _split(data: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """A cache file's key (None when fdl did not write it) and its schema."""
+    meta = data.get(_META)
+    key = meta.get("key") if isinstance(meta, dict) else None
+    return (key if isinstance(key, str) else None), {k: v for k, v in data.items() if k != _META}
+
+
 def cached_schema(nested: Manifest) -> dict[str, Any] | None:
     """The cached schema of ``nested``'s entry when it is fresh, else None."""
     data = _read(cache_file(nested))
-    if data is None or data.get("key") != probe_key(nested):
+    if data is None:
         return None
-    schema = data.get("schema")
-    return schema if isinstance(schema, dict) else None
+    key, schema = _split(data)
+    return schema if key == probe_key(nested) else None
 
 
 def write_cache(nested: Manifest, schema: dict[str, Any], invocation: str) -> Path:
-    """Keep a probed schema (best effort: a read-only tree only loses the cache)."""
+    """Keep a probed schema (best effort: a read-only tree only loses the cache).
+
+    The file is the schema itself, as floDl's reference CLI writes and reads it at the same
+    path, with fdl's key beside it under ``x-fdl`` (which the reference ignores): either
+    tool reads what the other wrote (fdl asks again for a file without its key).
+    """
     path = cache_file(nested)
-    payload = {"key": probe_key(nested), "probe": invocation, "schema": schema}
+    payload = {**schema, _META: {"key": probe_key(nested), "probe": invocation}}
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return path
@@ -262,11 +275,9 @@ def find_caches(root: Path) -> list[CachedSchema]:
                 except (ManifestError, ManifestErrors):
                     nested = None
                 if nested is not None:
-                    status = "fresh" if data.get("key") == probe_key(nested) else "stale"
-            schema = data.get("schema") if data is not None else None
-            found.append(
-                CachedSchema(path, path.stem, status, schema if isinstance(schema, dict) else None)
-            )
+                    status = "fresh" if _split(data)[0] == probe_key(nested) else "stale"
+            schema = _split(data)[1] if data is not None else None
+            found.append(CachedSchema(path, path.stem, status, schema))
     return found
 
 

@@ -117,7 +117,16 @@ def test_compile_true_probes_once_and_uses_the_entrys_schema(run_fdl, project) -
     assert refused.exit_code == 2 and "allowed: onnx, safetensors" in refused.stderr
     assert probes(project) == 1  # the cache answered
     cache = project / "export" / ".fdl" / "schema-cache" / "export.json"
-    assert json.loads(cache.read_text())["schema"]["options"]["format"]["choices"]
+    cached = json.loads(cache.read_text())
+    # the reference CLI's format at its path (it ignores x-fdl, fdl's key)
+    assert cached["options"]["format"]["choices"] == ["onnx", "safetensors"]
+    assert cached["args"][0]["name"] == "model" and set(cached["x-fdl"]) == {"key", "probe"}
+    # a cache the reference wrote (the bare schema) is asked again, then carries fdl's key
+    del cached["x-fdl"]
+    cache.write_text(json.dumps(cached))
+    assert run_fdl(["export", "--help"], cwd=project).exit_code == 0
+    assert probes(project) == 2
+    assert "x-fdl" in json.loads(cache.read_text())
 
 
 def test_a_rebuilt_program_or_a_changed_manifest_is_asked_again(run_fdl, project) -> None:
