@@ -188,6 +188,15 @@ def _wait_gone(pid: int) -> bool:
     return False
 
 
+def _wait_closed(port: int) -> bool:
+    """The port stops listening (the kernel closes it as the process is torn down)."""
+    for _ in range(600):
+        if not [entry for entry in _listeners() if entry[1] == port]:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def _zombie(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
@@ -235,7 +244,7 @@ def test_the_registry_listens_on_loopback_and_stops_when_its_test_run_ends() -> 
         owner.kill()
         owner.wait()
         assert _wait_gone(pid), "the registry outlived the test run that started it"
-        assert not [entry for entry in _listeners() if entry[1] == port]
+        assert _wait_closed(port), "the registry's port is still listening"
     finally:
         if owner.poll() is None:
             owner.kill()
