@@ -82,7 +82,9 @@ def _wheels(versions: list[str], *, as_json: bool) -> int:
             continue
         for platform, url in sorted(urls.items()):
             try:
-                facts = cuda_facts(wheel_metadata(url, read_range))
+                facts = cuda_facts(
+                    wheel_metadata(url, read_range), platform.removeprefix("linux-")
+                )
             except FdlError as exc:
                 print(f"{version} {platform}: {exc.message}", file=sys.stderr)
                 drifted = True

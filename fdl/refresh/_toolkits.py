@@ -39,14 +39,29 @@ def parse_ptxas_archs(help_text: str) -> list[str]:
 
 def parse_host_limits(host_config: str) -> dict[str, int]:
     """The newest gcc and clang majors ``crt/host_config.h`` accepts (``#if __GNUC__ > 14``
-    rejects 15 and later: gcc 14; ``__clang_major__ >= 20`` rejects 20: clang 19)."""
+    rejects 15 and later: gcc 14; ``__clang_major__ >= 20`` rejects 20: clang 19).
+
+    The clang limit is the one of the check whose error is "unsupported clang version": CUDA
+    13.4's header also checks NVIDIA's Grace clang and the HOS (``__HORIZON__``) clang, each
+    with its own limit.
+    """
     limits: dict[str, int] = {}
     gcc = re.search(r"#if\s+__GNUC__\s*>\s*(\d+)", host_config)
     if gcc:
         limits["gcc"] = int(gcc.group(1))
-    clang = re.findall(r"__clang_major__\s*(>=|>)\s*(\d+)", host_config)
+    condition = ""
+    clang: list[int] = []
+    for line in host_config.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#if") and "__clang_major__" in stripped:
+            condition = stripped
+        elif stripped.startswith("#error") and "unsupported clang version" in stripped:
+            clang += [
+                int(n) - (1 if op == ">=" else 0)
+                for op, n in re.findall(r"__clang_major__\s*(>=|>)\s*(\d+)", condition)
+            ]
     if clang:
-        limits["clang"] = min(int(n) - (1 if op == ">=" else 0) for op, n in clang)
+        limits["clang"] = min(clang)
     return limits
 
 
@@ -165,8 +180,20 @@ def _crt_header(version: str, runner: Runner, python: str, dest: Path) -> str:
 def drift(derived: Derived) -> list[Drift]:
     """The differences between ``fdl/data/compat/cuda.yaml`` and what the wheel says."""
     from fdl.compat import toolkit
+    from fdl.errors import UsageError
 
-    kit = toolkit(derived.version)
+    try:
+        kit = toolkit(derived.version)
+    except UsageError:  # a toolkit newer than the tables: all of it is new
+        return [
+            Drift(
+                derived.version,
+                "toolkit",
+                None,
+                {"archs": " ".join(derived.archs), "compilers": derived.compilers},
+                f"ptxas --help and crt/host_config.h of {derived.wheel}",
+            )
+        ]
     found: list[Drift] = []
     table_archs = sorted(
         {t.code.removeprefix("sm_") for t in kit.targets if t.kind.name != "PTX"},

@@ -72,19 +72,39 @@ class WheelFacts:
     pins: dict[str, str]
 
 
-def cuda_facts(metadata: str) -> WheelFacts:
-    """The CUDA (major.minor of ``nvidia-cuda-runtime``) and cuDNN pins of a torch wheel."""
+def cuda_facts(metadata: str, machine: str = "x86_64") -> WheelFacts:
+    """The CUDA (major.minor of ``nvidia-cuda-runtime`` or ``cuda-toolkit``) and cuDNN pins
+    of a torch wheel, as pip installs it on a Linux ``machine`` (``x86_64``, ``aarch64``).
+
+    The pins' environment markers are evaluated: before 2.12 the aarch64 wheels' METADATA
+    lists the CUDA pins with ``platform_machine == "x86_64"``, i.e. that wheel is a CPU build.
+    """
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    environment = {
+        "platform_system": "Linux",
+        "sys_platform": "linux",
+        "platform_machine": machine,
+        "python_version": "3.11",
+        "python_full_version": "3.11.0",
+        "implementation_name": "cpython",
+        "extra": "",
+    }
     version = re.search(r"^Version: (\S+)", metadata, re.M)
     pins: dict[str, str] = {}
-    for name, pinned in re.findall(
-        r"^Requires-Dist: (nvidia-[a-z0-9-]+)\s*\(?\s*==\s*([0-9][0-9.]*)", metadata, re.M
-    ):
-        pins[name] = pinned
-    toolkit = re.search(
-        r"^Requires-Dist: cuda-toolkit(?:\[[^\]]*\])?\s*==\s*([0-9.]+)", metadata, re.M
-    )
-    if toolkit:  # 2.15 on: one cuda-toolkit pin instead of the nvidia-cuda-* ones
-        pins["cuda-toolkit"] = toolkit.group(1)
+    for line in re.findall(r"^Requires-Dist: (.+)$", metadata, re.M):
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if requirement.marker is not None and not requirement.marker.evaluate(environment):
+            continue
+        name = requirement.name.lower()
+        if not (name.startswith("nvidia-") or name == "cuda-toolkit"):
+            continue
+        exact = [s.version for s in requirement.specifier if s.operator == "=="]
+        if exact:  # 2.15 on: one cuda-toolkit pin instead of the nvidia-cuda-* ones
+            pins[name] = exact[0]
     runtime = pins.get("cuda-toolkit") or next(
         (v for k, v in pins.items() if k.startswith("nvidia-cuda-runtime")), None
     )

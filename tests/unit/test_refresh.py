@@ -24,10 +24,15 @@ def test_ptxas_help_gives_the_cubin_targets() -> None:
 def test_host_config_gives_the_newest_compilers() -> None:
     limits = parse_host_limits((FIXTURES / "host_config-12.8.h").read_text())
     assert limits == {"gcc": 14, "clang": 19}
-    assert parse_host_limits("#if __GNUC__ > 13\n#if (__clang_major__ > 17)\n") == {
-        "gcc": 13,
-        "clang": 17,
-    }
+    clang = "#if (__clang_major__ > 17)\n#error -- unsupported clang version! ...\n"
+    assert parse_host_limits("#if __GNUC__ > 13\n" + clang) == {"gcc": 13, "clang": 17}
+
+
+def test_the_generic_clang_check_counts_not_grace_or_hos_clang() -> None:
+    """CUDA 13.4's header (nvidia-cuda-crt 13.4.92) checks Grace clang (<= 22), HOS clang
+    (< 22) and clang (< 23): the limit for clang is 22, not the lowest of the three."""
+    limits = parse_host_limits((FIXTURES / "host_config-13.4.h").read_text())
+    assert limits == {"gcc": 16, "clang": 22}
 
 
 def test_wheel_names_follow_nvidias_scheme() -> None:
@@ -46,6 +51,12 @@ def test_drift_names_each_difference_with_its_source() -> None:
     assert found["archs"].detail["missing_from_table"] == ["130"]
     assert found["compilers.gcc"].table == 14 and found["compilers.gcc"].artefact == 15
     assert "host_config.h of nvcc.whl" in found["compilers.gcc"].source
+
+
+def test_a_toolkit_newer_than_the_tables_is_one_drift_not_a_crash() -> None:
+    [new] = drift(Derived("19.1", "nvcc.whl", ["75", "200"], {"gcc": 17, "clang": 24}))
+    assert (new.fact, new.table) == ("toolkit", None)
+    assert new.artefact == {"archs": "75 200", "compilers": {"gcc": 17, "clang": 24}}
 
 
 @pytest.mark.slow
@@ -106,6 +117,25 @@ def test_a_wheels_metadata_is_read_with_range_requests_only(tmp_path: Path) -> N
     assert all(length is not None and length < 1 << 17 for _, length in asked[1:])
     old = cuda_facts(OLD_STYLE)
     assert (old.cuda, old.cudnn) == ("12.1", "9.1.0.70")
+
+
+def test_pins_for_another_machine_do_not_count() -> None:
+    """Before 2.12 the aarch64 wheel's METADATA lists the CUDA pins for x86_64 only: on
+    aarch64 pip installs none of them, so that wheel is a CPU build."""
+    from fdl.refresh._wheels import cuda_facts
+
+    marked = (
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0\n"
+        'Requires-Dist: nvidia-cuda-runtime-cu12==12.8.90; platform_system == "Linux" and '
+        'platform_machine == "x86_64"\n'
+        'Requires-Dist: nvidia-cudnn-cu12==9.10.2.21; platform_system == "Linux" and '
+        'platform_machine == "x86_64"\n'
+        'Requires-Dist: sympy>=1.13.3\n'
+    )
+    assert (cuda_facts(marked).cuda, cuda_facts(marked).cudnn) == ("12.8", "9.10.2.21")
+    arm = cuda_facts(marked, "aarch64")
+    assert (arm.cuda, arm.cudnn, arm.pins) == (None, None, {})
+    assert cuda_facts(METADATA, "aarch64").cuda == "13.2"  # 2.15: pins for every machine
 
 
 def test_wheel_drift_names_a_release_the_tables_lack(tmp_path: Path) -> None:
