@@ -5,16 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from fdl.deploy._layers import PushResult, choose_compression, push_zstd
 from fdl.deploy._placement import ImageArchs
 from fdl.deploy._plan import DeployPlan, plan_deploy
 from fdl.deploy._target import DeployTarget, load_target
 from fdl.engine import Engine, LineCallback
-from fdl.errors import EnvironmentProblem, UsageError
+from fdl.errors import EnvironmentProblem, FdlError, UsageError
 from fdl.images import ImageSpec, VariantRef, plan_images, project_name
 from fdl.libtorch import variants
 from fdl.manifest import Manifest
 
-__all__ = ["Prepared", "image_archs", "prepare", "push_by_digest", "state_dir"]
+__all__ = ["Prepared", "image_archs", "prepare", "push_by_digest", "push_image", "state_dir"]
 
 
 @dataclass(frozen=True)
@@ -92,3 +93,30 @@ def push_by_digest(
         f"pushing {remote} left no digest for {repository}",
         hint="check that the registry accepted the push (`docker push` again)",
     )
+
+
+def push_image(
+    engine: Engine,
+    target: DeployTarget,
+    local: str,
+    remote: str,
+    *,
+    on_line: LineCallback | None = None,
+) -> PushResult:
+    """Push ``local`` as ``remote`` with the target's layer compression
+    (:func:`~fdl.deploy.choose_compression`); its digest in the result.
+
+    Under ``compression: auto`` a registry that refuses the zstd push (or a missing
+    ``zstandard`` package) gets the gzip push instead, with a line saying why.
+    """
+    choice = choose_compression(target)
+    if choice.method == "zstd":
+        try:
+            return push_zstd(engine, local, remote, on_line=on_line)
+        except FdlError as exc:
+            refused_creds = getattr(exc, "status", None) in (401, 403)
+            if not choice.falls_back or refused_creds or "is not built" in exc.message:
+                raise
+            if on_line is not None:
+                on_line(f"zstd push failed ({exc.message}); pushing with gzip instead")
+    return PushResult(push_by_digest(engine, local, remote, on_line=on_line), "gzip")
