@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from fdl.compat import version_key
 from fdl.deploy import (
     OCI_MANIFEST,
     ZSTD_LAYER,
@@ -24,7 +25,6 @@ from fdl.deploy import (
     push_zstd,
 )
 from fdl.engine import DockerEngine
-from fdl.compat import version_key
 from fdl.net import RegistryClient
 from fdl.runner import SubprocessRunner
 from tests.conftest import BASE_IMAGE
