@@ -20,6 +20,7 @@ from fdl.deploy._kube_exec import submit_kubernetes
 from fdl.deploy._layers import (
     OCI_MANIFEST,
     ZSTD_LAYER,
+    ZSTD_LEVEL,
     ZSTD_PULLERS,
     Compression,
     PushedBlob,
@@ -63,6 +64,7 @@ __all__ = [
     "OCI_MANIFEST",
     "PLACEHOLDER_DIGEST",
     "ZSTD_LAYER",
+    "ZSTD_LEVEL",
     "ZSTD_PULLERS",
     "Compression",
     "DeployPlan",

@@ -30,6 +30,7 @@ __all__ = [
     "OCI_CONFIG",
     "OCI_MANIFEST",
     "ZSTD_LAYER",
+    "ZSTD_LEVEL",
     "ZSTD_PULLERS",
     "Compression",
     "PushResult",
@@ -154,6 +155,7 @@ class PushResult:
     config: PushedBlob | None = None
     layers: tuple[PushedBlob, ...] = ()
     uploaded: int = 0  # blobs the registry did not have yet
+    tar_bytes: int = 0  # the layers uncompressed (zstd pushes)
 
     @property
     def layer_bytes(self) -> int:
@@ -249,11 +251,13 @@ def push_zstd(
             layers: list[PushedBlob] = []
             uploaded = 0
             done: dict[str, PushedBlob] = {}
+            tar_bytes = 0
             for position, (name, diff_id) in enumerate(zip(index["Layers"], diff_ids, strict=True)):
                 if name in done:
                     layers.append(done[name])
                     continue
                 member = saved.getmember(name)
+                tar_bytes += member.size
                 blob = Path(work) / f"layer-{position}.zst"
                 raw, digest = _compress(_member(saved, name), member.size, blob, compressor)
                 if raw != diff_id:
@@ -286,7 +290,7 @@ def push_zstd(
     body = json.dumps(manifest, separators=(",", ":"), sort_keys=True).encode()
     digest = client.put_manifest(tag, body, OCI_MANIFEST)
     say(f"pushed {remote} with zstd layers: {digest}")
-    return PushResult(digest, "zstd", config, tuple(layers), uploaded)
+    return PushResult(digest, "zstd", config, tuple(layers), uploaded, tar_bytes)
 
 
 def _member(archive: tarfile.TarFile, name: str) -> IO[bytes]:
