@@ -105,6 +105,10 @@ def served_bytes(registry: str, repository: str, tag: str) -> tuple[str, int, in
     return served.media_type, len(layers), total, {layer["mediaType"] for layer in layers}
 
 
+def _manifest_name(media_type: str) -> str:
+    return "OCI manifest" if media_type == OCI_MANIFEST else "docker v2 manifest"
+
+
 def push_sizes(image: str, registry: str) -> None:
     """Push ``image`` with docker (gzip) and with fdl's zstd push; print what each put in
     the registry (sum of the blob sizes in the pushed manifests) and how long it took."""
@@ -132,7 +136,8 @@ def push_sizes(image: str, registry: str) -> None:
          f"{zstd_seconds:.1f}")
     )  # fmt: skip
     print(
-        f"\n{image} pushed to {registry} ({kind.rsplit('.', 1)[-1]} / {zkind.rsplit('.', 1)[-1]})"
+        f"\n{image} pushed to {registry} (gzip: {_manifest_name(kind)}, "
+        f"zstd: {_manifest_name(zkind)}; bytes: config + layers)"
     )
     print_table(("layers", "count", "bytes in registry", "vs tars", "vs gzip", "push s"), rows)
 
