@@ -22,6 +22,7 @@ from fdl.deploy import (
     push_zstd,
     split_reference,
 )
+from fdl.engine import DockerEngine
 from fdl.engine._credentials import registry_credentials
 from fdl.errors import EnvironmentProblem, UsageError
 from fdl.net import RegistryError, registry_url
@@ -185,3 +186,5 @@ def test_credentials_from_the_docker_config(tmp_path: Path) -> None:
     ecr = "123.dkr.ecr.us-east-1.amazonaws.com"
     assert registry_credentials(ecr, env, runner) == ("AWS", "tok")
     assert registry_credentials("x.io", {"DOCKER_CONFIG": str(tmp_path / "none")}, runner) is None
+    # The engine reads its own environment's config, not the host's.
+    assert DockerEngine(runner, env).registry_credentials("ghcr.io") == ("me", "s3cret")
