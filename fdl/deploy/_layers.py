@@ -187,9 +187,29 @@ def _zstd_compressor() -> Any:
     return zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True)
 
 
-def _compress(source: IO[bytes], size: int, dest: Path, compressor: Any) -> tuple[str, str]:
-    """zstd-compress ``source`` into ``dest``: (sha256 of the tar, sha256 of the blob)."""
+def _uncompressed(source: IO[bytes], size: int) -> tuple[Any, int]:
+    """The layer tar of a saved layer, and its size (-1: unknown). Docker's classic store
+    saves plain tars; an engine with the containerd image store saves the stored blobs,
+    which may be gzip or zstd."""
+    import gzip
+
+    magic = source.read(4)
+    source.seek(0)
+    if magic[:2] == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=source), -1
+    if magic == b"\x28\xb5\x2f\xfd":
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(source), -1
+    return source, size
+
+
+def _compress(source: IO[bytes], size: int, dest: Path, compressor: Any) -> tuple[str, str, int]:
+    """zstd-compress the layer ``source`` into ``dest``: (sha256 of the tar, sha256 of the
+    blob, tar size)."""
     raw = hashlib.sha256()
+    reader, size = _uncompressed(source, size)
+    count = 0
 
     class _Hashing:
         def __init__(self, handle: IO[bytes]) -> None:
@@ -203,10 +223,11 @@ def _compress(source: IO[bytes], size: int, dest: Path, compressor: Any) -> tupl
     with dest.open("wb") as handle:
         hashing = _Hashing(handle)
         with compressor.stream_writer(hashing, size=size, closefd=False) as writer:
-            while chunk := source.read(_CHUNK):
+            while chunk := reader.read(_CHUNK):
                 raw.update(chunk)
+                count += len(chunk)
                 writer.write(chunk)
-    return f"sha256:{raw.hexdigest()}", f"sha256:{hashing.digest.hexdigest()}"
+    return f"sha256:{raw.hexdigest()}", f"sha256:{hashing.digest.hexdigest()}", count
 
 
 def push_zstd(
@@ -257,9 +278,9 @@ def push_zstd(
                     layers.append(done[name])
                     continue
                 member = saved.getmember(name)
-                tar_bytes += member.size
                 blob = Path(work) / f"layer-{position}.zst"
-                raw, digest = _compress(_member(saved, name), member.size, blob, compressor)
+                raw, digest, size = _compress(_member(saved, name), member.size, blob, compressor)
+                tar_bytes += size
                 if raw != diff_id:
                     raise EnvironmentProblem(
                         f"layer {position} of {local} is {raw}, but its config says {diff_id}",

@@ -188,3 +188,34 @@ def test_credentials_from_the_docker_config(tmp_path: Path) -> None:
     assert registry_credentials("x.io", {"DOCKER_CONFIG": str(tmp_path / "none")}, runner) is None
     # The engine reads its own environment's config, not the host's.
     assert DockerEngine(runner, env).registry_credentials("ghcr.io") == ("me", "s3cret")
+
+
+def test_a_saved_layer_that_is_already_gzip_is_unpacked_first(tmp_path: Path) -> None:
+    """An engine with the containerd image store saves its stored (gzip) blobs."""
+    import gzip
+
+    class GzipSaving(FakeEngine):
+        def save(self, ref: str, dest: Path) -> Path:
+            plain = super().save(ref, tmp_path / "plain.tar")
+            with tarfile.open(plain) as source, tarfile.open(dest, "w") as target:
+                for member in source.getmembers():
+                    data = source.extractfile(member).read()  # type: ignore[union-attr]
+                    if member.name.endswith("layer.tar"):
+                        data = gzip.compress(data)
+                    member.size = len(data)
+                    target.addfile(member, io.BytesIO(data))
+            return dest
+
+    engine = GzipSaving()
+    engine.add_image("app:1")
+    registry = MemoryRegistry()
+    result = push_zstd(engine, "app:1", "127.0.0.1:5000/acme/app:1", client=registry)  # type: ignore[arg-type]
+    manifest = json.loads(registry.manifests["1"][0])
+    tar = (
+        zstandard.ZstdDecompressor()
+        .stream_reader(io.BytesIO(registry.blobs[manifest["layers"][0]["digest"]]))
+        .read()
+    )
+    config = json.loads(registry.blobs[manifest["config"]["digest"]])
+    assert ["sha256:" + hashlib.sha256(tar).hexdigest()] == config["rootfs"]["diff_ids"]
+    assert result.tar_bytes == len(tar)
