@@ -36,6 +36,7 @@ __all__ = [
     "PushResult",
     "PushedBlob",
     "ZstdPuller",
+    "ZstdUnavailable",
     "choose_compression",
     "push_zstd",
     "split_reference",
@@ -176,11 +177,15 @@ def split_reference(remote: str) -> tuple[str, str, str]:
     return host, repository, tag
 
 
+class ZstdUnavailable(EnvironmentProblem):
+    """The ``zstandard`` package is not installed."""
+
+
 def _zstd_compressor() -> Any:
     try:
         import zstandard
     except ModuleNotFoundError:
-        raise EnvironmentProblem(
+        raise ZstdUnavailable(
             "zstd layers need the `zstandard` Python package, which is not installed",
             hint="pip install zstandard (in fdl's environment), or `compression: gzip`",
         ) from None

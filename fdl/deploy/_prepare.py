@@ -5,15 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fdl.deploy._layers import PushResult, choose_compression, push_zstd
+from fdl.deploy._layers import PushResult, ZstdUnavailable, choose_compression, push_zstd
 from fdl.deploy._placement import ImageArchs
 from fdl.deploy._plan import DeployPlan, plan_deploy
 from fdl.deploy._target import DeployTarget, load_target
 from fdl.engine import Engine, LineCallback
-from fdl.errors import EnvironmentProblem, FdlError, UsageError
+from fdl.errors import EnvironmentProblem, UsageError
 from fdl.images import ImageSpec, VariantRef, plan_images, project_name
 from fdl.libtorch import variants
 from fdl.manifest import Manifest
+from fdl.net import RegistryError
 
 __all__ = ["Prepared", "image_archs", "prepare", "push_by_digest", "push_image", "state_dir"]
 
@@ -113,9 +114,11 @@ def push_image(
     if choice.method == "zstd":
         try:
             return push_zstd(engine, local, remote, on_line=on_line)
-        except FdlError as exc:
-            refused_creds = getattr(exc, "status", None) in (401, 403)
-            if not choice.falls_back or refused_creds or "is not built" in exc.message:
+        except (RegistryError, ZstdUnavailable) as exc:
+            # A registry that refuses the OCI manifest or a zstd blob gets gzip; refused
+            # credentials and unreachable registries would fail the gzip push too.
+            refused_creds = isinstance(exc, RegistryError) and exc.status in (401, 403)
+            if not choice.falls_back or refused_creds:
                 raise
             if on_line is not None:
                 on_line(f"zstd push failed ({exc.message}); pushing with gzip instead")

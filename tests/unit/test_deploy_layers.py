@@ -219,3 +219,26 @@ def test_a_saved_layer_that_is_already_gzip_is_unpacked_first(tmp_path: Path) ->
     config = json.loads(registry.blobs[manifest["config"]["digest"]])
     assert ["sha256:" + hashlib.sha256(tar).hexdigest()] == config["rootfs"]["diff_ids"]
     assert result.tar_bytes == len(tar)
+
+
+def test_auto_without_zstandard_pushes_gzip_but_an_unreachable_registry_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from fdl.errors import NetworkError
+
+    engine = FakeEngine()
+    engine.add_image("app:1")
+    # Nothing listens on port 9 of loopback: the zstd push cannot reach it, nor would gzip.
+    with pytest.raises(NetworkError, match=r"cannot reach the registry 127\.0\.0\.1:9"):
+        push_image(engine, _target(kind="kubernetes"), "app:1", "127.0.0.1:9/acme/app:1")
+    assert engine.pushed == []
+    monkeypatch.setitem(sys.modules, "zstandard", None)
+    lines: list[str] = []
+    result = push_image(
+        engine, _target(kind="kubernetes"), "app:1", "127.0.0.1:9/acme/app:1",
+        on_line=lines.append,
+    )  # fmt: skip
+    assert result.compression == "gzip" and engine.pushed == ["127.0.0.1:9/acme/app:1"]
+    assert "`zstandard`" in lines[0] and lines[0].endswith("pushing with gzip instead")
