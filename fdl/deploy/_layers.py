@@ -7,7 +7,7 @@ gives the config and the uncompressed layer tars, each layer is compressed with 
 manifest with ``application/vnd.oci.image.layer.v1.tar+zstd`` layers is stored under the
 tag. It needs no buildx (BuildKit's ``compression=zstd`` exporter does the same at build
 time). ``auto`` picks zstd only where the target's runtime is known to pull zstd layers
-(:data:`ZSTD_PULLERS`), and falls back to gzip when the registry refuses the OCI manifest.
+(``fdl/data/compat/layers.yaml``), and falls back to gzip when the registry refuses the OCI manifest.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from fdl.compat.layers import ZstdPuller, zstd_puller
 from fdl.deploy._target import DeployTarget
 from fdl.engine import Engine, LineCallback
 from fdl.errors import EnvironmentProblem, UsageError
@@ -31,7 +32,6 @@ __all__ = [
     "OCI_MANIFEST",
     "ZSTD_LAYER",
     "ZSTD_LEVEL",
-    "ZSTD_PULLERS",
     "Compression",
     "PushResult",
     "PushedBlob",
@@ -47,67 +47,6 @@ OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 ZSTD_LAYER = "application/vnd.oci.image.layer.v1.tar+zstd"
 ZSTD_LEVEL = 3
 _CHUNK = 1 << 20
-
-
-@dataclass(frozen=True)
-class ZstdPuller:
-    """Whether a runtime pulls images with zstd layers, from which version, and the source."""
-
-    runtime: str
-    pulls_zstd: bool
-    since: str | None
-    note: str
-    source: str
-
-
-# Which runtimes `auto` trusts with zstd layers. Only a runtime whose every version in
-# current use pulls them gets zstd: fdl does not know the version on the cluster's nodes.
-ZSTD_PULLERS: dict[str, ZstdPuller] = {
-    p.runtime: p
-    for p in (
-        ZstdPuller(
-            "kubernetes",
-            True,
-            "containerd 1.5",
-            "Kubernetes nodes pull through their CRI runtime; containerd pulls zstd layers "
-            "from 1.5 (2021) on, and every containerd release still supported does",
-            "containerd v1.5.0 release notes; containerd/nerdctl#2329 (docs/stargz.md: "
-            "'zstd supported by containerd >= v1.5')",
-        ),
-        ZstdPuller(
-            "docker",
-            False,
-            "Docker Engine 23.0",
-            "Docker Engine pulls zstd layers from 23.0 on; 20.10 fails with "
-            "'archive/tar: invalid tar header' (seen here with Docker 20.10.24)",
-            "containerd/nerdctl#2329 ('zstd support by docker >=v23.0.0', moby v23.0.0 "
-            "release notes); aws/amazon-ecs-agent#4179 (20.10.25 fails)",
-        ),
-        ZstdPuller(
-            "pyxis",
-            False,
-            None,
-            "enroot (pyxis) extracts layers as gzip: `enroot import` of a zstd image fails "
-            "unless ENROOT_GZIP_PROGRAM=zstd is set on the nodes",
-            "NVIDIA/enroot#153 (open); NVIDIA/pyxis#180 (newer enroot may support it)",
-        ),
-        ZstdPuller(
-            "apptainer",
-            False,
-            None,
-            "not verified for Apptainer/Singularity; gzip is the safe choice",
-            "no primary source found",
-        ),
-        ZstdPuller(
-            "podman",
-            False,
-            None,
-            "podman (containers/image) reads zstd layers in recent releases; the version "
-            "that started is not verified here, so auto keeps gzip",
-            "containers/image#2906 (zstd handling in containers/image); version unverified",
-        ),
-    )
-}
 
 
 @dataclass(frozen=True)
@@ -130,7 +69,7 @@ def choose_compression(target: DeployTarget) -> Compression:
     if requested in ("gzip", "zstd"):
         return Compression(requested, requested, f"compression: {requested} in the target")
     runtime = "kubernetes" if target.kind == "kubernetes" else target.runtime
-    puller = ZSTD_PULLERS[runtime]
+    puller = zstd_puller(runtime)
     method = "zstd" if puller.pulls_zstd else "gzip"
     return Compression(method, "auto", puller.note)
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from fdl.compat import version_key
+from fdl.compat.layers import zstd_puller
 from fdl.deploy import (
     OCI_MANIFEST,
     ZSTD_LAYER,
-    ZSTD_PULLERS,
     DeployTarget,
     push_image,
     push_zstd,
@@ -116,7 +116,7 @@ def test_this_dockers_zstd_pull_matches_the_table(registry: str, tmp_path: Path)
     pulled = subprocess.run(["docker", "pull", by_digest], capture_output=True, text=True)
     engine.remove_image(by_digest, force=True)
     server = engine.describe().client.server_version or "0"
-    since = ZSTD_PULLERS["docker"].since or ""
+    since = zstd_puller("docker").since or ""
     expected = version_key(server) >= version_key(since.split()[-1])
     assert (pulled.returncode == 0) == expected, pulled.stderr
     if not expected:

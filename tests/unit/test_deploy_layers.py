@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from fdl.compat.layers import zstd_pullers
 from fdl.deploy import (
     OCI_MANIFEST,
     ZSTD_LAYER,
-    ZSTD_PULLERS,
     DeployTarget,
     choose_compression,
     push_image,
@@ -82,8 +82,8 @@ def test_auto_gives_zstd_only_to_runtimes_known_to_pull_it(
 def test_every_runtime_has_a_sourced_row() -> None:
     from fdl.manifest.sections.deploy import RUNTIMES
 
-    assert set(ZSTD_PULLERS) == {*RUNTIMES, "kubernetes"}
-    assert all(row.source and row.note for row in ZSTD_PULLERS.values())
+    assert set(zstd_pullers()) == {*RUNTIMES, "kubernetes"}
+    assert all(row.source and row.note for row in zstd_pullers().values())
 
 
 def test_the_zstd_push_writes_an_oci_manifest_whose_layers_unpack_to_the_diff_ids(
