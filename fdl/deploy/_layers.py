@@ -7,7 +7,8 @@ gives the config and the uncompressed layer tars, each layer is compressed with 
 manifest with ``application/vnd.oci.image.layer.v1.tar+zstd`` layers is stored under the
 tag. It needs no buildx (BuildKit's ``compression=zstd`` exporter does the same at build
 time). ``auto`` picks zstd only where the target's runtime is known to pull zstd layers
-(``fdl/data/compat/layers.yaml``), and falls back to gzip when the registry refuses the OCI manifest.
+(``fdl/data/compat/layers.yaml``), and falls back to gzip when the registry refuses the
+OCI manifest.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ _CHUNK = 1 << 20
 
 @dataclass(frozen=True)
 class Compression:
-    """The compression chosen for a target, and why (shown by ``render``/``submit``)."""
+    """The compression chosen for a target, and why (in the plan's JSON)."""
 
     method: str  # gzip | zstd
     requested: str  # gzip | zstd | auto

@@ -64,6 +64,7 @@ class DeployPlan:
             "job_name": self.job_name,
             "placement": self.placement.to_json(),
             "compression": choose_compression(self.target).method,
+            "compression_reason": choose_compression(self.target).reason,
             "file": self.filename,
             "text": self.text,
         }
