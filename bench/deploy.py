@@ -2,23 +2,26 @@
 tasks' first output, on the local one-node SLURM cluster (scripts/setup-slurm.sh), with
 the tasks running the test base image through docker (2 tasks, as a DDP job would).
 
-Also the bytes a push would send for an image's layers compressed with gzip (level 6, what
-`docker push` uses: Go's default) and with zstd (level 3, BuildKit's default for
-`compression=zstd`). Docker 20.10 here has no buildx, so BuildKit cannot push zstd layers
-itself: the layers of `docker save` are compressed by this script instead (gzip module and
-the zstd CLI), which is what each pushed blob would be.
+With --push, the bytes the cpp example's train image occupies in a real registry (the local
+one, scripts/setup-registry.sh) pushed with gzip (`docker push`, what `compression: gzip`
+does) and with zstd (fdl's own push of `compression: zstd`: an OCI manifest with zstd level 3
+layers, BuildKit's default level): the sum of the blob sizes in each pushed manifest, read
+back from the registry, and the seconds each push took.
 
-Run: python bench/deploy.py [--runs 5] [--image fdl-test/debian:bookworm] [--layers IMAGE]
+Run: python bench/deploy.py [--runs 5] [--image fdl-test/debian:bookworm]
+                            [--push | --push-image IMAGE] [--registry 127.0.0.1:5000] [--no-slurm]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -26,13 +29,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._common import print_table
 from fdl.deploy import (
     FINISHED,
+    OCI_MANIFEST,
+    ZSTD_LAYER,
+    ZSTD_LEVEL,
     DeployTarget,
     ImageArchs,
     job_state,
     plan_deploy,
+    push_by_digest,
+    push_zstd,
     submit_sbatch,
 )
+from fdl.engine import DockerEngine
+from fdl.net import RegistryClient
 from fdl.runner import SubprocessRunner
+
+ACCEPT = (OCI_MANIFEST, "application/vnd.docker.distribution.manifest.v2+json")
 
 
 def one_run(image_id: str, state: Path) -> tuple[float, float, float]:
@@ -65,39 +77,100 @@ def one_run(image_id: str, state: Path) -> tuple[float, float, float]:
     return submitted, running, first_output or time.perf_counter() - start
 
 
-def layer_bytes(image: str) -> tuple[int, int, int, int]:
-    """(layers, raw bytes, gzip bytes, zstd bytes) of the image's layers."""
-    import gzip
-    import tarfile
+def build_train_image(base: str, cache: Path, work: Path) -> str:
+    """The cpp example's train image (CPU libtorch from the local wheel), as the deploy
+    test builds it; its tag."""
+    from fdl.images import build_images, plan_images
+    from fdl.manifest import load_manifest
+    from tests.support.images import cpu_variant_from_wheel, link_variant, make_project
 
-    raw = gz = zst = count = 0
-    with tempfile.TemporaryDirectory() as work:
-        archive = Path(work) / "image.tar"
-        subprocess.run(["docker", "save", "-o", str(archive), image], check=True)
-        with tarfile.open(archive) as outer:
-            for member in outer.getmembers():
-                if not member.name.endswith("layer.tar"):
-                    continue
-                handle = outer.extractfile(member)
-                assert handle is not None
-                data = handle.read()
-                count += 1
-                raw += len(data)
-                gz += len(gzip.compress(data, compresslevel=6))
-                zst += len(
-                    subprocess.run(
-                        ["zstd", "-3", "-q", "-c"], input=data, capture_output=True, check=True
-                    ).stdout
-                )
-    return count, raw, gz, zst
+    tag = f"fdl-bench-{uuid.uuid4().hex[:8]}-train:latest"
+    project = make_project(work, f"images:\n  train:\n    base: {base}\n    tag: {tag}\n")
+    link_variant(cpu_variant_from_wheel(cache / "variants"), project)
+    specs = plan_images(load_manifest(project), ["train"])
+    build_images(specs, project, engine=DockerEngine(SubprocessRunner()))
+    return tag
+
+
+def served_bytes(registry: str, repository: str, tag: str) -> tuple[str, int, int, set[str]]:
+    """(manifest type, layer count, config + layer bytes, layer media types) of what the
+    registry serves for ``repository:tag``: the bytes a pull of it transfers."""
+    import json
+
+    client = RegistryClient(registry, repository)
+    served = client.manifest(tag, ACCEPT)
+    body = json.loads(served.body)
+    layers = body["layers"]
+    total = body["config"]["size"] + sum(layer["size"] for layer in layers)
+    return served.media_type, len(layers), total, {layer["mediaType"] for layer in layers}
+
+
+def _manifest_name(media_type: str) -> str:
+    return "OCI manifest" if media_type == OCI_MANIFEST else "docker v2 manifest"
+
+
+def push_sizes(image: str, registry: str) -> None:
+    """Push ``image`` with docker (gzip) and with fdl's zstd push; print what each put in
+    the registry (sum of the blob sizes in the pushed manifests) and how long it took."""
+    engine = DockerEngine(SubprocessRunner())
+    tag = uuid.uuid4().hex[:10]
+    rows = []
+    gzip_remote = f"{registry}/fdl-bench/train-gzip:{tag}"
+    start = time.perf_counter()
+    push_by_digest(engine, image, gzip_remote)
+    gzip_seconds = time.perf_counter() - start
+    engine.remove_image(gzip_remote, force=True)
+    kind, count, gz, _ = served_bytes(registry, "fdl-bench/train-gzip", tag)
+    start = time.perf_counter()
+    result = push_zstd(engine, image, f"{registry}/fdl-bench/train-zstd:{tag}")
+    zstd_seconds = time.perf_counter() - start
+    zkind, zcount, zst, ztypes = served_bytes(registry, "fdl-bench/train-zstd", tag)
+    assert ztypes == {ZSTD_LAYER}, ztypes
+    raw = result.tar_bytes
+    rows.append(("none (layer tars)", count, f"{raw:,}", "1.000", "", ""))
+    rows.append(
+        ("gzip (docker push)", count, f"{gz:,}", f"{gz / raw:.3f}", "1.000", f"{gzip_seconds:.1f}")
+    )
+    rows.append(
+        (f"zstd -{ZSTD_LEVEL} (fdl)", zcount, f"{zst:,}", f"{zst / raw:.3f}", f"{zst / gz:.3f}",
+         f"{zstd_seconds:.1f}")
+    )  # fmt: skip
+    print(
+        f"\n{image} pushed to {registry} (gzip: {_manifest_name(kind)}, "
+        f"zstd: {_manifest_name(zkind)}; bytes: config + layers)"
+    )
+    print_table(("layers", "count", "bytes in registry", "vs tars", "vs gzip", "push s"), rows)
+
+
+def layers(args: argparse.Namespace) -> None:
+    if args.push_image:
+        push_sizes(args.push_image, args.registry)
+        return
+    with tempfile.TemporaryDirectory(prefix="fdl-bench-") as work:
+        image = build_train_image(args.image, args.cache, Path(work))
+        try:
+            push_sizes(image, args.registry)
+        finally:
+            DockerEngine(SubprocessRunner()).remove_image(image, force=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--image", default="fdl-test/debian:bookworm")
-    parser.add_argument("--layers", help="also compare gzip and zstd layer bytes of this image")
+    parser.add_argument("--no-slurm", action="store_true", help="skip the submit timings")
+    parser.add_argument(
+        "--push", action="store_true",
+        help="also push the cpp example's train image with gzip and with zstd to --registry",
+    )  # fmt: skip
+    parser.add_argument("--push-image", help="push this image instead of building the train image")
+    parser.add_argument("--registry", default=os.environ.get("FDL_TEST_REGISTRY", "127.0.0.1:5000"))
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "fdl-bench")
     args = parser.parse_args()
+    if args.push or args.push_image:
+        layers(args)
+    if args.no_slurm:
+        return
     image_id = subprocess.run(
         ["docker", "image", "inspect", "-f", "{{.Id}}", args.image],
         capture_output=True,
@@ -114,17 +187,6 @@ def main() -> None:
         )
     print(f"local SLURM, {args.runs} runs, 2 tasks via docker ({args.image})")
     print_table(("from submit to", "median s", "min s", "max s"), rows)
-    if args.layers:
-        count, raw, gz, zst = layer_bytes(args.layers)
-        print(f"\n{args.layers}: {count} layers")
-        print_table(
-            ("compression", "bytes", "vs raw", "vs gzip"),
-            [
-                ("none", f"{raw:,}", "1.00", ""),
-                ("gzip -6", f"{gz:,}", f"{gz / raw:.3f}", "1.00"),
-                ("zstd -3", f"{zst:,}", f"{zst / raw:.3f}", f"{zst / gz:.3f}"),
-            ],
-        )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,19 @@ from __future__ import annotations
 from fdl.deploy._jobs import cancel_of, job_state_of, logs_of
 from fdl.deploy._kube import affinity, render_kubernetes, to_yaml
 from fdl.deploy._kube_exec import submit_kubernetes
+from fdl.deploy._layers import (
+    OCI_MANIFEST,
+    ZSTD_LAYER,
+    ZSTD_LEVEL,
+    Compression,
+    PushedBlob,
+    PushResult,
+    ZstdPuller,
+    ZstdUnavailable,
+    choose_compression,
+    push_zstd,
+    split_reference,
+)
 from fdl.deploy._placement import GpuVerdict, ImageArchs, Placement, check_placement, place
 from fdl.deploy._plan import (
     PLACEHOLDER_DIGEST,
@@ -26,7 +39,14 @@ from fdl.deploy._plan import (
     remote_name,
     runs_local_images,
 )
-from fdl.deploy._prepare import Prepared, image_archs, prepare, push_by_digest, state_dir
+from fdl.deploy._prepare import (
+    Prepared,
+    image_archs,
+    prepare,
+    push_by_digest,
+    push_image,
+    state_dir,
+)
 from fdl.deploy._slurm import launcher_argv, render_sbatch, sbatch_options
 from fdl.deploy._slurm_exec import (
     FINISHED,
@@ -41,7 +61,11 @@ from fdl.deploy._target import DeployTarget, GpuOffer, load_target, target_names
 
 __all__ = [
     "FINISHED",
+    "OCI_MANIFEST",
     "PLACEHOLDER_DIGEST",
+    "ZSTD_LAYER",
+    "ZSTD_LEVEL",
+    "Compression",
     "DeployPlan",
     "DeployTarget",
     "GpuOffer",
@@ -50,10 +74,15 @@ __all__ = [
     "JobRecord",
     "Placement",
     "Prepared",
+    "PushResult",
+    "PushedBlob",
+    "ZstdPuller",
+    "ZstdUnavailable",
     "affinity",
     "cancel_job",
     "cancel_of",
     "check_placement",
+    "choose_compression",
     "follow_output",
     "image_archs",
     "job_state",
@@ -65,6 +94,8 @@ __all__ = [
     "plan_deploy",
     "prepare",
     "push_by_digest",
+    "push_image",
+    "push_zstd",
     "pyxis_image",
     "read_record",
     "remote_name",
@@ -72,6 +103,7 @@ __all__ = [
     "render_sbatch",
     "runs_local_images",
     "sbatch_options",
+    "split_reference",
     "state_dir",
     "submit_kubernetes",
     "submit_sbatch",

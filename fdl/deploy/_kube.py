@@ -1,5 +1,6 @@
 """The Kubernetes objects of a target (pure): a Job for one node; for several, an Indexed
-Job whose pods find rank 0 through a headless Service.
+Job whose pods find rank 0 through a headless Service; or, when the target's ``controller``
+asks, a Kubeflow PyTorchJob or a JobSet.
 
 Pods get ``nvidia.com/gpu`` limits, a memory-backed ``/dev/shm`` (PyTorch's data loaders
 and NCCL use shared memory; a container's default is 64 MiB), and node affinity to the
@@ -13,7 +14,14 @@ from typing import Any
 
 from fdl.deploy._target import DeployTarget, GpuOffer
 
-__all__ = ["affinity", "render_kubernetes", "to_yaml"]
+__all__ = [
+    "JOBSET_REPLICATED_JOB",
+    "affinity",
+    "render_jobset",
+    "render_kubernetes",
+    "render_pytorchjob",
+    "to_yaml",
+]
 
 _LABEL = "app.kubernetes.io/name"
 
@@ -42,16 +50,17 @@ def affinity(allowed: tuple[GpuOffer, ...]) -> dict[str, Any] | None:
 
 
 def _container(
-    target: DeployTarget, image: str, args: list[str] | None, name: str, headless: str | None
+    target: DeployTarget, image: str, args: list[str] | None, master_addr: str | None
 ) -> dict[str, Any]:
+    """The training container; ``master_addr`` is rank 0's DNS name when the pods are
+    those of an Indexed Job (each pod's rank is its completion index), None for one pod."""
     env: list[dict[str, Any]] = [
         {"name": "WORLD_SIZE", "value": str(target.nodes)},  # one process per pod
         {"name": "MASTER_PORT", "value": str(target.master_port)},
     ]
-    if headless:
-        # Indexed Job pods are named <job>-<index>; the Service gives them DNS names.
+    if master_addr:
         env += [
-            {"name": "MASTER_ADDR", "value": f"{name}-0.{headless}"},
+            {"name": "MASTER_ADDR", "value": master_addr},
             {
                 "name": "RANK",
                 "valueFrom": {
@@ -95,9 +104,10 @@ def _pod_spec(
     target: DeployTarget,
     image: str,
     args: list[str] | None,
-    name: str,
-    headless: str | None,
     allowed: tuple[GpuOffer, ...],
+    *,
+    master_addr: str | None = None,
+    subdomain: str | None = None,
 ) -> dict[str, Any]:
     volumes: list[dict[str, Any]] = [
         {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": target.shm}}
@@ -107,11 +117,11 @@ def _pod_spec(
         volumes.append({"name": f"mount-{index}", "hostPath": {"path": host}})
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
-        "containers": [_container(target, image, args, name, headless)],
+        "containers": [_container(target, image, args, master_addr)],
         "volumes": volumes,
     }
-    if headless:
-        spec["subdomain"] = headless
+    if subdomain:
+        spec["subdomain"] = subdomain
     if target.service_account:
         spec["serviceAccountName"] = target.service_account
     if target.image_pull_secrets:
@@ -123,6 +133,30 @@ def _pod_spec(
     found = affinity(allowed)
     if found:
         spec["affinity"] = found
+    return spec
+
+
+def _labels(name: str) -> dict[str, str]:
+    return {_LABEL: name, "app.kubernetes.io/managed-by": "fdl"}
+
+
+def _object(api_version: str, kind: str, target: DeployTarget, name: str) -> dict[str, Any]:
+    """An object's apiVersion, kind and metadata (name, namespace, fdl's labels)."""
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": target.namespace, "labels": _labels(name)},
+    }
+
+
+def _indexed_job_spec(target: DeployTarget, name: str, pod: dict[str, Any]) -> dict[str, Any]:
+    """A Job spec running ``pod``: one pod, or ``nodes`` Indexed pods all at once."""
+    spec: dict[str, Any] = {
+        "backoffLimit": 0,
+        "template": {"metadata": {"labels": _labels(name)}, "spec": pod},
+    }
+    if target.nodes > 1:
+        spec.update(completionMode="Indexed", completions=target.nodes, parallelism=target.nodes)
     return spec
 
 
@@ -140,10 +174,9 @@ def render_pytorchjob(
     (one process per pod); it needs the container named ``pytorch`` and takes the port
     named ``pytorchjob-port`` as the rendezvous port.
     """
-    labels = {_LABEL: name, "app.kubernetes.io/managed-by": "fdl"}
 
     def replica(count: int) -> dict[str, Any]:
-        spec = _pod_spec(target, image, args, name, None, allowed)
+        spec = _pod_spec(target, image, args, allowed)
         container = spec["containers"][0]
         container["name"] = "pytorch"
         container["ports"] = [{"containerPort": target.master_port, "name": "pytorchjob-port"}]
@@ -152,23 +185,64 @@ def render_pytorchjob(
         return {
             "replicas": count,
             "restartPolicy": "Never",
-            "template": {"metadata": {"labels": labels}, "spec": spec},
+            "template": {"metadata": {"labels": _labels(name)}, "spec": spec},
         }
 
     replicas = {"Master": replica(1)}
     if target.nodes > 1:
         replicas["Worker"] = replica(target.nodes - 1)
-    return [
-        {
-            "apiVersion": "kubeflow.org/v1",
-            "kind": "PyTorchJob",
-            "metadata": {"name": name, "namespace": target.namespace, "labels": labels},
-            "spec": {
-                "runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "None"},
-                "pytorchReplicaSpecs": replicas,
-            },
-        }
-    ]
+    job = _object("kubeflow.org/v1", "PyTorchJob", target, name)
+    job["spec"] = {
+        "runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "None"},
+        "pytorchReplicaSpecs": replicas,
+    }
+    return [job]
+
+
+# The JobSet's one replicated Job. Pod hostnames are <jobset>-<this>-<job index>-<pod index>
+# and must fit a DNS label (63): fdl's job names are at most 52 characters.
+JOBSET_REPLICATED_JOB = "train"
+
+
+def render_jobset(
+    target: DeployTarget,
+    *,
+    image: str,
+    name: str,
+    args: list[str] | None,
+    allowed: tuple[GpuOffer, ...] = (),
+) -> list[dict[str, Any]]:
+    """A ``JobSet`` (jobset.x-k8s.io/v1alpha2) with one replicated Job: an Indexed Job
+    of ``nodes`` pods (for one node, a plain one-pod Job).
+
+    The JobSet controller creates the headless Service (named after the subdomain, the
+    JobSet's name by default) and gives each pod the hostname
+    ``<jobset>-<replicated job>-<job index>-<pod index>``, so rank 0 is
+    ``<name>-train-0-0.<name>``; each pod's rank is its completion index.
+    """
+    several = target.nodes > 1
+    master = f"{name}-{JOBSET_REPLICATED_JOB}-0-0.{name}" if several else None
+    pod = _pod_spec(target, image, args, allowed, master_addr=master)
+    jobset = _object("jobset.x-k8s.io/v1alpha2", "JobSet", target, name)
+    jobset["spec"] = {
+        "failurePolicy": {"maxRestarts": 0},
+        "network": {
+            "enableDNSHostnames": True,
+            "publishNotReadyAddresses": True,
+            "subdomain": name,
+        },
+        "replicatedJobs": [
+            {
+                "name": JOBSET_REPLICATED_JOB,
+                "replicas": 1,
+                "template": {
+                    "metadata": {"labels": _labels(name)},
+                    "spec": _indexed_job_spec(target, name, pod),
+                },
+            }
+        ],
+    }
+    return [jobset]
 
 
 def render_kubernetes(
@@ -180,7 +254,7 @@ def render_kubernetes(
     allowed: tuple[GpuOffer, ...] = (),
 ) -> list[dict[str, Any]]:
     """The objects to apply: ``[Job]`` for one node, ``[Service, Job]`` for several, or
-    a ``PyTorchJob`` when the target's ``controller`` is ``pytorchjob``.
+    a ``PyTorchJob`` / ``JobSet`` when the target's ``controller`` says so.
 
     Args:
         target: The Kubernetes target.
@@ -191,34 +265,28 @@ def render_kubernetes(
     """
     if target.controller == "pytorchjob":
         return render_pytorchjob(target, image=image, name=name, args=args, allowed=allowed)
-    labels = {_LABEL: name, "app.kubernetes.io/managed-by": "fdl"}
+    if target.controller == "jobset":
+        return render_jobset(target, image=image, name=name, args=args, allowed=allowed)
     several = target.nodes > 1
-    headless = name if several else None
-    job_spec: dict[str, Any] = {
-        "backoffLimit": 0,
-        "template": {
-            "metadata": {"labels": labels},
-            "spec": _pod_spec(target, image, args, name, headless, allowed),
-        },
-    }
-    if several:
-        job_spec.update(
-            completionMode="Indexed", completions=target.nodes, parallelism=target.nodes
-        )
-    metadata = {"name": name, "namespace": target.namespace, "labels": labels}
-    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": job_spec}
+    # Indexed Job pods are named <job>-<index>; the headless Service gives them DNS names.
+    pod = _pod_spec(
+        target,
+        image,
+        args,
+        allowed,
+        master_addr=f"{name}-0.{name}" if several else None,
+        subdomain=name if several else None,
+    )
+    job = _object("batch/v1", "Job", target, name)
+    job["spec"] = _indexed_job_spec(target, name, pod)
     if not several:
         return [job]
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": metadata,
-        "spec": {
-            "clusterIP": "None",
-            "selector": {_LABEL: name},
-            "publishNotReadyAddresses": True,
-            "ports": [{"name": "rendezvous", "port": target.master_port}],
-        },
+    service = _object("v1", "Service", target, name)
+    service["spec"] = {
+        "clusterIP": "None",
+        "selector": {_LABEL: name},
+        "publishNotReadyAddresses": True,
+        "ports": [{"name": "rendezvous", "port": target.master_port}],
     }
     return [service, job]
 

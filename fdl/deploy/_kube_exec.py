@@ -43,8 +43,19 @@ def _client(context: str | None) -> Any:
     return kubernetes
 
 
-# Kubeflow's PyTorchJob: (group, version, plural)
-_PYTORCHJOB = ("kubeflow.org", "v1", "pytorchjobs")
+# Custom resources fdl submits: kind -> (group, version, plural, the record's kind, the
+# label its controller puts on the pods).
+_CUSTOM = {
+    "PyTorchJob": (
+        "kubeflow.org", "v1", "pytorchjobs", "kubernetes-pytorchjob",
+        "training.kubeflow.org/job-name",
+    ),
+    "JobSet": (
+        "jobset.x-k8s.io", "v1alpha2", "jobsets", "kubernetes-jobset",
+        "jobset.sigs.k8s.io/jobset-name",
+    ),
+}  # fmt: skip
+_BY_RECORD = {entry[3]: entry for entry in _CUSTOM.values()}
 
 
 def submit_kubernetes(plan: DeployPlan, state_dir: Path) -> JobRecord:
@@ -59,13 +70,17 @@ def submit_kubernetes(plan: DeployPlan, state_dir: Path) -> JobRecord:
     for obj in yaml.safe_load_all(plan.text):
         if not obj:
             continue
-        if obj.get("kind") == "PyTorchJob":  # a custom resource: the typed helpers lack it
+        custom = _CUSTOM.get(obj.get("kind", ""))
+        if custom:  # a custom resource: the typed helpers lack it
+            group, version, plural, kind, _ = custom
             k8s.client.CustomObjectsApi(api).create_namespaced_custom_object(
-                *_PYTORCHJOB[:2], plan.target.namespace, _PYTORCHJOB[2], obj
+                group, version, plan.target.namespace, plural, obj
             )
         else:
             k8s.utils.create_from_dict(api, obj, namespace=plan.target.namespace)
-    kind = "kubernetes-pytorchjob" if plan.target.controller == "pytorchjob" else "kubernetes"
+    kind = {"pytorchjob": "kubernetes-pytorchjob", "jobset": "kubernetes-jobset"}.get(
+        plan.target.controller, "kubernetes"
+    )
     record = JobRecord(
         plan.target.name, kind, plan.job_name, plan.image, str(path), plan.target.namespace
     )
@@ -78,20 +93,13 @@ def submit_kubernetes(plan: DeployPlan, state_dir: Path) -> JobRecord:
 def kube_state(record: JobRecord, context: str | None) -> str:
     """``Complete``, ``Failed``, ``Running`` (active pods) or ``Pending``."""
     k8s = _client(context)
-    if record.kind == "kubernetes-pytorchjob":
+    custom = _BY_RECORD.get(record.kind)
+    if custom:
+        group, version, plural, _, _ = custom
         found = k8s.client.CustomObjectsApi().get_namespaced_custom_object(
-            _PYTORCHJOB[0], _PYTORCHJOB[1], record.output, _PYTORCHJOB[2], record.job_id
+            group, version, record.output, plural, record.job_id
         )
-        conditions = (found.get("status") or {}).get("conditions") or []
-        current = [c["type"] for c in conditions if c.get("status") == "True"]
-        for state, shown in (
-            ("Succeeded", "Complete"),
-            ("Failed", "Failed"),
-            ("Running", "Running"),
-        ):
-            if state in current:
-                return shown
-        return "Pending"
+        return _custom_state(found.get("status") or {})
     job = k8s.client.BatchV1Api().read_namespaced_job_status(record.job_id, record.output)
     for condition in job.status.conditions or ():
         if condition.status == "True" and condition.type in ("Complete", "Failed"):
@@ -99,13 +107,32 @@ def kube_state(record: JobRecord, context: str | None) -> str:
     return "Running" if job.status.active else "Pending"
 
 
+def _custom_state(status: dict[str, Any]) -> str:
+    """A PyTorchJob's or JobSet's state from its status (conditions, JobSet's terminalState
+    and replicated Jobs' counts)."""
+    current = {c.get("type") for c in status.get("conditions") or () if c.get("status") == "True"}
+    terminal = status.get("terminalState")
+    if terminal in ("Completed", "Failed"):
+        current.add(terminal)
+    for state, shown in (
+        ("Succeeded", "Complete"),  # PyTorchJob
+        ("Completed", "Complete"),  # JobSet
+        ("Failed", "Failed"),
+        ("Running", "Running"),
+    ):
+        if state in current:
+            return shown
+    if any(r.get("active") or r.get("ready") for r in status.get("replicatedJobsStatus") or ()):
+        return "Running"
+    return "Pending"
+
+
 def kube_logs(record: JobRecord, context: str | None) -> Iterator[str]:
     """Each pod's log, in pod-name order."""
     k8s = _client(context)
     core = k8s.client.CoreV1Api()
-    label = (
-        "training.kubeflow.org/job-name" if record.kind == "kubernetes-pytorchjob" else "job-name"
-    )
+    custom = _BY_RECORD.get(record.kind)
+    label = custom[4] if custom else "job-name"
     pods = core.list_namespaced_pod(record.output, label_selector=f"{label}={record.job_id}")
     for pod in sorted(pods.items, key=lambda p: p.metadata.name):
         yield from str(core.read_namespaced_pod_log(pod.metadata.name, record.output)).splitlines()
@@ -115,9 +142,11 @@ def kube_cancel(record: JobRecord, context: str | None) -> None:
     """Delete the Job (and its pods) and the headless Service, if any."""
     k8s = _client(context)
     body = k8s.client.V1DeleteOptions(propagation_policy="Background")
-    if record.kind == "kubernetes-pytorchjob":  # the operator removes its pods and services
+    custom = _BY_RECORD.get(record.kind)
+    if custom:  # the controller removes what it created (pods, Jobs, services)
+        group, version, plural, _, _ = custom
         k8s.client.CustomObjectsApi().delete_namespaced_custom_object(
-            _PYTORCHJOB[0], _PYTORCHJOB[1], record.output, _PYTORCHJOB[2], record.job_id
+            group, version, record.output, plural, record.job_id, body=body
         )
         return
     k8s.client.BatchV1Api().delete_namespaced_job(record.job_id, record.output, body=body)

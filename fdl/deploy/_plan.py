@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from fdl.deploy._kube import render_kubernetes, to_yaml
+from fdl.deploy._layers import choose_compression
 from fdl.deploy._placement import ImageArchs, Placement, check_placement
 from fdl.deploy._slurm import render_sbatch
 from fdl.deploy._target import DeployTarget
@@ -62,6 +63,8 @@ class DeployPlan:
             "image": self.image,
             "job_name": self.job_name,
             "placement": self.placement.to_json(),
+            "compression": choose_compression(self.target).method,
+            "compression_reason": choose_compression(self.target).reason,
             "file": self.filename,
             "text": self.text,
         }

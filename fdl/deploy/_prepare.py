@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from fdl.deploy._layers import PushResult, ZstdUnavailable, choose_compression, push_zstd
 from fdl.deploy._placement import ImageArchs
 from fdl.deploy._plan import DeployPlan, plan_deploy
 from fdl.deploy._target import DeployTarget, load_target
@@ -13,8 +14,9 @@ from fdl.errors import EnvironmentProblem, UsageError
 from fdl.images import ImageSpec, VariantRef, plan_images, project_name
 from fdl.libtorch import variants
 from fdl.manifest import Manifest
+from fdl.net import RegistryError
 
-__all__ = ["Prepared", "image_archs", "prepare", "push_by_digest", "state_dir"]
+__all__ = ["Prepared", "image_archs", "prepare", "push_by_digest", "push_image", "state_dir"]
 
 
 @dataclass(frozen=True)
@@ -92,3 +94,32 @@ def push_by_digest(
         f"pushing {remote} left no digest for {repository}",
         hint="check that the registry accepted the push (`docker push` again)",
     )
+
+
+def push_image(
+    engine: Engine,
+    target: DeployTarget,
+    local: str,
+    remote: str,
+    *,
+    on_line: LineCallback | None = None,
+) -> PushResult:
+    """Push ``local`` as ``remote`` with the target's layer compression
+    (:func:`~fdl.deploy.choose_compression`); its digest in the result.
+
+    Under ``compression: auto`` a registry that refuses the zstd push (or a missing
+    ``zstandard`` package) gets the gzip push instead, with a line saying why.
+    """
+    choice = choose_compression(target)
+    if choice.method == "zstd":
+        try:
+            return push_zstd(engine, local, remote, on_line=on_line)
+        except (RegistryError, ZstdUnavailable) as exc:
+            # A registry that refuses the OCI manifest or a zstd blob gets gzip; refused
+            # credentials and unreachable registries would fail the gzip push too.
+            refused_creds = isinstance(exc, RegistryError) and exc.status in (401, 403)
+            if not choice.falls_back or refused_creds:
+                raise
+            if on_line is not None:
+                on_line(f"zstd push failed ({exc.message}); pushing with gzip instead")
+    return PushResult(push_by_digest(engine, local, remote, on_line=on_line), "gzip")

@@ -72,6 +72,7 @@ class DeployTarget:
     node_selector: tuple[tuple[str, str], ...] = ()
     shm: str = "8Gi"
     controller: str = "job"
+    compression: str = "auto"
     origin: str = field(default="", compare=False)
 
     @property
@@ -173,5 +174,6 @@ def load_target(manifest: Manifest, name: str | None) -> DeployTarget:
         node_selector=tuple(sorted((raw.get("node-selector") or {}).items())),
         shm=str(raw.get("shm") or "8Gi"),
         controller=str(raw.get("controller") or "job"),
+        compression=str(raw.get("compression") or "auto"),
         origin=str(origin.location()) if origin else manifest.source,
     )

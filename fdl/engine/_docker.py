@@ -21,6 +21,7 @@ from typing import Any
 from fdl.engine._argv import build_command, buildkit_reasons, run_command
 from fdl.engine._client import needs_buildkit_error, select_client
 from fdl.engine._compose import find_compose
+from fdl.engine._credentials import registry_credentials
 from fdl.engine._facts import translate_failure
 from fdl.engine._progress import BuildProgress
 from fdl.engine._types import (
@@ -244,6 +245,15 @@ class DockerEngine:
             raise translate_failure(
                 exc, f"pushing {ref}", hint="log in first (`docker login <registry>`)"
             ) from None
+
+    def save(self, ref: str, dest: Path) -> Path:
+        """``docker save -o dest ref``."""
+        self._call(["save", "-o", str(dest), ref], f"saving {ref}")
+        return dest
+
+    def registry_credentials(self, host: str) -> tuple[str, str] | None:
+        """What ``docker login host`` stored (the docker config or its credential helper)."""
+        return registry_credentials(host, self._environ, self._runner)
 
     def disk_usage(self, image: str) -> DiskUsage:
         """Size, shared size (layers other images use too) and unique size of ``image``."""

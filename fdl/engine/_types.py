@@ -367,6 +367,15 @@ class Engine(Protocol):
         """Push to its registry."""
         ...
 
+    def save(self, ref: str, dest: Path) -> Path:
+        """Write the image as a ``docker save`` archive (config, uncompressed layer tars,
+        ``manifest.json``) to ``dest``."""
+        ...
+
+    def registry_credentials(self, host: str) -> tuple[str, str] | None:
+        """(user, secret) the engine's config holds for the registry ``host``, if any."""
+        ...
+
     def run(self, spec: RunSpec, *, on_line: LineCallback | None = None) -> RunResult:
         """Run a container and return how it ended (a non-zero exit is not an error)."""
         ...

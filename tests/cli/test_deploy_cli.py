@@ -83,6 +83,7 @@ def test_submit_pushes_by_digest_submits_and_records(
     set_default_runner(runner)
     dry = run_fdl(["deploy", "submit", "lab", "--dry-run", "--json"], cwd=project)
     assert dry.exit_code == 0 and engine.pushed == [] and runner.calls == []
+    assert json.loads(dry.stdout)["compression"] == "gzip"  # docker on SLURM: auto is gzip
     result = run_fdl(["deploy", "submit", "lab", "--json"], cwd=project)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)

@@ -4,6 +4,7 @@ server on loopback (no real cluster is available here)."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -60,6 +61,17 @@ class FakeApi(BaseHTTPRequestHandler):
             state = "Succeeded" if self.complete else "Running"
             job["status"] = {"conditions": [{"type": state, "status": "True"}]}
             self._send(200, job)
+        elif "/jobsets/" in path:
+            jobset = dict(self.objects[f"JobSet/{path.split('/')[-1]}"])
+            jobset["status"] = (
+                {"terminalState": "Completed",
+                 "conditions": [{"type": "Completed", "status": "True"}]}
+                if self.complete
+                else {"replicatedJobsStatus": [
+                    {"name": "train", "active": 1, "ready": 1, "failed": 0, "succeeded": 0,
+                     "suspended": 0}]}
+            )  # fmt: skip
+            self._send(200, jobset)
         elif path.endswith("/status"):
             name = path.split("/")[-2]
             job = dict(self.objects[f"Job/{name}"])
@@ -70,7 +82,7 @@ class FakeApi(BaseHTTPRequestHandler):
             )
             self._send(200, job)
         elif path.endswith("/pods"):
-            assert "job-name%3D" in self.path or "job-name=" in self.path
+            assert re.search(r"(job|jobset)-name(%3D|=)", self.path), self.path
             pods = [{"metadata": {"name": f"pod-{i}"}} for i in (1, 0)]
             self._send(200, {"apiVersion": "v1", "kind": "PodList", "items": pods})
         elif path.endswith("/log"):
@@ -82,7 +94,13 @@ class FakeApi(BaseHTTPRequestHandler):
         self.requests.append(("DELETE", self.path))
         # The API answers with the object being deleted.
         parts = self.path.split("?")[0].split("/")
-        kind = {"jobs": "Job", "services": "Service", "pytorchjobs": "PyTorchJob"}[parts[-2]]
+        kinds = {
+            "jobs": "Job",
+            "services": "Service",
+            "pytorchjobs": "PyTorchJob",
+            "jobsets": "JobSet",
+        }
+        kind = kinds[parts[-2]]
         self._send(200, self.objects.pop(f"{kind}/{parts[-1]}"))
 
 
@@ -203,4 +221,40 @@ def test_a_pytorchjob_through_the_custom_objects_api(api: type[FakeApi], tmp_pat
     cancel_of(record)
     assert [r[1] for r in api.requests if r[0] == "DELETE"] == [
         f"/apis/kubeflow.org/v1/namespaces/ml/pytorchjobs/{plan.job_name}"
+    ]
+
+
+def test_a_jobset_through_the_custom_objects_api(api: type[FakeApi], tmp_path: Path) -> None:
+    target = DeployTarget(
+        "js", "kubernetes", registry="ghcr.io/acme", namespace="ml", nodes=2, gpus_per_node=1,
+        gpus=(GpuOffer("9.0", product="NVIDIA-H100-80GB-HBM3"),), controller="jobset",
+    )  # fmt: skip
+    plan = plan_deploy(
+        target,
+        project="cpp-train",
+        local_image="cpp-train-train:latest",
+        archs=CU130,
+        entrypoint=["/opt/app/bin/train"],
+        args=[],
+        digest="sha256:" + "c" * 64,
+    )
+    record = submit_kubernetes(plan, tmp_path)
+    assert record.kind == "kubernetes-jobset"
+    assert [r for r in api.requests if r[0] == "POST"] == [
+        ("POST", "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ml/jobsets")
+    ]
+    jobset = api.objects[f"JobSet/{plan.job_name}"]
+    job = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]
+    assert job["template"]["spec"]["containers"][0]["image"] == plan.image
+    assert job_state_of(record) == "Running"
+    api.complete = True
+    assert job_state_of(record) == "Complete"
+    assert list(logs_of(record)) == ["hello from pod-0", "hello from pod-1"]
+    pods = [r[1] for r in api.requests if r[1].startswith("/api/v1/namespaces/ml/pods?")]
+    assert (
+        "jobset.sigs.k8s.io%2Fjobset-name" in pods[0] or "jobset.sigs.k8s.io/jobset-name" in pods[0]
+    )
+    cancel_of(record)
+    assert [r[1] for r in api.requests if r[0] == "DELETE"] == [
+        f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/ml/jobsets/{plan.job_name}"
     ]

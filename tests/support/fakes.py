@@ -88,6 +88,7 @@ class FakeEngine:
     pushed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     copies: list[tuple[str, str, Path]] = field(default_factory=list)
+    credentials: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def add_image(self, ref: str, **fields: object) -> ImageInfo:
         """Put an image into the pretend store (fields as in :class:`ImageInfo`)."""
@@ -166,6 +167,42 @@ class FakeEngine:
         self.images[ref] = replace(
             info, repo_digests=(*info.repo_digests, f"{repository}@{digest}")
         )
+
+    def save(self, ref: str, dest: Path) -> Path:
+        """A ``docker save`` archive of the pretend image: one layer holding ``/image``
+        (its reference), and a config whose diff_ids name that layer."""
+        import io
+        import json
+        import tarfile
+
+        self.inspect_image(ref)
+        layer = io.BytesIO()
+        with tarfile.open(fileobj=layer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            data = ref.encode()
+            member = tarfile.TarInfo("image")
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+        layer_bytes = layer.getvalue()
+        diff_id = "sha256:" + hashlib.sha256(layer_bytes).hexdigest()
+        config = json.dumps(
+            {"architecture": "amd64", "os": "linux", "config": {},
+             "rootfs": {"type": "layers", "diff_ids": [diff_id]}}
+        ).encode()  # fmt: skip
+        config_name = hashlib.sha256(config).hexdigest() + ".json"
+        manifest = json.dumps(
+            [{"Config": config_name, "RepoTags": [ref], "Layers": ["l1/layer.tar"]}]
+        ).encode()
+        with tarfile.open(dest, "w") as archive:
+            for name, body in (
+                (config_name, config), ("l1/layer.tar", layer_bytes), ("manifest.json", manifest)
+            ):  # fmt: skip
+                member = tarfile.TarInfo(name)
+                member.size = len(body)
+                archive.addfile(member, io.BytesIO(body))
+        return dest
+
+    def registry_credentials(self, host: str) -> tuple[str, str] | None:
+        return self.credentials.get(host)
 
     def run(self, spec: RunSpec, *, on_line: LineCallback | None = None) -> RunResult:
         self.runs.append(spec)

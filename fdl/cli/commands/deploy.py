@@ -64,7 +64,7 @@ def submit(
 
     Example: fdl deploy submit lab --wait
     """
-    from fdl.deploy import prepare, push_by_digest, runs_local_images, state_dir, submit_sbatch
+    from fdl.deploy import prepare, push_image, runs_local_images, state_dir, submit_sbatch
     from fdl.engine import default_engine
     from fdl.errors import UsageError
     from fdl.runner import default_runner
@@ -77,7 +77,10 @@ def submit(
         if as_json:
             session.console.json({**plan.to_json(), "dry_run": True})
         else:
-            session.console.info(f"would push {plan.local_image} as {plan.remote}")
+            layers = plan.to_json()["compression"]
+            session.console.info(
+                f"would push {plan.local_image} as {plan.remote} ({layers} layers)"
+            )
             session.console.out(plan.text, end="")
         raise typer.Exit(0)
     if prepared.target.registry is None and not runs_local_images(prepared.target):
@@ -90,7 +93,10 @@ def submit(
     if prepared.target.registry is None:
         digest = engine.inspect_image(plan.local_image).id
     else:
-        digest = push_by_digest(engine, plan.local_image, plan.remote)
+        pushed = push_image(
+            engine, prepared.target, plan.local_image, plan.remote, on_line=session.console.info
+        )
+        digest = pushed.digest
     plan = prepared.plan(digest)
     if prepared.target.kind == "slurm":
         record = submit_sbatch(plan, state_dir(manifest), default_runner())

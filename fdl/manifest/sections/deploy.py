@@ -28,11 +28,12 @@ from __future__ import annotations
 
 from fdl.manifest.schema import Enum, Int, ListOf, MapOf, Obj, Spec, Str, Version
 
-__all__ = ["CONTROLLERS", "KINDS", "RUNTIMES", "SECTIONS", "TARGET"]
+__all__ = ["COMPRESSIONS", "CONTROLLERS", "KINDS", "RUNTIMES", "SECTIONS", "TARGET"]
 
 KINDS = ("slurm", "kubernetes")
 RUNTIMES = ("pyxis", "apptainer", "podman", "docker")
-CONTROLLERS = ("job", "pytorchjob")
+CONTROLLERS = ("job", "pytorchjob", "jobset")
+COMPRESSIONS = ("auto", "gzip", "zstd")
 _NAME = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
 _REGISTRY = r"[a-zA-Z0-9.-]+(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
 _MOUNT = r"[^:]+:/[^:]*(?::(?:ro|rw))?"
@@ -84,6 +85,12 @@ TARGET: Spec = Obj(
         "memory": Str("Memory per node (SLURM 64G; Kubernetes 64Gi).", pattern=r"[0-9]+[A-Za-z]*"),
         "time": Str("Time limit (SLURM [D-]HH:MM:SS).", pattern=r"[0-9:-]+"),
         "master-port": Int("Rendezvous port (default 29500).", minimum=1, maximum=65535),
+        "compression": Enum(
+            COMPRESSIONS,
+            "How the pushed layers are compressed: `gzip` (docker push), `zstd` (an OCI "
+            "manifest with zstd layers, pushed by fdl), or `auto` (default: zstd where the "
+            "runtime pulls it, i.e. Kubernetes; gzip for SLURM runtimes).",
+        ),
         # SLURM
         "runtime": Enum(RUNTIMES, "The container runtime of the site (SLURM)."),
         "partition": Str(pattern=r"\S+"),
@@ -96,8 +103,9 @@ TARGET: Spec = Obj(
         "controller": Enum(
             CONTROLLERS,
             "Kubernetes: `job` (default: a Job; for several nodes an Indexed Job with a headless "
-            "Service) or `pytorchjob` (Kubeflow's training operator, which sets MASTER_ADDR, "
-            "MASTER_PORT, WORLD_SIZE and RANK itself).",
+            "Service), `pytorchjob` (Kubeflow's training operator, which sets MASTER_ADDR, "
+            "MASTER_PORT, WORLD_SIZE and RANK itself) or `jobset` (a JobSet of the JobSet "
+            "controller: one Indexed Job, rendezvous through the JobSet's headless service).",
         ),
         "namespace": Str(pattern=_NAME),
         "service-account": Str(pattern=_NAME),
