@@ -162,7 +162,10 @@ def build_natively(
     build = plan.command("build")
     assert build is not None
     argv = list(build.argv)
-    if cache is not plan.cache and (plan.work_dir / "build" / "CMakeCache.txt").exists():
+    if (
+        cache.program != plan.cache.program
+        and (plan.work_dir / "build" / "CMakeCache.txt").exists()
+    ):
         argv.append("--rerun-cmake")  # the cached configuration names the launcher
     try:
         runner.stream(argv, cwd=plan.work_dir, env=env, log_file=plan.log_file, on_line=on_line)

