@@ -95,9 +95,9 @@ def build_request(
     paths: dict[tuple[str, ...], tuple[object, str | Origin]] = {
         (*KEY, k): v for k, v in given.items()
     }
-    below = merge_layers(layers) if "cache" in given else None
+    below = merge_layers(layers) if given.get("cache", ("",))[0] == "sccache" else None
     if below is not None and isinstance(node_at(below, (*KEY, "cache")), MapNode):
-        # --cache names the kind; the farm (cache.dist) in fdl.yml stays.
+        # --cache sccache keeps the farm (cache.dist) of fdl.yml; another cache replaces it.
         paths[(*KEY, "cache", "kind")] = paths.pop((*KEY, "cache"))
     flags = value_layer(LayerKind.FLAG, "command line", paths)
     if flags is not None:
