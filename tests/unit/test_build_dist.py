@@ -31,9 +31,13 @@ FARM = """libtorch:
         scheduler: http://10.0.0.5:10600
         auth: {token_env: FARM_TOKEN}
 """
-CONNECTED = '{"SchedulerStatus":["http://10.0.0.5:10600/",{"num_servers":3,"num_cpus":96,"in_progress":0}]}'
+CONNECTED = (
+    '{"SchedulerStatus":["http://10.0.0.5:10600/",{"num_servers":3,"num_cpus":96,"in_progress":0}]}'
+)
 DOWN = '{"NotConnected":["http://10.0.0.5:10600/","enabled, not connected, will retry in 30.0s"]}'
-NO_SERVER = '{"SchedulerStatus":["http://10.0.0.5:10600/",{"num_servers":0,"num_cpus":0,"in_progress":0}]}'
+NO_SERVER = (
+    '{"SchedulerStatus":["http://10.0.0.5:10600/",{"num_servers":0,"num_cpus":0,"in_progress":0}]}'
+)
 # sccache 0.16.0 --show-stats --stats-format json after 17 compiles, 16 on the farm
 STATS = {
     "stats": {
@@ -52,7 +56,13 @@ def _facts(tmp_path: Path, **environ: str) -> MachineFacts:
         libtorch_dir=tmp_path / "libtorch",
         nvcc=None,
         nvcc_reason="no nvcc",
-        tools={"gcc": "12.2.0", "g++": "12.2.0", "cmake": "3.28.3", "python3": "3.11.2", "git": "2.39.5"},
+        tools={
+            "gcc": "12.2.0",
+            "g++": "12.2.0",
+            "cmake": "3.28.3",
+            "python3": "3.11.2",
+            "git": "2.39.5",
+        },
         tool_paths={"python3": "/usr/bin/python3", "sccache": "/opt/bin/sccache"},
         docker="buildkit",
         docker_reason=None,
