@@ -10,7 +10,8 @@ set -euo pipefail
 BASE_IMAGE="${FDL_TEST_BASE_IMAGE:-fdl-test/debian:bookworm}"
 SUITE="${FDL_TEST_SUITE:-bookworm}"
 MIRROR="${FDL_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-PACKAGES=(docker.io docker-compose debootstrap redis-server ccache cmake g++ make git unzip curl zsh fish)
+# bubblewrap: the sandbox of the sccache-dist build server (tests/integration/test_build_sccache_dist.py)
+PACKAGES=(docker.io docker-compose debootstrap redis-server ccache bubblewrap cmake g++ make git unzip curl zsh fish)
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 need_docker() { [ "${FDL_REQUIRE_DOCKER:-0}" = "1" ]; }

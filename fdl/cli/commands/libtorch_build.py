@@ -265,6 +265,11 @@ def render_plan(plan: BuildPlan, *, dry_run: bool) -> str:
         f"  jobs:      {plan.jobs}  ({plan.jobs_reason})",
         f"  cache:     {plan.cache.kind}"
         + (f"  ({plan.cache.remote or plan.cache.directory})" if plan.cache.enabled else ""),
+        *(
+            [f"  farm:      sccache-dist {plan.cache.dist.settings}"]
+            if plan.cache.dist is not None
+            else []
+        ),
         f"  estimates: ~{plan.disk_gb:.0f} GB disk, ~{plan.memory_gb:.0f} GB RAM",
         f"  log:       {plan.log_file}",
     ]

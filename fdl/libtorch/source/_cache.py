@@ -3,8 +3,9 @@
 sccache can keep its cache in Redis, S3, GCS, Azure, ... (``SCCACHE_REDIS_ENDPOINT``,
 ``SCCACHE_BUCKET``, ``SCCACHE_GCS_BUCKET``: settings given in ``libtorch.build.cache_settings``
 or already in the environment are passed through), so a team or CI shares one cache.
-Distributed compilation (sccache-dist) is configured the same way: ``SCCACHE_DIST_*`` /
-``~/.config/sccache/config`` with a scheduler URL; fdl passes the settings through.
+Distributed compilation (sccache-dist) is ``libtorch.build.cache: {kind: sccache, dist:
+{scheduler: URL, auth: ...}}``: fdl writes the client config (:mod:`._dist`), checks the
+scheduler before the build and counts distributed and local compiles after it.
 
 An unreachable cache never fails a build: when the sccache server cannot start with its
 backend, the build runs without a launcher and says so.
@@ -15,11 +16,20 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from fdl.errors import FdlError
+from fdl.libtorch.source._dist import (
+    DistPlan,
+    check_token,
+    client_config,
+    dist_status,
+    read_token,
+    write_private,
+)
 from fdl.runner import Runner
 
 __all__ = [
@@ -32,6 +42,7 @@ __all__ = [
     "stop_cache",
 ]
 
+TokenProbe = Callable[[str, str], str | None]
 LAUNCHERS = ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER")
 CUDA_LAUNCHER = "CMAKE_CUDA_COMPILER_LAUNCHER"
 _SECRET_WORDS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL")
@@ -60,6 +71,7 @@ class CachePlan:
         env: Variables for the build (launchers, cache directory, backend settings).
         remote: The shared backend (``redis redis://...``), None for a local cache.
         directory: The local cache directory, when the cache is local.
+        dist: The sccache-dist farm the compiles go to, None for none.
     """
 
     kind: str
@@ -67,6 +79,7 @@ class CachePlan:
     env: Mapping[str, str] = field(default_factory=dict)
     remote: str | None = None
     directory: str | None = None
+    dist: DistPlan | None = None
 
     @property
     def enabled(self) -> bool:
@@ -82,6 +95,7 @@ class CachePlan:
             "program": self.program,
             "remote": mask_value("remote", self.remote or "") or None,
             "directory": self.directory,
+            "dist": self.dist.to_json() if self.dist is not None else None,
         }
 
 
@@ -109,6 +123,7 @@ def plan_cache(
     settings: Mapping[str, str],
     environ: Mapping[str, str],
     cuda: bool,
+    dist: DistPlan | None = None,
 ) -> CachePlan:
     """The cache part of a build plan (pure).
 
@@ -119,6 +134,8 @@ def plan_cache(
         settings: Settings from the manifest or recipe (win over the environment).
         environ: The environment: ``SCCACHE_*`` / ``CCACHE_*`` already set pass through.
         cuda: Also launch nvcc through the cache.
+        dist: The sccache-dist farm (sccache only): ``SCCACHE_CONF`` names fdl's client
+            config, which replaces ``~/.config/sccache/config`` for this build.
     """
     if kind == "none" or program is None:
         return CachePlan("none", None, {"USE_CCACHE": "0"})
@@ -137,32 +154,69 @@ def plan_cache(
         local = passed.get(f"{prefix}DIR", directory)
         env[f"{prefix}DIR"] = local
     env.update(passed)
-    return CachePlan(kind, program, env, remote, local)
+    if dist is not None and kind == "sccache":
+        env["SCCACHE_CONF"] = dist.config_file
+    else:
+        dist = None
+    return CachePlan(kind, program, env, remote, local, dist)
 
 
 @dataclass(frozen=True)
 class CacheStats:
-    """Hits and misses of one build (None when the cache could not tell)."""
+    """Hits and misses of one build (None when the cache could not tell).
+
+    Attributes:
+        distributed: Compiles a sccache-dist build server ran (None: no farm).
+        local: Compiles that ran on this machine (with a farm: fallbacks and what sccache
+            does not distribute, e.g. nvcc's own steps).
+        dist_errors: Distributed compiles that failed and were retried locally.
+    """
 
     hits: int | None
     misses: int | None
     detail: str = ""
+    distributed: int | None = None
+    local: int | None = None
+    dist_errors: int | None = None
 
     def summary(self) -> str:
         if self.hits is None:
             return f"cache statistics unavailable{': ' + self.detail if self.detail else ''}"
         total = (self.hits or 0) + (self.misses or 0)
         rate = f" ({100 * self.hits / total:.0f}% hits)" if total else ""
-        return f"{self.hits} hits, {self.misses} misses{rate}"
+        text = f"{self.hits} hits, {self.misses} misses{rate}"
+        if self.distributed is not None:
+            text += f"; {self.distributed} compiles distributed, {self.local} local"
+            if self.dist_errors:
+                text += f" ({self.dist_errors} failed on the farm and ran locally)"
+        return text
 
     def to_json(self) -> dict[str, Any]:
-        return {"hits": self.hits, "misses": self.misses, "detail": self.detail}
+        data: dict[str, Any] = {"hits": self.hits, "misses": self.misses, "detail": self.detail}
+        if self.distributed is not None:
+            data["distributed"] = self.distributed
+            data["local"] = self.local
+            data["dist_errors"] = self.dist_errors
+        return data
 
 
 def start_cache(
-    plan: CachePlan, runner: Runner, env: Mapping[str, str]
+    plan: CachePlan,
+    runner: Runner,
+    env: Mapping[str, str],
+    probe: TokenProbe | None = None,
 ) -> tuple[CachePlan, str | None]:
     """Get the cache ready (sccache: a server with this build's backend; stats zeroed).
+
+    With a sccache-dist farm: the client config is written, and a scheduler that is down,
+    has no build server or refuses the token gives a warning and local compiles.
+
+    Args:
+        probe: Checks the token with the scheduler: (url, token) -> None or why it was
+            refused (default: :func:`fdl.libtorch.source._dist.check_token`).
+
+    Raises:
+        UsageError: the farm's token variable is unset or its file unreadable.
 
     Returns:
         (the plan to build with, a warning): when the backend cannot be reached the plan is
@@ -171,7 +225,12 @@ def start_cache(
     if not plan.enabled:
         return plan, None
     assert plan.program is not None
+    probe = probe or check_token
     full = {**env, **plan.env}
+    token = None
+    if plan.dist is not None:
+        token = read_token(plan.dist.settings, env)  # a missing token is the user's to fix
+        write_private(Path(plan.dist.config_file), client_config(plan.dist, token))
     try:
         if plan.kind == "sccache":
             # A running server keeps the backend it started with: restart it with ours.
@@ -187,11 +246,40 @@ def start_cache(
                     "building without a compiler cache"
                 )
             runner.run([plan.program, "--zero-stats"], env=full, check=False, timeout=60)
+            if plan.dist is not None and token is not None:
+                return _check_farm(plan, runner, full, token, probe)
         else:
             runner.run([plan.program, "--zero-stats"], env=full, check=False, timeout=60)
     except FdlError as exc:
         return plan.without_launcher(), f"{plan.kind} is unusable ({exc.message}); no cache"
     return plan, None
+
+
+def _check_farm(
+    plan: CachePlan, runner: Runner, env: Mapping[str, str], token: str, probe: TokenProbe
+) -> tuple[CachePlan, str | None]:
+    """Ask the started sccache server whether it reaches the scheduler, and the scheduler
+    whether it takes the token; if not, restart the server with a local-only config."""
+    assert plan.dist is not None and plan.program is not None
+    scheduler = plan.dist.settings.scheduler
+    done = runner.run([plan.program, "--dist-status"], env=env, check=False, timeout=60)
+    servers, detail = dist_status(done.stdout)
+    problem = None
+    if servers is None:
+        problem = f"the sccache-dist scheduler {scheduler} is not reachable ({detail})"
+    elif servers == 0:
+        problem = f"the sccache-dist scheduler {scheduler} has no build server"
+    else:
+        refused = probe(scheduler, token)
+        if refused is not None:
+            problem = f"sccache-dist scheduler {scheduler}: {refused}"
+    if problem is None:
+        return plan, None
+    write_private(Path(plan.dist.config_file), client_config(plan.dist, None))
+    runner.run([plan.program, "--stop-server"], env=env, check=False, timeout=60)
+    runner.run([plan.program, "--start-server"], env=env, check=False, timeout=120)
+    runner.run([plan.program, "--zero-stats"], env=env, check=False, timeout=60)
+    return replace(plan, dist=None), f"{problem}; compiling locally"
 
 
 def cache_stats(plan: CachePlan, runner: Runner, env: Mapping[str, str]) -> CacheStats:
@@ -207,7 +295,7 @@ def cache_stats(plan: CachePlan, runner: Runner, env: Mapping[str, str]) -> Cach
                 check=False,
                 timeout=60,
             )
-            return _sccache_stats(done.stdout)
+            return _sccache_stats(done.stdout, dist=plan.dist is not None)
         done = runner.run([plan.program, "--print-stats"], env=full, check=False, timeout=60)
         return _ccache_stats(done.stdout)
     except FdlError as exc:
@@ -223,7 +311,10 @@ def stop_cache(plan: CachePlan, runner: Runner, env: Mapping[str, str]) -> None:
             )
 
 
-def _sccache_stats(text: str) -> CacheStats:
+def _sccache_stats(text: str, *, dist: bool = False) -> CacheStats:
+    """``sccache --show-stats --stats-format json``; ``dist``: also count the farm's work
+    (``dist_compiles`` per build server, ``dist_errors``; the text form prints them as
+    "Successful distributed compiles" and "Failed distributed compilations")."""
     try:
         stats = json.loads(text)["stats"]
     except (ValueError, KeyError, TypeError):
@@ -234,7 +325,18 @@ def _sccache_stats(text: str) -> CacheStats:
     detail = f"{stats.get('compile_requests', 0)} compile requests"
     if errors:
         detail += f", {errors} cache errors"
-    return CacheStats(hits, misses, detail)
+    if not dist:
+        return CacheStats(hits, misses, detail)
+    distributed = sum(int(v) for v in (stats.get("dist_compiles") or {}).values())
+    compiled = int(stats.get("compilations", 0))
+    return CacheStats(
+        hits,
+        misses,
+        detail,
+        distributed=distributed,
+        local=max(compiled - distributed, 0),
+        dist_errors=int(stats.get("dist_errors", 0)),
+    )
 
 
 def _ccache_stats(text: str) -> CacheStats:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from fdl.compat import ArchList, load_table
 from fdl.compat.cuda import Toolkit
 from fdl.libtorch.source._cache import CachePlan, plan_cache
+from fdl.libtorch.source._dist import DistPlan
 from fdl.libtorch.source._facts import MachineFacts
 from fdl.libtorch.source._request import BuildRequest
 
@@ -57,10 +59,27 @@ def config_key(*parts: str) -> str:
 
 
 def cache_for(
-    request: BuildRequest, facts: MachineFacts, backend: str, archs: ArchList, directory: str
+    request: BuildRequest,
+    facts: MachineFacts,
+    backend: str,
+    archs: ArchList,
+    directory: str,
+    state_dir: Path | None = None,
 ) -> CachePlan:
-    """The compiler cache plan (see :func:`fdl.libtorch.source._cache.plan_cache`)."""
+    """The compiler cache plan (see :func:`fdl.libtorch.source._cache.plan_cache`).
+
+    Args:
+        state_dir: The build's own directory (native): the sccache-dist client config goes
+            there.
+    """
     kind = str(request.value("cache", "ccache"))
+    dist = None
+    if request.cache_dist is not None and state_dir is not None:
+        dist = DistPlan(
+            request.cache_dist.value,
+            config_file=str(state_dir / "sccache-dist.conf"),
+            toolchain_dir=str(Path(directory).with_name("sccache-dist-client")),
+        )
     settings = {k: s.value for k, s in request.cache_settings.items()}
     if backend == "docker":
         program = kind if kind != "none" else None
@@ -75,4 +94,5 @@ def cache_for(
         settings=settings,
         environ=environ,
         cuda=bool(archs),
+        dist=dist,
     )

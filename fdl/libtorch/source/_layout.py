@@ -127,7 +127,16 @@ def assemble(
         from fdl.paths import cache_dir
 
         compiler_dir = str(cache_dir(facts.environ) / "compiler" / kind)
-    cache = cache_for(request, facts, choice.backend, archs, compiler_dir)
+    if docker and request.cache_dist is not None and kind == "sccache":
+        raise located_error(
+            request.cache_dist,
+            "sccache-dist is supported by the native backend only (the builder image's "
+            "compile step would need the token as a BuildKit secret and the farm's network)",
+            "build with --native, or drop libtorch.build.cache.dist for Docker builds",
+        )
+    cache = cache_for(
+        request, facts, choice.backend, archs, compiler_dir, _work_dir(cache_root, leaf, key)
+    )
     if docker and cache.program == "sccache":
         from dataclasses import replace
 
@@ -224,10 +233,15 @@ class _Common:
         )
 
 
+def _work_dir(cache_root: Path, leaf: str, key: str) -> Path:
+    """A native build's tree and state (its log, the sccache-dist client config)."""
+    return cache_root / "work" / f"{leaf}-{key}"
+
+
 def _native_plan(
     common: _Common, facts: MachineFacts, leaf: str, key: str, cache_root: Path
 ) -> BuildPlan:
-    work = cache_root / "work" / f"{leaf}-{key}"
+    work = _work_dir(cache_root, leaf, key)
     venv = cache_root / f"venv-torch{common.torch}" if common.deps else None
     python = facts.tool_paths.get("python3", "python3")
     commands: list[Command] = []

@@ -16,6 +16,7 @@ from pathlib import Path
 from fdl.errors import CommandFailed, EnvironmentProblem
 from fdl.libtorch.source._buildplan import BuildPlan
 from fdl.libtorch.source._cache import CacheStats, cache_stats, start_cache, stop_cache
+from fdl.libtorch.source._dist import read_token
 from fdl.runner import Runner
 
 __all__ = ["NativeResult", "build_environment", "build_natively", "collect_installed"]
@@ -145,7 +146,10 @@ def build_natively(
     Raises:
         CommandFailed: a step failed; the message names the log file.
         EnvironmentProblem: the venv cannot be created.
+        UsageError: the sccache-dist token file is unreadable.
     """
+    if plan.cache.dist is not None:  # an unreadable token file: say so before any work
+        read_token(plan.cache.dist.settings, environ)
     base_env = build_environment(plan, environ, {})
     plan.log_file.parent.mkdir(parents=True, exist_ok=True)
     if plan.fresh and plan.work_dir.exists():
@@ -162,7 +166,10 @@ def build_natively(
     build = plan.command("build")
     assert build is not None
     argv = list(build.argv)
-    if cache is not plan.cache and (plan.work_dir / "build" / "CMakeCache.txt").exists():
+    if (
+        cache.program != plan.cache.program
+        and (plan.work_dir / "build" / "CMakeCache.txt").exists()
+    ):
         argv.append("--rerun-cmake")  # the cached configuration names the launcher
     try:
         runner.stream(argv, cwd=plan.work_dir, env=env, log_file=plan.log_file, on_line=on_line)

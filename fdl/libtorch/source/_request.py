@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from fdl.errors import FdlError, Location, ManifestError, UsageError
+from fdl.libtorch.source._dist import DistSettings
 from fdl.manifest.sections.libtorch_build import (
     BACKENDS,
     CACHES,
@@ -57,7 +58,8 @@ class Setting(Generic[T]):
 class BuildRequest:
     """Everything a build can be asked for; None means "not said, use the default".
 
-    ``switches`` and ``cache_settings`` merge key by key across layers.
+    ``switches`` and ``cache_settings`` merge key by key across layers. ``cache`` is the
+    cache's kind; ``cache_dist`` the sccache-dist farm of ``cache: {kind, dist}``.
     """
 
     archs: Setting[str] | None = None
@@ -69,6 +71,7 @@ class BuildRequest:
     ptx: Setting[bool] | None = None
     flash_attention: Setting[bool] | None = None
     cache: Setting[str] | None = None
+    cache_dist: Setting[DistSettings] | None = None
     recipe: Setting[str] | None = None
     source: Setting[Path] | None = None
     base_image: Setting[str] | None = None
@@ -127,6 +130,8 @@ def request_from_mapping(
                 for k, v in value.items()
                 if v is not None
             }
+        elif key == "cache" and isinstance(value, Mapping):
+            values.update(_cache_values(value, origin_of, base_dir))
         elif key == "source":
             path = Path(str(value)).expanduser()
             if base_dir is not None and not path.is_absolute():
@@ -135,6 +140,29 @@ def request_from_mapping(
         elif key in {f.name for f in fields(BuildRequest)}:
             values[key] = Setting(value, text, location)
     return BuildRequest(**values)
+
+
+def _cache_values(
+    value: Mapping[str, Any], origin_of: OriginOf, base_dir: Path | None
+) -> dict[str, Setting[Any]]:
+    """``cache: {kind, dist}`` as the ``cache`` and ``cache_dist`` settings."""
+    out: dict[str, Setting[Any]] = {}
+    kind_path = ("cache", "kind")
+    text, location = origin_of(kind_path if "kind" in value else ("cache",))
+    out["cache"] = Setting(str(value.get("kind") or "sccache"), text, location)
+    dist = value.get("dist")
+    if dist:
+        auth = dist.get("auth") or {}
+        token_file = auth.get("token_file")
+        path = None
+        if token_file:
+            path = Path(str(token_file)).expanduser()
+            if base_dir is not None and not path.is_absolute():
+                path = base_dir / path
+        text, location = origin_of(("cache", "dist"))
+        settings = DistSettings(str(dist["scheduler"]), auth.get("token_env"), path, text)
+        out["cache_dist"] = Setting(settings, text, location)
+    return out
 
 
 def located_error(setting: Setting[Any] | None, message: str, hint: str | None) -> FdlError:

@@ -92,7 +92,14 @@ def build_request(
         given["source"] = (str(cwd / str(source[0])), source[1])
     kept = manifest.layers if manifest is not None else []
     layers = [layer for layer in kept if layer.kind is not LayerKind.RECIPE]
-    flags = value_layer(LayerKind.FLAG, "command line", {(*KEY, k): v for k, v in given.items()})
+    paths: dict[tuple[str, ...], tuple[object, str | Origin]] = {
+        (*KEY, k): v for k, v in given.items()
+    }
+    below = merge_layers(layers) if given.get("cache", ("",))[0] == "sccache" else None
+    if below is not None and isinstance(node_at(below, (*KEY, "cache")), MapNode):
+        # --cache sccache keeps the farm (cache.dist) of fdl.yml; another cache replaces it.
+        paths[(*KEY, "cache", "kind")] = paths.pop((*KEY, "cache"))
+    flags = value_layer(LayerKind.FLAG, "command line", paths)
     if flags is not None:
         layers.append(flags)
     project_dir = manifest.directory if manifest is not None else None

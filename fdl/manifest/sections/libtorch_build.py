@@ -29,6 +29,7 @@ __all__ = [
     "CACHES",
     "FIELDS",
     "BuildSetting",
+    "CacheSpec",
     "build_fields",
     "build_settings",
     "build_spec",
@@ -38,6 +39,8 @@ BACKENDS = ("auto", "docker", "native")
 CACHES = ("ccache", "sccache", "none")
 SWITCH_NAME = r"(USE|BUILD)_[A-Z0-9_]+|CMAKE_BUILD_TYPE|CMAKE_[A-Z0-9_]+"
 CACHE_SETTING = r"(SCCACHE|CCACHE)_[A-Z0-9_]+"
+SCHEDULER_URL = r"https?://[^\s/?#]+(/[^\s?#]*)?"
+ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 
 
 class ArchText(Spec):
@@ -59,6 +62,101 @@ class ArchText(Spec):
     def json_schema(self) -> dict[str, Any]:
         item = {"type": ["string", "number"]}
         return self._doc({"anyOf": [item, {"type": "array", "items": item}]})
+
+
+def _dist_spec() -> Obj:
+    """``cache.dist``: the sccache-dist scheduler and how the client authenticates."""
+    auth = Obj(
+        {
+            "token_env": Str(
+                "The environment variable that holds the client token (never printed).",
+                pattern=ENV_NAME,
+                example="SCCACHE_DIST_TOKEN",
+            ),
+            "token_file": Str(
+                "A file whose first line is the client token (relative to fdl.yml; never printed)."
+            ),
+        },
+        "The token the scheduler's client_auth (type token) expects: from the environment "
+        "or a file, never in fdl.yml.",
+        validators=(_one_token_source,),
+    )
+    return Obj(
+        {
+            "scheduler": Str(
+                "The scheduler's URL (sccache-dist scheduler public_addr, or the HTTPS "
+                "proxy in front of it).",
+                pattern=SCHEDULER_URL,
+                example="http://10.0.0.5:10600",
+            ),
+            "auth": auth,
+        },
+        "Distributed compilation with sccache-dist: fdl writes the sccache client config, "
+        "checks the scheduler before the build and reports distributed vs local compiles.",
+        required=("scheduler", "auth"),
+    )
+
+
+def _one_token_source(node: Any, path: tuple[str, ...], checker: Checker) -> None:
+    given = [k for k in ("token_env", "token_file") if _set(node, k)]
+    if len(given) != 1:
+        found = " and ".join(given) if given else "neither"
+        checker.fail(
+            node,
+            path,
+            f"give exactly one of token_env and token_file (found {found})",
+            "e.g. auth: {token_env: SCCACHE_DIST_TOKEN}",
+        )
+
+
+def _set(node: Any, key: str) -> bool:
+    from fdl.manifest._nodes import ScalarNode
+
+    child = node.entries.get(key)
+    return child is not None and not (isinstance(child, ScalarNode) and child.value is None)
+
+
+class CacheSpec(Enum):
+    """``cache``: a name (``sccache``) or ``{kind: sccache, dist: {scheduler, auth}}``.
+
+    An :class:`Enum` for the command line (``--cache sccache``); in fdl.yml also a mapping.
+    The mapping normalises to ``{"kind": ..., "dist": {...}}``.
+    """
+
+    def __init__(self, description: str = "") -> None:
+        super().__init__(CACHES, description)
+        self.mapping = Obj(
+            {
+                "kind": Enum(CACHES, "The compiler cache (default: sccache in this form)."),
+                "dist": _dist_spec(),
+            },
+            description,
+        )
+
+    def check(self, node: Any, path: tuple[str, ...], checker: Checker) -> Any:
+        from fdl.manifest._nodes import MapNode
+
+        if not isinstance(node, MapNode):
+            return super().check(node, path, checker)
+        value = self.mapping.check(node, path, checker)
+        if value is None:
+            return None
+        kind = value.get("kind") or "sccache"
+        if value.get("dist") is not None and kind != "sccache":
+            checker.fail(
+                node.entries["kind"],
+                (*path, "kind"),
+                f"dist needs kind sccache, not {kind!r} (sccache-dist distributes sccache's "
+                "compiles)",
+                "set kind: sccache, or drop dist",
+            )
+        return {"kind": kind, "dist": value.get("dist")}
+
+    def type_name(self) -> str:
+        return super().type_name() + " or a mapping {kind, dist}"
+
+    def json_schema(self) -> dict[str, Any]:
+        return self._doc({"anyOf": [{"enum": list(self.choices)}, self.mapping.json_schema()]})
 
 
 class SwitchValue(Spec):
@@ -167,7 +265,11 @@ def build_settings() -> tuple[BuildSetting, ...]:
         ),
         BuildSetting(
             "cache",
-            Enum(CACHES, "Compiler cache: ccache (default), sccache or none."),
+            CacheSpec(
+                "Compiler cache: ccache (default), sccache or none; in fdl.yml also "
+                "{kind: sccache, dist: {scheduler: URL, auth: {token_env: VAR}}} for a "
+                "sccache-dist build farm."
+            ),
             option=("--cache",),
         ),
         BuildSetting(
