@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from fdl.compat._data import load_table, prefix_matches, require, verified, version_key
+from fdl.compat._data import (
+    in_range,
+    load_table,
+    prefix_matches,
+    require,
+    verified,
+    version_key,
+)
 from fdl.compat.archs import ArchList, Capability, Target, parse_archs, parse_capability
 from fdl.compat.cuda import check_driver, compilable_toolkits, uncompilable_reason
 from fdl.compat.rules import Verdict, covers
@@ -37,6 +44,11 @@ __all__ = [
     "tested_cuda",
     "variant_targets",
 ]
+
+
+X86 = "linux-x86_64"
+# Platforms whose builds are the `releases` entries (the libtorch zips' variant names).
+_X86_LIKE = (X86, "windows-x86_64")
 
 
 @dataclass(frozen=True)
@@ -101,24 +113,35 @@ class Release:
     source: SourceRequirements
     variants: tuple[Variant, ...]
     patches_verified: bool = True
+    others: tuple[tuple[str, tuple[Variant, ...]], ...] = ()
 
     @property
     def latest(self) -> str:
         """The newest known patch release (``2.14.1``)."""
         return max(self.patches, key=version_key)
 
-    def variant(self, name: str) -> Variant:
-        """The variant called ``name``.
+    def variants_on(self, platform: str = X86) -> tuple[Variant, ...]:
+        """The official builds for ``platform`` (``linux-arm64``: the PyPI aarch64 wheel's
+        build; a platform the tables do not list has none)."""
+        if platform in _X86_LIKE:
+            return self.variants
+        return dict(self.others).get(platform, ())
+
+    def variant(self, name: str, platform: str = X86) -> Variant:
+        """The variant called ``name`` (on ``platform``).
 
         Raises:
             UsageError: the release has no such build.
         """
-        for variant in self.variants:
+        found = self.variants_on(platform)
+        for variant in found:
             if variant.name == name:
                 return variant
-        names = ", ".join(v.name for v in self.variants)
+        names = ", ".join(v.name for v in found) or "none"
+        on = "" if platform in _X86_LIKE else f" for {platform}"
         raise UsageError(
-            f"PyTorch {self.version} has no official {name} build", hint=f"available: {names}"
+            f"PyTorch {self.version} has no official {name} build{on}",
+            hint=f"available: {names}",
         )
 
 
@@ -189,9 +212,22 @@ def releases() -> tuple[Release, ...]:
                 ),
                 variants=tuple(_variant(version, v) for v in entry["variants"]),
                 patches_verified=entry.get("patches_verified", True) is not False,
+                others=_platform_variants(version),
             )
         )
     return tuple(sorted(result, key=lambda r: version_key(r.version)))
+
+
+def _platform_variants(version: str) -> tuple[tuple[str, tuple[Variant, ...]], ...]:
+    """(platform, builds) of ``version`` on the platforms of pytorch.yaml's ``platforms``."""
+    found = []
+    for platform, section in (load_table("pytorch").get("platforms") or {}).items():
+        for entry in section["ranges"]:
+            if in_range(version, entry.get("since"), entry.get("until")):
+                variants = tuple(_variant(version, v) for v in entry["variants"])
+                found.append((str(platform), variants))
+                break
+    return tuple(found)
 
 
 def release(version: str | None = None) -> Release:
@@ -257,6 +293,7 @@ def choose_variant(
     torch_version: str | None = None,
     *,
     driver: str | None = None,
+    platform: str = X86,
 ) -> VariantChoice:
     """The official build that runs on every GPU, or why none does.
 
@@ -268,16 +305,18 @@ def choose_variant(
         gpus: Capabilities of the GPUs (``"6.1"``, ``Capability(12, 0)``).
         torch_version: ``2.14`` / ``2.14.1``; the newest known when None.
         driver: The NVIDIA driver version, to reject builds that need a newer one.
+        platform: ``linux-x86_64`` (default), ``linux-arm64``, ``macos-arm64``: only that
+            platform's builds are considered.
     """
     full = resolve_torch_version(torch_version)
     rel = release(full)
     caps = sorted({parse_capability(g) if isinstance(g, str) else g for g in gpus})
     if not caps:
-        cpu = next(v for v in rel.variants if v.is_cpu)
+        cpu = next(v for v in rel.variants_on(platform) if v.is_cpu)
         return VariantChoice(full, cpu, (), "no NVIDIA GPU: the CPU build")
     fitting: list[tuple[_Rank, Variant, list[Verdict]]] = []
     rejected: list[tuple[str, str]] = []
-    for variant in rel.variants:
+    for variant in rel.variants_on(platform):
         if variant.is_cpu:
             continue
         assessed = _assess(variant, full, caps, driver)
@@ -291,6 +330,10 @@ def choose_variant(
         chosen_rejects = [(v.name, "covers the GPUs, but ranked lower") for _, v, _ in fitting[1:]]
         return VariantChoice(
             full, chosen, tuple(verdicts), _why(chosen, verdicts), tuple(rejected + chosen_rejects)
+        )
+    if platform not in _X86_LIKE and not rejected:
+        return VariantChoice(
+            full, None, (), f"PyTorch {full} has no official CUDA build for {platform}"
         )
     return _none_fits(full, caps, rejected, driver)
 
@@ -357,7 +400,7 @@ def _none_fits(
 
 
 def newer_release_covering(
-    gpus: Iterable[Capability], version: str, driver: str | None = None
+    gpus: Iterable[Capability], version: str, driver: str | None = None, platform: str = X86
 ) -> tuple[str, str] | None:
     """The oldest release newer than ``version`` with an official build for every GPU:
     (its newest patch, the build), or None."""
@@ -365,7 +408,22 @@ def newer_release_covering(
     for candidate in releases():
         if version_key(candidate.latest) <= version_key(version):
             continue
-        choice = choose_variant(caps, candidate.latest, driver=driver)
+        choice = choose_variant(caps, candidate.latest, driver=driver, platform=platform)
+        if choice.variant is not None:
+            return candidate.latest, choice.variant.name
+    return None
+
+
+def older_release_covering(
+    gpus: Iterable[Capability], version: str, driver: str | None = None, platform: str = X86
+) -> tuple[str, str] | None:
+    """The newest release older than ``version`` with an official build for every GPU:
+    (its newest patch, the build), or None. For GPUs a release dropped (Pascal in 2.15)."""
+    caps = list(gpus)
+    for candidate in reversed(releases()):
+        if version_key(candidate.latest) >= version_key(version):
+            continue
+        choice = choose_variant(caps, candidate.latest, driver=driver, platform=platform)
         if choice.variant is not None:
             return candidate.latest, choice.variant.name
     return None
@@ -519,7 +577,8 @@ def preferred_toolkit(
     if tested:
         chosen = tested
         why = (
-            f"the newest toolkit that compiles {codes} and that torch {full}'s release builds used"
+            f"the newest toolkit that compiles {codes} and is no newer than torch {full}'s "
+            f"release builds (CUDA {newest_tested})"
         )
     else:
         chosen = kits[:1]

@@ -8,7 +8,7 @@ official build covers every GPU, the source build that would (``fdl libtorch bui
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fdl.compat import (
@@ -23,6 +23,7 @@ from fdl.compat import (
     covers,
     default_torch_version,
     newer_release_covering,
+    older_release_covering,
     preferred_toolkit,
     release,
     releases_that_build,
@@ -144,6 +145,7 @@ def select_variant(
     preferred: str | None = None,
     driver: str | None = None,
     preferred_origin: str | None = None,
+    platform: str = "linux-x86_64",
 ) -> Selection:
     """Choose the official build: the one asked for, else the one that fits the GPUs.
 
@@ -155,6 +157,8 @@ def select_variant(
         preferred: The manifest's ``libtorch.variant`` (``cpu``, ``cu130``, ``auto``).
         driver: The NVIDIA driver version, to warn about builds it cannot run.
         preferred_origin: Where ``preferred`` was written (``fdl.yml:20:12``).
+        platform: This machine's (``linux-arm64``): only its builds are chosen, never an
+            x86_64 one.
 
     Raises:
         UsageError: ``--cpu`` with ``--cuda``, an unknown CUDA version or torch version,
@@ -168,15 +172,31 @@ def select_variant(
     caps = tuple(sorted(set(gpus)))
     if cpu or cuda:
         name = "cpu" if cpu else cuda_variant_name(str(cuda))
-        return _fixed(full, name, caps, driver, "requested", f"{_flag(cpu, cuda)} was given")
+        why = f"{_flag(cpu, cuda)} was given"
+        return _fixed(full, name, caps, driver, "requested", why, platform)
     if preferred and preferred != "auto":
         name = preferred if preferred == "cpu" or preferred.startswith("cu") else "?"
         if name == "?":
             name = cuda_variant_name(preferred)
         where = f" ({preferred_origin})" if preferred_origin else " in the manifest"
         why = f"the project asks for {name}: libtorch.variant{where}"
-        return _fixed(full, name, caps, driver, "manifest", why)
-    return _detected(full, caps, driver)
+        return _fixed(full, name, caps, driver, "manifest", why, platform)
+    if (
+        torch is None
+        and caps
+        and not choose_variant(caps, full, driver=driver, platform=platform).ok
+    ):
+        # No torch asked for, and the newest release has no build for these GPUs (2.15
+        # dropped Pascal): the newest release that has one, rather than hours of building.
+        older = older_release_covering(caps, full, driver, platform)
+        if older is not None:
+            selection = _detected(older[0], caps, driver, platform)
+            reason = (
+                f"torch {full} has no official build for {', '.join(c.sm for c in caps)}: "
+                f"torch {older[0]} is the newest release with one; {selection.reason}"
+            )
+            return replace(selection, reason=reason)
+    return _detected(full, caps, driver, platform)
 
 
 def _flag(cpu: bool, cuda: str | None) -> str:
@@ -184,40 +204,48 @@ def _flag(cpu: bool, cuda: str | None) -> str:
 
 
 def _fixed(
-    full: str, name: str, caps: tuple[Capability, ...], driver: str | None, how: str, why: str
+    full: str,
+    name: str,
+    caps: tuple[Capability, ...],
+    driver: str | None,
+    how: str,
+    why: str,
+    platform: str,
 ) -> Selection:
-    variant = release(full).variant(name)
+    variant = release(full).variant(name, platform)
     verdicts = tuple(covers(variant.targets_for(full), caps)) if not variant.is_cpu else ()
     selection = Selection(full, variant.name, variant.cuda, how, why, caps, verdicts)
-    return _annotate(selection, variant, driver)
+    return _annotate(selection, variant, driver, platform)
 
 
-def _detected(full: str, caps: tuple[Capability, ...], driver: str | None) -> Selection:
-    choice = choose_variant(caps, full, driver=driver)
+def _detected(
+    full: str, caps: tuple[Capability, ...], driver: str | None, platform: str
+) -> Selection:
+    choice = choose_variant(caps, full, driver=driver, platform=platform)
     if choice.variant is not None:
         variant = choice.variant
         selection = Selection(
             full, variant.name, variant.cuda, "detected", choice.reason, caps, choice.verdicts
         )
-        return _annotate(selection, variant, driver)
-    partial = _best_partial(full, caps, driver)
+        return _annotate(selection, variant, driver, platform)
+    partial = _best_partial(full, caps, driver, platform)
     if partial is None:
-        cpu = release(full).variant("cpu")
+        cpu = release(full).variant("cpu", platform)
         selection = Selection(full, "cpu", None, "detected", choice.reason, caps)
-        return _annotate(selection, cpu, driver)
+        return _annotate(selection, cpu, driver, platform)
     variant, verdicts = partial
     covered = ", ".join(v.gpu.sm for v in verdicts if v.ok)
     reason = f"{choice.reason}. {variant.name} runs on {covered} only"
     selection = Selection(full, variant.name, variant.cuda, "detected", reason, caps, verdicts)
-    return _annotate(selection, variant, driver)
+    return _annotate(selection, variant, driver, platform)
 
 
 def _best_partial(
-    full: str, caps: tuple[Capability, ...], driver: str | None
+    full: str, caps: tuple[Capability, ...], driver: str | None, platform: str
 ) -> tuple[Variant, tuple[Verdict, ...]] | None:
     """The CUDA build that runs on the most GPUs (ties: PyPI's default, then the newest GPU)."""
     ranked: list[tuple[tuple[int, ...], Variant, tuple[Verdict, ...]]] = []
-    for variant in release(full).variants:
+    for variant in release(full).variants_on(platform):
         if variant.is_cpu or variant.cuda is None:
             continue
         if driver is not None and not check_driver(driver, variant.cuda).ok:
@@ -236,7 +264,9 @@ def _best_partial(
     return ranked[0][1], ranked[0][2]
 
 
-def _annotate(selection: Selection, variant: Variant, driver: str | None) -> Selection:
+def _annotate(
+    selection: Selection, variant: Variant, driver: str | None, platform: str
+) -> Selection:
     """Add the warnings and the build suggestion a selection needs."""
     warnings: list[str] = []
     caps = selection.gpus
@@ -252,11 +282,11 @@ def _annotate(selection: Selection, variant: Variant, driver: str | None) -> Sel
             warnings.append(f"{check.reason}: update the NVIDIA driver")
     build: tuple[str, ...] = ()
     build_cuda: str | None = None
-    if caps and not selection.covers_all:
+    if caps and not selection.covers_all and not platform.startswith("macos"):
         full = selection.torch_version
         pinned = full != default_torch_version()
         archs = ArchList.of(Target(c) for c in caps)
-        newer = newer_release_covering(caps, full, driver)
+        newer = newer_release_covering(caps, full, driver, platform)
         if buildable_toolkits(full, archs):
             build = build_command(caps, full if pinned else None)
             choice = preferred_toolkit(full, archs, driver)
@@ -269,7 +299,7 @@ def _annotate(selection: Selection, variant: Variant, driver: str | None) -> Sel
             version, name = newer
             warnings.append(
                 f"torch {full} cannot be built for {', '.join(c.sm for c in caps)}: use torch "
-                f"{version} or newer, whose {name} build covers them (fdl libtorch download "
+                f"{version} or newer, whose {name} build covers them ({_get_command(platform)} "
                 f"--torch {version})"
             )
         elif others := releases_that_build(archs):
@@ -278,6 +308,14 @@ def _annotate(selection: Selection, variant: Variant, driver: str | None) -> Sel
                 f"torch {full} cannot be built for every GPU; torch {others[0]} can: "
                 f"{' '.join(build)}"
             )
+        if build:  # a download that needs no build, from another release
+            gpus = ", ".join(c.sm for c in caps)
+            for other in (newer, older_release_covering(caps, full, driver, platform)):
+                if other is not None:
+                    warnings.append(
+                        f"or, without a build: torch {other[0]}'s official {other[1]} build "
+                        f"runs on {gpus} ({_get_command(platform)} --torch {other[0]})"
+                    )
     return Selection(
         selection.torch_version,
         selection.variant,
@@ -290,6 +328,16 @@ def _annotate(selection: Selection, variant: Variant, driver: str | None) -> Sel
         build,
         build_cuda,
     )
+
+
+def _get_command(platform: str) -> str:
+    """How an official build is installed on ``platform``: the libtorch zip, or (Linux arm64,
+    which has no zips) the platform's torch wheel."""
+    from fdl.compat import libtorch_platforms
+
+    if platform in libtorch_platforms():
+        return "fdl libtorch download"
+    return "fdl libtorch install --from-wheel"
 
 
 def coverage_fix(

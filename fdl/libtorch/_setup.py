@@ -109,7 +109,12 @@ def plan_setup(
     if platform not in libtorch_platforms():
         from_wheel = True
     selection = select_variant(
-        gpus, torch=torch, preferred=preferred, driver=driver, preferred_origin=preferred_origin
+        gpus,
+        torch=torch,
+        preferred=preferred,
+        driver=driver,
+        preferred_origin=preferred_origin,
+        platform=platform,
     )
     wanted_torch = selection.torch_version if torch else None
     active = variants.active_name(context)

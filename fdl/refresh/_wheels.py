@@ -137,8 +137,9 @@ def wheel_drift(version: str, platform: str, facts: WheelFacts) -> list[dict[str
     from fdl.errors import UsageError
 
     source = f"METADATA of the {platform} wheel of torch {version} on PyPI"
+    table_platform = {"linux-aarch64": "linux-arm64"}.get(platform, platform)
     try:
-        variant = next(v for v in release(version).variants if v.default)
+        variant = next(v for v in release(version).variants_on(table_platform) if v.default)
     except (UsageError, StopIteration):
         return [
             {
@@ -150,8 +151,6 @@ def wheel_drift(version: str, platform: str, facts: WheelFacts) -> list[dict[str
             }
         ]
     found: list[dict[str, object]] = []
-    if platform != "linux-x86_64":
-        return found  # the tables describe the x86_64 builds
     if facts.cuda != variant.cuda:
         found.append(
             {

@@ -206,13 +206,13 @@ BASE = "https://download.pytorch.org/libtorch"
             f"{BASE}/cu128/libtorch-cxx11-abi-shared-with-deps-2.7.1%2Bcu128.zip",
         ),
         (
-            ("2.7.0", "cu126"),
+            ("2.6.0", "cu126"),
             {"abi": "pre-cxx11"},
-            f"{BASE}/cu126/libtorch-shared-with-deps-2.7.0%2Bcu126.zip",
+            f"{BASE}/cu126/libtorch-shared-with-deps-2.6.0%2Bcu126.zip",
         ),
         (("2.8", "cu128"), {}, f"{BASE}/cu128/libtorch-shared-with-deps-2.8.0%2Bcu128.zip"),
         (("2.14.1", "cpu"), {}, f"{BASE}/cpu/libtorch-shared-with-deps-2.14.1%2Bcpu.zip"),
-        ((None, "cu130"), {}, f"{BASE}/cu130/libtorch-shared-with-deps-2.14.1%2Bcu130.zip"),
+        ((None, "cu130"), {}, f"{BASE}/cu130/libtorch-shared-with-deps-2.15.0%2Bcu130.zip"),
         (
             ("2.15.0", "cu130"),
             {"channel": "test"},
@@ -239,6 +239,8 @@ def test_libtorch_url_errors() -> None:
         libtorch_url("2.14", "cu128")
     with pytest.raises(UsageError, match="pre-cxx11"):
         libtorch_url("2.8", "cu128", abi="pre-cxx11")
+    with pytest.raises(UsageError, match="pre-cxx11"):  # none from 2.7 on
+        libtorch_url("2.7.1", "cu126", abi="pre-cxx11")
     with pytest.raises(UsageError, match="channel"):
         libtorch_url("2.8", "cu128", channel="beta")
     with pytest.raises(UsageError, match="CPU only"):

@@ -60,6 +60,7 @@ def test_a_toolkit_newer_than_the_tables_is_one_drift_not_a_crash() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.network
 def test_the_table_matches_the_real_wheel_of_cuda_12_8() -> None:
     """Downloads NVIDIA's nvcc wheel of CUDA 12.8 from PyPI (about 40 MB); fails on drift."""
     done = subprocess.run(
@@ -146,3 +147,23 @@ def test_wheel_drift_names_a_release_the_tables_lack(tmp_path: Path) -> None:
     known = cuda_facts(METADATA.replace("2.15.0", "2.14.1").replace("13.2.2", "13.0.2"))
     found = wheel_drift("2.14.1", "linux-x86_64", known)
     assert [d["fact"] for d in found] == ["default.cudnn"]  # the table has 9.24.0.43
+
+
+@pytest.mark.network
+def test_the_tables_match_every_releases_pypi_wheels() -> None:
+    """Reads the METADATA of every known release's x86_64 and aarch64 wheels on PyPI
+    (Range requests, a few KiB each); fails on any drift from pytorch.yaml."""
+    from fdl.compat import releases
+
+    versions = [r.latest for r in releases()]
+    done = subprocess.run(
+        [sys.executable, "-m", "fdl.refresh", "wheels", *versions],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    for version in versions:
+        assert f"{version} linux-x86_64:" in done.stdout
+        assert f"{version} linux-aarch64:" in done.stdout
