@@ -15,7 +15,7 @@ from typing import Any
 from fdl._assets import data_dir
 
 SCHEMA_VERSION = 1
-TABLES = ("archs", "cuda", "pytorch", "libtorch", "runtime", "build", "gpus")
+TABLES = ("archs", "cuda", "pytorch", "libtorch", "runtime", "build", "build_estimate", "gpus")
 
 _VERSION = re.compile(r"^v?(\d+(?:\.\d+)*)")
 

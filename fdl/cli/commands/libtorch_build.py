@@ -266,6 +266,7 @@ def render_plan(plan: BuildPlan, *, dry_run: bool) -> str:
         f"  cache:     {plan.cache.kind}"
         + (f"  ({plan.cache.remote or plan.cache.directory})" if plan.cache.enabled else ""),
         f"  estimates: ~{plan.disk_gb:.0f} GB disk, ~{plan.memory_gb:.0f} GB RAM",
+        *([f"  estimate:  {plan.estimate.summary()}"] if plan.estimate is not None else []),
         f"  log:       {plan.log_file}",
     ]
     for cost in plan.switch_costs:

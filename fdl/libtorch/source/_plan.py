@@ -14,6 +14,7 @@ from typing import Any
 
 from fdl.compat import (
     ArchList,
+    CompatDataError,
     Kind,
     SwitchCost,
     Target,
@@ -38,6 +39,7 @@ from fdl.errors import EnvironmentProblem, FdlError, UsageError
 from fdl.libtorch.source import _checks as checks
 from fdl.libtorch.source._buildplan import BuildPlan
 from fdl.libtorch.source._checks import Problem
+from fdl.libtorch.source._estimate import BuildEstimate, estimate_build
 from fdl.libtorch.source._facts import MachineFacts, SourceFacts
 from fdl.libtorch.source._ingredients import (
     Toolchoice,
@@ -101,9 +103,28 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
     )
     return replace(
         plan,
+        estimate=_estimate(torch, archs, jobs, facts, flash, env),
         switch_costs=tuple(costs),
         problems=(*plan.problems, *_offline_problems(request, plan)),
     )
+
+
+def _estimate(
+    torch: str, archs: ArchList, jobs: int, facts: MachineFacts, flash: bool, env: dict[str, str]
+) -> BuildEstimate | None:
+    """How long and how much RAM (None when no counts cover the release)."""
+    try:
+        return estimate_build(
+            torch=torch,
+            archs=archs,
+            jobs=jobs,
+            cores=facts.cores,
+            ram_gb=facts.ram_gb,
+            flash_attention=flash,
+            switches=env,
+        )
+    except CompatDataError:
+        return None
 
 
 def _offline_problems(request: BuildRequest, plan: BuildPlan) -> list[Problem]:
