@@ -131,7 +131,10 @@ def estimate_build(
     ``USE_DISTRIBUTED=0`` drop their translation units; ``flash_attention=False`` drops the
     flash-attention kernels (and their ~5 GB per job). An empty ``archs`` is a CPU build.
     """
-    targets = parse_archs(archs) if isinstance(archs, str) else archs
+    if isinstance(archs, str):
+        targets = parse_archs(archs) if archs.strip() else ArchList()
+    else:
+        targets = archs
     env = dict(switches or {})
     table = estimate_table()
     fake = table["fake_tree"]
