@@ -87,3 +87,28 @@ def test_build_dependencies_follow_the_release(tmp_path: Path) -> None:
     assert "six" in new.deps and "setuptools<80" in new.deps and "cmake>=3.27" in new.deps
     assert "six" not in old.deps and "setuptools" in old.deps
     assert len(new.deps) == len(set(new.deps))  # one list per release, not both
+
+
+def test_a_failed_fetch_names_the_log_and_what_to_do(tmp_path: Path) -> None:
+    """The clone and the optional dependencies fail with the log file and their own fix."""
+    import pytest
+
+    from fdl.errors import CommandFailed
+    from fdl.libtorch.source import fetch_sources
+    from tests.support.fakes import Completed, FakeRunner
+
+    facts = replace(_facts(tmp_path, None), nvcc=None)
+    plan = plan_build(replace(_request("native", cpu=True), archs=None), facts)
+    failing = FakeRunner(default=Completed([], 128, "", "fatal: unable to access"))
+    with pytest.raises(CommandFailed) as clone:
+        fetch_sources(plan, runner=failing, environ={})
+    assert "--source DIR" in str(clone.value.hint) and str(plan.log_file) in clone.value.message
+    assert not plan.source_dir.exists()
+    assert not plan.source_dir.with_name(plan.source_dir.name + ".partial").exists()
+    (plan.source_dir / ".git").mkdir(parents=True)
+    (plan.source_dir / "tools").mkdir()
+    (plan.source_dir / "tools" / "optional_submodules.py").write_text("")
+    with pytest.raises(CommandFailed) as fetch:
+        fetch_sources(plan, runner=failing, environ={})
+    assert "gitlab.com" in str(fetch.value.hint) and str(plan.log_file) in fetch.value.message
+    assert fetch.value.argv[-1].endswith("optional_submodules.py")
