@@ -162,7 +162,7 @@ def per_unit_costs(nvcc: str, runs: int) -> dict[str, tuple[float, float, float]
         samples, peak = [], 0.0
         for source in CXX_SOURCES:
             for _ in range(runs):
-                argv = [cxx, "-O3", "-std=c++17", "-c", str(source), "-I", str(TREE)]
+                argv = [cxx, "-O3", "-std=c++20", "-c", str(source), "-I", str(TREE)]
                 argv += ["-I", str(TREE / "aten" / "src"), "-I", str(TREE / "c10")]
                 argv += ["-I", str(TREE / "torch" / "csrc" / "api" / "include")]
                 cpu, rss = _timed([*argv, "-o", f"{scratch}/y.o"])

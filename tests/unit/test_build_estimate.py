@@ -102,7 +102,7 @@ def test_the_table_states_how_it_counted() -> None:
     for release in table["releases"]:
         assert len(str(release["counted"])) > 100
         assert {"flash", "mem_eff", "cuda", "cxx"} <= set(release)
-    assert table["scale"]["source"]
+    assert table["scale"]["flash_source"] and table["scale"]["build_source"]
 
 
 def test_a_release_newer_than_the_counts_gets_no_estimate_in_the_plan(

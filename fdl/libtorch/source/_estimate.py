@@ -138,7 +138,7 @@ def estimate_build(
     env = dict(switches or {})
     table = estimate_table()
     fake = table["fake_tree"]
-    scale = float(table["scale"]["real_flash_per_target_s"]) / float(fake["flash"]["per_target"])
+    scale = table["scale"]
     counts = _release(torch)
     cuda = bool(targets)
     flash = cuda and flash_attention and _on(env, "USE_FLASH_ATTENTION")
@@ -156,14 +156,20 @@ def estimate_build(
         )
     n_flash = int(counts["flash"]) if flash else 0
 
-    cpu = cxx * float(fake["cxx"]["host"]) * scale
-    cuda_target = float(fake["cuda"]["per_target"]) * scale
-    cpu += cu * (float(fake["cuda"]["host"]) * scale + n_targets * cuda_target)
-    flash_target = float(fake["flash"]["per_target"]) * scale
+    # Real seconds = the fake tree's seconds x a factor per kind (build_estimate.yaml scale).
+    cxx_host = float(fake["cxx"]["host"])
+    cu_host, cu_target = float(fake["cuda"]["host"]), float(fake["cuda"]["per_target"])
+    fake_anchor = int(counts["cxx"]) * cxx_host + int(counts["cuda"]) * (
+        cu_host + int(scale["build_targets"]) * cu_target
+    )
+    other = float(scale["build_core_s"]) / fake_anchor
+    flash_scale = float(scale["flash_per_target_s"]) / float(fake["flash"]["per_target"])
+
+    cpu = other * (cxx * cxx_host + cu * (cu_host + n_targets * cu_target))
     cpu += n_flash * (
-        float(fake["flash"]["host"]) * scale
-        + flash_targets * flash_target
-        + (n_targets - flash_targets) * cuda_target
+        flash_scale * float(fake["flash"]["host"])
+        + flash_targets * float(scale["flash_per_target_s"])
+        + (n_targets - flash_targets) * other * cu_target
     )
     if not cuda:
         # A CPU build compiles the host parts of no CUDA TU at all.
@@ -176,7 +182,8 @@ def estimate_build(
     basis = (
         f"{sum(units.values())} TUs of torch {counts['torch']}.x ({_units_text(units)}) x "
         f"{n_targets or 'no'} CUDA target{'s' if n_targets != 1 else ''}, the fake tree's "
-        f"measured s/TU scaled x{scale:.0f} to PyTorch's, {per_job:g} GB per job"
+        f"measured s per TU and target scaled to published builds (x{other:.1f}, flash "
+        f"x{flash_scale:.0f}), {per_job:g} GB per job"
     )
     return BuildEstimate(
         seconds=cpu / parallel,
