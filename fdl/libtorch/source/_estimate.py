@@ -90,6 +90,7 @@ class BuildEstimate:
             "units": dict(self.units),
             "targets": self.targets,
             "basis": self.basis,
+            "summary": self.summary(),
             "estimate": True,
         }
 
