@@ -15,7 +15,17 @@ from typing import Any
 from fdl._assets import data_dir
 
 SCHEMA_VERSION = 1
-TABLES = ("archs", "cuda", "pytorch", "libtorch", "runtime", "build", "gpus", "layers")
+TABLES = (
+    "archs",
+    "cuda",
+    "pytorch",
+    "libtorch",
+    "runtime",
+    "build",
+    "build_estimate",
+    "gpus",
+    "layers",
+)
 
 _VERSION = re.compile(r"^v?(\d+(?:\.\d+)*)")
 

@@ -132,6 +132,8 @@ def _preflight_cached(log: str) -> bool:
     return any(f"{step} CACHED" in log for step in steps)
 
 
+SIX_URL = "https://files.pythonhosted.org/packages/source/s/six/six-1.11.0.tar.gz"
+
 # Prepended to the copied tree's build script: a compile step that has a network fails.
 NO_NETWORK_CHECK = """import os, sys
 _interfaces = sorted(os.listdir("/sys/class/net"))
@@ -150,6 +152,9 @@ def test_offline_compiles_without_network(run_fdl, tmp_path: Path, toolchain_ima
     text = script.read_text()
     head, _, rest = text.partition("from __future__ import annotations\n")
     script.write_text(head + "from __future__ import annotations\n" + NO_NETWORK_CHECK + rest)
+    # NNPACK's configure downloads six from PyPI (the fake does it when given a URL): the
+    # offline compile gets through only because the plan turns USE_NNPACK off.
+    (source / "cmake" / "External" / "nnpack-six-url.txt").write_text(SIX_URL + "\n")
     env = {"FDL_HOME": str(tmp_path / "home"), "FDL_CACHE_DIR": str(tmp_path / "cache")}
     args = ["libtorch", "build", "--docker", "--cpu", "--source", str(source),
             "--base-image", toolchain_image, "--name", "offline", "--no-activate",
@@ -163,6 +168,7 @@ def test_offline_compiles_without_network(run_fdl, tmp_path: Path, toolchain_ima
     assert offline.exit_code == 0, offline.output[-3000:]
     log = Path(json.loads(planned.stdout)["paths"]["log"]).read_text(errors="replace")
     assert "fdl-test: network interfaces ['lo']" in log, log[-3000:]
+    assert "USE_NNPACK          : 0" in log and "Downloading six" not in log, log[-3000:]
     # the check itself: without --offline the compile step has the build network
     script.write_text(script.read_text().replace("FDL_TEST_NEEDS_NO_NETWORK", "PATH"))
     online = run_fdl([*args, "--fresh", "--json"], cwd=tmp_path, env=env)

@@ -87,3 +87,60 @@ def test_build_dependencies_follow_the_release(tmp_path: Path) -> None:
     assert "six" in new.deps and "setuptools<80" in new.deps and "cmake>=3.27" in new.deps
     assert "six" not in old.deps and "setuptools" in old.deps
     assert len(new.deps) == len(set(new.deps))  # one list per release, not both
+
+
+def test_a_failed_fetch_names_the_log_and_what_to_do(tmp_path: Path) -> None:
+    """The clone and the optional dependencies fail with the log file and their own fix."""
+    import pytest
+
+    from fdl.errors import CommandFailed
+    from fdl.libtorch.source import fetch_sources
+    from tests.support.fakes import Completed, FakeRunner
+
+    facts = replace(_facts(tmp_path, None), nvcc=None)
+    plan = plan_build(replace(_request("native", cpu=True), archs=None), facts)
+    failing = FakeRunner(default=Completed([], 128, "", "fatal: unable to access"))
+    with pytest.raises(CommandFailed) as clone:
+        fetch_sources(plan, runner=failing, environ={})
+    assert "--source DIR" in str(clone.value.hint) and str(plan.log_file) in clone.value.message
+    assert not plan.source_dir.exists()
+    assert not plan.source_dir.with_name(plan.source_dir.name + ".partial").exists()
+    (plan.source_dir / ".git").mkdir(parents=True)
+    (plan.source_dir / "tools").mkdir()
+    (plan.source_dir / "tools" / "optional_submodules.py").write_text("")
+    with pytest.raises(CommandFailed) as fetch:
+        fetch_sources(plan, runner=failing, environ={})
+    assert "gitlab.com" in str(fetch.value.hint) and str(plan.log_file) in fetch.value.message
+    assert fetch.value.argv[-1].endswith("optional_submodules.py")
+
+
+def test_offline_turns_off_what_the_configure_step_downloads(tmp_path: Path) -> None:
+    """NNPACK's CMake downloads six from PyPI on x86-64: an offline compile cannot, so
+    --offline sets USE_NNPACK=0 and says why; an online build keeps PyTorch's default."""
+    facts = _facts(tmp_path, "570.86")
+    online = plan_build(_request("docker"), facts)
+    assert "USE_NNPACK" not in online.env
+    assert not [p for p in online.problems if p.check == "offline-switch"]
+    offline = plan_build(_request("docker", offline=True), facts)
+    assert offline.env["USE_NNPACK"] == "0"
+    assert "USE_NNPACK=0" in (offline.docker.dockerfile if offline.docker else "")
+    [why] = [p for p in offline.problems if p.check == "offline-switch"]
+    assert "--offline turns USE_NNPACK off" in why.message and "six" in why.message
+    assert "CUDA tensors" in why.message and why.severity == "warning"
+    native = plan_build(replace(_request("native", cpu=True, offline=True), archs=None), facts)
+    assert native.env["USE_NNPACK"] == "0"
+
+
+def test_offline_keeps_a_switch_the_user_set_and_warns(tmp_path: Path) -> None:
+    facts = _facts(tmp_path, "570.86")
+    request = replace(
+        _request("docker", offline=True),
+        switches={"USE_NNPACK": Setting("1", "libtorch.build.switches")},
+    )
+    plan = plan_build(request, facts)
+    assert plan.env["USE_NNPACK"] == "1"
+    [warning] = [p for p in plan.problems if p.check == "offline-switch"]
+    assert warning.message.startswith("libtorch.build.switches: USE_NNPACK=1 with --offline")
+    assert "USE_NNPACK=0" in warning.hint
+    off = replace(request, switches={"USE_NNPACK": Setting("OFF", "--set")})
+    assert not [p for p in plan_build(off, facts).problems if p.check == "offline-switch"]

@@ -271,6 +271,7 @@ def render_plan(plan: BuildPlan, *, dry_run: bool) -> str:
             else []
         ),
         f"  estimates: ~{plan.disk_gb:.0f} GB disk, ~{plan.memory_gb:.0f} GB RAM",
+        *([f"  estimate:  {plan.estimate.summary()}"] if plan.estimate is not None else []),
         f"  log:       {plan.log_file}",
     ]
     for cost in plan.switch_costs:

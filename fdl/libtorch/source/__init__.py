@@ -21,6 +21,7 @@ from __future__ import annotations
 from fdl.libtorch.source._buildplan import BuildPlan, Command, DockerPart
 from fdl.libtorch.source._cache import CachePlan, CacheStats, mask
 from fdl.libtorch.source._checks import Problem
+from fdl.libtorch.source._estimate import BuildEstimate, estimate_build, estimate_table
 from fdl.libtorch.source._facts import (
     MachineFacts,
     Nvcc,
@@ -46,6 +47,7 @@ from fdl.libtorch.source._status import BuildStatus, StatusParser, compiled_obje
 
 __all__ = [
     "FIELDS",
+    "BuildEstimate",
     "BuildPlan",
     "BuildRequest",
     "BuildResult",
@@ -67,6 +69,8 @@ __all__ = [
     "build_settings",
     "build_spec",
     "compiled_objects",
+    "estimate_build",
+    "estimate_table",
     "fetch_sources",
     "manifest_request",
     "mask",

@@ -16,6 +16,7 @@ from fdl.compat.archs import ArchList
 from fdl.compat.build import SwitchCost
 from fdl.libtorch.source._cache import CachePlan, mask
 from fdl.libtorch.source._checks import Problem
+from fdl.libtorch.source._estimate import BuildEstimate
 
 __all__ = ["BuildPlan", "Command", "DockerPart"]
 
@@ -95,6 +96,7 @@ class BuildPlan:
         docker: The Docker part, for the docker backend.
         switch_costs: For each switch the build turns off: what it saves, what the GPUs
             lose, whether the project needs it.
+        estimate: The build's estimated wall time and peak RAM on this machine.
     """
 
     variant: str
@@ -126,6 +128,7 @@ class BuildPlan:
     flash_attention: bool = True
     docker: DockerPart | None = None
     switch_costs: tuple[SwitchCost, ...] = ()
+    estimate: BuildEstimate | None = None
 
     @property
     def arch_list(self) -> str:
@@ -162,7 +165,11 @@ class BuildPlan:
             },
             "deps": list(self.deps),
             "cache": self.cache.to_json(),
-            "estimates": {"disk_gb": self.disk_gb, "memory_gb": self.memory_gb},
+            "estimates": {
+                "disk_gb": self.disk_gb,
+                "memory_gb": self.memory_gb,
+                "build": self.estimate.to_json() if self.estimate is not None else None,
+            },
             "flash_attention": self.flash_attention,
             "switches_off": [c.to_json() for c in self.switch_costs],
             "problems": [p.to_json() for p in self.problems],

@@ -8,14 +8,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from fdl.compat import ArchList, load_table
+from fdl.compat import ArchList, load_table, version_key
 from fdl.compat.cuda import Toolkit
 from fdl.libtorch.source._cache import CachePlan, plan_cache
 from fdl.libtorch.source._dist import DistPlan
 from fdl.libtorch.source._facts import MachineFacts
 from fdl.libtorch.source._request import BuildRequest
 
-__all__ = ["Toolchoice", "cache_for", "config_key", "environment_leaks", "source_build_table"]
+__all__ = [
+    "Toolchoice",
+    "cache_for",
+    "config_key",
+    "configure_downloads",
+    "environment_leaks",
+    "source_build_table",
+]
 
 _LEAKING = ("BUILD_", "USE_", "CMAKE_")
 _LEAKING_NAMES = (
@@ -31,6 +38,17 @@ def source_build_table() -> Mapping[str, object]:
     """The ``source_build`` part of ``fdl/data/compat/build.yaml``."""
     table: Mapping[str, object] = load_table("build")["source_build"]
     return table
+
+
+def configure_downloads(torch: str) -> list[Mapping[str, str]]:
+    """What CMake's configure of ``torch`` downloads by itself, per switch
+    (``configure_downloads`` in build.yaml)."""
+    entries = load_table("build").get("configure_downloads") or []
+    return [
+        {str(k): str(v) for k, v in entry.items()}
+        for entry in entries
+        if version_key(torch) >= version_key(str(entry.get("since_torch", "0")))
+    ]
 
 
 @dataclass(frozen=True)

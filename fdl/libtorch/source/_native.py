@@ -65,15 +65,20 @@ def _clone(plan: BuildPlan, runner: Runner, env: Mapping[str, str], on_line: Not
         runner.stream(argv, env=env, log_file=plan.log_file, on_line=on_line)
     except CommandFailed as exc:
         shutil.rmtree(partial, ignore_errors=True)
-        raise CommandFailed(
-            exc.argv,
-            exc.returncode,
-            output_tail=exc.details or "",
-            log_file=plan.log_file,
-            hint="check the network (GitHub must be reachable), or clone it elsewhere and "
+        raise _with_hint(
+            exc,
+            plan,
+            "check the network (GitHub must be reachable), or clone it elsewhere and "
             "pass --source DIR",
         ) from None
     partial.rename(plan.source_dir)
+
+
+def _with_hint(exc: CommandFailed, plan: BuildPlan, hint: str) -> CommandFailed:
+    """``exc`` again, naming the plan's log file and with ``hint`` as its fix."""
+    return CommandFailed(
+        exc.argv, exc.returncode, output_tail=exc.details or "", log_file=plan.log_file, hint=hint
+    )
 
 
 def _fetch_optional(plan: BuildPlan, runner: Runner, env: Mapping[str, str], on_line: Note) -> None:
@@ -91,12 +96,10 @@ def _fetch_optional(plan: BuildPlan, runner: Runner, env: Mapping[str, str], on_
             on_line=on_line,
         )
     except CommandFailed as exc:
-        raise CommandFailed(
-            exc.argv,
-            exc.returncode,
-            output_tail=exc.details or "",
-            log_file=plan.log_file,
-            hint="check the network (GitHub and gitlab.com must be reachable), or clone the "
+        raise _with_hint(
+            exc,
+            plan,
+            "check the network (GitHub and gitlab.com must be reachable), or clone the "
             "optional dependencies into the tree's third_party/ yourself",
         ) from None
 

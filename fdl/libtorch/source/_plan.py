@@ -14,6 +14,7 @@ from typing import Any
 
 from fdl.compat import (
     ArchList,
+    CompatDataError,
     Kind,
     SwitchCost,
     Target,
@@ -38,9 +39,11 @@ from fdl.errors import EnvironmentProblem, FdlError, UsageError
 from fdl.libtorch.source import _checks as checks
 from fdl.libtorch.source._buildplan import BuildPlan
 from fdl.libtorch.source._checks import Problem
+from fdl.libtorch.source._estimate import BuildEstimate, estimate_build
 from fdl.libtorch.source._facts import MachineFacts, SourceFacts
 from fdl.libtorch.source._ingredients import (
     Toolchoice,
+    configure_downloads,
     source_build_table,
 )
 from fdl.libtorch.source._layout import assemble
@@ -77,6 +80,7 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
     jobs, jobs_reason = _jobs(request, facts, flash, cuda)
     problems += checks.check_jobs(request.jobs, facts.ram_gb, flash_attention=flash, cuda=cuda)
     env = _environment(request, facts, choice, archs, flash, jobs, torch)
+    problems += _offline_switches(request, env, torch)
     problems += _cudnn_problems(request, facts, choice, archs, env)
     costs = switch_costs(env, archs, facts.framework)
     problems += _needed_switches(request, costs, facts.framework)
@@ -101,6 +105,7 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
     )
     return replace(
         plan,
+        estimate=_estimate(torch, archs, jobs, facts, flash, env),
         switch_costs=tuple(costs),
         problems=(
             *plan.problems,
@@ -142,6 +147,59 @@ def _dist_problems(
             location=farm.location,
         )
     ]
+
+
+def _estimate(
+    torch: str, archs: ArchList, jobs: int, facts: MachineFacts, flash: bool, env: dict[str, str]
+) -> BuildEstimate | None:
+    """How long and how much RAM (None when no counts cover the release)."""
+    try:
+        return estimate_build(
+            torch=torch,
+            archs=archs,
+            jobs=jobs,
+            cores=facts.cores,
+            ram_gb=facts.ram_gb,
+            flash_attention=flash,
+            switches=env,
+        )
+    except CompatDataError:
+        return None
+
+
+def _offline_switches(request: BuildRequest, env: dict[str, str], torch: str) -> list[Problem]:
+    """--offline: turn off each switch whose CMake configure downloads something (NNPACK's
+    six), and say why; a switch the user or a recipe set is kept, with a warning."""
+    if not request.value("offline", False):
+        return []
+    problems: list[Problem] = []
+    for entry in configure_downloads(torch):
+        name = entry["switch"]
+        what = f"its CMake configure downloads {entry['downloads']} on {entry['hosts']} hosts"
+        setting: Setting[Any] | None = request.switches.get(name)
+        if setting is not None:
+            if str(setting.value).upper() not in ("0", "OFF", "FALSE", "NO"):
+                problems.append(
+                    Problem(
+                        "offline-switch",
+                        f"{setting.origin}: {name}={setting.value} with --offline: {what}, "
+                        "which fails (or hangs) without network",
+                        f"set {name}=0, or build without --offline",
+                        "warning",
+                        location=setting.location,
+                    )
+                )
+            continue
+        env[name] = "0"
+        problems.append(
+            Problem(
+                "offline-switch",
+                f"--offline turns {name} off: {what}; it costs {entry['off_costs']}",
+                f"build without --offline to keep {name}",
+                "warning",
+            )
+        )
+    return problems
 
 
 def _offline_problems(request: BuildRequest, plan: BuildPlan) -> list[Problem]:
