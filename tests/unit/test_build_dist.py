@@ -294,3 +294,44 @@ def test_request_provenance_shows_the_farm_not_the_token(tmp_path: Path) -> None
     shown = request.provenance()["cache_dist"]["value"]
     assert shown == "http://10.0.0.5:10600 (token from $FARM_TOKEN)"
     assert isinstance(request.cache_dist, Setting)
+
+
+# sccache 0.16.0 after `sccache nvcc -c SGD.cu -gencode ...sm_75 -gencode ...sm_120` on a
+# loopback farm (measured; see tests/integration/test_build_sccache_dist.py)
+NVCC_STATS = {
+    "stats": {
+        "compile_requests": 1,
+        "cache_hits": {"counts": {}, "adv_counts": {}},
+        "cache_misses": {
+            "counts": {"PTX": 2, "CUDA (Device code)": 1, "CUDA": 1, "CUBIN": 2},
+            "adv_counts": {
+                "cuda [nvcc]": 1,
+                "ptx [cicc]": 2,
+                "cuda [cudafe++]": 1,
+                "cubin [ptxas]": 2,
+            },
+        },
+        "compilations": 7,
+        "non_cacheable_compilations": 1,
+        "dist_compiles": {"127.0.0.1:41002": 6},
+        "dist_errors": 0,
+    }
+}
+
+
+def test_farm_stats_break_compiles_down_by_compiler() -> None:
+    stats = _sccache_stats(json.dumps(NVCC_STATS), dist=True)
+    assert (stats.distributed, stats.local) == (6, 1)
+    assert stats.compiled_by == (("cicc", 2), ("ptxas", 2), ("cudafe++", 1), ("nvcc", 1))
+    assert stats.summary() == (
+        "0 hits, 6 misses (0% hits); 6 compiles distributed, 1 local; "
+        "compiled: 2 cicc, 2 ptxas, 1 cudafe++, 1 nvcc"
+    )
+    assert stats.to_json()["compiled_by"] == {"cicc": 2, "ptxas": 2, "cudafe++": 1, "nvcc": 1}
+    cxx = {"c++ [gcc]": 2, "c [gcc]": 1, "odd key": 4}
+    cxx_stats = {"stats": {**NVCC_STATS["stats"], "cache_misses": {"adv_counts": cxx}}}
+    assert _sccache_stats(json.dumps(cxx_stats), dist=True).compiled_by == (
+        ("odd key", 4),
+        ("gcc", 3),
+    )
+    assert _sccache_stats(json.dumps(NVCC_STATS)).compiled_by == ()  # no farm: no breakdown

@@ -128,7 +128,7 @@ def client_config(plan: DistPlan, token: str | None) -> str:
     lines += [
         "[dist]",
         f"scheduler_url = {_toml(plan.settings.scheduler)}",
-        "# Linux clients package their gcc/clang/nvcc toolchain themselves.",
+        "# Linux clients package gcc/clang, and nvcc's cudafe++/cicc/ptxas, themselves.",
         "toolchains = []",
         f"toolchain_cache_size = {TOOLCHAIN_CACHE_BYTES}",
         f"cache_dir = {_toml(plan.toolchain_dir)}",
