@@ -314,18 +314,8 @@ def choose_variant(
     if not caps:
         cpu = next(v for v in rel.variants_on(platform) if v.is_cpu)
         return VariantChoice(full, cpu, (), "no NVIDIA GPU: the CPU build")
-    fitting: list[tuple[_Rank, Variant, list[Verdict]]] = []
-    rejected: list[tuple[str, str]] = []
-    for variant in rel.variants_on(platform):
-        if variant.is_cpu:
-            continue
-        assessed = _assess(variant, full, caps, driver)
-        if isinstance(assessed, str):
-            rejected.append((variant.name, assessed))
-        else:
-            fitting.append((assessed[0], variant, assessed[1]))
+    fitting, rejected = _ranked(full, caps, driver, platform)
     if fitting:
-        fitting.sort(key=lambda item: item[0])
         _, chosen, verdicts = fitting[0]
         chosen_rejects = [(v.name, "covers the GPUs, but ranked lower") for _, v, _ in fitting[1:]]
         return VariantChoice(
@@ -335,7 +325,26 @@ def choose_variant(
         return VariantChoice(
             full, None, (), f"PyTorch {full} has no official CUDA build for {platform}"
         )
-    return _none_fits(full, caps, rejected, driver)
+    return _none_fits(full, caps, rejected, driver, platform)
+
+
+def _ranked(
+    full: str, caps: list[Capability], driver: str | None, platform: str
+) -> tuple[list[tuple[_Rank, Variant, list[Verdict]]], list[tuple[str, str]]]:
+    """The CUDA builds of ``full`` on ``platform`` that run on every GPU, best first, and
+    (name, why) for the others."""
+    fitting: list[tuple[_Rank, Variant, list[Verdict]]] = []
+    rejected: list[tuple[str, str]] = []
+    for variant in release(full).variants_on(platform):
+        if variant.is_cpu:
+            continue
+        assessed = _assess(variant, full, caps, driver)
+        if isinstance(assessed, str):
+            rejected.append((variant.name, assessed))
+        else:
+            fitting.append((assessed[0], variant, assessed[1]))
+    fitting.sort(key=lambda item: item[0])
+    return fitting, rejected
 
 
 _Rank = tuple[int, int, tuple[int, ...]]
@@ -368,7 +377,11 @@ def _why(variant: Variant, verdicts: list[Verdict]) -> str:
 
 
 def _none_fits(
-    full: str, caps: list[Capability], rejected: list[tuple[str, str]], driver: str | None
+    full: str,
+    caps: list[Capability],
+    rejected: list[tuple[str, str]],
+    driver: str | None,
+    platform: str,
 ) -> VariantChoice:
     archs = ArchList.of(Target(c) for c in caps)
     able = tuple(
@@ -380,7 +393,7 @@ def _none_fits(
     together = " together" if len(caps) > 1 else ""
     why = "; ".join(f"{name}: {text}" for name, text in rejected)
     reason = f"no official PyTorch {full} build covers {names}{together} ({why})"
-    newer = newer_release_covering(caps, full, driver)
+    newer = newer_release_covering(caps, full, driver, platform)
     if able:
         choice = preferred_toolkit(full, archs, driver)
         reason += f"; build from source with CUDA {choice.version} ({choice.why})"
@@ -408,9 +421,9 @@ def newer_release_covering(
     for candidate in releases():
         if version_key(candidate.latest) <= version_key(version):
             continue
-        choice = choose_variant(caps, candidate.latest, driver=driver, platform=platform)
-        if choice.variant is not None:
-            return candidate.latest, choice.variant.name
+        fitting, _ = _ranked(candidate.latest, caps, driver, platform)
+        if fitting:
+            return candidate.latest, fitting[0][1].name
     return None
 
 
@@ -423,9 +436,9 @@ def older_release_covering(
     for candidate in reversed(releases()):
         if version_key(candidate.latest) >= version_key(version):
             continue
-        choice = choose_variant(caps, candidate.latest, driver=driver, platform=platform)
-        if choice.variant is not None:
-            return candidate.latest, choice.variant.name
+        fitting, _ = _ranked(candidate.latest, caps, driver, platform)
+        if fitting:
+            return candidate.latest, fitting[0][1].name
     return None
 
 

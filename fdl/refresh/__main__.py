@@ -1,4 +1,4 @@
-"""``python -m fdl.refresh toolkits [VERSION...] [--json]``: see :mod:`fdl.refresh`."""
+"""``python -m fdl.refresh toolkits|wheels|buildenv``: see :mod:`fdl.refresh`."""
 
 from __future__ import annotations
 
@@ -21,7 +21,15 @@ def main(argv: list[str] | None = None) -> int:
     wheels = sub.add_parser("wheels", help="torch wheels on PyPI: CUDA and cuDNN pins")
     wheels.add_argument("versions", nargs="+", help="torch releases, e.g. 2.14.1 2.15.0")
     wheels.add_argument("--json", action="store_true", help="print the facts as JSON")
+    honoured = sub.add_parser(
+        "buildenv", help="where a PyTorch tree honours each input of a build plan"
+    )
+    honoured.add_argument("plan", help="a plan: fdl libtorch build --dry-run --json > plan.json")
+    honoured.add_argument("--source", required=True, help="the PyTorch source tree")
+    honoured.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = parser.parse_args(argv)
+    if args.what == "buildenv":
+        return _buildenv(args.plan, args.source, as_json=args.json)
     if args.what == "wheels":
         return _wheels(args.versions, as_json=args.json)
     versions = args.versions or [t.version for t in toolkits()]
@@ -82,9 +90,7 @@ def _wheels(versions: list[str], *, as_json: bool) -> int:
             continue
         for platform, url in sorted(urls.items()):
             try:
-                facts = cuda_facts(
-                    wheel_metadata(url, read_range), platform.removeprefix("linux-")
-                )
+                facts = cuda_facts(wheel_metadata(url, read_range), platform.removeprefix("linux-"))
             except FdlError as exc:
                 print(f"{version} {platform}: {exc.message}", file=sys.stderr)
                 drifted = True
@@ -111,6 +117,32 @@ def _wheels(versions: list[str], *, as_json: bool) -> int:
     if as_json:
         print(json.dumps(report, indent=2))
     return 1 if drifted else 0
+
+
+def _buildenv(plan_file: str, source: str, *, as_json: bool) -> int:
+    """Print where ``source`` honours each variable and file of the plan; exit 1 when one
+    is honoured nowhere."""
+    from pathlib import Path
+
+    from fdl.refresh._honoured import TREE_FILES, honoured_table, where_honoured
+
+    try:
+        plan = json.loads(Path(plan_file).read_text())
+        env = dict(plan["env"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"{plan_file}: not a build plan ({exc})", file=sys.stderr)
+        print("  fix: fdl libtorch build ... --dry-run --json > plan.json", file=sys.stderr)
+        return 2
+    tree = Path(source)
+    if not (tree / "tools" / "build_libtorch.py").is_file():
+        print(f"{source}: not a PyTorch source tree (no tools/build_libtorch.py)", file=sys.stderr)
+        return 2
+    rows = where_honoured(tree, env, TREE_FILES)
+    if as_json:
+        print(json.dumps([row.to_json() for row in rows], indent=2))
+    else:
+        print(honoured_table(rows, env))
+    return 1 if any(row.how == "not honoured" for row in rows) else 0
 
 
 if __name__ == "__main__":
