@@ -23,6 +23,7 @@ __all__ = [
     "ZipMember",
     "code_drift",
     "member_chunks",
+    "wheel_code_report",
     "wheel_device_code",
     "zip_members",
 ]
@@ -230,3 +231,46 @@ def code_drift(version: str, platform: str, code: DeviceCode) -> list[dict[str, 
                 }
             )
     return drift
+
+
+def wheel_code_report(
+    version: str, platform: str, url: str, read: ReadRange | None = None
+) -> tuple[dict[str, object], list[dict[str, object]]]:
+    """Stream the wheel's ``libtorch_cuda.so`` and report its code, what the reading cost,
+    and the drift against the tables: (report, drift).
+
+    Raises:
+        NetworkError: the wheel cannot be read.
+    """
+    import time
+
+    from fdl.net import read_range
+
+    started = time.monotonic()
+    wheel = wheel_device_code(url, read or read_range)
+    seconds = round(time.monotonic() - started, 1)
+    code = wheel.libraries.get(DEFAULT_LIBRARIES[0])
+    if code is None:
+        report: dict[str, object] = {
+            "summary": "no libtorch_cuda.so (a CPU wheel)",
+            "bytes_read": wheel.bytes_read,
+            "seconds": seconds,
+        }
+        return report, []
+    primary = code.primary_targets()
+    report = {
+        "library": DEFAULT_LIBRARIES[0],
+        "cubins": [t.code for t in primary.cubins],
+        "ptx": [t.code for t in primary.ptx],
+        "extra": sorted(set(code.counts()) - set(primary.codes())),
+        "counts": code.counts(),
+        "compression": sorted({e.compression or "none" for e in code.entries if e.is_code}),
+        "bytes_read": wheel.bytes_read,
+        "seconds": seconds,
+        "summary": (
+            f"libtorch_cuda.so: cubins {' '.join(t.code for t in primary.cubins) or 'none'}; "
+            f"PTX {' '.join(t.code for t in primary.ptx) or 'none'}; "
+            f"{wheel.bytes_read / 1e6:.0f} MB streamed in {seconds} s"
+        ),
+    }
+    return report, code_drift(version, platform, code)
