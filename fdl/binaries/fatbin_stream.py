@@ -4,8 +4,9 @@ A library inside a wheel arrives as a deflate stream, front to back; its section
 (which say where ``.nv_fatbin`` is) come last. So the scanner looks for fatbin containers
 by their magic (``0xBA55ED50`` at an 8-byte-aligned file offset, version 1, a 16-byte
 header), parses each container's entry headers as they pass and skips the payloads
-without keeping them. It keeps the first 64 bytes (the ELF header) and the last MiB (the
-section headers and their names): at the end, the containers outside ``.nv_fatbin`` (a
+without keeping them. It keeps the first 64 bytes (the ELF header), the section header
+table with the MiB before it (where ``.shstrtab`` is; patchelf'd libraries such as
+libtorch_cuda.so have more sections after the table) and the last MiB: at the end, the containers outside ``.nv_fatbin`` (a
 magic that happened to appear in other data) are dropped. Memory stays at about one
 chunk plus that MiB, whatever the library's size; the result equals
 :func:`fdl.binaries.read_device_code` on the whole file.
@@ -58,6 +59,7 @@ class FatbinScanner:
         self._container: tuple[int, int] | None = None  # (start, end) being parsed
         self._pending: list[FatbinEntry] = []
         self._found: list[tuple[int, list[FatbinEntry]]] = []  # (container start, entries)
+        self._frozen: tuple[int, bytes] | None = None  # (offset, bytes) around the table
 
     def feed(self, chunk: bytes) -> None:
         """The next bytes of the library."""
@@ -67,6 +69,10 @@ class FatbinScanner:
         if len(self._tail) > 2 * _TAIL:
             del self._tail[: len(self._tail) - _TAIL]
         self.size += len(chunk)
+        table = self._table_range()
+        if self._frozen is None and table is not None and self.size >= table[1]:
+            # patchelf appends sections after the table: keep it and the MiB before it
+            self._frozen = (self.size - len(self._tail), bytes(self._tail))
         view = memoryview(chunk)
         if self._skip:
             dropped = min(self._skip, len(chunk))
@@ -135,7 +141,7 @@ class FatbinScanner:
 
     def result(self) -> DeviceCode:
         """The GPU code found, limited to the ``.nv_fatbin`` section when the stream was a
-        64-bit ELF whose section headers are in its last MiB."""
+        64-bit ELF whose section names the scanner kept."""
         section = self._section_range()
         kept = [
             entries
@@ -149,27 +155,41 @@ class FatbinScanner:
         ]
         return DeviceCode(Path(self.name), tuple(numbered), len(kept))
 
-    def _section_range(self) -> tuple[int, int] | None:
-        head = bytes(self._head)
+    def _table_range(self) -> tuple[int, int] | None:
+        """Where the section header table is, from the ELF header (64-bit little-endian)."""
+        head = self._head
         if len(head) < _ELF_HEAD or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
             return None
         fields = _HEADER.unpack_from(head, 16)
-        shoff, shentsize, shnum, shstrndx = fields[5], fields[9], fields[10], fields[11]
-        tail_start = self.size - len(self._tail)
-        if (
-            shentsize != _SECTION.size
-            or shoff < tail_start
-            or shoff + shnum * shentsize > self.size
-        ):
+        shoff, shentsize, shnum = fields[5], fields[10], fields[11]
+        if shentsize != _SECTION.size or not shnum:
             return None
-        table = [
-            _SECTION.unpack_from(self._tail, shoff - tail_start + i * shentsize)
-            for i in range(shnum)
-        ]
-        names = table[shstrndx] if shstrndx < shnum else None
-        if names is None or names[4] < tail_start or names[4] + names[5] > self.size:
+        return shoff, shoff + shnum * shentsize
+
+    def _bytes(self, offset: int, size: int) -> bytes | None:
+        """Bytes the scanner still holds (around the section table, or the last MiB)."""
+        windows = [(self.size - len(self._tail), bytes(self._tail))]
+        if self._frozen is not None:
+            windows.insert(0, self._frozen)
+        for start, data in windows:
+            if start <= offset and offset + size <= start + len(data):
+                return data[offset - start : offset - start + size]
+        return None
+
+    def _section_range(self) -> tuple[int, int] | None:
+        table_range = self._table_range()
+        if table_range is None:
             return None
-        strings = bytes(self._tail[names[4] - tail_start : names[4] - tail_start + names[5]])
+        shstrndx = _HEADER.unpack_from(self._head, 16)[12]
+        raw = self._bytes(table_range[0], table_range[1] - table_range[0])
+        if raw is None:
+            return None
+        table = [_SECTION.unpack_from(raw, at) for at in range(0, len(raw), _SECTION.size)]
+        if shstrndx >= len(table):
+            return None
+        strings = self._bytes(table[shstrndx][4], table[shstrndx][5])
+        if strings is None:
+            return None
         for name_at, _type, _flags, _addr, offset, size, *_ in table:
             name = strings[name_at : strings.find(b"\0", name_at)].decode("ascii", "replace")
             if name == FATBIN_SECTION:
