@@ -115,7 +115,11 @@ def test_compression_flags_and_cuobjdump_names() -> None:
 def test_wheel_member_is_streamed_in_range_requests(library: Path, zip64: bool) -> None:
     data = library.read_bytes()
     wheel = _wheel(
-        {"torch/__init__.py": b"", LIB: data, "torch-2.14.1.dist-info/METADATA": b"Version: 2.14.1\n"},
+        {
+            "torch/__init__.py": b"",
+            LIB: data,
+            "torch-2.14.1.dist-info/METADATA": b"Version: 2.14.1\n",
+        },
         zip64=zip64,
     )
     ranges = FakeRanges(wheel)
