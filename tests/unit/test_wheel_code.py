@@ -192,3 +192,31 @@ def test_report_names_archs_ptx_and_cost(library: Path) -> None:
     assert report["ptx"] == ["compute_120"]
     assert report["compression"] == ["lz4", "none", "zstd"]
     assert isinstance(report["bytes_read"], int) and report["bytes_read"] > 0
+
+
+def test_refresh_wheels_command_reports_device_code(
+    library: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    import fdl.net
+    from fdl.refresh.__main__ import main
+
+    metadata = b"Version: 2.14.1\nRequires-Dist: nvidia-cuda-runtime==13.0.96\n"
+    wheel = _wheel({LIB: library.read_bytes(), "torch-2.14.1.dist-info/METADATA": metadata})
+    project = {"releases": {"2.14.1": [{"filename": URL.rsplit("/", 1)[1], "url": URL}]}}
+
+    def fake(url: str, start: int, length: int | None = None) -> tuple[bytes, int]:
+        if url.endswith("/json"):
+            body = json.dumps(project).encode()
+            return body, len(body)
+        return FakeRanges(wheel)(url, start, length)
+
+    monkeypatch.setattr(fdl.net, "read_range", fake)
+    assert main(["wheels", "2.14.1", "--json"]) == 1  # the synthetic archs are not 2.14.1's
+    (entry,) = json.loads(capsys.readouterr().out)
+    assert entry["device_code"]["cubins"] == ["sm_75", "sm_90a", "sm_100f", "sm_120"]
+    assert "default.archs" in [d["fact"] for d in entry["drift"]]
+    assert main(["wheels", "2.14.1", "--json", "--metadata-only"]) in (0, 1)
+    (entry,) = json.loads(capsys.readouterr().out)
+    assert "device_code" not in entry
