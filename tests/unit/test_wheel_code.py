@@ -220,3 +220,14 @@ def test_refresh_wheels_command_reports_device_code(
     assert main(["wheels", "2.14.1", "--json", "--metadata-only"]) in (0, 1)
     (entry,) = json.loads(capsys.readouterr().out)
     assert "device_code" not in entry
+
+
+def test_stream_keeps_the_section_table_of_a_patchelfd_library(library: Path) -> None:
+    """patchelf moves sections behind the section table (libtorch_cuda.so: 4.7 MB of them):
+    the table is not in the stream's last MiB, and a container-like block after it is no
+    GPU code."""
+    decoy = build_fatbin([[FakeEntry("cubin", 37)]])
+    data = library.read_bytes() + bytes(8) + decoy + bytes(3 << 20)
+    code = scan_device_code(_chunks(data, 1 << 16))
+    assert code.entries == read_device_code(library).entries
+    assert "sm_37" not in code.counts()
