@@ -167,9 +167,14 @@ def member_chunks(
 
 
 def wheel_device_code(
-    url: str, read: ReadRange, libraries: Sequence[str] = DEFAULT_LIBRARIES
+    url: str,
+    read: ReadRange,
+    libraries: Sequence[str] = DEFAULT_LIBRARIES,
+    *,
+    chunk: int = CHUNK,
 ) -> WheelCode:
-    """The cubins and PTX of the wheel's ``libraries`` (zip member names), streamed.
+    """The cubins and PTX of the wheel's ``libraries`` (zip member names), streamed
+    ``chunk`` compressed bytes per Range request.
 
     Raises:
         NetworkError: the wheel cannot be read.
@@ -188,7 +193,7 @@ def wheel_device_code(
             result.missing.append(name)
             continue
         scanner = FatbinScanner(name)
-        for piece in member_chunks(url, counted, member):
+        for piece in member_chunks(url, counted, member, chunk=chunk):
             scanner.feed(piece)
         if scanner.size != member.size:
             raise NetworkError(
