@@ -45,6 +45,21 @@ if command -v npm >/dev/null && [ ! -x "$TOOLS/node_modules/.bin/yaml-language-s
     || log "warning: yaml-language-server could not be installed (its test skips)"
 fi
 
+# cuobjdump (NVIDIA's nvidia-cuda-cuobjdump wheel, no toolkit install) for the tests that
+# check fdl's fatbin reader against it (idempotent; they skip without it).
+if [ ! -x "$TOOLS/cuda/bin/cuobjdump" ] && command -v python3 >/dev/null; then
+  log "installing cuobjdump into $TOOLS/cuda/bin"
+  scratch="$(mktemp -d /tmp/fdl-cuobjdump.XXXXXX)"
+  if python3 -m pip download --quiet --no-deps "nvidia-cuda-cuobjdump==13.5.*" --dest "$scratch" >/dev/null 2>&1 \
+    && mkdir -p "$TOOLS/cuda/bin" \
+    && unzip -o -q -j "$scratch"/nvidia_cuda_cuobjdump-*.whl '*/bin/cuobjdump' -d "$TOOLS/cuda/bin"; then
+    chmod 755 "$TOOLS/cuda/bin/cuobjdump"
+  else
+    log "warning: cuobjdump could not be installed (the fatbin-vs-cuobjdump tests skip)"
+  fi
+  rm -rf "$scratch"
+fi
+
 # A one-node SLURM cluster on 127.0.0.1 for `fdl deploy` tests (idempotent).
 "$(dirname "$0")/setup-slurm.sh" || log "warning: the local SLURM cluster did not start (its tests skip)"
 

@@ -2,6 +2,8 @@
 
 - :mod:`fdl.binaries.elf`: ELF64 headers, sections, DT_NEEDED/RPATH/RUNPATH/SONAME.
 - :mod:`fdl.binaries.fatbin`: the CUDA archs a library contains (``.nv_fatbin``).
+- :mod:`fdl.binaries.fatbin_stream`: the same, from a stream of the library's bytes (a
+  member of a remote wheel) in bounded memory.
 - :mod:`fdl.binaries.closure`: the libraries a program loads, resolved like ``ld.so``.
 
 Pure Python (mmap + struct): no CUDA toolkit, no cuobjdump, no readelf needed.
@@ -23,6 +25,7 @@ from fdl.binaries.elf import (
     soname,
 )
 from fdl.binaries.fatbin import DeviceCode, FatbinEntry, parse_fatbin, read_device_code
+from fdl.binaries.fatbin_stream import FatbinScanner, scan_device_code
 
 __all__ = [
     "SYSTEM_DIRS",
@@ -32,6 +35,7 @@ __all__ = [
     "DynamicInfo",
     "ElfFile",
     "FatbinEntry",
+    "FatbinScanner",
     "Section",
     "dependency_closure",
     "is_elf",
@@ -42,5 +46,6 @@ __all__ = [
     "read_dynamic",
     "rpath",
     "runpath",
+    "scan_device_code",
     "soname",
 ]

@@ -5,9 +5,18 @@ The section holds fatbin containers (little-endian, each at an 8-byte-aligned of
 - container header, 16 bytes: u32 magic ``0xBA55ED50``, u16 version, u16 header size,
   u64 size of the entries that follow;
 - each entry: u16 kind (1 = PTX, 2 = cubin) at 0x00, u32 entry header size at 0x04, u64
-  payload size at 0x08, u32 arch at 0x1c (75, 120, ...), u64 flags at 0x28 (0x8000 payload
-  compressed, 0x100000 ``a`` target, 0x200000 ``f`` target). The next entry starts at
-  entry + header size + payload size.
+  payload size at 0x08, u32 arch at 0x1c (75, 120, ...), u64 flags at 0x28: 0x2000 payload
+  compressed with LZ4 (``-compress-mode=speed``, and CUDA 11.x/12.x ``-compress-all``),
+  0x8000 compressed with zstd (``default``/``size``/``balance`` modes of CUDA 12.8 on),
+  0x100000 ``a`` target, 0x200000 ``f`` target. The next entry starts at entry + header
+  size + payload size.
+
+NVIDIA documents none of this (``fatbinary_section.h`` of the nvcc wheels only names the
+sections and the ``0x466243B1`` wrapper of ``.nvFatBinSegment``); the layout and flags are
+checked against ``cuobjdump`` on nvcc-built probes of every arch form and compression mode
+(``tests/integration/test_fatbin_cuobjdump.py``). Each entry's target is what cuobjdump's
+header dump prints as ``arch =`` (``sm_100f``); its ``--list-elf`` file names drop the
+``f`` of family cubins (``libk.3.sm_100.cubin``), see :attr:`FatbinEntry.listed_as`.
 
 Nothing is decompressed: listing archs needs only the headers. This lists what
 ``cuobjdump --list-elf/--list-ptx`` lists, without a CUDA toolkit.
@@ -29,7 +38,9 @@ __all__ = ["DeviceCode", "FatbinEntry", "parse_fatbin", "read_device_code"]
 FATBIN_MAGIC = 0xBA55ED50
 FATBIN_SECTION = ".nv_fatbin"
 KIND_PTX, KIND_CUBIN = 1, 2
-FLAG_COMPRESSED = 0x8000
+FLAG_LZ4 = 0x2000
+FLAG_ZSTD = 0x8000
+FLAG_COMPRESSED = FLAG_LZ4 | FLAG_ZSTD
 FLAG_ARCH_SPECIFIC = 0x100000
 FLAG_FAMILY = 0x200000
 _CONTAINER = struct.Struct("<IHHQ")
@@ -66,7 +77,13 @@ class FatbinEntry:
 
     @property
     def compressed(self) -> bool:
+        """True when the payload is compressed (LZ4 or zstd), as cuobjdump's ``compressed``."""
         return bool(self.flags & FLAG_COMPRESSED)
+
+    @property
+    def compression(self) -> str:
+        """``"lz4"``, ``"zstd"`` or ``""`` (not compressed)."""
+        return "zstd" if self.flags & FLAG_ZSTD else "lz4" if self.flags & FLAG_LZ4 else ""
 
     @property
     def arch_specific(self) -> bool:
@@ -82,6 +99,15 @@ class FatbinEntry:
     def is_code(self) -> bool:
         """True for PTX and cubins (other kinds are listed but not interpreted)."""
         return self.kind in (KIND_PTX, KIND_CUBIN)
+
+    @property
+    def listed_as(self) -> str:
+        """The arch in cuobjdump's ``--list-elf``/``--list-ptx`` file names: a family
+        cubin is listed as ``sm_100`` (its ``arch =`` line says ``sm_100f``)."""
+        if not self.is_code:
+            return f"kind{self.kind}"
+        suffix = "a" if self.arch_specific else "f" if self.family and self.kind == KIND_PTX else ""
+        return f"sm_{self.arch}{suffix}"
 
     @property
     def target(self) -> Target:

@@ -5,7 +5,12 @@
 ``ptxas --help`` for the arch list and reads its ``crt/host_config.h`` for the newest
 gcc and clang it accepts, then compares them with ``fdl/data/compat/cuda.yaml``. It
 prints every difference with the artefact it comes from and exits 1 when there is one
-(the drift check of the ``slow`` test). The parsers are pure and tested on recorded
+(the drift check of the ``slow`` test).
+
+``python -m fdl.refresh wheels VERSION... [--json] [--metadata-only]`` reads each torch
+release's PyPI wheels through HTTP Range requests: the ``METADATA`` pins (CUDA, cuDNN) and,
+streamed, the cubins and PTX of ``torch/lib/libtorch_cuda.so``
+(:mod:`fdl.refresh._wheel_code`), compared with ``pytorch.yaml``. The parsers are pure and tested on recorded
 output; the downloads and the program runs go through ``fdl.runner``.
 """
 

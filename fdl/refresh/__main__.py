@@ -21,6 +21,11 @@ def main(argv: list[str] | None = None) -> int:
     wheels = sub.add_parser("wheels", help="torch wheels on PyPI: CUDA and cuDNN pins")
     wheels.add_argument("versions", nargs="+", help="torch releases, e.g. 2.14.1 2.15.0")
     wheels.add_argument("--json", action="store_true", help="print the facts as JSON")
+    wheels.add_argument(
+        "--metadata-only",
+        action="store_true",
+        help="skip streaming libtorch_cuda.so for its archs and PTX (about 360 MB a wheel)",
+    )
     honoured = sub.add_parser(
         "buildenv", help="where a PyTorch tree honours each input of a build plan"
     )
@@ -31,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.what == "buildenv":
         return _buildenv(args.plan, args.source, as_json=args.json)
     if args.what == "wheels":
-        return _wheels(args.versions, as_json=args.json)
+        return _wheels(args.versions, as_json=args.json, device_code=not args.metadata_only)
     versions = args.versions or [t.version for t in toolkits()]
     runner = default_runner()
     report: list[dict[str, object]] = []
@@ -68,10 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if drifted else 0
 
 
-def _wheels(versions: list[str], *, as_json: bool) -> int:
+def _wheels(versions: list[str], *, as_json: bool, device_code: bool = True) -> int:
     """Read each release's wheels' METADATA through HTTP Range requests and compare."""
     from fdl.errors import FdlError
     from fdl.net import read_range
+    from fdl.refresh._wheel_code import wheel_code_report
     from fdl.refresh._wheels import PYPI_JSON, cuda_facts, pypi_wheels, wheel_drift, wheel_metadata
 
     try:
@@ -96,20 +102,30 @@ def _wheels(versions: list[str], *, as_json: bool) -> int:
                 drifted = True
                 continue
             found = wheel_drift(version, platform, facts)
+            entry: dict[str, object] = {
+                "torch": version,
+                "platform": platform,
+                "cuda": facts.cuda,
+                "cudnn": facts.cudnn,
+                "pins": facts.pins,
+            }
+            if device_code:
+                try:
+                    entry["device_code"], code_found = wheel_code_report(version, platform, url)
+                except FdlError as exc:
+                    print(f"{version} {platform}: {exc.message}", file=sys.stderr)
+                    drifted = True
+                    code_found = []
+                found += code_found
+            entry["drift"] = found
             drifted = drifted or bool(found)
-            report.append(
-                {
-                    "torch": version,
-                    "platform": platform,
-                    "cuda": facts.cuda,
-                    "cudnn": facts.cudnn,
-                    "pins": facts.pins,
-                    "drift": found,
-                }
-            )
+            report.append(entry)
             if not as_json:
                 state = "matches the table" if not found else f"{len(found)} difference(s)"
                 print(f"{version} {platform}: CUDA {facts.cuda}, cuDNN {facts.cudnn}: {state}")
+                shown = entry.get("device_code")
+                if isinstance(shown, dict):
+                    print(f"  {shown['summary']}")
                 for item in found:
                     print(
                         f"  {item['fact']}: table {item['table']!r}, artefact {item['artefact']!r}"
