@@ -262,7 +262,9 @@ def test_the_cuda_service_follows_this_machines_gpus_and_driver(tmp_path: Path, 
     assert "# Get it with: fdl libtorch build --archs 6.1,12.0 --torch 2.14.1" in text
     setup = run_fdl(["setup", "--dry-run", "--json"], cwd=tmp_path / "p", env=env)
     selection = json.loads(setup.stdout)["plan"]["selection"]
-    assert selection["build_command"] == "fdl libtorch build --archs 6.1,12.0"
+    # the project's torch (2.14.1) is older than the newest known: the build names it, as
+    # the fdl.yml comment does
+    assert selection["build_command"] == "fdl libtorch build --archs 6.1,12.0 --torch 2.14.1"
     assert selection["build_cuda"] == "12.9"
     recorded = yaml.safe_load((tmp_path / "p" / ".fdl-answers.yml").read_text())["answers"]
     assert (recorded["gpus"], recorded["driver"]) == ("6.1,12.0", "570.86")

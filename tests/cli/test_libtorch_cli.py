@@ -88,10 +88,10 @@ def fdl(run_fdl, machine):
 @pytest.mark.parametrize(
     ("gpus", "variant", "covers_all"),
     [
-        (("6.1", "12.0"), "cu130", False),
+        (("6.1", "12.0"), "cu132", False),
         (("6.0", "7.0"), "cu126", True),
-        (("12.0",), "cu130", True),
-        (("12.1",), "cu130", True),
+        (("12.0",), "cu132", True),
+        (("12.1",), "cu132", True),
         ((), "cpu", True),
     ],
 )
@@ -313,9 +313,10 @@ def test_diagnose_text_groups_and_fixes(fdl, machine) -> None:
     ("gpus", "action", "command"),
     [
         (("6.1", "12.0"), "build", "fdl libtorch build --archs 6.1,12.0"),
-        (("6.0", "7.0"), "download", "fdl libtorch download --cuda 12.6"),
-        (("12.0",), "download", "fdl libtorch download --cuda 13.0"),
-        (("12.1",), "download", "fdl libtorch download --cuda 13.0"),
+        # 2.15 has no cu126 build: the newest release that has one, named in the command
+        (("6.0", "7.0"), "download", "fdl libtorch download --cuda 12.6 --torch 2.14.1"),
+        (("12.0",), "download", "fdl libtorch download --cuda 13.2"),
+        (("12.1",), "download", "fdl libtorch download --cuda 13.2"),
         ((), "download", "fdl libtorch download --cpu"),
     ],
 )

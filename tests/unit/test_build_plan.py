@@ -327,8 +327,8 @@ def test_manifest_values_are_reported_at_their_line(facts: MachineFacts) -> None
 def test_variant_name_is_distinct_when_another_build_has_the_name(facts: MachineFacts) -> None:
     machine = replace(facts, variants={"builds/sm120": ("2.13.0", "13.0")})
     plan = plan_build(cli(archs="12.0", backend="native"), machine)
-    assert plan.variant == "builds/sm120-cu130-torch2.14.1"
-    same = replace(facts, variants={"builds/sm120": ("2.14.1", "13.0")})
+    assert plan.variant == "builds/sm120-cu130-torch2.15.0"
+    same = replace(facts, variants={"builds/sm120": ("2.15.0", "13.0")})
     assert plan_build(cli(archs="12.0", backend="native"), same).variant == "builds/sm120"
     named = plan_build(cli(archs="12.0", backend="native", name="mine"), machine)
     assert named.variant == "builds/mine"

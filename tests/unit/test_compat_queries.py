@@ -38,11 +38,14 @@ from fdl.errors import UsageError
     ("archs", "able"),
     [
         ("6.1;12.0", ["12.9", "12.8"]),
-        ("7.5;12.0+PTX", ["13.2", "13.1", "13.0", "12.9", "12.8"]),
-        ("6.1", ["12.9", "12.8", "12.6", "12.5", "12.4", "12.3", "12.2", "12.1", "12.0", "11.8"]),
-        ("12.1f", ["13.2", "13.1", "13.0", "12.9"]),
+        ("7.5;12.0+PTX", ["13.5", "13.4", "13.3", "13.2", "13.1", "13.0", "12.9", "12.8"]),
+        (
+            "6.1",
+            ["12.9", "12.8", "12.6", "12.5", "12.4", "12.3", "12.2", "12.1", "12.0", "11.8", "11.7"],
+        ),
+        ("12.1f", ["13.5", "13.4", "13.3", "13.2", "13.1", "13.0", "12.9"]),
         ("10.1", ["12.9", "12.8"]),
-        ("11.0", ["13.2", "13.1", "13.0"]),
+        ("11.0", ["13.5", "13.4", "13.3", "13.2", "13.1", "13.0"]),
         ("3.5;12.0", []),
     ],
 )
@@ -52,7 +55,7 @@ def test_which_toolkits_compile_an_arch_set(archs: str, able: list[str]) -> None
 
 def test_choose_toolkit_prefers_the_newest() -> None:
     assert choose_toolkit(parse_archs("6.1;12.0")).version == "12.9"
-    assert choose_toolkit(parse_archs("7.5;12.0+PTX")).version == "13.2"
+    assert choose_toolkit(parse_archs("7.5;12.0+PTX")).version == "13.5"
     assert choose_toolkit(parse_archs("6.1;12.0"), allowed=["12.8", "13.0"]).version == "12.8"
 
 
@@ -60,13 +63,13 @@ def test_impossible_toolkit_choice_says_why() -> None:
     with pytest.raises(UsageError) as caught:
         choose_toolkit(parse_archs("3.5;12.0"))
     message = caught.value.message
-    assert "sm_35 (Kepler): only CUDA 11.8 compiles it" in message
+    assert "sm_35 (Kepler): CUDA 11.7 to 11.8 compile it" in message
     assert "sm_120 (Blackwell): CUDA 12.8 and newer compile it" in message
 
 
 def test_pinned_toolkit_problem_names_the_fix() -> None:
     problems = toolkit("13.0").problems(parse_archs("6.1;12.0"))
-    assert problems == ["CUDA 13.0 cannot compile sm_61 (Pascal); CUDA 11.8 to 12.9 compile it"]
+    assert problems == ["CUDA 13.0 cannot compile sm_61 (Pascal); CUDA 11.7 to 12.9 compile it"]
     assert toolkit("13.0").problems(parse_archs("10.1")) == [
         "CUDA 13.0 calls sm_101 sm_110: write 11.0"
     ]
@@ -78,7 +81,7 @@ def test_toolkit_lookup_forms(text: str) -> None:
 
 
 def test_toolkit_major_alone_is_the_newest_of_that_major() -> None:
-    assert toolkit("13").version == "13.2"
+    assert toolkit("13").version == "13.5"
     with pytest.raises(UsageError, match="unknown CUDA version"):
         toolkit("12.7")
 
@@ -133,12 +136,13 @@ def test_image_tag_errors() -> None:
     ("gpus", "torch", "variant"),
     [
         (["6.1", "12.0"], None, None),
-        (["6.0", "7.0"], None, "cu126"),
+        (["6.0", "7.0"], None, None),  # 2.15 has no CUDA 12.6 build
+        (["6.0", "7.0"], "2.14", "cu126"),
         (["6.0", "7.0"], "2.9", "cu126"),
-        (["12.0"], None, "cu130"),
+        (["12.0"], None, "cu132"),
         (["12.0"], "2.9", "cu128"),
         (["12.0"], "2.7", "cu128"),
-        (["12.1"], None, "cu130"),
+        (["12.1"], None, "cu132"),
         ([], None, "cpu"),
         (["6.1"], "2.7", "cu126"),
         (["3.7", "9.0"], "2.5", "cu118"),
@@ -179,7 +183,7 @@ def test_old_driver_rejects_cuda_13_builds() -> None:
 
 
 def test_torch_versions() -> None:
-    assert default_torch_version() == "2.14.1"
+    assert default_torch_version() == "2.15.0"
     assert resolve_torch_version("2.8") == "2.8.0"
     assert resolve_torch_version("2.8.0+cu128") == "2.8.0"
     assert resolve_torch_version("v2.13.0") == "2.13.0"

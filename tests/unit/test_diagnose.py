@@ -66,7 +66,8 @@ def test_uncovered_gpu_of_the_active_variant(context: Context) -> None:
     check = find(result, "libtorch", "GPU 1")
     assert check.severity is Severity.ERROR
     assert "GPU 1 (Test GPU 6.1, sm_61) is not covered by precompiled/cu130" in check.message
-    assert check.fix == "fdl libtorch build --archs 6.1,12.0"
+    # the fix builds the active variant's release (2.14.1, older than the newest known)
+    assert check.fix == "fdl libtorch build --archs 6.1,12.0 --torch 2.14.1"
     assert find(result, "libtorch", "GPU 0").severity is Severity.OK
     data = result.to_json()
     assert [g["sm"] for g in data["gpus"]] == ["sm_120", "sm_61"]
@@ -133,7 +134,7 @@ def test_setup_for_mixed_gpus_describes_the_build(context: Context) -> None:
     plan = plan_setup(context, caps("6.1", "12.0"))
     assert plan.action == "build"
     assert plan.command == ("fdl", "libtorch", "build", "--archs", "6.1,12.0")
-    assert any("--cuda 13.0" in a and "sm_120 only" in a for a in plan.alternatives)
+    assert any("--cuda 13.2" in a and "sm_120 only" in a for a in plan.alternatives)
 
 
 def test_setup_keeps_an_active_variant_that_fits(context: Context) -> None:

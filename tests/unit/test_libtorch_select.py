@@ -17,16 +17,16 @@ def caps(*texts: str):
     ("gpus", "variant", "covers_all", "uncovered"),
     [
         # GTX 1060 + RTX 5060 Ti: no official build has both; cu130 serves the newer GPU
-        (("6.1", "12.0"), "cu130", False, ["sm_61"]),
+        (("6.1", "12.0"), "cu132", False, ["sm_61"]),
         # P100 + V100: cu126 has native sm_60 and sm_70 (the reference said "pre-Volta")
         (("6.0", "7.0"), "cu126", True, []),
-        (("12.0",), "cu130", True, []),
+        (("12.0",), "cu132", True, []),
         # DGX Spark: the sm_120 cubin runs on 12.1 (same major, older minor)
-        (("12.1",), "cu130", True, []),
+        (("12.1",), "cu132", True, []),
         ((), "cpu", True, []),
         # Ada + Pascal: compatible cubins sm_86 and sm_60 in cu126
         (("8.9", "6.1"), "cu126", True, []),
-        (("10.0",), "cu130", True, []),
+        (("10.0",), "cu132", True, []),
     ],
 )
 def test_detected_selection(gpus, variant, covers_all, uncovered) -> None:
@@ -35,7 +35,9 @@ def test_detected_selection(gpus, variant, covers_all, uncovered) -> None:
     assert selection.how == "detected"
     assert selection.covers_all is covers_all
     assert [c.sm for c in selection.uncovered] == uncovered
-    assert selection.torch_version == default_torch_version()
+    # 2.15 has no CUDA 12.6 build: GPUs only cu126 covers get 2.14.1, the newest that has one
+    newest = "2.14.1" if variant == "cu126" else default_torch_version()
+    assert selection.torch_version == newest
 
 
 def test_mixed_gpus_say_so_and_suggest_a_build() -> None:
@@ -87,7 +89,7 @@ def test_bad_requests_are_usage_errors(kwargs, text) -> None:
 def test_manifest_preference_is_used_unless_auto() -> None:
     assert select_variant(caps("12.0"), preferred="cpu").variant == "cpu"
     assert select_variant(caps("12.0"), preferred="cpu").how == "manifest"
-    assert select_variant(caps("12.0"), preferred="auto").variant == "cu130"
+    assert select_variant(caps("12.0"), preferred="auto").variant == "cu132"
 
 
 def test_old_driver_rules_out_cuda_13() -> None:

@@ -82,7 +82,7 @@ def test_uncovered_gpu_is_an_error_with_a_build_fix(tmp_path: Path) -> None:
     gpu1 = next(c for c in report.checks if c.name == "GPU 1")
     assert gpu1.severity is Severity.ERROR
     assert "sm_61" in gpu1.message and "not covered by precompiled/cu130" in gpu1.message
-    assert gpu1.fix == "fdl libtorch build --archs 6.1,12.0"
+    assert gpu1.fix == "fdl libtorch build --archs 6.1,12.0 --torch 2.14.1"
     assert next(c for c in report.checks if c.name == "GPU 0").severity is Severity.OK
     # documented +PTX but the binary has none: a warning for an official build
     requested = next(c for c in report.checks if c.name == "requested")

@@ -35,7 +35,7 @@ ENV CMAKE_PREFIX_PATH="/opt/libtorch" \
     NVIDIA_VISIBLE_DEVICES="all"
 WORKDIR /workspace
 USER 1000:1000
-LABEL dev.fdl.archs="sm_75 sm_80 sm_86 sm_90 sm_100 sm_120 compute_120" \
+LABEL dev.fdl.archs="sm_75 sm_80 sm_86 sm_90 sm_100 sm_120" \
       dev.fdl.cuda="13.0" \
       dev.fdl.kind="dev" \
       dev.fdl.libtorch="mounted" \

@@ -35,7 +35,7 @@ ENV CCACHE_DIR=/root/.cache/ccache \
     CMAKE_C_COMPILER_LAUNCHER=ccache \
     CMAKE_PREFIX_PATH=/opt/libtorch \
     LD_LIBRARY_PATH=/opt/libtorch/lib
-ENV TORCH_CUDA_ARCH_LIST="7.5;8.0;8.6;9.0;10.0;12.0+PTX"
+ENV TORCH_CUDA_ARCH_LIST="7.5;8.0;8.6;9.0;10.0;12.0"
 WORKDIR /src
 COPY . .
 RUN --mount=type=bind,from=libtorch,source=/opt/libtorch,target=/opt/libtorch \
@@ -112,7 +112,7 @@ WORKDIR /workspace
 USER 10001:10001
 ENTRYPOINT ["/opt/app/bin/train"]
 CMD ["--steps", "20"]
-LABEL dev.fdl.archs="sm_75 sm_80 sm_86 sm_90 sm_100 sm_120 compute_120" \
+LABEL dev.fdl.archs="sm_75 sm_80 sm_86 sm_90 sm_100 sm_120" \
       dev.fdl.cuda="13.0" \
       dev.fdl.kind="train" \
       dev.fdl.libtorch="closure" \
