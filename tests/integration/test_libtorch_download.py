@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from fdl.compat import libtorch_url
+from fdl.compat import default_torch_version, libtorch_url
 from fdl.libtorch import plan_download, run_download, select_variant
 from fdl.net import RetryPolicy
 from fdl.paths import Context
@@ -28,7 +28,7 @@ from tests.support.libtorch_trees import libtorch_zip
 
 faulty_server = faulty_http.faulty_server  # the fixture
 
-TORCH = "2.14.1"
+TORCH = default_torch_version()  # what `fdl libtorch download` gets without --torch
 
 
 def url_path(variant: str, torch: str = TORCH) -> str:
