@@ -9,11 +9,17 @@ from fdl.manifest._nodes import TAG_SECRET, MapNode, Node, SeqNode
 
 MASK = "***"
 SECRET_KEY_PATTERNS = ("*token*", "*password*", "*passwd*", "*secret*", "*_key", "*-key")
+# Keys that say where a secret is kept, not the secret: `token_env: SCCACHE_TOKEN`,
+# `password_file: /run/secrets/db` (the `_FILE` convention of Docker secrets).
+WHERE_KEPT_SUFFIXES = ("_env", "-env", "_file", "-file", "_path", "-path")
 
 
 def is_secret_key(key: str) -> bool:
-    """True when the key's name says it holds a secret (case-insensitive)."""
+    """True when the key's name says it holds a secret (case-insensitive); a key naming
+    the variable or file that holds one (``token_env``, ``password_file``) does not."""
     lowered = key.lower()
+    if lowered.endswith(WHERE_KEPT_SUFFIXES):
+        return False
     return any(fnmatch.fnmatchcase(lowered, pattern) for pattern in SECRET_KEY_PATTERNS)
 
 

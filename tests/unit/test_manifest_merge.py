@@ -112,3 +112,17 @@ def test_secret_named_keys_are_masked_in_show_and_explain() -> None:
     data = explain_data(explained)
     assert data[0]["value"] == "***" and data[0]["secret"] is True
     assert data[1]["value"] == "me" and data[1]["secret"] is False
+
+
+def test_keys_naming_where_a_secret_is_kept_are_shown() -> None:
+    from fdl.manifest.render import show_data
+
+    root = layer(
+        "dist:\n  auth:\n    token_env: SCCACHE_TOKEN\n    token: t0k3n\n"
+        "db:\n  password_file: /run/secrets/db\n  password: pw\n"
+    )
+    tree = materialize(merge([root]))
+    assert tree is not None
+    data = show_data(tree)  # type: ignore[arg-type]
+    assert data["dist"]["auth"] == {"token_env": "SCCACHE_TOKEN", "token": "***"}
+    assert data["db"] == {"password_file": "/run/secrets/db", "password": "***"}
