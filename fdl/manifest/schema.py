@@ -132,11 +132,18 @@ class Str(Spec):
     """A string, optionally matching ``pattern`` (numbers are not strings)."""
 
     def __init__(
-        self, description: str = "", pattern: str | None = None, example: str = ""
+        self,
+        description: str = "",
+        pattern: str | None = None,
+        example: str = "",
+        rule: str = "",
     ) -> None:
+        """``example`` (a value that matches ``pattern``) is the fix of a value that does
+        not; ``rule`` says in words what ``pattern`` accepts (``no spaces``)."""
         self.description = description
         self.pattern = _LazyPattern(pattern) if pattern else None
         self.example = example
+        self.rule = rule
 
     def check(self, node: Node, path: Path, checker: Checker) -> Any:
         if not isinstance(node, ScalarNode) or not isinstance(node.value, str):
@@ -144,7 +151,8 @@ class Str(Spec):
             return None
         if self.pattern and not self.pattern.fullmatch(node.value):
             hint = f"e.g. {self.example}" if self.example else None
-            checker.fail(node, path, f"{node.value!r} is not valid here", hint)
+            what = f"{node.value!r} is not valid here" + (f" ({self.rule})" if self.rule else "")
+            checker.fail(node, path, what, hint)
         return node.value
 
     def type_name(self) -> str:
@@ -361,11 +369,13 @@ class MapOf(Spec):
         description: str = "",
         key_pattern: str | None = None,
         key_example: str = "",
+        key_rule: str = "",
     ) -> None:
         self.value = value
         self.description = description
         self.key_pattern = _LazyPattern(key_pattern) if key_pattern else None
         self.key_example = key_example
+        self.key_rule = key_rule
 
     def check(self, node: Node, path: Path, checker: Checker) -> Any:
         if not isinstance(node, MapNode):
@@ -377,7 +387,8 @@ class MapOf(Spec):
                 hint = f"e.g. {self.key_example}" if self.key_example else None
                 checker.errors.append(
                     ManifestError(
-                        f"{dotted((*path, key))}: {key!r} is not a valid name here",
+                        f"{dotted((*path, key))}: {key!r} is not a valid name here"
+                        + (f" ({self.key_rule})" if self.key_rule else ""),
                         location=node.key_origin(key).location(),
                         hint=hint,
                     )

@@ -40,6 +40,7 @@ Path = tuple[str, ...]
 __all__ = ["BENCH", "NAME", "SECTIONS"]
 
 NAME = r"[a-z0-9][a-z0-9_.-]*"
+NAME_RULE = "lowercase letters, digits, '_', '.' and '-'"
 
 ARGV = OneOf(
     Str(example="python3 train.py --epochs 1"),
@@ -52,6 +53,7 @@ _RUNNABLE = {
     "command": Str(
         "A project command (from commands:) run as `fdl run <command>`.",
         pattern=r"[A-Za-z0-9][A-Za-z0-9_.:-]*",
+        example="train",
     ),
     "image": Str(
         "A training image profile (images:); the side runs its program in a container, "
@@ -125,6 +127,7 @@ BENCHMARK: Spec = Obj(
             "baseline of ratios. Default: one side named after the benchmark.",
             key_pattern=NAME,
             key_example="cpu",
+            key_rule=NAME_RULE,
         ),
         "rounds": Int("Recorded rounds per side (default 10).", minimum=1),
         "warmup": Int("Warm-up rounds per side, not recorded (default 1).", minimum=0),
@@ -137,6 +140,7 @@ BENCHMARK: Spec = Obj(
             "(the last match in the output counts).",
             key_pattern=NAME,
             key_example="ms_epoch",
+            key_rule=NAME_RULE,
         ),
         "json_line": Bool(
             "Read the last output line that is a JSON object; its numeric values are figures."
@@ -144,6 +148,8 @@ BENCHMARK: Spec = Obj(
         "metric": Str(
             "The figure ratios and thresholds use (default: the first figure, else wall).",
             pattern=NAME,
+            example="ms_epoch",
+            rule=NAME_RULE,
         ),
         "threshold": Obj(
             {
@@ -165,6 +171,7 @@ BENCH: Spec = MapOf(
     "Benchmarks run by `fdl bench run` (name -> benchmark).",
     key_pattern=NAME,
     key_example="epoch",
+    key_rule=NAME_RULE,
 )
 
 SECTIONS: dict[str, Spec] = {"bench": BENCH}

@@ -25,10 +25,11 @@ TAG_FIELDS = ("registry", "project", "profile", "variant", "torch", "version")
 REGISTRY = r"[a-zA-Z0-9.-]+(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
 RUNNER = OneOf(
     Str(pattern=r"\S+", example="ubuntu-24.04"),
-    ListOf(Str(pattern=r"\S+")),
+    ListOf(Str(pattern=r"\S+", example="self-hosted", rule="no spaces")),
     description="A runs-on value: a runner label, or a list of labels (self-hosted).",
 )
 RELATIVE = r"(?!/)(?!.*(?:^|/)\.\.(?:/|$)).+"
+RELATIVE_RULE = "a relative path that stays inside the repository (no leading '/', no '..')"
 
 CACHE: Spec = Obj(
     {
@@ -57,6 +58,8 @@ CI: Spec = Obj(
         "project": Str(
             "The {project} of tags (default: the project's directory name).",
             pattern=r"[a-z0-9]+(?:[._-][a-z0-9]+)*",
+            example="vit-train",
+            rule="an image name: lowercase letters and digits, separated by '.', '_' or '-'",
         ),
         "tag": Str(
             "Tag scheme; placeholders: {" + "}, {".join(TAG_FIELDS) + "}.",
@@ -64,38 +67,59 @@ CI: Spec = Obj(
             example="{registry}/{project}-{profile}:{variant}-{version}",
         ),
         "version": Str(
-            "The {version} of tags (default latest).", pattern=r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
+            "The {version} of tags (default latest).",
+            pattern=r"[A-Za-z0-9_][A-Za-z0-9_.-]*",
+            example="1.4.0",
+            rule="a tag: letters, digits, '_', '.' and '-'",
         ),
         "torch": Version(
             "PyTorch of the official variants (default: libtorch.torch, else newest)."
         ),
         "profiles": ListOf(
-            Str(pattern=r"[a-z0-9][a-z0-9_.-]*"),
+            Str(pattern=r"[a-z0-9][a-z0-9_.-]*", example="train"),
             "Image profiles to build (default: every dev and train profile).",
         ),
         "variants": ListOf(
             Str(pattern=VARIANT, example="cu130"),
             "libtorch variants: cpu, cuXYZ (official) or build:<recipe> (source build).",
         ),
-        "platforms": ListOf(Str(pattern=r"[a-z0-9]+/[a-z0-9]+(?:/[a-z0-9]+)?"), "Platforms."),
+        "platforms": ListOf(
+            Str(
+                pattern=r"[a-z0-9]+/[a-z0-9]+(?:/[a-z0-9]+)?",
+                example="linux/arm64",
+                rule="OS/ARCH[/VARIANT]",
+            ),
+            "Platforms.",
+        ),
         "cache": CACHE,
         "runner": RUNNER,
         "build-runner": RUNNER,
-        "branch": Str("Push images (and caches) on this branch (default main).", pattern=r"\S+"),
+        "branch": Str(
+            "Push images (and caches) on this branch (default main).",
+            pattern=r"\S+",
+            example="main",
+            rule="no spaces",
+        ),
         "fdl": Str(
             "How the workflow installs fdl: a pip requirement (default fdl==<this version>; "
             "`.` installs the repository itself).",
             pattern=r"\S+",
+            example="fdl==1.0",
+            rule="no spaces",
         ),
         "python": Version("Python of the workflow (default 3.11)."),
         "output": Str(
             "Directory of the bake file and the Dockerfiles, relative to the project (default ci).",
             pattern=RELATIVE,
+            example="ci",
+            rule=RELATIVE_RULE,
         ),
         "workflow": Str(
             "The workflow file, relative to the repository root "
             "(default .github/workflows/fdl-images.yml).",
             pattern=RELATIVE,
+            example=".github/workflows/images.yml",
+            rule=RELATIVE_RULE,
         ),
         "tests": MapOf(
             OneOf(ListOf(Str()), Bool()),

@@ -35,16 +35,39 @@ RUNTIMES = ("pyxis", "apptainer", "podman", "docker")
 CONTROLLERS = ("job", "pytorchjob", "jobset")
 COMPRESSIONS = ("auto", "gzip", "zstd")
 _NAME = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
+_NAME_RULE = (
+    "a Kubernetes name: lowercase letters, digits and '-', starting and ending with a "
+    "letter or digit"
+)
+# Kubernetes label keys ([prefix/]name) and values: a name of at most 63 characters,
+# alphanumeric at both ends, '-', '_' and '.' inside (the prefix is a DNS subdomain).
+_LABEL_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?"
+_LABEL_KEY = r"(?:[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?/)?" + _LABEL_NAME
+_LABEL_RULE = (
+    "a Kubernetes label: letters, digits, '-', '_' and '.' (at most 63), alphanumeric at both ends"
+)
+_LABEL_KEY_RULE = (
+    "a Kubernetes label key: an optional DNS prefix and '/', then letters, digits, '-', '_' "
+    "and '.' (at most 63), alphanumeric at both ends"
+)
+_NO_SPACES = "no spaces"
 _REGISTRY = r"[a-zA-Z0-9.-]+(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
 _MOUNT = r"[^:]+:/[^:]*(?::(?:ro|rw))?"
 
 GPU: Spec = Obj(
     {
         "capability": Version("Compute capability of this GPU model (9.0 for H100)."),
-        "type": Str("SLURM gres type (gpu:TYPE:N).", pattern=r"[A-Za-z0-9_.-]+"),
+        "type": Str(
+            "SLURM gres type (gpu:TYPE:N).",
+            pattern=r"[A-Za-z0-9_.-]+",
+            example="h100",
+            rule="letters, digits, '_', '.' and '-'",
+        ),
         "product": Str(
             "Kubernetes node label nvidia.com/gpu.product (GPU feature discovery).",
             pattern=r"[A-Za-z0-9_.-]+",
+            example="NVIDIA-H100-80GB-HBM3",
+            rule="the label's value: letters, digits, '_', '.' and '-'",
         ),
         "driver": Version("Oldest NVIDIA driver on these nodes (checked against CUDA)."),
     },
@@ -54,7 +77,8 @@ GPU: Spec = Obj(
 
 TOLERATION: Spec = Obj(
     {
-        "key": Str(),
+        # empty with operator Exists: every taint
+        "key": Str(pattern=f"(?:{_LABEL_KEY})?", example="nvidia.com/gpu", rule=_LABEL_KEY_RULE),
         "operator": Enum(("Exists", "Equal")),
         "value": Str(),
         "effect": Enum(("NoSchedule", "PreferNoSchedule", "NoExecute")),
@@ -66,7 +90,9 @@ TARGET: Spec = Obj(
     {
         "kind": Enum(KINDS, "slurm or kubernetes."),
         "profile": Str(
-            "The image profile deployed (default train).", pattern=r"[a-z0-9][a-z0-9_.-]*"
+            "The image profile deployed (default train).",
+            pattern=r"[a-z0-9][a-z0-9_.-]*",
+            example="train",
         ),
         "registry": Str(
             "Registry (host/namespace) the image is pushed to.",
@@ -74,16 +100,37 @@ TARGET: Spec = Obj(
             example="ghcr.io/acme",
         ),
         "args": ListOf(Str(), "Arguments of the training program (default: the image's)."),
-        "env": MapOf(Str(), "Environment of the job.", key_pattern=r"[A-Za-z_][A-Za-z0-9_]*"),
+        "env": MapOf(
+            Str(),
+            "Environment of the job.",
+            key_pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+            key_example="NCCL_DEBUG",
+            key_rule="a variable name: letters, digits and '_', not starting with a digit",
+        ),
         "mounts": ListOf(Str(pattern=_MOUNT, example="/data:/workspace/data:ro"), "Mounts."),
         "nodes": Int("Nodes (default 1).", minimum=1),
         "tasks-per-node": Int("Processes per node (default: gpus-per-node, else 1).", minimum=1),
         "gpus-per-node": Int("GPUs per node (default 0).", minimum=0),
-        "gpu-type": Str("The GPU type asked for (a gpus[].type or .product).", pattern=r"\S+"),
+        "gpu-type": Str(
+            "The GPU type asked for (a gpus[].type or .product).",
+            pattern=r"\S+",
+            example="h100",
+            rule=_NO_SPACES,
+        ),
         "gpus": ListOf(GPU, "The GPU models the target offers (placement checks them)."),
         "cpus-per-task": Int("CPUs per task.", minimum=1),
-        "memory": Str("Memory per node (SLURM 64G; Kubernetes 64Gi).", pattern=r"[0-9]+[A-Za-z]*"),
-        "time": Str("Time limit (SLURM [D-]HH:MM:SS).", pattern=r"[0-9:-]+"),
+        "memory": Str(
+            "Memory per node (SLURM 64G; Kubernetes 64Gi).",
+            pattern=r"[0-9]+[A-Za-z]*",
+            example="64G",
+            rule="a number and a unit",
+        ),
+        "time": Str(
+            "Time limit (SLURM [D-]HH:MM:SS).",
+            pattern=r"[0-9:-]+",
+            example="1-12:00:00",
+            rule="[D-]HH:MM:SS",
+        ),
         "master-port": Int("Rendezvous port (default 29500).", minimum=1, maximum=65535),
         "compression": Enum(
             COMPRESSIONS,
@@ -93,13 +140,26 @@ TARGET: Spec = Obj(
         ),
         # SLURM
         "runtime": Enum(RUNTIMES, "The container runtime of the site (SLURM)."),
-        "partition": Str(pattern=r"\S+"),
-        "account": Str(pattern=r"\S+"),
-        "qos": Str(pattern=r"\S+"),
-        "output": Str("Output file pattern (default fdl-%x-%j.out).", pattern=r"\S+"),
-        "sbatch": ListOf(Str(pattern=r"--?\S.*"), "Extra #SBATCH lines (options)."),
+        "partition": Str(pattern=r"\S+", example="gpu", rule=_NO_SPACES),
+        "account": Str(pattern=r"\S+", example="ml-lab", rule=_NO_SPACES),
+        "qos": Str(pattern=r"\S+", example="normal", rule=_NO_SPACES),
+        "output": Str(
+            "Output file pattern (default fdl-%x-%j.out).",
+            pattern=r"\S+",
+            example="logs/%x-%j.out",
+            rule=_NO_SPACES,
+        ),
+        "sbatch": ListOf(
+            Str(pattern=r"--?\S.*", example="--exclusive", rule="an sbatch option"),
+            "Extra #SBATCH lines (options).",
+        ),
         # Kubernetes
-        "context": Str("kubeconfig context (default: the current one).", pattern=r"\S+"),
+        "context": Str(
+            "kubeconfig context (default: the current one).",
+            pattern=r"\S+",
+            example="lab-cluster",
+            rule=_NO_SPACES,
+        ),
         "controller": Enum(
             CONTROLLERS,
             "Kubernetes: `job` (default: a Job; for several nodes an Indexed Job with a headless "
@@ -107,12 +167,23 @@ TARGET: Spec = Obj(
             "MASTER_PORT, WORLD_SIZE and RANK itself) or `jobset` (a JobSet of the JobSet "
             "controller: one Indexed Job, rendezvous through the JobSet's headless service).",
         ),
-        "namespace": Str(pattern=_NAME),
-        "service-account": Str(pattern=_NAME),
-        "image-pull-secrets": ListOf(Str(pattern=_NAME)),
+        "namespace": Str(pattern=_NAME, example="ml", rule=_NAME_RULE),
+        "service-account": Str(pattern=_NAME, example="trainer", rule=_NAME_RULE),
+        "image-pull-secrets": ListOf(Str(pattern=_NAME, example="regcred", rule=_NAME_RULE)),
         "tolerations": ListOf(TOLERATION),
-        "node-selector": MapOf(Str(), "Extra node labels the pods need."),
-        "shm": Str("Size of the memory-backed /dev/shm (default 8Gi).", pattern=r"[0-9]+[A-Za-z]*"),
+        "node-selector": MapOf(
+            Str(pattern=f"(?:{_LABEL_NAME})?", example="NVIDIA-H100-80GB-HBM3", rule=_LABEL_RULE),
+            "Extra node labels the pods need.",
+            key_pattern=_LABEL_KEY,
+            key_example="nvidia.com/gpu.family",
+            key_rule=_LABEL_KEY_RULE,
+        ),
+        "shm": Str(
+            "Size of the memory-backed /dev/shm (default 8Gi).",
+            pattern=r"[0-9]+[A-Za-z]*",
+            example="16Gi",
+            rule="a number and a unit",
+        ),
     },
     description="A place to run the training image.",
     required=("kind",),

@@ -38,6 +38,10 @@ IMAGE_REF = (
     r"(?:@sha256:[0-9a-f]{64})?"
 )
 ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+ENV_RULE = "a variable name: letters, digits and '_', not starting with a digit"
+PACKAGE = r"[a-z0-9][a-z0-9+.:=~-]*"
+PACKAGE_RULE = "a Debian package name, optionally =VERSION"
+IN_PROJECT = "a path relative to the project, without ':'"
 MOUNT = r"[^:]+:/[^:]*(?::(?:ro|rw))?"
 
 # Keys that only make sense for some kinds: key -> kinds.
@@ -104,7 +108,12 @@ def _check_secret(node: MapNode, path: tuple[str, ...], checker: Checker) -> Non
 
 SECRET: Spec = Obj(
     {
-        "env": Str("Host environment variable holding the secret.", pattern=ENV_NAME),
+        "env": Str(
+            "Host environment variable holding the secret.",
+            pattern=ENV_NAME,
+            example="PIP_TOKEN",
+            rule=ENV_RULE,
+        ),
         "file": Str("Host file holding the secret (relative to the project, or absolute)."),
     },
     description="Where a build secret comes from (read at /run/secrets/<id> by the build).",
@@ -131,9 +140,12 @@ PROFILE: Spec = Obj(
         ),
         "libtorch": Enum(("mounted", "baked"), "dev: mount the variant at run time or bake it in."),
         "cuda": Version("builder: the CUDA version of the toolchain (12.8); default CPU."),
-        "packages": ListOf(Str(pattern=r"[a-z0-9][a-z0-9+.:=~-]*"), "Extra system packages."),
+        "packages": ListOf(
+            Str(pattern=PACKAGE, example="libgomp1", rule=PACKAGE_RULE), "Extra system packages."
+        ),
         "build-packages": ListOf(
-            Str(pattern=r"[a-z0-9][a-z0-9+.:=~-]*"), "Extra system packages of the build stage."
+            Str(pattern=PACKAGE, example="libssl-dev", rule=PACKAGE_RULE),
+            "Extra system packages of the build stage.",
         ),
         "env": MapOf(
             OneOf(Str(), Int(), Float(), Bool()),
@@ -142,7 +154,8 @@ PROFILE: Spec = Obj(
             key_example="`OMP_NUM_THREADS`",
         ),
         "pass-env": ListOf(
-            Str(pattern=ENV_NAME), "Host variables passed to `fdl image run` (e.g. tokens)."
+            Str(pattern=ENV_NAME, example="HF_TOKEN", rule=ENV_RULE),
+            "Host variables passed to `fdl image run` (e.g. tokens).",
         ),
         "context": Str(
             "Build context: a directory relative to the project (default: the project).",
@@ -155,13 +168,28 @@ PROFILE: Spec = Obj(
             "stage of train images), e.g. to install a toolchain apt does not have.",
         ),
         "build": Str("Build command run in the project directory of the build stage."),
-        "build-dir": Str("Build directory (default build).", pattern=r"[^/][^:]*"),
+        "build-dir": Str(
+            "Build directory (default build).",
+            pattern=r"[^/][^:]*",
+            example="build",
+            rule=IN_PROJECT,
+        ),
         "program": Str("The built program, relative to the project (e.g. build/train)."),
         "args": ListOf(Str(), "Default arguments of the program."),
-        "files": ListOf(Str(pattern=r"[^/][^:]*"), "Project paths the image carries too."),
-        "user": Str("Non-root user name.", pattern=r"[a-z_][a-z0-9_-]*"),
+        "files": ListOf(
+            Str(pattern=r"[^/][^:]*", example="configs/train.yml", rule=IN_PROJECT),
+            "Project paths the image carries too.",
+        ),
+        "user": Str(
+            "Non-root user name.",
+            pattern=r"[a-z_][a-z0-9_-]*",
+            example="trainer",
+            rule="a Linux user name: lowercase letters, digits, '_' and '-'",
+        ),
         "uid": Int("Its numeric id (not 0).", minimum=1, maximum=2**31 - 2),
-        "workdir": Str("Working directory.", pattern=r"/.*"),
+        "workdir": Str(
+            "Working directory.", pattern=r"/.*", example="/workspace", rule="an absolute path"
+        ),
         "tag": Str("Image name.", pattern=IMAGE_REF, example="myproject-train:latest"),
         "labels": MapOf(Str(), "Extra image labels."),
         "dlopen": ListOf(Str(), "Extra libraries the program loads with dlopen (globs)."),
@@ -179,8 +207,14 @@ PROFILE: Spec = Obj(
         "gpus": Str(
             "GPUs for `fdl image run`: auto, all, none, a count or device=0,1.",
             pattern=r"auto|all|none|[0-9]+|device=[0-9,]+",
+            example="device=0,1",
         ),
-        "shm-size": Str("/dev/shm size for `fdl image run`.", pattern=r"[0-9]+[bkmgBKMG]?"),
+        "shm-size": Str(
+            "/dev/shm size for `fdl image run`.",
+            pattern=r"[0-9]+[bkmgBKMG]?",
+            example="8g",
+            rule="a number with an optional unit b, k, m or g",
+        ),
     },
     description="An image profile.",
     validators=[_check_profile],

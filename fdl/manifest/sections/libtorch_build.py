@@ -280,6 +280,7 @@ def build_settings() -> tuple[BuildSetting, ...]:
                 "SCCACHE_BUCKET, SCCACHE_GCS_BUCKET, CCACHE_DIR ...).",
                 key_pattern=CACHE_SETTING,
                 key_example="SCCACHE_REDIS_ENDPOINT",
+                key_rule="a SCCACHE_* or CCACHE_* variable",
             ),
         ),
         BuildSetting(
@@ -289,6 +290,7 @@ def build_settings() -> tuple[BuildSetting, ...]:
                 "PyTorch build switches (USE_*, BUILD_*, CMAKE_*), e.g. USE_DISTRIBUTED: 0.",
                 key_pattern=SWITCH_NAME,
                 key_example="USE_DISTRIBUTED",
+                key_rule="a USE_*, BUILD_* or CMAKE_* switch of PyTorch's build",
             ),
         ),
         BuildSetting(
