@@ -162,7 +162,19 @@ class Str(Spec):
         schema: dict[str, Any] = {"type": "string"}
         if self.pattern:
             schema["pattern"] = f"^(?:{self.pattern.pattern})$"
+            message = _pattern_message(self.rule, self.example)
+            if message:
+                schema["patternErrorMessage"] = message
         return self._doc(schema)
+
+
+def _pattern_message(rule: str, example: str) -> str:
+    """What editors show for a value the pattern refuses (the YAML language server's
+    ``patternErrorMessage``): the rule and an example, as fdl's own error says them."""
+    parts = [f"Not valid here: {rule}" if rule else "Not valid here"]
+    if example:
+        parts.append(f"e.g. {example}")
+    return "; ".join(parts) if rule or example else ""
 
 
 class Version(Spec):
@@ -408,7 +420,11 @@ class MapOf(Spec):
             "additionalProperties": {"anyOf": [self.value.json_schema(), {"type": "null"}]},
         }
         if self.key_pattern:
-            schema["propertyNames"] = {"pattern": f"^(?:{self.key_pattern.pattern})$"}
+            names: dict[str, Any] = {"pattern": f"^(?:{self.key_pattern.pattern})$"}
+            message = _pattern_message(self.key_rule, self.key_example)
+            if message:
+                names["patternErrorMessage"] = message.replace("Not valid here", "Not a valid name")
+            schema["propertyNames"] = names
         return self._doc(schema)
 
 

@@ -179,5 +179,14 @@ def test_a_typo_in_fdl_yml_is_a_diagnostic_and_fdls_tags_are_known(project: Path
         assert any("comands" in m for m in messages), messages
         tagged = manifest.replace("\ncommands:", "\nci:\n  variants: !append [cpu]\ncommands:", 1)
         assert check(tagged, 3) == []  # !append is a known tag, not "Unresolved tag"
+        # a value its pattern refuses: the editor says what it may hold and gives one
+        refused = manifest.replace(
+            "\ncommands:", "\ndeploy:\n  k8s: {kind: kubernetes, namespace: ML_Team}\ncommands:", 1
+        )
+        messages = check(refused, 4)
+        assert any(
+            "a Kubernetes name: lowercase letters, digits and '-'" in m and "e.g. ml" in m
+            for m in messages
+        ), messages
     finally:
         client.close()
