@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import pytest
 
 from fdl.deploy import (
+    DeployPlan,
     DeployTarget,
     GpuOffer,
     ImageArchs,
@@ -134,17 +135,19 @@ def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[type[FakeAp
     server.server_close()
 
 
-def test_submit_status_logs_cancel_through_the_client(api: type[FakeApi], tmp_path: Path) -> None:
+def _two_node_plan(name: str, controller: str = "job") -> DeployPlan:
+    """The plan of a two-node H100 target of ``controller``, for the image by digest."""
     target = DeployTarget(
-        "k8s",
+        name,
         "kubernetes",
         registry="ghcr.io/acme",
         namespace="ml",
         nodes=2,
         gpus_per_node=1,
         gpus=(GpuOffer("9.0", product="NVIDIA-H100-80GB-HBM3"),),
+        controller=controller,
     )
-    plan = plan_deploy(
+    return plan_deploy(
         target,
         project="cpp-train",
         local_image="cpp-train-train:latest",
@@ -153,6 +156,10 @@ def test_submit_status_logs_cancel_through_the_client(api: type[FakeApi], tmp_pa
         args=[],
         digest="sha256:" + "c" * 64,
     )
+
+
+def test_submit_status_logs_cancel_through_the_client(api: type[FakeApi], tmp_path: Path) -> None:
+    plan = _two_node_plan("k8s")
     record = submit_kubernetes(plan, tmp_path)
     assert [r for r in api.requests if r[0] == "POST"] == [
         ("POST", "/api/v1/namespaces/ml/services"),
@@ -190,19 +197,7 @@ def test_without_the_client_the_error_says_how_to_install_it(
 
 
 def test_a_pytorchjob_through_the_custom_objects_api(api: type[FakeApi], tmp_path: Path) -> None:
-    target = DeployTarget(
-        "kf", "kubernetes", registry="ghcr.io/acme", namespace="ml", nodes=2, gpus_per_node=1,
-        gpus=(GpuOffer("9.0", product="NVIDIA-H100-80GB-HBM3"),), controller="pytorchjob",
-    )  # fmt: skip
-    plan = plan_deploy(
-        target,
-        project="cpp-train",
-        local_image="cpp-train-train:latest",
-        archs=CU130,
-        entrypoint=["/opt/app/bin/train"],
-        args=[],
-        digest="sha256:" + "c" * 64,
-    )
+    plan = _two_node_plan("kf", "pytorchjob")
     record = submit_kubernetes(plan, tmp_path)
     assert record.kind == "kubernetes-pytorchjob"
     assert [r for r in api.requests if r[0] == "POST"] == [
@@ -225,19 +220,7 @@ def test_a_pytorchjob_through_the_custom_objects_api(api: type[FakeApi], tmp_pat
 
 
 def test_a_jobset_through_the_custom_objects_api(api: type[FakeApi], tmp_path: Path) -> None:
-    target = DeployTarget(
-        "js", "kubernetes", registry="ghcr.io/acme", namespace="ml", nodes=2, gpus_per_node=1,
-        gpus=(GpuOffer("9.0", product="NVIDIA-H100-80GB-HBM3"),), controller="jobset",
-    )  # fmt: skip
-    plan = plan_deploy(
-        target,
-        project="cpp-train",
-        local_image="cpp-train-train:latest",
-        archs=CU130,
-        entrypoint=["/opt/app/bin/train"],
-        args=[],
-        digest="sha256:" + "c" * 64,
-    )
+    plan = _two_node_plan("js", "jobset")
     record = submit_kubernetes(plan, tmp_path)
     assert record.kind == "kubernetes-jobset"
     assert [r for r in api.requests if r[0] == "POST"] == [
