@@ -5,7 +5,9 @@ deploy render|submit --dry-run``, and ``libtorch.build`` through ``fdl libtorch 
 The manifest fuzzer (test_manifest_fuzz.py) mutates whole files and runs ``config``
 commands; here each field gets a value of its type with hostile contents (empty, huge,
 spaces, shell syntax, unknown names), so the cases get past the shape checks into the
-planners. Every run ends in a documented exit code; a SLURM script fdl accepts to render
+planners. ``images:``, ``ci:`` and ``bench:`` values are drawn from the schema itself
+(``from_spec``), so a new field is fuzzed as soon as it is declared; ``fdl image render``,
+``fdl ci matrix``/``generate --dry-run`` and ``fdl bench run --dry-run`` read them. Every run ends in a documented exit code; a SLURM script fdl accepts to render
 passes ``bash -n`` and shellcheck, and a Kubernetes Job it renders passes the 1.31
 schemas. ``-m "not slow"`` runs a sample; the ``slow`` cases run over a thousand.
 """
@@ -22,6 +24,20 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fdl.manifest.schema import (
+    Bool,
+    Enum,
+    Float,
+    Int,
+    ListOf,
+    MapOf,
+    Obj,
+    OneOf,
+    Spec,
+    Str,
+    Version,
+)
+from fdl.manifest.sections import root_spec
 from tests.support.images import make_project, make_variant
 
 DOCUMENTED = {0, 1, 2, 3, 4}
@@ -104,7 +120,37 @@ BUILD_FIELDS: dict[str, st.SearchStrategy[Any]] = {
 BUILD_OPTIONS = [[], ["--json"], ["--offline"], ["--fetch-only"], ["--docker"]]
 
 
+def from_spec(spec: Spec, depth: int = 0) -> st.SearchStrategy[Any]:
+    """Values of ``spec``'s type with hostile contents: what its pattern accepts (its
+    example) or not, choices and near-choices, bounds and past them."""
+    if isinstance(spec, Obj) and depth < 4:
+        return _fields({key: from_spec(child, depth + 1) for key, child in spec.fields.items()})
+    if isinstance(spec, MapOf) and depth < 4:
+        key = st.one_of(TEXT, st.just(spec.key_example.split(",")[0].strip("` ") or "k"))
+        return st.dictionaries(key, from_spec(spec.value, depth + 1), max_size=2)
+    if isinstance(spec, ListOf) and depth < 4:
+        return st.lists(from_spec(spec.item, depth + 1), max_size=3)
+    if isinstance(spec, OneOf) and depth < 4:
+        return st.one_of([from_spec(option, depth + 1) for option in spec.options])
+    if isinstance(spec, Enum):
+        return st.one_of(st.sampled_from(spec.choices), TEXT)
+    if isinstance(spec, Bool):
+        return FLAG
+    if isinstance(spec, (Int, Float)):
+        return st.one_of(NUMBER, st.floats(allow_nan=True)) if isinstance(spec, Float) else NUMBER
+    if isinstance(spec, Version):
+        return st.one_of(TEXT, st.sampled_from(["12.8", "2.13.0", "13.0", "0", "99.99", "1.2.3.4"]))
+    if isinstance(spec, Str) and spec.example:
+        return st.one_of(TEXT, st.just(spec.example))
+    return TEXT
+
+
+def _section(name: str) -> Spec:
+    return root_spec().fields[name]
+
+
 def _fields(table: dict[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    """Up to 4 of the fields (more would stop most cases at the manifest's checks)."""
     pair = st.sampled_from(sorted(table)).flatmap(
         lambda name: st.tuples(st.just(name), table[name])
     )
@@ -200,3 +246,49 @@ def test_hostile_deploy_targets_many(run_fdl, tmp_path_factory, fields, kube, co
 @given(**BUILD)
 def test_hostile_build_settings_many(run_fdl, tmp_path_factory, build, options) -> None:  # type: ignore[no-untyped-def]
     build_case(run_fdl, tmp_path_factory.mktemp("build"), build, options)
+
+
+def project_case(run_fdl, root: Path, manifest: dict[str, Any], commands: list[list[str]]) -> None:  # type: ignore[no-untyped-def]
+    """A project with ``manifest`` (and a CPU variant): every command ends in a documented
+    exit code."""
+    project = make_project(root, yaml.safe_dump(manifest, allow_unicode=True))
+    make_variant(project, "precompiled/cpu")
+    env = {"FDL_HOME": str(root / "home"), "FDL_CACHE_DIR": str(root / "cache")}
+    for command in commands:
+        _checked(run_fdl(command, cwd=project, env=env), (manifest, command))
+
+
+PROFILE = _section("images").value  # type: ignore[attr-defined]
+BENCHMARK = _section("bench").value  # type: ignore[attr-defined]
+SCHEMA_DRIVEN = dict(
+    images=from_spec(PROFILE).map(lambda profile: {"images": {"train": profile}}),
+    ci=from_spec(_section("ci")).map(
+        lambda ci: {"images": {"train": {}}, "ci": {"variants": ["cpu"], **ci}}
+    ),
+    bench=from_spec(BENCHMARK).map(
+        lambda side: {"images": {"train": {}}, "bench": {"b": {"run": ["true"], **side}}}
+    ),
+)
+COMMANDS = {
+    "images": [["image", "render", "train"]],
+    "ci": [["ci", "matrix", "--json"], ["ci", "generate", "--dry-run"]],
+    "bench": [["bench", "run", "b", "--dry-run"]],
+}
+SECTION_CASE = st.sampled_from(sorted(SCHEMA_DRIVEN)).flatmap(
+    lambda name: st.tuples(st.just(name), SCHEMA_DRIVEN[name])
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=HEALTH)
+@given(case=SECTION_CASE)
+def test_hostile_images_ci_and_bench(run_fdl, tmp_path_factory, case) -> None:  # type: ignore[no-untyped-def]
+    section, manifest = case
+    project_case(run_fdl, tmp_path_factory.mktemp(section), manifest, COMMANDS[section])
+
+
+@pytest.mark.slow
+@settings(max_examples=600, deadline=None, suppress_health_check=HEALTH)
+@given(case=SECTION_CASE)
+def test_hostile_images_ci_and_bench_many(run_fdl, tmp_path_factory, case) -> None:  # type: ignore[no-untyped-def]
+    section, manifest = case
+    project_case(run_fdl, tmp_path_factory.mktemp(section), manifest, COMMANDS[section])
