@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fdl._files import atomic_write_text
+from fdl._files import atomic_write_text, read_small_text
 from fdl.deploy._plan import DeployPlan
 from fdl.errors import CommandFailed, EnvironmentProblem, UsageError
 from fdl.runner import Runner
@@ -56,6 +56,17 @@ class JobRecord:
         return asdict(self)
 
 
+# The kinds of recorded jobs and the form of their ids: SLURM's (``123``, an array task
+# ``123_4``, a heterogeneous component ``123+1``), or the Kubernetes object's name.
+_K8S_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+RECORD_KINDS = {
+    "slurm": re.compile(r"[0-9]+(?:[_+][0-9]+)?"),
+    "kubernetes": _K8S_NAME,
+    "kubernetes-pytorchjob": _K8S_NAME,
+    "kubernetes-jobset": _K8S_NAME,
+}
+
+
 def record_path(state_dir: Path, target: str) -> Path:
     return state_dir / f"{target}.json"
 
@@ -68,13 +79,40 @@ def read_record(state_dir: Path, target: str) -> JobRecord:
     """
     path = record_path(state_dir, target)
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
+        text = read_small_text(path, limit=1 << 16)
+        data = json.loads(text) if text is not None else None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise _not_a_record(path, target, str(exc).removeprefix(f"{path}: ")) from None
+    if text is None:
         raise UsageError(
             f"no job was submitted to {target!r} from this project (no {path})",
             hint=f"submit one: fdl deploy submit {target}",
-        ) from None
-    return JobRecord(**{k: str(data[k]) for k in JobRecord.__dataclass_fields__})
+        )
+    fields = tuple(JobRecord.__dataclass_fields__)
+    if not isinstance(data, dict):
+        raise _not_a_record(path, target, "it is not a JSON object")
+    missing = [key for key in fields if not isinstance(data.get(key), str)]
+    if missing:
+        raise _not_a_record(path, target, f"no text for {', '.join(missing)}")
+    record = JobRecord(**{key: data[key] for key in fields})
+    # What status and cancel pass to scancel or the API must be a job id fdl got back:
+    # `scancel --user=me` from an edited record would cancel every job of the user.
+    id_form = RECORD_KINDS.get(record.kind)
+    if id_form is None:
+        raise _not_a_record(path, target, f"unknown kind {record.kind!r}")
+    if not id_form.fullmatch(record.job_id):
+        raise _not_a_record(path, target, f"{record.job_id!r} is not a {record.kind} job id")
+    return record
+
+
+def _not_a_record(path: Path, target: str, reason: str) -> EnvironmentProblem:
+    return EnvironmentProblem(
+        f"{path} is not a record of a job fdl submitted to {target!r}: {reason}",
+        hint=(
+            "move it away (a job it named keeps running: squeue or kubectl get jobs finds "
+            f"it), then `fdl deploy submit {target}` records a new one"
+        ),
+    )
 
 
 # sbatch's messages a user can fix, and the fix.
