@@ -190,6 +190,43 @@ def test_credentials_from_the_docker_config(tmp_path: Path) -> None:
     assert DockerEngine(runner, env).registry_credentials("ghcr.io") == ("me", "s3cret")
 
 
+@pytest.mark.parametrize(
+    ("config", "reason"),
+    [
+        ("{bad", "cannot be read"),
+        ("[]", "the file is not a JSON object"),
+        ('{"auths": []}', "auths is not a JSON object"),
+        ('{"credHelpers": "ecr-login"}', "credHelpers is not a JSON object"),
+        ('{"credsStore": 5}', "the credential helper for ghcr.io is not a name"),
+        ('{"auths": {"ghcr.io": {"auth": "%%%"}}}', "not base64 of user:password"),
+        ('{"auths": {"ghcr.io": {"auth": "/w=="}}}', "not base64 of user:password"),
+    ],
+)
+def test_a_docker_config_that_is_not_dockers_is_refused_with_the_fix(
+    tmp_path: Path, config: str, reason: str
+) -> None:
+    (tmp_path / "config.json").write_text(config)
+    with pytest.raises(EnvironmentProblem) as caught:
+        registry_credentials("ghcr.io", {"DOCKER_CONFIG": str(tmp_path)}, FakeRunner({}))
+    assert reason in str(caught.value)
+    assert caught.value.hint == "fix or remove the file, then `docker login` again"
+
+
+def test_an_auths_entry_that_is_not_a_mapping_is_no_credentials(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text('{"auths": {"ghcr.io": "x"}}')
+    assert registry_credentials("ghcr.io", {"DOCKER_CONFIG": str(tmp_path)}, FakeRunner({})) is None
+
+
+@pytest.mark.parametrize("answer", ["not json", "[]", '{"Username": "me"}', '{"Secret": 5}'])
+def test_a_credential_helper_without_credentials_in_its_answer_is_refused(
+    tmp_path: Path, answer: str
+) -> None:
+    (tmp_path / "config.json").write_text('{"credsStore": "pass"}')
+    runner = FakeRunner({("docker-credential-pass", "get"): Completed([], 0, answer)})
+    with pytest.raises(EnvironmentProblem, match="without a Username and a Secret"):
+        registry_credentials("ghcr.io", {"DOCKER_CONFIG": str(tmp_path)}, runner)
+
+
 def test_a_saved_layer_that_is_already_gzip_is_unpacked_first(tmp_path: Path) -> None:
     """An engine with the containerd image store saves its stored (gzip) blobs."""
     import gzip
