@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from fdl._files import read_small_text
 from fdl.errors import ManifestError, UsageError
 from fdl.scaffold._project_files import MODES, Answers
 from fdl.scaffold._templates import TEMPLATES, scaffold_data, template
@@ -78,10 +79,11 @@ def read_answers(directory: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
+        data = yaml.safe_load(read_small_text(path) or "")
+    except (OSError, yaml.YAMLError, RecursionError) as exc:
+        reason = str(exc).removeprefix(f"{path}: ")
         raise ManifestError(
-            f"{path}: cannot read the answers of `fdl init`: {exc}",
+            f"{path}: cannot read the answers of `fdl init`: {reason}",
             hint="fix it, or delete it and pass every answer on the command line",
         ) from None
     answers = data.get("answers") if isinstance(data, dict) else None
@@ -90,7 +92,42 @@ def read_answers(directory: Path) -> dict[str, Any] | None:
             f"{path}: not an answers file of `fdl init` (no `answers:` mapping)",
             hint="delete it, or pass every answer on the command line",
         )
-    return {"template": data.get("template"), **answers}
+    recorded = {"template": data.get("template"), **answers}
+    for key, value in recorded.items():
+        _check_recorded(path, key, value)
+    return recorded
+
+
+# The answers fdl records, and an example of each as fdl writes it.
+_RECORDED = {
+    "template": "cpp",
+    "name": '"my-model"',
+    "mode": '"native"',
+    "torch": '"2.13.0"',
+    "gpus": '"6.1,12.0"',
+    "driver": '"570.86"',
+    "example": "false",
+}
+
+
+def _check_recorded(path: Path, key: str, value: object) -> None:
+    """An answer is text (``example`` true or false): a list, a mapping or a YAML float
+    (``torch: 2.10`` reads as 2.1) is refused at its key, with the quoted form."""
+    example = _RECORDED.get(key)
+    if example is None or value is None:
+        return
+    if key == "example":
+        fits = isinstance(value, bool)
+    else:
+        fits = isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+    if not fits:
+        where = key if key == "template" else f"answers.{key}"
+        raise ManifestError(
+            f"{path}: {where}: expected {'true or false' if key == 'example' else 'text'}, "
+            f"got {value!r}",
+            hint=f"write it as fdl does, e.g. {key}: {example}; or delete the file and pass "
+            "every answer on the command line",
+        )
 
 
 def make_answers(name: str, given: Mapping[str, Any], recorded: Mapping[str, Any]) -> Answers:

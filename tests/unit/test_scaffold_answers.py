@@ -108,6 +108,28 @@ def test_a_broken_answers_file_is_a_located_error(tmp_path: Path, text: str) -> 
     assert caught.value.hint
 
 
+@pytest.mark.parametrize(
+    ("content", "where", "fix"),
+    [
+        (b"\xff\xfe", "not UTF-8", "delete it"),
+        (b"answers: {torch: 2.10}", "answers.torch: expected text, got 2.1", 'torch: "2.13.0"'),
+        (b"template: [1]\nanswers: {}", "template: expected text, got [1]", "template: cpp"),
+        (b"answers: {gpus: [6.1]}", "answers.gpus: expected text", 'gpus: "6.1,12.0"'),
+        (b"answers: {mode: {a: 1}}", "answers.mode: expected text", 'mode: "native"'),
+        (b"answers: {example: 'no'}", "answers.example: expected true or false", "example: false"),
+    ],
+)
+def test_an_answer_of_another_type_is_refused_at_its_key(
+    tmp_path: Path, content: bytes, where: str, fix: str
+) -> None:
+    """Each was an internal error, a wrong release (2.10 read as 2.1) or a silent `true`."""
+    answers_path(tmp_path).write_bytes(content)
+    with pytest.raises(ManifestError) as caught:
+        read_answers(tmp_path)
+    assert where in caught.value.message
+    assert fix in (caught.value.hint or "")
+
+
 def test_answers_file_round_trip_through_the_planner() -> None:
     from fdl.scaffold import plan_project
 
