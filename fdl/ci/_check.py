@@ -91,7 +91,7 @@ def find_drift(root: Path, files: Sequence[GeneratedFile], owned: Sequence[str] 
     changes: list[FileChange] = []
     for item in files:
         path = root / item.path
-        current = path.read_text(encoding="utf-8") if path.is_file() else None
+        current = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
         if current == item.text:
             continue
         state = "missing" if current is None else "changed"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from fdl._files import NotARegularFile, read_small_text
 from fdl.errors import ManifestError
 
 __all__ = [
@@ -118,9 +119,17 @@ def interpolate(text: str, variables: Mapping[str, str]) -> str:
 
 def _dotenv(directory: Path) -> dict[str, str]:
     values: dict[str, str] = {}
+    path = directory / ".env"
     try:
-        text = (directory / ".env").read_text(encoding="utf-8")
+        text = read_small_text(path)
+    except NotARegularFile as exc:
+        raise ManifestError(
+            f"cannot read {path}, the compose file's variables: {exc}",
+            hint="make it a UTF-8 text file of NAME=value lines (docker compose reads it too)",
+        ) from None
     except OSError:
+        return values
+    if text is None:
         return values
     for raw in text.splitlines():
         line = raw.strip()
@@ -161,10 +170,14 @@ def _read(path: Path) -> dict[str, Any]:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        text = read_small_text(path, limit=1 << 24)
+        if text is None:
+            raise FileNotFoundError(f"{path}: no such file")
+        data = yaml.safe_load(text)
+    except (OSError, yaml.YAMLError, RecursionError) as exc:
         raise ManifestError(
-            f"cannot read the compose file {path}: {exc}", hint="fix the compose file"
+            f"cannot read the compose file {path}: {str(exc).removeprefix(f'{path}: ')}",
+            hint="fix the compose file",
         ) from None
     if data is None:
         return {}

@@ -11,6 +11,7 @@ would otherwise fail every compile: sccache does not fall back on HTTP 401).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fdl._files import read_small_text
 from fdl.errors import UsageError
 
 __all__ = [
@@ -98,11 +100,15 @@ def read_token(settings: DistSettings, environ: Mapping[str, str]) -> str:
         return token
     assert settings.token_file is not None
     try:
-        lines = settings.token_file.read_text(encoding="utf-8").splitlines()
+        # a FIFO, a device or a huge file is refused, not read (a FIFO would block)
+        text = read_small_text(settings.token_file, limit=1 << 16)
+        if text is None:
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
+        lines = text.splitlines()
     except OSError as exc:
+        reason = exc.strerror or str(exc).removeprefix(f"{settings.token_file}: ")
         raise UsageError(
-            f"{where}cannot read the sccache-dist token file {settings.token_file} "
-            f"({exc.strerror or exc})",
+            f"{where}cannot read the sccache-dist token file {settings.token_file} ({reason})",
             hint="create it with the scheduler's client_auth token on its first line "
             "(chmod 600), or use auth: {token_env: VAR}",
         ) from None

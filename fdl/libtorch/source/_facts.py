@@ -288,7 +288,11 @@ def project_framework(project: Path | None) -> str | None:
         cargo = tomllib.loads((project / "Cargo.toml").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         cargo = {}
-    tables = [cargo.get("dependencies", {}), cargo.get("workspace", {}).get("dependencies", {})]
+    workspace = cargo.get("workspace")
+    tables = [
+        cargo.get("dependencies"),
+        workspace.get("dependencies") if isinstance(workspace, dict) else None,
+    ]
     names = {name for table in tables if isinstance(table, dict) for name in table}
     for crate in ("flodl", "tch"):
         if crate in names:

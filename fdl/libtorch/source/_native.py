@@ -190,7 +190,7 @@ def _facts(plan: BuildPlan, runner: Runner, env: Mapping[str, str]) -> dict[str,
     facts: dict[str, str] = {}
     version = plan.source_dir / "version.txt"
     if version.is_file():
-        facts["torch_version"] = version.read_text(encoding="utf-8").strip()
+        facts["torch_version"] = version.read_text(encoding="utf-8", errors="replace").strip()
     head = runner.run(
         ["git", "-C", str(plan.source_dir), "rev-parse", "HEAD"], check=False, env=env
     )
