@@ -96,7 +96,17 @@ def read_small_text(path: Path, limit: int = 1 << 20) -> str | None:
             raise NotARegularFile(path, f"is {kind}, not a file")
         if info.st_size > limit:
             raise NotARegularFile(path, f"is {info.st_size} bytes, more than {limit}")
-        data = os.read(fd, limit + 1)
+        # Read what the file holds (not `limit` bytes: os.read allocates what it is asked
+        # for), and on until the end in case it grew meanwhile, never past the limit.
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(limit + 1 - size, max(info.st_size - size, 0) + 65536))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
     finally:
         os.close(fd)
     if len(data) > limit:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from fdl._files import NotARegularFile, read_small_text
+from fdl.bench import load_results
 from fdl.ci import GeneratedFile, find_drift
 from fdl.errors import ManifestError, UsageError
 from fdl.libtorch.source import project_framework
@@ -83,3 +85,30 @@ def test_drift_against_a_binary_file_at_a_generated_path_is_a_change(tmp_path: P
     assert [(change.path, change.state) for change in drift.changes] == [
         ("ci/docker-bake.hcl", "changed")
     ]
+
+
+@pytest.mark.parametrize(
+    ("make", "reason", "fix"),
+    [
+        (lambda p: Path("/dev/zero"), "is a device or special file", "pass a file written by"),
+        (lambda p: os.mkfifo(p) or p, "is a FIFO", "pass a file written by"),
+        (lambda p: p.write_bytes(b'{"type": "run"}\n\xff\n') and p, "not UTF-8", "pass a file"),
+        (lambda p: p, "No such file", "run `fdl bench run` first"),
+    ],
+)
+def test_a_results_file_that_is_not_one_is_refused_without_reading_it_all(
+    tmp_path: Path, make, reason: str, fix: str
+) -> None:  # type: ignore[no-untyped-def]
+    """`fdl bench report /dev/zero` filled memory until the kernel killed it; a FIFO hung."""
+    path = make(tmp_path / "bench.jsonl")
+    with pytest.raises(UsageError) as caught:
+        load_results(path)
+    assert reason in caught.value.message and fix in (caught.value.hint or "")
+
+
+def test_small_text_reads_a_large_file_whole_and_stops_at_its_limit(tmp_path: Path) -> None:
+    path = tmp_path / "big.txt"
+    path.write_text("x" * 300_000 + "end")
+    assert read_small_text(path, limit=1 << 20) == "x" * 300_000 + "end"
+    with pytest.raises(NotARegularFile, match="more than 1000"):
+        read_small_text(path, limit=1000)
