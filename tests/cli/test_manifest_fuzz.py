@@ -4,7 +4,8 @@ Each case writes an fdl.yml (valid-ish YAML, mutated bytes, deep nesting,
 anchors, huge numbers, odd keys and tags), picks random ``--set`` options and
 ``FDL__`` variables, and runs fdl in process. Every run must end in 0-4 within
 a time and memory bound; an error about the file must say ``fdl.yml:line:col``.
-A few hundred cases run per CI run; ``-m slow`` runs thousands. Set
+A few hundred cases run without ``slow``; ``-m slow`` runs thousands (derandomized: every
+run tries the same cases). Set
 ``FDL_FUZZ_REPORT=path`` to get the figures (cases, exit codes) as JSON.
 """
 
@@ -160,7 +161,7 @@ CASE = dict(
 HEALTH = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=HEALTH)
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=HEALTH)
 @given(**CASE)
 def test_fuzzed_manifests_end_in_a_documented_exit_code(
     run_fdl, tmp_path: Path, data, sets, envs, command
@@ -170,7 +171,7 @@ def test_fuzzed_manifests_end_in_a_documented_exit_code(
 
 
 @pytest.mark.slow
-@settings(max_examples=3000, deadline=None, suppress_health_check=HEALTH)
+@settings(max_examples=3000, deadline=None, derandomize=True, suppress_health_check=HEALTH)
 @given(**CASE)
 def test_fuzzed_manifests_many(run_fdl, tmp_path: Path, data, sets, envs, command) -> None:
     run_case(run_fdl, tmp_path, data, sets, envs, command)
