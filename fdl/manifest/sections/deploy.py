@@ -80,7 +80,7 @@ TOLERATION: Spec = Obj(
         # empty with operator Exists: every taint
         "key": Str(pattern=f"(?:{_LABEL_KEY})?", example="nvidia.com/gpu", rule=_LABEL_KEY_RULE),
         "operator": Enum(("Exists", "Equal")),
-        "value": Str(),
+        "value": Str(pattern=f"(?:{_LABEL_NAME})?", example="present", rule=_LABEL_RULE),
         "effect": Enum(("NoSchedule", "PreferNoSchedule", "NoExecute")),
     },
     description="A Kubernetes toleration.",
