@@ -39,7 +39,13 @@ if TYPE_CHECKING:
     from fdl.libtorch._adopt import install_dir, install_wheel, unresolved_libraries, wheel_source
     from fdl.libtorch._caches import CACHES, CacheEntry, clean_caches, list_caches
     from fdl.libtorch._deps import library_checks
-    from fdl.libtorch._download import MIRROR_ENV, DownloadPlan, plan_download, run_download
+    from fdl.libtorch._download import (
+        MIRROR_ENV,
+        DownloadPlan,
+        check_download_target,
+        plan_download,
+        run_download,
+    )
     from fdl.libtorch._install import (
         InstallResult,
         Target,
@@ -81,6 +87,7 @@ _LAZY = {
     "library_checks": "_deps",
     "MIRROR_ENV": "_download",
     "DownloadPlan": "_download",
+    "check_download_target": "_download",
     "plan_download": "_download",
     "run_download": "_download",
     "InstallResult": "_install",
@@ -134,6 +141,7 @@ __all__ = [
     "WheelSource",
     "build_archs",
     "build_command",
+    "check_download_target",
     "check_wheel",
     "clean_caches",
     "coverage_fix",

@@ -38,7 +38,13 @@ from fdl.libtorch._select import Selection
 from fdl.net import Progress, download, rebase_url
 from fdl.paths import Context
 
-__all__ = ["MIRROR_ENV", "DownloadPlan", "plan_download", "run_download"]
+__all__ = [
+    "MIRROR_ENV",
+    "DownloadPlan",
+    "check_download_target",
+    "plan_download",
+    "run_download",
+]
 
 MIRROR_ENV = "FDL_LIBTORCH_MIRROR"
 
@@ -157,6 +163,25 @@ def check_build_version(archive: Path, expected: str, url: str) -> str:
     return text
 
 
+def check_download_target(
+    plan: DownloadPlan, context: Context, *, force: bool = False
+) -> list[tuple[str, Path]]:
+    """Refuse a target the download may not replace (what ``--dry-run`` checks too): one
+    fdl did not make, unless ``force``; a protected path or a special file, never.
+
+    Returns:
+        The protected paths (for the install).
+
+    Raises:
+        UsageError: with the fix.
+    """
+    protected = protected_paths(context)
+    existing = plan.target.path
+    if not (existing / "lib").is_dir() or not _is_current(plan)(existing):
+        check_replaceable(existing, force=force, protected=protected)
+    return protected
+
+
 def run_download(
     plan: DownloadPlan,
     context: Context,
@@ -181,9 +206,7 @@ def run_download(
     is_current = _is_current(plan)
     existing = plan.target.path
     # Refused before the lock and the download: a refusal leaves no trace and costs nothing.
-    protected = protected_paths(context)
-    if not (existing / "lib").is_dir() or not is_current(existing):
-        check_replaceable(existing, force=force, protected=protected)
+    protected = check_download_target(plan, context, force=force)
     # The whole run holds the variant's lock: a second run waits, then finds it installed.
     with variant_lock(plan.target, purpose=f"downloading {plan.label}", on_wait=say):
         if not force and (existing / "lib").is_dir():

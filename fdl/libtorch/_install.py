@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -186,6 +187,9 @@ def check_replaceable(target: Path, *, force: bool, protected: list[tuple[str, P
     if not (target.exists() or target.is_symlink()):
         return
     real = _real(target) if not target.is_symlink() else _real(target.parent) / target.name
+    special = _special_kind(target)
+    if special is not None:
+        raise _never_replaced(target, f"is {special}")
     for what, path in protected:
         if _contains(real, path):
             relation = "is" if real == path else "contains"
@@ -202,6 +206,8 @@ def check_replaceable(target: Path, *, force: bool, protected: list[tuple[str, P
     else:
         held = "it is a symbolic link" if target.is_symlink() else "it is a file"
     if force:
+        if real.parent == real.parent.parent:  # /usr, /etc, /opt: not even with --force
+            raise _never_replaced(target, f"is a top-level directory of the system ({held})")
         return
     raise UsageError(
         f"{target} is not a libtorch variant fdl installed ({held}); "
@@ -209,6 +215,30 @@ def check_replaceable(target: Path, *, force: bool, protected: list[tuple[str, P
         hint="choose a new or empty directory (--path DIR), "
         "or pass --force if replacing it is what you mean",
     )
+
+
+def _never_replaced(target: Path, what: str) -> UsageError:
+    return UsageError(
+        f"{target} {what}; fdl never replaces it, not even with --force",
+        hint="install into a new or empty directory (--path DIR), or leave out --path "
+        "to install into the project's libtorch/ layout",
+    )
+
+
+def _special_kind(target: Path) -> str | None:
+    """What ``target`` is when it is neither a directory, a regular file nor a symbolic
+    link (a device, a FIFO, a socket): nothing an install may stand in for."""
+    try:
+        mode = target.lstat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
 
 
 def finish_info(tree: Path, info: variants.VariantInfo) -> variants.VariantInfo:

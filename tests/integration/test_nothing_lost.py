@@ -116,6 +116,58 @@ def test_download_into_a_new_or_empty_directory_and_replace_with_force(
     assert (mine / "lib" / "libtorch.so").is_file() and not (mine / "notes.txt").exists()
 
 
+@pytest.mark.parametrize("force", [False, True])
+def test_a_device_a_fifo_or_a_socket_is_never_replaced(fdl, server, tmp_path, force) -> None:
+    """The code before this test, as root, replaced `--path /dev/zero --force` with a
+    libtorch tree (the staging directory was made beside it, in /dev). The device here is
+    made in the test's directory, so a regression cannot take the machine's."""
+    import socket
+    import stat
+
+    work = tmp_path / "work"
+    work.mkdir()
+    targets = [("../fifo", "a FIFO"), ("../sock", "a socket")]
+    os.mkfifo(tmp_path / "fifo")
+    try:
+        os.mknod(tmp_path / "zero", stat.S_IFCHR | 0o666, os.makedev(1, 5))
+        targets.append(("../zero", "a device"))
+    except PermissionError:  # not root: the FIFO and the socket still count
+        pass
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(tmp_path / "sock"))
+    flags = ["--force"] if force else []
+    try:
+        for path, kind in targets:
+            for dry_run in ([], ["--dry-run"]):
+                result = download(fdl, work, path, *flags, *dry_run)
+                assert result.exit_code == 2, result.output
+                assert f"is {kind}; fdl never replaces it, not even with --force" in result.stderr
+                assert not (work / path).resolve().is_dir()
+    finally:
+        listener.close()
+    assert server.requests_to(CPU_PATH) == []
+
+
+def test_a_top_level_directory_of_the_system_is_not_replaced_even_with_force(fdl, tmp_path) -> None:
+    """Only checked, never attempted: the refusal comes before anything is touched."""
+    result = download(fdl, tmp_path, "/usr", "--force", "--dry-run")
+    assert result.exit_code == 2, result.output
+    assert "/usr is a top-level directory of the system (it holds " in result.stderr
+    assert "not even with --force" in result.stderr
+
+
+def test_the_dry_run_refuses_what_the_run_would(fdl, server, tmp_path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    mydata = decoy(tmp_path / "mydata")
+    refused = download(fdl, work, "../mydata", "--dry-run")
+    assert refused.exit_code == 2, refused.output
+    assert "is not a libtorch variant fdl installed" in refused.stderr
+    forced = download(fdl, work, "../mydata", "--dry-run", "--force")
+    assert forced.exit_code == 0, forced.output
+    assert (mydata / "notes.txt").is_file() and server.requests_to(CPU_PATH) == []
+
+
 def test_install_from_dir_of_an_archive_unzipped_in_the_project_root(run_fdl, tmp_path) -> None:
     """`unzip libtorch-*.zip` in the project, then install it: refused, never copied into itself."""
     project = tmp_path / "proj"

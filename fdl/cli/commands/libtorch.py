@@ -218,7 +218,7 @@ def download(
 
     Example: fdl libtorch download --cuda 12.6 --torch 2.13
     """
-    from fdl.libtorch import plan_download, run_download, select_variant
+    from fdl.libtorch import check_download_target, plan_download, run_download, select_variant
     from fdl.system import detect_gpus
 
     session: Session = ctx.obj
@@ -245,6 +245,7 @@ def download(
         activate=not no_activate,
     )
     if dry_run:
+        check_download_target(plan, context, force=force)  # what the run would refuse
         if as_json:
             console.json({**plan.to_json(), "dry_run": True})
         else:
