@@ -139,13 +139,34 @@ def resolve_installed(context: Context, name: str) -> str:
                 f"{cleaned!r} names {' and '.join(matches)}", hint="give the full name"
             )
     normalised = validate_name(name) if "/" in cleaned else None
-    if normalised is not None and (context.libtorch_dir / normalised).is_dir():
+    if normalised is not None and _is_variant(context.libtorch_dir / normalised):
         return normalised
     installed = ", ".join(list_variants(context)) or "none"
+    if normalised is not None and (context.libtorch_dir / normalised).is_dir():
+        raise _not_a_variant(context.libtorch_dir / normalised, normalised, installed)
     shown = normalised or (cleaned if len(cleaned) <= 80 else cleaned[:77] + "...")
     raise UsageError(
         f"libtorch variant {shown!r} is not installed under {context.libtorch_dir}",
         hint=f"installed variants: {installed}",
+    )
+
+
+def _is_variant(path: Path) -> bool:
+    """An installed variant, as :func:`list_variants` counts them (a ``lib/`` directory), or
+    a link to one (removing a link never touches what it points at)."""
+    return path.is_symlink() or (path.is_dir() and (path / "lib").is_dir())
+
+
+def _not_a_variant(path: Path, name: str, installed: str) -> UsageError:
+    try:
+        held = ", ".join(sorted(child.name for child in path.iterdir())[:5]) or "nothing"
+    except OSError:
+        held = "unreadable"
+    return UsageError(
+        f"{path} is not a libtorch variant (no lib/; it holds {held}): fdl removes, "
+        f"activates and reads only variants, and never deletes what it did not make",
+        hint=f"move it out of {path.parent} (or delete it yourself) if it is not fdl's; "
+        f"installed variants: {installed}",
     )
 
 
@@ -224,8 +245,10 @@ def remove(
 
 def _remove_locked(context: Context, normalised: str) -> bool:
     target = context.libtorch_dir / normalised
-    if not target.is_dir():
+    if not _is_variant(target):
         installed = ", ".join(list_variants(context)) or "none"
+        if target.is_dir():
+            raise _not_a_variant(target, normalised, installed)
         raise UsageError(
             f"libtorch variant {normalised!r} is not installed",
             hint=f"installed variants: {installed}",

@@ -256,3 +256,24 @@ def test_remove_of_a_linked_variant_removes_the_link_only(run_fdl, tmp_path) -> 
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in (home / "libtorch" / "precompiled").iterdir()) == []
     assert snapshot(elsewhere) == before
+
+
+def test_remove_refuses_a_directory_of_the_users_in_the_layout(run_fdl, tmp_path) -> None:
+    """`libtorch remove precompiled/notes --yes` deleted a directory fdl never listed as a
+    variant (no lib/); its dry-run said it would."""
+    home = tmp_path / "home"
+    mine = decoy(home / "libtorch" / "precompiled" / "notes")
+    before = snapshot(mine)
+    env = {"FDL_HOME": str(home)}
+    for extra in (["--dry-run"], ["--yes"]):
+        result = run_fdl(["libtorch", "remove", "precompiled/notes", *extra], cwd=tmp_path, env=env)
+        assert result.exit_code == 2, result.output
+        assert "is not a libtorch variant (no lib/; it holds notes.txt, src)" in result.stderr
+        assert "move it out of" in result.stderr
+    for command in (["activate", "precompiled/notes"], ["info", "precompiled/notes"]):
+        assert run_fdl(["libtorch", *command], cwd=tmp_path, env=env).exit_code == 2
+    assert snapshot(mine) == before
+    make_tree(home / "libtorch" / "precompiled" / "cpu", "2.13.0+cpu")
+    removed = run_fdl(["libtorch", "remove", "precompiled/cpu", "--yes"], cwd=tmp_path, env=env)
+    assert removed.exit_code == 0, removed.output
+    assert not (home / "libtorch" / "precompiled" / "cpu").exists()
