@@ -63,6 +63,40 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path(user_cache_dir("fdl", appauthor=False))
 
 
+# The Cache Directory Tagging Specification (https://bford.info/cachedir/): a directory
+# holding this file is a cache; backup tools skip it, and `fdl cache clean` deletes only
+# caches that hold it (so a misdirected FDL_CACHE_DIR never costs the user a directory).
+CACHE_TAG = "CACHEDIR.TAG"
+_CACHE_SIGNATURE = "Signature: 8a477f597d28d172789f06886806bc55"
+_CACHE_TAG_TEXT = (
+    f"{_CACHE_SIGNATURE}\n"
+    "# This directory is a cache made by fdl; `fdl cache clean` may delete it.\n"
+    "# For information about cache directory tags, see https://bford.info/cachedir/\n"
+)
+
+
+def own_cache_dir(path: Path) -> Path:
+    """``path`` as a cache of fdl's: created with a ``CACHEDIR.TAG`` when it does not exist
+    yet. A directory that exists is left as it is: fdl cannot tell it made it."""
+    if not path.exists():
+        path.mkdir(parents=True, exist_ok=True)
+        tag = path / CACHE_TAG
+        if not tag.exists():
+            tag.write_text(_CACHE_TAG_TEXT, encoding="utf-8")
+    return path
+
+
+def is_own_cache(path: Path) -> bool:
+    """Whether ``path`` holds the ``CACHEDIR.TAG`` fdl writes (see :func:`own_cache_dir`)."""
+    from fdl._files import read_small_text
+
+    try:
+        text = read_small_text(path / CACHE_TAG, limit=4096) or ""
+    except OSError:
+        return False
+    return text.startswith(_CACHE_SIGNATURE) and "fdl" in text
+
+
 @dataclass(frozen=True)
 class Context:
     """Where libtorch variants live for this invocation.

@@ -37,7 +37,13 @@ from fdl.libtorch import variants
 
 if TYPE_CHECKING:
     from fdl.libtorch._adopt import install_dir, install_wheel, unresolved_libraries, wheel_source
-    from fdl.libtorch._caches import CACHES, CacheEntry, clean_caches, list_caches
+    from fdl.libtorch._caches import (
+        CACHES,
+        CacheEntry,
+        check_cleanable,
+        clean_caches,
+        list_caches,
+    )
     from fdl.libtorch._deps import library_checks
     from fdl.libtorch._download import (
         MIRROR_ENV,
@@ -82,6 +88,7 @@ _LAZY = {
     "wheel_source": "_adopt",
     "CACHES": "_caches",
     "CacheEntry": "_caches",
+    "check_cleanable": "_caches",
     "clean_caches": "_caches",
     "list_caches": "_caches",
     "library_checks": "_deps",
@@ -141,6 +148,7 @@ __all__ = [
     "WheelSource",
     "build_archs",
     "build_command",
+    "check_cleanable",
     "check_download_target",
     "check_wheel",
     "clean_caches",

@@ -2,7 +2,9 @@
 
 Only fdl's own caches are listed and removed: directories under fdl's cache directory
 and the ``.build-cache`` of the libtorch root, and the images fdl names ``fdl-libtorch*``.
-Variants are not caches (``fdl libtorch remove`` deletes those).
+A directory is deleted only when it holds the ``CACHEDIR.TAG`` fdl writes when it makes
+it (:func:`fdl.paths.own_cache_dir`), or is empty. Variants are not caches (``fdl
+libtorch remove`` deletes those).
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from pathlib import Path
 from fdl._files import tree_size
 from fdl.engine import Engine
 from fdl.errors import FdlError, UsageError
-from fdl.paths import Context, cache_dir
+from fdl.paths import CACHE_TAG, Context, cache_dir, is_own_cache
 
-__all__ = ["CACHES", "CacheEntry", "clean_caches", "list_caches"]
+__all__ = ["CACHES", "CacheEntry", "check_cleanable", "clean_caches", "list_caches"]
 
 # name -> (where under fdl's cache directory, what it is)
 _DIRECTORIES = {
@@ -40,6 +42,18 @@ class CacheEntry:
     path: Path | None = None
     images: tuple[str, ...] = field(default_factory=tuple)
 
+    @property
+    def owned(self) -> bool:
+        """Whether fdl may delete the directory: it holds fdl's cache tag, is empty or is
+        not there."""
+        path = self.path
+        if path is None or not path.exists() or is_own_cache(path):
+            return True
+        try:
+            return path.is_dir() and not any(path.iterdir())
+        except OSError:
+            return False
+
     def to_json(self) -> dict[str, object]:
         return {
             "name": self.name,
@@ -47,6 +61,7 @@ class CacheEntry:
             "bytes": self.size,
             "path": str(self.path) if self.path else None,
             "images": list(self.images),
+            "owned": self.owned,
         }
 
 
@@ -87,17 +102,37 @@ def list_caches(
     return entries
 
 
+def check_cleanable(entries: Sequence[CacheEntry]) -> None:
+    """Refuse, before anything is deleted, a cache directory fdl cannot tell it made.
+
+    Raises:
+        UsageError: naming each such directory, with the fix.
+    """
+    foreign = [entry for entry in entries if not entry.owned]
+    if not foreign:
+        return
+    shown = ", ".join(f"{entry.name} ({entry.path})" for entry in foreign)
+    raise UsageError(
+        f"fdl did not make {shown}: it has no {CACHE_TAG} of fdl's, and fdl deletes only "
+        "the caches it made",
+        hint="check FDL_CACHE_DIR (it may point at a directory of yours); if it is a cache "
+        "you want gone, delete it yourself, or leave that cache out of the names",
+    )
+
+
 def clean_caches(
     entries: Sequence[CacheEntry], names: Sequence[str], *, engine: Engine | None = None
 ) -> list[CacheEntry]:
     """Remove the caches called ``names`` (all when empty); return those removed.
 
     Raises:
-        UsageError: a name that is not a cache.
+        UsageError: a name that is not a cache, or a directory fdl did not make (see
+            :func:`check_cleanable`; nothing is deleted then).
     """
     unknown = [n for n in names if n not in CACHES]
     if unknown:
         raise UsageError(f"no cache called {unknown[0]!r}", hint=f"caches: {', '.join(CACHES)}")
+    check_cleanable([entry for entry in entries if not names or entry.name in names])
     removed = []
     for entry in entries:
         if names and entry.name not in names:

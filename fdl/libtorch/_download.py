@@ -36,7 +36,7 @@ from fdl.libtorch._install import (
 )
 from fdl.libtorch._select import Selection
 from fdl.net import Progress, download, rebase_url
-from fdl.paths import Context
+from fdl.paths import Context, own_cache_dir
 
 __all__ = [
     "MIRROR_ENV",
@@ -207,6 +207,7 @@ def run_download(
     existing = plan.target.path
     # Refused before the lock and the download: a refusal leaves no trace and costs nothing.
     protected = check_download_target(plan, context, force=force)
+    own_cache_dir(plan.archive.parent)  # the zips' cache: `fdl cache clean downloads`
     # The whole run holds the variant's lock: a second run waits, then finds it installed.
     with variant_lock(plan.target, purpose=f"downloading {plan.label}", on_wait=say):
         if not force and (existing / "lib").is_dir():

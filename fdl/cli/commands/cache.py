@@ -79,7 +79,7 @@ def clean(
 
     Example: fdl cache clean wheels --dry-run
     """
-    from fdl.libtorch import CACHES, clean_caches
+    from fdl.libtorch import CACHES, check_cleanable, clean_caches
 
     session: Session = ctx.obj
     wanted = list(names or [])
@@ -88,6 +88,7 @@ def clean(
         raise UsageError(f"no cache called {unknown[0]!r}", hint=f"caches: {', '.join(CACHES)}")
     entries, engine = _entries(session, with_images=not wanted or "images" in wanted)
     chosen = [e for e in entries if (not wanted or e.name in wanted) and (e.size or e.images)]
+    check_cleanable(chosen)  # before the dry-run too: it refuses what the run would
     total = sum(e.size for e in chosen)
     what = ", ".join(f"{e.name} ({human_bytes(e.size)})" for e in chosen) or "nothing"
     if dry_run or not chosen:

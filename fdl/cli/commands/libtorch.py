@@ -24,7 +24,7 @@ from fdl.cli.commands._common import JsonOption, group
 from fdl.cli.commands.libtorch_build import build
 from fdl.errors import ExitCode, UsageError
 from fdl.libtorch import variants
-from fdl.paths import cache_dir
+from fdl.paths import cache_dir, own_cache_dir
 
 if TYPE_CHECKING:
     from fdl.cli._session import Session
@@ -343,7 +343,7 @@ def install(
         report_install(session.console, result, as_json=as_json)
         return
     runner = default_runner()
-    cache = cache_dir(session.environ) / "wheels"
+    cache = own_cache_dir(cache_dir(session.environ) / "wheels")
     settings = session.libtorch_settings()
     progress = ProgressLine(session.console, "install from wheel")
     try:
@@ -421,7 +421,7 @@ def verify(
         chosen = variants.installed_or_active(context, variant)
         directory = context.libtorch_dir / chosen
     progress = ProgressLine(session.console, f"verify {chosen}")
-    work_dir = cache_dir(session.environ) / "smoke" / chosen.replace("/", "-")
+    work_dir = own_cache_dir(cache_dir(session.environ) / "smoke") / chosen.replace("/", "-")
     smoke = None
     if cmake:
         smoke = smoke_runner(

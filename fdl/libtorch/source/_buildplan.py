@@ -97,6 +97,7 @@ class BuildPlan:
         switch_costs: For each switch the build turns off: what it saves, what the GPUs
             lose, whether the project needs it.
         estimate: The build's estimated wall time and peak RAM on this machine.
+        cache_root: The libtorch root's `.build-cache` (checkouts, venvs, build trees, logs).
     """
 
     variant: str
@@ -129,6 +130,7 @@ class BuildPlan:
     docker: DockerPart | None = None
     switch_costs: tuple[SwitchCost, ...] = ()
     estimate: BuildEstimate | None = None
+    cache_root: Path | None = None
 
     @property
     def arch_list(self) -> str:

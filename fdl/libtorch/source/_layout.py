@@ -161,6 +161,7 @@ def assemble(
         estimates=estimates,
         flash=flash,
         warnings=tuple(warnings),
+        cache_root=cache_root,
     )
     if docker:
         return _docker_plan(common, facts, leaf, key, cache_root)
@@ -187,6 +188,7 @@ class _Common:
     estimates: tuple[float, float]
     flash: bool
     warnings: tuple[Problem, ...]
+    cache_root: Path
 
     def plan(
         self,
@@ -230,6 +232,7 @@ class _Common:
             fresh=bool(request.value("fresh", False)),
             flash_attention=self.flash,
             docker=docker,
+            cache_root=self.cache_root,
         )
 
 

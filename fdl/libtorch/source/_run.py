@@ -126,6 +126,7 @@ def run_build(
     note = on_note or (lambda _: None)
     staging = plan.output_dir.with_name(f".staging-{plan.output_dir.name}-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
+    _tag_caches(plan)
     started = time.monotonic()
     warning = None
     try:
@@ -149,3 +150,14 @@ def run_build(
     return BuildResult(
         plan, plan.output_dir, info, activated, found, libraries, duration, stats, warning
     )
+
+
+def _tag_caches(plan: BuildPlan) -> None:
+    """Make the build's caches as fdl's (``fdl cache clean`` deletes only those): the
+    ``.build-cache`` of the libtorch root and, natively, the compiler cache directory."""
+    from fdl.paths import own_cache_dir
+
+    if plan.cache_root is not None:
+        own_cache_dir(plan.cache_root)
+    if plan.backend != "docker" and plan.cache.directory:
+        own_cache_dir(Path(plan.cache.directory).parent)
