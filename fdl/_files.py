@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -115,6 +116,29 @@ def read_small_text(path: Path, limit: int = 1 << 20) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise NotARegularFile(path, f"is not UTF-8 text (byte {exc.start})") from None
+
+
+def read_text_file(path: Path, limit: int = 1 << 20) -> str:
+    """:func:`read_small_text` for a file that must be there.
+
+    Raises:
+        FileNotFoundError: it is not.
+        NotARegularFile, OSError: as :func:`read_small_text`.
+    """
+    text = read_small_text(path, limit)
+    if text is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
+    return text
+
+
+def reason_of(exc: BaseException) -> str:
+    """Why reading a file failed, without its path (the message names it already): a
+    :class:`NotARegularFile`'s reason, an OSError's strerror, else the error's text."""
+    if isinstance(exc, NotARegularFile):
+        return exc.reason
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)
 
 
 class _CopyFailed(Exception):

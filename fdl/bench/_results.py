@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fdl._files import read_small_text
+from fdl._files import read_text_file, reason_of
 from fdl.bench._plan import WALL
 from fdl.bench._stats import Ratio, Summary, ratio, summarize
 from fdl.errors import UsageError
@@ -78,17 +76,14 @@ def load_results(path: Path, run: str | None = None) -> tuple[dict[str, Any], li
     """
     try:
         # a FIFO or a device is refused, not read (it would block or never end)
-        text = read_small_text(path, limit=RESULTS_LIMIT)
-        if text is None:
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
+        text = read_text_file(path, limit=RESULTS_LIMIT)
     except OSError as exc:
-        reason = exc.strerror or str(exc).removeprefix(f"{path}: ")
         hint = (
             "run `fdl bench run` first"
             if isinstance(exc, FileNotFoundError)
             else "pass a file written by `fdl bench run` (JSON Lines, one record a line)"
         )
-        raise UsageError(f"cannot read {path}: {reason}", hint=hint) from None
+        raise UsageError(f"cannot read {path}: {reason_of(exc)}", hint=hint) from None
     headers: list[dict[str, Any]] = []
     rounds: list[dict[str, Any]] = []
     for number, line in enumerate(text.splitlines(), 1):

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fdl._files import atomic_write_text, read_small_text
+from fdl._files import atomic_write_text, read_small_text, reason_of
 from fdl.deploy._plan import DeployPlan
 from fdl.errors import CommandFailed, EnvironmentProblem, UsageError
 from fdl.runner import Runner
@@ -82,7 +82,7 @@ def read_record(state_dir: Path, target: str) -> JobRecord:
         text = read_small_text(path, limit=1 << 16)
         data = json.loads(text) if text is not None else None
     except (OSError, ValueError, RecursionError) as exc:
-        raise _not_a_record(path, target, str(exc).removeprefix(f"{path}: ")) from None
+        raise _not_a_record(path, target, reason_of(exc)) from None
     if text is None:
         raise UsageError(
             f"no job was submitted to {target!r} from this project (no {path})",

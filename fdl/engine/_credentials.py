@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fdl._files import read_small_text
+from fdl._files import read_small_text, reason_of
 from fdl.errors import CommandFailed, EnvironmentProblem
 from fdl.runner import Runner
 
@@ -62,7 +62,7 @@ def registry_credentials(
     try:
         config = json.loads(read_small_text(path) or "{}")
     except (OSError, ValueError, RecursionError) as exc:
-        raise _bad_config(path, f"cannot be read: {exc}") from None
+        raise _bad_config(path, f"cannot be read: {reason_of(exc)}") from None
     config = _mapping(config, path, "the file")
     helper = _mapping(config.get("credHelpers"), path, "credHelpers").get(host) or config.get(
         "credsStore"

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fdl._files import read_small_text
+from fdl._files import read_small_text, reason_of
 from fdl.errors import ManifestError, UsageError
 from fdl.scaffold._project_files import MODES, Answers
 from fdl.scaffold._templates import TEMPLATES, scaffold_data, template
@@ -81,9 +81,8 @@ def read_answers(directory: Path) -> dict[str, Any] | None:
     try:
         data = yaml.safe_load(read_small_text(path) or "")
     except (OSError, yaml.YAMLError, RecursionError) as exc:
-        reason = str(exc).removeprefix(f"{path}: ")
         raise ManifestError(
-            f"{path}: cannot read the answers of `fdl init`: {reason}",
+            f"{path}: cannot read the answers of `fdl init`: {reason_of(exc)}",
             hint="fix it, or delete it and pass every answer on the command line",
         ) from None
     answers = data.get("answers") if isinstance(data, dict) else None

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from fdl._files import NotARegularFile, read_small_text
+from fdl._files import NotARegularFile, read_small_text, read_text_file, reason_of
 from fdl.errors import ManifestError
 
 __all__ = [
@@ -124,7 +124,7 @@ def _dotenv(directory: Path) -> dict[str, str]:
         text = read_small_text(path)
     except NotARegularFile as exc:
         raise ManifestError(
-            f"cannot read {path}, the compose file's variables: {exc}",
+            f"cannot read {path}, the compose file's variables: {exc.reason}",
             hint="make it a UTF-8 text file of NAME=value lines (docker compose reads it too)",
         ) from None
     except OSError:
@@ -170,13 +170,10 @@ def _read(path: Path) -> dict[str, Any]:
     import yaml
 
     try:
-        text = read_small_text(path, limit=1 << 24)
-        if text is None:
-            raise FileNotFoundError(f"{path}: no such file")
-        data = yaml.safe_load(text)
+        data = yaml.safe_load(read_text_file(path, limit=1 << 24))
     except (OSError, yaml.YAMLError, RecursionError) as exc:
         raise ManifestError(
-            f"cannot read the compose file {path}: {str(exc).removeprefix(f'{path}: ')}",
+            f"cannot read the compose file {path}: {reason_of(exc)}",
             hint="fix the compose file",
         ) from None
     if data is None:

@@ -11,7 +11,6 @@ would otherwise fail every compile: sccache does not fall back on HTTP 401).
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 from collections.abc import Mapping
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fdl._files import read_small_text
+from fdl._files import read_text_file, reason_of
 from fdl.errors import UsageError
 
 __all__ = [
@@ -101,14 +100,11 @@ def read_token(settings: DistSettings, environ: Mapping[str, str]) -> str:
     assert settings.token_file is not None
     try:
         # a FIFO, a device or a huge file is refused, not read (a FIFO would block)
-        text = read_small_text(settings.token_file, limit=1 << 16)
-        if text is None:
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
-        lines = text.splitlines()
+        lines = read_text_file(settings.token_file, limit=1 << 16).splitlines()
     except OSError as exc:
-        reason = exc.strerror or str(exc).removeprefix(f"{settings.token_file}: ")
         raise UsageError(
-            f"{where}cannot read the sccache-dist token file {settings.token_file} ({reason})",
+            f"{where}cannot read the sccache-dist token file {settings.token_file} "
+            f"({reason_of(exc)})",
             hint="create it with the scheduler's client_auth token on its first line "
             "(chmod 600), or use auth: {token_env: VAR}",
         ) from None
