@@ -38,6 +38,7 @@ from fdl.compat.build import (
     fatbin_compression_flags,
     max_parallel_jobs,
     memory_per_job_gb,
+    pip_cmake,
     switch_costs,
 )
 from fdl.compat.cuda import (
@@ -157,6 +158,7 @@ __all__ = [
     "older_release_covering",
     "parse_archs",
     "parse_capability",
+    "pip_cmake",
     "preferred_toolkit",
     "release",
     "releases",

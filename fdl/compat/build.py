@@ -25,6 +25,7 @@ __all__ = [
     "fatbin_compression_flags",
     "max_parallel_jobs",
     "memory_per_job_gb",
+    "pip_cmake",
     "switch_costs",
 ]
 
@@ -165,6 +166,34 @@ def cudnn_limit(archs: ArchList) -> CudnnLimit | None:
         if oldest < parse_capability(str(rule["below_arch"])):
             limits.append(CudnnLimit(str(rule["max_cudnn"]), str(rule["reason"]), verified(rule)))
     return min(limits, key=lambda lim: version_key(lim.max_cudnn)) if limits else None
+
+
+def pip_cmake(requirement: str) -> str:
+    """The CMake ``pip install '<requirement>'`` gets today: the newest release on PyPI
+    (build.yaml ``cmake.pip_newest``) when the requirement allows it, else the highest
+    version its own pins name (``cmake<4`` gets a 3.x: ``3.99`` stands for it)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    newest = str(_table()["cmake"]["pip_newest"])
+    try:
+        spec = Requirement(requirement).specifier
+    except InvalidRequirement:
+        return newest
+    if not spec or spec.contains(newest, prereleases=True):
+        return newest
+    bounds = [s.version for s in spec if s.operator in ("==", "===", "<=", "~=")]
+    allowed = [v for v in bounds if spec.contains(v, prereleases=True)]
+    if allowed:
+        return max(allowed, key=version_key)
+    below = [version_key(s.version) for s in spec if s.operator == "<"]
+    if below:
+        # just under the lowest exclusive bound: `<4` -> 3.99, `<4.1` -> 4.0.99
+        bound = list(min(below))
+        while len(bound) > 1 and bound[-1] == 0:
+            bound.pop()
+        bound[-1] -= 1
+        return ".".join(str(part) for part in [*bound, 99])
+    return newest
 
 
 def cmake_policy_env(cmake_version: str) -> dict[str, str]:

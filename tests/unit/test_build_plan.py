@@ -285,7 +285,8 @@ def test_source_tree_sets_torch_and_skips_deps(facts: MachineFacts, tmp_path: Pa
     machine = replace(facts, tools={**TOOLS, "cmake": "3.25.1"}, source=probe_source(source))
     plan = plan_build(cli(archs="12.0", backend="native", source=source), machine)
     assert plan.torch == "2.13.0" and plan.venv is None and plan.command("clone") is None
-    assert plan.disk_gb < 1  # a small tree does not need a full PyTorch build's disk
+    # the release's build size, not 20 x the tree's (which printed "~0 GB")
+    assert plan.disk_gb == 22.0 and f"{plan.disk_gb:.0f}" != "0"
     (source / "requirements.txt").write_text("# nothing\n")
     machine = replace(machine, source=probe_source(source))  # what the probe step reads
     plan = plan_build(cli(archs="12.0", backend="native", source=source), machine)
@@ -376,3 +377,123 @@ def test_plan_json_is_complete(facts: MachineFacts) -> None:
     assert {"env", "commands", "variant", "toolkit", "estimates", "paths", "cache"} <= set(data)
     assert data["estimates"]["disk_gb"] > 0 and data["estimates"]["memory_gb"] > 0
     assert data["settings"]["archs"] == {"value": "7.5;12.0", "origin": "--archs"}
+
+
+def _tree(root: Path, version: str = "2.11.0a0", *, modules: tuple[str, ...] = ()) -> Path:
+    (root / "tools").mkdir(parents=True)
+    (root / "tools" / "build_libtorch.py").write_text("")
+    (root / "version.txt").write_text(f"{version}\n")
+    (root / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.27)\n")
+    if modules:
+        (root / ".gitmodules").write_text(
+            "".join(f'[submodule "{m}"]\n\tpath = {m}\n\turl = https://x/{m}\n' for m in modules)
+        )
+    return root
+
+
+@pytest.mark.parametrize("backend", ["native", "docker"])
+def test_a_tree_without_its_submodules_is_refused_before_any_work(
+    facts: MachineFacts, tmp_path: Path, backend: str
+) -> None:
+    modules = ("third_party/pybind11", "third_party/pthreadpool", "third_party/fbgemm")
+    source = _tree(tmp_path / "pytorch", modules=modules)
+    (source / "third_party" / "pybind11").mkdir(parents=True)
+    (source / "third_party" / "pybind11" / "CMakeLists.txt").write_text("")
+    (source / "third_party" / "pthreadpool").mkdir()  # what git leaves uninitialised: empty
+    machine = replace(facts, source=probe_source(source))
+    assert machine.source is not None and machine.source.submodules == 3
+    with pytest.raises(EnvironmentProblem) as caught:
+        plan_build(cli(archs="12.0", backend=backend, source=source), machine)
+    error = caught.value
+    assert "lacks 2 of its 3 submodules" in error.message
+    assert "third_party/pthreadpool, third_party/fbgemm" in error.message
+    assert "not a git checkout" in str(error.hint)
+    assert "fdl libtorch build --fetch-only --torch 2.11.0" in str(error.hint)
+    (source / ".git").mkdir()  # a git checkout: git fetches them in place
+    with pytest.raises(EnvironmentProblem) as caught:
+        plan_build(
+            cli(archs="12.0", backend=backend, source=source),
+            replace(facts, source=probe_source(source)),
+        )
+    assert f"git -C {source} submodule update --init --recursive" in str(caught.value.hint)
+
+
+def test_nested_submodules_and_git_status_are_checked(tmp_path: Path) -> None:
+    from fdl.runner import Completed
+
+    source = _tree(tmp_path / "pytorch", modules=("third_party/fbgemm",))
+    fbgemm = source / "third_party" / "fbgemm"
+    fbgemm.mkdir(parents=True)
+    (fbgemm / ".gitmodules").write_text('[submodule "c"]\n\tpath = external/cutlass\n')
+    assert probe_source(source).missing_submodules == ("third_party/fbgemm/external/cutlass",)
+    (fbgemm / "external" / "cutlass").mkdir(parents=True)
+    (fbgemm / "external" / "cutlass" / "README").write_text("")
+    assert probe_source(source).missing_submodules == ()
+    (source / ".git").mkdir()
+
+    class Git:
+        def run(self, argv: list[str], **_: object) -> Completed:
+            assert argv[-3:] == ["submodule", "status", "--recursive"]
+            status = " 1a2b third_party/fbgemm (v1)\n-3c4d third_party/fbgemm/external/x\n"
+            return Completed(list(argv), 0, status, "")
+
+    probed = probe_source(source, Git())  # type: ignore[arg-type]
+    assert probed.missing_submodules == ("third_party/fbgemm/external/x",)
+
+
+def test_the_tree_version_is_the_truth(facts: MachineFacts, tmp_path: Path) -> None:
+    source = _tree(tmp_path / "pytorch", "2.11.0a0")
+    machine = replace(facts, source=probe_source(source))
+    with pytest.raises(UsageError) as caught:
+        plan_build(cli(archs="12.0", backend="native", source=source, torch="2.15"), machine)
+    assert "torch 2.15 was asked for" in caught.value.message
+    assert "is torch 2.11.0 (its version.txt)" in caught.value.message
+    where = Location("fdl.yml", 4, 12)
+    request = BuildRequest(
+        archs=Setting("12.0", "--archs"),
+        backend=Setting("native", "--native"),
+        source=Setting(source, "--source"),
+        torch=Setting("2.15", "fdl.yml:4:12", where),
+    )
+    with pytest.raises(ManifestError) as located:
+        plan_build(request, machine)
+    assert located.value.location == where
+    # a prefix of the tree's version names it: planned as the tree's release
+    plan = plan_build(cli(archs="12.0", backend="native", source=source, torch="2.11"), machine)
+    assert plan.torch == "2.11.0"
+
+
+def test_the_cmake_the_build_runs_decides_the_policy(facts: MachineFacts, tmp_path: Path) -> None:
+    """The system CMake is 3.25, but the tree's requirements install pip's 4.x in the venv."""
+    source = _tree(tmp_path / "pytorch", "2.11.0a0")
+    (source / "requirements-build.txt").write_text("cmake>=3.27\nninja\n")
+    machine = replace(facts, tools={**TOOLS, "cmake": "3.25.1"}, source=probe_source(source))
+    plan = plan_build(cli(archs="12.0", backend="native", source=source), machine)
+    assert plan.env["CMAKE_POLICY_VERSION_MINIMUM"] == "3.5"
+    # a tree that pins CMake below 4 runs a 3.x, and a tree without one the system's 3.25
+    (source / "requirements-build.txt").write_text("cmake<4\n")
+    machine = replace(machine, source=probe_source(source))
+    plan = plan_build(cli(archs="12.0", backend="native", source=source), machine)
+    assert "CMAKE_POLICY_VERSION_MINIMUM" not in plan.env
+
+
+def test_the_docker_context_copy_is_checked_too(facts: MachineFacts, tmp_path: Path) -> None:
+    """A submodule linked to a directory elsewhere builds natively, but the Docker build
+    context would hold a dangling link: refused when the context is made."""
+    from fdl.libtorch.source._docker import _context
+
+    source = _tree(tmp_path / "pytorch", "2.11.0a0", modules=("third_party/eigen",))
+    elsewhere = tmp_path / "eigen-checkout"
+    elsewhere.mkdir()
+    (elsewhere / "CMakeLists.txt").write_text("")
+    (source / "third_party").mkdir()
+    (source / "third_party" / "eigen").symlink_to(elsewhere)
+    machine = replace(facts, source=probe_source(source))
+    plan = plan_build(cli(archs="12.0", backend="docker", source=source), machine)
+    scratch = tmp_path / "scratch"
+    with pytest.raises(EnvironmentProblem, match=r"lacks 1 submodules.*third_party/eigen"):
+        _context(plan, scratch)
+    (source / "third_party" / "eigen").unlink()
+    (source / "third_party" / "eigen").mkdir()
+    (source / "third_party" / "eigen" / "CMakeLists.txt").write_text("")
+    assert (_context(plan, tmp_path / "scratch2") / "src" / "third_party" / "eigen").is_dir()

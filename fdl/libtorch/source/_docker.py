@@ -46,7 +46,26 @@ def _context(plan: BuildPlan, scratch: Path) -> Path:
         shutil.copy2(asset_dir("dockerfiles") / SCRIPTS / script, context / "fdl" / script)
     if plan.source_given:
         _copy_source(plan.source_dir, context / "src")
+        _check_copied_submodules(plan.source_dir, context / "src")
     return context
+
+
+def _check_copied_submodules(source: Path, copy: Path) -> None:
+    """The planner's submodule check again, on what the image will see: a submodule that
+    is a link to a directory outside the tree is a dangling link in the build context."""
+    from fdl.libtorch.source._facts import declared_submodules
+
+    missing = [name for name, present in declared_submodules(copy, within=copy) if not present]
+    if missing:
+        shown = ", ".join(missing[:5]) + (
+            f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        )
+        raise EnvironmentProblem(
+            f"the copy of {source} for the Docker build lacks {len(missing)} submodules "
+            f"(missing, empty, or links to directories outside the tree): {shown}",
+            hint=f"replace the links by the directories themselves, or run `git -C {source} "
+            "submodule update --init --recursive`; or build with --native",
+        )
 
 
 def _secret_file(plan: BuildPlan, scratch: Path) -> Path | None:

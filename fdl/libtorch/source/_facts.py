@@ -24,6 +24,7 @@ __all__ = [
     "MachineFacts",
     "Nvcc",
     "SourceFacts",
+    "declared_submodules",
     "find_program",
     "probe_machine",
     "probe_source",
@@ -71,7 +72,13 @@ class SourceFacts:
             ``requirements-build.txt`` when it has one, else ``requirements.txt``.
         requirements_cmake: Those requirements install CMake (so the build runs pip's
             CMake, not the system's).
-        size_gb: Its size without ``.git`` and ``build`` (for the disk estimate).
+        size_gb: Its size without ``.git`` and ``build``.
+        cmake_requirement: The requirement line that installs CMake (``cmake>=3.27``), when
+            ``requirements_cmake``.
+        submodules: How many submodules its ``.gitmodules`` files declare (nested ones too).
+        missing_submodules: Those whose directory is absent or empty, or that ``git
+            submodule status`` lists as not initialised (``-``).
+        git_checkout: It is a git checkout (``.git`` is there).
     """
 
     path: Path
@@ -82,6 +89,10 @@ class SourceFacts:
     size_gb: float = 0.0
     requirements: str | None = None
     requirements_cmake: bool = False
+    cmake_requirement: str | None = None
+    submodules: int = 0
+    missing_submodules: tuple[str, ...] = ()
+    git_checkout: bool = False
 
 
 _REQUIREMENT_FILES = ("requirements-build.txt", "requirements.txt")
@@ -103,12 +114,61 @@ def _requirement_lines(path: Path, depth: int = 0) -> list[str]:
     return lines
 
 
-def probe_source(path: Path) -> SourceFacts:
-    """Read what planning needs from a PyTorch checkout (read-only)."""
+_GITMODULES_PATH = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.M)
+
+
+def declared_submodules(
+    root: Path, *, within: Path | None = None, prefix: str = "", depth: int = 0
+) -> list[tuple[str, bool]]:
+    """Each submodule the ``.gitmodules`` files of ``root`` declare, nested ones too
+    (``third_party/fbgemm/external/cutlass``), as (path, present): present when its
+    directory holds at least one entry (git leaves an uninitialised one empty) and, with
+    ``within``, really lies inside that directory (a build context sends a link to a
+    directory elsewhere as a dangling link)."""
+    try:
+        text = (root / ".gitmodules").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    found: list[tuple[str, bool]] = []
+    for relative in _GITMODULES_PATH.findall(text):
+        directory = root / relative
+        try:
+            present = directory.is_dir() and any(os.scandir(directory))
+            if present and within is not None:
+                present = directory.resolve().is_relative_to(within.resolve())
+        except OSError:
+            present = False
+        found.append((f"{prefix}{relative}", present))
+        if present and depth < 4:
+            found += declared_submodules(
+                directory, within=within, prefix=f"{prefix}{relative}/", depth=depth + 1
+            )
+    return found
+
+
+def _uninitialised(root: Path, runner: Runner) -> list[str]:
+    """What ``git submodule status --recursive`` lists as not initialised (``-``)."""
+    answer = runner.run(
+        ["git", "-C", str(root), "submodule", "status", "--recursive"], check=False, timeout=60
+    )
+    if not answer.ok:
+        return []
+    return [line.split()[1] for line in answer.stdout.splitlines() if line.startswith("-")]
+
+
+def probe_source(path: Path, runner: Runner | None = None) -> SourceFacts:
+    """Read what planning needs from a PyTorch checkout (read-only; ``runner`` asks git
+    about its submodules in a git checkout)."""
     script = str(load_table("build")["source_build"]["script"])
     root = path.resolve()
     requirements = next((n for n in _REQUIREMENT_FILES if (root / n).is_file()), None)
     lines = _requirement_lines(root / requirements) if requirements else []
+    cmake_lines = [line for line in lines if re.match(r"cmake\b", line, re.I)]
+    declared = declared_submodules(root)
+    missing = [name for name, present in declared if not present]
+    git_checkout = (root / ".git").exists()
+    if runner is not None and git_checkout and declared:
+        missing += [name for name in _uninitialised(root, runner) if name not in missing]
     return SourceFacts(
         path=root,
         has_script=(root / script).is_file(),
@@ -117,7 +177,11 @@ def probe_source(path: Path) -> SourceFacts:
         has_requirements=requirements is not None,
         size_gb=_tree_size_gb(root),
         requirements=requirements,
-        requirements_cmake=any(re.match(r"cmake\b", line, re.I) for line in lines),
+        requirements_cmake=bool(cmake_lines),
+        cmake_requirement=cmake_lines[0] if cmake_lines else None,
+        submodules=len(declared),
+        missing_submodules=tuple(missing),
+        git_checkout=git_checkout,
     )
 
 
@@ -373,6 +437,6 @@ def probe_machine(
         cudnn=read_cudnn_version([cuda_home, Path("/usr")]),
         variants=_variants(libtorch_dir),
         environ=env,
-        source=probe_source(source) if source is not None else None,
+        source=probe_source(source, run) if source is not None else None,
         framework=project_framework(project),
     )

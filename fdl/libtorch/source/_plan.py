@@ -28,6 +28,7 @@ from fdl.compat import (
     max_parallel_jobs,
     memory_per_job_gb,
     parse_archs,
+    pip_cmake,
     preferred_toolkit,
     releases_that_build,
     resolve_torch_version,
@@ -84,7 +85,7 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
     problems += _cudnn_problems(request, facts, choice, archs, env)
     costs = switch_costs(env, archs, facts.framework)
     problems += _needed_switches(request, costs, facts.framework)
-    need_disk = _disk_estimate(archs, source)
+    need_disk = _disk_estimate(archs)
     problems += checks.check_disk(facts.disk_free_gb, need_disk, where=str(facts.libtorch_dir))
     errors = sorted(
         (p for p in problems if p.severity == "error"), key=lambda p: _PRIORITY.get(p.check, 9)
@@ -270,23 +271,78 @@ def _refusal(errors: list[Problem]) -> FdlError:
 
 
 def _source(request: BuildRequest, facts: MachineFacts) -> SourceFacts | None:
-    """The probed ``--source`` checkout (planning reads no file itself)."""
+    """The probed ``--source`` checkout (planning reads no file itself), refused when it is
+    not a complete PyTorch tree: no build script, or submodules not checked out (the build
+    would stop at the first of them, seconds or half an hour in)."""
     if request.source is None:
         return None
     probed = facts.source
     if probed is None or probed.path != Path(request.source.value).resolve():
         raise ValueError(f"{request.source.value} was not probed: probe_machine(source=...)")
+    if not probed.has_script:
+        script = str(source_build_table()["script"])
+        raise located_error(
+            request.source,
+            f"{request.source.value} is not a PyTorch source tree (no {script})",
+            "pass the root of a PyTorch checkout (git clone --recurse-submodules)",
+        )
+    if probed.missing_submodules:
+        raise _incomplete_tree(request.source, probed)
     return probed
 
 
+def _incomplete_tree(setting: Setting[Path], source: SourceFacts) -> FdlError:
+    """The refusal of a tree whose submodules are not there, with the command that fetches
+    them."""
+    missing = source.missing_submodules
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    message = (
+        f"{setting.value} lacks {len(missing)} of its {max(source.submodules, len(missing))} "
+        f"submodules (.gitmodules lists them; their directories are missing or empty): {shown}"
+    )
+    release = f" --torch {source.version}" if source.version else ""
+    fetch = (
+        f"`fdl libtorch build --fetch-only{release}` (without --source) on a machine with "
+        "network clones that release with every submodule into fdl's build cache"
+    )
+    if source.git_checkout:
+        hint = f"run `git -C {source.path} submodule update --init --recursive`, or {fetch}"
+    else:
+        hint = f"the tree is not a git checkout (no .git to fetch them with): {fetch}"
+    where = setting.location
+    return EnvironmentProblem(
+        f"{setting.origin}: {message}" if where is None else message, hint=hint, location=where
+    )
+
+
 def _torch(request: BuildRequest, source: SourceFacts | None) -> str:
+    """The release being built: a ``--source`` tree's ``version.txt`` (what will be
+    compiled), else the requested one. A request that contradicts the tree is refused: the
+    CUDA range, C++ standard and estimate of the wrong release would be planned."""
     wanted = request.value("torch")
-    if wanted is None and source is not None:
-        wanted = source.version
+    tree = source.version if source is not None else None
+    if tree is not None and wanted is not None and not _same_release(str(wanted), tree):
+        assert source is not None
+        raise located_error(
+            request.torch,
+            f"torch {wanted} was asked for, but the --source tree {source.path} is torch "
+            f"{tree} (its version.txt)",
+            f"drop the torch setting to build {tree} from this tree, or pass --source a "
+            f"checkout of v{wanted}",
+        )
     try:
-        return resolve_torch_version(wanted)
+        return resolve_torch_version(tree or wanted)
     except UsageError as exc:
         raise located_error(request.torch, exc.message, exc.hint) from None
+
+
+def _same_release(wanted: str, tree: str) -> bool:
+    """``2.11`` names the tree ``2.11.0`` (a prefix); ``2.15`` or ``2.11.1`` does not."""
+    try:
+        asked, have = version_key(wanted), version_key(tree)
+    except ValueError:
+        return False
+    return have[: len(asked)] == asked
 
 
 def _check_release(request: BuildRequest, torch: str, archs: ArchList) -> None:
@@ -562,18 +618,43 @@ def _environment(
     if choice.kit is not None:
         flags = fatbin_compression_flags(choice.kit.version) + choice.kit.nvcc_flags(archs)
         env["TORCH_NVCC_FLAGS"] = " ".join(flags)
-    if choice.backend == "docker" or request.source is None:
-        # The image's CMake, or the venv's pip CMake of a clone build, is unknown here (pip
-        # gives 4.x today); the setting is harmless for CMake < 4.
-        env.update(cmake_policy_env("4.0"))
-    elif facts.tools.get("cmake"):
-        env.update(cmake_policy_env(facts.tools["cmake"]))
+    cmake = _build_cmake(request, facts, choice, torch)
+    if cmake is not None:
+        env.update(cmake_policy_env(cmake))
     if choice.backend == "native" and facts.nvcc is not None and archs and facts.nvcc.cuda_home:
         env["CUDA_HOME"] = facts.nvcc.cuda_home  # probed (find_cuda_home), never guessed
         # Newer trees' CMake finds CUDA through the compiler (CUDACXX), not CUDA_HOME: the
         # probed toolkit's own nvcc, never a wrapper elsewhere on PATH.
         env["CUDACXX"] = f"{facts.nvcc.cuda_home}/bin/nvcc"
     return env
+
+
+def _build_cmake(
+    request: BuildRequest, facts: MachineFacts, choice: Toolchoice, torch: str
+) -> str | None:
+    """The version of the CMake the build will run: the venv's pip CMake when its
+    requirements install one (the table's packages for a clone, the tree's requirements
+    for --source), else the system's. In Docker the image's is unknown here: taken as 4.x
+    (the policy setting is harmless for CMake < 4)."""
+    if choice.backend == "docker":
+        return "4.0"
+    if request.source is None:
+        return pip_cmake(_clone_cmake_requirement(torch))
+    if facts.source is not None and facts.source.cmake_requirement is not None:
+        return pip_cmake(facts.source.cmake_requirement)
+    return facts.tools.get("cmake")
+
+
+def _clone_cmake_requirement(torch: str) -> str:
+    """The ``cmake`` requirement among a clone build's Python packages."""
+    from fdl.compat import in_range
+
+    for entry in source_build_table()["python_deps"]:  # type: ignore[attr-defined]
+        if in_range(torch, entry.get("since_torch"), entry.get("until_torch")):
+            for package in entry["packages"]:
+                if str(package).lower().startswith("cmake"):
+                    return str(package)
+    return "cmake"
 
 
 def _cudnn_problems(
@@ -589,14 +670,11 @@ def _cudnn_problems(
     return checks.check_cudnn(facts.cudnn, archs, use_cudnn=use_cudnn)
 
 
-def _disk_estimate(archs: ArchList, source: SourceFacts | None) -> float:
-    table = source_build_table()
-    disk = dict(table["disk_gb"])  # type: ignore[call-overload]
+def _disk_estimate(archs: ArchList) -> float:
+    """The release's build size (build.yaml ``disk_gb``): a --source tree is not measured,
+    since a tree without its submodules (or an unbuilt one) is far smaller than what the
+    build writes."""
+    disk = dict(source_build_table()["disk_gb"])  # type: ignore[call-overload]
     if not archs:
-        estimate = float(disk["cpu_only"])
-    else:
-        estimate = float(disk["base"]) + float(disk["per_arch"]) * len(archs.capabilities)
-    if source is not None:
-        factor = float(table["source_tree_factor"])  # type: ignore[arg-type]
-        estimate = min(estimate, round(factor * source.size_gb, 1))
-    return estimate
+        return float(disk["cpu_only"])
+    return float(disk["base"]) + float(disk["per_arch"]) * len(archs.capabilities)
