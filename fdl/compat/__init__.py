@@ -40,6 +40,7 @@ from fdl.compat.build import (
     memory_per_job_gb,
     pip_cmake,
     switch_costs,
+    torch_nvcc_flags,
 )
 from fdl.compat.cuda import (
     CudaImage,
@@ -171,6 +172,7 @@ __all__ = [
     "tested_cuda",
     "toolkit",
     "toolkits",
+    "torch_nvcc_flags",
     "uncompilable_reason",
     "variant_targets",
     "version_key",

@@ -27,6 +27,7 @@ __all__ = [
     "memory_per_job_gb",
     "pip_cmake",
     "switch_costs",
+    "torch_nvcc_flags",
 ]
 
 
@@ -153,6 +154,19 @@ def fatbin_compression_flags(cuda: str) -> list[str]:
     for rule in _table()["fatbin_compression"]:
         if in_range(version, rule.get("since_cuda"), rule.get("until_cuda")):
             flags += [str(f) for f in rule["flags"]]
+    return flags
+
+
+def torch_nvcc_flags(cuda: str, extra: list[str]) -> list[str]:
+    """TORCH_NVCC_FLAGS for toolkit ``cuda``: the official builds' compression flags and
+    ``extra``, less what PyTorch's CMake adds itself (build.yaml
+    ``pytorch_adds_nvcc_flags``: ``-Xfatbin -compress-all``, ``-Wno-deprecated-gpu-targets``)."""
+    flags = fatbin_compression_flags(cuda) + extra
+    for rule in _table()["pytorch_adds_nvcc_flags"]:
+        added = [str(f) for f in rule["flags"]]
+        for start in range(len(flags) - len(added), -1, -1):
+            if flags[start : start + len(added)] == added:
+                del flags[start : start + len(added)]
     return flags
 
 

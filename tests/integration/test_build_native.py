@@ -80,7 +80,7 @@ def test_cuda_build_contains_the_requested_archs(run_fdl, tmp_path: Path) -> Non
     assert info.archs_found["ptx"] == ["compute_120"]
     assert info.archs_requested == ["sm_75", "sm_120", "compute_120"]
     assert info.cuda and info.extra["TORCH_CUDA_ARCH_LIST"] == "7.5;12.0+PTX"
-    assert "-Xfatbin -compress-all" in info.extra["env"]["TORCH_NVCC_FLAGS"]
+    assert "-Xfatbin" not in info.extra["env"]["TORCH_NVCC_FLAGS"]  # PyTorch's CMake adds it
     assert all(entry.compressed for entry in code.entries if entry.kind == 2)
     output = build_and_run_consumer(variant, tmp_path)
     assert losses(output)

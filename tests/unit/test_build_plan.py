@@ -92,7 +92,8 @@ def test_plans(
     assert plan.env["TORCH_CUDA_ARCH_LIST"] == arch_list
     assert plan.variant == variant
     assert plan.env["USE_CUDA"] == "1"
-    assert "-Xfatbin -compress-all" in plan.env["TORCH_NVCC_FLAGS"]
+    # PyTorch's CMake adds -Xfatbin -compress-all and -Wno-deprecated-gpu-targets itself
+    assert plan.env["TORCH_NVCC_FLAGS"] == "-compress-mode=size"
 
 
 def test_pascal_blackwell_in_docker_pins_a_gcc_cuda_accepts(facts: MachineFacts) -> None:
@@ -103,7 +104,7 @@ def test_pascal_blackwell_in_docker_pins_a_gcc_cuda_accepts(facts: MachineFacts)
     assert "FDL_EXPECT_CUDA=12.8 FDL_MAX_GCC=14" in dockerfile
     assert "FDL_MAX_CUDNN=9.10 FDL_OLDEST_ARCH=sm_61" in dockerfile
     assert 'ENV TORCH_CUDA_ARCH_LIST="6.1;12.0"' in dockerfile
-    assert "-Wno-deprecated-gpu-targets" in plan.env["TORCH_NVCC_FLAGS"]
+    assert "-Wno-deprecated-gpu-targets" not in plan.env["TORCH_NVCC_FLAGS"]  # PyTorch adds it
     assert "# syntax=" not in dockerfile and "<<" not in dockerfile
     assert "--mount=type=cache,id=fdl-compiler-cache" in dockerfile
 
@@ -497,3 +498,15 @@ def test_the_docker_context_copy_is_checked_too(facts: MachineFacts, tmp_path: P
     (source / "third_party" / "eigen").mkdir()
     (source / "third_party" / "eigen" / "CMakeLists.txt").write_text("")
     assert (_context(plan, tmp_path / "scratch2") / "src" / "third_party" / "eigen").is_dir()
+
+
+@pytest.mark.parametrize(("cuda", "flags"), [("12.6", ""), ("12.8", "-compress-mode=size")])
+def test_nvcc_flags_pytorch_adds_itself_are_not_repeated(
+    facts: MachineFacts, cuda: str, flags: str
+) -> None:
+    """Official 12.8/12.9 builds already use -compress-mode=size (build_cuda.sh); 12.6's
+    libtorch build keeps nvcc's default mode. Pascal + Blackwell makes CUDA 12.8 warn about
+    deprecated targets: PyTorch's Dependencies.cmake silences that itself."""
+    archs = "6.1;12.0" if cuda == "12.8" else "6.1;9.0"
+    plan = plan_build(cli(archs=archs, backend="docker", cuda=cuda), facts)
+    assert plan.env["TORCH_NVCC_FLAGS"] == flags

@@ -24,7 +24,6 @@ from fdl.compat import (
     choose_toolkit,
     cmake_policy_env,
     compilable_toolkits,
-    fatbin_compression_flags,
     max_parallel_jobs,
     memory_per_job_gb,
     parse_archs,
@@ -34,6 +33,7 @@ from fdl.compat import (
     resolve_torch_version,
     switch_costs,
     toolkit,
+    torch_nvcc_flags,
     version_key,
 )
 from fdl.errors import EnvironmentProblem, FdlError, UsageError
@@ -616,7 +616,8 @@ def _environment(
     env.update({name: setting.value for name, setting in request.switches.items()})
     env["MAX_JOBS"] = str(jobs)
     if choice.kit is not None:
-        flags = fatbin_compression_flags(choice.kit.version) + choice.kit.nvcc_flags(archs)
+        # what PyTorch's CMake adds itself is not repeated (-Xfatbin -compress-all, ...)
+        flags = torch_nvcc_flags(choice.kit.version, choice.kit.nvcc_flags(archs))
         env["TORCH_NVCC_FLAGS"] = " ".join(flags)
     cmake = _build_cmake(request, facts, choice, torch)
     if cmake is not None:
