@@ -88,6 +88,7 @@ from fdl.compat.pytorch import (
     source_requirements,
     tested_cuda,
     variant_targets,
+    wheel_variant_problem,
 )
 from fdl.compat.rules import Match, Verdict, covers, runs_on
 from fdl.compat.runtime import (
@@ -176,4 +177,5 @@ __all__ = [
     "uncompilable_reason",
     "variant_targets",
     "version_key",
+    "wheel_variant_problem",
 ]

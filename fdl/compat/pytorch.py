@@ -12,6 +12,7 @@ from functools import cache
 from typing import Any
 
 from fdl.compat._data import (
+    CompatDataError,
     in_range,
     load_table,
     prefix_matches,
@@ -43,10 +44,13 @@ __all__ = [
     "source_requirements",
     "tested_cuda",
     "variant_targets",
+    "wheel_variant_problem",
 ]
 
 
 X86 = "linux-x86_64"
+# How an official build is published: LibTorch zips (archives) and torch wheels.
+FORMS = ("archive", "wheel")
 # Platforms whose builds are the `releases` entries (the libtorch zips' variant names).
 _X86_LIKE = (X86, "windows-x86_64")
 
@@ -72,6 +76,10 @@ class Variant:
         cudnn: The cuDNN it was built with.
         default: True for the build ``pip install torch`` gets from PyPI.
         observed: Arch lists read from published binaries.
+        forms: How it is published: ``archive`` (the LibTorch zip of download.pytorch.org)
+            and/or ``wheel`` (the torch wheel of download.pytorch.org/whl/<name>).
+        patches: The patch releases that have it, when not every one of the release
+            does (cu129 of 2.9: 2.9.1 only); empty: all.
     """
 
     release: str
@@ -81,10 +89,18 @@ class Variant:
     cudnn: str | None
     default: bool
     observed: tuple[Observation, ...] = ()
+    forms: tuple[str, ...] = FORMS
+    patches: tuple[str, ...] = ()
 
     @property
     def is_cpu(self) -> bool:
         return self.cuda is None
+
+    def published(self, form: str, version: str | None = None) -> bool:
+        """Is it published as ``form`` (``archive``, ``wheel``), for patch ``version``?"""
+        if form not in self.forms:
+            return False
+        return not (version and self.patches and version not in self.patches)
 
     def targets_for(self, version: str) -> ArchList:
         """What the binary of ``version`` contains: observed if known, else documented."""
@@ -120,29 +136,77 @@ class Release:
         """The newest known patch release (``2.14.1``)."""
         return max(self.patches, key=version_key)
 
-    def variants_on(self, platform: str = X86) -> tuple[Variant, ...]:
-        """The official builds for ``platform`` (``linux-arm64``: the PyPI aarch64 wheel's
-        build; a platform the tables do not list has none)."""
+    def variants_on(self, platform: str = X86, form: str = "archive") -> tuple[Variant, ...]:
+        """The official builds for ``platform`` published as ``form`` (``archive``: the
+        LibTorch zips, what fdl downloads; ``wheel``: the torch wheels, which include
+        wheel-only CUDA variants); ``linux-arm64``: the PyPI aarch64 wheel's build; a
+        platform the tables do not list has none."""
         if platform in _X86_LIKE:
-            return self.variants
+            return tuple(v for v in self.variants if form in v.forms)
         return dict(self.others).get(platform, ())
 
-    def variant(self, name: str, platform: str = X86) -> Variant:
-        """The variant called ``name`` (on ``platform``).
+    def variant(self, name: str, platform: str = X86, form: str = "archive") -> Variant:
+        """The variant called ``name`` (on ``platform``, published as ``form``).
 
         Raises:
-            UsageError: the release has no such build.
+            UsageError: the release has no such build, or publishes it in the other form
+                only (a wheel-only CUDA variant asked for as a LibTorch archive).
         """
-        found = self.variants_on(platform)
+        found = self.variants_on(platform, form)
         for variant in found:
             if variant.name == name:
                 return variant
         names = ", ".join(v.name for v in found) or "none"
         on = "" if platform in _X86_LIKE else f" for {platform}"
+        other = next((v for v in self.variants if v.name == name and platform in _X86_LIKE), None)
+        if other is not None:
+            raise UsageError(
+                f"PyTorch {_patches_text(self, other)} publishes {name} only as "
+                f"{_form_text(other.forms)}, not as {_form_text((form,))}",
+                hint=_form_hint(self, other, form, names),
+            )
         raise UsageError(
             f"PyTorch {self.version} has no official {name} build{on}",
             hint=f"available: {names}",
         )
+
+
+_FORM_TEXT = {"archive": "a LibTorch archive", "wheel": "a torch wheel"}
+
+
+def _form_text(forms: Iterable[str]) -> str:
+    return " or ".join(_FORM_TEXT.get(f, f) for f in forms)
+
+
+def _patches_text(rel: Release, variant: Variant) -> str:
+    return "/".join(variant.patches) if variant.patches else rel.version
+
+
+def _form_hint(rel: Release, variant: Variant, form: str, names: str) -> str:
+    if form == "archive" and "wheel" in variant.forms:
+        version = variant.patches[-1] if variant.patches else rel.latest
+        return (
+            f"fdl libtorch install --from-wheel --torch {version} --index-url "
+            f"https://download.pytorch.org/whl/{variant.name} (the archives: {names})"
+        )
+    return f"published as {_form_text((form,))}: {names}"
+
+
+def wheel_variant_problem(version: str, variant: str) -> str | None:
+    """Why ``pip download torch==<version>`` from download.pytorch.org/whl/<variant> finds
+    no wheel the tables know of (None: the release has that wheel, or is not in the
+    tables). Wheel-only variants count (cu129 of 2.9.1 and 2.10.0, cu128 of 2.12.0); a
+    patch release the tables do not list for a variant is not refused (unknown)."""
+    try:
+        rel = release(version)
+    except UsageError:
+        return None
+    full = resolve_torch_version(version)
+    wheels = rel.variants_on(X86, "wheel")
+    if any(v.name == variant for v in wheels):
+        return None
+    listed = ", ".join(v.name for v in wheels) or "none"
+    return f"PyTorch {full} has no {variant} wheel (its wheels: {listed})"
 
 
 @dataclass(frozen=True)
@@ -182,6 +246,9 @@ def _variant(release_version: str, entry: dict[str, Any]) -> Variant:
         for o in entry.get("observed") or ()
     )
     cuda = entry.get("cuda")
+    forms = tuple(str(f) for f in entry.get("forms") or FORMS)
+    if not forms or any(f not in FORMS for f in forms):
+        raise CompatDataError(f"{where}: forms must be some of {', '.join(FORMS)}")
     return Variant(
         release=release_version,
         name=str(require(entry, "name", where)),
@@ -190,6 +257,8 @@ def _variant(release_version: str, entry: dict[str, Any]) -> Variant:
         cudnn=str(entry["cudnn"]) if entry.get("cudnn") else None,
         default=bool(entry.get("default", False)),
         observed=observed,
+        forms=forms,
+        patches=tuple(str(p) for p in entry.get("patches") or ()),
     )
 
 

@@ -79,10 +79,27 @@ def wheel_source(
     if python is not None:
         return wheel_from_environment(python, runner)
     exact = torch if torch and torch.count(".") >= 2 else resolve_torch_version(torch)
+    _check_index_variant(exact, index_url)
     (on_message or _ignore)(f"pip download torch=={exact} --no-deps")
     return wheel_from_pip(
         exact, cache, python=sys.executable, runner=runner, index_url=index_url, on_line=on_line
     )
+
+
+def _check_index_variant(version: str, index_url: str | None) -> None:
+    """An index of download.pytorch.org's form (``.../whl/cu129``) for a build the release
+    does not publish as a wheel: refused before pip runs (pip would fall back to another
+    index, or fail with "no matching distribution"). Wheel-only builds are known."""
+    from fdl.compat import wheel_variant_problem
+    from fdl.libtorch._wheel import index_variant
+
+    variant = None if index_url and "/nightly/" in index_url else index_variant(index_url)
+    problem = wheel_variant_problem(version, variant) if variant else None
+    if problem is not None:
+        raise UsageError(
+            f"{problem}: nothing was downloaded",
+            hint="pass an index of one of them (https://download.pytorch.org/whl/<variant>)",
+        )
 
 
 def install_wheel(

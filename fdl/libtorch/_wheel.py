@@ -98,6 +98,12 @@ class WheelSource:
 _INDEX_VARIANT = re.compile(r"/whl/(?:nightly/)?(cpu|cu[0-9]{3})/?$")
 
 
+def index_variant(index_url: str | None) -> str | None:
+    """The build an index URL of download.pytorch.org's form names (``.../whl/cu129``)."""
+    found = _INDEX_VARIANT.search(index_url.strip()) if index_url else None
+    return found.group(1) if found else None
+
+
 def check_wheel(
     source: WheelSource,
     *,

@@ -41,7 +41,19 @@ from fdl.errors import UsageError
         ("7.5;12.0+PTX", ["13.5", "13.4", "13.3", "13.2", "13.1", "13.0", "12.9", "12.8"]),
         (
             "6.1",
-            ["12.9", "12.8", "12.6", "12.5", "12.4", "12.3", "12.2", "12.1", "12.0", "11.8", "11.7"],
+            [
+                "12.9",
+                "12.8",
+                "12.6",
+                "12.5",
+                "12.4",
+                "12.3",
+                "12.2",
+                "12.1",
+                "12.0",
+                "11.8",
+                "11.7",
+            ],
         ),
         ("12.1f", ["13.5", "13.4", "13.3", "13.2", "13.1", "13.0", "12.9"]),
         ("10.1", ["12.9", "12.8"]),
@@ -299,7 +311,9 @@ def test_cuda_12_libraries_and_lookup_by_soname() -> None:
 
 
 def test_build_knobs() -> None:
-    assert fatbin_compression_flags("12.8") == ["-Xfatbin", "-compress-all"]
+    # official 12.8/12.9 builds use -compress-mode=size (.ci/manywheel/build_cuda.sh)
+    assert fatbin_compression_flags("12.6") == ["-Xfatbin", "-compress-all"]
+    assert fatbin_compression_flags("12.8") == ["-Xfatbin", "-compress-all", "-compress-mode=size"]
     assert fatbin_compression_flags("13.0") == ["-Xfatbin", "-compress-all", "-compress-mode=size"]
     assert memory_per_job_gb(flash_attention=True) == 5.0
     assert memory_per_job_gb(flash_attention=False) < 5.0
@@ -311,3 +325,33 @@ def test_build_knobs() -> None:
     assert cudnn_limit(parse_archs("7.5;12.0")) is None
     assert cmake_policy_env("4.1.0") == {"CMAKE_POLICY_VERSION_MINIMUM": "3.5"}
     assert cmake_policy_env("3.25.1") == {}
+
+
+# -- wheel-only CUDA variants ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("torch", "variant"), [("2.9.1", "cu129"), ("2.10.0", "cu129"), ("2.12.0", "cu128")]
+)
+def test_wheel_only_variants_are_wheels_not_archives(torch: str, variant: str) -> None:
+    from fdl.compat import release, wheel_variant_problem
+
+    rel = release(torch)
+    assert variant in [v.name for v in rel.variants_on(form="wheel")]
+    assert variant not in [v.name for v in rel.variants_on()]  # the archives
+    assert wheel_variant_problem(torch, variant) is None
+    with pytest.raises(UsageError) as caught:  # the LibTorch zip does not exist
+        libtorch_url(torch, variant)
+    assert f"publishes {variant} only as a torch wheel" in caught.value.message
+    assert f"--index-url https://download.pytorch.org/whl/{variant}" in str(caught.value.hint)
+    # never chosen for an archive download
+    assert choose_variant(["12.0"], torch).variant.name != variant  # type: ignore[union-attr]
+
+
+def test_a_wheel_no_release_publishes_is_named() -> None:
+    from fdl.compat import wheel_variant_problem
+
+    assert wheel_variant_problem("2.11.0", "cu129") == (
+        "PyTorch 2.11.0 has no cu129 wheel (its wheels: cu126, cu128, cu130, cpu)"
+    )
+    assert wheel_variant_problem("2.99.0", "cu129") is None  # not in the tables: not refused

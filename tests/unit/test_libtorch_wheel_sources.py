@@ -209,3 +209,24 @@ def test_the_cli_refuses_the_wrong_build_before_installing(run_fdl, tmp_path: Pa
     assert result.exit_code == 2, result.output
     assert "not the cpu build" in result.stderr
     assert not (project / "libtorch").exists()
+
+
+def test_a_wheel_index_the_release_does_not_publish_is_refused_before_pip(
+    tmp_path: Path,
+) -> None:
+    """cu129 wheels exist for 2.10.0 (not as LibTorch archives); 2.11.0 has none."""
+    from fdl.libtorch import wheel_source
+
+    class NoPip:
+        def run(self, *_: object, **__: object) -> None:
+            raise AssertionError("pip must not run")
+
+        stream = which = run
+
+    with pytest.raises(UsageError, match=r"PyTorch 2\.11\.0 has no cu129 wheel"):
+        wheel_source(
+            cache=tmp_path,
+            runner=NoPip(),  # type: ignore[arg-type]
+            torch="2.11.0",
+            index_url="https://download.pytorch.org/whl/cu129",
+        )
