@@ -29,6 +29,7 @@ __all__ = [
     "Target",
     "capability_info",
     "family_names",
+    "gpu_driver_floor",
     "known_capabilities",
     "parse_archs",
     "parse_capability",
@@ -242,6 +243,21 @@ def _families() -> dict[str, tuple[str, tuple[Capability, ...], tuple[Capability
 def known_capabilities() -> tuple[Capability, ...]:
     """Every capability in the data table, sorted."""
     return tuple(sorted(_capabilities()))
+
+
+@cache
+def _driver_floors() -> dict[Capability, str]:
+    return {
+        _cap_from_text(str(entry["cc"])): str(entry["driver_min"])
+        for entry in load_table("archs")["capabilities"]
+        if entry.get("driver_min")
+    }
+
+
+def gpu_driver_floor(capability: Capability) -> str | None:
+    """The oldest driver branch that supports a GPU of ``capability`` at all (``570`` for
+    Blackwell), whatever toolkit built the code; None when the tables name none."""
+    return _driver_floors().get(capability)
 
 
 def capability_info(capability: Capability) -> tuple[str | None, str]:

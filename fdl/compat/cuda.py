@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any
 
 from fdl.compat._data import CompatDataError, load_table, require, verified, version_key
-from fdl.compat.archs import ArchList, Capability, Kind, Target, parse_archs
+from fdl.compat.archs import ArchList, Capability, Kind, Target, gpu_driver_floor, parse_archs
 from fdl.errors import UsageError
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "compilable_toolkits",
     "host_compilers",
     "image_tag",
+    "ptx_jit_driver",
     "toolkit",
     "toolkits",
     "uncompilable_reason",
@@ -261,16 +262,44 @@ def host_compilers(cuda: str) -> HostCompilers:
     return toolkit(cuda).compilers
 
 
-def check_driver(driver: str, cuda: str) -> DriverCheck:
-    """Whether an NVIDIA driver (``576.88``) runs code built with toolkit ``cuda``."""
+def ptx_jit_driver(cuda: str) -> str | None:
+    """The toolkit's own (GA) driver: the oldest that JIT-compiles its PTX (minor-version
+    compatibility does not cover PTX); None when the table does not know it."""
+    versions = load_table("cuda").get("ptx_jit_driver", {}).get("versions") or {}
+    found = versions.get(toolkit(cuda).version)
+    return str(found) if found else None
+
+
+def check_driver(
+    driver: str, cuda: str, *, gpus: Iterable[Capability] = (), ptx: bool = False
+) -> DriverCheck:
+    """Whether an NVIDIA driver (``576.88``) runs code built with toolkit ``cuda``.
+
+    Args:
+        gpus: The GPUs it must run on: a GPU newer than the driver is not supported at all
+            (no driver before R570 knows Blackwell), whatever the toolkit's own floor.
+        ptx: Some GPU runs the code by PTX JIT: the driver must be at least the toolkit's
+            own driver (:func:`ptx_jit_driver`), not only its minor-version floor.
+    """
     kit = toolkit(cuda)
-    ok = version_key(driver) >= version_key(kit.driver_min)
+    need, why = kit.driver_min, f"CUDA {kit.version} needs driver >= {kit.driver_min}"
+    for gpu in sorted(set(gpus)):
+        floor = gpu_driver_floor(gpu)
+        if floor is not None and version_key(floor) > version_key(need):
+            need = floor
+            why = f"{gpu.label()} needs driver >= {floor} (no older driver supports it)"
+    jit = ptx_jit_driver(kit.version) if ptx else None
+    if jit is not None and version_key(jit) > version_key(need):
+        need = jit
+        why = (
+            f"PTX JIT of CUDA {kit.version} code needs that toolkit's own driver >= {jit} "
+            "(minor-version compatibility covers cubins, not PTX)"
+        )
+    ok = version_key(driver) >= version_key(need)
     reason = (
-        f"driver {driver} runs CUDA {kit.version} code"
-        if ok
-        else f"CUDA {kit.version} needs driver >= {kit.driver_min}, this one is {driver}"
+        f"driver {driver} runs CUDA {kit.version} code" if ok else f"{why}, this one is {driver}"
     )
-    return DriverCheck(ok, driver, kit.driver_min, reason)
+    return DriverCheck(ok, driver, need, reason)
 
 
 def image_tag(cuda: str, flavour: str = "runtime", ubuntu: str | None = None) -> str:

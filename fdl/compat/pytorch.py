@@ -22,7 +22,7 @@ from fdl.compat._data import (
 )
 from fdl.compat.archs import ArchList, Capability, Target, parse_archs, parse_capability
 from fdl.compat.cuda import check_driver, compilable_toolkits, uncompilable_reason
-from fdl.compat.rules import Verdict, covers
+from fdl.compat.rules import Match, Verdict, covers
 from fdl.errors import UsageError
 
 __all__ = [
@@ -428,7 +428,8 @@ def _assess(
     missing = [v for v in verdicts if not v.ok]
     if missing:
         return f"no code for {', '.join(v.gpu.label() for v in missing)}"
-    if driver is not None and not (check := check_driver(driver, variant.cuda)).ok:
+    ptx = any(v.match is Match.PTX for v in verdicts)
+    if driver is not None and not (check := check_driver(driver, variant.cuda, ptx=ptx)).ok:
         return check.reason
     cuda = tuple(-p for p in version_key(variant.cuda))
     return (_quality(verdicts), 0 if variant.default else 1, cuda), verdicts

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fdl.compat import ArchList, check_driver, parse_archs, runs_on
+from fdl.compat import ArchList, Match, check_driver, parse_archs, runs_on
 from fdl.deploy._target import DeployTarget, GpuOffer
 from fdl.errors import EnvironmentProblem, UsageError
 
@@ -79,7 +79,7 @@ def _judge(image: ImageArchs, gpu: GpuOffer) -> GpuVerdict:
     if not arch.ok:
         return GpuVerdict(gpu, False, arch.reason)
     if image.cuda and gpu.driver:
-        driver = check_driver(gpu.driver, image.cuda)
+        driver = check_driver(gpu.driver, image.cuda, gpus=[arch.gpu], ptx=arch.match is Match.PTX)
         if not driver.ok:
             return GpuVerdict(gpu, False, driver.reason)
     return GpuVerdict(gpu, True, arch.reason)

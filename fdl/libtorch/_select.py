@@ -14,6 +14,7 @@ from typing import Any
 from fdl.compat import (
     ArchList,
     Capability,
+    Match,
     Target,
     Variant,
     Verdict,
@@ -277,7 +278,8 @@ def _annotate(
     if missed:
         warnings.append(f"{variant.name} has no code for {', '.join(missed)}")
     if driver is not None and variant.cuda is not None:
-        check = check_driver(driver, variant.cuda)
+        ptx = any(v.match is Match.PTX for v in selection.verdicts)
+        check = check_driver(driver, variant.cuda, gpus=caps, ptx=ptx)
         if not check.ok:
             warnings.append(f"{check.reason}: update the NVIDIA driver")
     build: tuple[str, ...] = ()

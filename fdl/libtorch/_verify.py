@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from fdl.checks import Check, Severity, worst
-from fdl.compat import ArchList, check_driver, parse_archs
+from fdl.compat import ArchList, Match, check_driver, parse_archs
 from fdl.errors import FdlError
 from fdl.libtorch import variants
 from fdl.libtorch._deps import library_checks
@@ -298,7 +298,12 @@ def _gpus(info: variants.VariantInfo, scan: DeviceScan, report: GpuReport | None
             )
     if info.cuda and report.driver:
         try:
-            driver = check_driver(report.driver, info.cuda)
+            driver = check_driver(
+                report.driver,
+                info.cuda,
+                gpus=caps,
+                ptx=any(scan.verdict(c).match is Match.PTX for c in caps),
+            )
         except FdlError:
             driver = None
         if driver is not None:

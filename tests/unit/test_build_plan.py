@@ -510,3 +510,16 @@ def test_nvcc_flags_pytorch_adds_itself_are_not_repeated(
     archs = "6.1;12.0" if cuda == "12.8" else "6.1;9.0"
     plan = plan_build(cli(archs=archs, backend="docker", cuda=cuda), facts)
     assert plan.env["TORCH_NVCC_FLAGS"] == flags
+
+
+def test_an_sm_120_gpu_on_driver_560_is_told_to_update(facts: MachineFacts) -> None:
+    """CUDA 12.8's floor is 525, but no driver before R570 supports Blackwell."""
+    machine = replace(
+        facts,
+        gpus=(("RTX 5060 Ti", parse_archs("12.0").capabilities[0]),),
+        driver="560.35.05",
+    )
+    plan = plan_build(cli(backend="docker", cuda="12.8"), machine)
+    driver = [p for p in plan.problems if p.check == "driver"]
+    assert len(driver) == 1 and "sm_120 (Blackwell) needs driver >= 570" in driver[0].message
+    assert "570" in driver[0].hint

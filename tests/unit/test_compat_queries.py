@@ -116,6 +116,28 @@ def test_driver_floor() -> None:
     assert not check_driver("470.1", "12.0").ok
 
 
+def test_a_gpu_its_driver_predates_is_not_run_whatever_the_toolkit() -> None:
+    """Minor-version compatibility lets 525+ run 12.8 code, but no driver before R570
+    supports Blackwell."""
+    from fdl.compat import parse_capability
+
+    blackwell, pascal = parse_capability("12.0"), parse_capability("6.1")
+    assert check_driver("560.35.05", "12.8", gpus=[pascal]).ok
+    check = check_driver("560.35.05", "12.8", gpus=[pascal, blackwell])
+    assert not check.ok and check.required == "570"
+    assert check.reason.startswith("sm_120 (Blackwell) needs driver >= 570")
+    assert check_driver("570.26", "12.8", gpus=[blackwell]).ok
+
+
+def test_ptx_jit_needs_the_toolkits_own_driver() -> None:
+    from fdl.compat import ptx_jit_driver
+
+    assert ptx_jit_driver("12.8") == "570.26"  # CUDA 12.8 GA
+    assert check_driver("550.54.15", "12.8").ok  # cubins: minor-version compatibility
+    check = check_driver("550.54.15", "12.8", ptx=True)
+    assert not check.ok and check.required == "570.26" and "PTX JIT" in check.reason
+
+
 # -- images --------------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from fdl.compat import (
     ArchList,
     CompatDataError,
     Kind,
+    Match,
     SwitchCost,
     Target,
     build_constraints,
@@ -24,6 +25,7 @@ from fdl.compat import (
     choose_toolkit,
     cmake_policy_env,
     compilable_toolkits,
+    covers,
     max_parallel_jobs,
     memory_per_job_gb,
     parse_archs,
@@ -482,7 +484,7 @@ def _native(
             )
         )
     problems += _release_cuda(None, nvcc.version, torch, archs, native=True)
-    problems += _driver_problems(facts, nvcc.version)
+    problems += _driver_problems(facts, nvcc.version, archs)
     if not nvcc.cuda_home:
         problems.append(
             Problem(
@@ -533,21 +535,25 @@ def _docker(
             )
         ]
         problems += _release_cuda(wanted, kit.version, torch, archs, native=False)
-        problems += _driver_problems(facts, kit.version)
+        problems += _driver_problems(facts, kit.version, archs)
         return Toolchoice("docker", kit, f"CUDA {kit.version} ({wanted.origin})"), problems
     choice = preferred_toolkit(torch, archs, facts.driver)  # _check_release made sure of one
     if choice.note is not None:
         problems.append(Problem("toolkit", choice.note, "pin another --torch or --cuda", "warning"))
-    problems += _driver_problems(facts, choice.version)
+    problems += _driver_problems(facts, choice.version, archs)
     return Toolchoice("docker", choice.kit, f"CUDA {choice.version}: {choice.why}"), problems
 
 
-def _driver_problems(facts: MachineFacts, cuda: str) -> list[Problem]:
-    """A build whose CUDA this machine's driver cannot run (it may be meant for another
-    machine, so a warning), with the driver it needs."""
+def _driver_problems(facts: MachineFacts, cuda: str, archs: ArchList) -> list[Problem]:
+    """A build whose CUDA this machine's driver cannot run on its GPUs (it may be meant for
+    another machine, so a warning), with the driver it needs: the toolkit's floor, the
+    GPUs' own (no driver before R570 knows Blackwell), and the toolkit's own driver where a
+    GPU would run the build's PTX."""
     if not facts.driver:
         return []
-    check = check_driver(facts.driver, cuda)
+    gpus = facts.capabilities
+    ptx = any(v.match is Match.PTX for v in covers(archs, gpus)) if archs else False
+    check = check_driver(facts.driver, cuda, gpus=gpus, ptx=ptx)
     if check.ok:
         return []
     return [
