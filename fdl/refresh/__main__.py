@@ -136,8 +136,9 @@ def _wheels(versions: list[str], *, as_json: bool, device_code: bool = True) -> 
 
 
 def _buildenv(plan_file: str, source: str, *, as_json: bool) -> int:
-    """Print where ``source`` honours each variable and file of the plan; exit 1 when one
-    is honoured nowhere."""
+    """Print where ``source`` acts on each variable, file, submodule and download of the
+    plan and what each row checked; exit 1 when one is honoured nowhere, missing, or has a
+    value the tree refuses."""
     from pathlib import Path
 
     from fdl.refresh._honoured import TREE_FILES, honoured_table, where_honoured
@@ -153,12 +154,12 @@ def _buildenv(plan_file: str, source: str, *, as_json: bool) -> int:
     if not (tree / "tools" / "build_libtorch.py").is_file():
         print(f"{source}: not a PyTorch source tree (no tools/build_libtorch.py)", file=sys.stderr)
         return 2
-    rows = where_honoured(tree, env, TREE_FILES)
+    rows = where_honoured(tree, {str(k): str(v) for k, v in env.items()}, TREE_FILES, plan=plan)
     if as_json:
         print(json.dumps([row.to_json() for row in rows], indent=2))
     else:
         print(honoured_table(rows, env))
-    return 1 if any(row.how == "not honoured" for row in rows) else 0
+    return 0 if all(row.ok for row in rows) else 1
 
 
 if __name__ == "__main__":
