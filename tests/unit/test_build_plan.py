@@ -433,6 +433,9 @@ def test_nested_submodules_and_git_status_are_checked(tmp_path: Path) -> None:
     (source / ".git").mkdir()
 
     class Git:
+        def which(self, name: str) -> str | None:
+            return "/usr/bin/git" if name == "git" else None
+
         def run(self, argv: list[str], **_: object) -> Completed:
             assert argv[-3:] == ["submodule", "status", "--recursive"]
             status = " 1a2b third_party/fbgemm (v1)\n-3c4d third_party/fbgemm/external/x\n"

@@ -147,10 +147,16 @@ def declared_submodules(
 
 
 def _uninitialised(root: Path, runner: Runner) -> list[str]:
-    """What ``git submodule status --recursive`` lists as not initialised (``-``)."""
-    answer = runner.run(
-        ["git", "-C", str(root), "submodule", "status", "--recursive"], check=False, timeout=60
-    )
+    """What ``git submodule status --recursive`` lists as not initialised (``-``); nothing
+    when git is missing or fails (the directories were checked already)."""
+    if runner.which("git") is None:
+        return []
+    try:
+        answer = runner.run(
+            ["git", "-C", str(root), "submodule", "status", "--recursive"], check=False, timeout=60
+        )
+    except FdlError:  # a timeout: the directory check stands
+        return []
     if not answer.ok:
         return []
     return [line.split()[1] for line in answer.stdout.splitlines() if line.startswith("-")]
