@@ -72,7 +72,6 @@ class SourceFacts:
             ``requirements-build.txt`` when it has one, else ``requirements.txt``.
         requirements_cmake: Those requirements install CMake (so the build runs pip's
             CMake, not the system's).
-        size_gb: Its size without ``.git`` and ``build``.
         cmake_requirement: The requirement line that installs CMake (``cmake>=3.27``), when
             ``requirements_cmake``.
         submodules: How many submodules its ``.gitmodules`` files declare (nested ones too).
@@ -86,7 +85,6 @@ class SourceFacts:
     version: str | None = None
     cmake_minimum: str | None = None
     has_requirements: bool = False
-    size_gb: float = 0.0
     requirements: str | None = None
     requirements_cmake: bool = False
     cmake_requirement: str | None = None
@@ -181,7 +179,6 @@ def probe_source(path: Path, runner: Runner | None = None) -> SourceFacts:
         version=_first_match(root / "version.txt", re.compile(r"\d+\.\d+(\.\d+)?"), 0),
         cmake_minimum=_first_match(root / "CMakeLists.txt", _CMAKE_MIN, 1),
         has_requirements=requirements is not None,
-        size_gb=_tree_size_gb(root),
         requirements=requirements,
         requirements_cmake=bool(cmake_lines),
         cmake_requirement=cmake_lines[0] if cmake_lines else None,
@@ -198,24 +195,6 @@ def _first_match(path: Path, pattern: re.Pattern[str], group: int) -> str | None
         return None
     match = pattern.search(text) if group else pattern.match(text.strip())
     return match.group(group) if match else None
-
-
-def _tree_size_gb(root: Path) -> float:
-    """Size of a source tree in GB (without ``.git`` and ``build`` directories)."""
-    total = 0
-    stack = [root]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name not in (".git", "build"):
-                    stack.append(Path(entry.path))
-            elif entry.is_file(follow_symlinks=False):
-                total += entry.stat(follow_symlinks=False).st_size
-    return total / _GIB
 
 
 @dataclass(frozen=True)
