@@ -203,14 +203,15 @@ def _check_arch_list(value: str, grammar: _ArchGrammar | None, torch: str | None
                 return f"{entry}: no arch pattern of the tree matches it ({grammar.where})"
         elif torch is not None:
             from fdl.compat import build_constraints, parse_archs
+            from fdl.errors import UsageError
 
             try:
                 for target in parse_archs(name):
                     why = build_constraints(torch).arch_problem(target)
                     if why is not None:
                         return f"{entry}: {why}"
-            except Exception as exc:  # a UsageError of the parser: the entry is not an arch
-                return f"{entry}: {getattr(exc, 'message', exc)}"
+            except UsageError as exc:  # not an arch, or a release the tables lack
+                return f"{entry}: {exc.message}"
     return None
 
 

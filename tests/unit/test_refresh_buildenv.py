@@ -133,3 +133,12 @@ def test_variables_fdl_sets_for_other_readers_are_not_flagged() -> None:
     rows = {r.name: r for r in where_honoured(TREE, env, ())}
     assert rows["CUDACXX"].ok and rows["CUDACXX"].how.startswith("CMake")
     assert rows["CUDA_HOME"].ok and rows["CUDA_HOME"].how == "fdl's own setting"
+
+
+def test_without_an_arch_file_fdls_grammar_for_the_tree_release_checks(tmp_path: Path) -> None:
+    tree = _copy(tmp_path)
+    (tree / "cmake" / "SelectCudaArch.cmake").write_text("# no arch selection here\n")
+    env = {"TORCH_CUDA_ARCH_LIST": "6.1;12.0f"}
+    (row,) = where_honoured(tree, env, (), plan={"torch": "2.13.0"})[:1]
+    assert not row.ok and "takes no family targets" in row.text
+    assert row.checked == "each entry against fdl's grammar for torch 2.13.0 (no arch file found)"
