@@ -96,12 +96,6 @@ class Variant:
     def is_cpu(self) -> bool:
         return self.cuda is None
 
-    def published(self, form: str, version: str | None = None) -> bool:
-        """Is it published as ``form`` (``archive``, ``wheel``), for patch ``version``?"""
-        if form not in self.forms:
-            return False
-        return not (version and self.patches and version not in self.patches)
-
     def targets_for(self, version: str) -> ArchList:
         """What the binary of ``version`` contains: observed if known, else documented."""
         for observation in self.observed:
