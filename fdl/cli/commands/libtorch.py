@@ -447,6 +447,150 @@ def verify(
         raise typer.Exit(int(ExitCode.FAILURE))
 
 
+CompressionOption = Annotated[
+    str,
+    typer.Option(
+        "--compression",
+        help="Layer compression: auto (zstd when fdl can write it), zstd or gzip "
+        "(for Docker Engine before 23.0).",
+    ),
+]
+
+
+def _credentials(session: Session) -> Any:
+    """Registry credentials as docker keeps them (the docker config or its helper)."""
+    from fdl.engine import registry_credentials
+    from fdl.runner import default_runner
+
+    return lambda host: registry_credentials(host, session.environ, default_runner())
+
+
+@app.command()
+def push(
+    ctx: typer.Context,
+    variant: VariantArgument = None,
+    to: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            help="The repository, host[:port]/namespace/name (else $FDL_LIBTORCH_REGISTRY, "
+            "libtorch.registry).",
+        ),
+    ] = None,
+    tag: Annotated[
+        str | None,
+        typer.Option("--tag", help="Tag (default: what it is, such as 2.10.0-cu129-sm61-sm120)."),
+    ] = None,
+    compression: CompressionOption = "auto",
+    as_json: JsonOption = False,
+) -> None:
+    """Push a variant to an OCI registry, tagged by what it is; prints its digest.
+
+    The image holds the tree under libtorch/ and what it is (torch, CUDA, archs read
+    from its binaries) as annotations; teammates install it with fdl libtorch pull.
+
+    Example: fdl libtorch push builds/sm61-sm120 --to registry.example.com/team/libtorch
+    """
+    from fdl.libtorch import push_variant
+
+    session: Session = ctx.obj
+    context = session.libtorch_context()
+    chosen = variants.installed_or_active(context, variant)
+    repository = _registry(session, to)
+    progress = ProgressLine(session.console, f"push {chosen}")
+    try:
+        result = push_variant(
+            context,
+            chosen,
+            repository,
+            credentials=_credentials(session),
+            compression=compression,
+            tag=tag,
+            on_line=progress.message,
+        )
+    finally:
+        progress.close()
+    if as_json:
+        session.console.json(result.to_json())
+        return
+    stored = sum(layer.size for layer in result.layers)
+    session.console.info(
+        f"pushed {chosen} as {repository}:{result.tag} ({result.compression}, "
+        f"{human_bytes(stored)}, {result.uploaded} new blobs)"
+    )
+    session.console.out(result.reference)
+
+
+@app.command()
+def pull(
+    ctx: typer.Context,
+    reference: Annotated[
+        str,
+        typer.Argument(help="host[:port]/namespace/name:TAG or ...@sha256:DIGEST."),
+    ],
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="Variant name (default: builds/<tag> or precompiled/<tag>)."),
+    ] = None,
+    no_activate: NoActivateOption = False,
+    force: ForceOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Install a variant from an OCI registry (no docker needed); resumes an interrupted pull.
+
+    Blobs are checked against their digests, layers extracted with the archive rules, and
+    a variant whose binaries hold other archs than its annotations claim is refused.
+
+    Example: fdl libtorch pull registry.example.com/team/libtorch:2.10.0-cu129-sm61-sm120
+    """
+    from fdl.libtorch import pull_variant
+
+    session: Session = ctx.obj
+    context = session.libtorch_context()
+    progress = ProgressLine(session.console, f"pull {reference}")
+    done = [0]
+
+    def on_bytes(count: int) -> None:
+        done[0] += count
+        progress.bytes(done[0], None)
+
+    try:
+        result = pull_variant(
+            context,
+            reference,
+            credentials=_credentials(session),
+            cache=own_cache_dir(cache_dir(session.environ) / "registry") / "blobs",
+            name=name,
+            activate=not no_activate,
+            force=force,
+            on_bytes=on_bytes,
+            on_line=progress.message,
+        )
+    finally:
+        progress.close()
+    if as_json:
+        session.console.json(result.to_json())
+        return
+    if result.resumed:
+        session.console.info(f"resumed {human_bytes(result.resumed)} already here")
+    session.console.info(f"{result.reference} (built by {result.built_by})")
+    report_install(session.console, result.install, as_json=False)
+
+
+def _registry(session: Session, given: str | None) -> str:
+    """The team's repository: --to, else $FDL_LIBTORCH_REGISTRY, else libtorch.registry."""
+    from fdl.libtorch import REGISTRY_ENV
+
+    found = given or session.environ.get(REGISTRY_ENV) or session.libtorch_settings().registry
+    if not found:
+        raise UsageError(
+            "no registry to push to",
+            hint="pass --to host/namespace/name, set $FDL_LIBTORCH_REGISTRY, or "
+            "`libtorch.registry:` in fdl.yml",
+        )
+    return found
+
+
 app.command("build")(build)
 
 
