@@ -85,6 +85,7 @@ if TYPE_CHECKING:
         push_variant,
     )
     from fdl.libtorch._smoke import smoke_runner
+    from fdl.libtorch._team import SharedMatch, find_shared, prefer_shared
     from fdl.libtorch._verify import VerifyReport, gpu_label, verify_variant
     from fdl.libtorch._wheel import WheelSource, check_wheel
     from fdl.libtorch.variants import VariantInfo
@@ -140,6 +141,9 @@ _LAZY = {
     "plan_setup": "_setup",
     "run_setup": "_setup",
     "smoke_runner": "_smoke",
+    "SharedMatch": "_team",
+    "find_shared": "_team",
+    "prefer_shared": "_team",
     "VerifyReport": "_verify",
     "gpu_label": "_verify",
     "verify_variant": "_verify",
@@ -163,6 +167,7 @@ __all__ = [
     "Selection",
     "SetupPlan",
     "SetupResult",
+    "SharedMatch",
     "Target",
     "VariantInfo",
     "VerifyReport",
@@ -178,6 +183,7 @@ __all__ = [
     "covers_gpus",
     "cuda_target",
     "detect_abi",
+    "find_shared",
     "finish_info",
     "gpu_label",
     "install_dir",
@@ -189,6 +195,7 @@ __all__ = [
     "parse_reference",
     "plan_download",
     "plan_setup",
+    "prefer_shared",
     "project_settings",
     "pull_variant",
     "push_variant",

@@ -376,7 +376,7 @@ def pull_variant(
     remote = read_remote(client, ref)
     described = remote.described
     config = _config(client, remote)
-    variant = name or _default_name(described, ref)
+    variant = name or default_name(described, ref)
     target = resolve_target(context, variant)
     say = on_line or (lambda _line: None)
     counts = {"received": 0, "resumed": 0}
@@ -404,7 +404,7 @@ def pull_variant(
     )  # fmt: skip
 
 
-def _default_name(described: Described, ref: Reference) -> str:
+def default_name(described: Described, ref: Reference) -> str:
     kind = "builds" if described.info.get("source", {}).get("kind") == "build" else "precompiled"
     tag = described.tag or ref.tag or "pulled"
     return variants.validate_name(f"{kind}/{tag}")

@@ -285,3 +285,93 @@ def test_a_pushed_variant_is_an_image_docker_pulls_and_copies_from(
     finally:
         for name in (image, pushed["reference"]):
             runner.run(["docker", "image", "rm", "-f", name], check=False)
+
+
+def test_setup_plans_the_pull_of_a_variant_that_covers_the_gpus(
+    run_fdl, machines, repo: str
+) -> None:
+    builder, teammate = machines
+    builder.build()
+    pushed = _push(run_fdl, builder, repo)
+    teammate.gpus("6.1", "12.0")
+    teammate.env["FDL_LIBTORCH_REGISTRY"] = repo
+    plan = _fdl(run_fdl, teammate, "setup", "--torch", "2.10.0", "--dry-run", "--json")
+    assert plan.exit_code == 0, plan.output
+    data = json.loads(plan.stdout)["plan"]
+    assert data["action"] == "pull"
+    assert data["reason"] == (
+        f"pull {pushed['reference']} (built by build (recipe docker, commit abc123), "
+        "covers sm_61 sm_120 compute_120)"
+    )
+    assert data["command"] == f"fdl libtorch pull {pushed['reference']}"
+    assert variants.list_variants(teammate.context()) == []
+
+    done = _fdl(run_fdl, teammate, "setup", "--torch", "2.10.0", "--yes", "--json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["variant"] == "builds/2.10.0-cu129-sm61-sm120-ptx120"
+    again = _fdl(run_fdl, teammate, "setup", "--torch", "2.10.0", "--dry-run", "--json")
+    assert json.loads(again.stdout)["plan"]["action"] == "keep"
+
+
+@pytest.mark.parametrize(
+    ("gpus", "driver", "torch"),
+    [
+        (("7.5",), "580.65", "2.10.0"),  # no code for Turing in the variant
+        (("6.1", "12.0"), "470.82", "2.10.0"),  # CUDA 12.9 needs a newer driver
+        (("6.1", "12.0"), "580.65", "2.9.0"),  # another release
+    ],
+)
+def test_setup_passes_over_a_variant_that_does_not_fit(
+    run_fdl, machines, repo: str, gpus, driver: str, torch: str
+) -> None:
+    builder, teammate = machines
+    builder.build()
+    _push(run_fdl, builder, repo)
+    teammate.gpus(*gpus, driver=driver)
+    teammate.env["FDL_LIBTORCH_REGISTRY"] = repo
+    plan = _fdl(run_fdl, teammate, "setup", "--torch", torch, "--dry-run", "--json")
+    assert plan.exit_code == 0, plan.output
+    assert json.loads(plan.stdout)["plan"]["action"] != "pull"
+
+
+def test_build_pulls_from_the_team_registry_instead_of_building(
+    run_fdl, machines, repo: str
+) -> None:
+    builder, teammate = machines
+    builder.build()
+    pushed = _push(run_fdl, builder, repo)
+    teammate.gpus("6.1", "12.0")
+    path = f"{teammate.bin}{os.pathsep}{os.environ['PATH']}"  # docker plans need docker
+    env = {**teammate.env, "FDL_LIBTORCH_REGISTRY": repo, "PATH": path}
+    args = ["libtorch", "build", "--docker", "--archs", "6.1;12.0", "--torch", "2.10.0"]
+    plan = run_fdl([*args, "--dry-run", "--json"], cwd=teammate.cwd, env=env)
+    assert plan.exit_code == 0, plan.output
+    data = json.loads(plan.stdout)
+    assert data["action"] == "pull" and data["command"].endswith(pushed["reference"])
+    assert data["build"]["variant"] == "builds/sm61-sm120"
+    built = run_fdl([*args, "--json"], cwd=teammate.cwd, env=env)
+    assert built.exit_code == 0, built.output
+    assert json.loads(built.stdout)["variant"] == "builds/sm61-sm120"
+    own = run_fdl([*args, "--no-registry", "--dry-run", "--json"], cwd=teammate.cwd, env=env)
+    assert "action" not in json.loads(own.stdout)
+
+
+def test_build_push_needs_a_registry(run_fdl, machines) -> None:
+    builder, _ = machines
+    result = _fdl(run_fdl, builder, "libtorch", "build", "--cpu", "--push", "--dry-run")
+    assert result.exit_code == 2 and "--push: no team registry" in result.stderr
+
+
+def test_install_takes_the_team_variant_that_fits(run_fdl, machines, repo: str) -> None:
+    builder, teammate = machines
+    builder.build()
+    pushed = _push(run_fdl, builder, repo)
+    teammate.gpus("6.1", "12.0")
+    teammate.env["FDL_LIBTORCH_REGISTRY"] = repo
+    done = _fdl(run_fdl, teammate, "libtorch", "install", "--torch", "2.10.0", "--json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["digest"] == pushed["digest"]
+    teammate.gpus("7.5")
+    none = _fdl(run_fdl, teammate, "libtorch", "install", "--from-registry", "--torch", "2.10.0")
+    assert none.exit_code == 4 and "holds no torch 2.10.0 variant" in none.stderr
+    assert "fdl libtorch build --push" in none.stderr

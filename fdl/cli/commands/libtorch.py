@@ -21,6 +21,8 @@ from fdl.cli._render import (
     summary_line,
 )
 from fdl.cli.commands._common import JsonOption, group
+from fdl.cli.commands._team import credentials, look_up, team_registry
+from fdl.cli.commands._team import pull as pull_reference
 from fdl.cli.commands.libtorch_build import build
 from fdl.errors import ExitCode, UsageError
 from fdl.libtorch import variants
@@ -298,6 +300,14 @@ def install(
         Path | None,
         typer.Option("--from-dir", help="Adopt an unpacked libtorch directory (copied)."),
     ] = None,
+    from_registry: Annotated[
+        bool,
+        typer.Option(
+            "--from-registry",
+            help="Pull the team registry's variant that fits the GPUs (the default when "
+            "libtorch.registry is set and no other source is given).",
+        ),
+    ] = False,
     name: NameOption = None,
     no_nvidia: Annotated[
         bool,
@@ -318,10 +328,18 @@ def install(
 
     session: Session = ctx.obj
     sources = [s for s in (wheel, python, torch) if s]
+    other = from_dir is not None or from_wheel or wheel is not None or python is not None
+    if from_registry or (not other and team_registry(session)):
+        if other:
+            raise UsageError("--from-registry takes no other source", hint="pass one source")
+        _install_shared(
+            session, torch, name, activate=not no_activate, force=force, as_json=as_json
+        )
+        return
     if from_dir is None and not (from_wheel or wheel is not None):
         raise UsageError(
-            "say where the libtorch comes from: --from-wheel [WHEEL | --python PY | --torch V] "
-            "or --from-dir DIR",
+            "say where the libtorch comes from: --from-wheel [WHEEL | --python PY | --torch V], "
+            "--from-dir DIR or --from-registry",
             hint="e.g. fdl libtorch install --from-wheel --torch 2.13.0",
         )
     if from_dir is not None and (from_wheel or sources):
@@ -379,6 +397,48 @@ def install(
     finally:
         progress.close()
     report_install(session.console, result, as_json=as_json)
+
+
+def _install_shared(
+    session: Session,
+    torch: str | None,
+    name: str | None,
+    *,
+    activate: bool,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """``install --from-registry``: the team's variant of the release that runs on the GPUs."""
+    from fdl.errors import EnvironmentProblem
+    from fdl.libtorch import select_variant
+    from fdl.system import detect_gpus
+
+    registry = team_registry(session)
+    if not registry:
+        raise UsageError(
+            "--from-registry: no team registry",
+            hint="set `libtorch.registry:` in fdl.yml or $FDL_LIBTORCH_REGISTRY",
+        )
+    settings = session.libtorch_settings()
+    report = detect_gpus()
+    release = select_variant(
+        report.capabilities, torch=torch or settings.torch, driver=report.driver
+    ).torch_version
+    match = look_up(
+        session, registry, torch=release, gpus=report.capabilities, driver=report.driver
+    )
+    if match is None:
+        raise EnvironmentProblem(
+            f"the team's registry {registry} holds no torch {release} variant that runs on "
+            "these GPUs",
+            hint="build one and share it: fdl libtorch build --push (or fdl libtorch download)",
+        )
+    session.console.info(f"plan: {match.reason()}")
+    result = pull_reference(session, match.remote.pinned, name=name, activate=activate, force=force)
+    if as_json:
+        session.console.json(result.to_json())
+    else:
+        report_install(session.console, result.install, as_json=False)
 
 
 @app.command()
@@ -457,14 +517,6 @@ CompressionOption = Annotated[
 ]
 
 
-def _credentials(session: Session) -> Any:
-    """Registry credentials as docker keeps them (the docker config or its helper)."""
-    from fdl.engine import registry_credentials
-    from fdl.runner import default_runner
-
-    return lambda host: registry_credentials(host, session.environ, default_runner())
-
-
 @app.command()
 def push(
     ctx: typer.Context,
@@ -496,14 +548,20 @@ def push(
     session: Session = ctx.obj
     context = session.libtorch_context()
     chosen = variants.installed_or_active(context, variant)
-    repository = _registry(session, to)
+    repository = team_registry(session, to)
+    if not repository:
+        raise UsageError(
+            "no registry to push to",
+            hint="pass --to host/namespace/name, set $FDL_LIBTORCH_REGISTRY, or "
+            "`libtorch.registry:` in fdl.yml",
+        )
     progress = ProgressLine(session.console, f"push {chosen}")
     try:
         result = push_variant(
             context,
             chosen,
             repository,
-            credentials=_credentials(session),
+            credentials=credentials(session),
             compression=compression,
             tag=tag,
             on_line=progress.message,
@@ -543,52 +601,13 @@ def pull(
 
     Example: fdl libtorch pull registry.example.com/team/libtorch:2.10.0-cu129-sm61-sm120
     """
-    from fdl.libtorch import pull_variant
-
     session: Session = ctx.obj
-    context = session.libtorch_context()
-    progress = ProgressLine(session.console, f"pull {reference}")
-    done = [0]
-
-    def on_bytes(count: int) -> None:
-        done[0] += count
-        progress.bytes(done[0], None)
-
-    try:
-        result = pull_variant(
-            context,
-            reference,
-            credentials=_credentials(session),
-            cache=own_cache_dir(cache_dir(session.environ) / "registry") / "blobs",
-            name=name,
-            activate=not no_activate,
-            force=force,
-            on_bytes=on_bytes,
-            on_line=progress.message,
-        )
-    finally:
-        progress.close()
+    result = pull_reference(session, reference, name=name, activate=not no_activate, force=force)
     if as_json:
         session.console.json(result.to_json())
         return
-    if result.resumed:
-        session.console.info(f"resumed {human_bytes(result.resumed)} already here")
     session.console.info(f"{result.reference} (built by {result.built_by})")
     report_install(session.console, result.install, as_json=False)
-
-
-def _registry(session: Session, given: str | None) -> str:
-    """The team's repository: --to, else $FDL_LIBTORCH_REGISTRY, else libtorch.registry."""
-    from fdl.libtorch import REGISTRY_ENV
-
-    found = given or session.environ.get(REGISTRY_ENV) or session.libtorch_settings().registry
-    if not found:
-        raise UsageError(
-            "no registry to push to",
-            hint="pass --to host/namespace/name, set $FDL_LIBTORCH_REGISTRY, or "
-            "`libtorch.registry:` in fdl.yml",
-        )
-    return found
 
 
 app.command("build")(build)
