@@ -375,3 +375,29 @@ def test_install_takes_the_team_variant_that_fits(run_fdl, machines, repo: str) 
     none = _fdl(run_fdl, teammate, "libtorch", "install", "--from-registry", "--torch", "2.10.0")
     assert none.exit_code == 4 and "holds no torch 2.10.0 variant" in none.stderr
     assert "fdl libtorch build --push" in none.stderr
+
+
+@pytest.mark.slow
+def test_a_build_pushes_itself_and_another_machine_pulls_it(run_fdl, machines, repo: str) -> None:
+    """The fake PyTorch tree built natively (CPU), pushed by --push, pulled elsewhere."""
+    from tests.support.build_helpers import copy_source
+
+    builder, teammate = machines
+    source = copy_source(builder.root / "pytorch")
+    env = {
+        **builder.env,
+        "PATH": os.environ["PATH"],
+        "FAKE_TORCH_UNITS": "4",
+        "FDL_LIBTORCH_REGISTRY": repo,
+    }
+    args = ["--cpu", "--native", "--source", str(source), "--no-flash-attention"]
+    built = run_fdl(["libtorch", "build", *args, "--push", "--json"], cwd=builder.cwd, env=env)
+    assert built.exit_code == 0, built.output
+    data = json.loads(built.stdout)
+    reference = data["pushed"]["reference"]
+    assert data["pushed"]["tag"] == "2.13.0-cpu"
+    pulled = _fdl(run_fdl, teammate, "libtorch", "pull", reference, "--json")
+    assert pulled.exit_code == 0, pulled.output
+    installed = teammate.context().libtorch_dir / json.loads(pulled.stdout)["variant"]
+    assert _files(installed) == _files(Path(data["path"]))
+    assert _fdl(run_fdl, teammate, "libtorch", "verify").exit_code == 0
