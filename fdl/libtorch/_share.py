@@ -582,6 +582,12 @@ def _check_tree(tree: Path, described: Described, where: str) -> None:
             hint="refusing the variant; push it again from the machine that built it "
             "(fdl libtorch push)",
         )
+    platform = platform_of(tree)
+    if platform != described.platform:
+        raise VariantMismatch(
+            f"{where} claims {described.platform} but its libraries are {platform}",
+            hint="refusing the variant; push it again (fdl libtorch push)",
+        )
     version = read_build_version(tree)
     if version and version.split("+", 1)[0] != described.torch:
         raise VariantMismatch(
