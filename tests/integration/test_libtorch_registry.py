@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tarfile
 import tempfile
 import urllib.request
 import uuid
@@ -401,3 +402,71 @@ def test_a_build_pushes_itself_and_another_machine_pulls_it(run_fdl, machines, r
     installed = teammate.context().libtorch_dir / json.loads(pulled.stdout)["variant"]
     assert _files(installed) == _files(Path(data["path"]))
     assert _fdl(run_fdl, teammate, "libtorch", "verify").exit_code == 0
+
+
+def _with_layer(repo: str, tag: str, new_tag: str, members: list[tarfile.TarInfo]) -> None:
+    """Store the image ``tag`` again as ``new_tag`` with one more (gzip) layer holding
+    ``members`` (empty files or links), its diff_id in the config."""
+    import gzip
+    import io
+
+    from fdl.libtorch._share import ACCEPT, parse_reference
+    from fdl.net import RegistryClient
+
+    ref = parse_reference(f"{repo}:{tag}")
+    client = RegistryClient(ref.host, ref.repository)
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as archive:
+        for member in members:
+            archive.addfile(member, io.BytesIO(b"x" * member.size) if member.isreg() else None)
+    blob = gzip.compress(raw.getvalue())
+    manifest = json.loads(client.manifest(tag, ACCEPT).body)
+    config = json.loads(client.blob_bytes(manifest["config"]["digest"], 1 << 20))
+    config["rootfs"]["diff_ids"].append("sha256:" + hashlib.sha256(raw.getvalue()).hexdigest())
+    body = json.dumps(config).encode()
+    uploads = [(blob, "layer"), (body, "config")]
+    digests = {}
+    for data, what in uploads:
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        with tempfile.NamedTemporaryFile() as handle:
+            handle.write(data)
+            handle.flush()
+            client.upload_blob(Path(handle.name), digest)
+        digests[what] = (digest, len(data))
+    manifest["layers"].append(
+        {
+            "mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+            "digest": digests["layer"][0],
+            "size": digests["layer"][1],
+        }
+    )
+    manifest["config"].update(digest=digests["config"][0], size=digests["config"][1])
+    client.put_manifest(new_tag, json.dumps(manifest).encode(), OCI)
+
+
+@pytest.mark.parametrize(
+    ("member", "why"),
+    [
+        (("libtorch/../../escaped", tarfile.REGTYPE, ""), "'..' in the path"),
+        (("libtorch/lib/evil", tarfile.SYMTYPE, "/etc/passwd"), "symlink to absolute"),
+        (("libtorch/lib/.wh.libc10.so", tarfile.REGTYPE, ""), "whiteout"),
+        (("libtorch/lib/libc10.so", tarfile.REGTYPE, ""), "two layers hold"),
+    ],
+)
+def test_a_hostile_layer_is_refused_and_nothing_is_written(
+    run_fdl, machines, repo: str, member, why: str
+) -> None:
+    builder, teammate = machines
+    builder.build()
+    pushed = _push(run_fdl, builder, repo, "--compression", "gzip")
+    name, kind, link = member
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname, info.size = kind, link, 1 if kind == tarfile.REGTYPE else 0
+    _with_layer(repo, pushed["tag"], "hostile", [info])
+    result = _fdl(run_fdl, teammate, "libtorch", "pull", f"{repo}:hostile")
+    assert result.exit_code in (1, 4), result.output
+    assert why in result.stderr
+    assert variants.list_variants(teammate.context()) == []
+    assert not (teammate.root / "escaped").exists()
+    leftovers = list((teammate.context().libtorch_dir).rglob(".*staging*"))
+    assert leftovers == []
