@@ -312,6 +312,11 @@ def test_setup_plans_the_pull_of_a_variant_that_covers_the_gpus(
     assert json.loads(done.stdout)["variant"] == "builds/2.10.0-cu129-sm61-sm120-ptx120"
     again = _fdl(run_fdl, teammate, "setup", "--torch", "2.10.0", "--dry-run", "--json")
     assert json.loads(again.stdout)["plan"]["action"] == "keep"
+    wheel = _fdl(
+        run_fdl, teammate, "setup", "--torch", "2.10.0", "--force", "--from-wheel", "--dry-run",
+        "--json",
+    )  # fmt: skip
+    assert json.loads(wheel.stdout)["plan"]["action"] != "pull"
 
 
 @pytest.mark.parametrize(

@@ -59,7 +59,8 @@ def setup(
         force=force,
         platform=_platform(),
     )
-    plan = _team_first(session, plan, report)
+    if not from_wheel:  # asked for the wheel: that is what it gets
+        plan = _team_first(session, plan, report)
     if not as_json:
         session.console.out("\n".join([*_machine_lines(context, report), "", *_plan_lines(plan)]))
     outcome = _carry_out(session, context, plan, yes=yes, dry_run=dry_run, quiet=as_json)
