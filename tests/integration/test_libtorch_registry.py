@@ -204,7 +204,9 @@ def test_a_tampered_blob_is_refused(run_fdl, machines, repo: str) -> None:
     assert variants.list_variants(teammate.context()) == []
 
 
-def _republish(repo: str, tag: str, new_tag: str, *, manifest_archs: str, label_archs: str) -> str:
+def _republish(
+    repo: str, tag: str, new_tag: str, *, manifest_archs: str, label_archs: str, key: str = "archs"
+) -> str:
     """Store the image ``tag`` again as ``new_tag`` with other archs claimed (the layers
     unchanged): in the manifest's annotations and in the config's labels."""
     from fdl.libtorch._share import ACCEPT, parse_reference
@@ -214,7 +216,7 @@ def _republish(repo: str, tag: str, new_tag: str, *, manifest_archs: str, label_
     client = RegistryClient(ref.host, ref.repository)
     manifest = json.loads(client.manifest(tag, ACCEPT).body)
     config = json.loads(client.blob_bytes(manifest["config"]["digest"], 1 << 20))
-    config["config"]["Labels"]["dev.fdl.libtorch.archs"] = label_archs
+    config["config"]["Labels"][f"dev.fdl.libtorch.{key}"] = label_archs
     body = json.dumps(config).encode()
     digest = "sha256:" + hashlib.sha256(body).hexdigest()
     with tempfile.NamedTemporaryFile() as handle:
@@ -222,7 +224,7 @@ def _republish(repo: str, tag: str, new_tag: str, *, manifest_archs: str, label_
         handle.flush()
         client.upload_blob(Path(handle.name), digest)
     manifest["config"].update(digest=digest, size=len(body))
-    manifest["annotations"]["dev.fdl.libtorch.archs"] = manifest_archs
+    manifest["annotations"][f"dev.fdl.libtorch.{key}"] = manifest_archs
     return client.put_manifest(new_tag, json.dumps(manifest).encode(), OCI)
 
 
@@ -241,6 +243,12 @@ def test_a_lying_annotation_is_refused(run_fdl, machines, repo: str) -> None:
     _republish(repo, pushed["tag"], "split", manifest_archs=lie, label_archs="sm_61 sm_120")
     split = _fdl(run_fdl, teammate, "libtorch", "pull", f"{repo}:split")
     assert split.exit_code == 4 and "annotations and the config's labels differ" in split.stderr
+    arm = "linux/arm64"
+    _republish(repo, pushed["tag"], "arm", manifest_archs=arm, label_archs=arm, key="platform")
+    other = _fdl(run_fdl, teammate, "libtorch", "pull", f"{repo}:arm")
+    assert other.exit_code == 4 and "claims linux/arm64 but its libraries are linux/amd64" in (
+        other.stderr
+    )
 
 
 @pytest.mark.docker
