@@ -19,6 +19,7 @@ from __future__ import annotations
 from fdl.engine._argv import build_command, buildkit_reasons, run_command
 from fdl.engine._client import candidate_paths, probe_clients, select_client
 from fdl.engine._compose import find_compose
+from fdl.engine._credentials import registry_credentials
 from fdl.engine._docker import DockerEngine
 from fdl.engine._facts import translate_failure
 from fdl.engine._types import (
@@ -64,6 +65,7 @@ __all__ = [
     "default_engine",
     "find_compose",
     "probe_clients",
+    "registry_credentials",
     "run_command",
     "select_client",
     "set_default_engine",

@@ -8,6 +8,8 @@ atomic rename, activation):
 - PyPI wheels: :func:`wheel_source` then :func:`install_wheel` (a .whl, a Python
   environment, or pip);
 - a tree on disk: :func:`install_dir`;
+- a team's OCI registry: :func:`push_variant` and :func:`pull_variant` (``fdl libtorch
+  push``/``pull``: the variant as an OCI image, pulled without a docker engine);
 - ``fdl setup``: :func:`plan_setup` (reads the installed variants, decides) then
   :func:`run_setup` (activate, download with the wheel as fallback, or the wheel);
 - source builds: the builder calls :func:`register_variant` with its finished tree.
@@ -73,7 +75,17 @@ if TYPE_CHECKING:
     )
     from fdl.libtorch._settings import LibtorchSettings, project_settings
     from fdl.libtorch._setup import SetupPlan, SetupResult, covers_gpus, plan_setup, run_setup
+    from fdl.libtorch._share import (
+        REGISTRY_ENV,
+        PullResult,
+        PushResult,
+        choose_compression,
+        parse_reference,
+        pull_variant,
+        push_variant,
+    )
     from fdl.libtorch._smoke import smoke_runner
+    from fdl.libtorch._team import SharedMatch, find_shared, prefer_shared
     from fdl.libtorch._verify import VerifyReport, gpu_label, verify_variant
     from fdl.libtorch._wheel import WheelSource, check_wheel
     from fdl.libtorch.variants import VariantInfo
@@ -115,6 +127,13 @@ _LAZY = {
     "coverage_fix": "_select",
     "select_variant": "_select",
     "LibtorchSettings": "_settings",
+    "REGISTRY_ENV": "_share",
+    "PullResult": "_share",
+    "PushResult": "_share",
+    "choose_compression": "_share",
+    "parse_reference": "_share",
+    "pull_variant": "_share",
+    "push_variant": "_share",
     "project_settings": "_settings",
     "SetupPlan": "_setup",
     "SetupResult": "_setup",
@@ -122,6 +141,9 @@ _LAZY = {
     "plan_setup": "_setup",
     "run_setup": "_setup",
     "smoke_runner": "_smoke",
+    "SharedMatch": "_team",
+    "find_shared": "_team",
+    "prefer_shared": "_team",
     "VerifyReport": "_verify",
     "gpu_label": "_verify",
     "verify_variant": "_verify",
@@ -133,15 +155,19 @@ _LAZY = {
 __all__ = [
     "CACHES",
     "MIRROR_ENV",
+    "REGISTRY_ENV",
     "CacheEntry",
     "CudaTarget",
     "DeviceScan",
     "DownloadPlan",
     "InstallResult",
     "LibtorchSettings",
+    "PullResult",
+    "PushResult",
     "Selection",
     "SetupPlan",
     "SetupResult",
+    "SharedMatch",
     "Target",
     "VariantInfo",
     "VerifyReport",
@@ -151,11 +177,13 @@ __all__ = [
     "check_cleanable",
     "check_download_target",
     "check_wheel",
+    "choose_compression",
     "clean_caches",
     "coverage_fix",
     "covers_gpus",
     "cuda_target",
     "detect_abi",
+    "find_shared",
     "finish_info",
     "gpu_label",
     "install_dir",
@@ -164,9 +192,13 @@ __all__ = [
     "installed_build_version",
     "library_checks",
     "list_caches",
+    "parse_reference",
     "plan_download",
     "plan_setup",
+    "prefer_shared",
     "project_settings",
+    "pull_variant",
+    "push_variant",
     "register_variant",
     "resolve_target",
     "run_download",

@@ -27,6 +27,7 @@ _DIRECTORIES = {
     "wheels": ("wheels", "PyTorch wheels pip downloaded for `fdl libtorch install`"),
     "compiler": ("compiler", "ccache/sccache storage of native source builds"),
     "smoke": ("smoke", "build trees of `fdl libtorch verify --cmake`"),
+    "registry": ("registry", "blobs of interrupted `fdl libtorch pull`s (resumed by the next)"),
 }
 IMAGES = "fdl-libtorch*"
 CACHES = (*_DIRECTORIES, "builds", "images")

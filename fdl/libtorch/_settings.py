@@ -13,19 +13,21 @@ __all__ = ["LibtorchSettings", "project_settings"]
 
 @dataclass(frozen=True)
 class LibtorchSettings:
-    """``libtorch.torch``, ``libtorch.variant`` and ``libtorch.mirror``.
+    """``libtorch.torch``, ``libtorch.variant``, ``libtorch.mirror`` and ``libtorch.registry``.
 
     Attributes:
         torch: The PyTorch release the project pins, if any.
         variant: The variant the project expects (``precompiled/cu130``), if any.
         mirror: Base URL of a download.pytorch.org mirror, if any.
         variant_origin: Where ``variant`` was set (``fdl.yml:20:12``), if it was.
+        registry: The team's OCI repository of variants (``host/ns/name``), if any.
     """
 
     torch: str | None = None
     variant: str | None = None
     mirror: str | None = None
     variant_origin: str | None = None
+    registry: str | None = None
 
 
 def project_settings(manifest: Manifest | None, environ: Mapping[str, str]) -> LibtorchSettings:
@@ -33,7 +35,10 @@ def project_settings(manifest: Manifest | None, environ: Mapping[str, str]) -> L
     one of its layers (``fdl config explain libtorch.mirror`` names it); outside one
     (``manifest`` None) it is the only source of a mirror."""
     if manifest is None:
-        return LibtorchSettings(mirror=environ.get(MIRROR_ENV) or None)
+        return LibtorchSettings(
+            mirror=environ.get(MIRROR_ENV) or None,
+            registry=environ.get("FDL_LIBTORCH_REGISTRY") or None,
+        )
     data = manifest.get("libtorch") or {}
     mirror = data.get("mirror")
     torch = data.get("torch")
@@ -43,4 +48,5 @@ def project_settings(manifest: Manifest | None, environ: Mapping[str, str]) -> L
         data.get("variant"),
         mirror,
         str(origin) if origin is not None else None,
+        data.get("registry") or None,
     )

@@ -13,7 +13,9 @@ The plan is one of:
   reach);
 - ``build``: no official build covers the GPUs together (sm_61 + sm_120): the source
   build that does, described by :func:`fdl.libtorch.build_command` and left to
-  ``fdl libtorch build``.
+  ``fdl libtorch build``;
+- ``pull``: the team's registry holds a variant that fits (``fdl.libtorch._team``, a step
+  of its own after this plan: ``fdl libtorch pull``).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from fdl.runner import Runner, default_runner
 
 __all__ = ["ACTIONS", "SetupPlan", "SetupResult", "covers_gpus", "plan_setup", "run_setup"]
 
-ACTIONS = ("keep", "activate", "download", "wheel", "build")
+ACTIONS = ("keep", "activate", "download", "wheel", "build", "pull")
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,13 @@ from __future__ import annotations
 from fdl.net._download import download
 from fdl.net._errors import ChecksumMismatch, NotFound, RetriesExhausted, SizeMismatch
 from fdl.net._ranges import read_range
-from fdl.net._registry import Manifest, RegistryClient, RegistryError, registry_url
+from fdl.net._registry import BlobFetch, Manifest, RegistryClient, RegistryError, registry_url
 from fdl.net._results import DownloadResult, Progress, ProgressCallback
 from fdl.net._retry import RetryPolicy
 from fdl.net._transport import default_user_agent, file_url_path, rebase_url
 
 __all__ = [
+    "BlobFetch",
     "ChecksumMismatch",
     "DownloadResult",
     "Manifest",

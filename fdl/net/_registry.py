@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fdl.errors import NetworkError
 
-__all__ = ["Manifest", "RegistryClient", "RegistryError", "registry_url"]
+__all__ = ["BlobFetch", "Manifest", "RegistryClient", "RegistryError", "registry_url"]
 
 _CHUNK = 1 << 20
 _CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
@@ -40,6 +41,16 @@ class Manifest:
     body: bytes
     media_type: str
     digest: str
+
+
+@dataclass(frozen=True)
+class BlobFetch:
+    """A blob fetched to disk: where, and how many of its bytes were already there (a
+    resumed download) or came over the network."""
+
+    path: Path
+    resumed: int
+    received: int
 
 
 def registry_url(host: str) -> str:
@@ -235,3 +246,168 @@ class RegistryClient:
                 hint="the registry's storage may be damaged; push the image again",
             )
         return dest
+
+    def tags(self) -> list[str]:
+        """Every tag of the repository (the ``tags/list`` API, following its ``Link`` pages);
+        none when the repository does not exist yet."""
+        found: list[str] = []
+        url: str | None = self._url("tags/list?n=1000")
+        for _page in range(1000):
+            if url is None:
+                break
+            answer = self._request("GET", url)
+            if answer.status_code == 404:
+                return found
+            if answer.status_code != 200:
+                raise self._fail(answer, f"listing the tags of {self.repository}")
+            try:
+                listed = answer.json().get("tags") or []
+            except (ValueError, AttributeError):
+                listed = None
+            if not isinstance(listed, list):
+                raise RegistryError(
+                    f"the registry {self.host} listed the tags of {self.repository} "
+                    "in a form fdl does not read",
+                    status=answer.status_code,
+                    hint="check that the address names an OCI registry",
+                )
+            found += [str(tag) for tag in listed]
+            url = _next_page(answer.headers.get("Link", ""), self._base)
+        return found
+
+    def blob_bytes(self, digest: str, limit: int) -> bytes:
+        """A small blob (a config) in memory, checked against its digest; refused when it
+        is larger than ``limit``."""
+        answer = self._request("GET", self._url(f"blobs/{digest}"), stream=True)
+        if answer.status_code != 200:
+            raise self._fail(answer, f"reading the blob {digest}")
+        data = bytearray()
+        for chunk in answer.iter_content(_CHUNK):
+            data += chunk
+            if len(data) > limit:
+                answer.close()
+                raise RegistryError(
+                    f"the blob {digest} from {self.host} is larger than {limit} bytes",
+                    status=200,
+                    hint="the image is not what fdl pushed; check the reference",
+                )
+        self._check_digest(digest, hashlib.sha256(data).hexdigest())
+        return bytes(data)
+
+    def fetch_blob(
+        self,
+        digest: str,
+        dest: Path,
+        *,
+        size: int,
+        on_bytes: Callable[[int], None] | None = None,
+    ) -> BlobFetch:
+        """Download the blob ``digest`` (``size`` bytes, as its descriptor says) to ``dest``.
+
+        The bytes go to ``<dest>.part`` first; a ``.part`` left by an interrupted run is
+        resumed with an HTTP Range request (the digest names the content, so the bytes
+        there are the start of the same blob). More bytes than ``size``, or bytes whose
+        sha256 is not the digest, are refused and the ``.part`` removed.
+        """
+        part = dest.with_name(dest.name + ".part")
+        hasher = hashlib.sha256()
+        have = 0
+        if part.is_file() and 0 < part.stat().st_size <= size:
+            with part.open("rb") as handle:
+                while chunk := handle.read(_CHUNK):
+                    hasher.update(chunk)
+                    have += len(chunk)
+        headers = {"Range": f"bytes={have}-"} if have else {}
+        answer = self._request("GET", self._url(f"blobs/{digest}"), stream=True, headers=headers)
+        if have and answer.status_code == 200:
+            hasher, have = hashlib.sha256(), 0  # the registry ignored the range
+        elif have and answer.status_code == 416 and have == size:
+            answer.close()
+            answer = None
+        elif answer.status_code not in (200, 206):
+            raise self._fail(answer, f"reading the blob {digest}")
+        elif answer.status_code == 206 and not answer.headers.get("Content-Range", "").startswith(
+            f"bytes {have}-"
+        ):
+            answer.close()
+            part.unlink(missing_ok=True)
+            raise RegistryError(
+                f"the registry {self.host} answered a resumed download of {digest} with "
+                f"another range ({answer.headers.get('Content-Range')!r})",
+                status=206,
+                hint="run the same command again: it starts the blob afresh",
+            )
+        resumed = have
+        if answer is not None:
+            have = self._receive(answer, part, have, size, digest, hasher, on_bytes)
+        if have != size:
+            raise RegistryError(
+                f"the blob {digest} from {self.host} ended after {have} of {size} bytes",
+                status=206 if resumed else 200,
+                hint="run the same command again: it resumes where it stopped",
+            )
+        try:
+            self._check_digest(digest, hasher.hexdigest())
+        except RegistryError:
+            part.unlink(missing_ok=True)
+            raise
+        part.replace(dest)
+        return BlobFetch(dest, resumed, have - resumed)
+
+    def _receive(
+        self,
+        answer: Any,
+        part: Path,
+        have: int,
+        size: int,
+        digest: str,
+        hasher: Any,
+        on_bytes: Callable[[int], None] | None,
+    ) -> int:
+        """Append the answer's body to ``part``; the bytes it now holds. A connection lost
+        midway keeps what arrived, for the next run to resume."""
+        import requests
+
+        try:
+            with part.open("ab" if have else "wb") as handle:
+                for chunk in answer.iter_content(_CHUNK):
+                    have += len(chunk)
+                    if have > size:
+                        answer.close()
+                        handle.close()
+                        part.unlink(missing_ok=True)
+                        raise RegistryError(
+                            f"the blob {digest} from {self.host} is larger than the "
+                            f"{size} bytes its manifest says",
+                            status=answer.status_code,
+                            hint="the registry's storage may be damaged; push the variant again",
+                        )
+                    hasher.update(chunk)
+                    handle.write(chunk)
+                    if on_bytes is not None:
+                        on_bytes(len(chunk))
+        except requests.RequestException as exc:
+            raise NetworkError(
+                f"the download of the blob {digest} from {self.host} stopped after "
+                f"{have:,} of {size:,} bytes ({type(exc).__name__})",
+                hint="run the same command again: it resumes where it stopped",
+            ) from None
+        return have
+
+    def _check_digest(self, digest: str, sha256: str) -> None:
+        if f"sha256:{sha256}" != digest:
+            raise RegistryError(
+                f"the blob {digest} from {self.host} has another sha256 (sha256:{sha256})",
+                status=200,
+                hint="the registry's storage is damaged or the blob was tampered with; "
+                "push the variant again from a trusted machine",
+            )
+
+
+def _next_page(link: str, base: str) -> str | None:
+    """The ``rel="next"`` URL of a ``Link`` header (relative to the registry), if any."""
+    match = re.search(r'<([^>]+)>\s*;\s*rel="?next"?', link)
+    if match is None:
+        return None
+    target = match.group(1)
+    return base + target if target.startswith("/") else target

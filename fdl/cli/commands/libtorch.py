@@ -21,6 +21,8 @@ from fdl.cli._render import (
     summary_line,
 )
 from fdl.cli.commands._common import JsonOption, group
+from fdl.cli.commands._team import credentials, look_up, team_registry
+from fdl.cli.commands._team import pull as pull_reference
 from fdl.cli.commands.libtorch_build import build
 from fdl.errors import ExitCode, UsageError
 from fdl.libtorch import variants
@@ -298,6 +300,14 @@ def install(
         Path | None,
         typer.Option("--from-dir", help="Adopt an unpacked libtorch directory (copied)."),
     ] = None,
+    from_registry: Annotated[
+        bool,
+        typer.Option(
+            "--from-registry",
+            help="Pull the team registry's variant that fits the GPUs (the default when "
+            "libtorch.registry is set and no other source is given).",
+        ),
+    ] = False,
     name: NameOption = None,
     no_nvidia: Annotated[
         bool,
@@ -318,10 +328,18 @@ def install(
 
     session: Session = ctx.obj
     sources = [s for s in (wheel, python, torch) if s]
+    other = from_dir is not None or from_wheel or wheel is not None or python is not None
+    if from_registry or (not other and team_registry(session)):
+        if other:
+            raise UsageError("--from-registry takes no other source", hint="pass one source")
+        _install_shared(
+            session, torch, name, activate=not no_activate, force=force, as_json=as_json
+        )
+        return
     if from_dir is None and not (from_wheel or wheel is not None):
         raise UsageError(
-            "say where the libtorch comes from: --from-wheel [WHEEL | --python PY | --torch V] "
-            "or --from-dir DIR",
+            "say where the libtorch comes from: --from-wheel [WHEEL | --python PY | --torch V], "
+            "--from-dir DIR or --from-registry",
             hint="e.g. fdl libtorch install --from-wheel --torch 2.13.0",
         )
     if from_dir is not None and (from_wheel or sources):
@@ -379,6 +397,48 @@ def install(
     finally:
         progress.close()
     report_install(session.console, result, as_json=as_json)
+
+
+def _install_shared(
+    session: Session,
+    torch: str | None,
+    name: str | None,
+    *,
+    activate: bool,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """``install --from-registry``: the team's variant of the release that runs on the GPUs."""
+    from fdl.errors import EnvironmentProblem
+    from fdl.libtorch import select_variant
+    from fdl.system import detect_gpus
+
+    registry = team_registry(session)
+    if not registry:
+        raise UsageError(
+            "--from-registry: no team registry",
+            hint="set `libtorch.registry:` in fdl.yml or $FDL_LIBTORCH_REGISTRY",
+        )
+    settings = session.libtorch_settings()
+    report = detect_gpus()
+    release = select_variant(
+        report.capabilities, torch=torch or settings.torch, driver=report.driver
+    ).torch_version
+    match = look_up(
+        session, registry, torch=release, gpus=report.capabilities, driver=report.driver
+    )
+    if match is None:
+        raise EnvironmentProblem(
+            f"the team's registry {registry} holds no torch {release} variant that runs on "
+            "these GPUs",
+            hint="build one and share it: fdl libtorch build --push (or fdl libtorch download)",
+        )
+    session.console.info(f"plan: {match.reason()}")
+    result = pull_reference(session, match.remote.pinned, name=name, activate=activate, force=force)
+    if as_json:
+        session.console.json(result.to_json())
+    else:
+        report_install(session.console, result.install, as_json=False)
 
 
 @app.command()
@@ -445,6 +505,109 @@ def verify(
         session.console.out(f"\n{summary_line(report.checks)}")
     if not report.ok:
         raise typer.Exit(int(ExitCode.FAILURE))
+
+
+CompressionOption = Annotated[
+    str,
+    typer.Option(
+        "--compression",
+        help="Layer compression: auto (zstd when fdl can write it), zstd or gzip "
+        "(for Docker Engine before 23.0).",
+    ),
+]
+
+
+@app.command()
+def push(
+    ctx: typer.Context,
+    variant: VariantArgument = None,
+    to: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            help="The repository, host[:port]/namespace/name (else $FDL_LIBTORCH_REGISTRY, "
+            "libtorch.registry).",
+        ),
+    ] = None,
+    tag: Annotated[
+        str | None,
+        typer.Option("--tag", help="Tag (default: what it is, such as 2.10.0-cu129-sm61-sm120)."),
+    ] = None,
+    compression: CompressionOption = "auto",
+    as_json: JsonOption = False,
+) -> None:
+    """Push a variant to an OCI registry, tagged by what it is; prints its digest.
+
+    The image holds the tree under libtorch/ and what it is (torch, CUDA, archs read
+    from its binaries) as annotations; teammates install it with fdl libtorch pull.
+
+    Example: fdl libtorch push builds/sm61-sm120 --to registry.example.com/team/libtorch
+    """
+    from fdl.libtorch import push_variant
+
+    session: Session = ctx.obj
+    context = session.libtorch_context()
+    chosen = variants.installed_or_active(context, variant)
+    repository = team_registry(session, to)
+    if not repository:
+        raise UsageError(
+            "no registry to push to",
+            hint="pass --to host/namespace/name, set $FDL_LIBTORCH_REGISTRY, or "
+            "`libtorch.registry:` in fdl.yml",
+        )
+    progress = ProgressLine(session.console, f"push {chosen}")
+    try:
+        result = push_variant(
+            context,
+            chosen,
+            repository,
+            credentials=credentials(session),
+            compression=compression,
+            tag=tag,
+            on_line=progress.message,
+        )
+    finally:
+        progress.close()
+    if as_json:
+        session.console.json(result.to_json())
+        return
+    stored = sum(layer.size for layer in result.layers)
+    session.console.info(
+        f"pushed {chosen} as {repository}:{result.tag} ({result.compression}, "
+        f"{human_bytes(stored)}, {result.uploaded} new blobs)"
+    )
+    session.console.out(result.reference)
+
+
+@app.command()
+def pull(
+    ctx: typer.Context,
+    reference: Annotated[
+        str,
+        typer.Argument(help="host[:port]/namespace/name:TAG or ...@sha256:DIGEST."),
+    ],
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="Variant name (default: builds/<tag> or precompiled/<tag>)."),
+    ] = None,
+    no_activate: NoActivateOption = False,
+    force: ForceOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Install a variant from an OCI registry (no docker needed); resumes an interrupted pull.
+
+    Blobs are checked against their digests, layers extracted with the archive rules, and
+    a variant whose binaries hold other archs than its annotations claim is refused.
+
+    Example: fdl libtorch pull registry.example.com/team/libtorch:2.10.0-cu129-sm61-sm120
+    """
+    session: Session = ctx.obj
+    result = pull_reference(session, reference, name=name, activate=not no_activate, force=force)
+    if as_json:
+        session.console.json(result.to_json())
+        return
+    session.console.info(f"{result.reference} (built by {result.built_by})")
+    report_install(session.console, result.install, as_json=False)
 
 
 app.command("build")(build)

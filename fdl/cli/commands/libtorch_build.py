@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from fdl.cli._progress import ProgressLine
+from fdl.cli._render import report_install
+from fdl.cli.commands._team import credentials, look_up, pull, team_registry
 from fdl.errors import UsageError
 from fdl.libtorch.source import BuildSetting, build_settings
 from fdl.manifest.schema import Enum, Int, Spec, Version
@@ -22,6 +24,7 @@ from fdl.manifest.schema import Enum, Int, Spec, Version
 if TYPE_CHECKING:
     from fdl.cli._console import Console
     from fdl.cli._session import Session
+    from fdl.libtorch import PushResult, SharedMatch
     from fdl.libtorch.source import BuildPlan, BuildResult
 
 __all__ = ["build", "render_plan", "render_result"]
@@ -30,6 +33,17 @@ _OWN_OPTIONS = (
     ("list_recipes", "--list-recipes", "List the recipes and exit."),
     ("dry_run", "--dry-run", "Show the complete plan; run nothing."),
     ("as_json", "--json", "Output JSON."),
+    (
+        "push",
+        "--push",
+        "Push the finished variant to the team's registry (libtorch.registry, "
+        "$FDL_LIBTORCH_REGISTRY).",
+    ),
+    (
+        "no_registry",
+        "--no-registry",
+        "Build even when the team's registry holds a variant that fits.",
+    ),
 )
 
 
@@ -139,6 +153,14 @@ def build(ctx: typer.Context, **values: Any) -> None:
         _list_recipes(console, project_dir, as_json)
         return
     dry_run = bool(values.pop("dry_run"))
+    push, no_registry = bool(values.pop("push")), bool(values.pop("no_registry"))
+    registry = team_registry(session)
+    if push and not registry:
+        raise UsageError(
+            "--push: no team registry to push to",
+            hint="set `libtorch.registry:` in fdl.yml or $FDL_LIBTORCH_REGISTRY, or push "
+            "later: fdl libtorch push VARIANT --to REPO",
+        )
     request = build_request(manifest, _given(values), session.cwd)
     facts = probe_machine(
         session.libtorch_context().libtorch_dir,
@@ -149,6 +171,18 @@ def build(ctx: typer.Context, **values: Any) -> None:
         project=project_dir,
     )
     plan = plan_build(request, facts)
+    shared = None
+    if registry and not no_registry and not request.value("fetch_only", False):
+        shared = look_up(
+            session,
+            registry,
+            torch=plan.torch,
+            gpus=sorted({target.capability for target in plan.archs}),
+            driver=facts.driver,
+        )
+    if shared is not None:
+        _pull_instead(session, plan, shared, dry_run=dry_run, as_json=as_json)
+        return
     if dry_run:
         if as_json:
             console.json(plan.to_json())
@@ -161,10 +195,56 @@ def build(ctx: typer.Context, **values: Any) -> None:
     if not as_json:
         console.info(render_plan(plan, dry_run=False).rstrip("\n"))
     result = _execute(session, plan)
+    pushed = _push(session, result, registry) if push and registry else None
     if as_json:
-        console.json(result.to_json())
+        console.json({**result.to_json(), **({"pushed": pushed.to_json()} if pushed else {})})
     else:
         console.info(render_result(result).rstrip("\n"))
+        if pushed is not None:
+            console.info(f"pushed: {pushed.reference}")
+
+
+def _pull_instead(
+    session: Session, plan: BuildPlan, shared: SharedMatch, *, dry_run: bool, as_json: bool
+) -> None:
+    """The team's registry holds a variant that fits: pull it instead of building."""
+    console = session.console
+    took = f", about {plan.estimate.duration()}" if plan.estimate is not None else ""
+    build = f"fdl libtorch build --no-registry (builds {plan.variant}{took})"
+    if dry_run:
+        if as_json:
+            console.json(
+                {
+                    "action": "pull",
+                    "reason": shared.reason(),
+                    "command": " ".join(shared.command),
+                    "shared": shared.to_json(),
+                    "build": plan.to_json(),
+                }
+            )
+        else:
+            console.out(f"plan: pull: {shared.reason()}\n  command:  {' '.join(shared.command)}")
+            console.out(f"  or:       {build}")
+        return
+    console.info(f"plan: pull: {shared.reason()} (instead of {build})")
+    result = pull(session, shared.remote.pinned, name=plan.variant, activate=plan.activate)
+    if as_json:
+        console.json({"action": "pull", **result.to_json()})
+    else:
+        report_install(console, result.install, as_json=False)
+
+
+def _push(session: Session, result: BuildResult, registry: str) -> PushResult:
+    from fdl.libtorch import push_variant
+
+    name = result.info.name
+    return push_variant(
+        session.libtorch_context(),
+        name,
+        registry,
+        credentials=credentials(session),
+        on_line=session.console.info,
+    )
 
 
 _params = _parameters()

@@ -59,6 +59,8 @@ def setup(
         force=force,
         platform=_platform(),
     )
+    if not from_wheel:  # asked for the wheel: that is what it gets
+        plan = _team_first(session, plan, report)
     if not as_json:
         session.console.out("\n".join([*_machine_lines(context, report), "", *_plan_lines(plan)]))
     outcome = _carry_out(session, context, plan, yes=yes, dry_run=dry_run, quiet=as_json)
@@ -106,6 +108,8 @@ def _carry_out(
             return {"done": "asked for --yes"}
         if not session.confirm(f"{plan.action} now?", default=True):
             return {"done": "declined"}
+    if plan.action == "pull":
+        return _pull(session, plan, quiet=quiet)
     progress = ProgressLine(session.console, f"{plan.action} {plan.variant or ''}".strip())
 
     def stage(label: str) -> None:
@@ -133,6 +137,37 @@ def _carry_out(
             say(line)
     warn_unresolved(session.console, result)
     return {"done": "installed", "variant": result.target.name, "path": str(result.target.path)}
+
+
+def _team_first(session: Session, plan: SetupPlan, report: GpuReport) -> SetupPlan:
+    """The team's registry before a download, a wheel or a build (a separate step: the
+    torch release is the one the plan already chose)."""
+    from fdl.cli.commands._team import look_up, team_registry
+    from fdl.libtorch import prefer_shared
+
+    registry = team_registry(session)
+    if not registry or plan.action in ("keep", "activate"):
+        return plan
+    match = look_up(
+        session,
+        registry,
+        torch=plan.selection.torch_version,
+        gpus=report.capabilities,
+        driver=report.driver,
+    )
+    return prefer_shared(plan, match)
+
+
+def _pull(session: Session, plan: SetupPlan, *, quiet: bool) -> dict[str, Any]:
+    from fdl.cli.commands._team import pull
+
+    result = pull(session, plan.command[-1], name=plan.variant)
+    if not quiet:
+        for line in render_install(result.install):
+            session.console.info(line)
+    warn_unresolved(session.console, result.install)
+    target = result.install.target
+    return {"done": "installed", "variant": target.name, "path": str(target.path)}
 
 
 def _platform() -> str:

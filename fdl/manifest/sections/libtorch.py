@@ -6,6 +6,7 @@
       torch: "2.14"                  # default PyTorch version for download / install / setup
       variant: cu130                 # cpu, cu126, cu130 ... or auto (fit the detected GPUs)
       mirror: https://mirror.example/pytorch   # a mirror of download.pytorch.org (same paths)
+      registry: registry.example.com/team/libtorch  # the team's variants (push/pull)
 
 Other modules add keys (the source-build planner adds ``build:``) by creating a module
 named in :data:`EXTENSIONS` that exports ``FIELDS`` (key -> spec); nothing here changes.
@@ -21,7 +22,10 @@ __all__ = ["ENV_ALIASES", "EXTENSIONS", "LIBTORCH_FIELDS", "SECTIONS", "libtorch
 
 # Variables that set one key, in the environment variable layer (over the files, under
 # --set): the name download.pytorch.org mirrors have had since the reference CLI.
-ENV_ALIASES = {"FDL_LIBTORCH_MIRROR": ("libtorch", "mirror")}
+ENV_ALIASES = {
+    "FDL_LIBTORCH_MIRROR": ("libtorch", "mirror"),
+    "FDL_LIBTORCH_REGISTRY": ("libtorch", "registry"),
+}
 
 LIBTORCH_FIELDS: dict[str, Spec] = {
     "torch": Version("Default PyTorch version (e.g. 2.14 or 2.14.1); the newest known if unset."),
@@ -35,6 +39,13 @@ LIBTORCH_FIELDS: dict[str, Spec] = {
         "(also $FDL_LIBTORCH_MIRROR, as an environment variable layer).",
         pattern=r"(https?|file)://\S+",
         example="https://mirror.example/pytorch",
+    ),
+    "registry": Str(
+        "The team's OCI repository of libtorch variants (fdl libtorch push/pull); setup, "
+        "install and build look there first (also $FDL_LIBTORCH_REGISTRY).",
+        pattern=r"[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+",
+        rule="host[:port]/namespace/name, lower case, without a tag",
+        example="registry.example.com/team/libtorch",
     ),
 }
 

@@ -1,0 +1,613 @@
+"""Variants shared through an OCI registry: ``fdl libtorch push`` and ``pull``.
+
+:func:`push_variant` reads an installed variant (its archs from its binaries, not from its
+metadata), writes it as an OCI image (:mod:`fdl.libtorch._oci`) and stores it under a tag
+saying what it is; the registry's digest is the reference to share. :func:`pull_variant`
+fetches an image through :class:`fdl.net.RegistryClient` (no docker engine): every blob is
+checked against its digest and resumed after an interruption, every layer's tar against
+the config's ``diff_ids``, extracted with :func:`fdl.archive.safe_extract_tar`'s rules, and
+the tree is put in place by :func:`install_tree` only when the archs read from its binaries
+are the ones its annotations claim.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fdl.archive import safe_extract_tar
+from fdl.errors import EnvironmentProblem, UsageError
+from fdl.libtorch import variants
+from fdl.libtorch._install import InstallResult, install_tree, resolve_target, variant_lock
+from fdl.libtorch._oci import (
+    ANNOTATION,
+    LAYER_TYPES,
+    PREFIX,
+    Described,
+    LayerBlob,
+    VariantMismatch,
+    compressor,
+    describe,
+    image_annotations,
+    image_config,
+    layer_groups,
+    platform_of,
+    variant_tag,
+    write_layer,
+)
+from fdl.libtorch._scan import read_build_version, scan_device_code
+from fdl.net import RegistryClient, RegistryError
+from fdl.paths import Context
+
+__all__ = [
+    "REGISTRY_ENV",
+    "PullResult",
+    "PushResult",
+    "Reference",
+    "choose_compression",
+    "parse_reference",
+    "pull_variant",
+    "push_variant",
+]
+
+REGISTRY_ENV = "FDL_LIBTORCH_REGISTRY"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+ACCEPT = (OCI_MANIFEST, DOCKER_MANIFEST)
+_CONFIG_LIMIT = 4 << 20
+_MANIFEST_LIMIT = 4 << 20
+# A tar unpacked from a layer: never more than any libtorch (fdl.archive's limit).
+_TAR_LIMIT = 32 << 30
+
+Credentials = Callable[[str], "tuple[str, str] | None"]
+ClientFactory = Callable[[str, str], RegistryClient]
+
+
+@dataclass(frozen=True)
+class Reference:
+    """``host[:port]/namespace/name`` with a tag or a digest."""
+
+    host: str
+    repository: str
+    tag: str | None = None
+    digest: str | None = None
+
+    @property
+    def repo(self) -> str:
+        return f"{self.host}/{self.repository}"
+
+    def __str__(self) -> str:
+        if self.digest:
+            return f"{self.repo}@{self.digest}"
+        return f"{self.repo}:{self.tag}" if self.tag else self.repo
+
+
+def parse_reference(text: str, *, repository_only: bool = False) -> Reference:
+    """``127.0.0.1:5000/team/libtorch[:tag|@sha256:...]``.
+
+    Raises:
+        UsageError: no registry host, or a tag/digest where only a repository is wanted.
+    """
+    host, sep, rest = text.strip().partition("/")
+    example = "127.0.0.1:5000/team/libtorch"
+    if not sep or not rest or not ("." in host or ":" in host or host == "localhost"):
+        raise UsageError(
+            f"{text!r} names no registry host",
+            hint=f"write host[:port]/namespace/name, such as {example}",
+        )
+    digest = None
+    if "@" in rest:
+        rest, _, digest = rest.partition("@")
+        if not digest.startswith("sha256:") or len(digest) != 71:
+            raise UsageError(f"{text!r}: {digest!r} is not a sha256 digest")
+    tag = None
+    name, sep, maybe = rest.rpartition(":")
+    if sep and "/" not in maybe:
+        rest, tag = name, maybe
+    if not rest or rest != rest.lower() or "//" in rest or rest.endswith("/"):
+        raise UsageError(
+            f"{text!r}: {rest!r} is not a repository name (lower case, a/b/c)",
+            hint=f"such as {example}",
+        )
+    if repository_only and (tag or digest):
+        raise UsageError(
+            f"{text!r} names an image; a repository is wanted here",
+            hint=f"drop the tag: {host}/{rest}",
+        )
+    return Reference(host, rest, tag, digest)
+
+
+def default_client(credentials: Credentials) -> ClientFactory:
+    """Clients with the credentials docker keeps for each host."""
+    return lambda host, repository: RegistryClient(host, repository, credentials=credentials(host))
+
+
+def choose_compression(requested: str) -> tuple[str, str]:
+    """(method, why): ``auto`` is zstd when the ``zstandard`` package is there (smaller,
+    faster to unpack; fdl pulls it), else gzip."""
+    if requested in LAYER_TYPES:
+        return requested, f"--compression {requested}"
+    if requested != "auto":
+        raise UsageError(f"unknown compression {requested!r}", hint="use auto, zstd or gzip")
+    try:
+        compressor("zstd")
+    except EnvironmentProblem:
+        return "gzip", "auto: the zstandard package is not installed"
+    return "zstd", (
+        "auto: zstd (Docker Engine before 23.0 cannot pull zstd layers: push with "
+        "--compression gzip for COPY --from= on those)"
+    )
+
+
+@dataclass(frozen=True)
+class PushResult:
+    """A pushed variant."""
+
+    variant: str
+    reference: str  # repo@digest
+    tag: str
+    digest: str
+    compression: str
+    reason: str
+    layers: tuple[LayerBlob, ...]
+    uploaded: int
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "variant": self.variant,
+            "reference": self.reference,
+            "tag": self.tag,
+            "digest": self.digest,
+            "compression": self.compression,
+            "compression_reason": self.reason,
+            "layers": [
+                {"digest": layer.digest, "size": layer.size, "mediaType": layer.media_type}
+                for layer in self.layers
+            ],
+            "uploaded": self.uploaded,
+            "annotations": self.annotations,
+        }
+
+
+def push_variant(
+    context: Context,
+    name: str,
+    repository: str,
+    *,
+    credentials: Credentials,
+    compression: str = "auto",
+    tag: str | None = None,
+    client_factory: ClientFactory | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> PushResult:
+    """Push the installed variant ``name`` to ``repository`` (``host/namespace/name``).
+
+    Raises:
+        UsageError: the variant is not installed, or the repository is not one.
+        RegistryError: the registry refused a blob or the manifest.
+    """
+    target = parse_reference(repository, repository_only=True)
+    chosen = variants.resolve_installed(context, name)
+    tree = context.libtorch_dir / chosen
+    say = on_line or (lambda _line: None)
+    method, reason = choose_compression(compression)
+    info = variants.read_info(tree, chosen)
+    scan = scan_device_code(tree)
+    found = scan.archs_found() if scan.has_device_code else {"cubin": [], "ptx": []}
+    found = {"cubin": found.get("cubin", []), "ptx": found.get("ptx", [])}
+    platform = platform_of(tree)
+    identity = variant_tag(info, found)
+    tag = tag or identity
+    labels = image_annotations(info, found, platform=platform, tag=identity)
+    client = (client_factory or default_client(credentials))(target.host, target.repository)
+    with variant_lock(resolve_target(context, chosen), purpose=f"pushing libtorch {chosen}"):
+        try:
+            return _push(client, tree, chosen, target, tag, labels, method, reason, platform, say)
+        except RegistryError as exc:
+            if compression != "auto" or method != "zstd" or exc.status not in (400, 415):
+                raise
+            say(f"the registry refused zstd layers ({exc.message}); pushing gzip")
+            return _push(
+                client, tree, chosen, target, tag, labels, "gzip",
+                "auto: the registry refused zstd layers", platform, say,
+            )  # fmt: skip
+
+
+def _push(
+    client: RegistryClient,
+    tree: Path,
+    name: str,
+    target: Reference,
+    tag: str,
+    labels: dict[str, str],
+    method: str,
+    reason: str,
+    platform: str,
+    say: Callable[[str], None],
+) -> PushResult:
+    uploaded = 0
+    with tempfile.TemporaryDirectory(prefix="fdl-push-") as work:
+        layers: list[LayerBlob] = []
+        for number, names in enumerate(layer_groups(tree)):
+            say(f"packing layer {number + 1} ({', '.join(names)}) with {method}")
+            layer = write_layer(tree, names, Path(work) / f"layer-{number}", method)
+            if not client.has_blob(layer.digest):
+                say(f"uploading layer {number + 1} ({layer.size:,} bytes)")
+                client.upload_blob(layer.path, layer.digest)
+                uploaded += 1
+            layer.path.unlink()
+            layers.append(layer)
+        config = json.dumps(
+            image_config(labels, layers, platform), sort_keys=True, separators=(",", ":")
+        ).encode()
+        config_digest = "sha256:" + hashlib.sha256(config).hexdigest()
+        if not client.has_blob(config_digest):
+            config_path = Path(work) / "config.json"
+            config_path.write_bytes(config)
+            client.upload_blob(config_path, config_digest)
+            uploaded += 1
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": OCI_CONFIG, "digest": config_digest, "size": len(config)},
+        "layers": [
+            {"mediaType": layer.media_type, "digest": layer.digest, "size": layer.size}
+            for layer in layers
+        ],
+        "annotations": labels,
+    }
+    body = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
+    digest = client.put_manifest(tag, body, OCI_MANIFEST)
+    reference = f"{target.repo}@{digest}"
+    say(f"pushed {target.repo}:{tag} as {reference}")
+    return PushResult(name, reference, tag, digest, method, reason, tuple(layers), uploaded, labels)
+
+
+# -- reading images back ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RemoteVariant:
+    """A variant's image as its manifest describes it (no layer read)."""
+
+    reference: Reference
+    digest: str
+    described: Described
+    manifest: dict[str, Any]
+
+    @property
+    def pinned(self) -> str:
+        return f"{self.reference.repo}@{self.digest}"
+
+
+def read_remote(client: RegistryClient, reference: Reference) -> RemoteVariant:
+    """The manifest of ``reference`` and what its annotations say (layers not read).
+
+    Raises:
+        VariantMismatch: not a variant pushed by fdl, or a manifest fdl does not read.
+        RegistryError: the registry refused, or served another digest than asked.
+    """
+    wanted = reference.digest or reference.tag or "latest"
+    served = client.manifest(wanted, ACCEPT)
+    if reference.digest and served.digest != reference.digest:
+        raise RegistryError(
+            f"the registry {reference.host} served {served.digest} for {reference}",
+            status=200,
+            hint="the registry's storage is damaged or the manifest was tampered with",
+        )
+    if len(served.body) > _MANIFEST_LIMIT:
+        raise VariantMismatch(f"the manifest of {reference} is larger than any fdl writes")
+    try:
+        manifest = json.loads(served.body)
+    except ValueError:
+        manifest = None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("layers"), list):
+        raise VariantMismatch(
+            f"{reference} is not an image manifest fdl reads ({served.media_type})",
+            hint="push the variant with fdl libtorch push",
+        )
+    found = manifest.get("annotations")
+    described = describe(found if isinstance(found, dict) else {}, str(reference))
+    return RemoteVariant(reference, served.digest, described, manifest)
+
+
+# -- pull --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PullResult:
+    """A pulled variant: the install, and what came over the network."""
+
+    install: InstallResult
+    reference: str
+    digest: str
+    received: int
+    resumed: int
+    built_by: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.install.to_json(),
+            "reference": self.reference,
+            "digest": self.digest,
+            "received_bytes": self.received,
+            "resumed_bytes": self.resumed,
+            "built_by": self.built_by,
+        }
+
+
+def pull_variant(
+    context: Context,
+    reference: str,
+    *,
+    credentials: Credentials,
+    cache: Path,
+    name: str | None = None,
+    activate: bool = True,
+    force: bool = False,
+    client_factory: ClientFactory | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> PullResult:
+    """Install the variant ``reference`` (``host/ns/name:tag`` or ``@sha256:...``).
+
+    Args:
+        cache: Where blobs are downloaded (their ``.part`` files survive an interruption,
+            and the next pull resumes them); removed once the variant is installed.
+        name: The variant name (default: ``builds/<tag>`` for a source build,
+            ``precompiled/<tag>`` otherwise).
+
+    Raises:
+        RegistryError: a blob or manifest the registry refused, or whose digest is wrong.
+        VariantMismatch: the image is not what its annotations say.
+        ArchiveError: a layer fdl would not extract.
+    """
+    ref = parse_reference(reference)
+    client = (client_factory or default_client(credentials))(ref.host, ref.repository)
+    remote = read_remote(client, ref)
+    described = remote.described
+    config = _config(client, remote)
+    variant = name or default_name(described, ref)
+    target = resolve_target(context, variant)
+    say = on_line or (lambda _line: None)
+    counts = {"received": 0, "resumed": 0}
+
+    def is_current(path: Path) -> bool:
+        source = variants.read_info(path, variant).source
+        return bool(source.get("registry", {}).get("digest") == remote.digest) and not force
+
+    def populate(staging: Path) -> variants.VariantInfo:
+        blobs = _fetch_layers(client, remote, cache, on_bytes, counts, say)
+        _unpack(blobs, config["rootfs"]["diff_ids"], staging, str(ref), say)
+        _check_tree(staging, described, remote.pinned)
+        for blob in blobs:
+            blob.unlink(missing_ok=True)
+        return _info(described, remote, variant)
+
+    with variant_lock(target, purpose=f"pulling libtorch {variant}"):
+        result = install_tree(
+            context, target, populate, is_current=is_current, activate=activate,
+            locked=True, force=force,
+        )  # fmt: skip
+    return PullResult(
+        result, remote.pinned, remote.digest, counts["received"], counts["resumed"],
+        described.built_by,
+    )  # fmt: skip
+
+
+def default_name(described: Described, ref: Reference) -> str:
+    kind = "builds" if described.info.get("source", {}).get("kind") == "build" else "precompiled"
+    tag = described.tag or ref.tag or "pulled"
+    return variants.validate_name(f"{kind}/{tag}")
+
+
+def _config(client: RegistryClient, remote: RemoteVariant) -> dict[str, Any]:
+    """The image config, checked: diff_ids for every layer, labels equal to annotations."""
+    descriptor = remote.manifest.get("config")
+    digest = descriptor.get("digest") if isinstance(descriptor, dict) else None
+    if not isinstance(digest, str):
+        raise VariantMismatch(f"the manifest of {remote.pinned} names no config")
+    try:
+        config = json.loads(client.blob_bytes(digest, _CONFIG_LIMIT))
+        diff_ids = config["rootfs"]["diff_ids"]
+        labels = config.get("config", {}).get("Labels") or {}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise VariantMismatch(f"the config of {remote.pinned} is not an OCI image config") from None
+    if not isinstance(diff_ids, list) or len(diff_ids) != len(remote.manifest["layers"]):
+        raise VariantMismatch(
+            f"the config of {remote.pinned} lists {len(diff_ids)} layers, its manifest "
+            f"{len(remote.manifest['layers'])}",
+            hint="the image is damaged; push the variant again",
+        )
+    ours = {
+        k: v for k, v in remote.manifest.get("annotations", {}).items() if k.startswith(ANNOTATION)
+    }
+    theirs = {k: v for k, v in labels.items() if str(k).startswith(ANNOTATION)}
+    if ours != theirs:
+        differ = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))
+        raise VariantMismatch(
+            f"{remote.pinned}: the manifest's annotations and the config's labels differ "
+            f"({', '.join(differ)})",
+            hint="the image was altered after fdl pushed it; push the variant again",
+        )
+    return dict(config)
+
+
+def _fetch_layers(
+    client: RegistryClient,
+    remote: RemoteVariant,
+    cache: Path,
+    on_bytes: Callable[[int], None] | None,
+    counts: dict[str, int],
+    say: Callable[[str], None],
+) -> list[Path]:
+    cache.mkdir(parents=True, exist_ok=True)
+    blobs: list[Path] = []
+    layers = remote.manifest["layers"]
+    for number, layer in enumerate(layers):
+        if not isinstance(layer, dict) or layer.get("mediaType") not in LAYER_TYPES.values():
+            kind = layer.get("mediaType") if isinstance(layer, dict) else layer
+            raise VariantMismatch(
+                f"layer {number + 1} of {remote.pinned} is {kind!r}, not a gzip or zstd tar",
+                hint="push the variant with fdl libtorch push",
+            )
+        digest, size = layer.get("digest"), layer.get("size")
+        if not (isinstance(digest, str) and digest.startswith("sha256:") and len(digest) == 71):
+            raise VariantMismatch(f"layer {number + 1} of {remote.pinned} has no sha256 digest")
+        if not isinstance(size, int) or size < 0 or size > _TAR_LIMIT:
+            raise VariantMismatch(f"layer {number + 1} of {remote.pinned} has no valid size")
+        dest = cache / digest.replace(":", "-")
+        if dest.is_file() and dest.stat().st_size == size and _sha256(dest) == digest:
+            counts["resumed"] += size
+        else:
+            say(f"fetching layer {number + 1}/{len(layers)} ({size:,} bytes)")
+            fetched = client.fetch_blob(digest, dest, size=size, on_bytes=on_bytes)
+            counts["received"] += fetched.received
+            counts["resumed"] += fetched.resumed
+        blobs.append(dest)
+    return blobs
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def _unpack(
+    blobs: list[Path], diff_ids: list[str], staging: Path, where: str, say: Callable[[str], None]
+) -> None:
+    """Each layer: decompressed to a tar (its sha256 checked against the diff_id),
+    extracted safely, and merged into ``staging``."""
+    staging.mkdir()
+    for number, (blob, diff_id) in enumerate(zip(blobs, diff_ids, strict=True)):
+        say(f"unpacking layer {number + 1}/{len(blobs)}")
+        tar = blob.with_name(blob.name + ".tar")
+        try:
+            if _decompress(blob, tar) != diff_id:
+                raise VariantMismatch(
+                    f"layer {number + 1} of {where} does not unpack to the tar its config "
+                    f"names ({diff_id})",
+                    hint="the image was altered after fdl pushed it; push the variant again",
+                )
+            extracted = staging.parent / f"layer-{number}"
+            safe_extract_tar(tar, extracted, strip_prefix=PREFIX)
+        finally:
+            tar.unlink(missing_ok=True)
+        _merge(extracted, staging, where)
+        shutil.rmtree(extracted, ignore_errors=True)
+
+
+def _decompress(blob: Path, tar: Path) -> str:
+    """Decompress a gzip or zstd layer to ``tar``; the tar's sha256."""
+    import gzip
+
+    with blob.open("rb") as handle:
+        magic = handle.read(4)
+        handle.seek(0)
+        if magic[:2] == b"\x1f\x8b":
+            reader: Any = gzip.GzipFile(fileobj=handle)
+        elif magic == b"\x28\xb5\x2f\xfd":
+            compressor("zstd")  # the same message when zstandard is missing
+            import zstandard
+
+            reader = zstandard.ZstdDecompressor().stream_reader(handle)
+        else:
+            raise VariantMismatch(f"{blob.name} is neither gzip nor zstd")
+        digest = hashlib.sha256()
+        written = 0
+        try:
+            with tar.open("wb") as out:
+                while chunk := reader.read(1 << 20):
+                    written += len(chunk)
+                    if written > _TAR_LIMIT:
+                        raise VariantMismatch(
+                            f"{blob.name} unpacks to more than {_TAR_LIMIT >> 30} GiB",
+                            hint="the image is damaged or malicious; nothing was installed",
+                        )
+                    digest.update(chunk)
+                    out.write(chunk)
+        except (OSError, EOFError) as exc:
+            if isinstance(exc, OSError) and exc.errno is not None:
+                raise
+            raise VariantMismatch(f"{blob.name} is not a valid compressed layer ({exc})") from None
+        except Exception as exc:  # zstandard.ZstdError
+            if type(exc).__name__ != "ZstdError":
+                raise
+            raise VariantMismatch(f"{blob.name} is not a valid zstd layer ({exc})") from None
+    return f"sha256:{digest.hexdigest()}"
+
+
+def _merge(source: Path, dest: Path, where: str) -> None:
+    """Move ``source``'s entries into ``dest``; directories merge, files never overlap, and
+    whiteouts (``.wh.*``: a layer deleting another's files) are refused."""
+    for entry in sorted(source.iterdir()):
+        if entry.name.startswith(".wh."):
+            raise VariantMismatch(
+                f"{where}: a layer deletes {entry.name[4:]!r} (whiteout); fdl does not push those",
+                hint="push the variant with fdl libtorch push",
+            )
+        other = dest / entry.name
+        if not os.path.lexists(other):
+            os.rename(entry, other)
+        elif (
+            other.is_dir() and not other.is_symlink() and entry.is_dir() and not entry.is_symlink()
+        ):
+            _merge(entry, other, where)
+        else:
+            raise VariantMismatch(f"{where}: two layers hold {entry.name!r}")
+
+
+def _check_tree(tree: Path, described: Described, where: str) -> None:
+    """Refuse a tree whose binaries are not what the annotations claim."""
+    scan = scan_device_code(tree)
+    found = scan.archs_found() if scan.has_device_code else {}
+    cubins, ptx = tuple(found.get("cubin", [])), tuple(found.get("ptx", []))
+    if (cubins, ptx) != (described.cubins, described.ptx):
+        claimed = " ".join(described.cubins + described.ptx) or "no GPU code"
+        has = " ".join(cubins + ptx) or "no GPU code"
+        raise VariantMismatch(
+            f"{where} claims {claimed} but its libraries hold {has}",
+            hint="refusing the variant; push it again from the machine that built it "
+            "(fdl libtorch push)",
+        )
+    platform = platform_of(tree)
+    if platform != described.platform:
+        raise VariantMismatch(
+            f"{where} claims {described.platform} but its libraries are {platform}",
+            hint="refusing the variant; push it again (fdl libtorch push)",
+        )
+    version = read_build_version(tree)
+    if version and version.split("+", 1)[0] != described.torch:
+        raise VariantMismatch(
+            f"{where} claims torch {described.torch} but its build-version says {version}",
+            hint="refusing the variant; push it again (fdl libtorch push)",
+        )
+
+
+def _info(described: Described, remote: RemoteVariant, name: str) -> variants.VariantInfo:
+    record: Mapping[str, Any] = described.info
+    source = dict(record.get("source") or {})
+    source["registry"] = {"reference": remote.pinned, "digest": remote.digest}
+    requested = record.get("archs_requested")
+    return variants.VariantInfo(
+        name=name,
+        torch=described.torch,
+        cuda=described.cuda,
+        cudnn=described.cudnn,
+        archs_requested=[str(a) for a in requested] if isinstance(requested, list) else [],
+        abi=described.abi,
+        source=source,
+        extra=dict(record.get("extra") or {}),
+    )
