@@ -14,9 +14,9 @@ libtorch binaries cannot run on (:func:`check_placement`).
 
 from __future__ import annotations
 
-from fdl.deploy._jobs import cancel_of, job_state_of, logs_of
+from fdl.deploy._jobs import cancel_of, job_state_of, job_status_of, logs_of
 from fdl.deploy._kube import affinity, render_kubernetes, to_yaml
-from fdl.deploy._kube_exec import submit_kubernetes
+from fdl.deploy._kube_exec import kube_check, submit_kubernetes
 from fdl.deploy._layers import (
     OCI_MANIFEST,
     ZSTD_LAYER,
@@ -51,9 +51,11 @@ from fdl.deploy._slurm import launcher_argv, render_sbatch, sbatch_options
 from fdl.deploy._slurm_exec import (
     FINISHED,
     JobRecord,
+    JobStatus,
     cancel_job,
     follow_output,
     job_state,
+    job_status,
     read_record,
     submit_sbatch,
 )
@@ -72,6 +74,7 @@ __all__ = [
     "GpuVerdict",
     "ImageArchs",
     "JobRecord",
+    "JobStatus",
     "Placement",
     "Prepared",
     "PushResult",
@@ -87,6 +90,9 @@ __all__ = [
     "image_archs",
     "job_state",
     "job_state_of",
+    "job_status",
+    "job_status_of",
+    "kube_check",
     "launcher_argv",
     "load_target",
     "logs_of",

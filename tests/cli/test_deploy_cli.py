@@ -71,6 +71,7 @@ def test_submit_pushes_by_digest_submits_and_records(
     engine.add_image("cpp-train-train:latest", id="sha256:" + "1" * 64)
     runner = FakeRunner(
         {
+            ("sbatch", "--test-only"): Completed([], 0, "", "sbatch: Job 42 to start at..."),
             ("sbatch", "--parsable"): Completed([], 0, "42\n"),
             ("scontrol", "show", "job"): Completed(
                 [], 0, "JobId=42 JobState=RUNNING StdOut=/tmp/x.out\n"
@@ -103,3 +104,60 @@ def test_status_without_a_submission_says_how(run_fdl, project: Path) -> None:  
     result = run_fdl(["deploy", "status", "lab"], cwd=project)
     assert result.exit_code == 2
     assert "fdl deploy submit lab" in result.output
+
+
+def _submitted(project: Path, engine: FakeEngine, responses: dict) -> FakeRunner:  # type: ignore[type-arg]
+    engine.add_image("cpp-train-train:latest", id="sha256:" + "1" * 64)
+    runner = FakeRunner(
+        {
+            ("sbatch", "--test-only"): Completed([], 0),
+            ("sbatch", "--parsable"): Completed([], 0, "42\n"),
+            ("scontrol", "show", "job"): Completed([], 1),
+            ("scancel",): Completed([], 0, ""),
+            **responses,
+        },
+        programs={"sbatch": "/usr/bin/sbatch"},
+    )
+    set_default_runner(runner)
+    return runner
+
+
+def test_ctrl_c_on_submit_wait_cancels_the_job_and_says_so(  # type: ignore[no-untyped-def]
+    run_fdl, project: Path, engine: FakeEngine
+) -> None:
+    asked: list[str] = []
+
+    def interrupted(argv: list[str]) -> Completed:
+        asked.append(argv[0])
+        if len(asked) == 1:  # Ctrl-C while following the job
+            raise KeyboardInterrupt
+        return Completed(argv, 0, "RUNNING|None\n")
+
+    runner = _submitted(project, engine, {("squeue",): interrupted})
+    result = run_fdl(["deploy", "submit", "lab", "--wait"], cwd=project)
+    assert result.exit_code == 130, result.output
+    assert ["scancel", "42"] in runner.calls
+    assert "stopped waiting: cancelled slurm job 42 of lab" in result.stderr
+
+
+def test_cancel_of_an_ended_job_says_so_and_status_says_why_a_job_waits(  # type: ignore[no-untyped-def]
+    run_fdl, project: Path, engine: FakeEngine
+) -> None:
+    states = iter(["PENDING|Resources\n", "", ""])
+    runner = _submitted(
+        project,
+        engine,
+        {
+            ("squeue",): lambda argv: Completed(argv, 0, next(states)),
+            ("scontrol", "show", "job"): Completed([], 0, "JobId=42 JobState=TIMEOUT\n"),
+        },
+    )
+    assert run_fdl(["deploy", "submit", "lab"], cwd=project).exit_code == 0
+    status = run_fdl(["deploy", "status", "lab"], cwd=project)
+    assert status.stdout.strip() == "lab: job 42 PENDING (Resources)", status.output
+    assert run_fdl(["deploy", "status", "lab", "--job", "42"], cwd=project).exit_code == 0
+    cancelled = run_fdl(["deploy", "cancel", "lab"], cwd=project)
+    assert cancelled.exit_code == 0
+    assert "had already ended (TIMEOUT); nothing to cancel" in cancelled.output
+    assert "cancelled slurm" not in cancelled.output
+    assert not any(call[0] == "scancel" for call in runner.calls)

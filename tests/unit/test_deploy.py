@@ -201,7 +201,12 @@ def test_sbatch_script_has_resources_rendezvous_and_the_digest(tmp_path: Path) -
         "export NCCL_DEBUG=INFO",
     ):
         assert line in text, line
-    assert "docker run --rm --network=host --ipc=host --gpus all" in text
+    assert 'docker run --name "$name" "$@" &' in text
+    assert "--rm --init --network=host --ipc=host --gpus all" in text
+    # The container dies with the job step: stopped by name within KillWait.
+    assert 'name="fdl-$SLURM_JOB_ID-${SLURM_STEP_ID:-0}-$SLURM_PROCID"' in text
+    assert 'docker stop --time "$FDL_STOP_TIME" "$name"' in text
+    assert 'trap "stop; exit 143" TERM' in text
     assert "--volume /scratch/data:/workspace/data:ro" in text
     assert '"$IMAGE" --steps 2' in text
 

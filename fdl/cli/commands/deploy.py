@@ -17,6 +17,14 @@ app = group(
 )
 
 TargetArg = Annotated[str | None, typer.Argument(help="The target (default: the only one).")]
+JobOption = Annotated[
+    str | None,
+    typer.Option(
+        "--job",
+        help="A job fdl recorded for the target (default: the last one submitted); "
+        "every submitted job keeps its record under .fdl/deploy/jobs/.",
+    ),
+]
 DryRunOption = Annotated[
     bool, typer.Option("--dry-run", help="Print what would be pushed and submitted; run nothing.")
 ]
@@ -54,7 +62,7 @@ def submit(
         typer.Option(
             "--wait",
             help="Stay until the job ends: print its output, exit 0 when it completed, "
-            "1 otherwise (for scripts and fdl bench).",
+            "1 otherwise (for scripts and fdl bench). Ctrl-C cancels the job.",
         ),
     ] = False,
     as_json: JsonOption = False,
@@ -115,7 +123,49 @@ def submit(
 
 
 def _wait(session: Any, record: Any, context: str | None, *, quiet: bool) -> str:
-    """Follow the job to its end, its output on stdout; return its final state."""
+    """Follow the job to its end, its output on stdout; return its final state.
+
+    Ctrl-C (or SIGTERM: a bench round that timed out) while waiting cancels the job, so
+    nothing keeps running that nobody watches; it says so, or, when the cancel fails, that
+    the job goes on and how to cancel it.
+    """
+    from fdl.errors import Interrupted, Terminated
+
+    try:
+        return _follow(session, record, context, quiet=quiet)
+    except (KeyboardInterrupt, Interrupted, Terminated):
+        _cancel_abandoned(session, record, context)
+        raise
+
+
+def _cancel_abandoned(session: Any, record: Any, context: str | None) -> None:
+    import signal
+
+    from fdl.deploy import cancel_of
+    from fdl.errors import FdlError
+
+    where = f"{record.kind} job {record.job_id} of {record.target}"
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: let it finish
+    try:
+        ended = cancel_of(record, context=context)
+    except (FdlError, OSError) as exc:
+        session.console.error(
+            f"stopped waiting; {where} keeps running (cancelling it failed: {exc}); "
+            f"cancel it: fdl deploy cancel {record.target} --job {record.job_id}"
+        )
+        return
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if ended is None:
+        session.console.error(
+            f"stopped waiting: cancelled {where} (submit without --wait, then "
+            f"`fdl deploy logs {record.target} -f`, to keep a job running you stop watching)"
+        )
+    else:
+        session.console.error(f"stopped waiting; {where} had already ended ({ended})")
+
+
+def _follow(session: Any, record: Any, context: str | None, *, quiet: bool) -> str:
     import time
 
     from fdl.deploy import job_state_of, logs_of
@@ -136,29 +186,39 @@ def _wait(session: Any, record: Any, context: str | None, *, quiet: bool) -> str
     return str(state)
 
 
-def _record(ctx: typer.Context, target: str | None) -> tuple[Any, Any, str | None]:
+def _record(
+    ctx: typer.Context, target: str | None, job: str | None = None
+) -> tuple[Any, Any, str | None]:
     from fdl.deploy import load_target, read_record, state_dir
 
     session = _session(ctx)
     manifest = session.manifest()
     loaded = load_target(manifest, target)
-    return session, read_record(state_dir(manifest), loaded.name), loaded.context
+    return session, read_record(state_dir(manifest), loaded.name, job), loaded.context
 
 
 @app.command()
-def status(ctx: typer.Context, target: TargetArg = None, as_json: JsonOption = False) -> None:
-    """The state of the job last submitted to the target (PENDING, RUNNING, COMPLETED...).
+def status(
+    ctx: typer.Context, target: TargetArg = None, job: JobOption = None, as_json: JsonOption = False
+) -> None:
+    """The state of the job last submitted to the target (PENDING and why, RUNNING,
+    COMPLETED...).
 
     Example: fdl deploy status lab --json
     """
-    from fdl.deploy import job_state_of
+    from fdl.deploy import job_status_of
 
-    session, record, context = _record(ctx, target)
-    state = job_state_of(record, context=context)
+    session, record, context = _record(ctx, target, job)
+    found = job_status_of(record, context=context)
     if as_json:
-        session.console.json({**record.to_json(), "state": state})
+        session.console.json(
+            {**record.to_json(), "state": found.state, "reason": found.reason, "note": found.note}
+        )
     else:
-        session.console.out(f"{record.target}: job {record.job_id} {state}")
+        why = f" ({found.reason})" if found.reason else ""
+        session.console.out(f"{record.target}: job {record.job_id} {found.state}{why}")
+        if found.note:
+            session.console.info(found.note)
     raise typer.Exit(0)
 
 
@@ -167,14 +227,15 @@ def logs(
     ctx: typer.Context,
     target: TargetArg = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Until the job ends.")] = False,
+    job: JobOption = None,
 ) -> None:
-    """Print the output of the job last submitted to the target.
+    """Print the output of the job last submitted to the target (streamed, a line at a time).
 
     Example: fdl deploy logs lab -f
     """
     from fdl.deploy import logs_of
 
-    session, record, context = _record(ctx, target)
+    session, record, context = _record(ctx, target, job)
     for line in logs_of(record, follow=follow, context=context):
         session.console.out(line)
     raise typer.Exit(0)
@@ -184,20 +245,28 @@ def logs(
 def cancel(
     ctx: typer.Context,
     target: TargetArg = None,
+    job: JobOption = None,
     dry_run: DryRunOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Cancel the job last submitted to the target (scancel / delete the Job).
+    """Cancel the job last submitted to the target (scancel / delete the Job). With docker
+    or podman on SLURM the job script stops the container as the step ends.
 
     Example: fdl deploy cancel lab
     """
     from fdl.deploy import cancel_of
 
-    session, record, context = _record(ctx, target)
-    if not dry_run:
-        cancel_of(record, context=context)
+    session, record, context = _record(ctx, target, job)
+    ended = None if dry_run else cancel_of(record, context=context)
     if as_json:
-        session.console.json({**record.to_json(), "cancelled": not dry_run})
+        session.console.json(
+            {**record.to_json(), "cancelled": not dry_run and ended is None, "ended": ended}
+        )
+    elif ended is not None:
+        session.console.info(
+            f"{record.kind} job {record.job_id} of {record.target} had already ended "
+            f"({ended}); nothing to cancel"
+        )
     else:
         verb = "would cancel" if dry_run else "cancelled"
         session.console.info(f"{verb} {record.kind} job {record.job_id} of {record.target}")
