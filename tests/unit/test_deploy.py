@@ -147,7 +147,7 @@ def test_an_old_driver_is_refused_with_the_driver_floor() -> None:
     with pytest.raises(EnvironmentProblem) as caught:
         check_placement(_target("slurm", old), CU130)
     assert "CUDA 13.0 needs driver >= 580" in (caught.value.details or "")
-    assert "older CUDA" in (caught.value.hint or "")
+    assert "older CUDA (e.g. `fdl libtorch download --cuda 12.6`)" in (caught.value.hint or "")
 
 
 def test_slurm_needs_every_gpu_covered_kubernetes_pins_to_the_covered() -> None:
