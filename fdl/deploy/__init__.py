@@ -38,15 +38,19 @@ from fdl.deploy._plan import (
     pyxis_image,
     remote_name,
     runs_local_images,
+    unmounted_outputs,
 )
 from fdl.deploy._prepare import (
     Prepared,
+    archs_of_image,
+    build_for_deploy,
     image_archs,
     prepare,
     push_by_digest,
     push_image,
     state_dir,
 )
+from fdl.deploy._runtime import check_runtime
 from fdl.deploy._slurm import launcher_argv, render_sbatch, sbatch_options
 from fdl.deploy._slurm_exec import (
     FINISHED,
@@ -82,9 +86,12 @@ __all__ = [
     "ZstdPuller",
     "ZstdUnavailable",
     "affinity",
+    "archs_of_image",
+    "build_for_deploy",
     "cancel_job",
     "cancel_of",
     "check_placement",
+    "check_runtime",
     "choose_compression",
     "follow_output",
     "image_archs",
@@ -115,4 +122,5 @@ __all__ = [
     "submit_sbatch",
     "target_names",
     "to_yaml",
+    "unmounted_outputs",
 ]

@@ -67,12 +67,23 @@ def submit(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Push the train image to the target's registry, resolve its digest and submit
-    (sbatch --parsable / the Kubernetes API); the job is recorded for status/logs/cancel.
+    """Build the train image (an unchanged project is all BuildKit cache), push it to the
+    target's registry, resolve its digest and submit (sbatch --parsable / the Kubernetes
+    API); placement is judged from the built image's labels. The job is recorded for
+    status/logs/cancel.
 
     Example: fdl deploy submit lab --wait
     """
-    from fdl.deploy import prepare, push_image, runs_local_images, state_dir, submit_sbatch
+    from fdl.deploy import (
+        build_for_deploy,
+        check_runtime,
+        kube_check,
+        prepare,
+        push_image,
+        runs_local_images,
+        state_dir,
+        submit_sbatch,
+    )
     from fdl.engine import default_engine
     from fdl.errors import UsageError
     from fdl.runner import default_runner
@@ -80,33 +91,47 @@ def submit(
     session = _session(ctx)
     manifest = session.manifest()
     prepared = prepare(manifest, target)
-    plan = prepared.plan()  # placement is checked here, before anything is pushed
+    target_ = prepared.target
+    plan = prepared.plan()  # placement by the manifest first: refused before any build
     if dry_run:
         if as_json:
             session.console.json({**plan.to_json(), "dry_run": True})
         else:
+            _warn(session, plan.warnings)
             layers = plan.to_json()["compression"]
             session.console.info(
-                f"would push {plan.local_image} as {plan.remote} ({layers} layers)"
+                f"would build {plan.local_image} and push it as {plan.remote} ({layers} layers)"
             )
             session.console.out(plan.text, end="")
         raise typer.Exit(0)
-    if prepared.target.registry is None and not runs_local_images(prepared.target):
+    if target_.registry is None and not runs_local_images(target_):
         raise UsageError(
-            f"deploy target {prepared.target.name!r} has no `registry:` to push the image to",
-            hint=f"set deploy.{prepared.target.name}.registry (e.g. ghcr.io/you); only "
+            f"deploy target {target_.name!r} has no `registry:` to push the image to",
+            hint=f"set deploy.{target_.name}.registry (e.g. ghcr.io/you); only "
             "docker/podman on SLURM can run this host's images without one",
         )
+    # The runtime, the client and the context before anything is built or pushed.
+    if target_.kind == "slurm":
+        _warn(session, check_runtime(target_, default_runner()))
+    else:
+        kube_check(target_.context)
     engine = default_engine()
-    if prepared.target.registry is None:
+    archs = build_for_deploy(
+        prepared, engine, environ=session.environ, on_status=session.console.info
+    )
+    plan = prepared.plan(archs=archs)  # placement again, by what the image holds
+    _warn(session, plan.warnings)
+    if target_.kind == "slurm":
+        _create_mount_sources(prepared)
+    if target_.registry is None:
         digest = engine.inspect_image(plan.local_image).id
     else:
         pushed = push_image(
-            engine, prepared.target, plan.local_image, plan.remote, on_line=session.console.info
+            engine, target_, plan.local_image, plan.remote, on_line=session.console.info
         )
         digest = pushed.digest
-    plan = prepared.plan(digest)
-    if prepared.target.kind == "slurm":
+    plan = prepared.plan(digest, archs=archs)
+    if target_.kind == "slurm":
         record = submit_sbatch(plan, state_dir(manifest), default_runner())
     else:
         from fdl.deploy import submit_kubernetes
@@ -116,10 +141,25 @@ def submit(
         session.console.info(
             f"submitted {record.kind} job {record.job_id} to {record.target} ({plan.image})"
         )
-    state = _wait(session, record, prepared.target.context, quiet=as_json) if wait else None
+    state = _wait(session, record, target_.context, quiet=as_json) if wait else None
     if as_json:
         session.console.json({**plan.to_json(), "job": record.to_json(), "state": state})
     raise typer.Exit(0 if state in (None, "COMPLETED", "Complete") else 1)
+
+
+def _warn(session: Any, warnings: Any) -> None:
+    for text in warnings:
+        session.console.warn(text)
+
+
+def _create_mount_sources(prepared: Any) -> None:
+    """The profile's writable mount sources that do not exist yet, made as `fdl image run`
+    makes them (owned by the image's user when fdl runs as root): a source the engine
+    creates belongs to root, and the job's non-root user could not write there."""
+    from fdl.images import plan_run, prepare_mounts
+
+    if prepared.spec.mounts and prepared.directory is not None:
+        prepare_mounts(plan_run(prepared.spec, prepared.directory))
 
 
 def _wait(session: Any, record: Any, context: str | None, *, quiet: bool) -> str:
