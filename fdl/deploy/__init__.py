@@ -63,6 +63,7 @@ from fdl.deploy._slurm_exec import (
     read_record,
     submit_sbatch,
 )
+from fdl.deploy._submit import Submitted, submit_target
 from fdl.deploy._target import DeployTarget, GpuOffer, load_target, target_names
 
 __all__ = [
@@ -83,6 +84,7 @@ __all__ = [
     "Prepared",
     "PushResult",
     "PushedBlob",
+    "Submitted",
     "ZstdPuller",
     "ZstdUnavailable",
     "affinity",
@@ -120,6 +122,7 @@ __all__ = [
     "state_dir",
     "submit_kubernetes",
     "submit_sbatch",
+    "submit_target",
     "target_names",
     "to_yaml",
     "unmounted_outputs",

@@ -5,6 +5,7 @@ node can meet is refused at submit with SLURM's reason."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 import uuid
@@ -98,3 +99,23 @@ def test_a_request_no_node_can_meet_is_refused_with_slurms_reason(
         assert "fdl.yml:4:5" in (caught.value.hint or "")
         assert "the cluster has 1 node(s): localhost" in (caught.value.hint or "")
         assert not (tmp_path / "local.json").exists()
+
+
+def _submit_at_once(args: tuple[str, int]) -> str:
+    state, _ = args
+    target = DeployTarget("local", "slurm")
+    plan = _plan(target, ["true"], "sha256:" + "0" * 64)
+    plan = type(plan)(**{**plan.__dict__, "text": plan.text.rsplit("srun ", 1)[0] + "true\n"})
+    return submit_sbatch(plan, Path(state), SubprocessRunner()).job_id
+
+
+def test_two_submits_at_once_keep_both_records(slurm: None, tmp_path: Path) -> None:  # noqa: F811
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        ids = pool.map(_submit_at_once, [(str(tmp_path), 1), (str(tmp_path), 2)])
+    assert len(set(ids)) == 2
+    kept = sorted(path.name for path in (tmp_path / "jobs").iterdir())
+    assert kept == sorted(f"local-{job_id}.json" for job_id in ids)
+    last = json.loads((tmp_path / "local.json").read_text())["job_id"]
+    assert last in ids

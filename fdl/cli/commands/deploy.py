@@ -74,92 +74,45 @@ def submit(
 
     Example: fdl deploy submit lab --wait
     """
-    from fdl.deploy import (
-        build_for_deploy,
-        check_runtime,
-        kube_check,
-        prepare,
-        push_image,
-        runs_local_images,
-        state_dir,
-        submit_sbatch,
-    )
+    from fdl.deploy import prepare, state_dir, submit_target
     from fdl.engine import default_engine
-    from fdl.errors import UsageError
     from fdl.runner import default_runner
 
     session = _session(ctx)
     manifest = session.manifest()
     prepared = prepare(manifest, target)
-    target_ = prepared.target
     plan = prepared.plan()  # placement by the manifest first: refused before any build
     if dry_run:
         if as_json:
             session.console.json({**plan.to_json(), "dry_run": True})
         else:
-            _warn(session, plan.warnings)
+            for text in plan.warnings:
+                session.console.warn(text)
             layers = plan.to_json()["compression"]
             session.console.info(
                 f"would build {plan.local_image} and push it as {plan.remote} ({layers} layers)"
             )
             session.console.out(plan.text, end="")
         raise typer.Exit(0)
-    if target_.registry is None and not runs_local_images(target_):
-        raise UsageError(
-            f"deploy target {target_.name!r} has no `registry:` to push the image to",
-            hint=f"set deploy.{target_.name}.registry (e.g. ghcr.io/you); only "
-            "docker/podman on SLURM can run this host's images without one",
-        )
-    # The runtime, the client and the context before anything is built or pushed.
-    if target_.kind == "slurm":
-        _warn(session, check_runtime(target_, default_runner()))
-    else:
-        kube_check(target_.context)
-    engine = default_engine()
-    archs = build_for_deploy(
-        prepared, engine, environ=session.environ, on_status=session.console.info
+    done = submit_target(
+        prepared,
+        state_dir(manifest),
+        engine=default_engine(),
+        runner=default_runner(),
+        environ=session.environ,
+        info=session.console.info,
+        warn=session.console.warn,
     )
-    plan = prepared.plan(archs=archs)  # placement again, by what the image holds
-    _warn(session, plan.warnings)
-    if target_.kind == "slurm":
-        _create_mount_sources(prepared)
-    if target_.registry is None:
-        digest = engine.inspect_image(plan.local_image).id
-    else:
-        pushed = push_image(
-            engine, target_, plan.local_image, plan.remote, on_line=session.console.info
-        )
-        digest = pushed.digest
-    plan = prepared.plan(digest, archs=archs)
-    if target_.kind == "slurm":
-        record = submit_sbatch(plan, state_dir(manifest), default_runner())
-    else:
-        from fdl.deploy import submit_kubernetes
-
-        record = submit_kubernetes(plan, state_dir(manifest))
+    plan, record = done.plan, done.record
     if not as_json:
         session.console.info(
             f"submitted {record.kind} job {record.job_id} to {record.target} ({plan.image})"
         )
-    state = _wait(session, record, target_.context, quiet=as_json) if wait else None
+    context = prepared.target.context
+    state = _wait(session, record, context, quiet=as_json) if wait else None
     if as_json:
         session.console.json({**plan.to_json(), "job": record.to_json(), "state": state})
     raise typer.Exit(0 if state in (None, "COMPLETED", "Complete") else 1)
-
-
-def _warn(session: Any, warnings: Any) -> None:
-    for text in warnings:
-        session.console.warn(text)
-
-
-def _create_mount_sources(prepared: Any) -> None:
-    """The profile's writable mount sources that do not exist yet, made as `fdl image run`
-    makes them (owned by the image's user when fdl runs as root): a source the engine
-    creates belongs to root, and the job's non-root user could not write there."""
-    from fdl.images import plan_run, prepare_mounts
-
-    if prepared.spec.mounts and prepared.directory is not None:
-        prepare_mounts(plan_run(prepared.spec, prepared.directory))
 
 
 def _wait(session: Any, record: Any, context: str | None, *, quiet: bool) -> str:
