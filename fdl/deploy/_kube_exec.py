@@ -141,7 +141,28 @@ def kube_logs(record: JobRecord, context: str | None) -> Iterator[str]:
     label = custom[4] if custom else "job-name"
     pods = core.list_namespaced_pod(record.output, label_selector=f"{label}={record.job_id}")
     for pod in sorted(pods.items, key=lambda p: p.metadata.name):
-        yield from str(core.read_namespaced_pod_log(pod.metadata.name, record.output)).splitlines()
+        # Streamed: a pod's log can be gigabytes; only a line (or 64 KiB of one) is held.
+        response = core.read_namespaced_pod_log(
+            pod.metadata.name, record.output, _preload_content=False
+        )
+        try:
+            yield from _lines(response.stream(1 << 16))
+        finally:
+            response.release_conn()
+
+
+def _lines(chunks: Iterator[bytes], limit: int = 1 << 16) -> Iterator[str]:
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            yield line.rstrip(b"\r").decode(errors="replace")
+        while len(pending) >= limit:
+            yield pending[:limit].decode(errors="replace")
+            pending = pending[limit:]
+    if pending:
+        yield pending.decode(errors="replace")
 
 
 def kube_cancel(record: JobRecord, context: str | None) -> str | None:

@@ -3,8 +3,11 @@ image is built or pushed (a job that cannot start its container fails only once 
 
 What each runtime does with SLURM's signals, and so what ``cancel`` guarantees:
 
-- pyxis/enroot: the container's processes are the job step's own (no daemon); SLURM
-  signals and kills them with the step.
+- pyxis/enroot: a SPANK plugin; slurmstepd starts the container in the task itself
+  (``task_init``), so its processes are the job step's own (no daemon) and SLURM signals
+  and kills them with the step. srun loads the plugin's options on the submitting host
+  too (``SPANK: appending plugin option "container-image"``, NVIDIA/pyxis#42), which is
+  what ``srun --help`` shows (NVIDIA/pyxis#4).
 - apptainer: the same (``apptainer run`` execs its starter in the step; no daemon).
 - docker, podman: the container is the daemon's (dockerd) or conmon's child, outside the
   step; the job script names it and stops it on the way out (``templates/deploy``).

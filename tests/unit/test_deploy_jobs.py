@@ -161,3 +161,16 @@ def test_a_record_naming_another_job_is_refused(tmp_path: Path) -> None:
     (tmp_path / "jobs" / "lab-42.json").write_text(json.dumps(record.to_json()))
     with pytest.raises(Exception, match="names job 41"):
         read_record(tmp_path, "lab", "42")
+
+
+def test_a_pods_log_is_cut_into_lines_as_it_streams() -> None:
+    from fdl.deploy._kube_exec import _lines
+
+    chunks = iter([b"step 1\nst", b"ep 2\r\n", b"x" * 10, b"y" * 10, b"\nlast"])
+    assert list(_lines(chunks, limit=16)) == [
+        "step 1",
+        "step 2",
+        "x" * 10 + "y" * 6,
+        "y" * 4,
+        "last",
+    ]
