@@ -207,6 +207,7 @@ def test_sbatch_script_has_resources_rendezvous_and_the_digest(tmp_path: Path) -
     assert 'name="fdl-$SLURM_JOB_ID-${SLURM_STEP_ID:-0}-$SLURM_PROCID"' in text
     assert 'docker stop --time "$FDL_STOP_TIME" "$name"' in text
     assert 'trap "stop; exit 143" TERM' in text
+    assert 'docker rm --force "$name"' in text  # a requeued run's stale container
     assert "--volume /scratch/data:/workspace/data:ro" in text
     assert '"$IMAGE" --steps 2' in text
 
