@@ -1,6 +1,8 @@
-"""Seconds from `submit` (sbatch --parsable of fdl's script) to the job running and to its
-tasks' first output, on the local one-node SLURM cluster (scripts/setup-slurm.sh), with
-the tasks running the test base image through docker (2 tasks, as a DDP job would).
+"""Seconds from `submit` (sbatch --test-only, then sbatch --parsable of fdl's script) to the
+job running and to its tasks' first output, on the local one-node SLURM cluster
+(scripts/setup-slurm.sh), with the tasks running the test base image through docker (2
+tasks, as a DDP job would); and from `cancel` (scancel) of a running job to its containers
+being gone (the job script stops them within KillWait, 5 s on that cluster).
 
 With --push, the bytes the cpp example's train image occupies in a real registry (the local
 one, scripts/setup-registry.sh) pushed with gzip (`docker push`, what `compression: gzip`
@@ -34,6 +36,7 @@ from fdl.deploy import (
     ZSTD_LEVEL,
     DeployTarget,
     ImageArchs,
+    cancel_job,
     job_state,
     plan_deploy,
     push_by_digest,
@@ -75,6 +78,43 @@ def one_run(image_id: str, state: Path) -> tuple[float, float, float]:
             break
         time.sleep(0.05)
     return submitted, running, first_output or time.perf_counter() - start
+
+
+def _containers(job_id: str) -> list[str]:
+    done = subprocess.run(
+        ["docker", "ps", "-q", "--filter", f"name=fdl-{job_id}-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.split()
+
+
+def cancel_run(image_id: str, state: Path) -> float:
+    """Seconds from scancel of a job whose two containers run to both being gone."""
+    runner = SubprocessRunner()
+    plan = plan_deploy(
+        DeployTarget("bench-cancel", "slurm", tasks_per_node=2),
+        project="bench",
+        local_image="bench:latest",
+        archs=ImageArchs("precompiled/cpu", None, ()),
+        entrypoint=[],
+        args=["sh", "-c", "echo started; sleep 600"],
+        digest=image_id,
+    )
+    record = submit_sbatch(plan, state, runner)
+    deadline = time.monotonic() + 120
+    while len(_containers(record.job_id)) < 2:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"job {record.job_id}: its containers did not start")
+        time.sleep(0.05)
+    start = time.perf_counter()
+    cancel_job(record, runner)
+    while _containers(record.job_id):
+        if time.perf_counter() - start > 120:
+            raise SystemExit(f"job {record.job_id}: containers still running after cancel")
+        time.sleep(0.05)
+    return time.perf_counter() - start
 
 
 def build_train_image(base: str, cache: Path, work: Path) -> str:
@@ -180,13 +220,18 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as state:
         results = [one_run(image_id, Path(state)) for _ in range(args.runs)]
-    for label, index in (("sbatch returned", 0), ("job RUNNING", 1), ("first task output", 2)):
-        values = [r[index] for r in results]
+        cancels = [cancel_run(image_id, Path(state)) for _ in range(args.runs)]
+    for label, values in (
+        ("submit: sbatch returned", [r[0] for r in results]),
+        ("submit: job RUNNING", [r[1] for r in results]),
+        ("submit: first task output", [r[2] for r in results]),
+        ("cancel: containers gone", cancels),
+    ):
         rows.append(
             (label, f"{statistics.median(values):.2f}", f"{min(values):.2f}", f"{max(values):.2f}")
         )
     print(f"local SLURM, {args.runs} runs, 2 tasks via docker ({args.image})")
-    print_table(("from submit to", "median s", "min s", "max s"), rows)
+    print_table(("from ... to", "median s", "min s", "max s"), rows)
 
 
 if __name__ == "__main__":

@@ -119,7 +119,8 @@ def variant_env(context: Context | None, name: str) -> dict[str, str]:
         raise EnvironmentProblem(
             f"libtorch variant {name!r} is not installed"
             + (f" in {context.libtorch_dir}" if context else ""),
-            hint=f"installed: {installed or 'none'}; install it with `fdl libtorch install`",
+            hint=f"installed: {installed or 'none'}; install it with `fdl libtorch download` "
+            "or `fdl libtorch install --from-wheel`",
         )
     path = str(variant_dir(context, name))
     inherited = clean_environ()

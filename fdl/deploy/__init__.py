@@ -14,9 +14,9 @@ libtorch binaries cannot run on (:func:`check_placement`).
 
 from __future__ import annotations
 
-from fdl.deploy._jobs import cancel_of, job_state_of, logs_of
+from fdl.deploy._jobs import cancel_of, job_state_of, job_status_of, logs_of
 from fdl.deploy._kube import affinity, render_kubernetes, to_yaml
-from fdl.deploy._kube_exec import submit_kubernetes
+from fdl.deploy._kube_exec import kube_check, submit_kubernetes
 from fdl.deploy._layers import (
     OCI_MANIFEST,
     ZSTD_LAYER,
@@ -38,25 +38,32 @@ from fdl.deploy._plan import (
     pyxis_image,
     remote_name,
     runs_local_images,
+    unmounted_outputs,
 )
 from fdl.deploy._prepare import (
     Prepared,
+    archs_of_image,
+    build_for_deploy,
     image_archs,
     prepare,
     push_by_digest,
     push_image,
     state_dir,
 )
+from fdl.deploy._runtime import check_runtime
 from fdl.deploy._slurm import launcher_argv, render_sbatch, sbatch_options
 from fdl.deploy._slurm_exec import (
     FINISHED,
     JobRecord,
+    JobStatus,
     cancel_job,
     follow_output,
     job_state,
+    job_status,
     read_record,
     submit_sbatch,
 )
+from fdl.deploy._submit import Submitted, submit_target
 from fdl.deploy._target import DeployTarget, GpuOffer, load_target, target_names
 
 __all__ = [
@@ -72,21 +79,29 @@ __all__ = [
     "GpuVerdict",
     "ImageArchs",
     "JobRecord",
+    "JobStatus",
     "Placement",
     "Prepared",
     "PushResult",
     "PushedBlob",
+    "Submitted",
     "ZstdPuller",
     "ZstdUnavailable",
     "affinity",
+    "archs_of_image",
+    "build_for_deploy",
     "cancel_job",
     "cancel_of",
     "check_placement",
+    "check_runtime",
     "choose_compression",
     "follow_output",
     "image_archs",
     "job_state",
     "job_state_of",
+    "job_status",
+    "job_status_of",
+    "kube_check",
     "launcher_argv",
     "load_target",
     "logs_of",
@@ -107,6 +122,8 @@ __all__ = [
     "state_dir",
     "submit_kubernetes",
     "submit_sbatch",
+    "submit_target",
     "target_names",
     "to_yaml",
+    "unmounted_outputs",
 ]

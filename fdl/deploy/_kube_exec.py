@@ -3,7 +3,6 @@ dependency, imported only here and only when a Kubernetes target is used)."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,10 +10,10 @@ from typing import Any
 
 from fdl._files import atomic_write_text
 from fdl.deploy._plan import DeployPlan
-from fdl.deploy._slurm_exec import JobRecord, record_path
+from fdl.deploy._slurm_exec import JobRecord, write_record
 from fdl.errors import EnvironmentProblem
 
-__all__ = ["kube_cancel", "kube_logs", "kube_state", "submit_kubernetes"]
+__all__ = ["kube_cancel", "kube_check", "kube_logs", "kube_state", "submit_kubernetes"]
 
 
 def _client(context: str | None) -> Any:
@@ -58,6 +57,15 @@ _CUSTOM = {
 _BY_RECORD = {entry[3]: entry for entry in _CUSTOM.values()}
 
 
+def kube_check(context: str | None) -> None:
+    """Load the client and the target's context, before anything is pushed.
+
+    Raises:
+        EnvironmentProblem: no ``kubernetes`` package, or no such context / kubeconfig.
+    """
+    _client(context)
+
+
 def submit_kubernetes(plan: DeployPlan, state_dir: Path) -> JobRecord:
     """Create the plan's objects (Service first, then the Job) and record the job."""
     import yaml
@@ -84,9 +92,7 @@ def submit_kubernetes(plan: DeployPlan, state_dir: Path) -> JobRecord:
     record = JobRecord(
         plan.target.name, kind, plan.job_name, plan.image, str(path), plan.target.namespace
     )
-    atomic_write_text(
-        record_path(state_dir, plan.target.name), json.dumps(record.to_json(), indent=2) + "\n"
-    )
+    write_record(state_dir, record)
     return record
 
 
@@ -135,11 +141,39 @@ def kube_logs(record: JobRecord, context: str | None) -> Iterator[str]:
     label = custom[4] if custom else "job-name"
     pods = core.list_namespaced_pod(record.output, label_selector=f"{label}={record.job_id}")
     for pod in sorted(pods.items, key=lambda p: p.metadata.name):
-        yield from str(core.read_namespaced_pod_log(pod.metadata.name, record.output)).splitlines()
+        # Streamed: a pod's log can be gigabytes; only a line (or 64 KiB of one) is held.
+        response = core.read_namespaced_pod_log(
+            pod.metadata.name, record.output, _preload_content=False
+        )
+        try:
+            yield from _lines(response.stream(1 << 16))
+        finally:
+            response.release_conn()
 
 
-def kube_cancel(record: JobRecord, context: str | None) -> None:
-    """Delete the Job (and its pods) and the headless Service, if any."""
+def _lines(chunks: Iterator[bytes], limit: int = 1 << 16) -> Iterator[str]:
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            yield line.rstrip(b"\r").decode(errors="replace")
+        while len(pending) >= limit:
+            yield pending[:limit].decode(errors="replace")
+            pending = pending[limit:]
+    if pending:
+        yield pending.decode(errors="replace")
+
+
+def kube_cancel(record: JobRecord, context: str | None) -> str | None:
+    """Delete the Job (and its pods) and the headless Service, if any.
+
+    Returns:
+        None when the job was running or pending, else the state it had ended in (its
+        objects are deleted all the same).
+    """
+    state = kube_state(record, context)
+    ended = state if state in ("Complete", "Failed") else None
     k8s = _client(context)
     body = k8s.client.V1DeleteOptions(propagation_policy="Background")
     custom = _BY_RECORD.get(record.kind)
@@ -148,10 +182,11 @@ def kube_cancel(record: JobRecord, context: str | None) -> None:
         k8s.client.CustomObjectsApi().delete_namespaced_custom_object(
             group, version, record.output, plural, record.job_id, body=body
         )
-        return
+        return ended
     k8s.client.BatchV1Api().delete_namespaced_job(record.job_id, record.output, body=body)
     try:
         k8s.client.CoreV1Api().delete_namespaced_service(record.job_id, record.output)
     except k8s.client.exceptions.ApiException as exc:
         if exc.status != 404:
             raise
+    return ended

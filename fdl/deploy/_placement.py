@@ -147,7 +147,7 @@ def _fix(target: DeployTarget, image: ImageArchs, bad: list[GpuVerdict]) -> str:
         )
     if drivers:
         advice.append(
-            "use a variant with an older CUDA (e.g. `fdl libtorch install cu126`), "
+            "use a variant with an older CUDA (e.g. `fdl libtorch download --cuda 12.6`), "
             "or update the nodes' driver and its `driver:` in the target"
         )
     if target.kind == "slurm" and target.gpu_type is None and len(target.gpus) > 1:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from fdl.deploy._kube import render_kubernetes, to_yaml
 from fdl.deploy._layers import choose_compression
@@ -18,6 +19,7 @@ __all__ = [
     "pyxis_image",
     "remote_name",
     "runs_local_images",
+    "unmounted_outputs",
 ]
 
 # Shown by `render` before a push has resolved the digest.
@@ -36,6 +38,8 @@ class DeployPlan:
         job_name: The SLURM job / Kubernetes Job name.
         placement: Which of the target's GPUs the binaries cover.
         text: The sbatch script or the YAML stream.
+        mounts: The image profile's mounts carried into a SLURM job (absolute sources).
+        warnings: What the job would lose (an output directory no mount keeps).
     """
 
     target: DeployTarget
@@ -45,6 +49,8 @@ class DeployPlan:
     job_name: str
     placement: Placement
     text: str
+    mounts: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     @property
     def filename(self) -> str:
@@ -66,6 +72,8 @@ class DeployPlan:
             "compression": choose_compression(self.target).method,
             "compression_reason": choose_compression(self.target).reason,
             "file": self.filename,
+            "mounts": [*self.mounts, *self.target.mounts],
+            "warnings": list(self.warnings),
             "text": self.text,
         }
 
@@ -98,6 +106,35 @@ def _job_name(project: str, target: DeployTarget) -> str:
     return text[:52].rstrip("-")
 
 
+# Options by which training programs name where they write (checkpoints, logs, models).
+_OUTPUT_OPTIONS = (
+    "--out",
+    "--output",
+    "--output-dir",
+    "--out-dir",
+    "--save-dir",
+    "--checkpoint-dir",
+    "--log-dir",
+)
+
+
+def unmounted_outputs(args: list[str], mounts: tuple[str, ...]) -> list[str]:
+    """The container directories the program is told to write to (``--out DIR`` and the
+    like) that no mount keeps: what is written there goes with the container."""
+    targets = [PurePosixPath(m.split(":")[1]) for m in mounts if len(m.split(":")) >= 2]
+    lost = []
+    for index, word in enumerate(args):
+        name, sep, value = word.partition("=")
+        if name not in _OUTPUT_OPTIONS:
+            continue
+        if not sep:
+            value = args[index + 1] if index + 1 < len(args) else ""
+        path = PurePosixPath(value)
+        if path.is_absolute() and not any(path == t or t in path.parents for t in targets):
+            lost.append(value)
+    return lost
+
+
 def plan_deploy(
     target: DeployTarget,
     *,
@@ -107,6 +144,7 @@ def plan_deploy(
     entrypoint: list[str],
     args: list[str],
     digest: str | None = None,
+    mounts: tuple[str, ...] = (),
 ) -> DeployPlan:
     """Check placement and render the submission (pure).
 
@@ -119,6 +157,9 @@ def plan_deploy(
         args: The image's default arguments (overridden by the target's ``args``).
         digest: The pushed image's digest (without a registry: the local image's ID);
             None renders a placeholder (``render``).
+        mounts: The image profile's mounts (``/abs/source:/target[:ro]``), carried into a
+            SLURM job before the target's own ``mounts:`` (a cluster shares the project's
+            filesystem); Kubernetes pods get none (the project's paths are not the node's).
 
     Raises:
         EnvironmentProblem, UsageError: the binaries cannot run on the target's GPUs.
@@ -134,6 +175,14 @@ def plan_deploy(
         image = f"{repository}@{digest or PLACEHOLDER_DIGEST}"
     job_name = _job_name(project, target)
     program_args = list(target.args) if target.args is not None else list(args)
+    carried = mounts if target.kind == "slurm" else ()
+    lost = unmounted_outputs(program_args, (*carried, *target.mounts))
+    warnings = tuple(
+        f"the program writes to {path} (its arguments), which no mount of target "
+        f"{target.name!r} keeps: what it saves there is lost with the container; mount a "
+        f"directory there (`mounts:` in the target, or the image profile's)"
+        for path in lost
+    )
     if target.kind == "slurm":
         pyxis = target.runtime == "pyxis"
         text = render_sbatch(
@@ -141,6 +190,7 @@ def plan_deploy(
             image=pyxis_image(image) if pyxis else image,
             job_name=job_name,
             command=[*entrypoint, *program_args] if pyxis else program_args,
+            mounts=carried,
         )
     else:
         objects = render_kubernetes(
@@ -151,4 +201,6 @@ def plan_deploy(
             allowed=placement.allowed,
         )
         text = to_yaml(objects)
-    return DeployPlan(target, local_image, remote, image, job_name, placement, text)
+    return DeployPlan(
+        target, local_image, remote, image, job_name, placement, text, carried, warnings
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,12 +12,21 @@ from fdl.deploy._plan import DeployPlan, plan_deploy
 from fdl.deploy._target import DeployTarget, load_target
 from fdl.engine import Engine, LineCallback
 from fdl.errors import EnvironmentProblem, UsageError
-from fdl.images import ImageSpec, VariantRef, plan_images, project_name
+from fdl.images import ImageSpec, VariantRef, build_images, plan_images, project_name
 from fdl.libtorch import variants
 from fdl.manifest import Manifest
 from fdl.net import RegistryError
 
-__all__ = ["Prepared", "image_archs", "prepare", "push_by_digest", "push_image", "state_dir"]
+__all__ = [
+    "Prepared",
+    "archs_of_image",
+    "build_for_deploy",
+    "image_archs",
+    "prepare",
+    "push_by_digest",
+    "push_image",
+    "state_dir",
+]
 
 
 @dataclass(frozen=True)
@@ -27,17 +37,29 @@ class Prepared:
     spec: ImageSpec
     archs: ImageArchs
     project: str
+    directory: Path | None = None
 
-    def plan(self, digest: str | None = None) -> DeployPlan:
+    def plan(self, digest: str | None = None, archs: ImageArchs | None = None) -> DeployPlan:
+        """The plan; ``archs`` read from the built image replace the manifest's."""
         name = self.spec.program_name or "program"
         return plan_deploy(
             self.target,
             project=self.project,
             local_image=self.spec.tag,
-            archs=self.archs,
+            archs=archs or self.archs,
             entrypoint=[f"{self.spec.path('app')}/bin/{name}"],
             args=list(self.spec.args),
             digest=digest,
+            mounts=self.mounts(),
+        )
+
+    def mounts(self) -> tuple[str, ...]:
+        """The image profile's mounts as ``fdl image run`` makes them, sources absolute."""
+        if self.directory is None:
+            return ()
+        return tuple(
+            f"{(self.directory / m.source).resolve()}:{m.target}" + (":ro" if m.read_only else "")
+            for m in self.spec.mounts
         )
 
 
@@ -58,6 +80,59 @@ def image_archs(variant: VariantRef | None) -> ImageArchs:
     return ImageArchs(variant.name, info.cuda, tuple(found or info.archs_requested))
 
 
+def archs_of_image(labels: Mapping[str, str], image: str, manifest: ImageArchs) -> ImageArchs:
+    """What the built image's libtorch is, from the labels fdl gave it (``dev.fdl.variant``,
+    ``dev.fdl.cuda``, ``dev.fdl.archs``): placement judges the image that ships, not the
+    manifest. The manifest's reading (with the PTX its variant.json lists) is kept only
+    when it names the same build.
+
+    Raises:
+        EnvironmentProblem: the image carries no such labels (fdl did not build it).
+    """
+    variant = labels.get("dev.fdl.variant")
+    cuda = labels.get("dev.fdl.cuda")
+    if variant is None or cuda is None:
+        raise EnvironmentProblem(
+            f"the image {image} does not say which libtorch it holds (no dev.fdl.variant "
+            "label): fdl did not build it",
+            hint="build it with fdl: fdl image build train",
+        )
+    codes = tuple(sorted(set(labels.get("dev.fdl.archs", "").split()) - {"cpu"}))
+    found = ImageArchs(variant, None if cuda == "none" else cuda, codes)
+    same_cubins = {c for c in manifest.codes if c.startswith("sm_")} == set(codes)
+    if (manifest.variant, manifest.cuda) == (found.variant, found.cuda) and same_cubins:
+        return manifest
+    return found
+
+
+def build_for_deploy(
+    prepared: Prepared,
+    engine: Engine,
+    *,
+    environ: Mapping[str, str] | None = None,
+    on_status: Callable[[str], None] | None = None,
+    on_line: LineCallback | None = None,
+) -> ImageArchs:
+    """Build the target's image from the project as it is now (BuildKit's cache makes an
+    unchanged project a quick no-op), and return what its libtorch is, from its labels.
+
+    What ``submit`` ships is then what the source says: an edit made since the last
+    ``fdl image build`` is in it.
+    """
+    if prepared.directory is None:
+        raise UsageError("the project's directory is unknown", hint="run fdl in the project")
+    build_images(
+        [prepared.spec],
+        prepared.directory,
+        engine=engine,
+        environ=environ,
+        on_status=on_status,
+        on_line=on_line,
+    )
+    labels = engine.inspect_image(prepared.spec.tag).labels
+    return archs_of_image(labels, prepared.spec.tag, prepared.archs)
+
+
 def prepare(manifest: Manifest, name: str | None) -> Prepared:
     """Load the target and plan its image profile (no program runs)."""
     target = load_target(manifest, name)
@@ -68,7 +143,9 @@ def prepare(manifest: Manifest, name: str | None) -> Prepared:
             f"deploy target {target.name!r} deploys profile {target.profile!r}, a {spec.kind} image",
             hint="deploy a train profile (`profile:` in the target)",
         )
-    return Prepared(target, spec, image_archs(spec.variant), project_name(manifest))
+    return Prepared(
+        target, spec, image_archs(spec.variant), project_name(manifest), manifest.directory
+    )
 
 
 def push_by_digest(

@@ -44,28 +44,32 @@ def sbatch_options(target: DeployTarget, job_name: str) -> list[str]:
     return options
 
 
-def _mount_flags(target: DeployTarget, flag: str) -> list[str]:
-    return [part for mount in target.mounts for part in (flag, mount)]
+def _mount_flags(mounts: tuple[str, ...], flag: str) -> list[str]:
+    return [part for mount in mounts for part in (flag, mount)]
 
 
-def launcher_argv(target: DeployTarget) -> list[str]:
+def launcher_argv(target: DeployTarget, mounts: tuple[str, ...] = ()) -> list[str]:
     """The container launcher one task runs (the image and its arguments follow).
 
-    ``$IMAGE`` and the rendezvous variables are expanded by the task's shell.
+    ``$IMAGE`` and the rendezvous variables are expanded by the task's shell. ``mounts``
+    (``/abs/source:/target[:ro]``, the image profile's) come before the target's own.
+    docker and podman run with ``--init`` (the program, not an init that ignores them,
+    gets the signals ``docker stop`` sends); the script adds ``--name``.
     """
     gpus = target.gpus_per_node > 0
     env_names = [*_RENDEZVOUS, *(name for name, _ in target.env)]
+    every_mount = (*mounts, *target.mounts)
     if target.runtime == "apptainer":
         argv = ["apptainer", "run"] + (["--nv"] if gpus else [])
-        argv += _mount_flags(target, "--bind")
+        argv += _mount_flags(every_mount, "--bind")
         return [*argv, "docker://$IMAGE"]
     # docker / podman: host network so MASTER_ADDR:MASTER_PORT reaches the rank 0 task.
-    argv = [target.runtime, "run", "--rm", "--network=host", "--ipc=host"]
+    argv = [target.runtime, "run", "--rm", "--init", "--network=host", "--ipc=host"]
     if gpus:
         argv += (
             ["--gpus", "all"] if target.runtime == "docker" else ["--device", "nvidia.com/gpu=all"]
         )
-    argv += _mount_flags(target, "--volume")
+    argv += _mount_flags(every_mount, "--volume")
     for name in env_names:
         argv += ["--env", name]
     return [*argv, "$IMAGE"]
@@ -77,6 +81,7 @@ def render_sbatch(
     image: str,
     job_name: str,
     command: list[str],
+    mounts: tuple[str, ...] = (),
 ) -> str:
     """The sbatch script for ``target`` running ``image`` (a reference by digest).
 
@@ -86,9 +91,14 @@ def render_sbatch(
         job_name: The SLURM job name.
         command: The arguments after the image (docker, podman, apptainer: the program's
             arguments, the entrypoint runs; pyxis: the whole command, entrypoint first).
+        mounts: The image profile's mounts, sources absolute (the cluster shares the
+            project's filesystem); the target's ``mounts:`` follow.
     """
-    launcher = launcher_argv(target)
+    launcher = launcher_argv(target, mounts)
+    if target.runtime in ("docker", "podman"):
+        launcher = launcher[2:]  # the script runs `<runtime> run --name ...` itself
     words = [_launcher_word(w) for w in launcher]
+    every_mount = (*mounts, *target.mounts)
     env = template_environment(asset_dir("templates") / "deploy")
     return env.get_template("sbatch.sh.j2").render(
         target=target.name,
@@ -97,7 +107,7 @@ def render_sbatch(
         image=shlex.quote(image),
         master_port=target.master_port,
         env=[(name, shlex.quote(value)) for name, value in target.env],
-        mounts=shlex.quote(",".join(target.mounts)) if target.mounts else "",
+        mounts=shlex.quote(",".join(every_mount)) if every_mount else "",
         launcher=" ".join(words),
         command=" ".join(shlex.quote(word) for word in command),
     )

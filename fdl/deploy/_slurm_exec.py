@@ -13,16 +13,21 @@ from pathlib import Path
 from fdl._files import atomic_write_text, read_small_text, reason_of
 from fdl.deploy._plan import DeployPlan
 from fdl.errors import CommandFailed, EnvironmentProblem, UsageError
+from fdl.locking import FileLock
 from fdl.runner import Runner
 
 __all__ = [
     "FINISHED",
     "JobRecord",
+    "JobStatus",
     "cancel_job",
     "follow_output",
     "job_state",
+    "job_status",
     "read_record",
+    "record_path",
     "submit_sbatch",
+    "write_record",
 ]
 
 # Job states after which nothing more happens (squeue/scontrol/sacct names).
@@ -67,23 +72,49 @@ RECORD_KINDS = {
 }
 
 
-def record_path(state_dir: Path, target: str) -> Path:
-    return state_dir / f"{target}.json"
+def record_path(state_dir: Path, target: str, job_id: str | None = None) -> Path:
+    """The last job's record (``<target>.json``), or one job's (``jobs/<target>-<id>.json``)."""
+    if job_id is None:
+        return state_dir / f"{target}.json"
+    return state_dir / "jobs" / f"{target}-{job_id}.json"
 
 
-def read_record(state_dir: Path, target: str) -> JobRecord:
-    """The last job submitted to ``target``.
+def write_record(state_dir: Path, record: JobRecord) -> None:
+    """Keep ``record`` as its job's own file and as the target's last job.
+
+    Every job keeps its record: two submits at once each leave theirs, and a job the
+    target's last record no longer names stays reachable (``--job ID``).
+    """
+    text = json.dumps(record.to_json(), indent=2) + "\n"
+    own = record_path(state_dir, record.target, record.job_id)
+    own.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(own, text)
+    atomic_write_text(record_path(state_dir, record.target), text)
+
+
+def read_record(state_dir: Path, target: str, job_id: str | None = None) -> JobRecord:
+    """The last job submitted to ``target`` (or its job ``job_id``).
 
     Raises:
-        UsageError: nothing was submitted from this project.
+        UsageError: nothing was submitted from this project (or no such job).
     """
-    path = record_path(state_dir, target)
+    if job_id is not None and not any(f.fullmatch(job_id) for f in RECORD_KINDS.values()):
+        raise UsageError(
+            f"{job_id!r} is not a job id",
+            hint=f"the ids fdl recorded for {target!r} are in {state_dir / 'jobs'}",
+        )
+    path = record_path(state_dir, target, job_id)
     try:
         text = read_small_text(path, limit=1 << 16)
         data = json.loads(text) if text is not None else None
     except (OSError, ValueError, RecursionError) as exc:
         raise _not_a_record(path, target, reason_of(exc)) from None
     if text is None:
+        if job_id is not None:
+            raise UsageError(
+                f"fdl recorded no job {job_id} of {target!r} in this project (no {path})",
+                hint=f"the last one: fdl deploy status {target}",
+            )
         raise UsageError(
             f"no job was submitted to {target!r} from this project (no {path})",
             hint=f"submit one: fdl deploy submit {target}",
@@ -102,6 +133,8 @@ def read_record(state_dir: Path, target: str) -> JobRecord:
         raise _not_a_record(path, target, f"unknown kind {record.kind!r}")
     if not id_form.fullmatch(record.job_id):
         raise _not_a_record(path, target, f"{record.job_id!r} is not a {record.kind} job id")
+    if record.target != target or (job_id is not None and record.job_id != job_id):
+        raise _not_a_record(path, target, f"it names job {record.job_id} of {record.target!r}")
     return record
 
 
@@ -143,24 +176,43 @@ _SBATCH_ERRORS = (
 )
 
 
-def _sbatch_error(exc: CommandFailed, plan: DeployPlan) -> Exception:
+def _sbatch_error(exc: CommandFailed, plan: DeployPlan, cluster: str = "") -> Exception:
     text = (exc.details or "").strip()
+    reason = text.splitlines()[-1] if text else exc.message
     for pattern, what, fix in _SBATCH_ERRORS:
         if pattern.search(text):
             return UsageError(
-                f"sbatch refused the job of target {plan.target.name!r} ({what}): "
-                f"{text.splitlines()[-1] if text else exc.message}",
-                hint=f"{fix} (at {plan.target.origin})",
+                f"SLURM refused the job of target {plan.target.name!r} ({what}): {reason}",
+                hint=f"{fix} (at {plan.target.origin}){cluster}",
             )
     return exc
 
 
+def _cluster_nodes(runner: Runner, partition: str | None) -> str:
+    """What the partition's nodes offer, for the hint of a request they cannot meet."""
+    argv = ["sinfo", "-h", "-N", "-o", "%N %c %m %G"] + (["-p", partition] if partition else [])
+    done = runner.run(argv, check=False)
+    lines = sorted(set(done.stdout.split("\n"))) if done.ok else []
+    nodes = [line.split() for line in lines if len(line.split()) == 4]
+    if not nodes:
+        return ""
+    shown = "; ".join(
+        f"{name}: {cpus} CPUs, {memory} MB" + (f", gres {gres}" if gres != "(null)" else "")
+        for name, cpus, memory, gres in nodes[:4]
+    )
+    more = f" and {len(nodes) - 4} more" if len(nodes) > 4 else ""
+    return f"; the cluster has {len(nodes)} node(s): {shown}{more}"
+
+
 def submit_sbatch(plan: DeployPlan, state_dir: Path, runner: Runner) -> JobRecord:
-    """Write the script under ``state_dir``, submit it, record the job.
+    """Ask SLURM whether it can ever run the job (``sbatch --test-only``), submit it,
+    record it. One submit per target at a time (a lock beside the records), and every
+    job keeps its own record (:func:`write_record`).
 
     Raises:
         EnvironmentProblem: sbatch is not installed.
-        UsageError: sbatch refused a value of the target (partition, gres, ...), with the fix.
+        UsageError: SLURM refused a value of the target (partition, gres, more nodes or
+            CPUs than the cluster has, ...), with its reason and the fix.
     """
     if runner.which("sbatch") is None:
         raise EnvironmentProblem(
@@ -169,20 +221,25 @@ def submit_sbatch(plan: DeployPlan, state_dir: Path, runner: Runner) -> JobRecor
             "and copy the script there",
         )
     state_dir.mkdir(parents=True, exist_ok=True)
-    script = state_dir / plan.filename
-    atomic_write_text(script, plan.text)
-    try:
-        done = runner.run(["sbatch", "--parsable", str(script)], cwd=state_dir)
-    except CommandFailed as exc:
-        raise _sbatch_error(exc, plan) from None
-    job_id = done.stdout.strip().split(";", 1)[0]
-    output = _output_file(runner, job_id) or str(
-        state_dir / plan.target.output.replace("%x", plan.job_name).replace("%j", job_id)
-    )
-    record = JobRecord(plan.target.name, "slurm", job_id, plan.image, str(script), output)
-    atomic_write_text(
-        record_path(state_dir, plan.target.name), json.dumps(record.to_json(), indent=2) + "\n"
-    )
+    name = plan.target.name
+    with FileLock(state_dir / f"{name}.lock", purpose=f"fdl deploy submit {name}"):
+        script = state_dir / plan.filename
+        atomic_write_text(script, plan.text)
+        # A request no node can meet would be accepted and pend forever.
+        try:
+            runner.run(["sbatch", "--test-only", str(script)], cwd=state_dir)
+        except CommandFailed as exc:
+            raise _sbatch_error(exc, plan, _cluster_nodes(runner, plan.target.partition)) from None
+        try:
+            done = runner.run(["sbatch", "--parsable", str(script)], cwd=state_dir)
+        except CommandFailed as exc:
+            raise _sbatch_error(exc, plan) from None
+        job_id = done.stdout.strip().split(";", 1)[0]
+        output = _output_file(runner, job_id) or str(
+            state_dir / plan.target.output.replace("%x", plan.job_name).replace("%j", job_id)
+        )
+        record = JobRecord(name, "slurm", job_id, plan.image, str(script), output)
+        write_record(state_dir, record)
     return record
 
 
@@ -202,24 +259,70 @@ def _output_file(runner: Runner, job_id: str) -> str | None:
     return _scontrol(runner, job_id).get("StdOut")
 
 
-def job_state(record: JobRecord, runner: Runner) -> str:
-    """The job's state: squeue while queued or running, then scontrol (kept MinJobAge
-    seconds), then sacct (when accounting is on); ``UNKNOWN`` when none knows it."""
-    done = runner.run(["squeue", "-h", "-j", record.job_id, "-o", "%T"], check=False)
+@dataclass(frozen=True)
+class JobStatus:
+    """A job's state, and why it is in it.
+
+    Attributes:
+        state: SLURM's name (PENDING, RUNNING, COMPLETED, ...), or UNKNOWN.
+        reason: Why it waits (squeue's ``%r``: Resources, Priority, ...), or None.
+        note: What UNKNOWN means here, or None.
+    """
+
+    state: str
+    reason: str | None = None
+    note: str | None = None
+
+
+def job_status(record: JobRecord, runner: Runner) -> JobStatus:
+    """The job's state: squeue while queued or running (with the pending reason), then
+    scontrol (kept MinJobAge seconds), then sacct (when accounting is on); ``UNKNOWN``,
+    with what it means, when none knows it."""
+    done = runner.run(["squeue", "-h", "-j", record.job_id, "-o", "%T|%r"], check=False)
     if done.ok and done.stdout.strip():
-        return done.stdout.split()[0]
+        queued, _, reason = done.stdout.strip().splitlines()[0].partition("|")
+        waiting = queued == "PENDING" and reason not in ("", "None")
+        return JobStatus(queued, reason if waiting else None)
     state = _scontrol(runner, record.job_id).get("JobState")
     if state:
-        return state
+        return JobStatus(state)
     done = runner.run(["sacct", "-n", "-X", "-P", "-j", record.job_id, "-o", "State"], check=False)
     if done.ok and done.stdout.strip():
-        return done.stdout.split()[0]
-    return "UNKNOWN"
+        return JobStatus(done.stdout.split()[0])
+    accounting = "disabled" not in (done.stderr or "").lower() and done.ok
+    why = (
+        "sacct does not know it either"
+        if accounting
+        else "accounting is off on this cluster (AccountingStorageType=accounting_storage/none)"
+    )
+    return JobStatus(
+        "UNKNOWN",
+        note=f"job {record.job_id} has ended and left slurmctld's memory (MinJobAge), and "
+        f"{why}: its end state is not known; its output is {record.output} "
+        f"(fdl deploy logs {record.target} --job {record.job_id})",
+    )
 
 
-def cancel_job(record: JobRecord, runner: Runner) -> None:
-    """``scancel`` the job (a finished job is not an error)."""
+def job_state(record: JobRecord, runner: Runner) -> str:
+    """The job's state name (:func:`job_status`)."""
+    return job_status(record, runner).state
+
+
+def cancel_job(record: JobRecord, runner: Runner) -> str | None:
+    """``scancel`` the job; a job that already ended is left alone.
+
+    Returns:
+        None when the job was cancelled, else the state it had already ended in.
+    """
+    state = job_state(record, runner)
+    if state in FINISHED or state == "UNKNOWN":
+        return state
     runner.run(["scancel", record.job_id])
+    return None
+
+
+# A line longer than this is printed in pieces: the reader holds no more than one.
+_LINE_LIMIT = 1 << 16
 
 
 def follow_output(
@@ -230,17 +333,21 @@ def follow_output(
     poll: float = 0.5,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[str]:
-    """The job's output lines; with ``follow``, until the job has finished."""
+    """The job's output lines, read a line at a time (a 3 GB log is streamed, never held);
+    with ``follow``, until the job has finished."""
     path = Path(record.output)
     position = 0
     while True:
         finished = not follow or job_state(record, runner) in FINISHED
         if path.is_file():
-            with path.open("r", errors="replace") as handle:
+            with path.open("rb") as handle:
                 handle.seek(position)
-                chunk = handle.read()
-                position = handle.tell()
-            yield from chunk.splitlines()
+                for line in iter(lambda: handle.readline(_LINE_LIMIT), b""):
+                    complete = line.endswith(b"\n") or len(line) == _LINE_LIMIT
+                    if not complete and not finished:
+                        break  # a line still being written: the next round reads it whole
+                    position += len(line)
+                    yield line.rstrip(b"\r\n").decode(errors="replace")
         if finished:
             return
         sleep(poll)

@@ -91,7 +91,7 @@ def project_resolver(context: Context) -> VariantResolver:
             raise UsageError(
                 f"no libtorch variant is active in {context.label()}",
                 hint="set `variant:` in the image profile, or install and activate one "
-                "(`fdl libtorch install ...`)",
+                "(`fdl libtorch download` or `fdl libtorch install --from-wheel`)",
             )
         directory = variants.variant_dir(context, chosen)
         if not (directory / "lib").is_dir():
@@ -129,7 +129,8 @@ def keyed_image(variant: VariantRef) -> str:
     if variant.directory is None:
         raise UsageError(
             f"libtorch variant {variant.name!r} is not installed here",
-            hint="install it (`fdl libtorch install ...`) before building images that use it",
+            hint="install it (`fdl libtorch download` or `fdl libtorch install --from-wheel`) "
+            "before building images that use it",
         )
     # Shared by every project: the content key makes the name mean one set of files.
     shared = f"{images_data().paths['libtorch_image']}:{variant_slug(variant.name)}"

@@ -1,7 +1,7 @@
 """Variants made from what already exists: a PyTorch wheel, or a libtorch tree on disk.
 
-``fdl libtorch install`` and the wheel path of ``fdl setup`` call these; so can any Python
-code (no CLI involved)::
+``fdl libtorch install --from-wheel`` (or ``--from-dir``) and the wheel path of
+``fdl setup`` call these; so can any Python code (no CLI involved)::
 
     from fdl.libtorch import install_wheel, wheel_source
 

@@ -24,7 +24,7 @@ __all__ = ["CACHES", "CacheEntry", "check_cleanable", "clean_caches", "list_cach
 # name -> (where under fdl's cache directory, what it is)
 _DIRECTORIES = {
     "downloads": ("libtorch", "official libtorch zips (partial downloads; --keep-archive)"),
-    "wheels": ("wheels", "PyTorch wheels pip downloaded for `fdl libtorch install`"),
+    "wheels": ("wheels", "PyTorch wheels pip downloaded for `fdl libtorch install --from-wheel`"),
     "compiler": ("compiler", "ccache/sccache storage of native source builds"),
     "smoke": ("smoke", "build trees of `fdl libtorch verify --cmake`"),
     "registry": ("registry", "blobs of interrupted `fdl libtorch pull`s (resumed by the next)"),

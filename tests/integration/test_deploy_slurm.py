@@ -31,7 +31,9 @@ def _slurm_problem() -> str | None:
     if shutil.which("sbatch") is None:
         return "no sbatch on PATH (bash scripts/setup-slurm.sh installs a one-node cluster)"
     done = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, check=False)
-    if done.returncode != 0 or not done.stdout.strip().startswith(("idle", "mixed", "allocated")):
+    if done.returncode != 0 or not done.stdout.strip().startswith(
+        ("idle", "mixed", "allocated", "completing")
+    ):
         return f"the local SLURM cluster is not up ({done.stdout.strip() or done.stderr.strip()})"
     return None
 

@@ -119,9 +119,10 @@ class FakeEngine:
         key = f"{len(self.builds)}:{spec!r}"
         image_id = "sha256:" + hashlib.sha256(key.encode()).hexdigest()
         layers = tuple(Layer(line.strip(), 0) for line in text.splitlines() if line.strip())
+        labels = {**_dockerfile_labels(text), **dict(spec.labels)}
         for tag in spec.tags:
             self.images[tag] = _image(
-                tag, id=image_id, tags=spec.tags, labels=dict(spec.labels), layers=layers
+                tag, id=image_id, tags=spec.tags, labels=labels, layers=layers
             )
         steps = tuple(BuildStep(layer.created_by, False) for layer in layers)
         return BuildResult(image_id, spec.tags, self.builder, steps)
@@ -227,6 +228,21 @@ class FakeEngine:
 
     def compose(self) -> ComposeCommand:
         return self.compose_command
+
+
+def _dockerfile_labels(text: str) -> dict[str, str]:
+    """The ``LABEL`` pairs of the last stage, as docker would give the image."""
+    import shlex
+
+    joined = text.replace("\\\n", " ")
+    last = joined.rsplit("\nFROM ", 1)[-1]
+    labels: dict[str, str] = {}
+    for line in last.splitlines():
+        if line.strip().startswith("LABEL "):
+            for word in shlex.split(line.strip()[len("LABEL ") :]):
+                name, _, value = word.partition("=")
+                labels[name] = value
+    return labels
 
 
 Responder = Callable[[list[str]], Completed]

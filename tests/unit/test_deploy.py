@@ -147,7 +147,7 @@ def test_an_old_driver_is_refused_with_the_driver_floor() -> None:
     with pytest.raises(EnvironmentProblem) as caught:
         check_placement(_target("slurm", old), CU130)
     assert "CUDA 13.0 needs driver >= 580" in (caught.value.details or "")
-    assert "older CUDA" in (caught.value.hint or "")
+    assert "older CUDA (e.g. `fdl libtorch download --cuda 12.6`)" in (caught.value.hint or "")
 
 
 def test_slurm_needs_every_gpu_covered_kubernetes_pins_to_the_covered() -> None:
@@ -201,7 +201,13 @@ def test_sbatch_script_has_resources_rendezvous_and_the_digest(tmp_path: Path) -
         "export NCCL_DEBUG=INFO",
     ):
         assert line in text, line
-    assert "docker run --rm --network=host --ipc=host --gpus all" in text
+    assert 'docker run --name "$name" "$@" &' in text
+    assert "--rm --init --network=host --ipc=host --gpus all" in text
+    # The container dies with the job step: stopped by name within KillWait.
+    assert 'name="fdl-$SLURM_JOB_ID-${SLURM_STEP_ID:-0}-$SLURM_PROCID"' in text
+    assert 'docker stop --time "$FDL_STOP_TIME" "$name"' in text
+    assert 'trap "stop; exit 143" TERM' in text
+    assert 'docker rm --force "$name"' in text  # a requeued run's stale container
     assert "--volume /scratch/data:/workspace/data:ro" in text
     assert '"$IMAGE" --steps 2' in text
 

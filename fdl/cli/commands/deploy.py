@@ -17,6 +17,14 @@ app = group(
 )
 
 TargetArg = Annotated[str | None, typer.Argument(help="The target (default: the only one).")]
+JobOption = Annotated[
+    str | None,
+    typer.Option(
+        "--job",
+        help="A job fdl recorded for the target (default: the last one submitted); "
+        "every submitted job keeps its record under .fdl/deploy/jobs/.",
+    ),
+]
 DryRunOption = Annotated[
     bool, typer.Option("--dry-run", help="Print what would be pushed and submitted; run nothing.")
 ]
@@ -54,68 +62,103 @@ def submit(
         typer.Option(
             "--wait",
             help="Stay until the job ends: print its output, exit 0 when it completed, "
-            "1 otherwise (for scripts and fdl bench).",
+            "1 otherwise (for scripts and fdl bench). Ctrl-C cancels the job.",
         ),
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Push the train image to the target's registry, resolve its digest and submit
-    (sbatch --parsable / the Kubernetes API); the job is recorded for status/logs/cancel.
+    """Build the train image (an unchanged project is all BuildKit cache), push it to the
+    target's registry, resolve its digest and submit (sbatch --parsable / the Kubernetes
+    API); placement is judged from the built image's labels. The job is recorded for
+    status/logs/cancel.
 
     Example: fdl deploy submit lab --wait
     """
-    from fdl.deploy import prepare, push_image, runs_local_images, state_dir, submit_sbatch
+    from fdl.deploy import prepare, state_dir, submit_target
     from fdl.engine import default_engine
-    from fdl.errors import UsageError
     from fdl.runner import default_runner
 
     session = _session(ctx)
     manifest = session.manifest()
     prepared = prepare(manifest, target)
-    plan = prepared.plan()  # placement is checked here, before anything is pushed
+    plan = prepared.plan()  # placement by the manifest first: refused before any build
     if dry_run:
         if as_json:
             session.console.json({**plan.to_json(), "dry_run": True})
         else:
+            for text in plan.warnings:
+                session.console.warn(text)
             layers = plan.to_json()["compression"]
             session.console.info(
-                f"would push {plan.local_image} as {plan.remote} ({layers} layers)"
+                f"would build {plan.local_image} and push it as {plan.remote} ({layers} layers)"
             )
             session.console.out(plan.text, end="")
         raise typer.Exit(0)
-    if prepared.target.registry is None and not runs_local_images(prepared.target):
-        raise UsageError(
-            f"deploy target {prepared.target.name!r} has no `registry:` to push the image to",
-            hint=f"set deploy.{prepared.target.name}.registry (e.g. ghcr.io/you); only "
-            "docker/podman on SLURM can run this host's images without one",
-        )
-    engine = default_engine()
-    if prepared.target.registry is None:
-        digest = engine.inspect_image(plan.local_image).id
-    else:
-        pushed = push_image(
-            engine, prepared.target, plan.local_image, plan.remote, on_line=session.console.info
-        )
-        digest = pushed.digest
-    plan = prepared.plan(digest)
-    if prepared.target.kind == "slurm":
-        record = submit_sbatch(plan, state_dir(manifest), default_runner())
-    else:
-        from fdl.deploy import submit_kubernetes
-
-        record = submit_kubernetes(plan, state_dir(manifest))
+    done = submit_target(
+        prepared,
+        state_dir(manifest),
+        engine=default_engine(),
+        runner=default_runner(),
+        environ=session.environ,
+        info=session.console.info,
+        warn=session.console.warn,
+    )
+    plan, record = done.plan, done.record
     if not as_json:
         session.console.info(
             f"submitted {record.kind} job {record.job_id} to {record.target} ({plan.image})"
         )
-    state = _wait(session, record, prepared.target.context, quiet=as_json) if wait else None
+    context = prepared.target.context
+    state = _wait(session, record, context, quiet=as_json) if wait else None
     if as_json:
         session.console.json({**plan.to_json(), "job": record.to_json(), "state": state})
     raise typer.Exit(0 if state in (None, "COMPLETED", "Complete") else 1)
 
 
 def _wait(session: Any, record: Any, context: str | None, *, quiet: bool) -> str:
-    """Follow the job to its end, its output on stdout; return its final state."""
+    """Follow the job to its end, its output on stdout; return its final state.
+
+    Ctrl-C (or SIGTERM: a bench round that timed out) while waiting cancels the job, so
+    nothing keeps running that nobody watches; it says so, or, when the cancel fails, that
+    the job goes on and how to cancel it.
+    """
+    from fdl.errors import Interrupted, Terminated
+
+    try:
+        return _follow(session, record, context, quiet=quiet)
+    except (KeyboardInterrupt, Interrupted, Terminated):
+        _cancel_abandoned(session, record, context)
+        raise
+
+
+def _cancel_abandoned(session: Any, record: Any, context: str | None) -> None:
+    import signal
+
+    from fdl.deploy import cancel_of
+    from fdl.errors import FdlError
+
+    where = f"{record.kind} job {record.job_id} of {record.target}"
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C: let it finish
+    try:
+        ended = cancel_of(record, context=context)
+    except (FdlError, OSError) as exc:
+        session.console.error(
+            f"stopped waiting; {where} keeps running (cancelling it failed: {exc}); "
+            f"cancel it: fdl deploy cancel {record.target} --job {record.job_id}"
+        )
+        return
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if ended is None:
+        session.console.error(
+            f"stopped waiting: cancelled {where} (submit without --wait, then "
+            f"`fdl deploy logs {record.target} -f`, to keep a job running you stop watching)"
+        )
+    else:
+        session.console.error(f"stopped waiting; {where} had already ended ({ended})")
+
+
+def _follow(session: Any, record: Any, context: str | None, *, quiet: bool) -> str:
     import time
 
     from fdl.deploy import job_state_of, logs_of
@@ -136,29 +179,39 @@ def _wait(session: Any, record: Any, context: str | None, *, quiet: bool) -> str
     return str(state)
 
 
-def _record(ctx: typer.Context, target: str | None) -> tuple[Any, Any, str | None]:
+def _record(
+    ctx: typer.Context, target: str | None, job: str | None = None
+) -> tuple[Any, Any, str | None]:
     from fdl.deploy import load_target, read_record, state_dir
 
     session = _session(ctx)
     manifest = session.manifest()
     loaded = load_target(manifest, target)
-    return session, read_record(state_dir(manifest), loaded.name), loaded.context
+    return session, read_record(state_dir(manifest), loaded.name, job), loaded.context
 
 
 @app.command()
-def status(ctx: typer.Context, target: TargetArg = None, as_json: JsonOption = False) -> None:
-    """The state of the job last submitted to the target (PENDING, RUNNING, COMPLETED...).
+def status(
+    ctx: typer.Context, target: TargetArg = None, job: JobOption = None, as_json: JsonOption = False
+) -> None:
+    """The state of the job last submitted to the target (PENDING and why, RUNNING,
+    COMPLETED...).
 
     Example: fdl deploy status lab --json
     """
-    from fdl.deploy import job_state_of
+    from fdl.deploy import job_status_of
 
-    session, record, context = _record(ctx, target)
-    state = job_state_of(record, context=context)
+    session, record, context = _record(ctx, target, job)
+    found = job_status_of(record, context=context)
     if as_json:
-        session.console.json({**record.to_json(), "state": state})
+        session.console.json(
+            {**record.to_json(), "state": found.state, "reason": found.reason, "note": found.note}
+        )
     else:
-        session.console.out(f"{record.target}: job {record.job_id} {state}")
+        why = f" ({found.reason})" if found.reason else ""
+        session.console.out(f"{record.target}: job {record.job_id} {found.state}{why}")
+        if found.note:
+            session.console.info(found.note)
     raise typer.Exit(0)
 
 
@@ -167,14 +220,15 @@ def logs(
     ctx: typer.Context,
     target: TargetArg = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Until the job ends.")] = False,
+    job: JobOption = None,
 ) -> None:
-    """Print the output of the job last submitted to the target.
+    """Print the output of the job last submitted to the target (streamed, a line at a time).
 
     Example: fdl deploy logs lab -f
     """
     from fdl.deploy import logs_of
 
-    session, record, context = _record(ctx, target)
+    session, record, context = _record(ctx, target, job)
     for line in logs_of(record, follow=follow, context=context):
         session.console.out(line)
     raise typer.Exit(0)
@@ -184,20 +238,28 @@ def logs(
 def cancel(
     ctx: typer.Context,
     target: TargetArg = None,
+    job: JobOption = None,
     dry_run: DryRunOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Cancel the job last submitted to the target (scancel / delete the Job).
+    """Cancel the job last submitted to the target (scancel / delete the Job). With docker
+    or podman on SLURM the job script stops the container as the step ends.
 
     Example: fdl deploy cancel lab
     """
     from fdl.deploy import cancel_of
 
-    session, record, context = _record(ctx, target)
-    if not dry_run:
-        cancel_of(record, context=context)
+    session, record, context = _record(ctx, target, job)
+    ended = None if dry_run else cancel_of(record, context=context)
     if as_json:
-        session.console.json({**record.to_json(), "cancelled": not dry_run})
+        session.console.json(
+            {**record.to_json(), "cancelled": not dry_run and ended is None, "ended": ended}
+        )
+    elif ended is not None:
+        session.console.info(
+            f"{record.kind} job {record.job_id} of {record.target} had already ended "
+            f"({ended}); nothing to cancel"
+        )
     else:
         verb = "would cancel" if dry_run else "cancelled"
         session.console.info(f"{verb} {record.kind} job {record.job_id} of {record.target}")
