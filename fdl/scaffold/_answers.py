@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fdl._files import read_small_text, reason_of
+from fdl._files import read_text_file, reason_of
 from fdl.errors import ManifestError, UsageError
 from fdl.scaffold._project_files import MODES, Answers
 from fdl.scaffold._templates import TEMPLATES, scaffold_data, template
@@ -76,10 +76,13 @@ def read_answers(directory: Path) -> dict[str, Any] | None:
     import yaml
 
     path = answers_path(directory)
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return None
+    # Anything else at its path (a directory, a FIFO, a device, a dangling link) is refused
+    # below: taken for "no answers", init --force would rewrite the project with the
+    # defaults of another template.
     try:
-        data = yaml.safe_load(read_small_text(path) or "")
+        data = yaml.safe_load(read_text_file(path) or "")
     except (OSError, yaml.YAMLError, RecursionError) as exc:
         raise ManifestError(
             f"{path}: cannot read the answers of `fdl init`: {reason_of(exc)}",

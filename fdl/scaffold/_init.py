@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fdl._files import atomic_write_text
+from fdl._files import atomic_write_text, existing_mode
 from fdl.errors import UsageError
 from fdl.scaffold._answers import make_answers
 from fdl.scaffold._merge import merge3
@@ -19,7 +19,13 @@ from fdl.scaffold._project_files import (
     FileSpec,
     WriteReport,
 )
-from fdl.scaffold._write import check_target, read_existing, write_project
+from fdl.scaffold._write import (
+    check_target,
+    outside,
+    read_existing,
+    write_project,
+    written_by_fdl,
+)
 
 __all__ = ["BASE_DIR", "init_project", "record_base", "update_project"]
 
@@ -168,7 +174,9 @@ def update_project(
             f"{directory} is not a project made by `fdl init` (no {answers_path(directory).name})",
             hint=f"create one with `fdl init {directory.name}`",
         )
-    answers = make_answers(directory.name, dict(given), dict(recorded))
+    # The project keeps the name it was made with: a renamed directory (a clone under
+    # another name) does not rename the CMake project or the crate.
+    answers = make_answers(str(recorded.get("name") or directory.name), dict(given), dict(recorded))
     if not _plain(directory, BASE_DIR):
         raise UsageError(
             f"{directory / BASE_DIR} is reached through a symbolic link: fdl does not merge "
@@ -225,13 +233,14 @@ def update_project(
     if not dry_run:
         for path, text in writes.items():
             mode = next((s.mode for s in pristine if s.path == path), 0o644)
-            atomic_write_text(directory / path, text, mode=mode)
+            atomic_write_text(directory / path, text, mode=existing_mode(directory / path, mode))
         for result in results:
             if result.action == "deleted":
                 (directory / result.path).unlink()
                 (base_root / result.path).unlink()
         for spec in generated[1]:
-            atomic_write_text(directory / spec.path, spec.content, mode=spec.mode)
+            target = directory / spec.path
+            atomic_write_text(target, spec.content, mode=existing_mode(target, spec.mode))
         for spec in pristine:
             if spec.kind == USER and (directory / spec.path).is_file():
                 atomic_write_text(base_root / spec.path, spec.content)
@@ -263,7 +272,21 @@ def _generated(
     for spec in files:
         if spec.kind != GENERATED:
             continue
-        current = _read(directory / spec.path)
+        target = directory / spec.path
+        escape = outside(directory, spec.path)
+        if escape or target.is_symlink() or (target.exists() and not target.is_file()):
+            why = escape or "a symbolic link or not a file: left alone"
+            out.append(FileResult(spec.path, "skipped", GENERATED, why))
+            continue
+        current = _read(target)
+        if (
+            current is not None
+            and current != spec.content
+            and not written_by_fdl(target, spec.path)
+        ):
+            why = "yours: fdl did not write it (no fdl header); move it aside to get fdl's"
+            out.append(FileResult(spec.path, "skipped", GENERATED, why))
+            continue
         if current == spec.content:
             out.append(FileResult(spec.path, "unchanged", GENERATED))
             continue

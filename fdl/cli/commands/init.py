@@ -103,7 +103,9 @@ def init(
     directory = (session.cwd / name).resolve()
     recorded = read_answers(directory) or {}
     # Before asking anything: a name the template refuses ends the run at once.
-    validate_name(directory.name, template or recorded.get("template") or DEFAULTS["template"])
+    # (--update keeps the name the project was made with, whatever its directory is called.)
+    named = str(recorded.get("name") or directory.name) if update else directory.name
+    validate_name(named, template or recorded.get("template") or DEFAULTS["template"])
     given = {
         "template": template,
         "mode": mode,
