@@ -21,6 +21,7 @@ from fdl.scaffold._project_files import (
 )
 from fdl.scaffold._write import (
     check_target,
+    check_template,
     outside,
     read_existing,
     write_project,
@@ -52,6 +53,7 @@ def init_project(
         UsageError: a name the template refuses, a non-empty directory without ``force``.
     """
     answers = make_answers(directory.name, dict(given), dict(recorded))
+    check_template(directory, answers.template, recorded.get("template"))
     check_target(directory, force=force)
     existing = read_existing(directory, [answers.manifest_file, OVERLAY, *READ_BY_IMAGES])
     files = plan_project(answers, existing=existing)
@@ -177,6 +179,7 @@ def update_project(
     # The project keeps the name it was made with: a renamed directory (a clone under
     # another name) does not rename the CMake project or the crate.
     answers = make_answers(str(recorded.get("name") or directory.name), dict(given), dict(recorded))
+    check_template(directory, answers.template, recorded.get("template"))
     if not _plain(directory, BASE_DIR):
         raise UsageError(
             f"{directory / BASE_DIR} is reached through a symbolic link: fdl does not merge "

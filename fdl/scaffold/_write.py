@@ -19,6 +19,7 @@ from fdl.scaffold._project_files import GENERATED, FileResult, FileSpec, WriteRe
 __all__ = [
     "FDL_MARKS",
     "check_target",
+    "check_template",
     "outside",
     "read_existing",
     "write_project",
@@ -44,6 +45,48 @@ def check_target(directory: Path, *, force: bool) -> None:
             hint="choose a new directory, or add fdl's files to this one with --force "
             "(files that exist stay as they are; nothing is deleted)",
         )
+
+
+def check_template(directory: Path, chosen: str, recorded: str | None) -> None:
+    """Refuse to write template ``chosen`` into a directory that holds a project of
+    another: one whose answers file names another template, or that holds another
+    template's marker file (a ``CMakeLists.txt`` for a floDl project). Mixed, the two
+    would share a directory, a README and a manifest that describes neither.
+
+    Raises:
+        UsageError: with the two ways out (update it with its own template, or another
+            directory).
+    """
+    from fdl.scaffold._templates import TEMPLATES, template
+
+    if not directory.is_dir():
+        return
+    other, why = None, ""
+    if recorded and recorded != chosen:
+        other, why = recorded, f"{answers_path(directory).name} records template {recorded}"
+    elif not recorded:
+        for name in (n for n in TEMPLATES if n != chosen):
+            found = [m for m in template(name).markers if (directory / m).exists()]
+            if found:
+                other, why = name, f"it holds {', '.join(found)}"
+                break
+    if other is None:
+        return
+    update = f"`fdl init {directory.name} --update`" if recorded else None
+    raise UsageError(
+        f"{directory} holds a {other} project ({why}): fdl init does not add a {chosen} "
+        "project to it",
+        hint="; ".join(
+            filter(
+                None,
+                [
+                    f"to bring it up to date with its own template: {update}" if update else None,
+                    f"for a {chosen} project, choose another directory: "
+                    f"`fdl init {directory.name}-{chosen} --template {chosen}`",
+                ],
+            )
+        ),
+    )
 
 
 def read_existing(directory: Path, names: Sequence[str]) -> dict[str, str]:

@@ -478,3 +478,35 @@ def test_update_writes_nothing_through_a_symbolic_link(tmp_path: Path, run_fdl) 
     base.symlink_to(moved)
     refused = run_fdl(["init", ".", "--update"], cwd=project)
     assert refused.exit_code == 2 and "symbolic link" in refused.stderr
+
+
+# --- a directory that holds a project of another template ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "marker"),
+    [
+        (["-t", "cpp", "-m", "native"], "flodl", "CMakeLists.txt"),
+        (["-t", "flodl"], "cpp", "Cargo.toml"),
+    ],
+)
+def test_init_refuses_a_project_of_another_template(
+    tmp_path: Path, run_fdl, first: list[str], then: str, marker: str
+) -> None:
+    assert run_fdl(["init", "p", *first, "--yes"], cwd=tmp_path).exit_code == 0
+    project = tmp_path / "p"
+    before = _tree(project)
+    for extra in ([], ["--force"], ["--update"]):
+        result = run_fdl(["init", "p", "--template", then, *extra], cwd=tmp_path)
+        assert result.exit_code == 2, result.output
+        assert "records template" in result.stderr and f"does not add a {then}" in result.stderr
+        assert "fdl init p --update" in result.stderr
+        assert f"fdl init p-{then} --template {then}" in result.stderr
+        assert _tree(project) == before
+    # a project fdl did not make (no answers file): its build file says what it is
+    (project / ".fdl-answers.yml").unlink()
+    result = run_fdl(["init", "p", "--template", then, "--force"], cwd=tmp_path)
+    assert result.exit_code == 2, result.output
+    assert f"holds a {marker}" not in result.stderr and f"it holds {marker}" in result.stderr
+    assert "--update" not in result.stderr
+    assert set(_tree(project)) == set(before) - {".fdl-answers.yml"}
