@@ -56,11 +56,19 @@ def init_project(
     check_template(directory, answers.template, recorded.get("template"))
     check_target(directory, force=force)
     existing = read_existing(directory, [answers.manifest_file, OVERLAY, *READ_BY_IMAGES])
-    files = plan_project(answers, existing=existing)
+    files = plan_project(answers, existing=existing, ci_files=_repository_root(directory))
     report = write_project(directory, files, force=force, dry_run=dry_run)
     if not dry_run:
         record_base(directory, files, report.results)
     return answers, report
+
+
+def _repository_root(directory: Path) -> bool:
+    """True when ``directory`` is (or will be) its repository's root: not inside another
+    git repository, where `fdl ci generate` writes at that repository's root."""
+    from fdl.ci import repository_root
+
+    return repository_root(directory) == directory.resolve()
 
 
 # What fdl wrote last time for each of the user's files: the base of the next
@@ -188,7 +196,8 @@ def update_project(
         )
     chosen = template(answers.template)
     label = f"template {chosen.name} v{chosen.version}"
-    pristine = plan_project(answers)
+    ci_files = _repository_root(directory)
+    pristine = plan_project(answers, ci_files=ci_files)
     results: list[FileResult] = []
     writes: dict[str, str] = {}
     merged_texts: dict[str, str] = {}
@@ -231,7 +240,7 @@ def update_project(
                         "the template dropped it; yours differs from what fdl wrote, so it stays",
                     )
                 )
-    generated = _generated(directory, answers, merged_texts, results)
+    generated = _generated(directory, answers, merged_texts, results, ci_files=ci_files)
     report_results = sorted([*results, *generated[0]], key=lambda r: r.path)
     if not dry_run:
         for path, text in writes.items():
@@ -254,7 +263,12 @@ _PLANNED_FROM = ("fdl.yml", "fdl.yml.example", OVERLAY, *READ_BY_IMAGES)
 
 
 def _generated(
-    directory: Path, answers: Answers, merged: Mapping[str, str], results: Sequence[FileResult]
+    directory: Path,
+    answers: Answers,
+    merged: Mapping[str, str],
+    results: Sequence[FileResult],
+    *,
+    ci_files: bool = True,
 ) -> tuple[list[FileResult], list[FileSpec]]:
     """The files fdl generates, planned from the merged manifest: (results, to write)."""
     from fdl.errors import FdlError
@@ -262,13 +276,14 @@ def _generated(
     blocked = [r.path for r in results if r.action == "conflict" and r.path in _PLANNED_FROM]
     existing = {name: text for name, text in merged.items() if name in _PLANNED_FROM}
     try:
-        files = [] if blocked else plan_project(answers, existing=existing)
+        files = [] if blocked else plan_project(answers, existing=existing, ci_files=ci_files)
     except FdlError as exc:
         blocked = [f"{answers.manifest_file} ({exc.message})"]
         files = []
     if blocked:
         why = f"resolve the conflicts in {', '.join(blocked)}, then run `fdl init . --force`"
-        names = sorted({s.path for s in plan_project(answers) if s.kind == GENERATED})
+        planned = plan_project(answers, ci_files=ci_files)
+        names = sorted({s.path for s in planned if s.kind == GENERATED})
         return [FileResult(n, "skipped", GENERATED, why) for n in names], []
     out: list[FileResult] = []
     writes: list[FileSpec] = []

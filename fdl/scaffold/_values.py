@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fdl.scaffold._project_files import Answers
@@ -140,6 +141,8 @@ def template_values(answers: Answers, chosen: Template, fdl_version: str) -> dic
         "dockerfile_dir": shared["dockerfile_dir"],
         "ci": shared["ci"],
         "ci_train_args": " ".join(chosen.data["ci_train_args"]),
+        # JSON is YAML: the flow list of `ci.tests.train` in the manifest
+        "ci_tests": json.dumps(chosen.data["ci_train_args"]),
         "image_libtorch": images_data().paths["libtorch"],
     }
     if chosen.name == "flodl":

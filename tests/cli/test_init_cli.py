@@ -32,7 +32,7 @@ def test_init_creates_a_project_and_says_what_next(tmp_path: Path, run_fdl) -> N
         _tree(project)
     )
     assert "  created     CMakeLists.txt" in result.stdout
-    assert "my-model: 14 created (template cpp, mode native, torch 2.13.0)" in result.stdout
+    assert "my-model: 19 created (template cpp, mode native, torch 2.13.0)" in result.stdout
     assert "cd my-model" in result.stdout and "fdl libtorch install --from-wheel" in result.stdout
     assert "fdl train -- --steps 100" in result.stdout
     assert yaml.safe_load((project / ".fdl-answers.yml").read_text())["answers"]["mode"] == "native"
@@ -45,7 +45,7 @@ def test_a_second_run_reuses_the_recorded_answers_and_changes_nothing(
     before = _tree(tmp_path / "p")
     again = run_fdl(["init", "."], cwd=tmp_path / "p")  # no options: the recorded answers
     assert again.exit_code == 0, again.output
-    assert "p: 14 unchanged (template cpp, mode native, torch 2.13.0)" in again.stdout
+    assert "p: 19 unchanged (template cpp, mode native, torch 2.13.0)" in again.stdout
     assert "using the defaults" not in again.stderr
     assert _tree(tmp_path / "p") == before
 
@@ -125,7 +125,7 @@ def test_force_never_writes_through_a_linked_directory_that_leads_out(
     (project / ".github").rename(elsewhere)
     decoy = elsewhere / "workflows/ci.yml"
     decoy.write_text(decoy.read_text() + "# someone else's line\n")
-    before = decoy.read_bytes()
+    before, outside = decoy.read_bytes(), _tree(elsewhere)
     (project / ".github").symlink_to(elsewhere)
     result = run_fdl(["init", "p", "--force"], cwd=tmp_path)
     assert result.exit_code == 0, result.output
@@ -133,7 +133,7 @@ def test_force_never_writes_through_a_linked_directory_that_leads_out(
         result.stdout
     )
     assert decoy.read_bytes() == before
-    assert sorted(p.name for p in (elsewhere / "workflows").iterdir()) == ["ci.yml"]
+    assert _tree(elsewhere) == outside
 
 
 @pytest.mark.parametrize("kind", ["directory", "fifo", "dev-zero", "dangling"])
@@ -233,7 +233,7 @@ def test_in_a_terminal_it_asks_for_template_and_mode(tmp_path: Path) -> None:
     assert code == 0, output.decode(errors="replace")
     text = output.decode()
     assert "Template:" in text and "2) cpp" in text and "Mode:" in text
-    assert "p: 16 created (template cpp, mode mounted, torch 2.13.0)" in text
+    assert "p: 21 created (template cpp, mode mounted, torch 2.13.0)" in text
 
 
 def test_yes_asks_nothing_even_in_a_terminal(tmp_path: Path) -> None:
@@ -510,3 +510,33 @@ def test_init_refuses_a_project_of_another_template(
     assert f"holds a {marker}" not in result.stderr and f"it holds {marker}" in result.stderr
     assert "--update" not in result.stderr
     assert set(_tree(project)) == set(before) - {".fdl-answers.yml"}
+
+
+# --- fdl ci right after fdl init ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("options", [CPP, ["-t", "flodl", "-m", "mounted", "--gpus", "none"]])
+def test_ci_generate_and_check_agree_with_init(tmp_path: Path, run_fdl, options: list[str]) -> None:
+    assert run_fdl(["init", "p", *options], cwd=tmp_path).exit_code == 0
+    project = tmp_path / "p"
+    assert (project / ".github/workflows/fdl-images.yml").is_file()
+    before = _tree(project)
+    check = run_fdl(["ci", "check"], cwd=project)
+    assert check.exit_code == 0, check.output
+    generate = run_fdl(["ci", "generate"], cwd=project)
+    assert generate.exit_code == 0, generate.output
+    assert "wrote" not in generate.stderr and "5 files unchanged" in generate.stderr
+    assert _tree(project) == before
+
+
+def test_init_inside_another_repository_leaves_the_ci_files_to_ci_generate(
+    tmp_path: Path, run_fdl
+) -> None:
+    (tmp_path / ".git").mkdir()  # the project is a directory of a larger repository
+    assert run_fdl(["init", "p", *CPP], cwd=tmp_path).exit_code == 0
+    project = tmp_path / "p"
+    assert not (project / ".github/workflows/fdl-images.yml").exists()
+    assert run_fdl(["ci", "generate"], cwd=project).exit_code == 0
+    assert (tmp_path / ".github/workflows/fdl-images.yml").is_file()
+    assert (project / "ci/docker-bake.hcl").is_file()
+    assert run_fdl(["ci", "check"], cwd=project).exit_code == 0

@@ -25,6 +25,12 @@ COMMON = {
     ".vscode/settings.json",
     ".github/workflows/ci.yml",
     ".gitignore",
+    # what `fdl ci generate` writes for the manifest's ci: section
+    ".github/workflows/fdl-images.yml",
+    "ci/docker-bake.hcl",
+    "ci/dockerfiles/libtorch-cpu.Dockerfile",
+    "ci/dockerfiles/train-cpu.Dockerfile",
+    "ci/dockerfiles/train-cpu.Dockerfile.dockerignore",
     "README.md",
     "docker/train.Dockerfile",
     "fdl.ci.yml",
@@ -48,7 +54,7 @@ def test_each_template_and_mode_plans_exactly_its_files(template: str, mode: str
     assert generated == {
         p
         for p in expected
-        if p.startswith(("docker", ".dockerignore", ".github", ".fdl-answers", ".fdl/"))
+        if p.startswith(("docker", ".dockerignore", ".github", ".fdl-answers", ".fdl/", "ci/"))
     }
     # The manifest, overlay, README, .gitignore and sources are the user's.
     assert {"fdl.yml", "fdl.ci.yml", "README.md", ".gitignore"} <= {
