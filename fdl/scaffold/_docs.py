@@ -39,6 +39,8 @@ def next_steps(answers: Answers, *, directory: str | None = None) -> list[tuple[
         steps.append(("fdl train -- --epochs 20", "train (release build)"))
     if answers.containers:
         steps.append(("fdl shell", "a shell in the dev container"))
+    if answers.hf:
+        steps.append(("fdl flodl-hf classify", "the HuggingFace playground (downloads a model)"))
     steps.append(("fdl image build train", "the slim training image"))
     steps.append(("fdl image run train", "train in it, runs/ mounted"))
     return steps
@@ -60,6 +62,8 @@ def layout(answers: Answers, chosen: Template, dockerfile_dir: str) -> list[tupl
             ("src/main.rs", "the model, its data and the training loop"),
             ("rust-toolchain.toml", "the pinned Rust toolchain (the images install the same)"),
         ]
+        if answers.hf:
+            rows.append(("flodl-hf/", "the HuggingFace playground: its own crate and fdl.yml"))
     rows += [
         (answers.manifest_file, "the manifest: libtorch, commands, images"),
         ("fdl.ci.yml", "the CI overlay (`fdl --env ci ...`)"),

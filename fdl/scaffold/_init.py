@@ -28,7 +28,7 @@ from fdl.scaffold._write import (
     written_by_fdl,
 )
 
-__all__ = ["BASE_DIR", "init_project", "record_base", "update_project"]
+__all__ = ["ADDABLE", "BASE_DIR", "add_to_project", "init_project", "record_base", "update_project"]
 
 
 def init_project(
@@ -314,3 +314,42 @@ def _generated(
         )
         writes.append(spec)
     return out, writes
+
+
+# `fdl add TARGET`: the optional parts of a template -> (its template, the answer that
+# turns it on). floDl's own CLI accepts `hf` for flodl-hf too.
+ADDABLE = {"flodl-hf": ("flodl", "hf"), "hf": ("flodl", "hf")}
+
+
+def add_to_project(
+    directory: Path, target: str, recorded: Mapping[str, Any], *, dry_run: bool = False
+) -> tuple[Answers, WriteReport]:
+    """Add an optional part of the template to a project ``fdl init`` made: the answer
+    that turns it on, recorded, and :func:`update_project` (the part's files created,
+    the manifest three-way merged, so that nothing of the user's is lost).
+
+    Raises:
+        UsageError: an unknown target, not a project of ``fdl init``, or a project of
+            another template.
+    """
+    if target not in ADDABLE:
+        raise UsageError(
+            f"unknown target {target!r}",
+            hint="targets: flodl-hf (floDl's HuggingFace playground, in flodl-hf/)",
+        )
+    wanted, answer = ADDABLE[target]
+    if not recorded:
+        from fdl.scaffold._answers import answers_path
+
+        raise UsageError(
+            f"{directory} is not a project made by `fdl init` (no "
+            f"{answers_path(directory).name}): fdl add extends such a project",
+            hint=f"create one with it: `fdl init NAME --template {wanted} --with-{answer}`",
+        )
+    if recorded.get("template") != wanted:
+        raise UsageError(
+            f"{target} is a part of the {wanted} template; {directory.name} is a "
+            f"{recorded.get('template')} project",
+            hint=f"create a {wanted} project: `fdl init NAME --template {wanted} --with-{answer}`",
+        )
+    return update_project(directory, {answer: True}, recorded, dry_run=dry_run)

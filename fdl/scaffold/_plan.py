@@ -80,14 +80,21 @@ def plan_project(
 
 
 def _own_files(chosen: Template, values: dict[str, Any]) -> list[FileSpec]:
-    """The template's sources: ``.j2`` files rendered, the others as they are."""
+    """The template's sources: ``.j2`` files rendered, the others as they are; with the
+    HuggingFace playground (``hf``), its files under its directory."""
+    parts = [("files", "")]
+    if values.get("hf"):
+        parts.append(("hf", f"{values['hf_data']['directory']}/"))
     files = []
-    for relative, source in template_files(chosen):
-        if relative.endswith(".j2"):
-            text = render(f"{chosen.name}/files/{relative}", values)
-            files.append(FileSpec(relative.removesuffix(".j2"), text, kind=USER))
-        else:
-            files.append(FileSpec(relative, source.read_text(encoding="utf-8"), kind=USER))
+    for part, prefix in parts:
+        for relative, source in template_files(chosen, part):
+            if relative.endswith(".j2"):
+                text = render(f"{chosen.name}/{part}/{relative}", values)
+                path = prefix + relative.removesuffix(".j2")
+                files.append(FileSpec(path, text, kind=USER))
+            else:
+                text = source.read_text(encoding="utf-8")
+                files.append(FileSpec(prefix + relative, text, kind=USER))
     return files
 
 

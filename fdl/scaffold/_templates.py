@@ -93,9 +93,10 @@ def template(name: str) -> Template:
     )
 
 
-def template_files(chosen: Template) -> list[tuple[str, Path]]:
-    """The template's own files: (path in the project, source file), sorted."""
-    files = chosen.directory / "files"
+def template_files(chosen: Template, part: str = "files") -> list[tuple[str, Path]]:
+    """The template's own files in ``part`` (``files``, or an optional part such as
+    ``hf``): (path below the part, source file), sorted."""
+    files = chosen.directory / part
     found = []
     for source in sorted(files.rglob("*")):
         if source.is_file():

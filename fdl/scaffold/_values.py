@@ -154,6 +154,8 @@ def template_values(answers: Answers, chosen: Template, fdl_version: str) -> dic
             rust=chosen.data["rust"],
             rust_setup=_rust_setup(chosen.data["rust"]),
             rust_packages=list(chosen.data["rust"]["packages"]),
+            hf=answers.hf,
+            hf_data=chosen.data["hf"],
         )
         target = cuda_service(answers)
         values.update(

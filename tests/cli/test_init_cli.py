@@ -540,3 +540,59 @@ def test_init_inside_another_repository_leaves_the_ci_files_to_ci_generate(
     assert (tmp_path / ".github/workflows/fdl-images.yml").is_file()
     assert (project / "ci/docker-bake.hcl").is_file()
     assert run_fdl(["ci", "check"], cwd=project).exit_code == 0
+
+
+# --- the HuggingFace playground: fdl init --with-hf, fdl add flodl-hf -----------------------
+
+FLODL_NATIVE = ["-t", "flodl", "-m", "native", "--gpus", "none"]
+
+
+def test_init_with_hf_gives_a_playground_its_command_runs(tmp_path: Path, run_fdl) -> None:
+    result = run_fdl(["init", "p", *FLODL_NATIVE, "--with-hf"], cwd=tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "fdl flodl-hf classify" in result.stdout  # a next step
+    project = tmp_path / "p"
+    assert (project / "flodl-hf/src/main.rs").is_file()
+    planned_run = run_fdl(["flodl-hf", "classify", "--dry-run"], cwd=project)
+    assert planned_run.exit_code == 0, planned_run.output
+    assert f"cd {project / 'flodl-hf'}" in planned_run.stdout
+    assert "cargo run --release --" in planned_run.stdout
+    refused = run_fdl(["init", "q", *CPP, "--with-hf"], cwd=tmp_path)
+    assert refused.exit_code == 2 and "--template flodl" in refused.stderr
+
+
+def test_add_flodl_hf_merges_it_into_a_project_keeping_your_edits(tmp_path: Path, run_fdl) -> None:
+    assert run_fdl(["init", "p", *FLODL_NATIVE], cwd=tmp_path).exit_code == 0
+    project = tmp_path / "p"
+    manifest = project / "fdl.yml"
+    manifest.write_text(manifest.read_text() + "# my own note\n")
+    before = _tree(project)
+    preview = run_fdl(["add", "flodl-hf", "--dry-run"], cwd=project)
+    assert preview.exit_code == 0, preview.output
+    assert "would create      flodl-hf/Cargo.toml" in preview.stdout
+    assert "+  flodl-hf:" in preview.stdout
+    assert _tree(project) == before
+    result = run_fdl(["add", "flodl-hf"], cwd=project)
+    assert result.exit_code == 0, result.output
+    assert "merged      fdl.yml" in result.stdout
+    text = manifest.read_text()
+    assert "# my own note\n" in text and "    path: flodl-hf\n" in text
+    assert yaml.safe_load((project / ".fdl-answers.yml").read_text())["answers"]["hf"] is True
+    assert (project / "flodl-hf/fdl.yml").is_file()
+    assert _tree(project)["Cargo.toml"] == before["Cargo.toml"]
+    assert run_fdl(["flodl-hf", "classify", "--dry-run"], cwd=project).exit_code == 0
+    again = run_fdl(["add", "hf"], cwd=project)  # floDl's alias; nothing left to do
+    assert again.exit_code == 0 and "created" not in again.stdout
+
+
+def test_add_refuses_what_it_cannot_add(tmp_path: Path, run_fdl) -> None:
+    assert run_fdl(["init", "c", *CPP], cwd=tmp_path).exit_code == 0
+    other = run_fdl(["add", "flodl-hf"], cwd=tmp_path / "c")
+    assert other.exit_code == 2 and "c is a cpp project" in other.stderr
+    (tmp_path / "plain").mkdir()
+    plain = run_fdl(["add", "flodl-hf"], cwd=tmp_path / "plain")
+    assert plain.exit_code == 2 and "not a project made by `fdl init`" in plain.stderr
+    assert "--with-hf" in plain.stderr
+    unknown = run_fdl(["add", "pandas"], cwd=tmp_path / "c")
+    assert unknown.exit_code == 2 and "unknown target 'pandas'" in unknown.stderr
+    assert list((tmp_path / "plain").iterdir()) == []

@@ -11,6 +11,7 @@ import pytest
 import tomllib
 import yaml
 
+from fdl.errors import UsageError
 from fdl.images import plan_images
 from fdl.manifest import load_manifest
 from fdl.scaffold import GENERATED, USER, plan_project, read_existing
@@ -276,3 +277,59 @@ def test_readme_lists_the_manifests_commands() -> None:
     for name in yaml.safe_load(files["fdl.yml"].content)["commands"]:
         assert f"| `fdl {name}` |" in readme
     assert "fdl train -- --epochs 20" in readme
+
+
+# --- what floDl's own scaffold gives: the HuggingFace playground, graphviz, the services ---
+
+
+def test_the_hf_playground_is_a_crate_of_its_own_reached_by_a_command() -> None:
+    without = planned("flodl", "native")
+    files = planned("flodl", "native", hf=True)
+    assert set(files) - set(without) == {
+        "flodl-hf/Cargo.toml",
+        "flodl-hf/README.md",
+        "flodl-hf/fdl.yml",
+        "flodl-hf/src/main.rs",
+    }
+    cargo = files["flodl-hf/Cargo.toml"].content
+    assert 'flodl = "=0.5.3"' in cargo and 'flodl-hf = "=0.5.3"' in cargo
+    assert files["Cargo.toml"].content == without["Cargo.toml"].content  # untouched
+    manifest = yaml.safe_load(files["fdl.yml"].content)
+    assert manifest["commands"]["flodl-hf"] == {
+        "description": "The HuggingFace playground: fdl flodl-hf classify",
+        "path": "flodl-hf",
+    }
+    nested = yaml.safe_load(files["flodl-hf/fdl.yml"].content)
+    assert nested["commands"]["classify"]["run"] == "cargo run --release --"
+    assert "docker" not in nested["commands"]["classify"]  # native: on this machine
+    assert "hf: true" in files[".fdl-answers.yml"].content
+    assert "hf:" not in without[".fdl-answers.yml"].content
+    mounted = planned("flodl", "mounted", hf=True)
+    assert (
+        yaml.safe_load(mounted["flodl-hf/fdl.yml"].content)["commands"]["classify"]["docker"]
+        == "dev"
+    )
+    assert "HF_HOME: /workspace/.cache/huggingface" in mounted["fdl.yml"].content
+
+
+def test_only_the_flodl_template_has_the_hf_playground() -> None:
+    with pytest.raises(UsageError, match="flodl-hf") as caught:
+        answers("cpp", "native", hf=True)
+    assert caught.value.hint is not None and "--template flodl" in caught.value.hint
+
+
+@pytest.mark.parametrize("mode", ["mounted", "baked"])
+def test_flodl_images_have_graphviz(mode: str) -> None:
+    files = planned("flodl", mode)
+    for name in ("dev", "cuda", "train"):
+        assert "graphviz" in files[f"docker/{name}.Dockerfile"].content, name
+    train = files["docker/train.Dockerfile"].content
+    runtime = train[train.rindex("\nFROM ") :]  # the last stage: what the image runs with
+    assert "graphviz" in runtime
+
+
+def test_the_cpu_dev_service_never_mounts_the_active_variant() -> None:
+    compose = yaml.safe_load(planned("flodl", "mounted")["docker-compose.yml"].content)
+    dev = compose["services"]["dev"]["volumes"]
+    assert "./libtorch/precompiled/cpu:/opt/libtorch:ro" in dev
+    assert not any("LIBTORCH_HOST_PATH" in volume for volume in dev)
