@@ -190,7 +190,10 @@ def test_flodl_images_install_rust_and_point_the_build_at_libtorch() -> None:
     cuda = files["docker/cuda.Dockerfile"].content
     assert re.search(r"ARG BASE_IMAGE=nvidia/cuda:13\.0\.\d+-cudnn-devel-ubuntu", cuda)
     compose = yaml.safe_load(files["docker-compose.yml"].content)
-    assert "./libtorch/precompiled/cu130:/opt/libtorch:ro" in compose["services"]["cuda"]["volumes"]
+    assert (
+        "${LIBTORCH_CUDA_PATH:-./libtorch/precompiled/cu130}:/opt/libtorch:ro"
+        in compose["services"]["cuda"]["volumes"]
+    )
     assert "deploy" in compose["services"]["cuda"] and "deploy" not in compose["services"]["dev"]
     train = files["docker/train.Dockerfile"].content
     assert "LIBTORCH_PATH=/opt/libtorch cargo build --release" in train
@@ -333,3 +336,25 @@ def test_the_cpu_dev_service_never_mounts_the_active_variant() -> None:
     dev = compose["services"]["dev"]["volumes"]
     assert "./libtorch/precompiled/cpu:/opt/libtorch:ro" in dev
     assert not any("LIBTORCH_HOST_PATH" in volume for volume in dev)
+
+
+def test_the_cuda_service_follows_the_active_cuda_variant(tmp_path: Path) -> None:
+    from fdl.tasks._compose_file import load_compose
+    from fdl.tasks._env import apply_changes
+    from fdl.tasks._libtorch_env import active_libtorch, compose_variables
+    from tests.support.tasks_helpers import fake_libtorch
+
+    project = write_files(tmp_path, planned("flodl", "mounted"))
+
+    def mounted(service: str) -> set[Path]:
+        environ = apply_changes({}, compose_variables(active_libtorch(project, {})))
+        compose = load_compose(project / "docker-compose.yml", environ)
+        return {m.source for m in compose.mounts[service] if m.target == "/opt/libtorch"}
+
+    libtorch = project / "libtorch"
+    fake_libtorch(project, "precompiled/cu126", cuda="12.6")
+    assert mounted("cuda") == {libtorch / "precompiled/cu126"}  # the active CUDA build
+    assert mounted("dev") == {libtorch / "precompiled/cpu"}  # never a CUDA one
+    fake_libtorch(project, "precompiled/cpu", cuda=None)
+    assert mounted("cuda") == {libtorch / "precompiled/cu130"}  # not the CPU one
+    assert "follow-active" not in planned("flodl", "baked")["fdl.yml"].content
