@@ -132,6 +132,7 @@ def template_values(answers: Answers, chosen: Template, fdl_version: str) -> dic
         "cmake_project": answers.name,
         "template_version": chosen.version,
         "containers": answers.containers,
+        "hf": answers.hf,
         "baked": answers.mode == "baked",
         "manifest_file": answers.manifest_file,
         "torch_minor": torch_release.version,
@@ -154,7 +155,6 @@ def template_values(answers: Answers, chosen: Template, fdl_version: str) -> dic
             rust=chosen.data["rust"],
             rust_setup=_rust_setup(chosen.data["rust"]),
             rust_packages=list(chosen.data["rust"]["packages"]),
-            hf=answers.hf,
             hf_data=chosen.data["hf"],
         )
         target = cuda_service(answers)

@@ -305,6 +305,8 @@ def test_the_hf_playground_is_a_crate_of_its_own_reached_by_a_command() -> None:
     nested = yaml.safe_load(files["flodl-hf/fdl.yml"].content)
     assert nested["commands"]["classify"]["run"] == "cargo run --release --"
     assert "docker" not in nested["commands"]["classify"]  # native: on this machine
+    assert "\n/flodl-hf/target/\n" in files[".gitignore"].content  # the playground's build
+    assert "flodl-hf" not in without[".gitignore"].content
     assert "hf: true" in files[".fdl-answers.yml"].content
     assert "hf:" not in without[".fdl-answers.yml"].content
     mounted = planned("flodl", "mounted", hf=True)
