@@ -14,8 +14,10 @@ __all__ = [
     "NotARegularFile",
     "atomic_write_text",
     "copy_tree",
+    "existing_mode",
     "file_sha256",
     "first_line",
+    "leaves",
     "read_small_text",
     "tree_size",
 ]
@@ -45,6 +47,30 @@ def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def leaves(root: Path, path: Path) -> bool:
+    """True when writing ``path`` would land outside ``root``: a directory on the way, or
+    the path itself, is a symbolic link (or ``..``) whose resolved location is not under
+    ``root`` (links inside ``root`` are followed). Where fdl writes a file of the
+    project's it checks this first: it never writes outside the project through a link.
+    """
+    try:
+        base = root.resolve()
+        where = path.resolve() if path.is_symlink() else path.parent.resolve() / path.name
+    except (OSError, RuntimeError):  # a link loop
+        return True
+    return not where.is_relative_to(base)
+
+
+def existing_mode(path: Path, default: int | None = None) -> int | None:
+    """The permission bits of the file at ``path``, ``default`` when there is none: what a
+    file fdl rewrites keeps (the user's chmod +x survives an update)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return default
+    return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else default
 
 
 def file_sha256(path: Path) -> str:

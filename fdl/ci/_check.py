@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fdl._files import first_line
+from fdl._files import atomic_write_text, existing_mode, first_line, leaves
 from fdl.ci._render import GeneratedFile
 from fdl.errors import UsageError
 
@@ -112,15 +112,26 @@ def write_files(
 ) -> list[FileChange]:
     """Write what differs (and delete stale generated files); return what changed.
 
+    Nothing is written or deleted through a symbolic link that leads out of ``root``.
     Only files fdl generated are rewritten or deleted: a file of the user's at a generated
     path is refused (all of them named, nothing written) unless ``force``. With
     ``dry_run`` nothing is written or deleted: the changes it would make are returned
     (the refusal still applies).
 
     Raises:
-        UsageError: files fdl did not generate would be overwritten.
+        UsageError: files fdl did not generate would be overwritten, or a path leaves
+            ``root`` through a link.
     """
     drift = find_drift(root, files, owned)
+    escaping = [change.path for change in drift.changes if leaves(root, root / change.path)]
+    if escaping:
+        raise UsageError(
+            f"{len(escaping)} generated file(s) would be written outside {root} through a "
+            "symbolic link: " + ", ".join(escaping),
+            hint="replace the linked directory with a real one (mv), or point ci.output / "
+            "ci.workflow at paths inside the repository; fdl never writes through a link "
+            "that leads out",
+        )
     foreign = [
         change.path
         for change in drift.changes
@@ -141,6 +152,6 @@ def write_files(
         if change.state == "stale":
             path.unlink()
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(texts[change.path], encoding="utf-8")
+        # temporary file + rename: a full disk leaves the old file, not an empty one
+        atomic_write_text(path, texts[change.path], mode=existing_mode(path))
     return list(drift.changes)

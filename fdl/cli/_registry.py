@@ -36,6 +36,12 @@ BUILTINS: dict[str, Builtin] = {
             "fdl.cli.commands.init",
             single=True,
         ),
+        Builtin(
+            "add",
+            "add a part of the template to a project made by fdl init (flodl-hf)",
+            "fdl.cli.commands.add",
+            single=True,
+        ),
         Builtin("config", "show, explain, validate the merged manifest", "fdl.cli.commands.config"),
         Builtin("image", "render, build, size and run Docker images", "fdl.cli.commands.image"),
         Builtin(

@@ -160,6 +160,7 @@ class _Planner:
             fdl_version=self.fdl_version,
             context=_context(raw),
             setup=tuple(str(command) for command in raw.get("setup") or ()),
+            follow_active=bool(raw.get("follow-active")),
             **self._program(key, kind, raw, variant),
         )
 

@@ -231,6 +231,10 @@ def _service(spec: ImageSpec, context: str, dockerfile_dir: str) -> dict[str, An
             host = _join(context, f"libtorch/{spec.variant.name}")
             if not spec.variant.pinned:
                 host = f"${{LIBTORCH_HOST_PATH:-{host}}}"
+            elif spec.follow_active:
+                # the active variant when it is a CUDA build (fdl exports the variable
+                # only then), else the pinned one: never a CPU libtorch by surprise
+                host = f"${{LIBTORCH_CUDA_PATH:-{host}}}"
             volumes.append(f"{host}:{libtorch_dir}:ro")
     for mount in spec.mounts:
         source = mount.source if mount.source.startswith("/") else _join(context, mount.source)

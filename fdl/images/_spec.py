@@ -124,6 +124,8 @@ class ImageSpec:
         paths: Fixed paths in the image (``libtorch``, ``app``).
         source: The manifest files it comes from (``fdl.yml + fdl.ci.yml``).
         fdl_version: The fdl that planned it.
+        follow_active: A mounted dev profile mounts the active variant when it is a
+            CUDA build, its pinned ``variant`` otherwise (``follow-active: true``).
         context: The build context, relative to the project (``.``: the project).
         setup: Shell commands run as root after the system packages (dev images; the
             build stage of train images), e.g. installing a toolchain apt lacks.
@@ -163,6 +165,7 @@ class ImageSpec:
     fdl_version: str
     context: str = "."
     setup: tuple[str, ...] = ()
+    follow_active: bool = False
 
     @property
     def program_name(self) -> str | None:

@@ -23,7 +23,7 @@ from fdl.scaffold._answers import (
     validate_name,
 )
 from fdl.scaffold._docs import next_steps
-from fdl.scaffold._init import BASE_DIR, init_project, update_project
+from fdl.scaffold._init import ADDABLE, BASE_DIR, add_to_project, init_project, update_project
 from fdl.scaffold._plan import OVERLAY, READ_BY_IMAGES, plan_project
 from fdl.scaffold._project_files import (
     ACTIONS,
@@ -40,6 +40,7 @@ from fdl.scaffold._write import check_target, read_existing, write_project
 
 __all__ = [
     "ACTIONS",
+    "ADDABLE",
     "BASE_DIR",
     "DEFAULTS",
     "GENERATED",
@@ -52,6 +53,7 @@ __all__ = [
     "FileResult",
     "FileSpec",
     "WriteReport",
+    "add_to_project",
     "answers_path",
     "check_target",
     "init_project",

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fdl._files import read_small_text, reason_of
+from fdl._files import read_text_file, reason_of
 from fdl.errors import ManifestError, UsageError
 from fdl.scaffold._project_files import MODES, Answers
 from fdl.scaffold._templates import TEMPLATES, scaffold_data, template
@@ -76,10 +76,13 @@ def read_answers(directory: Path) -> dict[str, Any] | None:
     import yaml
 
     path = answers_path(directory)
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return None
+    # Anything else at its path (a directory, a FIFO, a device, a dangling link) is refused
+    # below: taken for "no answers", init --force would rewrite the project with the
+    # defaults of another template.
     try:
-        data = yaml.safe_load(read_small_text(path) or "")
+        data = yaml.safe_load(read_text_file(path) or "")
     except (OSError, yaml.YAMLError, RecursionError) as exc:
         raise ManifestError(
             f"{path}: cannot read the answers of `fdl init`: {reason_of(exc)}",
@@ -106,6 +109,7 @@ _RECORDED = {
     "gpus": '"6.1,12.0"',
     "driver": '"570.86"',
     "example": "false",
+    "hf": "true",
 }
 
 
@@ -115,15 +119,15 @@ def _check_recorded(path: Path, key: str, value: object) -> None:
     example = _RECORDED.get(key)
     if example is None or value is None:
         return
-    if key == "example":
+    flag = key in ("example", "hf")
+    if flag:
         fits = isinstance(value, bool)
     else:
         fits = isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
     if not fits:
         where = key if key == "template" else f"answers.{key}"
         raise ManifestError(
-            f"{path}: {where}: expected {'true or false' if key == 'example' else 'text'}, "
-            f"got {value!r}",
+            f"{path}: {where}: expected {'true or false' if flag else 'text'}, got {value!r}",
             hint=f"write it as fdl does, e.g. {key}: {example}; or delete the file and pass "
             "every answer on the command line",
         )
@@ -156,6 +160,13 @@ def make_answers(name: str, given: Mapping[str, Any], recorded: Mapping[str, Any
         raise UsageError(
             f"invalid torch version {torch!r}", hint="give a release such as 2.13 or 2.13.0"
         )
+    hf = bool(pick("hf", False))
+    if hf and template_name != "flodl":
+        raise UsageError(
+            f"the HuggingFace playground (flodl-hf) is floDl's; the {template_name} template "
+            "has none",
+            hint="drop --with-hf, or choose --template flodl",
+        )
     return Answers(
         name=validate_name(name, template_name),
         template=template_name,
@@ -164,6 +175,7 @@ def make_answers(name: str, given: Mapping[str, Any], recorded: Mapping[str, Any
         example=bool(pick("example", DEFAULTS["example"])),
         gpus=_gpus(str(pick("gpus", "") or "")),
         driver=_driver(str(pick("driver", "") or "")),
+        hf=hf,
     )
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fdl.images import ImageSpec, VariantRef, VariantResolver
+from fdl.manifest import Manifest
 from fdl.scaffold._project_files import Answers
 
 __all__ = ["plan_generated", "scaffold_resolver"]
@@ -56,7 +57,9 @@ def plan_generated(
     overlays: dict[str, str],
     fdl_version: str,
     sources: dict[str, str] | None = None,
-) -> tuple[dict[str, Any], list[ImageSpec]]:
+    *,
+    own: bool = False,
+) -> tuple[dict[str, Any], list[ImageSpec], list[tuple[str, str]]]:
     """Validate the generated manifest and overlays, and plan their image profiles.
 
     They are loaded from a scratch directory named after the project (images take
@@ -69,9 +72,11 @@ def plan_generated(
         fdl_version: Recorded in the images' labels.
         sources: Other project files image planning reads (``CMakeLists.txt``, for the
             default program of a training image).
+        own: The manifest is the user's (not the template's).
 
     Returns:
-        The base manifest's data and the planned images.
+        The base manifest's data, the planned images, and the files of
+        ``fdl ci generate`` (path, text).
 
     Raises:
         ManifestError: a generated file fails validation (a bug in a template).
@@ -92,4 +97,26 @@ def plan_generated(
         loaded = load_manifest(directory, environ={})
         resolver = scaffold_resolver(answers, _cuda_variants(answers))
         specs = plan_images(loaded, resolver=resolver, fdl_version=fdl_version)
-        return loaded.data, specs
+        return loaded.data, specs, _ci_files(loaded, directory, fdl_version, own)
+
+
+def _ci_files(
+    loaded: Manifest, directory: Path, fdl_version: str, own: bool
+) -> list[tuple[str, str]]:
+    """What ``fdl ci generate`` writes for the manifest's ``ci:`` section (path, text),
+    the project being its repository's root: `fdl init` writes them, so ``fdl ci check``
+    agrees from the first commit. A ``ci:`` section of the user's that cannot be planned
+    here (a recipe of the project's, not in the scratch directory) gives none: those
+    files are then left to ``fdl ci generate``, which reads the whole project."""
+    from fdl.ci import generated_files, plan_matrix
+    from fdl.errors import FdlError
+
+    if not loaded.get("ci"):
+        return []
+    try:
+        matrix = plan_matrix(loaded, fdl_version=fdl_version, repo_root=directory)
+    except FdlError:
+        if own:
+            return []
+        raise
+    return [(item.path, item.text) for item in generated_files(matrix)]

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fdl._files import atomic_write_text
+from fdl._files import atomic_write_text, existing_mode
 from fdl.errors import UsageError
 from fdl.scaffold._answers import make_answers
 from fdl.scaffold._merge import merge3
@@ -19,9 +19,16 @@ from fdl.scaffold._project_files import (
     FileSpec,
     WriteReport,
 )
-from fdl.scaffold._write import check_target, read_existing, write_project
+from fdl.scaffold._write import (
+    check_target,
+    check_template,
+    outside,
+    read_existing,
+    write_project,
+    written_by_fdl,
+)
 
-__all__ = ["BASE_DIR", "init_project", "record_base", "update_project"]
+__all__ = ["ADDABLE", "BASE_DIR", "add_to_project", "init_project", "record_base", "update_project"]
 
 
 def init_project(
@@ -46,13 +53,22 @@ def init_project(
         UsageError: a name the template refuses, a non-empty directory without ``force``.
     """
     answers = make_answers(directory.name, dict(given), dict(recorded))
+    check_template(directory, answers.template, recorded.get("template"))
     check_target(directory, force=force)
     existing = read_existing(directory, [answers.manifest_file, OVERLAY, *READ_BY_IMAGES])
-    files = plan_project(answers, existing=existing)
+    files = plan_project(answers, existing=existing, ci_files=_repository_root(directory))
     report = write_project(directory, files, force=force, dry_run=dry_run)
     if not dry_run:
         record_base(directory, files, report.results)
     return answers, report
+
+
+def _repository_root(directory: Path) -> bool:
+    """True when ``directory`` is (or will be) its repository's root: not inside another
+    git repository, where `fdl ci generate` writes at that repository's root."""
+    from fdl.ci import repository_root
+
+    return repository_root(directory) == directory.resolve()
 
 
 # What fdl wrote last time for each of the user's files: the base of the next
@@ -168,7 +184,10 @@ def update_project(
             f"{directory} is not a project made by `fdl init` (no {answers_path(directory).name})",
             hint=f"create one with `fdl init {directory.name}`",
         )
-    answers = make_answers(directory.name, dict(given), dict(recorded))
+    # The project keeps the name it was made with: a renamed directory (a clone under
+    # another name) does not rename the CMake project or the crate.
+    answers = make_answers(str(recorded.get("name") or directory.name), dict(given), dict(recorded))
+    check_template(directory, answers.template, recorded.get("template"))
     if not _plain(directory, BASE_DIR):
         raise UsageError(
             f"{directory / BASE_DIR} is reached through a symbolic link: fdl does not merge "
@@ -177,7 +196,8 @@ def update_project(
         )
     chosen = template(answers.template)
     label = f"template {chosen.name} v{chosen.version}"
-    pristine = plan_project(answers)
+    ci_files = _repository_root(directory)
+    pristine = plan_project(answers, ci_files=ci_files)
     results: list[FileResult] = []
     writes: dict[str, str] = {}
     merged_texts: dict[str, str] = {}
@@ -220,18 +240,19 @@ def update_project(
                         "the template dropped it; yours differs from what fdl wrote, so it stays",
                     )
                 )
-    generated = _generated(directory, answers, merged_texts, results)
+    generated = _generated(directory, answers, merged_texts, results, ci_files=ci_files)
     report_results = sorted([*results, *generated[0]], key=lambda r: r.path)
     if not dry_run:
         for path, text in writes.items():
             mode = next((s.mode for s in pristine if s.path == path), 0o644)
-            atomic_write_text(directory / path, text, mode=mode)
+            atomic_write_text(directory / path, text, mode=existing_mode(directory / path, mode))
         for result in results:
             if result.action == "deleted":
                 (directory / result.path).unlink()
                 (base_root / result.path).unlink()
         for spec in generated[1]:
-            atomic_write_text(directory / spec.path, spec.content, mode=spec.mode)
+            target = directory / spec.path
+            atomic_write_text(target, spec.content, mode=existing_mode(target, spec.mode))
         for spec in pristine:
             if spec.kind == USER and (directory / spec.path).is_file():
                 atomic_write_text(base_root / spec.path, spec.content)
@@ -242,7 +263,12 @@ _PLANNED_FROM = ("fdl.yml", "fdl.yml.example", OVERLAY, *READ_BY_IMAGES)
 
 
 def _generated(
-    directory: Path, answers: Answers, merged: Mapping[str, str], results: Sequence[FileResult]
+    directory: Path,
+    answers: Answers,
+    merged: Mapping[str, str],
+    results: Sequence[FileResult],
+    *,
+    ci_files: bool = True,
 ) -> tuple[list[FileResult], list[FileSpec]]:
     """The files fdl generates, planned from the merged manifest: (results, to write)."""
     from fdl.errors import FdlError
@@ -250,20 +276,35 @@ def _generated(
     blocked = [r.path for r in results if r.action == "conflict" and r.path in _PLANNED_FROM]
     existing = {name: text for name, text in merged.items() if name in _PLANNED_FROM}
     try:
-        files = [] if blocked else plan_project(answers, existing=existing)
+        files = [] if blocked else plan_project(answers, existing=existing, ci_files=ci_files)
     except FdlError as exc:
         blocked = [f"{answers.manifest_file} ({exc.message})"]
         files = []
     if blocked:
         why = f"resolve the conflicts in {', '.join(blocked)}, then run `fdl init . --force`"
-        names = sorted({s.path for s in plan_project(answers) if s.kind == GENERATED})
+        planned = plan_project(answers, ci_files=ci_files)
+        names = sorted({s.path for s in planned if s.kind == GENERATED})
         return [FileResult(n, "skipped", GENERATED, why) for n in names], []
     out: list[FileResult] = []
     writes: list[FileSpec] = []
     for spec in files:
         if spec.kind != GENERATED:
             continue
-        current = _read(directory / spec.path)
+        target = directory / spec.path
+        escape = outside(directory, spec.path)
+        if escape or target.is_symlink() or (target.exists() and not target.is_file()):
+            why = escape or "a symbolic link or not a file: left alone"
+            out.append(FileResult(spec.path, "skipped", GENERATED, why))
+            continue
+        current = _read(target)
+        if (
+            current is not None
+            and current != spec.content
+            and not written_by_fdl(target, spec.path)
+        ):
+            why = "yours: fdl did not write it (no fdl header); move it aside to get fdl's"
+            out.append(FileResult(spec.path, "skipped", GENERATED, why))
+            continue
         if current == spec.content:
             out.append(FileResult(spec.path, "unchanged", GENERATED))
             continue
@@ -273,3 +314,42 @@ def _generated(
         )
         writes.append(spec)
     return out, writes
+
+
+# `fdl add TARGET`: the optional parts of a template -> (its template, the answer that
+# turns it on). floDl's own CLI accepts `hf` for flodl-hf too.
+ADDABLE = {"flodl-hf": ("flodl", "hf"), "hf": ("flodl", "hf")}
+
+
+def add_to_project(
+    directory: Path, target: str, recorded: Mapping[str, Any], *, dry_run: bool = False
+) -> tuple[Answers, WriteReport]:
+    """Add an optional part of the template to a project ``fdl init`` made: the answer
+    that turns it on, recorded, and :func:`update_project` (the part's files created,
+    the manifest three-way merged, so that nothing of the user's is lost).
+
+    Raises:
+        UsageError: an unknown target, not a project of ``fdl init``, or a project of
+            another template.
+    """
+    if target not in ADDABLE:
+        raise UsageError(
+            f"unknown target {target!r}",
+            hint="targets: flodl-hf (floDl's HuggingFace playground, in flodl-hf/)",
+        )
+    wanted, answer = ADDABLE[target]
+    if not recorded:
+        from fdl.scaffold._answers import answers_path
+
+        raise UsageError(
+            f"{directory} is not a project made by `fdl init` (no "
+            f"{answers_path(directory).name}): fdl add extends such a project",
+            hint=f"create one with it: `fdl init NAME --template {wanted} --with-{answer}`",
+        )
+    if recorded.get("template") != wanted:
+        raise UsageError(
+            f"{target} is a part of the {wanted} template; {directory.name} is a "
+            f"{recorded.get('template')} project",
+            hint=f"create a {wanted} project: `fdl init NAME --template {wanted} --with-{answer}`",
+        )
+    return update_project(directory, {answer: True}, recorded, dry_run=dry_run)

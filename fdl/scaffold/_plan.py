@@ -29,6 +29,7 @@ def plan_project(
     *,
     fdl_version: str | None = None,
     existing: Mapping[str, str] | None = None,
+    ci_files: bool = True,
 ) -> list[FileSpec]:
     """Every file of a new project, sorted by path.
 
@@ -41,6 +42,9 @@ def plan_project(
         fdl_version: Recorded in the files (default: this fdl's version).
         existing: The project's own manifest, overlay and :data:`READ_BY_IMAGES` files
             that exist (name -> text), see :func:`fdl.scaffold.read_existing`.
+        ci_files: Plan the files of ``fdl ci generate`` for the manifest's ``ci:``
+            section (False when the project is not its repository's root: those
+            files then belong at the root, outside the project).
 
     Raises:
         UsageError: fdl's tables do not know the torch version.
@@ -56,12 +60,13 @@ def plan_project(
     own = existing or {}
     sources = _own_files(chosen, values)
     read = {spec.path: spec.content for spec in sources if spec.path in READ_BY_IMAGES}
-    data, specs = plan_generated(
+    data, specs, ci = plan_generated(
         answers,
         own.get(answers.manifest_file, manifest),
         {CI_ENV: own.get(OVERLAY, overlay)},
         version,
         sources={**read, **{name: text for name, text in own.items() if name in READ_BY_IMAGES}},
+        own=answers.manifest_file in own,
     )
     files = [
         *sources,
@@ -69,19 +74,27 @@ def plan_project(
         FileSpec(OVERLAY, overlay, kind=USER),
         *_image_files(answers, specs, values["dockerfile_dir"]),
         *_common_files(answers, chosen, values, data),
+        *(FileSpec(path, text, kind=GENERATED) for path, text in ci if ci_files),
     ]
     return sorted(files, key=lambda spec: spec.path)
 
 
 def _own_files(chosen: Template, values: dict[str, Any]) -> list[FileSpec]:
-    """The template's sources: ``.j2`` files rendered, the others as they are."""
+    """The template's sources: ``.j2`` files rendered, the others as they are; with the
+    HuggingFace playground (``hf``), its files under its directory."""
+    parts = [("files", "")]
+    if values.get("hf"):
+        parts.append(("hf", f"{values['hf_data']['directory']}/"))
     files = []
-    for relative, source in template_files(chosen):
-        if relative.endswith(".j2"):
-            text = render(f"{chosen.name}/files/{relative}", values)
-            files.append(FileSpec(relative.removesuffix(".j2"), text, kind=USER))
-        else:
-            files.append(FileSpec(relative, source.read_text(encoding="utf-8"), kind=USER))
+    for part, prefix in parts:
+        for relative, source in template_files(chosen, part):
+            if relative.endswith(".j2"):
+                text = render(f"{chosen.name}/{part}/{relative}", values)
+                path = prefix + relative.removesuffix(".j2")
+                files.append(FileSpec(path, text, kind=USER))
+            else:
+                text = source.read_text(encoding="utf-8")
+                files.append(FileSpec(prefix + relative, text, kind=USER))
     return files
 
 

@@ -51,6 +51,8 @@ class Answers:
         gpus: The GPUs the project's CUDA commands are for (``6.1,12.0``): named with
             ``--gpus`` or detected on the machine that ran ``fdl init``; empty: none.
         driver: That machine's NVIDIA driver (``570.86``), when known.
+        hf: The flodl template's HuggingFace playground (``flodl-hf/``), from
+            ``--with-hf`` or ``fdl add flodl-hf``.
     """
 
     name: str
@@ -60,6 +62,7 @@ class Answers:
     example: bool = False
     gpus: str = ""
     driver: str = ""
+    hf: bool = False
 
     @property
     def containers(self) -> bool:
@@ -79,6 +82,7 @@ class Answers:
             "example": self.example,
             **({"gpus": self.gpus} if self.gpus else {}),
             **({"driver": self.driver} if self.driver else {}),
+            **({"hf": True} if self.hf else {}),
         }
 
 

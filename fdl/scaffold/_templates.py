@@ -47,6 +47,7 @@ class Template:
         description: One line for help and listings.
         build_dir: Where the project's build goes (ignored by git and docker).
         reserved_names: Project names the template refuses.
+        markers: Files that make a directory a project of this kind (``Cargo.toml``).
         data: The whole ``template.yml``.
         directory: The template's directory.
     """
@@ -56,6 +57,7 @@ class Template:
     description: str
     build_dir: str
     reserved_names: tuple[str, ...]
+    markers: tuple[str, ...]
     data: dict[str, Any]
     directory: Path
 
@@ -85,14 +87,16 @@ def template(name: str) -> Template:
         description=str(data["description"]),
         build_dir=str(data["build_dir"]),
         reserved_names=tuple(str(n) for n in data.get("reserved_names") or ()),
+        markers=tuple(str(n) for n in data.get("markers") or ()),
         data=data,
         directory=directory,
     )
 
 
-def template_files(chosen: Template) -> list[tuple[str, Path]]:
-    """The template's own files: (path in the project, source file), sorted."""
-    files = chosen.directory / "files"
+def template_files(chosen: Template, part: str = "files") -> list[tuple[str, Path]]:
+    """The template's own files in ``part`` (``files``, or an optional part such as
+    ``hf``): (path below the part, source file), sorted."""
+    files = chosen.directory / part
     found = []
     for source in sorted(files.rglob("*")):
         if source.is_file():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fdl.scaffold._project_files import Answers
@@ -131,6 +132,7 @@ def template_values(answers: Answers, chosen: Template, fdl_version: str) -> dic
         "cmake_project": answers.name,
         "template_version": chosen.version,
         "containers": answers.containers,
+        "hf": answers.hf,
         "baked": answers.mode == "baked",
         "manifest_file": answers.manifest_file,
         "torch_minor": torch_release.version,
@@ -140,6 +142,8 @@ def template_values(answers: Answers, chosen: Template, fdl_version: str) -> dic
         "dockerfile_dir": shared["dockerfile_dir"],
         "ci": shared["ci"],
         "ci_train_args": " ".join(chosen.data["ci_train_args"]),
+        # JSON is YAML: the flow list of `ci.tests.train` in the manifest
+        "ci_tests": json.dumps(chosen.data["ci_train_args"]),
         "image_libtorch": images_data().paths["libtorch"],
     }
     if chosen.name == "flodl":
@@ -151,6 +155,7 @@ def template_values(answers: Answers, chosen: Template, fdl_version: str) -> dic
             rust=chosen.data["rust"],
             rust_setup=_rust_setup(chosen.data["rust"]),
             rust_packages=list(chosen.data["rust"]["packages"]),
+            hf_data=chosen.data["hf"],
         )
         target = cuda_service(answers)
         values.update(

@@ -146,7 +146,8 @@ def variant_exports(location: str, variant: Variant) -> list[EnvChange]:
 
 
 def compose_variables(state: LibtorchState) -> list[EnvChange]:
-    """Host paths for compose files to mount (``${LIBTORCH_HOST_PATH}``, ...).
+    """Host paths for compose files to mount (``${LIBTORCH_HOST_PATH}``, ...;
+    ``${LIBTORCH_CUDA_PATH}`` only when the active variant is a CUDA build).
 
     floDl's compose files mount ``${LIBTORCH_HOST_PATH:-./libtorch/precompiled/cu128}``
     and ``${LIBTORCH_CPU_PATH:-...}`` and build with ``${CUDA_VERSION}``/``${CUDA_TAG}``.
@@ -154,5 +155,9 @@ def compose_variables(state: LibtorchState) -> list[EnvChange]:
     changes = [EnvChange("LIBTORCH_CPU_PATH", str(state.directory / CPU_VARIANT))]
     if state.active is not None:
         changes.insert(0, EnvChange("LIBTORCH_HOST_PATH", str(state.active.path)))
+        if state.active.cuda:
+            # only for a CUDA build: the mount of a dev profile with `follow-active: true`
+            # (`${LIBTORCH_CUDA_PATH:-<its variant>}`), never a CPU one
+            changes.insert(1, EnvChange("LIBTORCH_CUDA_PATH", str(state.active.path)))
         changes.extend(_cuda_changes(state.active.cuda))
     return changes

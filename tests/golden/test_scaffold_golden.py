@@ -14,7 +14,13 @@ import pytest
 from tests.support.golden import assert_golden
 from tests.support.scaffold import CASES, planned
 
-GOLDEN_FILES = ("fdl.yml", "fdl.ci.yml", ".github/workflows/ci.yml", "docker-compose.yml")
+GOLDEN_FILES = (
+    "fdl.yml",
+    "fdl.ci.yml",
+    ".github/workflows/ci.yml",
+    ".github/workflows/fdl-images.yml",
+    "docker-compose.yml",
+)
 
 
 def _tool(name: str) -> str | None:
@@ -37,9 +43,10 @@ def test_workflows_follow_githubs_schema(tmp_path: Path) -> None:
         pytest.skip("check-jsonschema is not installed")
     paths = []
     for template, mode in CASES:
-        path = tmp_path / f"{template}-{mode}.yml"
-        path.write_text(planned(template, mode)[".github/workflows/ci.yml"].content)
-        paths.append(str(path))
+        for workflow in ("ci", "fdl-images"):
+            path = tmp_path / f"{template}-{mode}-{workflow}.yml"
+            path.write_text(planned(template, mode)[f".github/workflows/{workflow}.yml"].content)
+            paths.append(str(path))
     proc = subprocess.run(
         [checker, "--builtin-schema", "vendor.github-workflows", *paths],
         capture_output=True,

@@ -177,7 +177,8 @@ def test_a_typo_in_fdl_yml_is_a_diagnostic_and_fdls_tags_are_known(project: Path
         typo = manifest.replace("\ncommands:", "\ncomands:", 1)
         messages = check(typo, 2)
         assert any("comands" in m for m in messages), messages
-        tagged = manifest.replace("\ncommands:", "\nci:\n  variants: !append [cpu]\ncommands:", 1)
+        tagged = manifest.replace("\n  variants: [cpu]", "\n  variants: !append [cpu]", 1)
+        assert tagged != manifest  # the manifest's ci: section
         assert check(tagged, 3) == []  # !append is a known tag, not "Unresolved tag"
         # a value its pattern refuses: the editor says what it may hold and gives one
         refused = manifest.replace(

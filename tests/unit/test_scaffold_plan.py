@@ -11,6 +11,7 @@ import pytest
 import tomllib
 import yaml
 
+from fdl.errors import UsageError
 from fdl.images import plan_images
 from fdl.manifest import load_manifest
 from fdl.scaffold import GENERATED, USER, plan_project, read_existing
@@ -25,6 +26,12 @@ COMMON = {
     ".vscode/settings.json",
     ".github/workflows/ci.yml",
     ".gitignore",
+    # what `fdl ci generate` writes for the manifest's ci: section
+    ".github/workflows/fdl-images.yml",
+    "ci/docker-bake.hcl",
+    "ci/dockerfiles/libtorch-cpu.Dockerfile",
+    "ci/dockerfiles/train-cpu.Dockerfile",
+    "ci/dockerfiles/train-cpu.Dockerfile.dockerignore",
     "README.md",
     "docker/train.Dockerfile",
     "fdl.ci.yml",
@@ -48,7 +55,7 @@ def test_each_template_and_mode_plans_exactly_its_files(template: str, mode: str
     assert generated == {
         p
         for p in expected
-        if p.startswith(("docker", ".dockerignore", ".github", ".fdl-answers", ".fdl/"))
+        if p.startswith(("docker", ".dockerignore", ".github", ".fdl-answers", ".fdl/", "ci/"))
     }
     # The manifest, overlay, README, .gitignore and sources are the user's.
     assert {"fdl.yml", "fdl.ci.yml", "README.md", ".gitignore"} <= {
@@ -183,7 +190,10 @@ def test_flodl_images_install_rust_and_point_the_build_at_libtorch() -> None:
     cuda = files["docker/cuda.Dockerfile"].content
     assert re.search(r"ARG BASE_IMAGE=nvidia/cuda:13\.0\.\d+-cudnn-devel-ubuntu", cuda)
     compose = yaml.safe_load(files["docker-compose.yml"].content)
-    assert "./libtorch/precompiled/cu130:/opt/libtorch:ro" in compose["services"]["cuda"]["volumes"]
+    assert (
+        "${LIBTORCH_CUDA_PATH:-./libtorch/precompiled/cu130}:/opt/libtorch:ro"
+        in compose["services"]["cuda"]["volumes"]
+    )
     assert "deploy" in compose["services"]["cuda"] and "deploy" not in compose["services"]["dev"]
     train = files["docker/train.Dockerfile"].content
     assert "LIBTORCH_PATH=/opt/libtorch cargo build --release" in train
@@ -270,3 +280,83 @@ def test_readme_lists_the_manifests_commands() -> None:
     for name in yaml.safe_load(files["fdl.yml"].content)["commands"]:
         assert f"| `fdl {name}` |" in readme
     assert "fdl train -- --epochs 20" in readme
+
+
+# --- what floDl's own scaffold gives: the HuggingFace playground, graphviz, the services ---
+
+
+def test_the_hf_playground_is_a_crate_of_its_own_reached_by_a_command() -> None:
+    without = planned("flodl", "native")
+    files = planned("flodl", "native", hf=True)
+    assert set(files) - set(without) == {
+        "flodl-hf/Cargo.toml",
+        "flodl-hf/README.md",
+        "flodl-hf/fdl.yml",
+        "flodl-hf/src/main.rs",
+    }
+    cargo = files["flodl-hf/Cargo.toml"].content
+    assert 'flodl = "=0.5.3"' in cargo and 'flodl-hf = "=0.5.3"' in cargo
+    assert files["Cargo.toml"].content == without["Cargo.toml"].content  # untouched
+    manifest = yaml.safe_load(files["fdl.yml"].content)
+    assert manifest["commands"]["flodl-hf"] == {
+        "description": "The HuggingFace playground: fdl flodl-hf classify",
+        "path": "flodl-hf",
+    }
+    nested = yaml.safe_load(files["flodl-hf/fdl.yml"].content)
+    assert nested["commands"]["classify"]["run"] == "cargo run --release --"
+    assert "docker" not in nested["commands"]["classify"]  # native: on this machine
+    assert "\n/flodl-hf/target/\n" in files[".gitignore"].content  # the playground's build
+    assert "flodl-hf" not in without[".gitignore"].content
+    assert "hf: true" in files[".fdl-answers.yml"].content
+    assert "hf:" not in without[".fdl-answers.yml"].content
+    mounted = planned("flodl", "mounted", hf=True)
+    assert (
+        yaml.safe_load(mounted["flodl-hf/fdl.yml"].content)["commands"]["classify"]["docker"]
+        == "dev"
+    )
+    assert "HF_HOME: /workspace/.cache/huggingface" in mounted["fdl.yml"].content
+
+
+def test_only_the_flodl_template_has_the_hf_playground() -> None:
+    with pytest.raises(UsageError, match="flodl-hf") as caught:
+        answers("cpp", "native", hf=True)
+    assert caught.value.hint is not None and "--template flodl" in caught.value.hint
+
+
+@pytest.mark.parametrize("mode", ["mounted", "baked"])
+def test_flodl_images_have_graphviz(mode: str) -> None:
+    files = planned("flodl", mode)
+    for name in ("dev", "cuda", "train"):
+        assert "graphviz" in files[f"docker/{name}.Dockerfile"].content, name
+    train = files["docker/train.Dockerfile"].content
+    runtime = train[train.rindex("\nFROM ") :]  # the last stage: what the image runs with
+    assert "graphviz" in runtime
+
+
+def test_the_cpu_dev_service_never_mounts_the_active_variant() -> None:
+    compose = yaml.safe_load(planned("flodl", "mounted")["docker-compose.yml"].content)
+    dev = compose["services"]["dev"]["volumes"]
+    assert "./libtorch/precompiled/cpu:/opt/libtorch:ro" in dev
+    assert not any("LIBTORCH_HOST_PATH" in volume for volume in dev)
+
+
+def test_the_cuda_service_follows_the_active_cuda_variant(tmp_path: Path) -> None:
+    from fdl.tasks._compose_file import load_compose
+    from fdl.tasks._env import apply_changes
+    from fdl.tasks._libtorch_env import active_libtorch, compose_variables
+    from tests.support.tasks_helpers import fake_libtorch
+
+    project = write_files(tmp_path, planned("flodl", "mounted"))
+
+    def mounted(service: str) -> set[Path]:
+        environ = apply_changes({}, compose_variables(active_libtorch(project, {})))
+        compose = load_compose(project / "docker-compose.yml", environ)
+        return {m.source for m in compose.mounts[service] if m.target == "/opt/libtorch"}
+
+    libtorch = project / "libtorch"
+    fake_libtorch(project, "precompiled/cu126", cuda="12.6")
+    assert mounted("cuda") == {libtorch / "precompiled/cu126"}  # the active CUDA build
+    assert mounted("dev") == {libtorch / "precompiled/cpu"}  # never a CUDA one
+    fake_libtorch(project, "precompiled/cpu", cuda=None)
+    assert mounted("cuda") == {libtorch / "precompiled/cu130"}  # not the CPU one
+    assert "follow-active" not in planned("flodl", "baked")["fdl.yml"].content

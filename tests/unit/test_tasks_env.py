@@ -60,6 +60,7 @@ def test_compose_variables_give_host_paths(tmp_path: Path) -> None:
     values = {c.name: c.value for c in compose_variables(active_libtorch(tmp_path, {}))}
     assert values == {
         "LIBTORCH_HOST_PATH": str(variant),
+        "LIBTORCH_CUDA_PATH": str(variant),
         "LIBTORCH_CPU_PATH": str(tmp_path / "libtorch" / "precompiled" / "cpu"),
         "CUDA_VERSION": "13.0.0",
         "CUDA_TAG": "13.0",
@@ -107,3 +108,13 @@ def test_prepend_keeps_the_existing_list_once() -> None:
         == 'export LD_LIBRARY_PATH=/a/lib"${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"'
     )
     assert export_line(EnvChange("X", "a b")) == "export X='a b'"
+
+
+def test_the_cuda_path_is_exported_only_for_a_cuda_variant(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    variant = fake_libtorch(root, "precompiled/cu126", cuda="12.6")
+    values = {c.name: c.value for c in compose_variables(active_libtorch(tmp_path, {}))}
+    assert values["LIBTORCH_CUDA_PATH"] == str(variant)
+    fake_libtorch(root, "precompiled/cpu", cuda=None)
+    names = {c.name for c in compose_variables(active_libtorch(tmp_path, {}))}
+    assert "LIBTORCH_CUDA_PATH" not in names and "LIBTORCH_HOST_PATH" in names

@@ -66,6 +66,14 @@ def init(
         str | None,
         typer.Option("--driver", help="Their NVIDIA driver (default: this machine's)."),
     ] = None,
+    with_hf: Annotated[
+        bool | None,
+        typer.Option(
+            "--with-hf/--without-hf",
+            help="flodl: add the HuggingFace playground (flodl-hf/, its own crate; "
+            "`fdl flodl-hf classify`). Later: fdl add flodl-hf.",
+        ),
+    ] = None,
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Ask nothing: defaults for what is not given.")
     ] = False,
@@ -103,7 +111,9 @@ def init(
     directory = (session.cwd / name).resolve()
     recorded = read_answers(directory) or {}
     # Before asking anything: a name the template refuses ends the run at once.
-    validate_name(directory.name, template or recorded.get("template") or DEFAULTS["template"])
+    # (--update keeps the name the project was made with, whatever its directory is called.)
+    named = str(recorded.get("name") or directory.name) if update else directory.name
+    validate_name(named, template or recorded.get("template") or DEFAULTS["template"])
     given = {
         "template": template,
         "mode": mode,
@@ -111,6 +121,7 @@ def init(
         "example": example,
         "gpus": gpus,
         "driver": driver,
+        "hf": with_hf,
     }
     if gpus is None and "gpus" not in recorded:
         # The GPUs of this machine (and its driver) decide the cuda service's libtorch,
@@ -132,7 +143,7 @@ def init(
         if as_json:
             session.console.json({"answers": answers.to_json(), **report.to_json()})
         else:
-            _render_update(session, report)
+            render_update(session, report)
         if any(r.action == "conflict" for r in report.results) and not dry_run:
             raise typer.Exit(1)
         return
@@ -162,7 +173,7 @@ _VERB = {
 }
 
 
-def _render_update(session: Session, report: WriteReport) -> None:
+def render_update(session: Session, report: WriteReport) -> None:
     """Each file's fate; in a dry run with the diff of what would change."""
     console = session.console
     prefix = "would " if report.dry_run else ""

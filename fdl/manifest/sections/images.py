@@ -59,6 +59,7 @@ ONLY_FOR = {
     "secrets": ("train",),
     "cuda": ("builder",),
     "libtorch": ("dev",),
+    "follow-active": ("dev",),
     "setup": ("dev", "train"),
     "variant": ("dev", "train"),
 }
@@ -139,6 +140,10 @@ PROFILE: Spec = Obj(
             example="precompiled/cu128",
         ),
         "libtorch": Enum(("mounted", "baked"), "dev: mount the variant at run time or bake it in."),
+        "follow-active": Bool(
+            "dev, mounted: mount the active libtorch variant when it is a CUDA build, "
+            "`variant:` otherwise (the image keeps `variant:`'s CUDA)."
+        ),
         "cuda": Version("builder: the CUDA version of the toolchain (12.8); default CPU."),
         "packages": ListOf(
             Str(pattern=PACKAGE, example="libgomp1", rule=PACKAGE_RULE), "Extra system packages."
