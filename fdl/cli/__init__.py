@@ -50,6 +50,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from fdl.cli._session import install
 
         session = install(options, console)
+        if rest and rest[0] != COMPLETE:
+            from fdl.cli._first_word import apply_first_word
+
+            rest = apply_first_word(session, rest)
+            options.help = options.help or rest in (["--help"], ["-h"])
         if options.help or not rest:
             from fdl.cli._help import render_top_help
 

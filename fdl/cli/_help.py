@@ -45,8 +45,22 @@ def render_top_help(session: Session) -> str:
         envs = manifest.environments()
         if envs:
             active = session.env
-            shown = [f"{e} (active)" if e == active else e for e in envs]
-            lines += ["", f"Environments: {', '.join(shown)}   (select with --env NAME or @NAME)"]
+            commands = manifest.data.get("commands") or {}
+            shown = []
+            for env in envs:
+                tags = ["active"] if env == active else []
+                tags += ["also a command"] if env in BUILTINS or env in commands else []
+                shown.append(f"{env} ({', '.join(tags)})" if tags else env)
+            lines += [
+                "",
+                f"Environments: {', '.join(shown)}   "
+                "(select with --env NAME, @NAME or `fdl NAME <command>`)",
+            ]
+            if any(e in BUILTINS or e in commands for e in envs):
+                lines.append(
+                    "  a NAME that is also a command selects the environment only when "
+                    "<command> is a command that NAME does not take"
+                )
     lines += [
         "",
         "Examples:",
