@@ -13,7 +13,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from fdl.manifest import Manifest
-
     from fdl.tasks import Invocation
 
 __all__ = ["run_project_command"]

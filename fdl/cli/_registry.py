@@ -77,7 +77,7 @@ BUILTINS: dict[str, Builtin] = {
         ),
         Builtin(
             "schema",
-            "the schemas `compile: true` entries gave (--fdl-schema): list, clear, refresh",
+            "the schemas entries gave about themselves (--fdl-schema): list, clear, refresh",
             "fdl.cli.commands.schema",
         ),
         Builtin(

@@ -23,6 +23,9 @@ from fdl.tasks._probe import (
     FLAG as PROBE_FLAG,
 )
 from fdl.tasks._probe import (
+    HELP_PROBE_SECONDS,
+    MAX_PROBE_OUTPUT,
+    PROBE_SECONDS,
     cached_schema,
     effective_schema,
     parse_probe_output,
@@ -179,7 +182,16 @@ def _prober(
         plan = build_plan(asked, script, root=root, environ=environ, overlay=overlay, runner=runner)
         where = f" (in compose service {plan.docker.service})" if plan.docker else ""
         run = runner or default_runner()
-        done = run.run(plan.argv, cwd=plan.cwd, env=plan.environ(environ), check=False, timeout=600)
+        # bounded: what the probe prints (deep JSON, an endless stream) and how long it
+        # takes; `--help` waits briefly, then shows the inline schema with the note
+        done = run.run(
+            plan.argv,
+            cwd=plan.cwd,
+            env=plan.environ(environ),
+            check=False,
+            timeout=HELP_PROBE_SECONDS if resolution.help else PROBE_SECONDS,
+            max_output=MAX_PROBE_OUTPUT,
+        )
         if done.returncode != 0:
             raise probe_failure(script + where, done.returncode, done.stderr)
         return parse_probe_output(done.stdout, script), script + where
@@ -243,6 +255,11 @@ def prepare(
         resolution.nested = with_schema(nested, schema)
         if resolution.refresh_schema:
             return Invocation(resolution, None)
+    elif nested is not None and nested.data.get("entry"):
+        # not asked unless --refresh-schema, but what it answered then is used
+        cached = cached_schema(nested)
+        if cached is not None:
+            resolution.nested = with_schema(nested, cached)
     if resolution.kind is Kind.GROUP:
         return Invocation(resolution, None)
     template = resolution.help

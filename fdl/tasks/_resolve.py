@@ -139,9 +139,9 @@ def preset_problems(nested: Manifest, root: Path) -> dict[str, list[ManifestErro
 
 
 def _probed_tree(nested: Manifest) -> MapNode | None:
-    """The cached ``--fdl-schema`` answer of a ``compile: true`` entry, as a tree with a
-    ``schema`` key (never probes: a missing or stale cache gives None)."""
-    if nested.data.get("compile") is not True:
+    """The cached ``--fdl-schema`` answer of an entry, as a tree with a ``schema`` key
+    (never probes: a missing or stale cache gives None)."""
+    if not nested.data.get("entry"):
         return None
     import json
 
