@@ -86,6 +86,7 @@ BUILTINS: dict[str, Builtin] = {
             "fdl.cli.commands.run",
             single=True,
         ),
+        Builtin("version", "print the version of fdl", "fdl.cli.commands.version", single=True),
         Builtin(
             "completions",
             "print the shell completion script (bash, zsh, fish)",

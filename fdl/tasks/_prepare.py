@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -79,10 +81,17 @@ class Invocation:
         return "dry-run" if self.resolution.dry_run else "run"
 
 
+# A `run:` script that reads its arguments itself (`"$@"`, `$*`): appending them too would
+# hand every argument twice. Only these two: `$1` is as often awk's as the shell's.
+_OWN_ARGS = re.compile(r"\$(?:@|\*|\{[@*]\})")
+
+
 def _run_script(resolution: Resolution, *, template: bool) -> Composed:
     spec = resolution.spec
     run, append = spec["run"], spec.get("append")
     use_append = not resolution.no_append
+    if _OWN_ARGS.search(run):
+        return _run_script_with_own_args(resolution, run, append, use_append, template=template)
     if template:
         parts = split_append(append) if use_append else None
         if parts is not None and parts.has_separator:
@@ -115,6 +124,24 @@ def _run_script(resolution: Resolution, *, template: bool) -> Composed:
         args = tuple(before)
         text = compose_run(run, append, [ALL_ARGS] if args else [], None, use_append=use_append)
     return Composed(shown, text, args)
+
+
+def _run_script_with_own_args(
+    resolution: Resolution, run: str, append: str | None, use_append: bool, *, template: bool
+) -> Composed:
+    """The script of a ``run:`` that uses ``"$@"`` itself: the arguments are its positional
+    parameters only (``sh -c 'script' sh ARGS...``), never appended as well."""
+    text = compose_run(run, append, [], None, use_append=use_append)
+    before, after = split_user_args(resolution.args)
+    args = (*before, *(("--", *after) if after is not None else ()))
+    if template or (args and resolution.dry_run):
+        resolution.notes.append(
+            'the `run:` script reads its arguments itself ("$@"): they reach it as its '
+            "positional parameters and are not appended to it"
+        )
+    if template:
+        return Composed(text, text)
+    return Composed(f"{text}  # with {shlex.join(args)}" if args else text, text, args)
 
 
 def compose_script(
