@@ -213,7 +213,7 @@ def _split_flags(tail: Sequence[str], *, run_kind: bool) -> _Flags:
 # fdl's global options (fdl.cli._globals), which a user may type after the command name
 # (`fdl train -e ci`): the fix moves them before it rather than handing them to the script.
 _GLOBAL_VALUE_OPTIONS = {"-e", "--env", "-f", "--manifest", "-C", "--directory", "--set"}
-_GLOBAL_FLAGS = {"-v", "-vv", "-vvv", "--verbose", "-q", "--quiet", "--no-color"}
+_GLOBAL_FLAGS = {"-v", "-vv", "-vvv", "--verbose", "-q", "--quiet", "--no-color", "--no-ansi"}
 
 
 def _split_globals(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
