@@ -42,3 +42,7 @@ def test_a_command_of_the_directorys_manifest_runs_there(run_fdl, project) -> No
     assert build.exit_code == 0 and "echo root-build" in build.stdout
     unknown = run_fdl(["nope"], cwd=parity)
     assert unknown.exit_code == 2
+    # `fdl --help` there lists them, with the full form
+    helped = run_fdl(["--help"], cwd=parity)
+    assert "(`fdl <command>` here is `fdl hf parity <command>`)" in helped.stdout
+    assert "  bert " in helped.stdout.split("Commands of this directory")[1]
