@@ -66,11 +66,18 @@ def apply_first_word(session: Session, rest: list[str]) -> list[str]:
     word = rest[0]
     if word.startswith("-"):
         return rest
-    from fdl.manifest import find_overlay
+    from fdl.manifest import discover, find_overlay
 
     try:
-        found = session.discover()
-        overlay = find_overlay(found.directory, word, required=False)
+        # the project's directory, without Session.discover's offer to copy an example
+        # file: a built-in that never reads the manifest must not ask for one
+        found = discover(session.cwd, session.options.manifest)
+        root = found.path
+        if session.options.manifest is None:
+            from fdl.tasks import enclosing_manifest
+
+            root = enclosing_manifest(found.path)
+        overlay = find_overlay(root.parent, word, required=False)
     except FdlError:
         return rest  # no project, a name no file can have, two overlay files: as before
     if overlay is None:
