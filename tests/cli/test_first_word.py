@@ -80,3 +80,15 @@ def test_the_help_of_an_environment_marks_what_it_refuses(run_fdl, project) -> N
     assert "refused" not in plain.stdout
     assert "ci (also a command)" in plain.stdout
     assert "`fdl NAME <command>`" in plain.stdout
+
+
+def test_completion_follows_the_first_word_form(project) -> None:
+    from fdl.cli._complete import complete_words
+
+    def values(words: list[str]) -> list[str]:
+        return [value for value, _ in complete_words(words, project, {}).candidates]
+
+    assert "train" in values(["cluster", "tr"])  # a command, with the overlay selected
+    top = values([""])
+    assert "cluster" in top  # an environment that is no command is offered as a first word
+    assert top.count("ci") == 1  # `ci` is offered once: the command it also is
