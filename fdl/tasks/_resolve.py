@@ -143,6 +143,11 @@ def _probed_tree(nested: Manifest) -> MapNode | None:
     (never probes: a missing or stale cache gives None)."""
     if not nested.data.get("entry"):
         return None
+    import os
+
+    # the common case (no cache) costs a stat, not the import of the probe module (start-up)
+    if not os.path.lexists(nested.directory / ".fdl" / "schema-cache"):
+        return None
     import json
 
     from fdl.manifest import LayerKind, parse_text
