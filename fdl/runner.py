@@ -7,6 +7,7 @@ tests use ``tests.support.fakes.FakeRunner``, which records calls and answers fr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -50,8 +51,15 @@ class Runner(Protocol):
         check: bool = True,
         timeout: float | None = None,
         input: str | None = None,
+        max_output: int | None = None,
     ) -> Completed:
-        """Run to completion, capturing stdout and stderr as text."""
+        """Run to completion, capturing stdout and stderr as text.
+
+        With ``max_output`` (bytes of stdout and stderr together) the program runs in a
+        process group of its own; printing more, or outliving ``timeout``, ends the whole
+        group at once (no wait for a child that keeps a pipe open) and raises
+        :class:`CommandFailed`, so what a program prints cannot fill memory or hang fdl.
+        """
         ...
 
     def stream(
@@ -105,8 +113,15 @@ class SubprocessRunner:
         check: bool = True,
         timeout: float | None = None,
         input: str | None = None,
+        max_output: int | None = None,
     ) -> Completed:
         args = [str(a) for a in argv]
+        if max_output is not None:
+            result = _run_bounded(args, cwd, env, timeout, input, max_output)
+            if check and result.returncode != 0:
+                tail = "\n".join((result.stderr or result.stdout).splitlines()[-TAIL_LINES:])
+                raise CommandFailed(args, result.returncode, output_tail=tail)
+            return result
         try:
             proc = subprocess.run(
                 args,
@@ -201,6 +216,78 @@ class SubprocessRunner:
 
     def which(self, program: str) -> str | None:
         return shutil.which(program)
+
+
+def _run_bounded(
+    args: list[str],
+    cwd: Path | None,
+    env: Mapping[str, str] | None,
+    timeout: float | None,
+    input: str | None,
+    limit: int,
+) -> Completed:
+    """``run`` with a bound on time and on what is kept of the output (see Runner.run)."""
+    import selectors
+    import signal
+    import time
+
+    try:
+        proc = subprocess.Popen(
+            args,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        raise missing_program(args[0]) from None
+    deadline = None if timeout is None else time.monotonic() + timeout
+    buffers: dict[int, bytearray] = {}
+    problem = ""
+    try:
+        if input is not None and proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.write(input.encode())
+            proc.stdin.close()
+        with selectors.DefaultSelector() as selector:
+            for stream in (proc.stdout, proc.stderr):
+                assert stream is not None
+                buffers[stream.fileno()] = bytearray()
+                selector.register(stream, selectors.EVENT_READ)
+            while selector.get_map() and not problem:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    problem = f"`{' '.join(args)}` did not finish within {timeout:g} s"
+                    break
+                for key, _ in selector.select(left):
+                    chunk = os.read(key.fd, 1 << 16)
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                        continue
+                    buffers[key.fd] += chunk
+                    if sum(len(b) for b in buffers.values()) > limit:
+                        problem = f"`{' '.join(args)}` printed more than {limit} bytes"
+                        break
+        if not problem:
+            left = None if deadline is None else max(deadline - time.monotonic(), 0)
+            try:
+                proc.wait(left)
+            except subprocess.TimeoutExpired:
+                problem = f"`{' '.join(args)}` did not finish within {timeout:g} s"
+    finally:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    if problem:
+        raise CommandFailed(args, -1, message=problem)
+    out, err = (bytes(buffer).decode(errors="replace") for buffer in buffers.values())
+    return Completed(args, proc.returncode, out, err)
 
 
 def _terminate(proc: subprocess.Popen[str]) -> None:

@@ -50,6 +50,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from fdl.cli._session import install
 
         session = install(options, console)
+        if rest and rest[0] != COMPLETE:
+            from fdl.cli._first_word import apply_first_word
+
+            rest = apply_first_word(session, rest)
+            options.help = options.help or rest in (["--help"], ["-h"])
         if options.help or not rest:
             from fdl.cli._help import render_top_help
 
@@ -276,10 +281,9 @@ def _run_builtin(name: str, tail: list[str], session: Session) -> int:
             return int(ExitCode.INTERRUPTED)
         if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
             raise
-        if kind == "NoArgsIsHelpError":  # `fdl config`: the group's help
-            console = session.console
-            console.stderr.write(exc.format_message().rstrip("\n") + "\n")
-            return int(exc.exit_code)
+        if kind == "NoArgsIsHelpError":  # `fdl config`: the group's help, as floDl's CLI
+            session.console.out(exc.format_message().rstrip("\n"))  # (documented) gives it
+            return 0
         raise _usage_error(exc, f"fdl {name}") from None
     except SystemExit as exit_:
         code = exit_.code

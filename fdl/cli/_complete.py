@@ -108,6 +108,20 @@ def _environments(context: CompletionContext) -> list[str]:
     return manifest.environments() if manifest is not None else []
 
 
+def _first_word_environment(context: CompletionContext) -> None:
+    """floDl's `fdl <env> <command>`: a first word that names an overlay and no command
+    selects it (the clash of a command and an environment stays the command's here)."""
+    if context.env is not None or not context.rest:
+        return
+    word = context.rest[0]
+    if word in BUILTINS or word.startswith("-") or word not in _environments(context):
+        return
+    manifest = context.manifest()
+    if manifest is not None and word in (manifest.data.get("commands") or {}):
+        return
+    context.env, context.rest = word, context.rest[1:]
+
+
 def _top_level(current: str, context: CompletionContext, result: Completion) -> None:
     if current.startswith("@"):
         for env in _environments(context):
@@ -126,6 +140,11 @@ def _top_level(current: str, context: CompletionContext, result: Completion) -> 
         for name, text in command_rows(manifest, context.env):
             if name not in BUILTINS:
                 result.add(name, text)
+        if context.env is None:
+            commands = manifest.data.get("commands") or {}
+            for env in _environments(context):
+                if env not in BUILTINS and env not in commands:
+                    result.add(env, f"environment overlay: fdl {env} <command>")
 
 
 def complete_words(
@@ -144,6 +163,7 @@ def complete_words(
         elif pending in ("file", "dir"):
             result.directive = FILES if pending == "file" else DIRS
         return result
+    _first_word_environment(context)
     if not context.rest:
         _top_level(current, context, result)
         return result

@@ -22,7 +22,7 @@ GLOBAL_OPTIONS_HELP = [
     ("--set KEY=VALUE", "override a manifest value (repeatable; highest precedence)"),
     ("-v, --verbose", "more output (repeat for more); tracebacks for internal errors"),
     ("-q, --quiet", "only errors and results"),
-    ("--no-color", "no colours (also $NO_COLOR)"),
+    ("--no-color, --no-ansi", "no colours (also $NO_COLOR)"),
     ("-V, --version", "print the version and exit"),
     ("-h, --help", "show this help (`fdl <command> --help` for a command)"),
 ]
@@ -36,7 +36,18 @@ _VALUE_OPTIONS = {
     "--directory": "directory",
     "--set": "set",
 }
-_FLAGS = ["--verbose", "--quiet", "--no-color", "--version", "--help", "-v", "-q", "-V", "-h"]
+_FLAGS = [
+    "--verbose",
+    "--quiet",
+    "--no-color",
+    "--no-ansi",
+    "--version",
+    "--help",
+    "-v",
+    "-q",
+    "-V",
+    "-h",
+]
 
 
 class GlobalOptions:
@@ -121,7 +132,7 @@ def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
             options.verbosity += len(token) - 1
         elif token in ("-q", "--quiet"):
             options.verbosity = 0
-        elif token == "--no-color":
+        elif token in ("--no-color", "--no-ansi"):  # --no-ansi: floDl's name for it
             options.no_color = True
         elif token in ("-V", "--version"):
             options.version = True

@@ -8,12 +8,40 @@ from fdl.cli._registry import BUILTINS
 from fdl.cli._session import Session
 from fdl.errors import ManifestError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from fdl.manifest import Manifest
+
 __all__ = ["render_top_help"]
 
 
 def _rows(rows: list[tuple[str, str]], indent: int = 2) -> list[str]:
     width = max((len(left) for left, _ in rows), default=0) + 2
     return [f"{' ' * indent}{left:<{width}}{right}".rstrip() for left, right in rows]
+
+
+def _here_rows(session: Session, manifest: Manifest) -> list[str]:
+    """In a nested manifest's directory: its commands, which run by their own name here."""
+    if not session.nested_words:
+        return []
+    from fdl.tasks import load_nested
+
+    try:
+        nested = load_nested(session.discovered_here, session.env, manifest.directory)
+    except ManifestError:
+        return []
+    commands = (nested.data.get("commands") or {}) if nested is not None else {}
+    if not commands:
+        return []
+    words = " ".join(session.nested_words)
+    rows = [
+        (name, (spec or {}).get("description") or (spec or {}).get("run") or "")
+        for name, spec in commands.items()
+    ]
+    return [
+        "",
+        f"Commands of this directory (`fdl <command>` here is `fdl {words} <command>`):",
+    ] + [row.split("\n")[0] for row in _rows(rows)]
 
 
 def render_top_help(session: Session) -> str:
@@ -42,11 +70,26 @@ def render_top_help(session: Session) -> str:
         title = manifest.data.get("description")
         header = f"Project commands ({manifest.path.name}{': ' + title if title else ''}):"
         lines += ["", header, *(_rows(rows) if rows else ["  (none declared)"])]
+        lines += _here_rows(session, manifest)
         envs = manifest.environments()
         if envs:
             active = session.env
-            shown = [f"{e} (active)" if e == active else e for e in envs]
-            lines += ["", f"Environments: {', '.join(shown)}   (select with --env NAME or @NAME)"]
+            commands = manifest.data.get("commands") or {}
+            shown = []
+            for env in envs:
+                tags = ["active"] if env == active else []
+                tags += ["also a command"] if env in BUILTINS or env in commands else []
+                shown.append(f"{env} ({', '.join(tags)})" if tags else env)
+            lines += [
+                "",
+                f"Environments: {', '.join(shown)}   "
+                "(select with --env NAME, @NAME or `fdl NAME <command>`)",
+            ]
+            if any(e in BUILTINS or e in commands for e in envs):
+                lines.append(
+                    "  a NAME that is also a command selects the environment only when "
+                    "<command> is a command that NAME does not take"
+                )
     lines += [
         "",
         "Examples:",

@@ -7,11 +7,12 @@ from typing import TYPE_CHECKING
 from fdl._text import did_you_mean
 from fdl.cli._registry import BUILTINS
 from fdl.cli._session import Session
-from fdl.errors import UsageError
+from fdl.errors import FdlError, UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from fdl.manifest import Manifest
     from fdl.tasks import Invocation
 
 __all__ = ["run_project_command"]
@@ -30,6 +31,8 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
     """
     manifest = session.manifest_or_none()
     commands = (manifest.data.get("commands") or {}) if manifest is not None else {}
+    if manifest is not None and session.nested_words:
+        name, args = _from_nested_directory(session, manifest, name, args)
     if manifest is None or name not in commands:
         known = [*BUILTINS, *commands]
         close = did_you_mean(name, known)
@@ -76,6 +79,29 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
         session.console.info(f"fdl: {where}{plan.script}")
     session.console.debug(f"fdl: running {' '.join(plan.argv)} (in {plan.cwd})")
     return execute(plan, environ=environ)
+
+
+def _from_nested_directory(
+    session: Session, manifest: Manifest, name: str, args: list[str]
+) -> tuple[str, list[str]]:
+    """In a nested manifest's directory (``cd flodl-hf && fdl classify``, as floDl's docs
+    say), a command of that manifest runs as ``fdl flodl-hf classify`` would: the manifest
+    of the directory fdl runs in comes first, as with floDl's own CLI, then the project's."""
+    from fdl.tasks import load_nested
+
+    words = session.nested_words
+    try:
+        nested = load_nested(session.discovered_here, session.env, manifest.directory)
+    except FdlError:
+        return name, args  # the run through the words reports it
+    if nested is None or name not in (nested.data.get("commands") or {}):
+        return name, args
+    if name in (manifest.data.get("commands") or {}):
+        session.console.note(
+            f"running `fdl {' '.join(words)} {name}` (the manifest of this directory); the "
+            f"project's `{name}` is `fdl -C {manifest.directory} {name}`"
+        )
+    return words[0], [*words[1:], name, *args]
 
 
 # fdl's -q / -v / -vv / -vvv, as floDl's own CLI passes them to programs (0 .. 4).

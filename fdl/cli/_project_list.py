@@ -76,5 +76,8 @@ def command_rows(manifest: Manifest, env: str | None) -> list[tuple[str, str]]:
                     f"  [also a built-in: `fdl {name} <sub-command>` is the built-in's; "
                     f"`fdl {name}` otherwise runs this]"
                 )
+        if isinstance(spec, dict) and spec.get("cluster") is True:
+            # floDl's fdl.cluster.yml marks the multi-host commands; fdl refuses them
+            text += "  [refused here: `cluster: true`; submit it with `fdl deploy`]"
         rows.append((name, text))
     return rows

@@ -83,7 +83,7 @@ BUILTINS: dict[str, Builtin] = {
         ),
         Builtin(
             "schema",
-            "the schemas `compile: true` entries gave (--fdl-schema): list, clear, refresh",
+            "the schemas entries gave about themselves (--fdl-schema): list, clear, refresh",
             "fdl.cli.commands.schema",
         ),
         Builtin(
@@ -92,6 +92,7 @@ BUILTINS: dict[str, Builtin] = {
             "fdl.cli.commands.run",
             single=True,
         ),
+        Builtin("version", "print the version of fdl", "fdl.cli.commands.version", single=True),
         Builtin(
             "completions",
             "print the shell completion script (bash, zsh, fish)",

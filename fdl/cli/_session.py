@@ -51,6 +51,9 @@ class Session:
         self.environ = environ
         self.interactive = _interactive() if interactive is None else interactive
         self._manifests: dict[tuple[str | None, tuple[str, ...]], Manifest] = {}
+        # the command words from the root manifest to the nested one fdl started in
+        self.nested_words: list[str] = []
+        self.discovered_here = cwd
 
     @property
     def env(self) -> str | None:
@@ -69,10 +72,12 @@ class Session:
 
         found = discover(self.cwd, self.options.manifest)
         if self.options.manifest is None:
-            # Inside a nested manifest's directory the project is the enclosing one.
-            from fdl.tasks import enclosing_manifest
+            # Inside a nested manifest's directory the project is the enclosing one; the
+            # words that lead to the nested manifest let `fdl <its command>` run here.
+            from fdl.tasks import nesting
 
-            root = enclosing_manifest(found.path)
+            root, self.nested_words = nesting(found.path)
+            self.discovered_here = found.path.parent
             if root != found.path:
                 found = Discovered(root, example=root.suffix in (".example", ".dist"))
         if not found.example or self.options.manifest is not None:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from fdl.tasks._env import EnvChange
     from fdl.tasks._execute import execute
     from fdl.tasks._images import ensure_service_image
-    from fdl.tasks._nesting import enclosing_manifest
+    from fdl.tasks._nesting import enclosing_manifest, nesting
     from fdl.tasks._plan import CommandPlan, DockerWrap
     from fdl.tasks._prepare import Invocation, prepare
     from fdl.tasks._presets import format_value
@@ -58,6 +58,7 @@ __all__ = [
     "format_value",
     "in_container",
     "load_nested",
+    "nesting",
     "prepare",
     "preset_problems",
     "probe_key",
@@ -79,6 +80,7 @@ _HOMES = {
     "execute": "_execute",
     "ensure_service_image": "_images",
     "enclosing_manifest": "_nesting",
+    "nesting": "_nesting",
     "CommandPlan": "_plan",
     "DockerWrap": "_plan",
     "Invocation": "_prepare",

@@ -158,6 +158,8 @@ class _Parser:
         if inline is None:
             nxt = self.tokens[self.index] if self.index < len(self.tokens) else None
             if nxt is None or not _is_value(nxt):
+                if option.default is not None:
+                    return  # bare, as floDl's parser takes it: the program uses its default
                 raise self.fail(f"{shown} needs a value ({option.type})")
             inline = nxt
             self.index += 1

@@ -14,7 +14,7 @@ TYPE_CHECKING = False  # on the path of `fdl config show` (start-up)
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["enclosing_manifest"]
+__all__ = ["enclosing_manifest", "nesting"]
 
 
 def _commands(path: Path) -> dict[str, Any]:
@@ -29,8 +29,8 @@ def _commands(path: Path) -> dict[str, Any]:
     return commands if isinstance(commands, dict) else {}
 
 
-def _refers_to(manifest: Path, directory: Path) -> bool:
-    """Whether ``manifest`` has a command whose nested manifest lives in ``directory``."""
+def _refers_to(manifest: Path, directory: Path) -> str | None:
+    """The command of ``manifest`` whose nested manifest lives in ``directory``, if any."""
     here = manifest.parent
     for name, value in _commands(manifest).items():
         spec = value if isinstance(value, dict) else {}
@@ -38,8 +38,8 @@ def _refers_to(manifest: Path, directory: Path) -> bool:
             continue
         target = spec.get("path") or str(name)
         if isinstance(target, str) and (here / target).resolve() == directory:
-            return True
-    return False
+            return str(name)
+    return None
 
 
 def _nearest_above(directory: Path) -> Path | None:
@@ -57,14 +57,24 @@ def _nearest_above(directory: Path) -> Path | None:
 
 def enclosing_manifest(path: Path) -> Path:
     """The root manifest of the project ``path`` belongs to (``path`` itself if it is the root)."""
+    return nesting(path)[0]
+
+
+def nesting(path: Path) -> tuple[Path, list[str]]:
+    """The root manifest of the project ``path`` belongs to, and the command words that lead
+    from it to ``path`` (``["flodl-hf", "parity"]`` for ``flodl-hf/parity/fdl.yml``; none
+    for the root itself)."""
     from fdl.errors import ManifestError
 
     current = path.resolve()
+    words: list[str] = []
     while True:
         try:
             above = _nearest_above(current.parent)
         except ManifestError:
-            return current
-        if above is None or not _refers_to(above, current.parent):
-            return current
+            return current, words
+        name = _refers_to(above, current.parent) if above is not None else None
+        if above is None or name is None:
+            return current, words
+        words.insert(0, name)
         current = above.resolve()

@@ -207,7 +207,10 @@ class _Planner:
         try:
             return compose_program(self.runner, self.environ)
         except EnvironmentProblem as problem:
-            if self.strict:
+            # FDL_COMPOSE is the user's own setting: one that is not a command line is an
+            # error for a dry run too (it printed a plan and exited 0); help only notes it
+            forced = bool((self.environ or {}).get("FDL_COMPOSE", "").strip())
+            if self.strict or (forced and not self.resolution.help):
                 raise
             self.notes.append(f"{problem.message}; the real run will fail")
             return ComposeProgram(["docker", "compose"], [])

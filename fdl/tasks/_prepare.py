@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -23,6 +25,9 @@ from fdl.tasks._probe import (
     FLAG as PROBE_FLAG,
 )
 from fdl.tasks._probe import (
+    HELP_PROBE_SECONDS,
+    MAX_PROBE_OUTPUT,
+    PROBE_SECONDS,
     cached_schema,
     effective_schema,
     parse_probe_output,
@@ -76,10 +81,17 @@ class Invocation:
         return "dry-run" if self.resolution.dry_run else "run"
 
 
+# A `run:` script that reads its arguments itself (`"$@"`, `$*`): appending them too would
+# hand every argument twice. Only these two: `$1` is as often awk's as the shell's.
+_OWN_ARGS = re.compile(r"\$(?:@|\*|\{[@*]\})")
+
+
 def _run_script(resolution: Resolution, *, template: bool) -> Composed:
     spec = resolution.spec
     run, append = spec["run"], spec.get("append")
     use_append = not resolution.no_append
+    if _OWN_ARGS.search(run):
+        return _run_script_with_own_args(resolution, run, append, use_append, template=template)
     if template:
         parts = split_append(append) if use_append else None
         if parts is not None and parts.has_separator:
@@ -112,6 +124,24 @@ def _run_script(resolution: Resolution, *, template: bool) -> Composed:
         args = tuple(before)
         text = compose_run(run, append, [ALL_ARGS] if args else [], None, use_append=use_append)
     return Composed(shown, text, args)
+
+
+def _run_script_with_own_args(
+    resolution: Resolution, run: str, append: str | None, use_append: bool, *, template: bool
+) -> Composed:
+    """The script of a ``run:`` that uses ``"$@"`` itself: the arguments are its positional
+    parameters only (``sh -c 'script' sh ARGS...``), never appended as well."""
+    text = compose_run(run, append, [], None, use_append=use_append)
+    before, after = split_user_args(resolution.args)
+    args = (*before, *(("--", *after) if after is not None else ()))
+    if template or (args and resolution.dry_run):
+        resolution.notes.append(
+            'the `run:` script reads its arguments itself ("$@"): they reach it as its '
+            "positional parameters and are not appended to it"
+        )
+    if template:
+        return Composed(text, text)
+    return Composed(f"{text}  # with {shlex.join(args)}" if args else text, text, args)
 
 
 def compose_script(
@@ -179,7 +209,16 @@ def _prober(
         plan = build_plan(asked, script, root=root, environ=environ, overlay=overlay, runner=runner)
         where = f" (in compose service {plan.docker.service})" if plan.docker else ""
         run = runner or default_runner()
-        done = run.run(plan.argv, cwd=plan.cwd, env=plan.environ(environ), check=False, timeout=600)
+        # bounded: what the probe prints (deep JSON, an endless stream) and how long it
+        # takes; `--help` waits briefly, then shows the inline schema with the note
+        done = run.run(
+            plan.argv,
+            cwd=plan.cwd,
+            env=plan.environ(environ),
+            check=False,
+            timeout=HELP_PROBE_SECONDS if resolution.help else PROBE_SECONDS,
+            max_output=MAX_PROBE_OUTPUT,
+        )
         if done.returncode != 0:
             raise probe_failure(script + where, done.returncode, done.stderr)
         return parse_probe_output(done.stdout, script), script + where
@@ -243,6 +282,11 @@ def prepare(
         resolution.nested = with_schema(nested, schema)
         if resolution.refresh_schema:
             return Invocation(resolution, None)
+    elif nested is not None and nested.data.get("entry"):
+        # not asked unless --refresh-schema, but what it answered then is used
+        cached = cached_schema(nested)
+        if cached is not None:
+            resolution.nested = with_schema(nested, cached)
     if resolution.kind is Kind.GROUP:
         return Invocation(resolution, None)
     template = resolution.help

@@ -9,7 +9,15 @@ entry's program (its size and modification time; for ``cargo`` entries the crate
 is asked again. A probe that fails or prints no JSON object leaves the inline ``schema:``
 in use, with a warning. Probing happens when the command runs or its help is asked for,
 and for ``--refresh-schema`` and ``fdl schema refresh``; never for ``fdl --help``,
-completion or ``--dry-run``, which read the cache only.
+completion or ``--dry-run``, which read the cache only. An entry without ``compile: true``
+is never asked unless ``--refresh-schema`` says so, but a fresh cache is used for it too
+(floDl's benchmarks manifest promises that ``fdl bench --help`` shows the flags).
+
+What the cache and the probe give is bounded: a cache file is read only when it is a
+regular file of at most MAX_CACHE_BYTES, nested at most MAX_DEPTH deep, and passes the
+checks of an inline ``schema:``; a probe runs in its own process group, ended when it
+prints more than MAX_PROBE_OUTPUT bytes or outlives its time (HELP_PROBE_SECONDS for
+``--help``, which then shows the inline schema with a note).
 """
 
 from __future__ import annotations
@@ -33,6 +41,9 @@ from fdl.manifest.sections import COMMAND_SCHEMA
 
 __all__ = [
     "CACHE_DIR",
+    "HELP_PROBE_SECONDS",
+    "MAX_PROBE_OUTPUT",
+    "PROBE_SECONDS",
     "CachedSchema",
     "ProbeFailed",
     "cache_file",
@@ -53,6 +64,16 @@ FLAG = "--fdl-schema"
 # Directories the cache search skips (build output, dependencies, VCS).
 _SKIP = {".git", "target", "node_modules", "libtorch", "runs", ".cargo", ".venv", "__pycache__"}
 _MAX_SOURCE_FILES = 20_000
+# What a cache file or a probe's output may hold: a schema is a few kB; past these, or
+# nested deeper than a schema is, the cache is not used and the probe is refused, so a
+# hostile or broken file (a FIFO, /dev/zero, deep JSON) cannot hang help or fill memory.
+MAX_CACHE_BYTES = 1 << 20
+MAX_PROBE_OUTPUT = 1 << 20
+MAX_DEPTH = 32
+# `fdl <command> --help` waits this long for `<entry> --fdl-schema`, a run or
+# `--refresh-schema` PROBE_SECONDS (a cargo entry may build first).
+HELP_PROBE_SECONDS = 1.0
+PROBE_SECONDS = 600.0
 
 
 class ProbeFailed(FdlError):
@@ -86,11 +107,7 @@ def cache_file(nested: Manifest) -> Path:
 
 def _program(entry: str, directory: Path) -> Path | None:
     """The program an entry starts (its first word, after ``VAR=value`` assignments)."""
-    try:
-        words = shlex.split(entry)
-    except ValueError:
-        return None
-    words = [w for w in words if not ("=" in w and w.split("=", 1)[0].isidentifier())]
+    words = _words(entry)
     if not words:
         return None
     first = words[0]
@@ -99,6 +116,30 @@ def _program(entry: str, directory: Path) -> Path | None:
         return path if path.is_absolute() else directory / path
     found = shutil.which(first)
     return Path(found) if found else None
+
+
+def _words(entry: str) -> list[str]:
+    try:
+        words = shlex.split(entry)
+    except ValueError:
+        return []
+    return [w for w in words if not ("=" in w and w.split("=", 1)[0].isidentifier())]
+
+
+def _scripts(entry: str, directory: Path) -> list[Path]:
+    """Files the entry names after its program (``bash run.sh``: the script the schema
+    comes from), so editing them asks again."""
+    found = []
+    for word in _words(entry)[1:6]:
+        if word.startswith("-") or len(word) > 255:
+            continue
+        path = directory / word
+        try:
+            if path.is_file():
+                found.append(path)
+        except OSError:
+            continue
+    return found
 
 
 def _stamp(path: Path) -> str:
@@ -140,17 +181,67 @@ def probe_key(nested: Manifest) -> str:
     program = _program(entry, nested.directory)
     if program is not None:
         parts.append(_stamp(program))
+    parts += [_stamp(script) for script in _scripts(entry, nested.directory)]
     if entry.lstrip().startswith("cargo ") or (program is not None and program.name == "cargo"):
         parts += _crate_stamps(nested.directory)
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
+def _depth(text: str) -> int:
+    """How deeply the JSON ``text`` nests (brackets outside strings), counted without
+    parsing it, so that deep nesting is refused before the parser recurses into it."""
+    import re
+
+    depth = deepest = 0
+    in_string = False
+    skip = -1  # the position of a character a backslash escapes
+    for found in re.finditer(r'[\\"\[\]{}]', text):
+        char, at = found.group(), found.start()
+        if at == skip:
+            continue
+        if in_string:
+            if char == "\\":
+                skip = at + 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_DEPTH:
+                break
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _loads(text: str) -> Any:
+    """JSON ``text`` nested at most MAX_DEPTH deep (ValueError otherwise)."""
+    if _depth(text) > MAX_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    return json.loads(text)
+
+
 def _read(path: Path) -> dict[str, Any] | None:
+    """A cache file's JSON object; None for anything else (missing, a FIFO, a device, a
+    directory, too large, not UTF-8, not JSON, nested too deeply), without blocking."""
+    from fdl._files import read_small_text
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        text = read_small_text(path, MAX_CACHE_BYTES)
+        data = _loads(text) if text is not None else None
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def _usable(schema: dict[str, Any], source: str) -> dict[str, Any] | None:
+    """``schema`` when it passes the checks of an inline ``schema:``, else None."""
+    try:
+        return _checked(schema, source)
+    except FdlError:
+        return None
 
 
 def _split(data: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
@@ -166,7 +257,9 @@ def cached_schema(nested: Manifest) -> dict[str, Any] | None:
     if data is None:
         return None
     key, schema = _split(data)
-    return schema if key == probe_key(nested) else None
+    if key != probe_key(nested):
+        return None
+    return _usable(schema, str(cache_file(nested)))
 
 
 def write_cache(nested: Manifest, schema: dict[str, Any], invocation: str) -> Path:
@@ -179,6 +272,9 @@ def write_cache(nested: Manifest, schema: dict[str, Any], invocation: str) -> Pa
     path = cache_file(nested)
     payload = {**schema, _META: {"key": probe_key(nested), "probe": invocation}}
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_symlink() or not path.parent.resolve().is_relative_to(nested.directory.resolve()):
+        # never write outside the project through a link (best effort: no cache)
+        raise PermissionError(f"{path}: a link leads out of {nested.directory}")
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return path
 
@@ -194,6 +290,11 @@ def parse_probe_output(stdout: str, invocation: str) -> dict[str, Any]:
     if start < 0:
         raise ProbeFailed(f"`{invocation}` printed no JSON object")
     text = stdout[start:]
+    if _depth(text) > MAX_DEPTH:
+        raise ProbeFailed(
+            f"`{invocation}` printed JSON nested deeper than {MAX_DEPTH} levels",
+            hint="fix the program's --fdl-schema output (the format of `schema:` in fdl.yml)",
+        )
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -203,7 +304,15 @@ def parse_probe_output(stdout: str, invocation: str) -> dict[str, Any]:
             raise ProbeFailed(f"`{invocation}` did not print valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ProbeFailed(f"`{invocation}` printed JSON that is not an object")
-    node = parse_text(json.dumps(data), invocation, LayerKind.BASE, None)
+    return _checked(data, invocation)
+
+
+def _checked(data: dict[str, Any], invocation: str) -> dict[str, Any]:
+    """``data`` checked like an inline ``schema:`` (ProbeFailed when it does not pass)."""
+    try:
+        node = parse_text(json.dumps(data), invocation, LayerKind.BASE, None)
+    except (FdlError, ValueError, RecursionError) as exc:
+        raise ProbeFailed(f"`{invocation}` printed a schema fdl cannot read: {exc}") from None
     checker = Checker()
     if isinstance(node, MapNode):
         COMMAND_SCHEMA.check(node, ("schema",), checker)
@@ -233,7 +342,7 @@ def effective_schema(
     """
     inline = nested.data.get("schema")
     if not nested.data.get("compile") and not refresh:
-        return inline if isinstance(inline, dict) else None
+        return schema_of(nested)
     if not refresh:
         cached = cached_schema(nested)
         if cached is not None:
@@ -302,9 +411,9 @@ def with_schema(nested: Manifest, schema: dict[str, Any] | None) -> Manifest:
 
 
 def schema_of(nested: Manifest) -> dict[str, Any] | None:
-    """The schema to use without probing (completion, listings): a fresh cache for
-    ``compile: true``, else the inline ``schema:``."""
-    if nested.data.get("compile"):
+    """The schema to use without probing (completion, listings, entries without
+    ``compile: true``): a fresh cache, else the inline ``schema:``."""
+    if nested.data.get("entry"):
         cached = cached_schema(nested)
         if cached is not None:
             return cached

@@ -139,9 +139,14 @@ def preset_problems(nested: Manifest, root: Path) -> dict[str, list[ManifestErro
 
 
 def _probed_tree(nested: Manifest) -> MapNode | None:
-    """The cached ``--fdl-schema`` answer of a ``compile: true`` entry, as a tree with a
-    ``schema`` key (never probes: a missing or stale cache gives None)."""
-    if nested.data.get("compile") is not True:
+    """The cached ``--fdl-schema`` answer of an entry, as a tree with a ``schema`` key
+    (never probes: a missing or stale cache gives None)."""
+    if not nested.data.get("entry"):
+        return None
+    import os
+
+    # the common case (no cache) costs a stat, not the import of the probe module (start-up)
+    if not os.path.lexists(nested.directory / ".fdl" / "schema-cache"):
         return None
     import json
 
@@ -210,6 +215,64 @@ def _split_flags(tail: Sequence[str], *, run_kind: bool) -> _Flags:
     return flags
 
 
+# fdl's global options (fdl.cli._globals), which a user may type after the command name
+# (`fdl train -e ci`): the fix moves them before it rather than handing them to the script.
+_GLOBAL_VALUE_OPTIONS = {"-e", "--env", "-f", "--manifest", "-C", "--directory", "--set"}
+_GLOBAL_FLAGS = {"-v", "-vv", "-vvv", "--verbose", "-q", "--quiet", "--no-color", "--no-ansi"}
+
+
+def _split_globals(tokens: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``tokens`` as (fdl's global options, the rest)."""
+    found: list[str] = []
+    rest: list[str] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        name = token.split("=", 1)[0]
+        if token in _GLOBAL_VALUE_OPTIONS and index + 1 < len(tokens):
+            found += tokens[index : index + 2]
+            index += 2
+            continue
+        if (
+            token in _GLOBAL_FLAGS
+            or (token.startswith("@") and len(token) > 1)
+            or (name in _GLOBAL_VALUE_OPTIONS and name.startswith("--") and "=" in token)
+        ):
+            found.append(token)
+        else:
+            rest.append(token)
+        index += 1
+    return found, rest
+
+
+def _misplaced(name: str, before: list[str], after: list[str] | None) -> UsageError:
+    """Arguments of a ``run:`` command before ``--``, with the form that means what the
+    user most likely meant: fdl's own options before the command, the rest after ``--``."""
+    after = after or []
+    found, rest = _split_globals(before)
+    tail = [*rest, "--", *after] if rest and after else [*rest, *after]
+    forward = f" -- {shlex.join(tail)}" if tail else ""
+    if found:
+        env = next((t[1:] for t in found if t.startswith("@")), None)
+        for index, token in enumerate(found[:-1]):
+            if token in ("-e", "--env"):
+                env = found[index + 1]
+        env = env or next((t.split("=", 1)[1] for t in found if t.startswith("--env=")), None)
+        alternative = f" (or `fdl @{env} {name}{forward}`)" if env and found != [f"@{env}"] else ""
+        return UsageError(
+            f"`fdl {name}` takes its arguments after `--`, and fdl's own options go before "
+            f"the command name (got {shlex.join(before)})",
+            hint=f"`fdl {shlex.join(found)} {name}{forward}`{alternative}; to hand them to "
+            f"the script: `fdl {name} -- {shlex.join([*before, *(['--', *after] if after else [])])}`",
+        )
+    shown = shlex.join(before)
+    after_text = f" -- {shlex.join(after)}" if after else ""
+    return UsageError(
+        f"`fdl {name}` takes its arguments after `--` (got {shown})",
+        hint=f"fdl {name} -- {shown}{after_text}",
+    )
+
+
 @dataclass
 class _Walk:
     root: Manifest
@@ -228,12 +291,7 @@ class _Walk:
         flags = _split_flags(tail, run_kind=True)
         name = " ".join(self.words)
         if flags.before and not flags.help:
-            shown = shlex.join(flags.before)
-            after = f" -- {shlex.join(flags.after)}" if flags.after else ""
-            raise UsageError(
-                f"`fdl {name}` takes its arguments after `--` (got {shown})",
-                hint=f"fdl {name} -- {shown}{after}",
-            )
+            raise _misplaced(name, flags.before, flags.after)
         return Resolution(
             Kind.RUN,
             tuple(self.words),

@@ -31,7 +31,7 @@ def test_help_lists_builtins_commands_and_environments(run_fdl, project: Path) -
     assert result.exit_code == 0
     assert "config" in result.stdout
     assert "Project commands (fdl.yml: Demo training project)" in result.stdout
-    assert "Environments: ci (active), gpu" in result.stdout
+    assert "Environments: ci (active, also a command), gpu" in result.stdout
 
 
 def test_help_outside_a_project(run_fdl, tmp_path: Path) -> None:

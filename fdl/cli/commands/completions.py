@@ -32,7 +32,9 @@ class Shell(str, Enum):
 @app.command()
 def completions(
     ctx: typer.Context,
-    shell: Annotated[Shell, typer.Argument(help="bash, zsh or fish.")],
+    shell: Annotated[
+        Shell, typer.Argument(help="bash, zsh or fish (default: bash, as floDl's).")
+    ] = Shell.bash,
 ) -> None:
     """Print the completion script for SHELL.
 

@@ -37,6 +37,12 @@ def normalize(args: list[str]) -> list[str]:
 @app.command()
 def show(
     ctx: typer.Context,
+    environment: Annotated[
+        str | None,
+        typer.Argument(
+            help="The environment, as --env (floDl's `fdl config show ci`).", show_default=False
+        ),
+    ] = None,
     env: EnvOption = None,
     as_json: JsonOption = False,
     no_origin: Annotated[
@@ -48,6 +54,15 @@ def show(
 
     Example: fdl config show --env ci
     """
+    if environment is not None:
+        if env is not None and env != environment:
+            from fdl.errors import UsageError
+
+            raise UsageError(
+                f"fdl config show: two environments, {environment!r} and --env {env}",
+                hint=f"name one: `fdl config show {env}`",
+            )
+        env = environment
     raise typer.Exit(
         actions.show(
             ctx.obj, env=env, as_json=as_json, origins=not no_origin, show_secrets=show_secrets

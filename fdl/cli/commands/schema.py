@@ -13,14 +13,29 @@ from fdl.errors import ExitCode, FdlError
 
 app = group(
     "schema",
-    "The cached schemas of `compile: true` commands (`<entry> --fdl-schema`): list, clear "
-    "or ask the entries again.\n\nExample: fdl schema list",
+    "The cached schemas of entries (`<entry> --fdl-schema`; `compile: true` ones are asked "
+    "by themselves): list, clear or ask the entries again.\n\nExample: fdl schema list",
     no_args_is_help=True,
 )
 
 NameArgument = Annotated[
     str | None, typer.Argument(help="Only the cache of this command directory (its name).")
 ]
+
+
+def _check_name(name: str | None, verb: str) -> None:
+    """A command directory's name, never a path (`schema clear ../..` is refused)."""
+    import re
+
+    if name is not None and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}", name):
+        from fdl.errors import UsageError
+
+        raise UsageError(
+            f"fdl schema {verb}: {name!r} is not a command directory's name (a path or an "
+            "empty name)",
+            hint=f"name the directory as `fdl schema list` shows it, e.g. `fdl schema {verb} "
+            "export`",
+        )
 
 
 def _shown(path: Path, root: Path) -> str:
@@ -63,10 +78,15 @@ def clear(ctx: typer.Context, name: NameArgument = None) -> None:
     from fdl.tasks import find_caches
 
     session: Session = ctx.obj
+    _check_name(name, "clear")
     root = session.discover().directory
     removed = 0
     for cache in find_caches(root):
         if name is not None and cache.name != name:
+            continue
+        if cache.path.is_dir() and not cache.path.is_symlink():
+            # fdl writes files there; a directory is the user's (a link loses the link only)
+            session.console.warn(f"{_shown(cache.path, root)}: a directory, not fdl's; kept")
             continue
         cache.path.unlink(missing_ok=True)
         removed += 1
@@ -90,6 +110,7 @@ def refresh(ctx: typer.Context, name: NameArgument = None) -> None:
     from fdl.tasks import find_caches
 
     session: Session = ctx.obj
+    _check_name(name, "refresh")
     root = session.manifest()
     commands = root.data.get("commands") or {}
     failed = 0
