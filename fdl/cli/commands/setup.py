@@ -25,7 +25,11 @@ def setup(
     ] = False,
     torch: Annotated[
         str | None,
-        typer.Option("--torch", help="PyTorch version (default: libtorch.torch or the newest)."),
+        typer.Option(
+            "--torch",
+            help="PyTorch version (default: libtorch.torch, else the one the project's "
+            "framework compiles against, else the newest).",
+        ),
     ] = None,
     from_wheel: Annotated[
         bool,
@@ -52,7 +56,7 @@ def setup(
         context,
         report.capabilities,
         driver=report.driver,
-        torch=torch or settings.torch,
+        torch=settings.torch_for(torch),
         preferred=settings.variant,
         preferred_origin=settings.variant_origin,
         from_wheel=from_wheel,

@@ -1,0 +1,623 @@
+"""Which libtorch the project's framework compiles against, read from the project's files.
+
+:func:`detect_framework` reads, in this order, ``Cargo.lock`` (the release Cargo resolved),
+``Cargo.toml`` (dependencies, ``[workspace.dependencies]``, path dependencies, and the
+workspace's own crates: floDl's repository *is* floDl), and ``CMakeLists.txt``
+(``find_package(Torch <version> [EXACT])``, ``CMAKE_CXX_STANDARD``). The release is looked up
+in ``frameworks.yaml`` (:mod:`fdl.compat.frameworks`). :func:`framework_torch` then gives the
+one torch release every libtorch decision uses: the manifest's ``libtorch.torch`` when it
+agrees with the framework (refused at its line when not, unless
+``libtorch.framework-check: false``), else the framework's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fdl.compat import (
+    FrameworkRelease,
+    UnknownFrameworkRelease,
+    framework_for_crate,
+    framework_release,
+    frameworks,
+    headers_cxx_standard,
+    matching_release,
+    releases,
+    resolve_torch_version,
+    version_key,
+)
+from fdl.errors import Location, ManifestError, UsageError
+from fdl.manifest import Manifest
+
+__all__ = [
+    "CHECK_KEY",
+    "FrameworkPin",
+    "TorchDecision",
+    "detect_framework",
+    "framework_torch",
+]
+
+CHECK_KEY = "libtorch.framework-check"
+_LIMIT = 4 << 20  # a Cargo.lock of a large workspace is a few hundred KiB
+_CMAKE = "libtorch C++ (CMake)"
+
+
+@dataclass(frozen=True)
+class FrameworkPin:
+    """What the project's framework needs of libtorch.
+
+    Attributes:
+        framework: ``flodl``, ``tch`` or ``cmake``.
+        title: ``floDl``, ``tch-rs``, ``libtorch C++ (CMake)``.
+        release: The framework's release (``0.5.3``); None for a CMake project.
+        torch: The torch release it needs (exact), or at least (CMake without EXACT); None
+            when it names none.
+        exact: Whether only ``torch`` itself will do.
+        cxx_standard: The C++ standard it compiles with (17), if known.
+        origin: Where the fact was read (``Cargo.lock:41:11``).
+        how: One line: what was read (``flodl-sys 0.5.3 in Cargo.lock``).
+        source: The table row's source (empty for CMake).
+        reads: The variable its build reads to find libtorch.
+    """
+
+    framework: str
+    title: str
+    release: str | None
+    torch: str | None
+    exact: bool
+    cxx_standard: int | None
+    origin: str
+    how: str
+    source: str = ""
+    reads: str = ""
+
+    @property
+    def label(self) -> str:
+        """``floDl 0.5.3`` (or the CMake project's description)."""
+        return f"{self.title} {self.release}" if self.release else self.title
+
+    def refusal(self, torch: str) -> str | None:
+        """Why the framework cannot compile against ``torch`` (a full version), or None."""
+        if self.torch is not None:
+            want, got = version_key(self.torch), version_key(torch)
+            if self.exact and got[:3] != want[:3]:
+                return f"{self.label} compiles against torch {self.torch} only ({self.origin})"
+            if not self.exact and got[:3] < want[:3]:
+                return f"{self.label} asks for torch {self.torch} or newer ({self.origin})"
+        if self.cxx_standard is not None:
+            try:
+                needed = headers_cxx_standard(torch)
+            except UsageError:
+                return None
+            if needed > self.cxx_standard:
+                return (
+                    f"torch {torch}'s headers require C++{needed}, and {self.label} compiles "
+                    f"with C++{self.cxx_standard} ({self.origin})"
+                )
+        return None
+
+    def best_torch(self) -> str | None:
+        """The torch to use when nothing else is asked: the pinned one, else the newest known
+        release the framework can compile against, else None (no constraint)."""
+        if self.torch is not None and self.exact:
+            return resolve_torch_version(self.torch)
+        if self.torch is None and self.cxx_standard is None:
+            return None
+        for rel in reversed(releases()):
+            if self.refusal(rel.latest) is None:
+                return rel.latest
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "framework": self.framework,
+            "title": self.title,
+            "release": self.release,
+            "torch": self.torch,
+            "exact": self.exact,
+            "cxx_standard": self.cxx_standard,
+            "origin": self.origin,
+            "how": self.how,
+            "source": self.source,
+            "reads": self.reads,
+        }
+
+
+@dataclass(frozen=True)
+class TorchDecision:
+    """The torch release the project's libtorch commands use, and why.
+
+    Attributes:
+        torch: The release (``2.10.0``), None when nothing constrains it (the newest).
+        pins: The frameworks found.
+        why: One line for people.
+        checked: False when ``libtorch.framework-check: false`` switched the check off.
+        origin: Where ``torch`` comes from, short (``Cargo.lock:41:11 (floDl 0.5.3)``).
+    """
+
+    torch: str | None
+    pins: tuple[FrameworkPin, ...] = ()
+    why: str = ""
+    checked: bool = True
+    origin: str = ""
+
+    def refusal(self, torch: str) -> str | None:
+        """Why a framework of the project cannot compile against ``torch``, or None."""
+        if not self.checked:
+            return None
+        for pin in self.pins:
+            reason = pin.refusal(torch)
+            if reason:
+                return reason
+        return None
+
+    def require(self, torch: str, option: str) -> None:
+        """Refuse ``torch``, given as ``option`` (``--torch``), when a framework of the
+        project cannot compile against it.
+
+        Raises:
+            UsageError: it cannot (with both facts and the fix).
+        """
+        try:
+            full = resolve_torch_version(torch)
+        except UsageError:
+            return  # the command reports an unknown release itself
+        reason = self.refusal(full)
+        if reason is None:
+            return
+        best = _agreed(self.pins) if self.checked else None
+        instead = (
+            f"drop {option} (torch {best[1]} is the default here)" if best else f"drop {option}"
+        )
+        raise UsageError(
+            f"{option} {torch}: {reason}",
+            hint=f"{instead}; to use torch {full} anyway: fdl --set {CHECK_KEY}=false ...",
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "torch": self.torch,
+            "why": self.why,
+            "checked": self.checked,
+            "origin": self.origin,
+            "frameworks": [p.to_json() for p in self.pins],
+        }
+
+
+def detect_framework(directory: Path) -> tuple[FrameworkPin, ...]:
+    """The frameworks of the project at ``directory``: from ``Cargo.lock``, else
+    ``Cargo.toml``, plus what ``CMakeLists.txt`` asks of libtorch.
+
+    Raises:
+        ManifestError: a framework release the table does not know (at its file:line:col),
+            or a project file that cannot be read or parsed.
+    """
+    pins = list(_from_lock(directory)) or list(_from_cargo_toml(directory))
+    cmake = _from_cmake(directory)
+    if cmake is not None:
+        pins.append(cmake)
+    return tuple(pins)
+
+
+def framework_torch(manifest: Manifest | None, directory: Path | None = None) -> TorchDecision:
+    """The torch release the project's libtorch decisions use.
+
+    The manifest's ``libtorch.torch`` when the framework can compile against it; the
+    framework's own release when the manifest names none.
+
+    Raises:
+        ManifestError: ``libtorch.torch`` contradicts the framework (at its line, with both
+            facts), two frameworks of the project need different releases, or a framework
+            release is unknown.
+    """
+    root = manifest.directory if manifest is not None else directory
+    if root is None:
+        return TorchDecision(None)
+    checked = manifest is None or manifest.get(CHECK_KEY) is not False
+    pins = detect_framework(root)
+    wanted = manifest.get("libtorch.torch") if manifest is not None else None
+    if wanted is not None:
+        full = _full(str(wanted), manifest)
+        origin = manifest.origin("libtorch.torch") if manifest is not None else None
+        where = str(origin.location()) if origin is not None else "libtorch.torch"
+        decision = TorchDecision(full, pins, f"libtorch.torch ({where})", checked, where)
+        reason = decision.refusal(full)
+        if reason and manifest is not None:
+            raise manifest.error(
+                "libtorch.torch",
+                f"{wanted} cannot be used: {reason}",
+                hint=_fix(pins, full),
+            )
+        return decision
+    if not pins:
+        return TorchDecision(None, pins, "", checked)
+    try:
+        chosen = _agreed(pins)
+    except ManifestError:
+        if checked:
+            raise
+        chosen = None  # the user switched the check off: their frameworks, their call
+    if chosen is None:
+        return TorchDecision(None, pins, "", checked)
+    pin, torch = chosen
+    why = f"{pin.label} compiles against torch {torch} ({pin.how})"
+    return TorchDecision(torch, pins, why, checked, f"{pin.origin} ({pin.label})")
+
+
+def _full(wanted: str, manifest: Manifest | None) -> str:
+    try:
+        return resolve_torch_version(wanted)
+    except UsageError as exc:
+        if manifest is None:
+            raise
+        raise manifest.error("libtorch.torch", exc.message, hint=exc.hint) from None
+
+
+def _fix(pins: tuple[FrameworkPin, ...], refused: str) -> str:
+    best = _agreed(pins)
+    set_it = f'libtorch.torch: "{best[1]}" (or remove the key)' if best else "remove the key"
+    return (
+        f"set {set_it}; to keep torch {refused} on purpose, set "
+        f"{CHECK_KEY}: false (see README: how fdl finds the framework's libtorch)"
+    )
+
+
+def _agreed(pins: tuple[FrameworkPin, ...]) -> tuple[FrameworkPin, str] | None:
+    """The torch every pin accepts, from the most exact pin; None when none constrains."""
+    ordered = sorted(pins, key=lambda p: (not p.exact, p.torch is None))
+    for pin in ordered:
+        torch = pin.best_torch()
+        if torch is None:
+            continue
+        for other in pins:
+            reason = other.refusal(torch)
+            if reason:
+                raise ManifestError(
+                    f"the project's frameworks need different libtorch releases: {pin.label} "
+                    f"needs torch {torch} ({pin.origin}), but {reason}",
+                    hint="align the framework releases (cargo update -p <crate> --precise ...)",
+                )
+        return pin, torch
+    return None
+
+
+# --- Cargo.lock ------------------------------------------------------------------------
+
+
+def _from_lock(directory: Path) -> Iterator[FrameworkPin]:
+    path = directory / "Cargo.lock"
+    text = _read(path)
+    if text is None:
+        return
+    data = _toml(path, text)
+    packages = [p for p in data.get("package") or [] if isinstance(p, Mapping)]
+    for known in frameworks():
+        for crate in known.crates:
+            versions = sorted(
+                {str(p.get("version")) for p in packages if p.get("name") == crate},
+                key=_safe_key,
+            )
+            if not versions:
+                continue
+            for version in versions:
+                where = _locate(
+                    text, rf'name = "{re.escape(crate)}"\nversion = "({re.escape(version)})"'
+                )
+                origin = str(Location(path.name, *where))
+                row = _exact(known.name, version, origin)
+                yield _pin(row, origin, f"{crate} {version} in Cargo.lock", known.reads)
+            break
+
+
+# --- Cargo.toml ------------------------------------------------------------------------
+
+_DEP_TABLES = ("dependencies", "dev-dependencies", "build-dependencies")
+
+
+def _from_cargo_toml(directory: Path) -> Iterator[FrameworkPin]:
+    path = directory / "Cargo.toml"
+    text = _read(path)
+    if text is None:
+        return
+    data = _toml(path, text)
+    workspace = _table(data, "workspace")
+    shared = _table(workspace, "package")
+    seen: set[str] = set()
+    # The project's own crates first: floDl's repository holds flodl and flodl-sys.
+    for member, member_text, member_data in _own_crates(directory, path, text, data, workspace):
+        package = member_data.get("package")
+        if not isinstance(package, Mapping):
+            continue
+        known = framework_for_crate(str(package.get("name")))
+        if known is None or known.name in seen:
+            continue
+        version = package.get("version")
+        if isinstance(version, Mapping) and version.get("workspace") is True:
+            version = shared.get("version")
+            where_text, where_path = text, path
+            pattern = r"(?ms)^\[workspace\.package\][^\[]*?^version\s*=\s*\"([^\"]*)\""
+        else:
+            where_text, where_path = member_text, member
+            pattern = r"(?ms)^\[package\][^\[]*?^version\s*=\s*\"([^\"]*)\""
+        if not isinstance(version, str):
+            continue
+        origin = str(Location(_rel(where_path, directory), *_locate(where_text, pattern)))
+        row = _exact(known.name, version, origin)
+        seen.add(known.name)
+        yield _pin(row, origin, f"{package.get('name')} {version} (this workspace)", known.reads)
+    for known in frameworks():
+        if known.name in seen:
+            continue
+        found = _requirement(directory, path, text, data, workspace, known.crates)
+        if found is None:
+            continue
+        crate, requirement, origin = found
+        try:
+            row = matching_release(known.name, requirement)
+        except UnknownFrameworkRelease as exc:
+            raise _located(exc, origin) from None
+        how = (
+            f'{crate} = "{requirement}" in Cargo.toml (no Cargo.lock: the newest release fdl '
+            f"knows that matches, {row.version})"
+        )
+        yield _pin(row, origin, how, known.reads)
+
+
+def _own_crates(
+    directory: Path, path: Path, text: str, data: Mapping[str, Any], workspace: Mapping[str, Any]
+) -> Iterator[tuple[Path, str, Mapping[str, Any]]]:
+    yield path, text, data
+    for pattern in workspace.get("members") or []:
+        if not isinstance(pattern, str):
+            continue
+        for member_dir in sorted(directory.glob(pattern)):
+            if not _inside(member_dir, directory):
+                continue
+            member = member_dir / "Cargo.toml"
+            member_text = _read(member)
+            if member_text is not None:
+                yield member, member_text, _toml(member, member_text)
+
+
+def _requirement(
+    directory: Path,
+    path: Path,
+    text: str,
+    data: Mapping[str, Any],
+    workspace: Mapping[str, Any],
+    crates: tuple[str, ...],
+) -> tuple[str, str, str] | None:
+    """(crate, requirement, origin) of the first of ``crates`` the manifest depends on."""
+    for crate in crates:
+        for table in _dependency_tables(data, workspace):
+            spec = table.get(crate)
+            if spec is None:
+                continue
+            if isinstance(spec, Mapping) and spec.get("workspace") is True:
+                spec = (workspace.get("dependencies") or {}).get(crate, spec)
+            where = _dependency_origin(text, crate)
+            origin = str(Location(path.name, *where))
+            if isinstance(spec, str):
+                return crate, spec, origin
+            if not isinstance(spec, Mapping):
+                continue
+            if isinstance(spec.get("version"), str):
+                return crate, str(spec["version"]), origin
+            if isinstance(spec.get("path"), str):
+                version = _path_version(directory, str(spec["path"]))
+                if version is not None:
+                    return crate, f"={version}", origin
+            raise ManifestError(
+                f"{crate} comes from {'git' if 'git' in spec else 'a path'} without a version: "
+                "fdl cannot tell its release from Cargo.toml",
+                location=_as_location(origin),
+                hint="create the lock file (cargo generate-lockfile) so fdl reads the "
+                "resolved release, or set libtorch.torch in fdl.yml",
+            )
+    return None
+
+
+def _dependency_tables(
+    data: Mapping[str, Any], workspace: Mapping[str, Any]
+) -> Iterator[Mapping[str, Any]]:
+    for name in _DEP_TABLES:
+        if isinstance(data.get(name), Mapping):
+            yield data[name]
+    for target in (data.get("target") or {}).values():
+        if isinstance(target, Mapping):
+            for name in _DEP_TABLES:
+                if isinstance(target.get(name), Mapping):
+                    yield target[name]
+    if isinstance(workspace.get("dependencies"), Mapping):
+        yield workspace["dependencies"]
+
+
+def _dependency_origin(text: str, crate: str) -> tuple[int, int]:
+    name = re.escape(crate)
+    for pattern in (
+        rf"(?m)^\s*({name})\s*=",
+        rf'(?m)^\s*"({name})"\s*=',
+        rf"(?m)^\[(?:[\w.'\"()-]*\.)?dependencies\.({name})\]",
+    ):
+        where = _locate(text, pattern)
+        if where != (0, 0):
+            return where
+    return 0, 0
+
+
+def _path_version(directory: Path, relative: str) -> str | None:
+    crate_dir = (directory / relative).resolve()
+    member = crate_dir / "Cargo.toml"
+    text = _read(member)
+    if text is None:
+        return None
+    package = _toml(member, text).get("package") or {}
+    version = package.get("version")
+    if isinstance(version, str):
+        return version
+    # version.workspace = true: the workspace root above the crate holds it
+    for parent in crate_dir.parents:
+        root_text = _read(parent / "Cargo.toml")
+        if root_text is None:
+            continue
+        root = _toml(parent / "Cargo.toml", root_text).get("workspace") or {}
+        shared = (root.get("package") or {}).get("version")
+        if isinstance(shared, str):
+            return shared
+    return None
+
+
+# --- CMakeLists.txt --------------------------------------------------------------------
+
+_FIND_TORCH = re.compile(r"(?im)^[ \t]*find_package\s*\(\s*(Torch)\b([^)]*)\)")
+_CXX_STANDARD = re.compile(r"(?im)^[ \t]*set\s*\(\s*CMAKE_CXX_STANDARD\s+(\d+)\s*\)")
+_CXX_FEATURE = re.compile(r"(?im)target_compile_features\s*\([^)]*\bcxx_std_(\d+)")
+
+
+def _from_cmake(directory: Path) -> FrameworkPin | None:
+    path = directory / "CMakeLists.txt"
+    text = _read(path)
+    if text is None:
+        return None
+    found = _FIND_TORCH.search(text)
+    if found is None:
+        return None
+    args = found.group(2).split()
+    version = args[0] if args and re.fullmatch(r"\d+(\.\d+)*", args[0]) else None
+    exact = version is not None and "EXACT" in (a.upper() for a in args[1:])
+    standard = _CXX_STANDARD.search(text) or _CXX_FEATURE.search(text)
+    cxx = int(standard.group(1)) if standard else None
+    where = _line_col(text, found.start(1))
+    if version is not None:
+        where = _line_col(text, found.start(2) + found.group(2).index(version))
+    origin = str(Location(path.name, *where))
+    parts = [f"find_package(Torch{' ' + version if version else ''}{' EXACT' if exact else ''})"]
+    if cxx is not None:
+        parts.append(f"C++{cxx}")
+    how = f"{', '.join(parts)} in CMakeLists.txt"
+    if version is not None and exact:
+        version = _exact_torch(version, origin)
+    return FrameworkPin("cmake", _CMAKE, None, version, exact, cxx, origin, how, reads="Torch_DIR")
+
+
+def _exact_torch(version: str, origin: str) -> str:
+    try:
+        return resolve_torch_version(version)
+    except UsageError as exc:
+        raise ManifestError(
+            f"find_package(Torch {version} EXACT): {exc.message}",
+            location=_as_location(origin),
+            hint=exc.hint,
+        ) from None
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def _exact(name: str, version: str, origin: str) -> FrameworkRelease:
+    try:
+        return framework_release(name, version)
+    except UnknownFrameworkRelease as exc:
+        raise _located(exc, origin) from None
+
+
+def _pin(row: FrameworkRelease, origin: str, how: str, reads: str) -> FrameworkPin:
+    return FrameworkPin(
+        row.framework,
+        row.title,
+        row.version,
+        row.torch,
+        True,
+        row.cxx_standard,
+        origin,
+        how,
+        row.source,
+        reads,
+    )
+
+
+def _located(exc: UnknownFrameworkRelease, origin: str) -> ManifestError:
+    newest = exc.newest
+    return ManifestError(
+        exc.message,
+        location=_as_location(origin),
+        hint=f"{exc.hint}; use that release, or set libtorch.torch in fdl.yml with "
+        f"{CHECK_KEY}: false if you know which torch {newest.title} needs",
+    )
+
+
+def _table(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _as_location(origin: str) -> Location:
+    name, _, rest = origin.partition(":")
+    line, _, column = rest.partition(":")
+    return Location(name, int(line or 0), int(column or 0))
+
+
+def _read(path: Path) -> str | None:
+    from fdl._files import NotARegularFile, read_small_text, reason_of
+
+    try:
+        return read_small_text(path, limit=_LIMIT)
+    except (NotARegularFile, OSError) as exc:
+        raise ManifestError(
+            f"cannot read {path.name}: {reason_of(exc)}",
+            location=Location(path.name),
+            hint=f"fix or remove {path}",
+        ) from None
+
+
+def _toml(path: Path, text: str) -> Mapping[str, Any]:
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(
+            f"{path.name} is not valid TOML: {exc}",
+            location=Location(path.name),
+            hint=f"fix {path.name} (cargo metadata shows where)",
+        ) from None
+
+
+def _locate(text: str, pattern: str) -> tuple[int, int]:
+    found = re.search(pattern, text)
+    if found is None:
+        return 0, 0
+    group = 1 if found.re.groups else 0
+    return _line_col(text, found.start(group))
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return line, column
+
+
+def _rel(path: Path, directory: Path) -> str:
+    try:
+        return str(path.relative_to(directory))
+    except ValueError:
+        return path.name
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    try:
+        path.resolve().relative_to(directory.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def _safe_key(version: str) -> tuple[int, ...]:
+    try:
+        return version_key(version)
+    except ValueError:
+        return ()
