@@ -347,3 +347,54 @@ def test_a_manifest_torch_the_framework_refuses_stops_the_build(flodl_project: P
         build_request(manifest, {"archs": ("6.1,12.0", "--archs")}, flodl_project)
     assert str(caught.value.location) == "fdl.yml:3:12"
     assert "compiles against torch 2.10.0 only" in caught.value.message
+
+
+# --- fdl diagnose --------------------------------------------------------------------------
+
+
+def _diagnose(root: Path, manifest_text: str, active: tuple[str, str, str | None], *caps: str):
+    from tests.unit.test_diagnose import find, install_fake, runner
+
+    from fdl.diagnose import run_diagnose
+    from fdl.libtorch import variants
+
+    context = Context(root, project=True)
+    name, version, cuda = active
+    install_fake(context, name, version, cuda, cubins=[75, 80, 86, 90, 100, 120] if cuda else ())
+    variants.activate(context, name)
+    decision = project_settings(_manifest(root, manifest_text), {}).framework
+    result = run_diagnose(
+        context, runner=runner(*caps), environ={}, docker=False, framework=decision
+    )
+    return result, find
+
+
+def test_diagnose_an_active_variant_the_framework_cannot_compile_against(
+    flodl_project: Path,
+) -> None:
+    from fdl.diagnose import Severity
+
+    result, find = _diagnose(
+        flodl_project, "libtorch: {}\n", ("precompiled/cu130", "2.14.1+cu130", "13.0"), "6.1", "12.0"
+    )
+    check = find(result, "framework", "active")
+    assert check.severity is Severity.ERROR
+    assert "torch 2.14.1" in check.message
+    assert "floDl 0.5.3 compiles against torch 2.10.0 only (Cargo.toml:7:1)" in check.message
+    assert check.fix == "fdl setup (installs torch 2.10.0 for these GPUs)"
+    assert find(result, "framework", "flodl").severity is Severity.INFO
+    # the GPU coverage fix builds the framework's release, not the active variant's
+    assert find(result, "libtorch", "GPU 0").fix == (
+        "fdl libtorch build --archs 6.1,12.0 --torch 2.10.0"
+    )
+
+
+def test_diagnose_a_manifest_pin_the_active_variant_is_not(tmp_path: Path) -> None:
+    from fdl.diagnose import Severity
+
+    result, find = _diagnose(
+        tmp_path, 'libtorch:\n  torch: "2.13"\n', ("precompiled/cpu", "2.14.1+cpu", None)
+    )
+    check = find(result, "framework", "pin")
+    assert check.severity is Severity.WARNING
+    assert "torch 2.13.0 (fdl.yml:2:10)" in check.message and "torch 2.14.1" in check.message

@@ -64,10 +64,14 @@ def setup(
         platform=_platform(),
     )
     if not as_json:
-        session.console.out("\n".join([*_machine_lines(context, report), "", *_plan_lines(plan)]))
+        lines = _machine_lines(context, report)
+        if settings.framework.why and not torch:
+            lines.append(f"torch {settings.torch}: {settings.framework.why}")
+        session.console.out("\n".join([*lines, "", *_plan_lines(plan)]))
     outcome = _carry_out(session, context, plan, yes=yes, dry_run=dry_run, quiet=as_json)
     if as_json:
-        session.console.json({"plan": plan.to_json(), **outcome})
+        framework = settings.framework.to_json()
+        session.console.json({"plan": plan.to_json(), "framework": framework, **outcome})
 
 
 def _machine_lines(context: Context, report: GpuReport) -> list[str]:
