@@ -353,10 +353,9 @@ def test_a_manifest_torch_the_framework_refuses_stops_the_build(flodl_project: P
 
 
 def _diagnose(root: Path, manifest_text: str, active: tuple[str, str, str | None], *caps: str):
-    from tests.unit.test_diagnose import find, install_fake, runner
-
     from fdl.diagnose import run_diagnose
     from fdl.libtorch import variants
+    from tests.unit.test_diagnose import find, install_fake, runner
 
     context = Context(root, project=True)
     name, version, cuda = active
@@ -375,7 +374,11 @@ def test_diagnose_an_active_variant_the_framework_cannot_compile_against(
     from fdl.diagnose import Severity
 
     result, find = _diagnose(
-        flodl_project, "libtorch: {}\n", ("precompiled/cu130", "2.14.1+cu130", "13.0"), "6.1", "12.0"
+        flodl_project,
+        "libtorch: {}\n",
+        ("precompiled/cu130", "2.14.1+cu130", "13.0"),
+        "6.1",
+        "12.0",
     )
     check = find(result, "framework", "active")
     assert check.severity is Severity.ERROR
