@@ -401,3 +401,59 @@ def test_diagnose_a_manifest_pin_the_active_variant_is_not(tmp_path: Path) -> No
     check = find(result, "framework", "pin")
     assert check.severity is Severity.WARNING
     assert "torch 2.13.0 (fdl.yml:2:10)" in check.message and "torch 2.14.1" in check.message
+
+
+# --- fdl ci matrices and image builds ------------------------------------------------------
+
+CI_MANIFEST = """\
+description: demo
+images:
+  dev: {}
+ci:
+  registry: ghcr.io/acme
+  variants: [cpu, build:pascal-blackwell]
+"""
+
+
+def test_the_ci_matrix_uses_the_frameworks_release(tmp_path: Path) -> None:
+    from fdl.ci import plan_matrix
+
+    _write(tmp_path, {"Cargo.lock": _lock(("flodl", "0.5.3"))})
+    matrix = plan_matrix(_manifest(tmp_path, CI_MANIFEST), fdl_version="0", repo_root=tmp_path)
+    torch = {variant.key: variant.ref.torch for variant in matrix.variants}
+    assert torch == {"cpu": "2.10.0", "build:pascal-blackwell": "2.10.0"}
+    source = next(v for v in matrix.variants if v.key.startswith("build:"))
+    assert source.ref.cuda in ("12.8", "12.9")  # sm_61 + sm_120 on torch 2.10.0
+    cpu = next(v for v in matrix.variants if v.key == "cpu")
+    assert "2.10.0" in " ".join(cpu.install)
+
+
+def test_a_ci_torch_the_framework_refuses_is_refused_at_its_line(tmp_path: Path) -> None:
+    from fdl.ci import plan_matrix
+
+    _write(tmp_path, {"Cargo.lock": _lock(("torch-sys", "0.24.0"))})
+    manifest = _manifest(tmp_path, CI_MANIFEST + '  torch: "2.14"\n')
+    with pytest.raises(ManifestError) as caught:
+        plan_matrix(manifest, fdl_version="0", repo_root=tmp_path)
+    assert str(caught.value.location) == "fdl.yml:7:10"
+    assert "tch-rs 0.24.0 compiles against torch 2.11.0 only" in caught.value.message
+    assert 'ci.torch: "2.11.0"' in (caught.value.hint or "")
+
+
+def test_an_image_of_a_variant_the_framework_cannot_compile_against_is_refused(
+    tmp_path: Path,
+) -> None:
+    from fdl.images import plan_images
+    from tests.support.images import make_variant
+
+    _write(tmp_path, {"Cargo.toml": _cargo('flodl = "0.5.3"')})
+    make_variant(tmp_path, torch="2.14.1")
+    manifest = _manifest(tmp_path, "description: demo\nimages:\n  dev: {}\n")
+    with pytest.raises(ManifestError) as caught:
+        plan_images(manifest, fdl_version="0")
+    assert "precompiled/cpu is torch 2.14.1" in caught.value.message
+    assert "floDl 0.5.3 compiles against torch 2.10.0 only" in caught.value.message
+    assert "fdl setup (installs torch 2.10.0)" in (caught.value.hint or "")
+    make_variant(tmp_path, torch="2.10.0")
+    (spec,) = plan_images(manifest, fdl_version="0")
+    assert spec.variant is not None and spec.variant.torch == "2.10.0"
