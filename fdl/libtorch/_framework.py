@@ -101,16 +101,15 @@ class FrameworkPin:
         return None
 
     def best_torch(self) -> str | None:
-        """The torch to use when nothing else is asked: the pinned one, else the newest known
-        release the framework can compile against, else None (no constraint)."""
+        """The torch to use when nothing else is asked: the pinned one; else, when the
+        newest known release will not do (its headers need a newer C++), the newest that
+        will; else None (free: fdl's usual choice, the newest)."""
         if self.torch is not None and self.exact:
             return resolve_torch_version(self.torch)
-        if self.torch is None and self.cxx_standard is None:
+        known = [rel.latest for rel in reversed(releases())]
+        if self.refusal(known[0]) is None:
             return None
-        for rel in reversed(releases()):
-            if self.refusal(rel.latest) is None:
-                return rel.latest
-        return None
+        return next((torch for torch in known if self.refusal(torch) is None), None)
 
     def to_json(self) -> dict[str, Any]:
         return {

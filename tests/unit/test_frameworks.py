@@ -239,9 +239,12 @@ def test_cmake_find_package_torch(tmp_path: Path) -> None:
     assert chosen is not None and chosen.startswith("2.13.")
     assert framework_torch(None, minimum).refusal("2.14.1") is not None
     assert framework_torch(None, minimum).refusal("2.4.1") is not None
-    # a C++ project that names no version stays free
+    # a C++ project that names no version, or a minimum the newest release meets, stays free
     free = _write(tmp_path / "free", {"CMakeLists.txt": "find_package(Torch REQUIRED)\n"})
     assert framework_torch(None, free).torch is None
+    newer = _write(tmp_path / "newer", {"CMakeLists.txt": "find_package(Torch 2.5 REQUIRED)\n"})
+    assert framework_torch(None, newer).torch is None
+    assert framework_torch(None, newer).refusal("2.4.1") is not None
 
 
 # --- the manifest's libtorch.torch against the framework ---------------------------------
