@@ -438,7 +438,9 @@ def verify(
             on_line=progress.status,
         )
     try:
-        report = verify_variant(directory, chosen, gpus=detect_gpus(), smoke=smoke)
+        # the fixes install the project's torch (its framework's), not the variant's
+        torch = session.libtorch_settings().torch
+        report = verify_variant(directory, chosen, gpus=detect_gpus(), smoke=smoke, torch=torch)
     finally:
         progress.close()
     if report.smoke is not None and report.smoke.ok and not keep:
