@@ -12,6 +12,7 @@ agrees with the framework (refused at its line when not, unless
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ __all__ = [
 CHECK_KEY = "libtorch.framework-check"
 _LIMIT = 4 << 20  # a Cargo.lock of a large workspace is a few hundred KiB
 _CMAKE = "libtorch C++ (CMake)"
+_MAX_MEMBERS = 1000
 
 
 @dataclass(frozen=True)
@@ -107,9 +109,18 @@ class FrameworkPin:
         if self.torch is not None and self.exact:
             return resolve_torch_version(self.torch)
         known = [rel.latest for rel in reversed(releases())]
-        if self.refusal(known[0]) is None:
+        newest = self.refusal(known[0])
+        if newest is None:
             return None
-        return next((torch for torch in known if self.refusal(torch) is None), None)
+        found = next((torch for torch in known if self.refusal(torch) is None), None)
+        if found is None:
+            raise ManifestError(
+                f"no torch release fdl knows fits {self.how}: for torch {known[0]}, {newest}",
+                location=_as_location(self.origin),
+                hint=f"ask for a release fdl knows ({known[-1]} to {known[0]}) and a C++ "
+                "standard its headers accept (17, or 20 from torch 2.14), or use a newer fdl",
+            )
+        return found
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -293,7 +304,8 @@ def _from_lock(directory: Path) -> Iterator[FrameworkPin]:
     if text is None:
         return
     data = _toml(path, text)
-    packages = [p for p in data.get("package") or [] if isinstance(p, Mapping)]
+    listed = data.get("package")
+    packages = [p for p in listed if isinstance(p, Mapping)] if isinstance(listed, list) else []
     for known in frameworks():
         for crate in known.crates:
             versions = sorted(
@@ -370,10 +382,17 @@ def _own_crates(
     directory: Path, path: Path, text: str, data: Mapping[str, Any], workspace: Mapping[str, Any]
 ) -> Iterator[tuple[Path, str, Mapping[str, Any]]]:
     yield path, text, data
-    for pattern in workspace.get("members") or []:
-        if not isinstance(pattern, str):
+    members = workspace.get("members")
+    for pattern in members if isinstance(members, list) else []:
+        if not isinstance(pattern, str) or not pattern.strip():
             continue
-        for member_dir in sorted(directory.glob(pattern)):
+        # Cargo's members are directories or simple globs (crates/*); a hostile `**` over a
+        # large tree is cut short rather than walked whole.
+        try:
+            found = sorted(itertools.islice(directory.glob(pattern), _MAX_MEMBERS))
+        except (NotImplementedError, ValueError, OSError):
+            continue  # an absolute or malformed pattern: nothing of this project
+        for member_dir in found:
             if not _inside(member_dir, directory):
                 continue
             member = member_dir / "Cargo.toml"
@@ -397,27 +416,33 @@ def _requirement(
             if spec is None:
                 continue
             if isinstance(spec, Mapping) and spec.get("workspace") is True:
-                spec = (workspace.get("dependencies") or {}).get(crate, spec)
+                spec = _table(workspace, "dependencies").get(crate, spec)
             where = _dependency_origin(text, crate)
             origin = str(Location(path.name, *where))
             if isinstance(spec, str):
                 return crate, spec, origin
-            if not isinstance(spec, Mapping):
-                continue
-            if isinstance(spec.get("version"), str):
+            if isinstance(spec, Mapping) and isinstance(spec.get("version"), str):
                 return crate, str(spec["version"]), origin
-            if isinstance(spec.get("path"), str):
+            if isinstance(spec, Mapping) and isinstance(spec.get("path"), str):
                 version = _path_version(directory, str(spec["path"]))
                 if version is not None:
                     return crate, f"={version}", origin
             raise ManifestError(
-                f"{crate} comes from {'git' if 'git' in spec else 'a path'} without a version: "
-                "fdl cannot tell its release from Cargo.toml",
+                _unreadable(crate, spec),
                 location=_as_location(origin),
                 hint="create the lock file (cargo generate-lockfile) so fdl reads the "
                 "resolved release, or set libtorch.torch in fdl.yml",
             )
     return None
+
+
+def _unreadable(crate: str, spec: object) -> str:
+    """Why a dependency's release cannot be read from Cargo.toml."""
+    if isinstance(spec, Mapping) and "git" in spec:
+        return f"{crate} comes from git without a version: fdl cannot tell its release"
+    if isinstance(spec, Mapping) and "path" in spec:
+        return f"{crate} comes from a path whose Cargo.toml names no version fdl can read"
+    return f"{crate} = {spec!r} is not a dependency Cargo reads (a version string or a table)"
 
 
 def _dependency_tables(
@@ -426,7 +451,7 @@ def _dependency_tables(
     for name in _DEP_TABLES:
         if isinstance(data.get(name), Mapping):
             yield data[name]
-    for target in (data.get("target") or {}).values():
+    for target in _table(data, "target").values():
         if isinstance(target, Mapping):
             for name in _DEP_TABLES:
                 if isinstance(target.get(name), Mapping):
@@ -454,7 +479,7 @@ def _path_version(directory: Path, relative: str) -> str | None:
     text = _read(member)
     if text is None:
         return None
-    package = _toml(member, text).get("package") or {}
+    package = _table(_toml(member, text), "package")
     version = package.get("version")
     if isinstance(version, str):
         return version
@@ -463,8 +488,8 @@ def _path_version(directory: Path, relative: str) -> str | None:
         root_text = _read(parent / "Cargo.toml")
         if root_text is None:
             continue
-        root = _toml(parent / "Cargo.toml", root_text).get("workspace") or {}
-        shared = (root.get("package") or {}).get("version")
+        root = _table(_toml(parent / "Cargo.toml", root_text), "workspace")
+        shared = _table(root, "package").get("version")
         if isinstance(shared, str):
             return shared
     return None

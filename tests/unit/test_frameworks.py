@@ -460,3 +460,47 @@ def test_an_image_of_a_variant_the_framework_cannot_compile_against_is_refused(
     make_variant(tmp_path, torch="2.10.0")
     (spec,) = plan_images(manifest, fdl_version="0")
     assert spec.variant is not None and spec.variant.torch == "2.10.0"
+
+
+# --- hostile project files end in a documented error, never a crash ------------------------
+
+HOSTILE = [
+    ("Cargo.toml", "dependencies = 3\ntarget = 4\nworkspace = 5\n"),
+    ("Cargo.toml", '[workspace]\nmembers = ["/etc/*", "../*", "", 3, "**"]\n'),
+    ("Cargo.toml", '[workspace]\nmembers = "abc"\n[package]\nname = 3\n'),
+    ("Cargo.toml", "[dependencies]\nflodl = 5\n"),
+    ("Cargo.toml", "[dependencies]\ntch = { version = [1] }\n"),
+    ("Cargo.toml", '[dependencies]\ntch = { path = "/nonexistent" }\n'),
+    ("Cargo.toml", "[dependencies\nflodl ="),
+    ("Cargo.toml", b"\xff\xfe not utf-8"),
+    ("Cargo.lock", "package = 3\n"),
+    ("Cargo.lock", "package = [3, {name = 4}]\n"),
+    ("Cargo.lock", '[[package]]\nname = "flodl"\nversion = 5\n'),
+    ("CMakeLists.txt", "find_package(Torch 3.0)\n"),
+    ("CMakeLists.txt", "set(CMAKE_CXX_STANDARD 11)\nfind_package(Torch)\n"),
+    ("CMakeLists.txt", "find_package(Torch 1.0.0.0.0.0 EXACT)\n"),
+]
+
+
+@pytest.mark.parametrize(("name", "content"), HOSTILE)
+def test_hostile_project_files(tmp_path: Path, name: str, content: str | bytes) -> None:
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    try:
+        decision = framework_torch(None, tmp_path)
+    except ManifestError as exc:
+        assert str(exc.location).startswith(name)
+        assert exc.hint
+    else:
+        assert decision.torch is None
+
+
+def test_a_fifo_for_a_lock_file_is_refused_without_blocking(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "Cargo.lock")
+    with pytest.raises(ManifestError, match=r"cannot read Cargo\.lock"):
+        framework_torch(None, tmp_path)
