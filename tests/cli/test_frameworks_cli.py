@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from fdl.compat import framework_release
 from tests.support.libtorch_trees import libtorch_zip
 
@@ -78,3 +80,23 @@ def test_setup_names_the_framework_that_chose_the_torch(tmp_path: Path, run_fdl)
     refused = run_fdl(["setup", "--dry-run", "--torch", "2.10"], cwd=project, env={})
     assert refused.exit_code == 2
     assert "--torch 2.10: tch-rs 0.24.0 compiles against torch 2.11.0 only" in refused.stderr
+
+
+WHEEL_2_13 = sorted(Path("/opt/wheels").glob("torch-2.13.0+cpu-cp311-*.whl"))
+
+
+@pytest.mark.skipif(not WHEEL_2_13, reason="the torch 2.13.0 CPU wheel is not in /opt/wheels")
+def test_a_wheel_the_framework_cannot_compile_against_is_not_installed(
+    tmp_path: Path, run_fdl
+) -> None:
+    project = _tch_project(tmp_path, "0.24.0", "libtorch: {}\n")
+    env = {"FDL_HOME": str(tmp_path / "home"), "FDL_CACHE_DIR": str(tmp_path / "cache")}
+    refused = run_fdl(
+        ["libtorch", "install", "--from-wheel", str(WHEEL_2_13[0])], cwd=project, env=env
+    )
+    assert refused.exit_code == 2, refused.output
+    assert (
+        "the wheel's torch 2.13.0: tch-rs 0.24.0 compiles against torch 2.11.0 only"
+        in refused.stderr
+    )
+    assert not (project / "libtorch").exists()
