@@ -504,3 +504,17 @@ def test_a_fifo_for_a_lock_file_is_refused_without_blocking(tmp_path: Path) -> N
     os.mkfifo(tmp_path / "Cargo.lock")
     with pytest.raises(ManifestError, match=r"cannot read Cargo\.lock"):
         framework_torch(None, tmp_path)
+
+
+def test_a_source_checkout_of_another_release_is_refused(flodl_project: Path) -> None:
+    from fdl.libtorch.source import BuildRequest, Setting, check_source_release
+
+    request = BuildRequest(source=Setting("/src/pytorch", "--source"))
+    manifest = _manifest(flodl_project)
+    check_source_release(request, "2.10.0", manifest, flodl_project)  # the right release
+    with pytest.raises(UsageError) as caught:
+        check_source_release(request, "2.13.0", manifest, flodl_project)
+    assert "the checkout /src/pytorch is torch 2.13.0" in caught.value.message
+    assert "floDl 0.5.3 compiles against torch 2.10.0 only" in caught.value.message
+    assert caught.value.hint == "check out v2.10.0 instead"
+    check_source_release(BuildRequest(), "2.13.0", manifest, flodl_project)  # no --source

@@ -28,9 +28,33 @@ from fdl.manifest import (
 )
 from fdl.manifest.schema import Checker
 
-__all__ = ["build_request", "manifest_request", "tree_request"]
+__all__ = ["build_request", "check_source_release", "manifest_request", "tree_request"]
 
 KEY = ("libtorch", "build")
+
+
+def check_source_release(
+    request: BuildRequest, torch: str, manifest: Manifest | None, cwd: Path
+) -> None:
+    """Refuse a ``--source`` checkout whose release the project's framework cannot compile
+    against (its version is known only once the checkout is read; ``torch`` is the plan's).
+
+    Raises:
+        ManifestError, UsageError: it cannot (at the ``source`` setting).
+    """
+    if request.source is None:
+        return
+    from fdl.libtorch import framework_torch
+    from fdl.libtorch.source._request import located_error
+
+    decision = framework_torch(manifest, None if manifest is not None else cwd)
+    reason = decision.refusal(torch)
+    if reason:
+        raise located_error(
+            request.source,
+            f"the checkout {request.source.value} is torch {torch}: {reason}",
+            f"check out v{decision.torch} instead" if decision.torch else None,
+        )
 
 
 def _framework_torch(
