@@ -26,16 +26,34 @@ RECIPE_PREFIX = "build:"
 
 
 def torch_version(manifest: Manifest) -> tuple[str, str]:
-    """The PyTorch release of official variants and the key it came from."""
+    """The PyTorch release of official variants and where it came from: ``ci.torch``, else
+    ``libtorch.torch``, else the release the project's framework compiles against, else
+    the newest. A ``ci.torch`` the framework cannot compile against is refused at its line
+    (``libtorch.torch`` is checked by :func:`fdl.libtorch.framework_torch`)."""
     from fdl.compat import resolve_torch_version
+    from fdl.libtorch import CHECK_KEY, framework_torch
 
+    decision = framework_torch(manifest)
     for key in ("ci.torch", "libtorch.torch"):
         wanted = manifest.get(key)
         if wanted is not None:
             try:
-                return resolve_torch_version(str(wanted)), key
+                full = resolve_torch_version(str(wanted))
             except UsageError as exc:
                 raise _error(manifest, key, exc.message, exc.hint) from None
+            reason = decision.refusal(full)
+            if reason:
+                instead = f'"{decision.torch}"' if decision.torch else "the framework's release"
+                raise _error(
+                    manifest,
+                    key,
+                    f"{wanted} cannot be used: {reason}",
+                    f"set {key}: {instead} (or remove it); to keep it on purpose, set "
+                    f"{CHECK_KEY}: false",
+                )
+            return full, key
+    if decision.torch is not None:
+        return decision.torch, decision.origin
     return resolve_torch_version(None), "the newest release fdl knows"
 
 
@@ -109,7 +127,14 @@ def _recipe_variant(manifest: Manifest, config: CiConfig, key: str, where: str) 
     options = {"recipe": (recipe, origin), "name": (recipe, origin)}
     try:
         request = build_request(manifest, options, manifest.directory)
-        if request.torch is None or request.torch.origin.endswith("(libtorch.torch)"):
+        from fdl.libtorch import framework_torch
+
+        framework = framework_torch(manifest).origin or None
+        if (
+            request.torch is None
+            or request.torch.origin.endswith("(libtorch.torch)")
+            or request.torch.origin == framework
+        ):
             # Not pinned by the recipe or libtorch.build: the matrix's release (ci.torch,
             # else libtorch.torch), as for the official variants.
             from fdl.libtorch.source import Setting

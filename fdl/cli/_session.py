@@ -160,7 +160,7 @@ class Session:
         of the manifest; outside a project it is the mirror)."""
         from fdl.libtorch import project_settings
 
-        return project_settings(self.manifest_or_none(), self.environ)
+        return project_settings(self.manifest_or_none(), self.environ, self.cwd)
 
     def manifest_or_none(self) -> Manifest | None:
         """The manifest, or None when there is no manifest at all (other errors raise)."""

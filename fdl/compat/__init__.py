@@ -12,6 +12,7 @@ Modules:
     downloads: libtorch URLs and archive layout.
     runtime: run-time libraries of a CUDA libtorch and where they come from.
     build: source-build switches, memory per job, fatbin compression, cuDNN limits.
+    frameworks: the libtorch each floDl / tch-rs release compiles against, header standards.
 """
 
 from __future__ import annotations
@@ -67,6 +68,18 @@ from fdl.compat.downloads import (
     libtorch_url,
     needs_user_agent,
 )
+from fdl.compat.frameworks import (
+    Framework,
+    FrameworkRelease,
+    UnknownFrameworkRelease,
+    framework,
+    framework_for_crate,
+    framework_release,
+    frameworks,
+    headers_cxx_standard,
+    matching_release,
+    parse_cargo_requirement,
+)
 from fdl.compat.gpus import capability_from_name
 from fdl.compat.pytorch import (
     BuildConstraints,
@@ -112,6 +125,8 @@ __all__ = [
     "CudaImage",
     "CudnnLimit",
     "DriverCheck",
+    "Framework",
+    "FrameworkRelease",
     "HostCompilers",
     "Kind",
     "Match",
@@ -123,6 +138,7 @@ __all__ = [
     "Target",
     "Toolkit",
     "ToolkitChoice",
+    "UnknownFrameworkRelease",
     "Variant",
     "VariantChoice",
     "Verdict",
@@ -143,7 +159,12 @@ __all__ = [
     "default_torch_version",
     "family_names",
     "fatbin_compression_flags",
+    "framework",
+    "framework_for_crate",
+    "framework_release",
+    "frameworks",
     "gpu_driver_floor",
+    "headers_cxx_standard",
     "host_compilers",
     "image_flavour_libraries",
     "image_tag",
@@ -156,6 +177,7 @@ __all__ = [
     "libtorch_platforms",
     "libtorch_url",
     "load_table",
+    "matching_release",
     "max_parallel_jobs",
     "memory_per_job_gb",
     "needs_user_agent",
@@ -163,6 +185,7 @@ __all__ = [
     "older_release_covering",
     "parse_archs",
     "parse_capability",
+    "parse_cargo_requirement",
     "pip_cmake",
     "preferred_toolkit",
     "ptx_jit_driver",

@@ -25,6 +25,7 @@ TABLES = (
     "build_estimate",
     "gpus",
     "layers",
+    "frameworks",
 )
 
 _VERSION = re.compile(r"^v?(\d+(?:\.\d+)*)")

@@ -18,7 +18,7 @@ from typing import Any
 from fdl.checks import Check, Severity, count, worst
 from fdl.compat import ArchList, Target, compilable_toolkits, host_compilers, version_key
 from fdl.errors import FdlError
-from fdl.libtorch import variants, verify_variant
+from fdl.libtorch import TorchDecision, variants, verify_variant
 from fdl.paths import Context
 from fdl.runner import Runner, default_runner
 from fdl.system import GpuReport, Toolchain, cpu, detect_gpus, disk_free, memory, probe_toolchain
@@ -303,9 +303,10 @@ def docker_checks(runner: Runner, environ: Mapping[str, str]) -> list[Check]:
 
 
 def libtorch_checks(
-    context: Context, report: GpuReport, expected: str | None = None
+    context: Context, report: GpuReport, expected: str | None = None, torch: str | None = None
 ) -> list[Check]:
-    """The active variant: present, what it is, whether it runs on each GPU."""
+    """The active variant: present, what it is, whether it runs on each GPU (the fixes
+    install ``torch``, the project's release, when given)."""
     installed = variants.list_variants(context)
     checks = [
         _c(
@@ -334,7 +335,7 @@ def libtorch_checks(
                 "fdl libtorch list, then activate one",
             ),
         ]
-    report_v = verify_variant(path, active, gpus=report)
+    report_v = verify_variant(path, active, gpus=report, torch=torch)
     info = report_v.info
     what = f"torch {info.torch or '?'}, " + (f"CUDA {info.cuda}" if info.cuda else "CPU")
     checks.append(_c("libtorch", "active", Severity.OK, f"{active} ({what})"))
@@ -468,6 +469,60 @@ def rust_checks(project: Path, runner: Runner) -> list[Check]:
     return checks
 
 
+def framework_checks(context: Context, decision: TorchDecision) -> list[Check]:
+    """The project's framework and the torch it needs, against the active variant: one it
+    cannot compile against is an error; one that is not the project's torch a warning."""
+    checks = []
+    for pin in decision.pins:
+        needs = f"torch {pin.torch}" if pin.torch else "any torch"
+        if pin.torch and not pin.exact:
+            needs = f"torch {pin.torch} or newer"
+        std = f", C++{pin.cxx_standard}" if pin.cxx_standard else ""
+        reads = f", reads {pin.reads}" if pin.reads else ""
+        checks.append(
+            _c(
+                "framework",
+                pin.framework,
+                Severity.INFO,
+                f"{pin.label} ({pin.how}): {needs}{std}{reads}",
+            )
+        )
+    active = variants.active_name(context)
+    if active is None or not (context.libtorch_dir / active / "lib").is_dir():
+        return checks
+    torch = variants.read_info(context.libtorch_dir / active, active).torch
+    if not torch:
+        return checks
+    fix = (
+        f"fdl setup (installs torch {decision.torch} for these GPUs)"
+        if decision.torch
+        else "fdl setup"
+    )
+    reason = decision.refusal(torch)
+    if reason:
+        checks.append(
+            _c(
+                "framework",
+                "active",
+                Severity.ERROR,
+                f"the active {active} is torch {torch}: {reason}",
+                fix,
+            )
+        )
+    elif decision.torch and torch.split("+")[0] != decision.torch:
+        checks.append(
+            _c(
+                "framework",
+                "pin",
+                Severity.WARNING,
+                f"the project uses torch {decision.torch} ({decision.origin}), the active "
+                f"{active} is torch {torch}",
+                fix,
+            )
+        )
+    return checks
+
+
 def run_diagnose(
     context: Context,
     *,
@@ -476,6 +531,7 @@ def run_diagnose(
     expected_variant: str | None = None,
     docker: bool = True,
     image_setups: Mapping[str, str] | None = None,
+    framework: TorchDecision | None = None,
 ) -> Diagnosis:
     """Run every check group.
 
@@ -487,6 +543,8 @@ def run_diagnose(
         docker: Probe docker too.
         image_setups: Image profile -> its ``setup:`` commands (the Rust toolchain they
             install is checked against ``rust-toolchain.toml``).
+        framework: The torch the project's framework needs (checked against the active
+            variant).
     """
     run = runner or default_runner()
     env = os.environ if environ is None else environ
@@ -498,6 +556,10 @@ def run_diagnose(
         checks += toolchain_pin_checks(context.root, image_setups or {})
     if docker:
         checks += docker_checks(run, env)
-    checks += libtorch_checks(context, report, expected_variant)
+    checks += libtorch_checks(
+        context, report, expected_variant, framework.torch if framework is not None else None
+    )
+    if framework is not None:
+        checks += framework_checks(context, framework)
     installed = tuple(variants.list_variants(context))
     return Diagnosis(context, report, tuple(checks), variants.active_name(context), installed)

@@ -6,18 +6,22 @@ and the project's ``CMakeLists.txt`` (for the default program name).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fdl.errors import ManifestError, UsageError
 from fdl.images._data import User, cuda_base, cuda_runtime, images_data
 from fdl.images._spec import ImageSpec, MountSpec, SecretSpec, VariantRef
 from fdl.images._variant import VariantResolver, project_libtorch_image, project_resolver
 from fdl.manifest import Manifest
+
+if TYPE_CHECKING:
+    from fdl.libtorch import TorchDecision
 
 __all__ = ["DEFAULT_PROFILES", "manifest_hash", "plan_images", "project_name", "slug"]
 
@@ -124,6 +128,7 @@ class _Planner:
         variant = self.resolve(raw.get("variant")) if kind in ("dev", "train") else None
         if variant is not None:
             variant = replace(variant, image=project_libtorch_image(variant.name, self.project))
+            self._check_framework(key, raw, variant)
         cuda = variant.cuda if variant is not None else _text(raw.get("cuda"))
         base, build_base = self._bases(key, kind, raw, variant, cuda)
         libtorch = {"dev": str(raw.get("libtorch") or "mounted"), "train": "closure"}
@@ -162,6 +167,29 @@ class _Planner:
             setup=tuple(str(command) for command in raw.get("setup") or ()),
             follow_active=bool(raw.get("follow-active")),
             **self._program(key, kind, raw, variant),
+        )
+
+    @functools.cached_property
+    def framework(self) -> TorchDecision:
+        """What the project's framework needs of libtorch (read once, on first use)."""
+        from fdl.libtorch import framework_torch
+
+        return framework_torch(self.manifest)
+
+    def _check_framework(self, key: str, raw: Mapping[str, Any], variant: VariantRef) -> None:
+        """An image of a variant the project's framework cannot compile against would fail
+        in its build step (or build a program that cannot load): refuse it now."""
+        reason = self.framework.refusal(variant.torch) if variant.torch else None
+        if reason is None:
+            return
+        where = f"{key}.variant" if raw.get("variant") else key
+        torch = self.framework.torch
+        raise self.error(
+            where,
+            f"libtorch {variant.name} is torch {variant.torch}: {reason}",
+            f"fdl setup (installs torch {torch}), then point the image at that variant"
+            if torch
+            else "install a libtorch the framework can compile against (fdl setup)",
         )
 
     def _bases(

@@ -238,7 +238,9 @@ def _requested(info: variants.VariantInfo, found: ArchList) -> list[Check]:
     ]
 
 
-def _gpus(info: variants.VariantInfo, scan: DeviceScan, report: GpuReport | None) -> list[Check]:
+def _gpus(
+    info: variants.VariantInfo, scan: DeviceScan, report: GpuReport | None, torch: str | None
+) -> list[Check]:
     if report is None or not report.gpus:
         why = report.reason if report is not None and report.reason else "no NVIDIA GPU detected"
         return [_check("gpus", "gpus", Severity.INFO, f"{why}: GPU coverage not checked")]
@@ -264,7 +266,7 @@ def _gpus(info: variants.VariantInfo, scan: DeviceScan, report: GpuReport | None
                     f"GPU {gpu.index}",
                     Severity.WARNING,
                     f"{label}: this is a CPU build, the GPU is not used",
-                    coverage_fix(caps, info.torch, report.driver),
+                    coverage_fix(caps, torch or info.torch, report.driver),
                 )
             )
             continue
@@ -276,7 +278,7 @@ def _gpus(info: variants.VariantInfo, scan: DeviceScan, report: GpuReport | None
                     f"GPU {gpu.index}",
                     Severity.ERROR,
                     f"{label} is not covered by {info.name}: {verdict.reason}",
-                    coverage_fix(caps, info.torch, report.driver),
+                    coverage_fix(caps, torch or info.torch, report.driver),
                     gpu=gpu.sm,
                 )
             )
@@ -293,7 +295,7 @@ def _gpus(info: variants.VariantInfo, scan: DeviceScan, report: GpuReport | None
                     f"GPU {gpu.index} {library}",
                     Severity.WARNING,
                     f"{label}: {library} has no code for it ({gap.reason}); its kernels fail there",
-                    coverage_fix([gpu.capability], info.torch, report.driver),
+                    coverage_fix([gpu.capability], torch or info.torch, report.driver),
                 )
             )
     if info.cuda and report.driver:
@@ -325,6 +327,7 @@ def verify_variant(
     *,
     gpus: GpuReport | None = None,
     smoke: Callable[[variants.VariantInfo], SmokeResult] | None = None,
+    torch: str | None = None,
 ) -> VerifyReport:
     """Check the variant at ``path`` (see the module docstring).
 
@@ -333,10 +336,12 @@ def verify_variant(
         name: Its name (``precompiled/cu130``).
         gpus: The detected GPUs; None skips the coverage checks.
         smoke: Runs the CMake smoke program (``--cmake``); None skips it.
+        torch: The release the fixes install (the project's framework needs it); None: the
+            variant's own.
     """
     info = variants.read_info(path, name)
     scan = scan_device_code(path)
-    checks = [*_files(path, info), *_archs(path, info, scan), *_gpus(info, scan, gpus)]
+    checks = [*_files(path, info), *_archs(path, info, scan), *_gpus(info, scan, gpus, torch)]
     if (path / "lib").is_dir():
         checks += library_checks(path, info)
     result = None

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fdl._files import read_text_file, reason_of
+from fdl.compat import FrameworkRelease
 from fdl.errors import ManifestError, UsageError
 from fdl.scaffold._project_files import MODES, Answers
 from fdl.scaffold._templates import TEMPLATES, scaffold_data, template
@@ -155,10 +156,23 @@ def make_answers(name: str, given: Mapping[str, Any], recorded: Mapping[str, Any
     mode = str(pick("mode", DEFAULTS["mode"]))
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}", hint=f"choose one of: {', '.join(MODES)}")
-    torch = str(pick("torch", None) or default_torch_version())
+    pinned = _framework_torch(template_name)
+    given_torch = given.get("torch")
+    # A recorded torch the template's framework cannot compile against (an older fdl
+    # wrote the newest release into floDl projects) gives way to the framework's.
+    recorded_torch = recorded.get("torch") if pinned is None else None
+    torch = str(given_torch or recorded_torch or (pinned.torch if pinned else None))
+    if torch == "None":
+        torch = default_torch_version()
     if not _TORCH.fullmatch(torch):
         raise UsageError(
             f"invalid torch version {torch!r}", hint="give a release such as 2.13 or 2.13.0"
+        )
+    if pinned is not None and _full_torch(torch) != pinned.torch:
+        raise UsageError(
+            f"--torch {torch}: the {template_name} template writes {pinned.label}, which "
+            f"compiles against torch {pinned.torch} only",
+            hint=f'drop --torch: fdl.yml gets libtorch.torch: "{pinned.torch}"',
         )
     hf = bool(pick("hf", False))
     if hf and template_name != "flodl":
@@ -177,6 +191,15 @@ def make_answers(name: str, given: Mapping[str, Any], recorded: Mapping[str, Any
         driver=_driver(str(pick("driver", "") or "")),
         hf=hf,
     )
+
+
+def _framework_torch(template_name: str) -> FrameworkRelease | None:
+    """The framework release a template writes into the project (the flodl template's
+    ``flodl_version``), whose torch the project must use; None for a free template."""
+    from fdl.compat import framework_release
+
+    version = template(template_name).data.get("flodl_version")
+    return framework_release("flodl", str(version)) if version else None
 
 
 def _gpus(text: str) -> str:

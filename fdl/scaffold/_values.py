@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from fdl.scaffold._project_files import Answers
-from fdl.scaffold._templates import Template, scaffold_data
+from fdl.scaffold._templates import Template, scaffold_data, template
 
 __all__ = ["cuda_service", "flodl_commands", "template_values"]
 
@@ -19,10 +19,22 @@ def cuda_service(answers: Answers) -> Any:
         A :class:`fdl.libtorch.CudaTarget`.
     """
     from fdl.compat import parse_capability
+    from fdl.errors import UsageError
     from fdl.libtorch import cuda_target
 
     gpus = [parse_capability(c) for c in answers.gpus.split(",") if c]
-    return cuda_target(gpus, answers.torch, answers.driver or None)
+    try:
+        return cuda_target(gpus, answers.torch, answers.driver or None)
+    except UsageError as exc:
+        version = template(answers.template).data.get("flodl_version")
+        if not version:
+            raise
+        # Another torch release would serve these GPUs, but floDl cannot compile against it.
+        raise UsageError(
+            f"{exc.message}; floDl {version} (the release the {answers.template} template "
+            f"writes) compiles against torch {answers.torch} only",
+            hint="name other --gpus (or --gpus none)",
+        ) from None
 
 
 def _command(

@@ -42,6 +42,7 @@ class Variant:
         torch: libtorch version, when known.
         archs: GPU architectures it was built for.
         source: ``precompiled``, ``compiled``, ... when known.
+        abi: ``cxx11`` or ``pre-cxx11`` (the C++ library ABI of its binaries), when known.
     """
 
     name: str
@@ -50,6 +51,7 @@ class Variant:
     torch: str | None = None
     archs: tuple[str, ...] = ()
     source: str | None = None
+    abi: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ def read_variant(directory: Path, name: str) -> Variant:
         torch=info.torch,
         archs=tuple(archs),
         source=info.source.get("kind") or None,
+        abi=info.abi,
     )
 
 
@@ -127,20 +130,31 @@ def _cuda_changes(cuda: str | None) -> list[EnvChange]:
     return [EnvChange("CUDA_VERSION", full), EnvChange("CUDA_TAG", ".".join(parts[:2]))]
 
 
+# tch's build script compiles its C++ with -D_GLIBCXX_USE_CXX11_ABI=$LIBTORCH_CXX11_ABI
+# (default 1); CMake projects get the flag from TorchConfig.cmake's TORCH_CXX_FLAGS.
+_ABI_FLAG = {"cxx11": "1", "pre-cxx11": "0"}
+
+
 def variant_exports(location: str, variant: Variant) -> list[EnvChange]:
-    """The variables a process needs to build and run against ``variant``.
+    """The variables a process needs to build and run against ``variant``: where each
+    framework looks for libtorch (``LIBTORCH`` tch-rs, ``LIBTORCH_PATH`` floDl,
+    ``Torch_DIR``/``CMAKE_PREFIX_PATH`` CMake), the loader path, and the C++ ABI of its
+    binaries (``LIBTORCH_CXX11_ABI``, tch-rs). No ``LIBTORCH_BYPASS_VERSION_CHECK``: the
+    variant is the release the framework checks for (``fdl setup`` installs it).
 
     Args:
         location: Where the process sees the variant (a host path, or the
             path inside a container).
-        variant: The variant (for its CUDA version).
+        variant: The variant (for its CUDA version and ABI).
     """
+    abi = _ABI_FLAG.get(variant.abi or "")
     return [
         EnvChange("LIBTORCH", location),
         EnvChange("LIBTORCH_PATH", location),
         EnvChange("Torch_DIR", f"{location}/share/cmake/Torch"),
         EnvChange("LD_LIBRARY_PATH", f"{location}/lib", prepend=True),
         EnvChange("CMAKE_PREFIX_PATH", location, prepend=True),
+        *([EnvChange("LIBTORCH_CXX11_ABI", abi)] if abi else []),
         *_cuda_changes(variant.cuda),
     ]
 

@@ -311,26 +311,27 @@ def _cuda_service(project: Path) -> tuple[str, str]:
 def test_the_cuda_service_follows_this_machines_gpus_and_driver(tmp_path: Path, run_fdl) -> None:
     """GTX 1060 + RTX 5060 Ti on driver 570: no official build covers both, so the cuda
     service uses the source build fdl setup plans (CUDA 12.9), not cu130 (no sm_61, needs
-    driver 580)."""
+    driver 580), of torch 2.10.0: the release floDl 0.5.3 compiles against."""
     env = _fake_gpus(
         tmp_path,
         "0, NVIDIA GeForce GTX 1060 6GB, 6.1, 6144, 570.86\\n"
         "1, NVIDIA GeForce RTX 5060 Ti, 12.0, 16384, 570.86\\n",
     )
     env.update(FDL_HOME=str(tmp_path / "home"), FDL_CACHE_DIR=str(tmp_path / "cache"))
-    made = run_fdl(["init", "p", "--yes", "--torch", "2.14.1"], cwd=tmp_path, env=env)
+    made = run_fdl(["init", "p", "--yes"], cwd=tmp_path, env=env)
     assert made.exit_code == 0, made.output
     assert _cuda_service(tmp_path / "p") == (
         "builds/sm61-sm120",
         "nvidia/cuda:12.9.1-cudnn-devel-ubuntu24.04",
     )
     text = (tmp_path / "p" / "fdl.yml").read_text()
-    assert "# Get it with: fdl libtorch build --archs 6.1,12.0 --torch 2.14.1" in text
+    assert 'torch: "2.10.0"' in text
+    assert "# Get it with: fdl libtorch build --archs 6.1,12.0 --torch 2.10.0" in text
     setup = run_fdl(["setup", "--dry-run", "--json"], cwd=tmp_path / "p", env=env)
     selection = json.loads(setup.stdout)["plan"]["selection"]
-    # the project's torch (2.14.1) is older than the newest known: the build names it, as
-    # the fdl.yml comment does
-    assert selection["build_command"] == "fdl libtorch build --archs 6.1,12.0 --torch 2.14.1"
+    # the project's torch (2.10.0, floDl 0.5.3's) is older than the newest known: the
+    # build names it, as the fdl.yml comment does
+    assert selection["build_command"] == "fdl libtorch build --archs 6.1,12.0 --torch 2.10.0"
     assert selection["build_cuda"] == "12.9"
     recorded = yaml.safe_load((tmp_path / "p" / ".fdl-answers.yml").read_text())["answers"]
     assert (recorded["gpus"], recorded["driver"]) == ("6.1,12.0", "570.86")
@@ -339,15 +340,16 @@ def test_the_cuda_service_follows_this_machines_gpus_and_driver(tmp_path: Path, 
 @pytest.mark.parametrize(
     ("gpus", "driver", "variant", "base"),
     [
-        ("8.6", "570.86", "precompiled/cu126", "nvidia/cuda:12.6.3-cudnn-devel-ubuntu24.04"),
-        ("8.6", "580.65", "precompiled/cu130", "nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04"),
-        ("none", "", "precompiled/cu130", "nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04"),
+        # torch 2.10.0 (floDl 0.5.3's): its cu126 build is the one with Pascal code
+        ("6.1", "570.86", "precompiled/cu126", "nvidia/cuda:12.6.3-cudnn-devel-ubuntu24.04"),
+        ("8.6", "580.65", "precompiled/cu128", "nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04"),
+        ("none", "", "precompiled/cu128", "nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04"),
     ],
 )
 def test_declared_gpus_pick_the_cuda_service(
     tmp_path: Path, run_fdl, gpus: str, driver: str, variant: str, base: str
 ) -> None:
-    args = ["init", "p", "--yes", "--torch", "2.14.1", "--gpus", gpus]
+    args = ["init", "p", "--yes", "--gpus", gpus]
     if driver:
         args += ["--driver", driver]
     made = run_fdl(args, cwd=tmp_path)
@@ -358,9 +360,12 @@ def test_declared_gpus_pick_the_cuda_service(
 def test_gpus_no_build_can_serve_are_refused_with_the_release_that_can(
     tmp_path: Path, run_fdl
 ) -> None:
-    refused = run_fdl(["init", "p", "--yes", "--torch", "2.6.0", "--gpus", "12.0"], cwd=tmp_path)
+    # Kepler: torch 2.10.0 (floDl 0.5.3's) has no build for it, and only an older torch,
+    # which floDl cannot compile against, could be built for it
+    refused = run_fdl(["init", "p", "--yes", "--gpus", "3.7"], cwd=tmp_path)
     assert refused.exit_code == 2, refused.output
-    assert "torch 2.6.0" in refused.stderr and "2.7" in refused.stderr
+    assert "torch 2.10.0 has no CUDA build for sm_37" in refused.stderr
+    assert "floDl 0.5.3" in refused.stderr and "--gpus" in refused.stderr
     assert not (tmp_path / "p").exists()
     bad = run_fdl(["init", "p", "--yes", "--gpus", "sm_9x"], cwd=tmp_path)
     assert bad.exit_code == 2 and "--gpus" in bad.stderr

@@ -14,8 +14,10 @@ CASES = [
 
 
 def answers(template: str, mode: str, name: str = "demo", **more: object) -> Answers:
-    """Answers for ``template`` and ``mode`` (torch 2.13.0, the local wheel's)."""
-    return make_answers(name, {"template": template, "mode": mode, "torch": TORCH, **more}, {})
+    """Answers for ``template`` and ``mode`` (torch 2.13.0, the local wheel's, where the
+    template leaves torch free; the flodl template pins its floDl release's)."""
+    torch = {} if template == "flodl" else {"torch": TORCH}
+    return make_answers(name, {"template": template, "mode": mode, **torch, **more}, {})
 
 
 def planned(template: str, mode: str, name: str = "demo", **more: object) -> dict[str, FileSpec]:

@@ -69,10 +69,27 @@ def test_given_answers_win_over_recorded_ones_which_win_over_defaults() -> None:
 
 
 def test_torch_versions_are_completed_from_fdls_tables() -> None:
-    assert make_answers("m", {"torch": "2.13"}, {}).torch == "2.13.0"
-    assert make_answers("m", {"torch": "2.14.1"}, {}).torch == "2.14.1"
+    cpp = {"template": "cpp"}
+    assert make_answers("m", {**cpp, "torch": "2.13"}, {}).torch == "2.13.0"
+    assert make_answers("m", {**cpp, "torch": "2.14.1"}, {}).torch == "2.14.1"
     with pytest.raises(UsageError, match="invalid torch version 'latest'"):
-        make_answers("m", {"torch": "latest"}, {})
+        make_answers("m", {**cpp, "torch": "latest"}, {})
+
+
+def test_the_flodl_template_pins_the_torch_of_its_flodl_release() -> None:
+    """floDl 0.5.3 (the release the template writes) compiles against libtorch 2.10.0 only;
+    a C++ project stays free (the newest release)."""
+    from fdl.compat import default_torch_version
+
+    assert make_answers("m", {}, {}).torch == "2.10.0"
+    assert make_answers("m", {"torch": "2.10"}, {}).torch == "2.10.0"
+    assert make_answers("m", {"template": "cpp"}, {}).torch == default_torch_version()
+    # an answer an older fdl recorded (it wrote the newest release) gives way
+    assert make_answers("m", {}, {"torch": "2.15.0"}).torch == "2.10.0"
+    with pytest.raises(UsageError) as caught:
+        make_answers("m", {"torch": "2.15.0"}, {})
+    assert "floDl 0.5.3, which compiles against torch 2.10.0 only" in caught.value.message
+    assert 'libtorch.torch: "2.10.0"' in (caught.value.hint or "")
 
 
 @pytest.mark.parametrize(("key", "value"), [("template", "rust"), ("mode", "docker")])

@@ -97,7 +97,9 @@ def test_yaml_files_parse_and_the_manifest_validates_with_its_overlay(
     for name in ("build", "test", "train"):
         assert "docker" not in ci_commands[name]
     assert ci_commands["train"]["run"] != commands["train"]["run"]
-    assert base.get("libtorch") == {"torch": TORCH, "variant": "cpu"}
+    # the flodl template pins the torch its floDl release compiles against
+    torch = "2.10.0" if template == "flodl" else TORCH
+    assert base.get("libtorch") == {"torch": torch, "variant": "cpu"}
 
 
 @pytest.mark.parametrize(("template", "mode"), CASES)
@@ -112,7 +114,8 @@ def test_images_come_from_fdl_images_and_the_base_can_be_configured(
     manifest = load_manifest(
         project, environ={}, sets=["images.train.base=fdl-test/debian:bookworm"]
     )
-    resolver = scaffold_resolver(answers(template, mode), {"cu130": ("13.0", True)})
+    cuda = {"cu128": ("12.8", True)} if template == "flodl" else {"cu130": ("13.0", True)}
+    resolver = scaffold_resolver(answers(template, mode), cuda)
     specs = {s.profile: s for s in plan_images(manifest, resolver=resolver, fdl_version=VERSION)}
     train = specs["train"]
     assert (train.base, train.build_base) == ("fdl-test/debian:bookworm",) * 2
@@ -188,10 +191,11 @@ def test_flodl_images_install_rust_and_point_the_build_at_libtorch() -> None:
     assert "sh /tmp/rustup-init.sh -y" in dev and "ln -s /opt/cargo/bin/* /usr/local/bin/" in dev
     assert 'RUSTUP_HOME="/opt/rustup"' in dev and 'LIBTORCH_PATH="/opt/libtorch"' in dev
     cuda = files["docker/cuda.Dockerfile"].content
-    assert re.search(r"ARG BASE_IMAGE=nvidia/cuda:13\.0\.\d+-cudnn-devel-ubuntu", cuda)
+    # floDl 0.5.3 -> torch 2.10.0, whose PyPI default CUDA build is cu128
+    assert re.search(r"ARG BASE_IMAGE=nvidia/cuda:12\.8\.\d+-cudnn-devel-ubuntu", cuda)
     compose = yaml.safe_load(files["docker-compose.yml"].content)
     assert (
-        "${LIBTORCH_CUDA_PATH:-./libtorch/precompiled/cu130}:/opt/libtorch:ro"
+        "${LIBTORCH_CUDA_PATH:-./libtorch/precompiled/cu128}:/opt/libtorch:ro"
         in compose["services"]["cuda"]["volumes"]
     )
     assert "deploy" in compose["services"]["cuda"] and "deploy" not in compose["services"]["dev"]

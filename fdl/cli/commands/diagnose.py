@@ -33,10 +33,15 @@ def diagnose(
     context = session.libtorch_context()
     checks: list[Check] = []
     expected = None
+    framework = None
     setups: dict[str, str] = {}
     try:
-        expected = session.libtorch_settings().variant
         manifest = session.manifest_or_none()
+        expected = manifest.get("libtorch.variant") if manifest is not None else None
+        try:
+            framework = session.libtorch_settings().framework
+        except ManifestError as exc:  # libtorch.torch against the framework, or Cargo files
+            checks.append(Check("framework", "torch", Severity.ERROR, str(exc), exc.hint))
         images = (manifest.get("images") or {}) if manifest is not None else {}
         setups = {
             str(name): "\n".join(str(line) for line in (spec or {}).get("setup") or ())
@@ -51,6 +56,7 @@ def diagnose(
         expected_variant=expected,
         docker=not no_docker,
         image_setups=setups,
+        framework=framework,
     )
     checks += result.checks
     if as_json:

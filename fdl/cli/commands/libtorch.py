@@ -192,7 +192,8 @@ def download(
         str | None,
         typer.Option(
             "--torch",
-            help="PyTorch version (2.14 or 2.14.1; default: libtorch.torch or the newest).",
+            help="PyTorch version (2.14 or 2.14.1; default: libtorch.torch, else the framework's, "
+            "else the newest).",
         ),
     ] = None,
     path: Annotated[
@@ -232,7 +233,7 @@ def download(
         report.capabilities,
         cpu=cpu,
         cuda=cuda,
-        torch=torch or settings.torch,
+        torch=settings.torch_for(torch),
         preferred=None if (cpu or cuda) else settings.variant,
         driver=report.driver,
         preferred_origin=settings.variant_origin,
@@ -289,7 +290,9 @@ def install(
     torch: Annotated[
         str | None,
         typer.Option(
-            "--torch", help="pip download torch==VERSION (default: libtorch.torch or the newest)."
+            "--torch",
+            help="pip download torch==VERSION (default: libtorch.torch, else the framework's, "
+            "else the newest).",
         ),
     ] = None,
     index_url: Annotated[
@@ -363,6 +366,7 @@ def install(
     runner = default_runner()
     cache = own_cache_dir(cache_dir(session.environ) / "wheels")
     settings = session.libtorch_settings()
+    wanted = settings.torch_for(torch)
     progress = ProgressLine(session.console, "install from wheel")
     try:
         source = wheel_source(
@@ -370,14 +374,16 @@ def install(
             runner=runner,
             wheel=wheel,
             python=python,
-            torch=torch or settings.torch,
+            torch=wanted,
             index_url=index_url,
             on_message=progress.message,
             on_line=progress.status,
         )
+        if wheel is not None or python is not None:  # its release is known only now
+            settings.framework.require(source.torch_version, "the wheel's torch")
         check_wheel(
             source,
-            torch=torch or (settings.torch if wheel is None and python is None else None),
+            torch=wanted if wheel is None and python is None else None,
             variant=settings.variant if not name else None,
             index_url=index_url,
         )
@@ -492,7 +498,9 @@ def verify(
             on_line=progress.status,
         )
     try:
-        report = verify_variant(directory, chosen, gpus=detect_gpus(), smoke=smoke)
+        # the fixes install the project's torch (its framework's), not the variant's
+        torch = session.libtorch_settings().torch
+        report = verify_variant(directory, chosen, gpus=detect_gpus(), smoke=smoke, torch=torch)
     finally:
         progress.close()
     if report.smoke is not None and report.smoke.ok and not keep:

@@ -142,7 +142,12 @@ def build(ctx: typer.Context, **values: Any) -> None:
 
     Example: fdl libtorch build --archs "6.1;12.0" --dry-run
     """
-    from fdl.libtorch.source import build_request, plan_build, probe_machine
+    from fdl.libtorch.source import (
+        build_request,
+        check_source_release,
+        plan_build,
+        probe_machine,
+    )
 
     session: Session = ctx.obj
     console = session.console
@@ -171,6 +176,7 @@ def build(ctx: typer.Context, **values: Any) -> None:
         project=project_dir,
     )
     plan = plan_build(request, facts)
+    check_source_release(request, plan.torch, manifest, session.cwd)
     shared = None
     if registry and not no_registry and not request.value("fetch_only", False):
         shared = look_up(

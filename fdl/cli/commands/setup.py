@@ -25,7 +25,11 @@ def setup(
     ] = False,
     torch: Annotated[
         str | None,
-        typer.Option("--torch", help="PyTorch version (default: libtorch.torch or the newest)."),
+        typer.Option(
+            "--torch",
+            help="PyTorch version (default: libtorch.torch, else the one the project's "
+            "framework compiles against, else the newest).",
+        ),
     ] = None,
     from_wheel: Annotated[
         bool,
@@ -52,7 +56,7 @@ def setup(
         context,
         report.capabilities,
         driver=report.driver,
-        torch=torch or settings.torch,
+        torch=settings.torch_for(torch),
         preferred=settings.variant,
         preferred_origin=settings.variant_origin,
         from_wheel=from_wheel,
@@ -62,10 +66,14 @@ def setup(
     if not from_wheel:  # asked for the wheel: that is what it gets
         plan = _team_first(session, plan, report)
     if not as_json:
-        session.console.out("\n".join([*_machine_lines(context, report), "", *_plan_lines(plan)]))
+        lines = _machine_lines(context, report)
+        if settings.framework.why and not torch:
+            lines.append(f"torch {settings.torch}: {settings.framework.why}")
+        session.console.out("\n".join([*lines, "", *_plan_lines(plan)]))
     outcome = _carry_out(session, context, plan, yes=yes, dry_run=dry_run, quiet=as_json)
     if as_json:
-        session.console.json({"plan": plan.to_json(), **outcome})
+        framework = settings.framework.to_json()
+        session.console.json({"plan": plan.to_json(), "framework": framework, **outcome})
 
 
 def _machine_lines(context: Context, report: GpuReport) -> list[str]:

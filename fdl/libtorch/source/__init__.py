@@ -45,7 +45,12 @@ from fdl.libtorch.source._request import (
     request_from_mapping,
 )
 from fdl.libtorch.source._run import BuildResult, fetch_sources, run_build
-from fdl.libtorch.source._sources import build_request, manifest_request, tree_request
+from fdl.libtorch.source._sources import (
+    build_request,
+    check_source_release,
+    manifest_request,
+    tree_request,
+)
 from fdl.libtorch.source._status import BuildStatus, StatusParser, compiled_objects
 
 __all__ = [
@@ -71,6 +76,7 @@ __all__ = [
     "build_request",
     "build_settings",
     "build_spec",
+    "check_source_release",
     "compiled_objects",
     "declared_submodules",
     "estimate_build",

@@ -28,9 +28,74 @@ from fdl.manifest import (
 )
 from fdl.manifest.schema import Checker
 
-__all__ = ["build_request", "manifest_request", "tree_request"]
+__all__ = ["build_request", "check_source_release", "manifest_request", "tree_request"]
 
 KEY = ("libtorch", "build")
+
+
+def check_source_release(
+    request: BuildRequest, torch: str, manifest: Manifest | None, cwd: Path
+) -> None:
+    """Refuse a ``--source`` checkout whose release the project's framework cannot compile
+    against (its version is known only once the checkout is read; ``torch`` is the plan's).
+
+    Raises:
+        ManifestError, UsageError: it cannot (at the ``source`` setting).
+    """
+    if request.source is None:
+        return
+    from fdl.libtorch import framework_torch
+    from fdl.libtorch.source._request import located_error
+
+    decision = framework_torch(manifest, None if manifest is not None else cwd)
+    reason = decision.refusal(torch)
+    if reason:
+        raise located_error(
+            request.source,
+            f"the checkout {request.source.value} is torch {torch}: {reason}",
+            f"check out v{decision.torch} instead" if decision.torch else None,
+        )
+
+
+def _framework_torch(
+    request: BuildRequest, merged: Node | None, manifest: Manifest | None, cwd: Path
+) -> BuildRequest:
+    """The torch a build builds: what the request says (refused when the project's
+    framework cannot compile against it), else ``libtorch.torch``, else the framework's.
+
+    `fdl setup` and the official downloads decide the same way: one release per project.
+    """
+    from fdl.compat import resolve_torch_version
+    from fdl.errors import UsageError
+    from fdl.libtorch import framework_torch
+    from fdl.libtorch.source._request import located_error
+
+    decision = framework_torch(manifest, None if manifest is not None else cwd)
+    if request.torch is not None:
+        try:
+            full = resolve_torch_version(str(request.torch.value))
+        except UsageError:
+            return request  # the planner reports an unknown release at its origin
+        reason = decision.refusal(full)
+        if reason:
+            raise located_error(
+                request.torch,
+                f"torch {request.torch.value}: {reason}",
+                f"build torch {decision.torch or 'the release the framework needs'} (drop "
+                f"the pin); to build {full} anyway, set libtorch.framework-check: false",
+            )
+        return request
+    if request.source is not None:
+        return request
+    pinned = node_at(merged, ("libtorch", "torch")) if merged is not None else None
+    if isinstance(pinned, ScalarNode) and pinned.value not in (None, ""):
+        origin = pinned.origin
+        where = origin.location() if origin.line else None
+        value = pinned.raw or str(pinned.value)
+        return replace(request, torch=Setting(value, f"{origin} (libtorch.torch)", where))
+    if decision.torch is not None:
+        return replace(request, torch=Setting(decision.torch, decision.origin))
+    return request
 
 
 def tree_request(tree: Node | None, base_dir: Path) -> BuildRequest:
@@ -108,15 +173,7 @@ def build_request(
         layers.insert(0, recipe)
     merged = merge_layers(layers)
     request = tree_request(merged, project_dir or cwd)
-    if request.torch is None and request.source is None:
-        # The project's torch (libtorch.torch) is what its builds build, as `fdl setup`
-        # and the official downloads use it: one release per project.
-        pinned = node_at(merged, ("libtorch", "torch")) if merged is not None else None
-        if isinstance(pinned, ScalarNode) and pinned.value not in (None, ""):
-            origin = pinned.origin
-            where = origin.location() if origin.line else None
-            value = pinned.raw or str(pinned.value)
-            request = replace(request, torch=Setting(value, f"{origin} (libtorch.torch)", where))
+    request = _framework_torch(request, merged, manifest, cwd)
     if fresh is not None and fresh[0]:
         request = replace(request, fresh=Setting(True, str(fresh[1])))
     if fetch_only is not None and fetch_only[0]:

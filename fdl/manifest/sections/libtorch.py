@@ -3,7 +3,8 @@
 ::
 
     libtorch:
-      torch: "2.14"                  # default PyTorch version for download / install / setup
+      torch: "2.14"                  # PyTorch version (default: what the framework needs)
+      framework-check: true          # refuse a torch the framework cannot compile against
       variant: cu130                 # cpu, cu126, cu130 ... or auto (fit the detected GPUs)
       mirror: https://mirror.example/pytorch   # a mirror of download.pytorch.org (same paths)
       registry: registry.example.com/team/libtorch  # the team's variants (push/pull)
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from fdl.manifest.schema import Obj, Spec, Str, Version
+from fdl.manifest.schema import Bool, Obj, Spec, Str, Version
 
 __all__ = ["ENV_ALIASES", "EXTENSIONS", "LIBTORCH_FIELDS", "SECTIONS", "libtorch_spec"]
 
@@ -28,7 +29,14 @@ ENV_ALIASES = {
 }
 
 LIBTORCH_FIELDS: dict[str, Spec] = {
-    "torch": Version("Default PyTorch version (e.g. 2.14 or 2.14.1); the newest known if unset."),
+    "torch": Version(
+        "PyTorch version (e.g. 2.14 or 2.14.1); if unset, the one the project's framework "
+        "(floDl, tch-rs, find_package(Torch X)) compiles against, else the newest known."
+    ),
+    "framework-check": Bool(
+        "Refuse a libtorch.torch the project's framework cannot compile against "
+        "(default: true; false keeps the pin on purpose)."
+    ),
     "variant": Str(
         "Official build to install: cpu, cuXYZ (cu126, cu130, ...) or auto (fit the GPUs).",
         pattern=r"auto|cpu|cu[0-9]{3}",

@@ -1,0 +1,107 @@
+"""Our own C++ program, compiled against the headers of the libtorch release the project's
+framework needs, with the C++ standard that framework compiles with: what fdl chooses
+builds, and what it refuses does not."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fdl.errors import NetworkError
+from fdl.libtorch import framework_torch
+from tests.support.wheel_headers import extract_local, extract_remote, pypi_wheel_url
+
+pytestmark = pytest.mark.slow
+
+PROGRAM = Path(__file__).resolve().parent.parent / "fixtures" / "framework" / "train.cpp"
+WHEEL_2_13 = sorted(Path("/opt/wheels").glob("torch-2.13.0+cpu-cp311-*.whl"))
+WHEEL_2_14 = sorted(Path("/opt/pypi-more/files").glob("torch-2.14.1-*.whl"))
+CMAKE = "cmake_minimum_required(VERSION 3.18)\nproject(demo CXX)\nset(CMAKE_CXX_STANDARD 17)\n"
+
+
+def _gxx() -> str:
+    found = shutil.which("g++")
+    if found is None:
+        pytest.skip("no g++ on PATH")
+    return found
+
+
+def _compile(tree: Path, std: int, out: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Compile (and link, with ``out``) the program against ``tree`` with ``-std=c++NN``."""
+    argv = [
+        _gxx(),
+        f"-std=c++{std}",
+        "-w",
+        f"-I{tree / 'include'}",
+        f"-I{tree / 'include' / 'torch' / 'csrc' / 'api' / 'include'}",
+        str(PROGRAM),
+    ]
+    if out is None:
+        argv.append("-fsyntax-only")
+    else:
+        lib = tree / "lib"
+        argv += [f"-L{lib}", f"-Wl,-rpath,{lib}", "-ltorch", "-ltorch_cpu", "-lc10", "-o", str(out)]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.mark.skipif(not WHEEL_2_13, reason="the torch 2.13.0 CPU wheel is not in /opt/wheels")
+def test_the_chosen_release_compiles_with_the_frameworks_standard(tmp_path: Path, run_fdl) -> None:
+    """A C++ project asking for torch 2.13 exactly, in C++17: fdl installs 2.13.0, and the
+    program builds against the headers it installed and runs."""
+    project = tmp_path / "demo"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(CMAKE + "find_package(Torch 2.13 EXACT REQUIRED)\n")
+    (project / "fdl.yml").write_text("libtorch: {}\n")
+    (pin,) = framework_torch(None, project).pins
+    assert (pin.torch, pin.cxx_standard) == ("2.13.0", 17)
+    env = {"FDL_HOME": str(tmp_path / "home"), "FDL_CACHE_DIR": str(tmp_path / "cache")}
+    done = run_fdl(
+        ["libtorch", "install", "--from-wheel", str(WHEEL_2_13[0])], cwd=project, env=env
+    )
+    assert done.exit_code == 0, done.output
+    variant = project / "libtorch" / "precompiled" / "cpu"
+    built = _compile(variant, pin.cxx_standard, tmp_path / "train")
+    assert built.returncode == 0, built.stderr[-3000:]
+    ran = subprocess.run([str(tmp_path / "train")], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout.startswith("torch 2.13 loss ")
+
+
+@pytest.mark.skipif(not WHEEL_2_14, reason="the torch 2.14.1 wheel is not in /opt/pypi-more")
+def test_cxx17_against_headers_that_need_cxx20_fails_as_fdl_says(tmp_path: Path) -> None:
+    """The fact behind the refusal: from 2.14 libtorch's headers stop a C++17 compile at
+    the first include, so a C++17 project is never given them."""
+    project = tmp_path / "demo"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(CMAKE + "find_package(Torch 2.10 REQUIRED)\n")
+    decision = framework_torch(None, project)
+    assert "headers require C++20" in (decision.refusal("2.14.1") or "")
+    assert decision.torch is not None and decision.torch.startswith("2.13.")
+    tree = extract_local(WHEEL_2_14[0], tmp_path / "headers")
+    refused = _compile(tree, 17)
+    assert refused.returncode != 0
+    assert "C++20 or later compatible compiler is required" in refused.stderr
+    assert _compile(tree, 20).returncode == 0
+
+
+@pytest.mark.network
+def test_flodl_053_gets_headers_its_cxx17_shim_compiles_with(tmp_path: Path) -> None:
+    """floDl 0.5.3 -> torch 2.10.0, C++17: the headers of 2.10.0 (read from PyPI's small
+    aarch64 wheel, member by member) take our program in C++17."""
+    project = tmp_path / "model"
+    project.mkdir()
+    (project / "Cargo.toml").write_text(
+        '[package]\nname = "model"\nversion = "0.1.0"\n\n[dependencies]\nflodl = "0.5.3"\n'
+    )
+    (pin,) = framework_torch(None, project).pins
+    assert (pin.torch, pin.cxx_standard) == ("2.10.0", 17)
+    try:
+        url = pypi_wheel_url(pin.torch)
+        tree = extract_remote(url, tmp_path / "headers")
+    except (OSError, NetworkError) as exc:
+        pytest.skip(f"PyPI cannot be reached: {exc}")
+    built = _compile(tree, pin.cxx_standard)
+    assert built.returncode == 0, built.stderr[-3000:]
