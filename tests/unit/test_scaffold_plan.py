@@ -362,5 +362,5 @@ def test_the_cuda_service_follows_the_active_cuda_variant(tmp_path: Path) -> Non
     assert mounted("cuda") == {libtorch / "precompiled/cu126"}  # the active CUDA build
     assert mounted("dev") == {libtorch / "precompiled/cpu"}  # never a CUDA one
     fake_libtorch(project, "precompiled/cpu", cuda=None)
-    assert mounted("cuda") == {libtorch / "precompiled/cu130"}  # not the CPU one
+    assert mounted("cuda") == {libtorch / "precompiled/cu128"}  # the default CUDA build, not the CPU one
     assert "follow-active" not in planned("flodl", "baked")["fdl.yml"].content
