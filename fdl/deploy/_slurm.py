@@ -54,7 +54,7 @@ def launcher_argv(target: DeployTarget) -> list[str]:
     ``$IMAGE`` and the rendezvous variables are expanded by the task's shell.
     """
     gpus = target.gpus_per_node > 0
-    env_names = [*_RENDEZVOUS, *(name for name, _ in target.env)]
+    env_names = [*_RENDEZVOUS, *(name for name, _ in target.env), *target.pass_env]
     if target.runtime == "apptainer":
         argv = ["apptainer", "run"] + (["--nv"] if gpus else [])
         argv += _mount_flags(target, "--bind")
@@ -97,6 +97,7 @@ def render_sbatch(
         image=shlex.quote(image),
         master_port=target.master_port,
         env=[(name, shlex.quote(value)) for name, value in target.env],
+        pass_env=list(target.pass_env),
         mounts=shlex.quote(",".join(target.mounts)) if target.mounts else "",
         launcher=" ".join(words),
         command=" ".join(shlex.quote(word) for word in command),

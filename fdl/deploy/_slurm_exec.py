@@ -170,7 +170,7 @@ def submit_sbatch(plan: DeployPlan, state_dir: Path, runner: Runner) -> JobRecor
         )
     state_dir.mkdir(parents=True, exist_ok=True)
     script = state_dir / plan.filename
-    atomic_write_text(script, plan.text)
+    atomic_write_text(script, plan.text, mode=0o600)  # the job's environment: private
     try:
         done = runner.run(["sbatch", "--parsable", str(script)], cwd=state_dir)
     except CommandFailed as exc:

@@ -37,9 +37,10 @@ from fdl.manifest._manifest import (
     split_key,
 )
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode, node_at
-from fdl.manifest._secrets import is_secret_key, is_secret_node, token_kind
+from fdl.manifest._secrets import MASK, is_secret_key, is_secret_node, redact, token_kind
 
 __all__ = [
+    "MASK",
     "BASE_NAMES",
     "EXAMPLE_SUFFIXES",
     "Candidate",
@@ -61,6 +62,7 @@ __all__ = [
     "find_overlay",
     "is_secret_key",
     "is_secret_node",
+    "redact",
     "list_environments",
     "load_directory_manifest",
     "load_manifest",

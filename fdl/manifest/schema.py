@@ -65,6 +65,15 @@ class Checker:
         self.errors: list[ManifestError] = []
 
     def fail(self, node: Node, path: Path, message: str, hint: str | None = None) -> None:
+        # An error quotes the value it refuses: never a secret's (by key or !secret tag),
+        # never a token-shaped one whatever the key is called.
+        from fdl.manifest._secrets import MASK, is_secret_node, is_secret_path, redact
+
+        value = node.value if isinstance(node, ScalarNode) else None
+        if isinstance(value, str) and value and (is_secret_path(path) or is_secret_node(node)):
+            message = message.replace(repr(value), MASK).replace(value, MASK)
+        message = redact(message)
+        hint = redact(hint) if hint else hint
         self.errors.append(
             ManifestError(f"{dotted(path)}: {message}", location=node.origin.location(), hint=hint)
         )

@@ -136,9 +136,10 @@ def run(
                     f"rounds each, interleaved; metric {b.metric}"
                 )
                 for side in b.sides:
-                    env = " ".join(f"{k}={v}" for k, v in sorted(side.env.items()))
+                    shown = side.as_dict()  # values masked
+                    env = " ".join(f"{k}={v}" for k, v in shown["env"].items())
                     session.console.out(
-                        f"  {side.name}: {env + ' ' if env else ''}{' '.join(side.argv)}"
+                        f"  {side.name}: {env + ' ' if env else ''}{' '.join(shown['argv'])}"
                     )
             for note in publication.notes if publication else ():
                 session.console.out(f"publish: {note}")

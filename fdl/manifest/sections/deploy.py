@@ -102,9 +102,31 @@ TARGET: Spec = Obj(
         "args": ListOf(Str(), "Arguments of the training program (default: the image's)."),
         "env": MapOf(
             Str(),
-            "Environment of the job.",
+            "Environment of the job (written into the script or Job: no secrets; use pass-env "
+            "or secret-env for them).",
             key_pattern=r"[A-Za-z_][A-Za-z0-9_]*",
             key_example="NCCL_DEBUG",
+            key_rule="a variable name: letters, digits and '_', not starting with a digit",
+        ),
+        "pass-env": ListOf(
+            Str(
+                pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+                example="HF_TOKEN",
+                rule="a variable name: letters, digits and '_', not starting with a digit",
+            ),
+            "SLURM: variables the job takes from the environment `fdl deploy submit` runs in "
+            "(sbatch exports it; never written into the script). For secrets.",
+        ),
+        "secret-env": MapOf(
+            Str(
+                pattern=r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[-._a-zA-Z0-9]+",
+                example="hf-token/token",
+                rule="a Kubernetes Secret's name and one of its keys, as SECRET/KEY",
+            ),
+            "Kubernetes: variables read from a Secret of the namespace (`kubectl create secret "
+            "generic hf-token --from-literal=token=...`), as SECRET/KEY. For secrets.",
+            key_pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+            key_example="HF_TOKEN",
             key_rule="a variable name: letters, digits and '_', not starting with a digit",
         ),
         "mounts": ListOf(Str(pattern=_MOUNT, example="/data:/workspace/data:ro"), "Mounts."),
