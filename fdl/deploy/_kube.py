@@ -75,7 +75,12 @@ def _container(
     env.append({"name": "LOCAL_RANK", "value": "0"})
     env += [{"name": k, "value": v} for k, v in target.env]
     env += [
-        {"name": k, "valueFrom": {"secretKeyRef": dict(zip(("name", "key"), ref.split("/", 1)))}}
+        {
+            "name": k,
+            "valueFrom": {
+                "secretKeyRef": dict(zip(("name", "key"), ref.split("/", 1), strict=True))
+            },
+        }
         for k, ref in target.secret_env
     ]
     container: dict[str, Any] = {

@@ -196,7 +196,9 @@ def load_target(manifest: Manifest, name: str | None) -> DeployTarget:
         args=tuple(str(a) for a in raw["args"]) if raw.get("args") is not None else None,
         env=_env(manifest, key, kind, raw),
         pass_env=tuple(str(n) for n in raw.get("pass-env") or ()),
-        secret_env=tuple(sorted((str(k), str(v)) for k, v in (raw.get("secret-env") or {}).items())),
+        secret_env=tuple(
+            sorted((str(k), str(v)) for k, v in (raw.get("secret-env") or {}).items())
+        ),
         mounts=tuple(str(m) for m in raw.get("mounts") or ()),
         nodes=int(raw.get("nodes") or 1),
         tasks_per_node=int(raw.get("tasks-per-node") or max(gpus_per_node, 1)),

@@ -40,9 +40,9 @@ from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, Se
 from fdl.manifest._secrets import MASK, is_secret_key, is_secret_node, redact, token_kind
 
 __all__ = [
-    "MASK",
     "BASE_NAMES",
     "EXAMPLE_SUFFIXES",
+    "MASK",
     "Candidate",
     "Contribution",
     "Discovered",
@@ -62,7 +62,6 @@ __all__ = [
     "find_overlay",
     "is_secret_key",
     "is_secret_node",
-    "redact",
     "list_environments",
     "load_directory_manifest",
     "load_manifest",
@@ -71,6 +70,7 @@ __all__ = [
     "node_at",
     "parse_text",
     "read_layer",
+    "redact",
     "split_key",
     "token_kind",
     "value_layer",
