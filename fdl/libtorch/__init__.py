@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from fdl.libtorch._caches import (
         CACHES,
         CacheEntry,
+        ImageOwner,
         check_cleanable,
         clean_caches,
         list_caches,
@@ -88,6 +89,7 @@ _LAZY = {
     "wheel_source": "_adopt",
     "CACHES": "_caches",
     "CacheEntry": "_caches",
+    "ImageOwner": "_caches",
     "check_cleanable": "_caches",
     "clean_caches": "_caches",
     "list_caches": "_caches",
@@ -137,6 +139,7 @@ __all__ = [
     "CudaTarget",
     "DeviceScan",
     "DownloadPlan",
+    "ImageOwner",
     "InstallResult",
     "LibtorchSettings",
     "Selection",
