@@ -98,6 +98,7 @@ def run(
     Example: fdl bench run epoch --rounds 20
     """
     from fdl.bench import (
+        check_results_file,
         image_profiles,
         plan_benchmarks,
         plan_publish,
@@ -112,6 +113,7 @@ def run(
     manifest = session.manifest()
     benches = plan_benchmarks(manifest, names or (), fdl_argv=_fdl_argv(session), rounds=rounds)
     results = _results_path(session, output)
+    check_results_file(results)  # before the dry run too: it refuses what the run would
     runner = default_runner()
     publication = plan_publish(runner, manifest.directory, clock) if publish else None
     if dry_run:
