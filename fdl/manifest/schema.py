@@ -34,6 +34,8 @@ __all__ = [
     "Str",
     "Version",
     "did_you_mean",
+    "for_generated_files",
+    "generated_file_problem",
 ]
 
 Path = tuple[str, ...]
@@ -146,18 +148,33 @@ class Str(Spec):
         pattern: str | None = None,
         example: str = "",
         rule: str = "",
+        script: bool = False,
     ) -> None:
         """``example`` (a value that matches ``pattern``) is the fix of a value that does
-        not; ``rule`` says in words what ``pattern`` accepts (``no spaces``)."""
+        not; ``rule`` says in words what ``pattern`` accepts (``no spaces``); ``script``:
+        a multi-line script whose lines fdl joins itself (newlines allowed)."""
+        self.multiline_script = script
         self.description = description
         self.pattern = _LazyPattern(pattern) if pattern else None
         self.example = example
         self.rule = rule
 
+    # Set by :func:`for_generated_files` on the sections whose values are written into
+    # Dockerfiles, scripts and workflows.
+    single_line = False
+    no_expressions = False
+
     def check(self, node: Node, path: Path, checker: Checker) -> Any:
         if not isinstance(node, ScalarNode) or not isinstance(node.value, str):
             checker.wrong_type(node, path, self)
             return None
+        if self.single_line or self.no_expressions:
+            problem = generated_file_problem(
+                node.value, expressions=self.no_expressions, newlines=self.multiline_script
+            )
+            if problem is not None:
+                checker.fail(node, path, problem[0], problem[1])
+                return node.value
         if self.pattern and not self.pattern.fullmatch(node.value):
             hint = f"e.g. {self.example}" if self.example else None
             what = f"{node.value!r} is not valid here" + (f" ({self.rule})" if self.rule else "")
@@ -310,6 +327,75 @@ class Enum(Spec):
         return self._doc({"enum": list(self.choices)})
 
 
+def control_character(text: str, *, newlines: bool = False) -> str | None:
+    """The first control character of ``text`` as ``U+000A``, or None (a line break,
+    a carriage return, an escape... : each can start a new line or instruction). A tab
+    is not one; with ``newlines``, ``\\n`` is not either (a multi-line script whose lines
+    fdl joins itself)."""
+    for char in text:
+        code = ord(char)
+        if char == "\t" or (newlines and char == "\n"):
+            continue
+        if code < 0x20 or 0x7F <= code <= 0x9F or char in "\u2028\u2029":
+            return f"U+{code:04X}"
+    return None
+
+
+def generated_file_problem(
+    text: str, *, expressions: bool = False, newlines: bool = False
+) -> tuple[str, str] | None:
+    """What is wrong with ``text`` as a value fdl writes into a generated file, with the
+    fix, or None: a control character (a newline would start a new Dockerfile instruction
+    or script line); with ``expressions``, ``${{`` (GitHub evaluates it in a workflow
+    before any shell runs: script injection)."""
+    char = control_character(text, newlines=newlines)
+    if char is not None:
+        return (
+            f"holds a control character ({char}); the value is written into a generated "
+            "Dockerfile, script or workflow, where a line break starts a new instruction",
+            "write it on one line (join commands with &&, or put them in a script of the "
+            "project and run that)",
+        )
+    if expressions and "${{" in text:
+        return (
+            "holds `${{`, which GitHub Actions would evaluate inside the generated workflow "
+            "before any shell runs (an event's text could run as code)",
+            "remove the expression; give the workflow's values through its env: "
+            "(e.g. an environment variable the command reads)",
+        )
+    return None
+
+
+def for_generated_files(spec: Spec, *, expressions: bool = False) -> Spec:
+    """Mark every string (and free mapping key) under ``spec`` as written into generated
+    files: control characters refused, and with ``expressions`` ``${{`` too."""
+    seen: set[int] = set()
+
+    def walk(node: Spec) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, Str):
+            node.single_line = True
+            node.no_expressions = node.no_expressions or expressions
+        children: list[Spec] = []
+        if isinstance(node, ListOf):
+            children.append(node.item)
+        elif isinstance(node, MapOf):
+            node.single_line_keys = True
+            node.no_expressions = node.no_expressions or expressions
+            children.append(node.value)
+        elif isinstance(node, OneOf):
+            children.extend(node.options)
+        elif isinstance(node, Obj):
+            children.extend(node.fields.values())
+        for child in children:
+            walk(child)
+
+    walk(spec)
+    return spec
+
+
 class ListOf(Spec):
     """A list whose items all match ``item``."""
 
@@ -384,6 +470,9 @@ Validator = Callable[[MapNode, Path, Checker], None]
 class MapOf(Spec):
     """A mapping with free keys whose values match ``value``."""
 
+    single_line_keys = False  # see for_generated_files
+    no_expressions = False
+
     def __init__(
         self,
         value: Spec,
@@ -404,7 +493,20 @@ class MapOf(Spec):
             return None
         out: dict[str, Any] = {}
         for key, child in node.entries.items():
-            if self.key_pattern and not self.key_pattern.fullmatch(key):
+            problem = (
+                generated_file_problem(key, expressions=self.no_expressions)
+                if self.single_line_keys
+                else None
+            )
+            if problem is not None:
+                checker.errors.append(
+                    ManifestError(
+                        f"{dotted((*path, key))}: the key {problem[0]}",
+                        location=node.key_origin(key).location(),
+                        hint=problem[1],
+                    )
+                )
+            elif self.key_pattern and not self.key_pattern.fullmatch(key):
                 hint = f"e.g. {self.key_example}" if self.key_example else None
                 checker.errors.append(
                     ManifestError(

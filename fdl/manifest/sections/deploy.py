@@ -26,7 +26,17 @@ targets like any other section.
 
 from __future__ import annotations
 
-from fdl.manifest.schema import Enum, Int, ListOf, MapOf, Obj, Spec, Str, Version
+from fdl.manifest.schema import (
+    Enum,
+    Int,
+    ListOf,
+    MapOf,
+    Obj,
+    Spec,
+    Str,
+    Version,
+    for_generated_files,
+)
 
 __all__ = ["COMPRESSIONS", "CONTROLLERS", "KINDS", "RUNTIMES", "SECTIONS", "TARGET"]
 
@@ -212,10 +222,13 @@ TARGET: Spec = Obj(
 )
 
 SECTIONS: dict[str, Spec] = {
-    "deploy": MapOf(
-        TARGET,
-        "Named deploy targets (`fdl deploy submit TARGET`).",
-        key_pattern=_NAME,
-        key_example="`lab`",
+    # Values land in the sbatch script and the Kubernetes objects: one line each.
+    "deploy": for_generated_files(
+        MapOf(
+            TARGET,
+            "Named deploy targets (`fdl deploy submit TARGET`).",
+            key_pattern=_NAME,
+            key_example="`lab`",
+        )
     )
 }

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from fdl.manifest.schema import Obj, Spec, Str, Version
+from fdl.manifest.schema import Obj, Spec, Str, Version, for_generated_files
 
 __all__ = ["ENV_ALIASES", "EXTENSIONS", "LIBTORCH_FIELDS", "SECTIONS", "libtorch_spec"]
 
@@ -56,4 +56,5 @@ def libtorch_spec() -> Obj:
     return Obj(fields, description="The project's libtorch: version, variant, download mirror.")
 
 
-SECTIONS: dict[str, Spec] = {"libtorch": libtorch_spec()}
+# Values land in the source build's Dockerfile and scripts: one line each.
+SECTIONS: dict[str, Spec] = {"libtorch": for_generated_files(libtorch_spec())}
