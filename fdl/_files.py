@@ -43,6 +43,11 @@ def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None
             os.fsync(stream.fileno())
         os.chmod(temporary, mode)
         os.replace(temporary, path)
+    except OSError as exc:
+        Path(temporary).unlink(missing_ok=True)
+        if exc.filename is None:  # write() on a full disk names no file: name it
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
@@ -154,9 +159,23 @@ class _CopyFailed(Exception):
 def copy_tree(source: Path, destination: Path) -> None:
     """Copy a tree (symlinks as symlinks), stopping at the first failure.
 
+    A FIFO, a socket or a device in the tree is refused before anything is copied:
+    copying one would block (a FIFO) or never end (``/dev/zero``).
+
     Raises:
+        UsageError: the tree holds such a file (named, with the fix).
         OSError: the first file that could not be copied, with its errno (ENOSPC...).
     """
+    special = _special_file(source)
+    if special is not None:
+        from fdl.errors import UsageError
+
+        path, kind = special
+        raise UsageError(
+            f"{path} is {kind}, not a file, directory or link: fdl copies {source} only "
+            "when it holds nothing else",
+            hint=f"remove it from {source} (or copy the tree without it) and run again",
+        )
 
     def copy(src: str, dst: str) -> object:
         try:
@@ -168,6 +187,20 @@ def copy_tree(source: Path, destination: Path) -> None:
         shutil.copytree(source, destination, symlinks=True, copy_function=copy)
     except _CopyFailed as failed:
         raise failed.error from None
+
+
+def _special_file(root: Path) -> tuple[Path, str] | None:
+    """The first FIFO, socket or device under ``root`` (links not followed), with its kind."""
+    for directory, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            path = Path(directory) / name
+            try:
+                mode = path.lstat().st_mode
+            except OSError:
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                return path, _kind(mode)
+    return None
 
 
 def first_line(path: Path, limit: int = 4096) -> str:

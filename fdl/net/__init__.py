@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+from fdl.net._deadline import DEADLINE_ENV, net_deadline
 from fdl.net._download import download
 from fdl.net._errors import ChecksumMismatch, NotFound, RetriesExhausted, SizeMismatch
 from fdl.net._ranges import read_range
@@ -26,6 +27,7 @@ from fdl.net._retry import RetryPolicy
 from fdl.net._transport import default_user_agent, file_url_path, rebase_url
 
 __all__ = [
+    "DEADLINE_ENV",
     "ChecksumMismatch",
     "DownloadResult",
     "Manifest",
@@ -40,6 +42,7 @@ __all__ = [
     "default_user_agent",
     "download",
     "file_url_path",
+    "net_deadline",
     "read_range",
     "rebase_url",
     "registry_url",
