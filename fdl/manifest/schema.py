@@ -171,7 +171,7 @@ class Str(Spec):
         if self.single_line or self.no_expressions:
             problem = generated_file_problem(
                 node.value, expressions=self.no_expressions, newlines=self.multiline_script
-            )
+            ) or (None if path[-2:-1] in _OWN_SECRET_CHECKS else _secret_problem(node, path))
             if problem is not None:
                 checker.fail(node, path, problem[0], problem[1])
                 return node.value
@@ -366,6 +366,40 @@ def generated_file_problem(
     return None
 
 
+# Maps whose secrets their planners refuse with the fix of that place (`env:`), or whose
+# values say where a secret is kept (`secret-env: {HF_TOKEN: secret/key}`).
+_OWN_SECRET_CHECKS = (("env",), ("secret-env",))
+
+
+def _secret_problem(node: ScalarNode, path: Path) -> tuple[str, str] | None:
+    """What makes a value of a generated file a secret written in clear: a ``!secret``
+    tag, a key named like a secret, or a token's shape (never quoting the value).
+    ``env:`` maps are left to their planners, whose refusals name the fix of that place
+    (``images.<p>.pass-env``, ``deploy.<t>.pass-env``)."""
+    from fdl.manifest._nodes import TAG_SECRET
+    from fdl.manifest._secrets import is_secret_key, token_kind
+
+    value = node.value
+    if not isinstance(value, str) or not value:
+        return None
+    if node.tag == TAG_SECRET:
+        what = "is tagged !secret"
+    elif path and is_secret_key(path[-1]):
+        what = f"is named like a secret ({path[-1]})"
+    else:
+        kind = token_kind(value)
+        if kind is None:
+            return None
+        what = f"looks like {kind}"
+    return (
+        f"{what}, and this value is written in clear into a generated Dockerfile, script "
+        "or workflow (and printed by render and --dry-run)",
+        "take it out of the manifest (revoke it if it was committed) and give it at run "
+        "time: `pass-env:` (images, SLURM targets), `secret-env:` (Kubernetes targets), "
+        "`secrets:` (image builds), or a file the program reads",
+    )
+
+
 def for_generated_files(spec: Spec, *, expressions: bool = False) -> Spec:
     """Mark every string (and free mapping key) under ``spec`` as written into generated
     files: control characters refused, and with ``expressions`` ``${{`` too."""
@@ -453,6 +487,8 @@ def _shape_matches(spec: Spec, node: Node) -> bool:
         return isinstance(node, MapNode)
     if isinstance(spec, ListOf):
         return isinstance(node, SeqNode)
+    if isinstance(spec, Str):  # a string refused for its contents, not its type
+        return isinstance(node, ScalarNode) and isinstance(node.value, str)
     return False
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -140,9 +141,8 @@ def run(
                 for side in b.sides:
                     shown = side.as_dict()  # values masked
                     env = " ".join(f"{k}={v}" for k, v in shown["env"].items())
-                    session.console.out(
-                        f"  {side.name}: {env + ' ' if env else ''}{' '.join(shown['argv'])}"
-                    )
+                    argv = " ".join(_printable(shlex.quote(word)) for word in shown["argv"])
+                    session.console.out(f"  {side.name}: {env + ' ' if env else ''}{argv}")
             for note in publication.notes if publication else ():
                 session.console.out(f"publish: {note}")
             session.console.out(f"rounds would be appended to {results}")
@@ -263,3 +263,14 @@ def compare(
                 f"({v.percent:+.1f}%, {v.mads:+.1f} scaled MADs) {mark}"
             )
     raise typer.Exit(1 if slower else 0)
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters escaped (``\\n``, ``\\x1b``): an argument is shown
+    on one line, and never moves the terminal's cursor."""
+    return "".join(
+        char.encode("unicode_escape").decode("ascii")
+        if ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F or char in "\u2028\u2029"
+        else char
+        for char in text
+    )
