@@ -163,15 +163,22 @@ class Str(Spec):
     # Dockerfiles, scripts and workflows.
     single_line = False
     no_expressions = False
+    no_secrets = False
 
     def check(self, node: Node, path: Path, checker: Checker) -> Any:
         if not isinstance(node, ScalarNode) or not isinstance(node.value, str):
             checker.wrong_type(node, path, self)
             return None
-        if self.single_line or self.no_expressions:
-            problem = generated_file_problem(
-                node.value, expressions=self.no_expressions, newlines=self.multiline_script
-            ) or (None if path[-2:-1] in _OWN_SECRET_CHECKS else _secret_problem(node, path))
+        if self.single_line or self.no_expressions or self.no_secrets:
+            problem = (
+                generated_file_problem(
+                    node.value, expressions=self.no_expressions, newlines=self.multiline_script
+                )
+                if self.single_line or self.no_expressions
+                else None
+            )
+            if problem is None and self.no_secrets and path[-2:-1] not in _OWN_SECRET_CHECKS:
+                problem = _secret_problem(node, path)
             if problem is not None:
                 checker.fail(node, path, problem[0], problem[1])
                 return node.value
@@ -392,17 +399,19 @@ def _secret_problem(node: ScalarNode, path: Path) -> tuple[str, str] | None:
             return None
         what = f"looks like {kind}"
     return (
-        f"{what}, and this value is written in clear into a generated Dockerfile, script "
-        "or workflow (and printed by render and --dry-run)",
+        f"{what}, and this value is written in clear where fdl writes it (a generated "
+        "Dockerfile, script or workflow, the results file) and printed by --dry-run",
         "take it out of the manifest (revoke it if it was committed) and give it at run "
         "time: `pass-env:` (images, SLURM targets), `secret-env:` (Kubernetes targets), "
         "`secrets:` (image builds), or a file the program reads",
     )
 
 
-def for_generated_files(spec: Spec, *, expressions: bool = False) -> Spec:
+def for_generated_files(spec: Spec, *, expressions: bool = False, lines: bool = True) -> Spec:
     """Mark every string (and free mapping key) under ``spec`` as written into generated
-    files: control characters refused, and with ``expressions`` ``${{`` too."""
+    files: secrets refused (outside ``env:``), control characters too unless ``lines`` is
+    False (values fdl only records, never renders into a file), and with ``expressions``
+    ``${{``."""
     seen: set[int] = set()
 
     def walk(node: Spec) -> None:
@@ -410,13 +419,14 @@ def for_generated_files(spec: Spec, *, expressions: bool = False) -> Spec:
             return
         seen.add(id(node))
         if isinstance(node, Str):
-            node.single_line = True
+            node.no_secrets = True
+            node.single_line = node.single_line or lines
             node.no_expressions = node.no_expressions or expressions
         children: list[Spec] = []
         if isinstance(node, ListOf):
             children.append(node.item)
         elif isinstance(node, MapOf):
-            node.single_line_keys = True
+            node.single_line_keys = node.single_line_keys or lines
             node.no_expressions = node.no_expressions or expressions
             children.append(node.value)
         elif isinstance(node, OneOf):

@@ -156,7 +156,7 @@ def test_bench_records_env_names_never_values(run_fdl, tmp_path: Path) -> None: 
         f"bench:\n  b:\n    run: [{sys.executable}, prog.py]\n    rounds: 1\n    warmup: 0\n"
         f"    figures: {{ms: 'ms: ([0-9.]+)'}}\n"
         f"    compare:\n      a: {{env: {{HF_AUTH: {TOKEN}, DB_URL: !secret {PLAIN}}}}}\n"
-        f"      b: {{env: {{HF_AUTH: {TOKEN}}}, args: [--token, {TOKEN}]}}\n"
+        f"      b: {{env: {{HF_AUTH: {TOKEN}}}}}\n"
     )
     printed = [
         run_fdl(["bench", "run", "--dry-run"], cwd=tmp_path),
@@ -171,3 +171,11 @@ def test_bench_records_env_names_never_values(run_fdl, tmp_path: Path) -> None: 
     assert '"HF_AUTH": "***"' in (tmp_path / "out.jsonl").read_text()
     for secret in (TOKEN, PLAIN):
         assert _files_hold(tmp_path, secret) == []
+    # Outside env: (an argument) a secret is refused: it would be recorded in clear.
+    text = (tmp_path / "fdl.yml").read_text()
+    (tmp_path / "fdl.yml").write_text(
+        text.replace("b: {env", f"b: {{args: [--token, {TOKEN}], env")
+    )
+    refused = run_fdl(["bench", "run", "--dry-run"], cwd=tmp_path)
+    assert refused.exit_code == 3 and "looks like a GitHub token" in refused.output
+    assert TOKEN not in refused.output
