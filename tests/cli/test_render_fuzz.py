@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import resource
 import signal
 import sys
@@ -162,10 +163,15 @@ def _written(project: Path) -> Iterator[tuple[Path, bytes]]:
             yield path, path.read_bytes()
 
 
-def _injected(text: str, workflow: bool = True, rendered: bool = True) -> str | None:
+def _injected(
+    text: str, workflow: bool = True, rendered: bool = True, written: bool = False
+) -> str | None:
     """What of an injection ``text`` shows, if any (the expression only matters in what
     GitHub reads: the CI files and what `fdl ci` prints)."""
-    for line in text.splitlines() if rendered else ():
+    # What fdl prints splits at \r and \n (a terminal's lines; JSON keeps U+2028 in a
+    # string); a written file at every line break a YAML 1.1 reader knows too.
+    lines = text.splitlines() if written else re.split(r"\r\n|\r|\n", text)
+    for line in lines if rendered else ():
         if line.lstrip().startswith("RUN touch /PWN"):
             return "an injected instruction"
     if "\x1b" in text:
@@ -195,7 +201,7 @@ def render_case(run_fdl, root: Path, path: tuple[str, ...], payload: str) -> Non
         assert found is None, (case, found, result.output[-2000:])
     for written, data in _written(project):
         workflow = ".github" in written.relative_to(project).parts
-        found = _injected(data.decode("utf-8", errors="replace"), workflow)
+        found = _injected(data.decode("utf-8", errors="replace"), workflow, written=True)
         assert found is None, (path, payload, written, found)
 
 

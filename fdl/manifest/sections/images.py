@@ -226,13 +226,15 @@ PROFILE: Spec = Obj(
 )
 
 SECTIONS: dict[str, Spec] = {
-    # Every value lands in a Dockerfile or compose file: one line each.
+    # Every value lands in a Dockerfile or compose file, and through `fdl ci generate`
+    # in the bake file and the workflow: one line each, no `${{`.
     "images": for_generated_files(
         MapOf(
             PROFILE,
             "Docker image profiles built by `fdl image build` (dev, train, builder).",
             key_pattern=PROFILE_NAME,
             key_example="`dev`, `train`, `train-cuda`",
-        )
+        ),
+        expressions=True,
     ),
 }

@@ -56,5 +56,6 @@ def libtorch_spec() -> Obj:
     return Obj(fields, description="The project's libtorch: version, variant, download mirror.")
 
 
-# Values land in the source build's Dockerfile and scripts: one line each.
-SECTIONS: dict[str, Spec] = {"libtorch": for_generated_files(libtorch_spec())}
+# Values land in the source build's Dockerfile and scripts, and through `fdl ci generate`
+# in the workflow: one line each, no `${{`.
+SECTIONS: dict[str, Spec] = {"libtorch": for_generated_files(libtorch_spec(), expressions=True)}
