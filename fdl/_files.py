@@ -18,6 +18,7 @@ __all__ = [
     "file_sha256",
     "first_line",
     "leaves",
+    "output_refusal",
     "read_small_text",
     "tree_size",
 ]
@@ -44,6 +45,11 @@ def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None
             os.fsync(stream.fileno())
         os.chmod(temporary, mode)
         os.replace(temporary, path)
+    except OSError as exc:
+        Path(temporary).unlink(missing_ok=True)
+        if exc.filename is None:  # write() on a full disk names no file: name it
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
@@ -179,9 +185,23 @@ class _CopyFailed(Exception):
 def copy_tree(source: Path, destination: Path) -> None:
     """Copy a tree (symlinks as symlinks), stopping at the first failure.
 
+    A FIFO, a socket or a device in the tree is refused before anything is copied:
+    copying one would block (a FIFO) or never end (``/dev/zero``).
+
     Raises:
+        UsageError: the tree holds such a file (named, with the fix).
         OSError: the first file that could not be copied, with its errno (ENOSPC...).
     """
+    special = _special_file(source)
+    if special is not None:
+        from fdl.errors import UsageError
+
+        path, kind = special
+        raise UsageError(
+            f"{path} is {kind}, not a file, directory or link: fdl copies {source} only "
+            "when it holds nothing else",
+            hint=f"remove it from {source} (or copy the tree without it) and run again",
+        )
 
     def copy(src: str, dst: str) -> object:
         try:
@@ -195,14 +215,79 @@ def copy_tree(source: Path, destination: Path) -> None:
         raise failed.error from None
 
 
+def _special_file(root: Path) -> tuple[Path, str] | None:
+    """The first FIFO, socket or device under ``root`` (links not followed), with its kind."""
+    for directory, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            path = Path(directory) / name
+            try:
+                mode = path.lstat().st_mode
+            except OSError:
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                return path, _kind(mode)
+    return None
+
+
 def first_line(path: Path, limit: int = 4096) -> str:
     """The first line of a text file (at most ``limit`` characters), "" when it cannot be
     read: where fdl looks for the header that marks a file as one it generated."""
     try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            return handle.readline(limit)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""  # a FIFO or a device: never fdl's, and reading it could block
+        data = os.read(fd, limit * 4)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    text = data.decode("utf-8", errors="replace")
+    end = text.find("\n")
+    return text[: min(limit, end + 1 if end >= 0 else len(text))]
+
+
+# Where fdl never writes an output, whatever -o says: the kernel's and the devices'.
+_SYSTEM_ROOTS = ("/proc", "/sys", "/dev")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a file" if stat.S_ISREG(mode) else "a special file"
+
+
+def output_refusal(path: Path, *, directory: bool = False) -> str | None:
+    """Why fdl must not write its output at ``path`` (a file, or with ``directory`` a
+    directory it writes files into), or None when it may.
+
+    Refused: a path in ``/proc``, ``/sys`` or ``/dev`` (``/dev/null`` included: the output
+    would be lost, or writing would block or fail half-way), and an existing path of
+    another kind (a FIFO, a device, a socket; a file where a directory is wanted, or the
+    reverse). Whether an existing file is fdl's is the caller's question.
+    """
+    resolved = path.resolve()
+    for root in _SYSTEM_ROOTS:
+        if resolved == Path(root) or Path(root) in resolved.parents:
+            return f"{path} is under {root}, not a place for fdl's files"
+    try:
+        mode = resolved.stat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"{path} cannot be examined: {exc.strerror}"
+    wanted = stat.S_ISDIR(mode) if directory else stat.S_ISREG(mode)
+    if wanted:
+        return None
+    return f"{path} is {_kind(mode)}, not {'a directory' if directory else 'a regular file'}"
 
 
 def tree_size(path: Path) -> int:

@@ -243,8 +243,35 @@ def environment_problem(exc: OSError) -> EnvironmentProblem | None:
     hint = _OS_HINTS.get(name)
     if hint is None:
         return None
-    where = f" {exc.filename}" if exc.filename else ""
+    filename = exc.filename or _path_in_traceback(exc)
+    where = f" {filename}" if filename else ""
     if exc.filename2:
         where += f" -> {exc.filename2}"
     reason = exc.strerror or name
     return EnvironmentProblem(f"cannot use{where}: {reason}", hint=hint)
+
+
+# The names fdl's writers give the file they write, most telling first.
+_PATH_NAMES = ("path", "dest", "destination", "target", "results", "script", "temporary")
+
+
+def _path_in_traceback(exc: BaseException) -> str | None:
+    """The file a failed write was writing, when the system call did not say (``write()``
+    on a full disk raises ENOSPC without a file name): the innermost frame of the
+    traceback that holds a path under one of the usual names."""
+    import os
+
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    for frame in reversed(frames):
+        local = frame.f_locals
+        for name in _PATH_NAMES:
+            value = local.get(name)
+            if isinstance(value, os.PathLike) or (
+                isinstance(value, str) and name == "temporary" and value
+            ):
+                return os.fspath(value)
+    return None

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fdl._upward import EXAMPLE_SUFFIXES, MANIFEST_NAMES, upward
 
-__all__ = ["Context", "cache_dir", "global_home", "resolve_context"]
+__all__ = ["Context", "cache_dir", "global_home", "owner_labels", "resolve_context"]
 
 
 def global_home(environ: Mapping[str, str] | None = None) -> Path:
@@ -66,6 +66,26 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
 # The Cache Directory Tagging Specification (https://bford.info/cachedir/): a directory
 # holding this file is a cache; backup tools skip it, and `fdl cache clean` deletes only
 # caches that hold it (so a misdirected FDL_CACHE_DIR never costs the user a directory).
+# Labels on every image fdl builds for a cache (libtorch images, builders): who made it
+# and for which project, so `fdl cache clean images` takes only its own on a shared engine.
+USER_LABEL = "dev.fdl.user"
+PROJECT_LABEL = "dev.fdl.project"
+
+
+def current_user() -> str:
+    """This user, as the owner label holds it (the uid: names can repeat across hosts)."""
+    getuid = getattr(os, "getuid", None)
+    return str(getuid()) if getuid is not None else os.environ.get("USERNAME", "unknown")
+
+
+def owner_labels(project_dir: Path | None = None) -> dict[str, str]:
+    """The owner labels of an image fdl builds now (for ``project_dir``, if any)."""
+    labels = {USER_LABEL: current_user()}
+    if project_dir is not None:
+        labels[PROJECT_LABEL] = str(project_dir.resolve())
+    return labels
+
+
 CACHE_TAG = "CACHEDIR.TAG"
 _CACHE_SIGNATURE = "Signature: 8a477f597d28d172789f06886806bc55"
 _CACHE_TAG_TEXT = (

@@ -8,6 +8,7 @@ them through ``fdl.runner`` (warm-up, interleaved rounds, one JSON line per roun
 from __future__ import annotations
 
 from fdl.bench._images import image_profiles, prepare_images
+from fdl.bench._output import check_results_file
 from fdl.bench._plan import WALL, Benchmark, Side, Slot, plan_benchmarks, schedule
 from fdl.bench._plot import plot_results
 from fdl.bench._publish import PublishPlan, plan_publish, published
@@ -34,6 +35,7 @@ __all__ = [
     "Slot",
     "Summary",
     "Verdict",
+    "check_results_file",
     "compare_results",
     "image_profiles",
     "load_results",

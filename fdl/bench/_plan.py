@@ -39,10 +39,15 @@ class Side:
     image: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
+        """What the results file's header and ``--dry-run`` show: the environment's names
+        with values masked and token-shaped arguments masked (the file is meant to be
+        published; a side's env: is where a token would be)."""
+        from fdl.manifest import MASK, redact
+
         return {
             "name": self.name,
-            "argv": list(self.argv),
-            "env": dict(self.env),
+            "argv": [redact(arg) for arg in self.argv],
+            "env": dict.fromkeys(sorted(self.env), MASK),
             "revision": self.revision,
             "libtorch": self.libtorch,
             "image": self.image,

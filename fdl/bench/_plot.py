@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fdl.bench._output import PLOT_SOURCE, check_plot_file
 from fdl.bench._results import BenchResult
 from fdl.errors import EnvironmentProblem
 
@@ -35,6 +36,8 @@ def plot_results(results: Sequence[BenchResult], directory: Path) -> list[Path]:
         EnvironmentProblem: matplotlib is missing, or the directory cannot be written.
     """
     plt = _pyplot()
+    for result in results:  # every plot it would replace is fdl's, before drawing any
+        check_plot_file(_plot_path(directory, result.name))
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -61,10 +64,14 @@ def plot_results(results: Sequence[BenchResult], directory: Path) -> list[Path]:
             spread.scatter([index] * len(values), values, s=12, alpha=0.6)
         spread.set_title("distribution (whiskers: min - max)")
         figure.tight_layout()
-        path = directory / f"{re.sub(r'[^A-Za-z0-9_.-]', '-', result.name)}.png"
+        path = _plot_path(directory, result.name)
+        # Drawn beside it and renamed: a full disk or Ctrl-C leaves the old plot.
+        partial = path.with_name(f".{path.name}.partial")
         try:
-            figure.savefig(path, dpi=100)
+            figure.savefig(partial, dpi=100, format="png", metadata={"Source": PLOT_SOURCE})
+            partial.replace(path)
         except OSError as exc:
+            partial.unlink(missing_ok=True)
             raise EnvironmentProblem(
                 f"cannot write {path}: {exc.strerror}", hint="choose another --plot directory"
             ) from None
@@ -72,3 +79,9 @@ def plot_results(results: Sequence[BenchResult], directory: Path) -> list[Path]:
             plt.close(figure)
         written.append(path)
     return written
+
+
+def _plot_path(directory: Path, name: str) -> Path:
+    """``DIR/<name>.png``, the name made safe (a name ending in .png gets no second one)."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "-", name).removesuffix(".png").strip(".")
+    return directory / f"{stem or 'benchmark'}.png"

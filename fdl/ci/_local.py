@@ -214,7 +214,12 @@ def _engine(
         if local is not None:
             started = time.monotonic()
             image = ensure_libtorch_image(
-                local, engine, matrix.fdl_version, on_status=status, on_line=on_line
+                local,
+                engine,
+                matrix.fdl_version,
+                on_status=status,
+                on_line=on_line,
+                project_dir=project_dir,
             )
             steps.append(LocalStep("libtorch", variant.name, image, time.monotonic() - started))
         for cell in matrix.cells_of(variant):

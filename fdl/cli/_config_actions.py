@@ -55,15 +55,40 @@ def layers(session: Session, *, env: str | None, as_json: bool) -> int:
 
 def schema(session: Session, output: Path | None) -> int:
     """Print (or write) the manifest's JSON Schema."""
+    from fdl._files import atomic_write_text
     from fdl.manifest.sections import schema_document
 
-    text = json.dumps(schema_document(), indent=2, sort_keys=True) + "\n"
+    document = schema_document()
+    text = json.dumps(document, indent=2, sort_keys=True) + "\n"
     if output is None:
         session.console.out(text, end="")
     else:
-        output.write_text(text, encoding="utf-8")
+        _check_schema_target(output, str(document["$id"]))
+        atomic_write_text(output, text)
         session.console.info(f"wrote {output}")
     return 0
+
+
+def _check_schema_target(path: Path, schema_id: str) -> None:
+    """Refuse to replace what is not a schema fdl wrote (its ``$id``), or not a file."""
+    from fdl._files import NotARegularFile, output_refusal, read_small_text
+    from fdl.errors import UsageError
+
+    problem = output_refusal(path)
+    if problem is not None:
+        raise UsageError(problem, hint="give -o a new file, e.g. -o .fdl/fdl.schema.json")
+    try:
+        current = read_small_text(path, limit=16 << 20)
+        existing = json.loads(current) if current else None
+    except (NotARegularFile, ValueError):
+        existing = {}
+    if existing is not None and not (
+        isinstance(existing, dict) and existing.get("$id") == schema_id
+    ):
+        raise UsageError(
+            f'{path} is not a schema fdl wrote (no "$id": {schema_id!r}), and -o would replace it',
+            hint="give -o another file, or move this one aside",
+        )
 
 
 def validate(session: Session, *, env: str | None, all_envs: bool) -> int:

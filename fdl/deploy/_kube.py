@@ -74,6 +74,15 @@ def _container(
         env += [{"name": "MASTER_ADDR", "value": "127.0.0.1"}, {"name": "RANK", "value": "0"}]
     env.append({"name": "LOCAL_RANK", "value": "0"})
     env += [{"name": k, "value": v} for k, v in target.env]
+    env += [
+        {
+            "name": k,
+            "valueFrom": {
+                "secretKeyRef": dict(zip(("name", "key"), ref.split("/", 1), strict=True))
+            },
+        }
+        for k, ref in target.secret_env
+    ]
     container: dict[str, Any] = {
         "name": "train",
         "image": image,

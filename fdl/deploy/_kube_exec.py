@@ -73,7 +73,7 @@ def submit_kubernetes(plan: DeployPlan, state_dir: Path) -> JobRecord:
     k8s = _client(plan.target.context)
     state_dir.mkdir(parents=True, exist_ok=True)
     path = state_dir / plan.filename
-    atomic_write_text(path, plan.text)
+    atomic_write_text(path, plan.text, mode=0o600)  # the job's environment: private
     api = k8s.client.ApiClient()
     for obj in yaml.safe_load_all(plan.text):
         if not obj:

@@ -57,7 +57,7 @@ def launcher_argv(target: DeployTarget, mounts: tuple[str, ...] = ()) -> list[st
     gets the signals ``docker stop`` sends); the script adds ``--name``.
     """
     gpus = target.gpus_per_node > 0
-    env_names = [*_RENDEZVOUS, *(name for name, _ in target.env)]
+    env_names = [*_RENDEZVOUS, *(name for name, _ in target.env), *target.pass_env]
     every_mount = (*mounts, *target.mounts)
     if target.runtime == "apptainer":
         argv = ["apptainer", "run"] + (["--nv"] if gpus else [])
@@ -107,6 +107,7 @@ def render_sbatch(
         image=shlex.quote(image),
         master_port=target.master_port,
         env=[(name, shlex.quote(value)) for name, value in target.env],
+        pass_env=list(target.pass_env),
         mounts=shlex.quote(",".join(every_mount)) if every_mount else "",
         launcher=" ".join(words),
         command=" ".join(shlex.quote(word) for word in command),

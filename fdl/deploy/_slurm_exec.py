@@ -224,7 +224,7 @@ def submit_sbatch(plan: DeployPlan, state_dir: Path, runner: Runner) -> JobRecor
     name = plan.target.name
     with FileLock(state_dir / f"{name}.lock", purpose=f"fdl deploy submit {name}"):
         script = state_dir / plan.filename
-        atomic_write_text(script, plan.text)
+        atomic_write_text(script, plan.text, mode=0o600)  # the job's environment: private
         # A request no node can meet would be accepted and pend forever.
         try:
             runner.run(["sbatch", "--test-only", str(script)], cwd=state_dir)

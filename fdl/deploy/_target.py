@@ -48,6 +48,8 @@ class DeployTarget:
     registry: str | None = None
     args: tuple[str, ...] | None = None
     env: tuple[tuple[str, str], ...] = ()
+    pass_env: tuple[str, ...] = ()
+    secret_env: tuple[tuple[str, str], ...] = ()
     mounts: tuple[str, ...] = ()
     nodes: int = 1
     tasks_per_node: int = 1
@@ -84,6 +86,52 @@ class DeployTarget:
         if self.gpu_type is None:
             return self.gpus
         return tuple(g for g in self.gpus if self.gpu_type in (g.type, g.product))
+
+
+def _env(
+    manifest: Manifest, key: str, kind: str, raw: dict[str, Any]
+) -> tuple[tuple[str, str], ...]:
+    """The target's ``env:``, refusing a secret: the values are written into the sbatch
+    script (kept under ``.fdl/deploy``) or the Job, and printed by ``deploy render``."""
+    from fdl.manifest import is_secret_key, is_secret_node, token_kind
+
+    env: dict[str, str] = {str(k): str(v) for k, v in (raw.get("env") or {}).items()}
+    for where, name in (("pass-env", n) for n in raw.get("pass-env") or ()):
+        if kind != "slurm":
+            raise manifest.error(
+                f"{key}.{where}",
+                "pass-env is for SLURM targets (sbatch exports the submitting environment)",
+                hint=f"on Kubernetes read {name} from a Secret: {key}.secret-env: "
+                f"{{{name}: SECRET/KEY}}",
+            )
+    if raw.get("secret-env") and kind != "kubernetes":
+        raise manifest.error(
+            f"{key}.secret-env",
+            "secret-env names a Kubernetes Secret; this is a SLURM target",
+            hint=f"list the variables under {key}.pass-env and export them before "
+            "`fdl deploy submit`",
+        )
+    for name, value in env.items():
+        secret = is_secret_key(name) or is_secret_node(manifest.node(f"{key}.env.{name}"))
+        shape = None if secret else token_kind(value)
+        if not secret and shape is None:
+            continue
+        what = "looks like a secret" if secret else f"the value looks like {shape}"
+        fix = (
+            f"list {name} under {key}.pass-env and export it before `fdl deploy submit` "
+            "(sbatch passes it to the job; it is never written into the script)"
+            if kind == "slurm"
+            else f"create a Secret (kubectl create secret generic {name.lower().replace('_', '-')} "
+            f"--from-literal=value=...) and name it under {key}.secret-env: "
+            f"{{{name}: {name.lower().replace('_', '-')}/value}}"
+        )
+        raise manifest.error(
+            f"{key}.env.{name}",
+            f"{what}, and env: values are written into the job's script and printed by "
+            "`fdl deploy render`",
+            hint=f"take it out of fdl.yml (revoke it if it was committed); {fix}",
+        )
+    return tuple(sorted(env.items()))
 
 
 def target_names(manifest: Manifest) -> list[str]:
@@ -146,7 +194,11 @@ def load_target(manifest: Manifest, name: str | None) -> DeployTarget:
         profile=str(raw.get("profile") or "train"),
         registry=raw.get("registry"),
         args=tuple(str(a) for a in raw["args"]) if raw.get("args") is not None else None,
-        env=tuple(sorted((str(k), str(v)) for k, v in (raw.get("env") or {}).items())),
+        env=_env(manifest, key, kind, raw),
+        pass_env=tuple(str(n) for n in raw.get("pass-env") or ()),
+        secret_env=tuple(
+            sorted((str(k), str(v)) for k, v in (raw.get("secret-env") or {}).items())
+        ),
         mounts=tuple(str(m) for m in raw.get("mounts") or ()),
         nodes=int(raw.get("nodes") or 1),
         tasks_per_node=int(raw.get("tasks-per-node") or max(gpus_per_node, 1)),

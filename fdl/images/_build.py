@@ -19,6 +19,7 @@ from fdl.images._context import IgnoreFile, ensure_dockerignore
 from fdl.images._render import render_dockerfile, render_libtorch_dockerfile
 from fdl.images._spec import ImageSpec, VariantRef
 from fdl.images._variant import keyed_image
+from fdl.paths import owner_labels
 
 __all__ = ["BuiltImage", "build_images", "build_spec", "ensure_libtorch_image"]
 
@@ -99,8 +100,10 @@ def ensure_libtorch_image(
     *,
     on_status: StatusCallback | None = None,
     on_line: LineCallback | None = None,
+    project_dir: Path | None = None,
 ) -> str:
-    """The image of the variant's current contents, built when missing.
+    """The image of the variant's current contents, built when missing (labelled with
+    this user and ``project_dir``: `fdl cache clean images` takes only its owner's).
 
     Returns:
         Its exact name (``fdl-libtorch:<variant>-<key>``); the project's stable name
@@ -119,6 +122,7 @@ def ensure_libtorch_image(
                 context=variant.directory,
                 dockerfile_text=render_libtorch_dockerfile(variant, fdl_version),
                 tags=(keyed,),
+                labels=owner_labels(project_dir),
             ),
             on_line=on_line,
         )
@@ -175,7 +179,12 @@ def build_images(
         libtorch_image = None
         if spec.needs_libtorch_image and spec.variant is not None:
             libtorch_image = ensure_libtorch_image(
-                spec.variant, chosen, spec.fdl_version, on_status=on_status, on_line=on_line
+                spec.variant,
+                chosen,
+                spec.fdl_version,
+                on_status=on_status,
+                on_line=on_line,
+                project_dir=project_dir,
             )
         request = build_spec(
             spec, project_dir, libtorch_image=libtorch_image, no_cache=no_cache, environ=env

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fdl._files import first_line
+from fdl._files import atomic_write_text, first_line, output_refusal
 from fdl.errors import UsageError
 from fdl.images._render import (
     dockerfile_name,
@@ -83,6 +83,9 @@ def ensure_dockerignore(directory: Path, specs: Sequence[ImageSpec]) -> IgnoreFi
     """Write (or refresh) fdl's ``.dockerignore`` in ``directory``, or check the user's."""
     path = directory / ".dockerignore"
     wanted = render_dockerignore(specs)
+    problem = output_refusal(path)
+    if problem is not None:
+        raise UsageError(problem, hint="replace it with a .dockerignore file (or delete it)")
     if not path.exists():
         path.write_text(wanted, encoding="utf-8")
         return IgnoreFile(path, "written")
@@ -108,6 +111,10 @@ def write_generated(files: Sequence[tuple[Path, str]], *, force: bool = False) -
     Raises:
         UsageError: files of the user's would be overwritten.
     """
+    for path, _ in files:
+        problem = output_refusal(path.parent, directory=True) or output_refusal(path)
+        if problem is not None:
+            raise UsageError(problem, hint="write into another directory (-o DIR)")
     foreign = [
         path
         for path, text in files
@@ -123,8 +130,7 @@ def write_generated(files: Sequence[tuple[Path, str]], *, force: bool = False) -
             "or pass --force to overwrite them",
         )
     for path, text in files:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        atomic_write_text(path, text)  # a full disk leaves the old file, never half of one
     return [path for path, _ in files]
 
 

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from fdl.libtorch._caches import (
         CACHES,
         CacheEntry,
+        ImageOwner,
         check_cleanable,
         clean_caches,
         list_caches,
@@ -107,6 +108,7 @@ _LAZY = {
     "wheel_source": "_adopt",
     "CACHES": "_caches",
     "CacheEntry": "_caches",
+    "ImageOwner": "_caches",
     "check_cleanable": "_caches",
     "clean_caches": "_caches",
     "list_caches": "_caches",
@@ -174,6 +176,7 @@ __all__ = [
     "DeviceScan",
     "DownloadPlan",
     "FrameworkPin",
+    "ImageOwner",
     "InstallResult",
     "LibtorchSettings",
     "PullResult",

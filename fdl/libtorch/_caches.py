@@ -1,7 +1,9 @@
 """What fdl keeps to go faster, how big it is, and removing it (``fdl cache``).
 
 Only fdl's own caches are listed and removed: directories under fdl's cache directory
-and the ``.build-cache`` of the libtorch root, and the images fdl names ``fdl-libtorch*``.
+and the ``.build-cache`` of the libtorch root, and the images fdl names ``fdl-libtorch*``
+that carry its owner labels for this project (or, asked, for this user): on an engine
+several users or projects share, the others' images are theirs.
 A directory is deleted only when it holds the ``CACHEDIR.TAG`` fdl writes when it makes
 it (:func:`fdl.paths.own_cache_dir`), or is empty. Variants are not caches (``fdl
 libtorch remove`` deletes those).
@@ -9,6 +11,7 @@ libtorch remove`` deletes those).
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,9 +20,24 @@ from pathlib import Path
 from fdl._files import tree_size
 from fdl.engine import Engine
 from fdl.errors import FdlError, UsageError
-from fdl.paths import CACHE_TAG, Context, cache_dir, is_own_cache
+from fdl.paths import (
+    CACHE_TAG,
+    PROJECT_LABEL,
+    USER_LABEL,
+    Context,
+    cache_dir,
+    current_user,
+    is_own_cache,
+)
 
-__all__ = ["CACHES", "CacheEntry", "check_cleanable", "clean_caches", "list_caches"]
+__all__ = [
+    "CACHES",
+    "CacheEntry",
+    "ImageOwner",
+    "check_cleanable",
+    "clean_caches",
+    "list_caches",
+]
 
 # name -> (where under fdl's cache directory, what it is)
 _DIRECTORIES = {
@@ -30,7 +48,40 @@ _DIRECTORIES = {
     "registry": ("registry", "blobs of interrupted `fdl libtorch pull`s (resumed by the next)"),
 }
 IMAGES = "fdl-libtorch*"
+_KEYED = re.compile(r"-[0-9a-f]{16}$")  # a shared image's content key (not a project's name)
 CACHES = (*_DIRECTORIES, "builds", "images")
+
+
+@dataclass(frozen=True)
+class ImageOwner:
+    """Whose ``fdl-libtorch*`` images are listed and cleaned.
+
+    Attributes:
+        project_dir: This project's directory (None outside a project).
+        project: Its name, as in its stable image names (``fdl-libtorch:<project>-...``).
+        every_project: Every image this user made (source-build builders included).
+
+    An image counts only with fdl's user label of this user; outside a project and
+    without ``every_project`` nothing does.
+    """
+
+    project_dir: Path | None = None
+    project: str | None = None
+    every_project: bool = False
+
+    def owns(self, ref: str, labels: Mapping[str, str]) -> bool:
+        """Whether ``ref`` (with its image's labels) is this owner's."""
+        if labels.get(USER_LABEL) != current_user():
+            return False  # another user's, or made before fdl labelled its images
+        if self.every_project:
+            return True
+        if self.project_dir is not None and labels.get(PROJECT_LABEL) == str(
+            self.project_dir.resolve()
+        ):
+            return True
+        # The project's own stable names point at a shared (content-keyed) image.
+        stable = self.project is not None and ref.startswith(f"{IMAGES[:-1]}:{self.project}-")
+        return stable and _KEYED.search(ref) is None
 
 
 @dataclass(frozen=True)
@@ -67,9 +118,14 @@ class CacheEntry:
 
 
 def list_caches(
-    context: Context, environ: Mapping[str, str], *, engine: Engine | None = None
+    context: Context,
+    environ: Mapping[str, str],
+    *,
+    engine: Engine | None = None,
+    owner: ImageOwner | None = None,
 ) -> list[CacheEntry]:
-    """Every cache of fdl's, with its size (images only when an engine answers)."""
+    """Every cache of fdl's, with its size (images only when an engine answers: those
+    of ``owner``, by their labels; none without an owner)."""
     root = cache_dir(environ)
     entries = []
     for name, (relative, description) in _DIRECTORIES.items():
@@ -86,16 +142,23 @@ def list_caches(
         )
     )
     if engine is not None:
+        owner = owner or ImageOwner()
         try:
-            refs = tuple(engine.list_images(IMAGES))
-            size = sum(engine.inspect_image(ref).size for ref in refs)
+            refs_list, sizes = [], {}
+            for ref in engine.list_images(IMAGES):
+                info = engine.inspect_image(ref)
+                if owner.owns(ref, info.labels):
+                    refs_list.append(ref)
+                    sizes[info.id] = info.size
+            refs, size = tuple(refs_list), sum(sizes.values())
         except FdlError:
             refs, size = (), 0
+        whose = "this user's, every project" if owner.every_project else "this project's"
         entries.append(
             CacheEntry(
                 "images",
-                "libtorch images fdl made for training images (fdl-libtorch:*) and its "
-                "builder images; rebuilt when needed",
+                f"libtorch images fdl made for training images (fdl-libtorch:*) and its "
+                f"builder images ({whose}); rebuilt when needed",
                 size,
                 images=refs,
             )
@@ -139,9 +202,24 @@ def clean_caches(
         if names and entry.name not in names:
             continue
         if entry.path is not None and entry.path.exists():
-            shutil.rmtree(entry.path)
+            _remove_cache_dir(entry.path)
         if engine is not None:
             for ref in entry.images:
                 engine.remove_image(ref)
         removed.append(entry)
     return removed
+
+
+def _remove_cache_dir(path: Path) -> None:
+    """Delete a cache directory, its ``CACHEDIR.TAG`` last: a clean stopped half-way
+    (Ctrl-C, a full disk) leaves the tag, so the next clean still knows the rest is fdl's."""
+    tag = path / CACHE_TAG
+    for child in sorted(path.iterdir()):
+        if child == tag:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+    tag.unlink(missing_ok=True)
+    path.rmdir()

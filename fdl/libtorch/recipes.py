@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fdl._assets import asset_dir
+from fdl._files import NotARegularFile, read_text_file, reason_of
 from fdl.errors import Location, ManifestError, ManifestErrors, UsageError
 from fdl.manifest import (
     Layer,
@@ -82,13 +83,28 @@ def _files(directory: Path) -> dict[str, Path]:
     }
 
 
-def list_recipes(project_dir: Path | None = None) -> list[Recipe]:
-    """Every recipe visible from the project (project ones shadow built-in ones), by name."""
+def list_recipes(
+    project_dir: Path | None = None, problems: list[ManifestError] | None = None
+) -> list[Recipe]:
+    """Every recipe visible from the project (project ones shadow built-in ones), by name.
+
+    A recipe file that cannot be read or does not fit the schema is left out and its
+    error appended to ``problems`` (raised when None): one broken file does not hide the
+    others.
+    """
     found: dict[str, Recipe] = {}
+    shadowed: set[str] = set()
     for directory, builtin in recipe_dirs(project_dir):
         for name, path in _files(directory).items():
-            if name not in found:
+            if name in found or name in shadowed:
+                continue
+            try:
                 found[name] = load_recipe(path, builtin=builtin, project_dir=project_dir)
+            except ManifestError as exc:
+                if problems is None:
+                    raise
+                problems.append(exc)
+                shadowed.add(name)
     return [found[name] for name in sorted(found)]
 
 
@@ -124,9 +140,15 @@ def load_recipe(path: Path, *, builtin: bool = False, project_dir: Path | None =
     else:
         source = display_name(path, project_dir)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path)  # never blocks on a FIFO; bytes that are not UTF-8 refused
     except OSError as exc:
-        raise ManifestError(f"cannot read recipe {path}: {exc.strerror or exc}") from None
+        raise ManifestError(
+            f"cannot read recipe {path}: it {reason_of(exc)}"
+            if isinstance(exc, NotARegularFile)
+            else f"cannot read recipe {path}: {reason_of(exc)}",
+            hint="make it a UTF-8 YAML file of build settings (see recipes/README.md), or "
+            "remove it",
+        ) from None
     node = parse_text(text, source, LayerKind.RECIPE, path)
     if not isinstance(node, MapNode):
         raise ManifestError(

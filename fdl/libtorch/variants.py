@@ -186,6 +186,19 @@ def installed_or_active(context: Context, name: str | None) -> str:
             f"no active libtorch variant in {context.label()}",
             hint="name one (fdl libtorch list), or install one: fdl setup / fdl libtorch download",
         )
+    if not (context.libtorch_dir / active / "lib").is_dir():
+        installed = list_variants(context)
+        fix = (
+            f"activate an installed one: fdl libtorch activate {installed[0]} (installed: "
+            f"{', '.join(installed)})"
+            if installed
+            else "install one: fdl setup / fdl libtorch download"
+        )
+        raise EnvironmentProblem(
+            f"the active libtorch variant {active!r} ({context.libtorch_dir / ACTIVE_FILE}) "
+            f"is not installed: {context.libtorch_dir / active} holds no lib/",
+            hint=fix,
+        )
     return active
 
 

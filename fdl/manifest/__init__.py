@@ -37,11 +37,12 @@ from fdl.manifest._manifest import (
     split_key,
 )
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode, node_at
-from fdl.manifest._secrets import is_secret_key, is_secret_node, token_kind
+from fdl.manifest._secrets import MASK, is_secret_key, is_secret_node, redact, token_kind
 
 __all__ = [
     "BASE_NAMES",
     "EXAMPLE_SUFFIXES",
+    "MASK",
     "Candidate",
     "Contribution",
     "Discovered",
@@ -69,6 +70,7 @@ __all__ = [
     "node_at",
     "parse_text",
     "read_layer",
+    "redact",
     "split_key",
     "token_kind",
     "value_layer",

@@ -79,3 +79,12 @@ def mask(value: object) -> object:
     if isinstance(value, list):
         return [mask(v) for v in value]
     return None if value is None else MASK
+
+
+def redact(text: str) -> str:
+    """``text`` with every token-shaped part replaced by the mask (for error messages,
+    which quote the offending value whatever its key is called)."""
+    token_kind("")  # compiles the shapes
+    for _kind, pattern in _compiled:
+        text = pattern.sub(MASK, text)
+    return text

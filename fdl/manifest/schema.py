@@ -34,6 +34,8 @@ __all__ = [
     "Str",
     "Version",
     "did_you_mean",
+    "for_generated_files",
+    "generated_file_problem",
 ]
 
 Path = tuple[str, ...]
@@ -65,6 +67,15 @@ class Checker:
         self.errors: list[ManifestError] = []
 
     def fail(self, node: Node, path: Path, message: str, hint: str | None = None) -> None:
+        # An error quotes the value it refuses: never a secret's (by key or !secret tag),
+        # never a token-shaped one whatever the key is called.
+        from fdl.manifest._secrets import MASK, is_secret_node, is_secret_path, redact
+
+        value = node.value if isinstance(node, ScalarNode) else None
+        if isinstance(value, str) and value and (is_secret_path(path) or is_secret_node(node)):
+            message = message.replace(repr(value), MASK).replace(value, MASK)
+        message = redact(message)
+        hint = redact(hint) if hint else hint
         self.errors.append(
             ManifestError(f"{dotted(path)}: {message}", location=node.origin.location(), hint=hint)
         )
@@ -137,18 +148,40 @@ class Str(Spec):
         pattern: str | None = None,
         example: str = "",
         rule: str = "",
+        script: bool = False,
     ) -> None:
         """``example`` (a value that matches ``pattern``) is the fix of a value that does
-        not; ``rule`` says in words what ``pattern`` accepts (``no spaces``)."""
+        not; ``rule`` says in words what ``pattern`` accepts (``no spaces``); ``script``:
+        a multi-line script whose lines fdl joins itself (newlines allowed)."""
+        self.multiline_script = script
         self.description = description
         self.pattern = _LazyPattern(pattern) if pattern else None
         self.example = example
         self.rule = rule
 
+    # Set by :func:`for_generated_files` on the sections whose values are written into
+    # Dockerfiles, scripts and workflows.
+    single_line = False
+    no_expressions = False
+    no_secrets = False
+
     def check(self, node: Node, path: Path, checker: Checker) -> Any:
         if not isinstance(node, ScalarNode) or not isinstance(node.value, str):
             checker.wrong_type(node, path, self)
             return None
+        if self.single_line or self.no_expressions or self.no_secrets:
+            problem = (
+                generated_file_problem(
+                    node.value, expressions=self.no_expressions, newlines=self.multiline_script
+                )
+                if self.single_line or self.no_expressions
+                else None
+            )
+            if problem is None and self.no_secrets and path[-2:-1] not in _OWN_SECRET_CHECKS:
+                problem = _secret_problem(node, path)
+            if problem is not None:
+                checker.fail(node, path, problem[0], problem[1])
+                return node.value
         if self.pattern and not self.pattern.fullmatch(node.value):
             hint = f"e.g. {self.example}" if self.example else None
             what = f"{node.value!r} is not valid here" + (f" ({self.rule})" if self.rule else "")
@@ -301,6 +334,112 @@ class Enum(Spec):
         return self._doc({"enum": list(self.choices)})
 
 
+def control_character(text: str, *, newlines: bool = False) -> str | None:
+    """The first control character of ``text`` as ``U+000A``, or None (a line break,
+    a carriage return, an escape... : each can start a new line or instruction). A tab
+    is not one; with ``newlines``, ``\\n`` is not either (a multi-line script whose lines
+    fdl joins itself)."""
+    for char in text:
+        code = ord(char)
+        if char == "\t" or (newlines and char == "\n"):
+            continue
+        if code < 0x20 or 0x7F <= code <= 0x9F or char in "\u2028\u2029":
+            return f"U+{code:04X}"
+    return None
+
+
+def generated_file_problem(
+    text: str, *, expressions: bool = False, newlines: bool = False
+) -> tuple[str, str] | None:
+    """What is wrong with ``text`` as a value fdl writes into a generated file, with the
+    fix, or None: a control character (a newline would start a new Dockerfile instruction
+    or script line); with ``expressions``, ``${{`` (GitHub evaluates it in a workflow
+    before any shell runs: script injection)."""
+    char = control_character(text, newlines=newlines)
+    if char is not None:
+        return (
+            f"holds a control character ({char}); the value is written into a generated "
+            "Dockerfile, script or workflow, where a line break starts a new instruction",
+            "write it on one line (join commands with &&, or put them in a script of the "
+            "project and run that)",
+        )
+    if expressions and "${{" in text:
+        return (
+            "holds `${{`, which GitHub Actions would evaluate inside the generated workflow "
+            "before any shell runs (an event's text could run as code)",
+            "remove the expression; give the workflow's values through its env: "
+            "(e.g. an environment variable the command reads)",
+        )
+    return None
+
+
+# Maps whose secrets their planners refuse with the fix of that place (`env:`), or whose
+# values say where a secret is kept (`secret-env: {HF_TOKEN: secret/key}`).
+_OWN_SECRET_CHECKS = (("env",), ("secret-env",))
+
+
+def _secret_problem(node: ScalarNode, path: Path) -> tuple[str, str] | None:
+    """What makes a value of a generated file a secret written in clear: a ``!secret``
+    tag, a key named like a secret, or a token's shape (never quoting the value).
+    ``env:`` maps are left to their planners, whose refusals name the fix of that place
+    (``images.<p>.pass-env``, ``deploy.<t>.pass-env``)."""
+    from fdl.manifest._nodes import TAG_SECRET
+    from fdl.manifest._secrets import is_secret_key, token_kind
+
+    value = node.value
+    if not isinstance(value, str) or not value:
+        return None
+    if node.tag == TAG_SECRET:
+        what = "is tagged !secret"
+    elif path and is_secret_key(path[-1]):
+        what = f"is named like a secret ({path[-1]})"
+    else:
+        kind = token_kind(value)
+        if kind is None:
+            return None
+        what = f"looks like {kind}"
+    return (
+        f"{what}, and this value is written in clear where fdl writes it (a generated "
+        "Dockerfile, script or workflow, the results file) and printed by --dry-run",
+        "take it out of the manifest (revoke it if it was committed) and give it at run "
+        "time: `pass-env:` (images, SLURM targets), `secret-env:` (Kubernetes targets), "
+        "`secrets:` (image builds), or a file the program reads",
+    )
+
+
+def for_generated_files(spec: Spec, *, expressions: bool = False, lines: bool = True) -> Spec:
+    """Mark every string (and free mapping key) under ``spec`` as written into generated
+    files: secrets refused (outside ``env:``), control characters too unless ``lines`` is
+    False (values fdl only records, never renders into a file), and with ``expressions``
+    ``${{``."""
+    seen: set[int] = set()
+
+    def walk(node: Spec) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, Str):
+            node.no_secrets = True
+            node.single_line = node.single_line or lines
+            node.no_expressions = node.no_expressions or expressions
+        children: list[Spec] = []
+        if isinstance(node, ListOf):
+            children.append(node.item)
+        elif isinstance(node, MapOf):
+            node.single_line_keys = node.single_line_keys or lines
+            node.no_expressions = node.no_expressions or expressions
+            children.append(node.value)
+        elif isinstance(node, OneOf):
+            children.extend(node.options)
+        elif isinstance(node, Obj):
+            children.extend(node.fields.values())
+        for child in children:
+            walk(child)
+
+    walk(spec)
+    return spec
+
+
 class ListOf(Spec):
     """A list whose items all match ``item``."""
 
@@ -358,6 +497,8 @@ def _shape_matches(spec: Spec, node: Node) -> bool:
         return isinstance(node, MapNode)
     if isinstance(spec, ListOf):
         return isinstance(node, SeqNode)
+    if isinstance(spec, Str):  # a string refused for its contents, not its type
+        return isinstance(node, ScalarNode) and isinstance(node.value, str)
     return False
 
 
@@ -374,6 +515,9 @@ Validator = Callable[[MapNode, Path, Checker], None]
 
 class MapOf(Spec):
     """A mapping with free keys whose values match ``value``."""
+
+    single_line_keys = False  # see for_generated_files
+    no_expressions = False
 
     def __init__(
         self,
@@ -395,7 +539,20 @@ class MapOf(Spec):
             return None
         out: dict[str, Any] = {}
         for key, child in node.entries.items():
-            if self.key_pattern and not self.key_pattern.fullmatch(key):
+            problem = (
+                generated_file_problem(key, expressions=self.no_expressions)
+                if self.single_line_keys
+                else None
+            )
+            if problem is not None:
+                checker.errors.append(
+                    ManifestError(
+                        f"{dotted((*path, key))}: the key {problem[0]}",
+                        location=node.key_origin(key).location(),
+                        hint=problem[1],
+                    )
+                )
+            elif self.key_pattern and not self.key_pattern.fullmatch(key):
                 hint = f"e.g. {self.key_example}" if self.key_example else None
                 checker.errors.append(
                     ManifestError(

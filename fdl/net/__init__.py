@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+from fdl.net._deadline import DEADLINE_ENV, net_deadline
 from fdl.net._download import download
 from fdl.net._errors import ChecksumMismatch, NotFound, RetriesExhausted, SizeMismatch
 from fdl.net._ranges import read_range
@@ -27,6 +28,7 @@ from fdl.net._transport import default_user_agent, file_url_path, rebase_url
 
 __all__ = [
     "BlobFetch",
+    "DEADLINE_ENV",
     "ChecksumMismatch",
     "DownloadResult",
     "Manifest",
@@ -41,6 +43,7 @@ __all__ = [
     "default_user_agent",
     "download",
     "file_url_path",
+    "net_deadline",
     "read_range",
     "rebase_url",
     "registry_url",

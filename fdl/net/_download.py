@@ -11,6 +11,7 @@ from typing import BinaryIO
 from fdl._files import file_sha256
 from fdl.errors import EnvironmentProblem, NetworkError
 from fdl.locking import FileLock
+from fdl.net._deadline import DEFAULT_DEADLINE, deadline_error, net_deadline
 from fdl.net._partial import PartFile, Validator
 from fdl.net._request import Request, content_range
 from fdl.net._results import DownloadResult, Progress, ProgressCallback, RateMeter
@@ -118,6 +119,8 @@ def download(
         purpose=f"downloading {dest.name}",
         on_wait=on_wait,
     )
+    deadline = net_deadline()
+    timeout = (min(timeout[0], deadline), min(timeout[1], deadline))
     with lock:
         started = time.monotonic()
         existing = _already_there(dest, request, started)
@@ -127,7 +130,7 @@ def download(
             transport = open_transport(source, user_agent=request.user_agent, timeout=timeout)
         except Fatal as exc:
             raise NetworkError(str(exc), hint=exc.hint) from None
-        transfer = _Transfer(dest, request, transport, started)
+        transfer = _Transfer(dest, request, transport, started, deadline)
         try:
             return transfer.run()
         finally:
@@ -159,8 +162,17 @@ def _already_there(dest: Path, request: Request, started: float) -> DownloadResu
 class _Transfer:
     """The state of one download call: the part, what the server said, statistics."""
 
-    def __init__(self, dest: Path, request: Request, transport: Transport, started: float) -> None:
+    def __init__(
+        self,
+        dest: Path,
+        request: Request,
+        transport: Transport,
+        started: float,
+        deadline: float = DEFAULT_DEADLINE,
+    ) -> None:
         self.request = request
+        self.deadline = deadline
+        self.last_progress = time.monotonic()  # a byte received (or the start)
         self.transport = transport
         self.part = PartFile(dest)
         self.started = started
@@ -211,7 +223,12 @@ class _Transfer:
                     raise self.request.exhausted_error(
                         self.attempts, str(problem), self.part.size, self.part.path
                     ) from None
+                left = self.deadline - (time.monotonic() - self.last_progress)
                 policy_delay = policy.delay(failures, retry_after=problem.retry_after)
+                if policy_delay >= left:  # the next attempt would start past the deadline
+                    raise deadline_error(
+                        f"download of {self.request.where}", self.deadline, str(problem)
+                    ) from None
                 self.request.sleep(policy_delay)
 
     def _restart(self, reason: str) -> None:
@@ -329,6 +346,7 @@ class _Transfer:
         try:
             for chunk in response.chunks(self.request.chunk_size):
                 self._write(handle, chunk)
+                self.last_progress = time.monotonic()
                 self.transferred += len(chunk)
                 self._report(final=False)
                 if self.total is not None and self.part.size > self.total:

@@ -4,6 +4,7 @@ wheel's central directory and one member without downloading the wheel."""
 from __future__ import annotations
 
 from fdl.errors import NetworkError
+from fdl.net._deadline import net_deadline
 from fdl.net._transport import Fatal, Transient, default_user_agent, open_transport
 
 __all__ = ["read_range"]
@@ -16,7 +17,10 @@ def read_range(url: str, start: int, length: int | None = None) -> tuple[bytes, 
     Raises:
         NetworkError: the server cannot be reached, refuses, or ignores the range.
     """
-    transport = open_transport(url, user_agent=default_user_agent(), timeout=(15.0, 120.0))
+    deadline = net_deadline()
+    transport = open_transport(
+        url, user_agent=default_user_agent(), timeout=(min(15.0, deadline), min(120.0, deadline))
+    )
     try:
         if start < 0:
             _, total = _read(transport, url, 0, 1)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fdl.errors import NetworkError
+from fdl.net._deadline import net_deadline
 
 __all__ = ["BlobFetch", "Manifest", "RegistryClient", "RegistryError", "registry_url"]
 
@@ -100,7 +101,9 @@ class RegistryClient:
             if self._auth:
                 headers["Authorization"] = self._auth
             try:
-                answer = self._session.request(method, url, headers=headers, timeout=300, **kwargs)
+                answer = self._session.request(
+                    method, url, headers=headers, timeout=min(300.0, net_deadline()), **kwargs
+                )
             except requests.RequestException as exc:
                 raise NetworkError(
                     f"cannot reach the registry {self.host}: {exc}",
@@ -131,7 +134,10 @@ class RegistryClient:
         params = {k: v for k, v in fields.items() if k in ("service", "scope")}
         params.setdefault("scope", f"repository:{self.repository}:pull,push")
         answer = self._session.get(
-            fields.get("realm", ""), params=params, auth=self._credentials, timeout=60
+            fields.get("realm", ""),
+            params=params,
+            auth=self._credentials,
+            timeout=min(60.0, net_deadline()),
         )
         if answer.status_code != 200:
             raise self._denied()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-__all__ = ["JsonOption", "group"]
+__all__ = ["JsonOption", "checked_output", "group"]
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Output JSON.")]
 
@@ -26,3 +27,21 @@ def group(name: str, help: str | None = None, *, no_args_is_help: bool = False) 
         rich_markup_mode=None,
         pretty_exceptions_enable=False,
     )
+
+
+def checked_output(path: Path, option: str = "-o", *, directory: bool = False) -> Path:
+    """``path`` when fdl may write its output there (a regular or new file, or with
+    ``directory`` a directory); a FIFO, a device, ``/proc``... end in a usage error
+    instead of a hang or an internal error.
+
+    Raises:
+        UsageError: naming the path, what it is, and the fix.
+    """
+    from fdl._files import output_refusal
+    from fdl.errors import UsageError
+
+    problem = output_refusal(path, directory=directory)
+    if problem is not None:
+        what = "a directory" if directory else "a file"
+        raise UsageError(problem, hint=f"give {option} {what} under your project or home")
+    return path

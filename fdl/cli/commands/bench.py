@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -98,6 +99,7 @@ def run(
     Example: fdl bench run epoch --rounds 20
     """
     from fdl.bench import (
+        check_results_file,
         image_profiles,
         plan_benchmarks,
         plan_publish,
@@ -112,6 +114,7 @@ def run(
     manifest = session.manifest()
     benches = plan_benchmarks(manifest, names or (), fdl_argv=_fdl_argv(session), rounds=rounds)
     results = _results_path(session, output)
+    check_results_file(results)  # before the dry run too: it refuses what the run would
     runner = default_runner()
     publication = plan_publish(runner, manifest.directory, clock) if publish else None
     if dry_run:
@@ -136,10 +139,10 @@ def run(
                     f"rounds each, interleaved; metric {b.metric}"
                 )
                 for side in b.sides:
-                    env = " ".join(f"{k}={v}" for k, v in sorted(side.env.items()))
-                    session.console.out(
-                        f"  {side.name}: {env + ' ' if env else ''}{' '.join(side.argv)}"
-                    )
+                    shown = side.as_dict()  # values masked
+                    env = " ".join(f"{k}={v}" for k, v in shown["env"].items())
+                    argv = " ".join(_printable(shlex.quote(word)) for word in shown["argv"])
+                    session.console.out(f"  {side.name}: {env + ' ' if env else ''}{argv}")
             for note in publication.notes if publication else ():
                 session.console.out(f"publish: {note}")
             session.console.out(f"rounds would be appended to {results}")
@@ -260,3 +263,14 @@ def compare(
                 f"({v.percent:+.1f}%, {v.mads:+.1f} scaled MADs) {mark}"
             )
     raise typer.Exit(1 if slower else 0)
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters escaped (``\\n``, ``\\x1b``): an argument is shown
+    on one line, and never moves the terminal's cursor."""
+    return "".join(
+        char.encode("unicode_escape").decode("ascii")
+        if ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F or char in "\u2028\u2029"
+        else char
+        for char in text
+    )

@@ -23,10 +23,13 @@ app = group(
 )
 
 
-def _entries(session: Session, with_images: bool = True) -> tuple[list[CacheEntry], Engine | None]:
+def _entries(
+    session: Session, with_images: bool = True, all_projects: bool = False
+) -> tuple[list[CacheEntry], Engine | None]:
     from fdl.engine import default_engine
-    from fdl.errors import EnvironmentProblem
-    from fdl.libtorch import list_caches
+    from fdl.errors import EnvironmentProblem, ManifestError
+    from fdl.images import project_name
+    from fdl.libtorch import ImageOwner, list_caches
 
     engine: Engine | None = None
     if with_images:
@@ -35,17 +38,41 @@ def _entries(session: Session, with_images: bool = True) -> tuple[list[CacheEntr
             engine.describe()
         except EnvironmentProblem:
             engine = None  # no docker here: no images to list
-    return list_caches(session.libtorch_context(), session.environ, engine=engine), engine
+    manifest = None
+    if with_images and not all_projects:
+        try:
+            manifest = session.manifest_or_none()
+        except ManifestError:
+            manifest = None  # a broken manifest: no project, so no project's images
+    owner = ImageOwner(
+        project_dir=manifest.directory if manifest else None,
+        project=project_name(manifest) if manifest else None,
+        every_project=all_projects,
+    )
+    context = session.libtorch_context()
+    return list_caches(context, session.environ, engine=engine, owner=owner), engine
+
+
+AllProjectsOption = Annotated[
+    bool,
+    typer.Option(
+        "--all-projects",
+        help="Images: every fdl-libtorch image this user made (all projects, source-build "
+        "builders), not only this project's.",
+    ),
+]
 
 
 @app.command("list")
-def list_(ctx: typer.Context, as_json: JsonOption = False) -> None:
+def list_(
+    ctx: typer.Context, as_json: JsonOption = False, all_projects: AllProjectsOption = False
+) -> None:
     """Each cache with where it is, what it holds and how much deleting it frees.
 
     Example: fdl cache list --json
     """
     session: Session = ctx.obj
-    entries, _ = _entries(session)
+    entries, _ = _entries(session, all_projects=all_projects)
     if as_json:
         session.console.json([e.to_json() for e in entries])
         return
@@ -72,10 +99,12 @@ def clean(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
     ] = False,
+    all_projects: AllProjectsOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Delete caches (all, or those named). Only fdl's caches: installed variants and
-    your files are never touched. Asks first in a terminal.
+    your files are never touched, nor images of other users or (without --all-projects)
+    other projects. Asks first in a terminal.
 
     Example: fdl cache clean wheels --dry-run
     """
@@ -86,7 +115,9 @@ def clean(
     unknown = [n for n in wanted if n not in CACHES]
     if unknown:
         raise UsageError(f"no cache called {unknown[0]!r}", hint=f"caches: {', '.join(CACHES)}")
-    entries, engine = _entries(session, with_images=not wanted or "images" in wanted)
+    entries, engine = _entries(
+        session, with_images=not wanted or "images" in wanted, all_projects=all_projects
+    )
     chosen = [e for e in entries if (not wanted or e.name in wanted) and (e.size or e.images)]
     check_cleanable(chosen)  # before the dry-run too: it refuses what the run would
     total = sum(e.size for e in chosen)

@@ -18,7 +18,7 @@ from fdl.ci import (
     write_files,
 )
 from fdl.cli._session import Session
-from fdl.cli.commands._common import JsonOption, group
+from fdl.cli.commands._common import JsonOption, checked_output, group
 from fdl.errors import FdlError
 
 app = group(
@@ -87,7 +87,9 @@ def _files(session: Session, output: Path | None) -> tuple[Matrix, Path, list[Ge
     """The matrix, the root the files go under, and the files."""
     planned = plan_matrix(session.manifest(), env=session.env)
     if output is not None:
-        root = output if output.is_absolute() else session.cwd / output
+        root = checked_output(
+            output if output.is_absolute() else session.cwd / output, directory=True
+        )
     else:
         root = repository_root(session.manifest().directory)
     return planned, root, generated_files(planned)

@@ -12,7 +12,7 @@ import typer
 
 from fdl.cli._progress import ProgressLine, human_bytes, human_duration
 from fdl.cli._session import Session
-from fdl.cli.commands._common import JsonOption, group
+from fdl.cli.commands._common import JsonOption, checked_output, group
 from fdl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -65,7 +65,9 @@ def render(
             session.console.out(f"# ---- {dockerfile_name(spec)} ----")
             session.console.out(render_dockerfile(spec))
         return
-    target = output if output.is_absolute() else session.cwd / output
+    target = checked_output(
+        output if output.is_absolute() else session.cwd / output, directory=True
+    )
     done = write_image_files(specs, manifest.directory, target, force=force)
     for path in done.written:
         session.console.info(f"wrote {_shown(path, session.cwd)}")

@@ -311,9 +311,15 @@ def _execute(session: Session, plan: BuildPlan) -> BuildResult:
 
 
 def _list_recipes(console: Console, project_dir: Path | None, as_json: bool) -> None:
+    from fdl.errors import ManifestError, ManifestErrors
     from fdl.libtorch.recipes import list_recipes
 
-    recipes = list_recipes(project_dir)
+    problems: list[ManifestError] = []
+    recipes = list_recipes(project_dir, problems)
+    for problem in problems:  # the others are listed all the same
+        for error in problem.errors if isinstance(problem, ManifestErrors) else [problem]:
+            where = f"{error.location}: " if error.location else ""
+            console.warn(where + error.message + (f" ({error.hint})" if error.hint else ""))
     if as_json:
         console.json(
             [

@@ -19,6 +19,7 @@ from fdl._assets import asset_dir
 from fdl.errors import EnvironmentProblem
 from fdl.libtorch.source._buildplan import BuildPlan
 from fdl.libtorch.source._dockerfile import SCRIPTS
+from fdl.paths import owner_labels
 
 __all__ = ["build_in_docker"]
 
@@ -127,7 +128,7 @@ def build_in_docker(
             context=context,
             dockerfile_text=plan.docker.dockerfile,
             tags=(plan.docker.tag,),
-            labels={"org.fdl.variant": plan.variant, "org.fdl.torch": plan.torch},
+            labels={"org.fdl.variant": plan.variant, "org.fdl.torch": plan.torch, **owner_labels()},
             secrets={"cache_env": Secret(file=secret)} if secret else {},
             network=plan.docker.network,
         )

@@ -15,7 +15,18 @@ for the PyTorch release or a profile is declared is checked by the planner (fdl.
 
 from __future__ import annotations
 
-from fdl.manifest.schema import Bool, Enum, ListOf, MapOf, Obj, OneOf, Spec, Str, Version
+from fdl.manifest.schema import (
+    Bool,
+    Enum,
+    ListOf,
+    MapOf,
+    Obj,
+    OneOf,
+    Spec,
+    Str,
+    Version,
+    for_generated_files,
+)
 
 __all__ = ["CI", "SECTIONS", "TAG_FIELDS", "VARIANT"]
 
@@ -134,4 +145,6 @@ CI: Spec = Obj(
     required=("variants",),
 )
 
-SECTIONS: dict[str, Spec] = {"ci": CI}
+# Values land in the workflow, the bake file and Dockerfiles: one line each, and no
+# `${{` (GitHub would evaluate it in a `run:` step before the shell).
+SECTIONS: dict[str, Spec] = {"ci": for_generated_files(CI, expressions=True)}

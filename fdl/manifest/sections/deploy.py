@@ -26,7 +26,17 @@ targets like any other section.
 
 from __future__ import annotations
 
-from fdl.manifest.schema import Enum, Int, ListOf, MapOf, Obj, Spec, Str, Version
+from fdl.manifest.schema import (
+    Enum,
+    Int,
+    ListOf,
+    MapOf,
+    Obj,
+    Spec,
+    Str,
+    Version,
+    for_generated_files,
+)
 
 __all__ = ["COMPRESSIONS", "CONTROLLERS", "KINDS", "RUNTIMES", "SECTIONS", "TARGET"]
 
@@ -102,9 +112,31 @@ TARGET: Spec = Obj(
         "args": ListOf(Str(), "Arguments of the training program (default: the image's)."),
         "env": MapOf(
             Str(),
-            "Environment of the job.",
+            "Environment of the job (written into the script or Job: no secrets; use pass-env "
+            "or secret-env for them).",
             key_pattern=r"[A-Za-z_][A-Za-z0-9_]*",
             key_example="NCCL_DEBUG",
+            key_rule="a variable name: letters, digits and '_', not starting with a digit",
+        ),
+        "pass-env": ListOf(
+            Str(
+                pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+                example="HF_TOKEN",
+                rule="a variable name: letters, digits and '_', not starting with a digit",
+            ),
+            "SLURM: variables the job takes from the environment `fdl deploy submit` runs in "
+            "(sbatch exports it; never written into the script). For secrets.",
+        ),
+        "secret-env": MapOf(
+            Str(
+                pattern=r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[-._a-zA-Z0-9]+",
+                example="hf-token/token",
+                rule="a Kubernetes Secret's name and one of its keys, as SECRET/KEY",
+            ),
+            "Kubernetes: variables read from a Secret of the namespace (`kubectl create secret "
+            "generic hf-token --from-literal=token=...`), as SECRET/KEY. For secrets.",
+            key_pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+            key_example="HF_TOKEN",
             key_rule="a variable name: letters, digits and '_', not starting with a digit",
         ),
         "mounts": ListOf(Str(pattern=_MOUNT, example="/data:/workspace/data:ro"), "Mounts."),
@@ -190,10 +222,13 @@ TARGET: Spec = Obj(
 )
 
 SECTIONS: dict[str, Spec] = {
-    "deploy": MapOf(
-        TARGET,
-        "Named deploy targets (`fdl deploy submit TARGET`).",
-        key_pattern=_NAME,
-        key_example="`lab`",
+    # Values land in the sbatch script and the Kubernetes objects: one line each.
+    "deploy": for_generated_files(
+        MapOf(
+            TARGET,
+            "Named deploy targets (`fdl deploy submit TARGET`).",
+            key_pattern=_NAME,
+            key_example="`lab`",
+        )
     )
 }

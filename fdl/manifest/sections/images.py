@@ -26,6 +26,7 @@ from fdl.manifest.schema import (
     Spec,
     Str,
     Version,
+    for_generated_files,
 )
 
 __all__ = ["KINDS", "PROFILE", "SECTIONS"]
@@ -168,11 +169,15 @@ PROFILE: Spec = Obj(
             example="services/train",
         ),
         "setup": ListOf(
-            Str(),
+            Str(script=True),
             "Shell commands run as root after the system packages (dev images; the build "
             "stage of train images), e.g. to install a toolchain apt does not have.",
         ),
-        "build": Str("Build command run in the project directory of the build stage."),
+        "build": Str(
+            "Build command run in the project directory of the build stage (lines of a "
+            "multi-line script run one after the other, stopping at the first failure).",
+            script=True,
+        ),
         "build-dir": Str(
             "Build directory (default build).",
             pattern=r"[^/][^:]*",
@@ -226,10 +231,15 @@ PROFILE: Spec = Obj(
 )
 
 SECTIONS: dict[str, Spec] = {
-    "images": MapOf(
-        PROFILE,
-        "Docker image profiles built by `fdl image build` (dev, train, builder).",
-        key_pattern=PROFILE_NAME,
-        key_example="`dev`, `train`, `train-cuda`",
+    # Every value lands in a Dockerfile or compose file, and through `fdl ci generate`
+    # in the bake file and the workflow: one line each, no `${{`.
+    "images": for_generated_files(
+        MapOf(
+            PROFILE,
+            "Docker image profiles built by `fdl image build` (dev, train, builder).",
+            key_pattern=PROFILE_NAME,
+            key_example="`dev`, `train`, `train-cuda`",
+        ),
+        expressions=True,
     ),
 }

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from fdl.manifest.schema import Bool, Obj, Spec, Str, Version
+from fdl.manifest.schema import Bool, Obj, Spec, Str, Version, for_generated_files
 
 __all__ = ["ENV_ALIASES", "EXTENSIONS", "LIBTORCH_FIELDS", "SECTIONS", "libtorch_spec"]
 
@@ -75,4 +75,6 @@ def libtorch_spec() -> Obj:
     return Obj(fields, description="The project's libtorch: version, variant, download mirror.")
 
 
-SECTIONS: dict[str, Spec] = {"libtorch": libtorch_spec()}
+# Values land in the source build's Dockerfile and scripts, and through `fdl ci generate`
+# in the workflow: one line each, no `${{`.
+SECTIONS: dict[str, Spec] = {"libtorch": for_generated_files(libtorch_spec(), expressions=True)}
