@@ -1,11 +1,11 @@
-"""The first-argument overlay form: ``fdl <env> <command>`` (floDl's ``fdl ci test``).
+"""The first-argument overlay form: ``fdl <env> <command>`` (floDl's form: ci test).
 
 ``fdl WORD ...`` where ``fdl.WORD.yml`` sits beside the project's manifest selects the
 environment ``WORD``, as ``fdl @WORD ...`` does, when ``WORD`` is no command. When it is
 also a command (a built-in or one of the project's), the words decide, never silently:
 
 - the environment wins when the next word is a command (built-in or the project's) that
-  ``WORD``'s command does not take as its own sub-command: ``fdl ci test`` in floDl's
+  ``WORD``'s command does not take as its own sub-command: fdl ci test, in floDl's
   repository, whose ``ci`` is a project command, runs ``test`` with ``fdl.ci.yml``;
 - otherwise the command runs (``fdl ci generate``, ``fdl ci``, ``fdl ci --help``).
 

@@ -4,7 +4,7 @@
 wanted torch release (annotations only, never a layer): the first whose code runs on every
 GPU asked for (cubins or PTX, judged by :func:`fdl.compat.runs_on`), whose CUDA the driver
 runs and whose platform is this machine's is the match. :func:`prefer_shared` turns a setup
-plan into a ``pull`` of it; ``fdl libtorch install`` and ``build`` ask the same question.
+plan into a ``pull`` of it; ``fdl libtorch install --from-registry`` and ``build`` ask the same question.
 The release itself is chosen before (``fdl setup``'s selection, the build's plan): this
 module only looks for it.
 """

@@ -27,8 +27,8 @@ from fdl.net._retry import RetryPolicy
 from fdl.net._transport import default_user_agent, file_url_path, rebase_url
 
 __all__ = [
-    "BlobFetch",
     "DEADLINE_ENV",
+    "BlobFetch",
     "ChecksumMismatch",
     "DownloadResult",
     "Manifest",

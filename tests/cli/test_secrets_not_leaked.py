@@ -96,10 +96,15 @@ def test_pass_env_reaches_the_container_and_the_script_is_private(  # type: igno
     set_default_runner(
         FakeRunner(
             {
+                ("sbatch", "--test-only"): Completed([], 0, "", "sbatch: Job 42 to start at..."),
                 ("sbatch", "--parsable"): Completed([], 0, "42\n"),
                 ("scontrol", "show", "job"): Completed([], 0, "JobId=42 JobState=RUNNING\n"),
             },
-            programs={"sbatch": "/usr/bin/sbatch"},
+            programs={
+                "sbatch": "/usr/bin/sbatch",
+                "srun": "/usr/bin/srun",
+                "docker": "/usr/bin/docker",
+            },
         )
     )
     result = run_fdl(["deploy", "submit", "lab"], cwd=project, env={"HF_TOKEN": TOKEN})
