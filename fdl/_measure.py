@@ -35,6 +35,7 @@ class Outcome(NamedTuple):
     system_s: float
     timed_out: bool
 
+
 # The most of a round's output kept (its end, where figures are printed last).
 OUTPUT_LIMIT = 16 << 20
 # How long the group gets between SIGTERM and SIGKILL.
