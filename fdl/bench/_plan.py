@@ -185,6 +185,16 @@ def _command(value: Any) -> tuple[str, ...] | None:
     return tuple(shlex.split(value) if isinstance(value, str) else [str(a) for a in value])
 
 
+def _option(hook: str, value: str) -> tuple[str, ...] | None:
+    try:
+        return _command(value)
+    except ValueError as exc:
+        raise UsageError(
+            f"--{hook} {value!r} cannot be split into arguments: {exc}",
+            hint="close the quote (the command is split as a shell would, without running one)",
+        ) from None
+
+
 def nested_quantifier(pattern: str) -> bool:
     """Whether ``pattern`` repeats a group that is itself only a repeat (``(a+)+``,
     ``(?:x*|y)*``): the classic shape that makes a backtracking regex take exponential
@@ -284,6 +294,24 @@ def _one(
             )
         )
     over = spec.get("compare") or {name: {}}
+    places = [(key, spec)] + [(f"{key}.compare.{s}", o or {}) for s, o in over.items()]
+    for where, given in places:
+        for field_name in ("run", *HOOKS):
+            value = given.get(field_name)
+            if not isinstance(value, str):
+                continue
+            try:
+                shlex.split(value)
+            except ValueError as exc:
+                errors.append(
+                    manifest.error(
+                        f"{where}.{field_name}",
+                        f"{value!r} cannot be split into arguments: {exc}",
+                        hint="close the quote, or write the command as a list: [program, arg]",
+                    )
+                )
+    if errors:
+        return None, errors
     sides = tuple(_side(s, spec, o or {}, fdl_argv) for s, o in over.items())
     for side_name, given in over.items():
         o = given or {}
@@ -391,7 +419,7 @@ def plan_benchmarks(
         if bench is not None:
             if rounds is not None:
                 bench = Benchmark(**{**bench.__dict__, "rounds": rounds})
-            given = {k: _command(v) for k, v in (hooks or {}).items() if v}
+            given = {k: _option(k, v) for k, v in (hooks or {}).items() if v}
             if given:
                 sides = tuple(Side(**{**s.__dict__, **given}) for s in bench.sides)
                 bench = Benchmark(**{**bench.__dict__, "sides": sides})

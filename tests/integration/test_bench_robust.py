@@ -323,3 +323,14 @@ def test_a_worktree_left_by_a_killed_run_is_pruned(tmp_path: Path) -> None:
     ).stdout
     assert len(listed.splitlines()) == 1, listed
     assert not left.exists()
+
+
+def test_an_unclosed_quote_in_a_command_is_a_manifest_or_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "fdl.yml").write_text('bench:\n  b:\n    run: [python3]\n    prepare: "x \'y"\n')
+    done = _fdl(tmp_path, "bench", "run", "--dry-run")
+    assert done.returncode == 3 and "fdl.yml:4" in done.stderr, done.stderr
+    (tmp_path / "fdl.yml").write_text('bench:\n  b:\n    run: "python3 \'y"\n')
+    assert _fdl(tmp_path, "bench", "run", "--dry-run").returncode == 3
+    (tmp_path / "fdl.yml").write_text("bench:\n  b:\n    run: [python3]\n")
+    option = _fdl(tmp_path, "bench", "run", "--dry-run", "--cleanup", "'")
+    assert option.returncode == 2 and "--cleanup" in option.stderr
