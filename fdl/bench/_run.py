@@ -351,16 +351,24 @@ def _set_up(
     """Each side's setup command before its first round, its cleanup after its last
     (also when a round failed or the run was interrupted, for the sides set up)."""
     ready: list[Side] = []
+    failed = False
     try:
         for side in bench.sides:
             if side.setup:
                 _hook(runner, "setup", side.setup, bench, side, where(side), context)
             ready.append(side)
         yield
+    except BaseException:
+        failed = True
+        raise
     finally:
         for side in ready:
             if side.cleanup:
-                _hook(runner, "cleanup", side.cleanup, bench, side, where(side), context)
+                try:
+                    _hook(runner, "cleanup", side.cleanup, bench, side, where(side), context)
+                except CommandFailed:
+                    if not failed:  # the run's own failure (or Ctrl-C) is what is reported
+                        raise
 
 
 def run_benchmarks(
