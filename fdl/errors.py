@@ -108,6 +108,8 @@ class FdlError(Exception):
     """
 
     exit_code: ExitCode = ExitCode.FAILURE
+    # Lines shown only with -v (a tool's own output behind a classified error).
+    verbose_details: str | None = None
 
     def __init__(
         self,

@@ -19,7 +19,14 @@ from typing import IO, Protocol
 
 from fdl.errors import CommandFailed, EnvironmentProblem
 
-__all__ = ["Completed", "Runner", "SubprocessRunner", "default_runner", "missing_program"]
+__all__ = [
+    "Completed",
+    "Measured",
+    "Runner",
+    "SubprocessRunner",
+    "default_runner",
+    "missing_program",
+]
 
 TAIL_LINES = 40
 LineCallback = Callable[[str], None]
@@ -37,6 +44,21 @@ class Completed:
     @property
     def ok(self) -> bool:
         return self.returncode == 0
+
+
+@dataclass
+class Measured(Completed):
+    """A finished command with what it cost: wall time, and the CPU time (user and
+    system) of its process tree as the kernel counted it (``wait4``)."""
+
+    wall_s: float = 0.0
+    user_s: float = 0.0
+    system_s: float = 0.0
+    timed_out: bool = False
+
+    @property
+    def cpu_s(self) -> float:
+        return self.user_s + self.system_s
 
 
 class Runner(Protocol):
@@ -74,6 +96,19 @@ class Runner(Protocol):
     ) -> Completed:
         """Run, passing each output line (stdout and stderr merged) to ``on_line``
         and to ``log_file``; the result keeps the last lines as ``stdout``."""
+        ...
+
+    def measure(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Measured:
+        """Run to completion in a process group of its own, capturing its output, and
+        measure it. The group is ended on every exit: when the program ends (what it
+        left running), at ``timeout`` (``timed_out``), and on Ctrl-C/SIGTERM of fdl."""
         ...
 
     def interactive(
@@ -198,6 +233,32 @@ class SubprocessRunner:
         if check and returncode != 0:
             raise CommandFailed(args, returncode, output_tail=result.stdout, log_file=log_file)
         return result
+
+    def measure(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Measured:
+        from fdl._measure import measure
+
+        args = [str(a) for a in argv]
+        try:
+            done = measure(args, cwd=cwd, env=env, timeout=timeout)
+        except FileNotFoundError:
+            raise missing_program(args[0]) from None
+        return Measured(
+            args,
+            done.returncode,
+            done.stdout,
+            done.stderr,
+            wall_s=done.wall_s,
+            user_s=done.user_s,
+            system_s=done.system_s,
+            timed_out=done.timed_out,
+        )
 
     def interactive(
         self,

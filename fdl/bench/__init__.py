@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fdl.bench._images import image_profiles, prepare_images
 from fdl.bench._output import check_results_file
-from fdl.bench._plan import WALL, Benchmark, Side, Slot, plan_benchmarks, schedule
+from fdl.bench._plan import CPU, WALL, Benchmark, Side, Slot, plan_benchmarks, schedule
 from fdl.bench._plot import plot_results
 from fdl.bench._publish import PublishPlan, plan_publish, published
 from fdl.bench._results import (
@@ -17,12 +17,14 @@ from fdl.bench._results import (
     Verdict,
     compare_results,
     load_results,
+    render_csv,
     render_markdown,
 )
-from fdl.bench._run import FORMAT, RoundDone, parse_figures, run_benchmarks
+from fdl.bench._run import FORMAT, RoundDone, parse_figures, prune_stale_worktrees, run_benchmarks
 from fdl.bench._stats import MAD_SCALE, Ratio, Summary, ratio, summarize
 
 __all__ = [
+    "CPU",
     "FORMAT",
     "MAD_SCALE",
     "WALL",
@@ -44,8 +46,10 @@ __all__ = [
     "plan_publish",
     "plot_results",
     "prepare_images",
+    "prune_stale_worktrees",
     "published",
     "ratio",
+    "render_csv",
     "render_markdown",
     "run_benchmarks",
     "schedule",

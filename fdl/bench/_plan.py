@@ -14,10 +14,23 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from fdl.manifest import Manifest
 
-__all__ = ["WALL", "Benchmark", "Side", "Slot", "plan_benchmarks", "schedule"]
+__all__ = [
+    "CPU",
+    "WALL",
+    "Benchmark",
+    "Side",
+    "Slot",
+    "nested_quantifier",
+    "plan_benchmarks",
+    "schedule",
+]
 
-# The metric every round has: its wall time in seconds, measured by fdl.
+# The metrics every round has, measured by fdl: its wall time, and the CPU time (user +
+# system) of its process tree as the kernel accounted it, both in seconds. On a shared,
+# loaded machine the CPU time is the robust figure: it does not count others' work.
 WALL = "wall_s"
+CPU = "cpu_s"
+MEASURED = (WALL, CPU)
 DEFAULT_ROUNDS = 10
 DEFAULT_WARMUP = 1
 DEFAULT_PERCENT = 5.0
@@ -37,6 +50,11 @@ class Side:
     libtorch: str | None = None
     # A training image profile: the side runs `fdl image run PROFILE -- ARGS`.
     image: str | None = None
+    # hyperfine's names: run before every round (untimed), once before the side's first
+    # round, once after its last.
+    prepare: tuple[str, ...] | None = None
+    setup: tuple[str, ...] | None = None
+    cleanup: tuple[str, ...] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """What the results file's header and ``--dry-run`` show: the environment's names
@@ -51,6 +69,9 @@ class Side:
             "revision": self.revision,
             "libtorch": self.libtorch,
             "image": self.image,
+            "prepare": [redact(arg) for arg in self.prepare] if self.prepare else None,
+            "setup": [redact(arg) for arg in self.setup] if self.setup else None,
+            "cleanup": [redact(arg) for arg in self.cleanup] if self.cleanup else None,
         }
 
 
@@ -69,6 +90,13 @@ class Benchmark:
     percent: float = DEFAULT_PERCENT
     mads: float = DEFAULT_MADS
     timeout: float | None = None
+    # Each figure's unit (wall_s and cpu_s are in seconds).
+    units: Mapping[str, str] = field(default_factory=dict)
+    # Where each figure's regex is in the manifest (its errors at run time point there).
+    where: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def unit(self, figure: str) -> str | None:
+        return "s" if figure in MEASURED else self.units.get(figure)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -82,6 +110,7 @@ class Benchmark:
             "metric": self.metric,
             "threshold": {"percent": self.percent, "mads": self.mads},
             "timeout": self.timeout,
+            "units": {WALL: "s", CPU: "s", **self.units},
         }
 
 
@@ -137,6 +166,10 @@ def _side(
     variant = over.get("libtorch") or base.get("libtorch")
     revision = over.get("revision") or base.get("revision")
     image = over.get("image") if own is not None else base.get("image")
+    hooks = {
+        hook: _command(over.get(hook) if over.get(hook) is not None else base.get(hook))
+        for hook in HOOKS
+    }
     return Side(
         name,
         (*argv, *(args or [])),
@@ -144,7 +177,82 @@ def _side(
         str(revision) if revision else None,
         str(variant) if variant else None,
         str(image) if image else None,
+        **hooks,
     )
+
+
+HOOKS = ("prepare", "setup", "cleanup")
+
+
+def _command(value: Any) -> tuple[str, ...] | None:
+    if value is None or value in ("", []):
+        return None
+    return tuple(shlex.split(value) if isinstance(value, str) else [str(a) for a in value])
+
+
+def _option(hook: str, value: str) -> tuple[str, ...] | None:
+    try:
+        return _command(value)
+    except ValueError as exc:
+        raise UsageError(
+            f"--{hook} {value!r} cannot be split into arguments: {exc}",
+            hint="close the quote (the command is split as a shell would, without running one)",
+        ) from None
+
+
+def nested_quantifier(pattern: str) -> bool:
+    """Whether ``pattern`` repeats a group that is itself only a repeat (``(a+)+``,
+    ``(?:x*|y)*``): the classic shape that makes a backtracking regex take exponential
+    time on a near miss. (Other slow shapes are caught by the time bound at run time.)"""
+    import importlib
+
+    try:  # Python 3.11+: the parser lives in re (sre_* warn that they are deprecated)
+        sre_constants: Any = importlib.import_module("re._constants")
+        sre_parse: Any = importlib.import_module("re._parser")
+    except ImportError:  # pragma: no cover - Python 3.10
+        sre_constants = importlib.import_module("sre_constants")
+        sre_parse = importlib.import_module("sre_parse")
+    repeats = {sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT}
+    if hasattr(sre_constants, "POSSESSIVE_REPEAT"):
+        repeats.add(sre_constants.POSSESSIVE_REPEAT)
+
+    def unbounded(arg: Any) -> bool:
+        return bool(arg[1] == sre_constants.MAXREPEAT or arg[1] > 1)
+
+    def repeats_alone(items: Any) -> bool:
+        """The body is one unbounded repeat, maybe inside groups or alternatives."""
+        if len(items) != 1:
+            return False
+        op, arg = items[0]
+        if op in repeats:
+            return unbounded(arg)
+        if op == sre_constants.SUBPATTERN:
+            return repeats_alone(arg[-1])
+        if op == sre_constants.BRANCH:
+            return any(repeats_alone(branch) for branch in arg[1])
+        return False
+
+    def walk(items: Any) -> bool:
+        for op, arg in items:
+            if op in repeats and unbounded(arg) and repeats_alone(arg[2]):
+                return True
+            subs: list[Any] = []
+            if op in repeats:
+                subs = [arg[2]]
+            elif op == sre_constants.SUBPATTERN:
+                subs = [arg[-1]]
+            elif op == sre_constants.BRANCH:
+                subs = list(arg[1])
+            elif op in (sre_constants.ASSERT, sre_constants.ASSERT_NOT):
+                subs = [arg[1]]
+            if any(walk(sub) for sub in subs):
+                return True
+        return False
+
+    try:
+        return walk(sre_parse.parse(pattern))
+    except (re.error, RecursionError):
+        return False
 
 
 def _one(
@@ -161,6 +269,16 @@ def _one(
                 manifest.error(f"{key}.figures.{fig}", f"{pattern!r} is not a regex: {exc}")
             )
             continue
+        if nested_quantifier(pattern):
+            errors.append(
+                manifest.error(
+                    f"{key}.figures.{fig}",
+                    f"{pattern!r} repeats a group that repeats itself: on output that "
+                    "almost matches it takes exponential time",
+                    hint=r"repeat one thing once, e.g. '([0-9.]+) ms' rather than '(([0-9])+)+'",
+                )
+            )
+            continue
         if groups != 1:
             errors.append(
                 manifest.error(
@@ -171,16 +289,34 @@ def _one(
             )
     json_line = bool(spec.get("json_line"))
     metric = spec.get("metric") or (next(iter(figures)) if figures else WALL)
-    if metric != WALL and metric not in figures and not json_line:
-        known = ", ".join([WALL, *figures])
+    if metric not in MEASURED and metric not in figures and not json_line:
+        known = ", ".join([*MEASURED, *figures])
         errors.append(
             manifest.error(
                 f"{key}.metric",
-                f"{metric!r} is neither {WALL} nor one of the figures",
+                f"{metric!r} is neither {WALL}, {CPU} nor one of the figures",
                 hint=f"use one of: {known} (or set json_line: true to read it from JSON)",
             )
         )
     over = spec.get("compare") or {name: {}}
+    places = [(key, spec)] + [(f"{key}.compare.{s}", o or {}) for s, o in over.items()]
+    for where, given in places:
+        for field_name in ("run", *HOOKS):
+            value = given.get(field_name)
+            if not isinstance(value, str):
+                continue
+            try:
+                shlex.split(value)
+            except ValueError as exc:
+                errors.append(
+                    manifest.error(
+                        f"{where}.{field_name}",
+                        f"{value!r} cannot be split into arguments: {exc}",
+                        hint="close the quote, or write the command as a list: [program, arg]",
+                    )
+                )
+    if errors:
+        return None, errors
     sides = tuple(_side(s, spec, o or {}, fdl_argv) for s, o in over.items())
     for side_name, given in over.items():
         o = given or {}
@@ -236,6 +372,12 @@ def _one(
         percent=float(threshold.get("percent") or DEFAULT_PERCENT),
         mads=float(threshold.get("mads") or DEFAULT_MADS),
         timeout=float(spec["timeout"]) if spec.get("timeout") else None,
+        units={str(k): str(v) for k, v in (spec.get("units") or {}).items()},
+        where={
+            fig: origin.location()
+            for fig in figures
+            if (origin := manifest.origin(f"{key}.figures.{fig}")) is not None
+        },
     )
     return bench, []
 
@@ -246,6 +388,7 @@ def plan_benchmarks(
     *,
     fdl_argv: Sequence[str] = ("fdl",),
     rounds: int | None = None,
+    hooks: Mapping[str, str | None] | None = None,
 ) -> list[Benchmark]:
     """The benchmarks ``names`` (default: all) of the manifest, checked and resolved.
 
@@ -254,6 +397,8 @@ def plan_benchmarks(
         names: Benchmarks to run, in this order; empty for all, in manifest order.
         fdl_argv: How to start fdl, for benchmarks of a project ``command:``.
         rounds: Override every benchmark's ``rounds``.
+        hooks: ``prepare``/``setup``/``cleanup`` command lines that override every
+            side's (``--prepare`` ... on the command line).
 
     Raises:
         ManifestError: no ``bench:`` section, or a benchmark's regex or metric is wrong.
@@ -279,6 +424,10 @@ def plan_benchmarks(
         if bench is not None:
             if rounds is not None:
                 bench = Benchmark(**{**bench.__dict__, "rounds": rounds})
+            given = {k: _option(k, v) for k, v in (hooks or {}).items() if v}
+            if given:
+                sides = tuple(Side(**{**s.__dict__, **given}) for s in bench.sides)
+                bench = Benchmark(**{**bench.__dict__, "sides": sides})
             planned.append(bench)
     if len(errors) == 1:
         raise errors[0]

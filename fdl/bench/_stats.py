@@ -20,6 +20,7 @@ __all__ = [
     "mad",
     "median",
     "outliers",
+    "paired_ratio",
     "percentile",
     "ratio",
     "scaled_mad",
@@ -205,6 +206,41 @@ def ratio(
     tail = (1.0 - confidence) / 2.0 * 100.0
     return Ratio(
         value=median(b) / base,
+        low=percentile(draws, tail),
+        high=percentile(draws, 100.0 - tail),
+        confidence=confidence,
+        resamples=resamples,
+    )
+
+
+def paired_ratio(
+    pairs: Sequence[tuple[float, float]],
+    *,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Ratio:
+    """The median of the per-round ratios ``b / a`` of paired rounds, with a bootstrap CI.
+
+    Rounds are paired by construction (each round runs every side, back to back), so
+    what disturbed a round disturbed both of its sides: the ratio within a round
+    cancels slow drift that the unpaired ratio of medians carries as noise. Each
+    resample draws the pairs' ratios with replacement.
+
+    Raises:
+        ValueError: no pair with a non-zero baseline, or the parameters are out of range.
+    """
+    ratios = [b / a for a, b in pairs if a != 0 and math.isfinite(a) and math.isfinite(b)]
+    _need(ratios, "paired ratio (pairs with a non-zero baseline)")
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be within (0, 1), got {confidence}")
+    rng = random.Random(seed)
+    draws = sorted(median(rng.choices(ratios, k=len(ratios))) for _ in range(resamples))
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    return Ratio(
+        value=median(ratios),
         low=percentile(draws, tail),
         high=percentile(draws, 100.0 - tail),
         confidence=confidence,

@@ -152,8 +152,14 @@ def _one(console: Console, error: FdlError) -> None:
         for line in error.details.strip("\n").splitlines():
             if line.strip():  # tool output tails often carry runs of empty lines
                 console.line(f"  {line}")
+    if error.verbose_details and console.verbosity >= 2:
+        for line in error.verbose_details.strip("\n").splitlines():
+            if line.strip():
+                console.line(f"  | {line}")
     if error.hint:
         console.line(f"  {console.style('fix:', 'green')} {error.hint}")
+    if error.verbose_details and console.verbosity < 2:
+        console.line("  (run again with -v for the tool's own output)")
 
 
 def report(console: Console, error: FdlError) -> int:

@@ -1,91 +1,80 @@
-"""The one question the docker CLI cannot answer exactly: an image's size and the part of it
-shared with other images, in bytes (``docker system df`` prints rounded text). Asked of the
-Engine API directly (``GET /system/df``) over the daemon's socket, with the standard
-library: no SDK to install and import for one call.
+"""What the Engine API serves better than the docker CLI, through the docker SDK
+(``docker`` on PyPI, imported only when one of these is called): an image's exact size
+and the part shared with other images (``docker system df`` prints rounded text), its
+inspection and history (configuration, labels, layers) and its export (``save``) as a
+stream. Builds stay on the CLI: BuildKit's features are only reachable there.
 """
 
 from __future__ import annotations
 
-import http.client
-import json
-import socket
-from collections.abc import Mapping
-from urllib.parse import urlsplit
+import datetime
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 from fdl.errors import EnvironmentProblem
 
-__all__ = ["image_sizes"]
+__all__ = ["NoSuchImage", "history", "image_sizes", "inspect", "save"]
 
 DEFAULT_HOST = "unix:///var/run/docker.sock"
-_TIMEOUT = 60.0  # the daemon computes the disk usage of every image: it can take a while
+_TIMEOUT = 60  # the daemon computes the disk usage of every image: it can take a while
+_CHUNK = 1 << 20
 
 
-class _UnixConnection(http.client.HTTPConnection):
-    """HTTP over a Unix socket (the daemon's usual address)."""
-
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(self._path)
-        self.sock = sock
+class NoSuchImage(Exception):
+    """The daemon has no such image."""
 
 
-def _connection(host: str) -> http.client.HTTPConnection:
-    parts = urlsplit(host)
-    if parts.scheme == "unix":
-        return _UnixConnection(parts.path, _TIMEOUT)
-    if parts.scheme in ("tcp", "http"):
-        return http.client.HTTPConnection(
-            parts.hostname or "localhost", parts.port, timeout=_TIMEOUT
-        )
-    raise EnvironmentProblem(
-        f"fdl cannot ask the docker daemon at {host} for image sizes (only unix:// and tcp://)",
-        hint="measure on a machine whose daemon is local, or set DOCKER_HOST to a unix:// "
-        "or tcp:// address",
-    )
+@contextmanager
+def _client(address: str) -> Iterator[Any]:
+    """A low-level SDK client of the daemon at ``address``; the SDK's failures become
+    an EnvironmentProblem naming the daemon (a missing image: :class:`NoSuchImage`)."""
+    import docker
+    import docker.errors
+    import requests
 
-
-def _disk_usage(host: str) -> dict[str, object]:
-    connection = _connection(host)
-    try:
-        connection.request("GET", "/system/df", headers={"Accept": "application/json"})
-        response = connection.getresponse()
-        body = response.read()
-    except OSError as exc:
+    if not address.startswith(("unix://", "tcp://", "http://", "https://")):
         raise EnvironmentProblem(
-            f"cannot ask the docker daemon at {host} for disk usage: {exc}",
+            f"fdl cannot ask the docker daemon at {address} (only unix:// and tcp://)",
+            hint="set DOCKER_HOST to a unix:// or tcp:// address",
+        )
+    try:
+        client = docker.APIClient(base_url=address, version="auto", timeout=_TIMEOUT)
+    except (docker.errors.DockerException, requests.RequestException) as exc:
+        raise EnvironmentProblem(
+            f"the docker daemon at {address} does not answer: {exc}",
+            hint="start it (`sudo systemctl start docker`) and check `docker version`",
+        ) from None
+    try:
+        yield client
+    except docker.errors.NotFound as exc:
+        raise NoSuchImage(str(exc)) from None
+    except (docker.errors.DockerException, requests.RequestException) as exc:
+        raise EnvironmentProblem(
+            f"the docker daemon at {address} refused a request: {exc}",
             hint="check that the daemon answers (`docker system df`)",
         ) from None
     finally:
-        connection.close()
-    if response.status != 200:
-        raise EnvironmentProblem(
-            f"the docker daemon at {host} refused the disk-usage request (HTTP {response.status})",
-            hint="check that the daemon answers (`docker system df`)",
-            details=body.decode("utf-8", "replace")[:500],
-        )
-    data = json.loads(body)
-    return data if isinstance(data, dict) else {}
+        client.close()
 
 
-def image_sizes(image_id: str, host: str | None, environ: Mapping[str, str]) -> tuple[int, int]:
+def image_sizes(image_id: str, address: str | None, environ: Mapping[str, str]) -> tuple[int, int]:
     """(size, shared size) in bytes of one image, from the daemon's disk-usage report.
 
     Args:
         image_id: The full image id (``sha256:...``).
-        host: The daemon address (the CLI's context); None: ``$DOCKER_HOST``, else the
+        address: The daemon address (the CLI's context); None: ``$DOCKER_HOST``, else the
             default socket.
         environ: Where ``DOCKER_HOST`` is read.
 
     Raises:
         EnvironmentProblem: The daemon cannot be asked, or does not list the image.
     """
-    address = host or environ.get("DOCKER_HOST") or DEFAULT_HOST
-    images = _disk_usage(address).get("Images") or []
+    host = address or environ.get("DOCKER_HOST") or DEFAULT_HOST
+    with _client(host) as client:
+        usage = client.df()
+    images = usage.get("Images") if isinstance(usage, dict) else None
     for image in images if isinstance(images, list) else []:
         if isinstance(image, dict) and image.get("Id") == image_id:
             size = int(image.get("Size") or 0)
@@ -95,3 +84,45 @@ def image_sizes(image_id: str, host: str | None, environ: Mapping[str, str]) -> 
         f"the daemon's disk-usage report does not list image {image_id}",
         hint="check that it still exists (`docker image ls`)",
     )
+
+
+def inspect(address: str, ref: str) -> dict[str, Any]:
+    """The image's inspection, as ``docker image inspect`` prints it (one object).
+
+    Raises:
+        NoSuchImage: the daemon has no image ``ref``.
+        EnvironmentProblem: the daemon cannot be asked.
+    """
+    with _client(address) as client:
+        raw = client.inspect_image(ref)
+    return raw if isinstance(raw, dict) else {}
+
+
+def history(address: str, image_id: str) -> list[dict[str, Any]]:
+    """The image's layers, newest first: ``CreatedBy``, ``Size``, ``CreatedAt`` (RFC 3339,
+    as the CLI prints it) and ``Comment``."""
+    with _client(address) as client:
+        entries = client.history(image_id)
+    out: list[dict[str, Any]] = []
+    for entry in entries if isinstance(entries, list) else []:
+        created = entry.get("Created")
+        when = (
+            datetime.datetime.fromtimestamp(created, tz=datetime.timezone.utc).isoformat()
+            if isinstance(created, (int, float))
+            else str(created or "")
+        )
+        out.append({**entry, "CreatedAt": when})
+    return out
+
+
+def save(address: str, ref: str, dest: Path) -> Path:
+    """Export ``ref`` as a ``docker save`` tar into ``dest``, streamed.
+
+    Raises:
+        NoSuchImage: the daemon has no image ``ref``.
+        EnvironmentProblem: the daemon cannot be asked.
+    """
+    with _client(address) as client, dest.open("wb") as out:
+        for chunk in client.get_image(ref, chunk_size=_CHUNK):
+            out.write(chunk)
+    return dest

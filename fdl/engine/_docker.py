@@ -1,12 +1,13 @@
-"""The docker engine: the docker CLI through the runner, the Engine API for disk usage.
+"""The docker engine: the docker CLI through the runner, the Engine API through the SDK.
 
 Builds go through the CLI because BuildKit's features (cache and secret
 mounts, ``--target``, cache export) are only reachable there; docker-py has
-only the classic builder. Everything else uses the CLI too, so one client,
-its context and its configuration decide where fdl talks to. Only the disk
-usage of an image comes from the Engine API (:mod:`._api`, over the context's
-socket): the daemon's exact byte counts of shared and unique size are not in
-any CLI output.
+only the classic builder. Runs, pushes, tags and compose stay on the CLI too.
+What the Engine API serves (:mod:`._api`, the docker SDK imported on first use)
+is asked of the daemon the CLI's context names: an image's exact sizes (not in
+any CLI output), its inspection (configuration, labels, layers) and its export
+(``save``, streamed). A client that is not docker's (podman) or a context
+without a unix:// or tcp:// endpoint keeps the CLI for those too.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class DockerEngine:
         self._environ = dict(os.environ if environ is None else environ)
         self._selection = selection
         self._compose: ComposeCommand | None = None
+        self._address: list[str | None] = []
 
     # -- the client ---------------------------------------------------------
 
@@ -172,10 +174,40 @@ class DockerEngine:
         failed = CommandFailed(argv, done.returncode, output_tail=done.stderr)
         raise translate_failure(failed, f"looking up image {ref}")
 
+    def _api_address(self) -> str | None:
+        """The daemon the Engine API calls go to: the CLI's, when it is docker's and
+        has a unix:// or tcp:// endpoint (None: stay on the CLI)."""
+        if not self._address:
+            address = None
+            if "podman" not in Path(self.client.path).name:
+                address = self._environ.get("DOCKER_HOST") or self._daemon_address()
+                if address and not address.startswith(("unix://", "tcp://")):
+                    address = None
+            self._address.append(address)
+        return self._address[0]
+
+    def _inspect_raw(self, ref: str, action: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        address = self._api_address()
+        if address is None:
+            raw = json.loads(self._call(["image", "inspect", ref], action).stdout)[0]
+            args = ["history", "--no-trunc", "--human=false", "--format", "{{json .}}"]
+            lines = self._call([*args, str(raw["Id"])], action).stdout.splitlines()
+            return raw, [json.loads(line) for line in lines if line.strip()]
+        from fdl.engine import _api
+
+        try:
+            raw = _api.inspect(address, ref)
+            return raw, _api.history(address, str(raw["Id"]))
+        except _api.NoSuchImage:
+            raise EnvironmentProblem(
+                f"{action} failed: no such image {ref}",
+                hint="build it first, or check the name (`docker image ls`)",
+            ) from None
+
     def inspect_image(self, ref: str) -> ImageInfo:
-        """The image's configuration, size and layers (oldest first)."""
+        """The image's configuration, labels, size and layers (oldest first)."""
         action = f"inspecting image {ref}"
-        raw: dict[str, Any] = json.loads(self._call(["image", "inspect", ref], action).stdout)[0]
+        raw, entries = self._inspect_raw(ref, action)
         config: dict[str, Any] = raw.get("Config") or {}
         env = dict(
             item.split("=", 1) if "=" in item else (item, "") for item in config.get("Env") or []
@@ -193,26 +225,9 @@ class DockerEngine:
             architecture=str(raw.get("Architecture") or ""),
             os=str(raw.get("Os") or ""),
             created=str(raw.get("Created") or ""),
-            layers=self._history(str(raw["Id"]), action),
+            layers=_layers(entries),
             repo_digests=tuple(raw.get("RepoDigests") or ()),
         )
-
-    def _history(self, image_id: str, action: str) -> tuple[Layer, ...]:
-        args = ["history", "--no-trunc", "--human=false", "--format", "{{json .}}", image_id]
-        layers = []
-        for line in self._call(args, action).stdout.splitlines():
-            if not line.strip():
-                continue
-            entry = json.loads(line)
-            layers.append(
-                Layer(
-                    created_by=str(entry.get("CreatedBy") or ""),
-                    size=_int(entry.get("Size")),
-                    created=str(entry.get("CreatedAt") or ""),
-                    comment=str(entry.get("Comment") or ""),
-                )
-            )
-        return tuple(reversed(layers))  # docker lists the newest first
 
     def list_images(self, reference: str) -> list[str]:
         """Names (``repo:tag``) of the local images matching ``reference``."""
@@ -247,9 +262,21 @@ class DockerEngine:
             ) from None
 
     def save(self, ref: str, dest: Path) -> Path:
-        """``docker save -o dest ref``."""
-        self._call(["save", "-o", str(dest), ref], f"saving {ref}")
-        return dest
+        """``docker save -o dest ref`` (streamed from the Engine API where it serves)."""
+        address = self._api_address()
+        if address is None:
+            self._call(["save", "-o", str(dest), ref], f"saving {ref}")
+            return dest
+        from fdl.engine import _api
+
+        try:
+            return _api.save(address, ref, dest)
+        except _api.NoSuchImage:
+            dest.unlink(missing_ok=True)
+            raise EnvironmentProblem(
+                f"saving {ref} failed: no such image {ref}",
+                hint="build it first, or check the name (`docker image ls`)",
+            ) from None
 
     def registry_credentials(self, host: str) -> tuple[str, str] | None:
         """What ``docker login host`` stored (the docker config or its credential helper)."""
@@ -260,7 +287,7 @@ class DockerEngine:
         info = self.inspect_image(image)
         from fdl.engine._api import image_sizes
 
-        size, shared = image_sizes(info.id, self._daemon_address(), self._environ)
+        size, shared = image_sizes(info.id, self._api_address(), self._environ)
         return DiskUsage(info.id, size, shared, max(size - shared, 0), info.layers)
 
     def _daemon_address(self) -> str | None:
@@ -344,6 +371,20 @@ class DockerEngine:
         if self._compose is None:
             self._compose = find_compose(self.describe(), self._runner, self._environ)
         return self._compose
+
+
+def _layers(entries: list[dict[str, Any]]) -> tuple[Layer, ...]:
+    """History entries (newest first, as docker lists them) -> layers, oldest first."""
+    layers = [
+        Layer(
+            created_by=str(entry.get("CreatedBy") or ""),
+            size=_int(entry.get("Size")),
+            created=str(entry.get("CreatedAt") or ""),
+            comment=str(entry.get("Comment") or ""),
+        )
+        for entry in entries
+    ]
+    return tuple(reversed(layers))
 
 
 def _int(value: object) -> int:

@@ -115,7 +115,15 @@ def fetch_wheels(
         argv += ["--find-links", str(directory)]
     if index_url:
         argv += ["--index-url", index_url]
-    result = runner.stream([*argv, *requirements], on_line=on_line)
+    from fdl.libtorch._pip import pip_download
+
+    result = pip_download(
+        runner,
+        [*argv, *requirements],
+        what="the NVIDIA libraries (" + ", ".join(requirements) + ")",
+        index_url=index_url,
+        on_line=on_line,
+    )
     saved = pip_saved_files(result.stdout)
     wheels = [p for p in saved if p.name.startswith("nvidia_") and p.suffix == ".whl"]
     if not wheels:  # pip's tail may have scrolled past its "Saved" lines

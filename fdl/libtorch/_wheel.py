@@ -30,6 +30,7 @@ from fdl.libtorch._nvidia import (
     nvidia_requirements,
     pip_saved_files,
 )
+from fdl.libtorch._pip import pip_download
 from fdl.runner import Runner
 
 __all__ = [
@@ -240,7 +241,9 @@ def wheel_from_pip(
     """``pip download torch==VERSION --no-deps`` into ``dest`` and read the wheel.
 
     Raises:
-        CommandFailed: pip could not find or fetch it.
+        NetworkError: pip could not reach the index (exit 5).
+        EnvironmentProblem: a pip constraint of the environment excludes it (exit 4).
+        CommandFailed: pip could not find or fetch it otherwise.
     """
     dest.mkdir(parents=True, exist_ok=True)
     spec = f"torch=={version}"
@@ -248,7 +251,9 @@ def wheel_from_pip(
     argv += ["--progress-bar", "off", "--dest", str(dest)]
     if index_url:
         argv += ["--index-url", index_url]
-    result = runner.stream([*argv, spec], on_line=on_line)
+    result = pip_download(
+        runner, [*argv, spec], what=f"torch {version}", index_url=index_url, on_line=on_line
+    )
     wheels = [p for p in pip_saved_files(result.stdout) if p.name.startswith("torch-")]
     if not wheels:
         wheels = sorted(dest.glob(f"torch-{version}*.whl"), key=lambda p: p.stat().st_mtime)

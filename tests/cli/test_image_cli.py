@@ -162,8 +162,10 @@ def test_size_lists_layers_and_closure(run_fdl, project: Path, engine: FakeEngin
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0] == (
-        "cpp-train-train:latest: 1.1 KiB = base 100 B + 1000 B; floor 1.1 KiB (+0.0% above the base)"
+        "cpp-train-train:latest: 1.1 KiB = base 100 B + 1000 B; floor 1.1 KiB, +0 B above "
+        "the floor (+0.0% on the floor's 1000 B)"
     )
+    assert "above the base" not in result.stdout
     assert "COPY /out/root/ / # buildkit" in result.stdout
     assert "/opt/libtorch/lib/libtorch_cpu.so" in result.stdout
 

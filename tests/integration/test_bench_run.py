@@ -85,13 +85,14 @@ def test_run_interleaves_records_rounds_and_reports_a_tight_mad(tmp_path: Path) 
     assert "warm-up" in done.stderr and "round 10" in done.stderr
     records = _records(project / "out.jsonl")
     header, rounds = records[0], records[1:]
-    assert header["type"] == "run" and header["format"] == 1
+    assert header["type"] == "run" and header["format"] == 2
     env = header["environment"]
     assert isinstance(env, dict) and {"cpu", "gpus", "git", "fdl", "libtorch"} <= set(env)
     assert len(rounds) == 20 and all(r["run"] == header["run"] for r in rounds)
-    # Interleaved and rotated: round 0 runs fast then slow, round 1 slow then fast, ...
+    # Interleaved and rotated: round 1 runs fast then slow, round 2 slow then fast, ...
+    # (numbered from 1, as on the terminal)
     order = [(r["round"], r["side"]) for r in rounds]
-    assert order[:4] == [(0, "fast"), (0, "slow"), (1, "slow"), (1, "fast")]
+    assert order[:4] == [(1, "fast"), (1, "slow"), (2, "slow"), (2, "fast")]
     assert [s for _, s in order].count("fast") == 10
     # The warm-up round (the counter's first call) was not recorded: call 1 onwards,
     # so the spikes (calls 4 and 9) are rounds 3 and 8 of each side.

@@ -28,7 +28,7 @@ from fdl.engine._types import (
     RunSpec,
 )
 from fdl.errors import CommandFailed, FdlError
-from fdl.runner import Completed, missing_program
+from fdl.runner import Completed, Measured, missing_program
 from fdl.runner import LineCallback as RunnerLineCallback
 
 
@@ -320,6 +320,18 @@ class FakeRunner:
         if check and result.returncode != 0:
             raise CommandFailed(result.argv, result.returncode, output_tail=result.stdout)
         return result
+
+    def measure(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Measured:
+        args = [str(a) for a in argv]
+        result = self._answer(args)
+        return Measured(args, result.returncode, result.stdout, result.stderr)
 
     def interactive(
         self,

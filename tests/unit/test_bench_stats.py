@@ -99,3 +99,19 @@ def test_ratio_refuses_empty_and_zero_baselines() -> None:
         ratio([0.0, 0.0, 0.0], [1.0])
     with pytest.raises(ValueError, match="confidence"):
         ratio([1.0], [1.0], confidence=1.0)
+
+
+def test_the_paired_ratio_cancels_drift_that_the_unpaired_ratio_carries() -> None:
+    from fdl.bench._stats import paired_ratio
+
+    # Each round's load moves both sides alike; b is 1.1x a within every round.
+    load = [1.0, 3.0, 1.5, 2.5, 1.2, 2.8, 1.1, 2.9, 1.3, 2.7]
+    a = [10.0 * x for x in load]
+    b = [11.0 * x for x in load]
+    paired = paired_ratio(list(zip(a, b, strict=True)))
+    unpaired = ratio(a, b)
+    assert paired.value == pytest.approx(1.1)
+    assert paired.high - paired.low == pytest.approx(0.0, abs=1e-12)
+    assert unpaired.high - unpaired.low > 0.5
+    with pytest.raises(ValueError, match="non-zero baseline"):
+        paired_ratio([(0.0, 1.0)])

@@ -13,7 +13,7 @@ import typer
 from fdl.cli.commands._common import JsonOption, group
 
 if TYPE_CHECKING:
-    from fdl.bench import RoundDone
+    from fdl.bench import Benchmark, RoundDone
     from fdl.cli._session import Session
 
 app = group(
@@ -57,16 +57,44 @@ def _results_path(session: Session, output: Path | None) -> Path:
     return session.manifest().directory / DEFAULT_RESULTS
 
 
-def _progress(session: Session) -> Callable[[RoundDone], None]:
+def _progress(session: Session, benches: list[Benchmark]) -> Callable[[RoundDone], None]:
+    units = {b.name: b for b in benches}
+
     def show(done: RoundDone) -> None:
-        figures = " ".join(f"{k}={v:g}" for k, v in sorted(done.figures.items()))
+        bench = units.get(done.bench)
+
+        def figure(name: str, value: float) -> str:
+            unit = bench.unit(name) if bench else None
+            return f"{name}={value:g}" + (f" {unit}" if unit else "")
+
+        figures = ", ".join(figure(k, v) for k, v in sorted(done.figures.items()))
+        # Rounds are numbered from 1, as in the results file.
         phase = "warm-up" if done.slot.warmup else f"round {done.slot.round + 1}"
         session.console.info(
             f"{done.bench} [{done.index}/{done.total}] {phase} {done.slot.side.name}: "
-            f"{done.wall_s:.3f} s {figures}".rstrip()
+            f"wall {done.wall_s:.3f} s, cpu {done.cpu_s:.3f} s"
+            + (f", {figures}" if figures else "")
         )
 
     return show
+
+
+def _schedule_lines(bench: Benchmark) -> list[str]:
+    """Which side runs when: the warm-up rounds, then each recorded round."""
+    from fdl.bench import schedule
+
+    lines: list[str] = []
+    if bench.warmup:
+        for number in range(bench.warmup):
+            order = [s.side.name for s in schedule(bench, number + 1, warmup=True)]
+            lines.append(f"    warm-up {number + 1}: {' '.join(order[-len(bench.sides) :])}")
+    if bench.warmup_seconds:
+        lines.append(f"    warm-up continues, interleaved, until {bench.warmup_seconds:g} s passed")
+    slots = schedule(bench, bench.rounds)
+    for number in range(bench.rounds):
+        order = [s.side.name for s in slots if s.round == number]
+        lines.append(f"    round {number + 1}: {' '.join(order)}")
+    return lines
 
 
 @app.command()
@@ -86,10 +114,32 @@ def run(
         ),
     ] = False,
     clock: Annotated[
-        int | None, typer.Option("--clock", help="SM clock (MHz) to lock with --publish.")
+        int | None,
+        typer.Option("--clock", min=1, help="SM clock (MHz) to lock with --publish."),
+    ] = None,
+    prepare: Annotated[
+        str | None,
+        typer.Option(
+            "--prepare",
+            help="A command run before every round of every side, untimed (overrides "
+            "prepare: in the manifest), e.g. 'sync'.",
+        ),
+    ] = None,
+    setup: Annotated[
+        str | None,
+        typer.Option(
+            "--setup", help="A command run once per side before its first round (setup:)."
+        ),
+    ] = None,
+    cleanup: Annotated[
+        str | None,
+        typer.Option(
+            "--cleanup", help="A command run once per side after its last round (cleanup:)."
+        ),
     ] = None,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the plan (sides, schedule) and stop.")
+        bool,
+        typer.Option("--dry-run", help="Print the plan (sides, schedule) and stop."),
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -112,7 +162,10 @@ def run(
 
     session: Session = ctx.obj
     manifest = session.manifest()
-    benches = plan_benchmarks(manifest, names or (), fdl_argv=_fdl_argv(session), rounds=rounds)
+    hooks = {"prepare": prepare, "setup": setup, "cleanup": cleanup}
+    benches = plan_benchmarks(
+        manifest, names or (), fdl_argv=_fdl_argv(session), rounds=rounds, hooks=hooks
+    )
     results = _results_path(session, output)
     check_results_file(results)  # before the dry run too: it refuses what the run would
     runner = default_runner()
@@ -123,8 +176,8 @@ def run(
             "benchmarks": [b.as_dict() for b in benches],
             "schedule": {
                 b.name: [
-                    [s.side.name for s in schedule(b, 1)],
-                    [s.side.name for s in schedule(b, 2)[len(b.sides) :]],
+                    [s.side.name for s in schedule(b, b.rounds) if s.round == r]
+                    for r in range(b.rounds)
                 ]
                 for b in benches
             },
@@ -143,6 +196,13 @@ def run(
                     env = " ".join(f"{k}={v}" for k, v in shown["env"].items())
                     argv = " ".join(_printable(shlex.quote(word)) for word in shown["argv"])
                     session.console.out(f"  {side.name}: {env + ' ' if env else ''}{argv}")
+                    for hook in ("setup", "prepare", "cleanup"):
+                        if shown[hook]:
+                            words = " ".join(_printable(shlex.quote(w)) for w in shown[hook])
+                            session.console.out(f"    {hook}: {words}")
+                session.console.out("  schedule:")
+                for line in _schedule_lines(b):
+                    session.console.out(line)
             for note in publication.notes if publication else ():
                 session.console.out(f"publish: {note}")
             session.console.out(f"rounds would be appended to {results}")
@@ -156,7 +216,7 @@ def run(
         on_status=lambda line: session.console.info(f"image: {line}"),
     )
     extra = {"publish": publication.as_dict() if publication else None, "images": images}
-    progress = _progress(session)
+    progress = _progress(session, benches)
     with published(publication, runner, manifest.directory):
         run_id = run_benchmarks(
             benches,
@@ -167,34 +227,72 @@ def run(
             extra=extra,
             context=session.libtorch_context(),
         )
-    if as_json:
-        session.console.json({"run": run_id, "results": str(results)})
-    else:
+    if not as_json:
         session.console.info(f"run {run_id}: rounds in {results}")
-        _report(session, results, None, as_json=False)
+    # This run's rounds, by its id: another run appending to the same file meanwhile
+    # neither hides them nor adds its own.
+    _report(session, results, run_id, as_json=as_json, extra={"results": str(results)})
     raise typer.Exit(0)
 
 
+def _export(path: Path, text: str, force: bool) -> None:
+    """Write an export; an existing file is replaced only with --force (and never
+    through anything but a regular file)."""
+    from fdl._files import atomic_write_text
+    from fdl.errors import UsageError
+
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise UsageError(
+            f"{path} is not a regular file: the export is not written there",
+            hint="pass the path of a new file",
+        )
+    if path.exists() and not force:
+        raise UsageError(
+            f"{path} exists: the export would replace it",
+            hint="pass another path, or --force to replace it",
+        )
+    atomic_write_text(path, text)
+
+
 def _report(
-    session: Session, path: Path, run_id: str | None, *, as_json: bool, plot: Path | None = None
+    session: Session,
+    path: Path,
+    run_id: str | None,
+    *,
+    as_json: bool,
+    plot: Path | None = None,
+    exports: dict[str, Path | None] | None = None,
+    force: bool = False,
+    extra: dict[str, str] | None = None,
 ) -> None:
-    from fdl.bench import load_results, plot_results, render_markdown
+    from fdl.bench import load_results, plot_results, render_csv, render_markdown
 
     header, results = load_results(path, run_id)
+    renderers = {"csv": render_csv, "markdown": render_markdown}
+    written: list[Path] = []
+    for kind, target in (exports or {}).items():
+        if target is not None:
+            _export(target, renderers[kind](results), force)
+            written.append(target)
     plots = plot_results(results, plot) if plot is not None else []
     if as_json:
         session.console.json(
             {
                 "run": header["run"],
+                **(extra or {}),
+                "complete": all(r.complete for r in results),
                 "environment": header.get("environment"),
                 "benchmarks": [r.as_dict() for r in results],
                 "plots": [str(p) for p in plots],
+                "exports": [str(p) for p in written],
             }
         )
     else:
         session.console.out(render_markdown(results), end="")
-        for written in plots:
-            session.console.info(f"plot: {written}")
+        for done in plots:
+            session.console.info(f"plot: {done}")
+        for done in written:
+            session.console.info(f"export: {done}")
 
 
 @app.command()
@@ -214,16 +312,40 @@ def report(
             "run and their distributions (needs the plot extra: matplotlib).",
         ),
     ] = None,
+    csv_file: Annotated[
+        Path | None,
+        typer.Option("--csv", help="Also write the table as CSV to this file (one row a side)."),
+    ] = None,
+    markdown_file: Annotated[
+        Path | None,
+        typer.Option("--markdown", help="Also write the Markdown table to this file."),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing --csv/--markdown file.")
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """A Markdown table per run: median ± scaled MAD, stddev, min – max, n, outliers
-    (beyond 3 scaled MADs) and each side's ratio to the first with a 95% bootstrap CI.
+    (beyond 3 scaled MADs), each side's ratio to the first with a 95% bootstrap CI and
+    the paired ratio (round by round) with its interval; incomplete runs are marked.
 
-    Example: fdl bench report .fdl/bench.jsonl --plot plots/
+    Example: fdl bench report .fdl/bench.jsonl --csv bench.csv
     """
     session: Session = ctx.obj
     where = (session.cwd / plot) if plot is not None else None
-    _report(session, _results_path(session, file), run_id, as_json=as_json, plot=where)
+    exports = {
+        "csv": session.cwd / csv_file if csv_file is not None else None,
+        "markdown": session.cwd / markdown_file if markdown_file is not None else None,
+    }
+    _report(
+        session,
+        _results_path(session, file),
+        run_id,
+        as_json=as_json,
+        plot=where,
+        exports=exports,
+        force=force,
+    )
     raise typer.Exit(0)
 
 
@@ -235,7 +357,8 @@ def compare(
     as_json: JsonOption = False,
 ) -> None:
     """Exit 1 when a benchmark side is slower than in the baseline by more than its
-    threshold, in percent AND in scaled MADs (for CI regression checks).
+    threshold, in percent AND in scaled MADs, or its median is not a number (for CI
+    regression checks).
 
     Example: fdl bench compare main.jsonl pr.jsonl
     """
@@ -257,7 +380,7 @@ def compare(
         session.console.json({"slower": bool(slower), "verdicts": [v.as_dict() for v in verdicts]})
     else:
         for v in verdicts:
-            mark = "SLOWER" if v.slower else "ok"
+            mark = "NOT A NUMBER" if not v.finite else "SLOWER" if v.slower else "ok"
             session.console.out(
                 f"{v.name}/{v.side} {v.metric}: {v.baseline:.4g} -> {v.current:.4g} "
                 f"({v.percent:+.1f}%, {v.mads:+.1f} scaled MADs) {mark}"

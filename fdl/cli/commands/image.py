@@ -344,7 +344,11 @@ def _size_line(report: SizeReport) -> str:
     )
     floor, overhead = report.floor, report.overhead
     if floor is not None:
-        text += f"; floor {human_bytes(floor)}"
+        # The overhead compares what the image adds to the base with what the floor
+        # (the program and the libraries it loads) adds: it is above the floor.
+        above = report.size - floor
+        sign = "-" if above < 0 else "+"
+        text += f"; floor {human_bytes(floor)}, {sign}{human_bytes(abs(above))} above the floor"
         if overhead is not None:
-            text += f" ({overhead:+.1%} above the base)"
+            text += f" ({overhead:+.1%} on the floor's {human_bytes(floor - report.base_size)})"
     return text

@@ -12,7 +12,10 @@ Example::
         warmup: 1                                 # rounds per side, not recorded
         figures:                                  # read from each round's output
           ms_epoch: 'ms/epoch[:= ]+([0-9.]+)'
+        units: {ms_epoch: ms}                     # shown beside the figures
         metric: ms_epoch                          # what ratios and thresholds use
+                                                  # (wall_s, cpu_s: measured by fdl)
+        prepare: sync                             # before every round, untimed
         threshold: {percent: 5, mads: 3}
 
 Only shapes are checked here; regexes and the metric name are checked by the planner
@@ -81,6 +84,24 @@ _RUNNABLE = {
         pattern=r"[A-Za-z0-9][A-Za-z0-9_./:-]*",
         example="precompiled/cu130",
     ),
+    # hyperfine's names for the same three moments.
+    "prepare": OneOf(
+        Str(example="sync"),
+        ListOf(Str()),
+        description="A command run before every round (warm-up too), untimed: clear a "
+        "cache, reset a file (hyperfine's --prepare).",
+    ),
+    "setup": OneOf(
+        Str(example="python3 make_data.py"),
+        ListOf(Str()),
+        description="A command run once per side before its first round (hyperfine's --setup).",
+    ),
+    "cleanup": OneOf(
+        Str(example="rm -rf out"),
+        ListOf(Str()),
+        description="A command run once per side after its last round, also when the run "
+        "stops early (hyperfine's --cleanup).",
+    ),
 }
 
 
@@ -147,7 +168,8 @@ BENCHMARK: Spec = Obj(
             "Read the last output line that is a JSON object; its numeric values are figures."
         ),
         "metric": Str(
-            "The figure ratios and thresholds use (default: the first figure, else wall).",
+            "The figure ratios and thresholds use (default: the first figure, else wall_s; "
+            "cpu_s is the CPU time of the round's processes, robust on a shared machine).",
             pattern=NAME,
             example="ms_epoch",
             rule=NAME_RULE,
@@ -162,6 +184,13 @@ BENCHMARK: Spec = Obj(
             description="When `fdl bench compare` calls a benchmark slower (both must hold).",
         ),
         "timeout": Float("Seconds one round may take (default: no limit)."),
+        "units": MapOf(
+            Str(example="ms"),
+            "Each figure's unit, shown beside its values (wall_s and cpu_s are in s).",
+            key_pattern=NAME,
+            key_example="ms_epoch",
+            key_rule=NAME_RULE,
+        ),
     },
     description="A benchmark.",
     validators=[_needs_program],

@@ -1,0 +1,151 @@
+"""Run one program in a process group of its own and measure it (a benchmark round).
+
+The wall time is taken around the program; its CPU time (user + system) is what the
+kernel accounted to it and to every descendant it waited for (``os.wait4``'s resource
+usage), so a round's figure does not count what other processes on a shared machine
+used. The program gets its own process group; whatever it leaves in that group is
+ended when it exits, when its time limit passes, and when fdl is interrupted, so no
+round leaves processes behind (re-parented to PID 1).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, NamedTuple
+
+__all__ = ["OUTPUT_LIMIT", "Outcome", "end_group", "measure"]
+
+
+class Outcome(NamedTuple):
+    """How a measured program ended (``fdl.runner.Measured`` is built from it)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float
+    user_s: float
+    system_s: float
+    timed_out: bool
+
+
+# The most of a round's output kept (its end, where figures are printed last).
+OUTPUT_LIMIT = 16 << 20
+# How long the group gets between SIGTERM and SIGKILL.
+GRACE_S = 2.0
+
+
+def _alive(pgid: int) -> bool:
+    """Whether a process of the group is still running (a zombie is not)."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # no /proc: ask the kernel, zombies included
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # after "(comm)": state, ppid, pgrp, ...
+        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] != b"Z":
+            return True
+    return False
+
+
+def end_group(pgid: int, grace: float = GRACE_S) -> None:
+    """SIGTERM what runs in the process group, then SIGKILL what is left after ``grace``."""
+    if not _alive(pgid):
+        return
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not _alive(pgid):
+            return
+        time.sleep(0.02)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _tail(stream: IO[bytes]) -> str:
+    stream.flush()
+    size = stream.seek(0, os.SEEK_END)
+    stream.seek(max(0, size - OUTPUT_LIMIT))
+    return stream.read().decode("utf-8", errors="replace")
+
+
+def measure(
+    argv: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> Outcome:
+    """Run ``argv`` to completion in a new process group; its output, status and costs.
+
+    Raises:
+        FileNotFoundError: the program does not exist.
+    """
+    args = [str(a) for a in argv]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            args,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            end_group(proc.pid)
+
+        timer = threading.Timer(timeout, expire) if timeout is not None else None
+        reaped = False
+        try:
+            if timer is not None:
+                timer.daemon = True
+                timer.start()
+            # Wait for the exit without reaping: the zombie keeps the group's id taken
+            # while what it left in the group is ended, so no other process gets it.
+            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+            wall = time.perf_counter() - start
+            end_group(proc.pid, grace=0.5)
+            _, status, usage = os.wait4(proc.pid, 0)
+            reaped = True
+            proc.returncode = os.waitstatus_to_exitcode(status)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if not reaped:  # Ctrl-C, SIGTERM, an error: end the round's whole group
+                end_group(proc.pid)
+                proc.wait()
+        return Outcome(
+            proc.returncode,
+            _tail(out),
+            _tail(err),
+            wall,
+            usage.ru_utime,
+            usage.ru_stime,
+            expired.is_set(),
+        )
