@@ -68,9 +68,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name in BUILTINS and not _project_command_wins(session, name, tail):
             import signal
 
-            signal.signal(signal.SIGINT, _interrupt)
-            signal.signal(signal.SIGTERM, _terminate)
-            return _run_builtin(name, tail, session)
+            # Restored after: a caller running fdl in its own process (the tests) keeps its
+            # own handlers.
+            previous = (
+                signal.signal(signal.SIGINT, _interrupt),
+                signal.signal(signal.SIGTERM, _terminate),
+            )
+            try:
+                return _run_builtin(name, tail, session)
+            finally:
+                signal.signal(signal.SIGINT, previous[0])
+                signal.signal(signal.SIGTERM, previous[1])
         from fdl.cli._project import run_project_command
 
         return run_project_command(session, name, tail)
