@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from fdl.bench._images import image_profiles, prepare_images
 from fdl.bench._output import check_results_file
-from fdl.bench._plan import CPU, WALL, Benchmark, Side, Slot, plan_benchmarks, schedule
+from fdl.bench._plan import (
+    CPU,
+    MAX_ROUNDS,
+    WALL,
+    Benchmark,
+    Side,
+    Slot,
+    plan_benchmarks,
+    round_order,
+    schedule,
+)
 from fdl.bench._plot import plot_results
 from fdl.bench._publish import PublishPlan, plan_publish, published
 from fdl.bench._results import (
@@ -27,6 +37,7 @@ __all__ = [
     "CPU",
     "FORMAT",
     "MAD_SCALE",
+    "MAX_ROUNDS",
     "WALL",
     "BenchResult",
     "Benchmark",
@@ -51,6 +62,7 @@ __all__ = [
     "ratio",
     "render_csv",
     "render_markdown",
+    "round_order",
     "run_benchmarks",
     "schedule",
     "summarize",

@@ -124,6 +124,18 @@ class Slot:
     side: Side
 
 
+MAX_ROUNDS = 100_000
+"""The most rounds (recorded, or warm-up) a benchmark may ask for: the schedule is planned
+whole, and a hostile ``rounds: 1e12`` must end in a manifest error, not fill memory."""
+
+
+def round_order(bench: Benchmark, number: int) -> list[str]:
+    """The sides' names in the order round ``number`` (from 0) runs them: the order of
+    :func:`schedule`, found without planning the rounds before it."""
+    shift = number % len(bench.sides)
+    return [side.name for side in bench.sides[shift:] + bench.sides[:shift]]
+
+
 def schedule(bench: Benchmark, rounds: int, *, warmup: bool = False) -> list[Slot]:
     """``rounds`` rounds of every side, interleaved, the order rotated each round.
 

@@ -334,3 +334,19 @@ def test_an_unclosed_quote_in_a_command_is_a_manifest_or_usage_error(tmp_path: P
     (tmp_path / "fdl.yml").write_text("bench:\n  b:\n    run: [python3]\n")
     option = _fdl(tmp_path, "bench", "run", "--dry-run", "--cleanup", "'")
     assert option.returncode == 2 and "--cleanup" in option.stderr
+
+
+def test_a_hostile_round_count_is_refused_and_a_large_one_is_planned_in_linear_time(
+    tmp_path: Path,
+) -> None:
+    project = _counter(tmp_path)
+    done = _fdl(project, "--set", "bench.w.rounds=1000000000000", "bench", "run", "--dry-run")
+    assert done.returncode == 3, done.stderr  # was a schedule filling memory until OOM
+    assert "bench.w.rounds" in done.stderr and "at most 100000" in done.stderr
+    done = _fdl(project, "bench", "run", "--dry-run", "--json", "-n", "100000")
+    assert done.returncode == 0, done.stderr
+    rounds = json.loads(done.stdout)["schedule"]["w"]
+    assert len(rounds) == 100_000 and rounds[-1] == ["b", "a"]
+    text = _fdl(project, "bench", "run", "--dry-run", "-n", "100000")
+    assert "round 6: b a" in text.stdout and "round 7:" not in text.stdout
+    assert "... the same rotation to round 100000" in text.stdout

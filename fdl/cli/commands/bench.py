@@ -79,21 +79,22 @@ def _progress(session: Session, benches: list[Benchmark]) -> Callable[[RoundDone
     return show
 
 
-def _schedule_lines(bench: Benchmark) -> list[str]:
-    """Which side runs when: the warm-up rounds, then each recorded round."""
-    from fdl.bench import schedule
+def _schedule_lines(bench: Benchmark, shown: int = 6) -> list[str]:
+    """Which side runs when: the warm-up rounds, then each recorded round; past ``shown``
+    rounds of a kind, one line says the rotation goes on (the JSON has every round)."""
+    from fdl.bench import round_order
 
     lines: list[str] = []
-    if bench.warmup:
-        for number in range(bench.warmup):
-            order = [s.side.name for s in schedule(bench, number + 1, warmup=True)]
-            lines.append(f"    warm-up {number + 1}: {' '.join(order[-len(bench.sides) :])}")
+    for number in range(min(bench.warmup, shown)):
+        lines.append(f"    warm-up {number + 1}: {' '.join(round_order(bench, number))}")
+    if bench.warmup > shown:
+        lines.append(f"    ... the same rotation to warm-up {bench.warmup}")
     if bench.warmup_seconds:
         lines.append(f"    warm-up continues, interleaved, until {bench.warmup_seconds:g} s passed")
-    slots = schedule(bench, bench.rounds)
-    for number in range(bench.rounds):
-        order = [s.side.name for s in slots if s.round == number]
-        lines.append(f"    round {number + 1}: {' '.join(order)}")
+    for number in range(min(bench.rounds, shown)):
+        lines.append(f"    round {number + 1}: {' '.join(round_order(bench, number))}")
+    if bench.rounds > shown:
+        lines.append(f"    ... the same rotation to round {bench.rounds}")
     return lines
 
 
@@ -103,7 +104,10 @@ def run(
     names: Annotated[list[str] | None, typer.Argument(help="Benchmarks (default: all).")] = None,
     output: OutputOption = None,
     rounds: Annotated[
-        int | None, typer.Option("--rounds", "-n", min=1, help="Override every benchmark's rounds.")
+        int | None,
+        typer.Option(
+            "--rounds", "-n", min=1, max=100_000, help="Override every benchmark's rounds."
+        ),
     ] = None,
     publish: Annotated[
         bool,
@@ -155,8 +159,8 @@ def run(
         plan_publish,
         prepare_images,
         published,
+        round_order,
         run_benchmarks,
-        schedule,
     )
     from fdl.runner import default_runner
 
@@ -174,13 +178,7 @@ def run(
         plan = {
             "results": str(results),
             "benchmarks": [b.as_dict() for b in benches],
-            "schedule": {
-                b.name: [
-                    [s.side.name for s in schedule(b, b.rounds) if s.round == r]
-                    for r in range(b.rounds)
-                ]
-                for b in benches
-            },
+            "schedule": {b.name: [round_order(b, r) for r in range(b.rounds)] for b in benches},
             "publish": publication.as_dict() if publication else None,
         }
         if as_json:

@@ -151,8 +151,10 @@ BENCHMARK: Spec = Obj(
             key_example="cpu",
             key_rule=NAME_RULE,
         ),
-        "rounds": Int("Recorded rounds per side (default 10).", minimum=1),
-        "warmup": Int("Warm-up rounds per side, not recorded (default 1).", minimum=0),
+        "rounds": Int("Recorded rounds per side (default 10).", minimum=1, maximum=100_000),
+        "warmup": Int(
+            "Warm-up rounds per side, not recorded (default 1).", minimum=0, maximum=100_000
+        ),
         "warmup_seconds": Float(
             "Keep warming up (interleaved) until this many seconds passed (default 0)."
         ),
