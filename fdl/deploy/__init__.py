@@ -14,6 +14,7 @@ libtorch binaries cannot run on (:func:`check_placement`).
 
 from __future__ import annotations
 
+from fdl.deploy._build_job import BuildJob, build_job_dir, plan_build_job, read_build_result
 from fdl.deploy._jobs import cancel_of, job_state_of, job_status_of, logs_of
 from fdl.deploy._kube import affinity, render_kubernetes, to_yaml
 from fdl.deploy._kube_exec import kube_check, submit_kubernetes
@@ -62,6 +63,7 @@ from fdl.deploy._slurm_exec import (
     job_status,
     read_record,
     submit_sbatch,
+    submit_script,
 )
 from fdl.deploy._submit import Submitted, submit_target
 from fdl.deploy._target import DeployTarget, GpuOffer, load_target, target_names
@@ -72,6 +74,7 @@ __all__ = [
     "PLACEHOLDER_DIGEST",
     "ZSTD_LAYER",
     "ZSTD_LEVEL",
+    "BuildJob",
     "Compression",
     "DeployPlan",
     "DeployTarget",
@@ -90,6 +93,7 @@ __all__ = [
     "affinity",
     "archs_of_image",
     "build_for_deploy",
+    "build_job_dir",
     "cancel_job",
     "cancel_of",
     "check_placement",
@@ -106,12 +110,14 @@ __all__ = [
     "load_target",
     "logs_of",
     "place",
+    "plan_build_job",
     "plan_deploy",
     "prepare",
     "push_by_digest",
     "push_image",
     "push_zstd",
     "pyxis_image",
+    "read_build_result",
     "read_record",
     "remote_name",
     "render_kubernetes",
@@ -122,6 +128,7 @@ __all__ = [
     "state_dir",
     "submit_kubernetes",
     "submit_sbatch",
+    "submit_script",
     "submit_target",
     "target_names",
     "to_yaml",

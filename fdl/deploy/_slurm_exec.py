@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fdl._files import atomic_write_text, read_small_text, reason_of
 from fdl.deploy._plan import DeployPlan
+from fdl.deploy._target import DeployTarget
 from fdl.errors import CommandFailed, EnvironmentProblem, UsageError
 from fdl.locking import FileLock
 from fdl.runner import Runner
@@ -27,6 +28,7 @@ __all__ = [
     "read_record",
     "record_path",
     "submit_sbatch",
+    "submit_script",
     "write_record",
 ]
 
@@ -176,14 +178,14 @@ _SBATCH_ERRORS = (
 )
 
 
-def _sbatch_error(exc: CommandFailed, plan: DeployPlan, cluster: str = "") -> Exception:
+def _sbatch_error(exc: CommandFailed, target: DeployTarget, cluster: str = "") -> Exception:
     text = (exc.details or "").strip()
     reason = text.splitlines()[-1] if text else exc.message
     for pattern, what, fix in _SBATCH_ERRORS:
         if pattern.search(text):
             return UsageError(
-                f"SLURM refused the job of target {plan.target.name!r} ({what}): {reason}",
-                hint=f"{fix} (at {plan.target.origin}){cluster}",
+                f"SLURM refused the job of target {target.name!r} ({what}): {reason}",
+                hint=f"{fix} (at {target.origin}){cluster}",
             )
     return exc
 
@@ -214,6 +216,30 @@ def submit_sbatch(plan: DeployPlan, state_dir: Path, runner: Runner) -> JobRecor
         UsageError: SLURM refused a value of the target (partition, gres, more nodes or
             CPUs than the cluster has, ...), with its reason and the fix.
     """
+    return submit_script(
+        plan.target,
+        plan.text,
+        state_dir,
+        runner,
+        filename=plan.filename,
+        job_name=plan.job_name,
+        image=plan.image,
+    )
+
+
+def submit_script(
+    target: DeployTarget,
+    text: str,
+    state_dir: Path,
+    runner: Runner,
+    *,
+    filename: str,
+    job_name: str,
+    image: str,
+) -> JobRecord:
+    """Submit the sbatch script ``text`` of ``target`` as :func:`submit_sbatch` does
+    (``--test-only`` first, one submit per target at a time, a record per job); ``image``
+    is what the record names as the job's image."""
     if runner.which("sbatch") is None:
         raise EnvironmentProblem(
             "`sbatch` was not found on PATH (fdl submits SLURM jobs from a login node)",
@@ -221,24 +247,24 @@ def submit_sbatch(plan: DeployPlan, state_dir: Path, runner: Runner) -> JobRecor
             "and copy the script there",
         )
     state_dir.mkdir(parents=True, exist_ok=True)
-    name = plan.target.name
+    name = target.name
     with FileLock(state_dir / f"{name}.lock", purpose=f"fdl deploy submit {name}"):
-        script = state_dir / plan.filename
-        atomic_write_text(script, plan.text, mode=0o600)  # the job's environment: private
+        script = state_dir / filename
+        atomic_write_text(script, text, mode=0o600)  # the job's environment: private
         # A request no node can meet would be accepted and pend forever.
         try:
             runner.run(["sbatch", "--test-only", str(script)], cwd=state_dir)
         except CommandFailed as exc:
-            raise _sbatch_error(exc, plan, _cluster_nodes(runner, plan.target.partition)) from None
+            raise _sbatch_error(exc, target, _cluster_nodes(runner, target.partition)) from None
         try:
             done = runner.run(["sbatch", "--parsable", str(script)], cwd=state_dir)
         except CommandFailed as exc:
-            raise _sbatch_error(exc, plan) from None
+            raise _sbatch_error(exc, target) from None
         job_id = done.stdout.strip().split(";", 1)[0]
         output = _output_file(runner, job_id) or str(
-            state_dir / plan.target.output.replace("%x", plan.job_name).replace("%j", job_id)
+            state_dir / target.output.replace("%x", job_name).replace("%j", job_id)
         )
-        record = JobRecord(name, "slurm", job_id, plan.image, str(script), output)
+        record = JobRecord(name, "slurm", job_id, image, str(script), output)
         write_record(state_dir, record)
     return record
 
