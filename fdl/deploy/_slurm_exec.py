@@ -349,6 +349,9 @@ def cancel_job(record: JobRecord, runner: Runner) -> str | None:
 
 # A line longer than this is printed in pieces: the reader holds no more than one.
 _LINE_LIMIT = 1 << 16
+# A state read as UNKNOWN this many times in a row means the job is gone (one miss may be
+# slurmctld busy).
+_UNKNOWN_POLLS = 5
 
 
 def follow_output(
@@ -360,11 +363,16 @@ def follow_output(
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[str]:
     """The job's output lines, read a line at a time (a 3 GB log is streamed, never held);
-    with ``follow``, until the job has finished."""
+    with ``follow``, until the job has finished, or SLURM has not known it for
+    ``_UNKNOWN_POLLS`` polls in a row (it left slurmctld and accounting is off: following
+    would never end)."""
     path = Path(record.output)
     position = 0
+    unknown = 0
     while True:
-        finished = not follow or job_state(record, runner) in FINISHED
+        state = job_state(record, runner) if follow else "COMPLETED"
+        unknown = unknown + 1 if state == "UNKNOWN" else 0
+        finished = state in FINISHED or unknown >= _UNKNOWN_POLLS
         if path.is_file():
             with path.open("rb") as handle:
                 handle.seek(position)

@@ -174,3 +174,27 @@ def test_a_pods_log_is_cut_into_lines_as_it_streams() -> None:
         "y" * 4,
         "last",
     ]
+
+
+def test_following_a_job_slurm_no_longer_knows_ends(tmp_path: Path) -> None:
+    record = _record(tmp_path)
+    Path(record.output).write_text("step 1\n")
+    states = iter(["RUNNING", "UNKNOWN", "RUNNING"] + ["UNKNOWN"] * 50)
+
+    def squeue(argv: list[str]) -> Completed:
+        state = next(states)
+        if state == "UNKNOWN":  # gone from squeue, scontrol and (accounting off) sacct
+            return Completed(argv, 1, "", "Invalid job id specified")
+        return Completed(argv, 0, f"{state}|None\n")
+
+    runner = FakeRunner(
+        {
+            ("squeue",): squeue,
+            ("scontrol",): Completed([], 1, "", "Invalid job id specified"),
+            ("sacct",): Completed([], 1, "", "sacct: error: Slurm accounting storage is disabled"),
+        }
+    )
+    polls: list[float] = []
+    lines = list(follow_output(record, runner, follow=True, sleep=polls.append))
+    assert lines == ["step 1"]
+    assert len(polls) == 7  # one miss is forgiven (slurmctld busy); five in a row end it
