@@ -373,7 +373,12 @@ def toolchain_pin_checks(project: Path, image_setups: Mapping[str, str]) -> list
     """The channel pinned in ``rust-toolchain.toml`` against the toolchain each image's
     ``setup:`` installs (``--default-toolchain``): an image with another rustc builds the
     project with a compiler nobody tested on the host."""
-    import tomllib
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10
+        import tomli as tomllib
 
     try:
         pinned = tomllib.loads((project / "rust-toolchain.toml").read_text(encoding="utf-8"))

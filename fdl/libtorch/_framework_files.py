@@ -442,7 +442,12 @@ def _read(path: Path) -> str | None:
 
 
 def _toml(path: Path, text: str) -> Mapping[str, Any]:
-    import tomllib
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10
+        import tomli as tomllib
 
     try:
         return tomllib.loads(text)

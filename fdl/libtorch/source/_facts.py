@@ -331,7 +331,12 @@ def project_framework(project: Path | None) -> str | None:
     depending on that crate), ``cpp`` (a CMakeLists.txt that finds Torch); None when unknown."""
     if project is None:
         return None
-    import tomllib
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10
+        import tomli as tomllib
 
     try:
         cargo = tomllib.loads((project / "Cargo.toml").read_text(encoding="utf-8"))
