@@ -119,6 +119,8 @@ def _matrix(session: Session, *, as_json: bool) -> int:
     for variant in planned.variants:
         cuda = f"CUDA {variant.cuda}" if variant.cuda else "CPU"
         out(f"  {variant.key:<24} {variant.name} (torch {variant.torch}, {cuda})")
+        if variant.pushed:
+            out(f"  {'':<24} copied from {variant.pushed} (ci.pushed)")
         out(f"  {'':<24} install: {' '.join(variant.install)}")
         if variant.cache_key:
             out(f"  {'':<24} cached as {variant.cache_key}")
@@ -153,6 +155,9 @@ def _generate(
         shown = _shown(root / change.path, session.cwd)
         line = f"{verbs[change.state]} {shown}"
         session.console.out(line) if dry_run else session.console.info(line)
+    for variant in planned.variants:
+        if variant.pushed:  # nothing is built or downloaded for it in CI
+            session.console.info(f"{variant.key}: copied from {variant.pushed} (ci.pushed)")
     unchanged = len(files) - sum(1 for change in changes if change.state != "stale")
     if unchanged:
         session.console.info(f"{unchanged} files unchanged")
