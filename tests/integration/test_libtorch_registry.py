@@ -483,3 +483,58 @@ def test_a_hostile_layer_is_refused_and_nothing_is_written(
     assert not (teammate.root / "escaped").exists()
     leftovers = list((teammate.context().libtorch_dir).rglob(".*staging*"))
     assert leftovers == []
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_ci_matrix_copies_a_pushed_variant_into_its_libtorch_image(
+    run_fdl, machines, repo: str, base_image: str, tmp_path: Path
+) -> None:
+    """`ci.pushed`: the generated libtorch Dockerfile, built as bake builds it (its context
+    the generated Dockerfiles' directory), holds the pushed tree under /opt/libtorch."""
+    from fdl.ci import generated_files
+    from fdl.runner import SubprocessRunner
+    from tests.support.ci import PUSHED, PUSHED_MATRIX, ci_project, plan
+
+    builder, _ = machines
+    tree = builder.build()
+    pushed = _push(run_fdl, builder, repo, "--compression", "gzip")
+    project = ci_project(tmp_path / "ci", PUSHED_MATRIX.replace(PUSHED, pushed["reference"]))
+    matrix = plan(project)
+    variant = matrix.variants[2]
+    assert variant.pushed == pushed["reference"] and not variant.source_build
+    files = {item.path: item.text for item in generated_files(matrix)}
+    context = tmp_path / variant.context
+    context.mkdir(parents=True)
+    dockerfile = context / "libtorch.Dockerfile"
+    dockerfile.write_text(files[variant.dockerfile], encoding="utf-8")
+    checker = tmp_path / "checker"
+    checker.mkdir()
+    suffix = uuid.uuid4().hex[:8]
+    libtorch, image = f"fdl-test/ci-libtorch:{suffix}", f"fdl-test/ci-libtorch-check:{suffix}"
+    (checker / "Dockerfile").write_text(
+        f"FROM {libtorch} AS libtorch\nFROM {base_image}\n"
+        "COPY --from=libtorch /opt/libtorch /opt/libtorch\n"
+    )
+    runner = SubprocessRunner()
+    try:
+        runner.run(["docker", "build", "-q", "-t", libtorch, "-f", str(dockerfile), str(context)])
+        runner.run(["docker", "build", "-q", "-t", image, str(checker)])
+        listed = runner.run(
+            [
+                "docker",
+                "run",
+                "--rm",
+                image,
+                "sh",
+                "-c",
+                "sha256sum /opt/libtorch/lib/libtorch_cuda.so; "
+                "readlink /opt/libtorch/lib/libtorch_cpu.so.1",
+            ]
+        ).stdout.split()
+        expected = hashlib.sha256((tree / "lib" / "libtorch_cuda.so").read_bytes()).hexdigest()
+        assert listed[0] == expected
+        assert listed[-1] == "libtorch_cpu.so"
+    finally:
+        for name in (image, libtorch, pushed["reference"]):
+            runner.run(["docker", "image", "rm", "-f", name], check=False)
