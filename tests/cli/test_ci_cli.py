@@ -67,6 +67,16 @@ def test_matrix_and_dry_run_show_a_pushed_variant(run_fdl, tmp_path: Path) -> No
     assert not (project / "ci").exists()
 
 
+def test_pushed_without_a_team_registry_says_how_to_name_one(
+    run_fdl, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FDL_LIBTORCH_REGISTRY", raising=False)
+    result = run_fdl(["ci", "pushed"], cwd=project)
+    assert result.exit_code == 2, result.output
+    assert "no team registry to look in" in result.stderr
+    assert "fdl ci pushed --registry" in result.stderr
+
+
 def test_check_passes_after_generate_then_fails_with_a_diff(run_fdl, project: Path) -> None:
     result = run_fdl(["ci", "generate"], cwd=project)
     assert result.exit_code == 0, result.output
