@@ -17,6 +17,7 @@ from fdl.ci._config import repository_root
 from fdl.ci._local import LocalBuild, LocalStep, bake_files_current, build_matrix, local_variants
 from fdl.ci._matrix import Cell, CiConfig, Matrix, MatrixVariant, bake_path
 from fdl.ci._plan import plan_matrix
+from fdl.ci._pushed import PushedFinding, find_pushed, pushed_entries
 from fdl.ci._render import GeneratedFile, dockerfiles_dir, generated_files, render_bake
 from fdl.ci._workflow import render_workflow
 
@@ -30,14 +31,17 @@ __all__ = [
     "LocalStep",
     "Matrix",
     "MatrixVariant",
+    "PushedFinding",
     "bake_files_current",
     "bake_path",
     "build_matrix",
     "dockerfiles_dir",
     "find_drift",
+    "find_pushed",
     "generated_files",
     "local_variants",
     "plan_matrix",
+    "pushed_entries",
     "render_bake",
     "render_workflow",
     "repository_root",

@@ -80,6 +80,9 @@ class MatrixVariant:
         target: The bake target of its libtorch image.
         context: The libtorch image's build context: the installed variant's directory.
         dockerfile: The libtorch image's Dockerfile.
+        pushed: A variant pushed by ``fdl libtorch push``, pinned by digest
+            (``ci.pushed``): the libtorch image copies its tree from there, and CI
+            neither installs nor builds it (None: CI installs or builds it).
     """
 
     key: str
@@ -92,6 +95,7 @@ class MatrixVariant:
     target: str
     context: str
     dockerfile: str
+    pushed: str | None = None
 
     @property
     def cuda(self) -> str | None:
@@ -103,7 +107,8 @@ class MatrixVariant:
 
     @property
     def source_build(self) -> bool:
-        return self.recipe is not None
+        """Built from source in CI (a pushed variant is not, even from a recipe)."""
+        return self.recipe is not None and self.pushed is None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -120,6 +125,7 @@ class MatrixVariant:
             "target": self.target,
             "context": self.context,
             "dockerfile": self.dockerfile,
+            "pushed": self.pushed,
         }
 
 

@@ -64,7 +64,9 @@ def _dockerfiles(matrix: Matrix) -> dict[str, str]:
     files: dict[str, str] = {}
     for variant in matrix.variants:
         if any(cell.needs for cell in matrix.cells_of(variant)):
-            text = render_libtorch_dockerfile(variant.ref, matrix.fdl_version)
+            text = render_libtorch_dockerfile(
+                variant.ref, matrix.fdl_version, pushed=variant.pushed
+            )
             files[variant.dockerfile] = _comment(matrix, text)
     for cell in matrix.cells:
         files[cell.dockerfile] = _comment(

@@ -86,7 +86,47 @@ def plan_variants(manifest: Manifest, config: CiConfig) -> tuple[MatrixVariant, 
             )
         seen[variant.slug] = key
         planned.append(variant)
-    return tuple(planned)
+    return tuple(_pushed(manifest, config, planned, keys))
+
+
+def _pushed(
+    manifest: Manifest, config: CiConfig, planned: list[MatrixVariant], keys: list[str]
+) -> list[MatrixVariant]:
+    """The variants with ``ci.pushed`` references: installed by ``fdl libtorch pull`` and
+    copied into their libtorch image from the registry by digest (nothing built or
+    downloaded in CI). The reference's shape was checked when the manifest loaded; the
+    registry is not read here (plans are pure, and ``fdl ci check`` needs no registry)."""
+    pushed = {str(key): str(ref) for key, ref in (manifest.get("ci.pushed") or {}).items()}
+    for key in pushed:
+        if key not in keys:
+            raise _error(
+                manifest,
+                f"ci.pushed.{key}",
+                f"{key} is not a variant of the matrix",
+                hint=f"ci.variants: {', '.join(keys)}; add {key} there or remove this entry",
+            )
+    return [
+        replace(
+            variant,
+            pushed=pushed[variant.key],
+            install=(
+                "fdl",
+                "libtorch",
+                "pull",
+                pushed[variant.key],
+                "--name",
+                variant.name,
+                "--no-activate",
+            ),
+            cache_key=None,
+            # No files from the runner: the Dockerfile copies from the pushed image, so
+            # the context is the (small, checked-in) directory of the generated Dockerfiles.
+            context=f"{config.output}/dockerfiles",
+        )
+        if variant.key in pushed
+        else variant
+        for variant in planned
+    ]
 
 
 def _official_variant(manifest: Manifest, config: CiConfig, key: str, where: str) -> MatrixVariant:

@@ -213,13 +213,21 @@ def _install_variant(matrix: Matrix, variant: MatrixVariant) -> list[_Step]:
     ]
 
 
-def _registry_steps(matrix: Matrix) -> list[_Step]:
+def _host(reference: str) -> str:
+    """The registry host of an image reference or ``host/namespace``."""
+    host = reference.split("/", 1)[0]
+    return host if "." in host or ":" in host or host == "localhost" else "docker.io"
+
+
+def _registry_steps(matrix: Matrix, variant: MatrixVariant) -> list[_Step]:
     config = matrix.config
     actions = ci_data().actions
     steps = []
-    if config.registry is not None:
-        host = config.registry.split("/", 1)[0]
-        host = host if "." in host or ":" in host or host == "localhost" else "docker.io"
+    # Where images go, and where a pushed variant is pulled from (a private team registry).
+    hosts = [_host(config.registry)] if config.registry is not None else []
+    if variant.pushed is not None:
+        hosts.append(_host(variant.pushed))
+    for host in dict.fromkeys(hosts):
         username, password = ci_data().login(host)
         steps.append(
             _Step(
@@ -241,12 +249,17 @@ def _images_job(matrix: Matrix, variant: MatrixVariant) -> _Job:
     steps = [_checkout()]
     if variant.cuda and _hosted(runner):
         steps.append(_free_disk())
-    if not variant.source_build:  # a source build comes from the cache: no fdl needed
-        steps += _setup_fdl(matrix)
-    steps += _install_variant(matrix, variant)
+    # A source build comes from the cache, a pushed variant from its registry (copied by
+    # the libtorch image's Dockerfile): neither needs fdl on the runner.
+    if variant.pushed is None:
+        if not variant.source_build:
+            steps += _setup_fdl(matrix)
+        steps += _install_variant(matrix, variant)
     steps.append(_Step("Set up buildx", uses=ci_data().actions["setup_buildx"]))
-    steps += _registry_steps(matrix)
+    steps += _registry_steps(matrix, variant)
     first = "the libtorch image, then " if any(cell.needs for cell in cells) else ""
+    if first and variant.pushed is not None:
+        first = "the libtorch image (copied from the pushed variant), then "
     build = _Step(
         f"Build {first}{', '.join(cell.id for cell in cells)}",
         run=[f"docker buildx bake --file {bake_path(matrix)} --progress plain {variant.slug}"],

@@ -189,8 +189,12 @@ def render_dockerfile(spec: ImageSpec, *, regenerate: str | None = None) -> str:
     return _render(f"{spec.kind}.Dockerfile.j2", image=values)
 
 
-def render_libtorch_dockerfile(variant: VariantRef, fdl_version: str) -> str:
-    """The Dockerfile of the image fdl makes of a variant (context: its directory)."""
+def render_libtorch_dockerfile(
+    variant: VariantRef, fdl_version: str, *, pushed: str | None = None
+) -> str:
+    """The Dockerfile of the image fdl makes of a variant (context: its directory), or,
+    with ``pushed`` (a reference pinned by digest), of the variant ``fdl libtorch push``
+    stored there: its tree (under ``/libtorch``) copied from that image, no context read."""
     labels = {
         "dev.fdl.kind": "libtorch",
         "dev.fdl.variant": variant.name,
@@ -198,12 +202,15 @@ def render_libtorch_dockerfile(variant: VariantRef, fdl_version: str) -> str:
         "dev.fdl.cuda": variant.cuda or "none",
         "dev.fdl.version": fdl_version,
     }
+    if pushed is not None:
+        labels["dev.fdl.libtorch.source"] = pushed
     return _render(
         "libtorch.Dockerfile.j2",
         fdl_version=fdl_version,
         variant=variant.name,
         libtorch_dir=images_data().paths["libtorch"],
         labels=[(name, quote(value)) for name, value in sorted(labels.items())],
+        pushed=pushed,
     )
 
 

@@ -121,8 +121,10 @@ def find_shared(
     platform: str,
     credentials: Credentials,
     client_factory: ClientFactory | None = None,
+    cuda: str | None = None,
 ) -> SharedMatch | None:
-    """The first variant in ``repository`` of release ``torch`` that runs on ``gpus``.
+    """The first variant in ``repository`` of release ``torch`` that runs on ``gpus``
+    (and, with ``cuda``, was built with that CUDA release: ``12.9`` matches ``12.9.1``).
 
     Reads tags and manifests only. Images that are not fdl's variants are passed over.
 
@@ -141,10 +143,17 @@ def find_shared(
             continue
         if remote.described.torch != torch:
             continue
+        if cuda is not None and not _same_release(remote.described.cuda, cuda):
+            continue
         verdicts = _fits(remote.described, wanted, driver, oci_platform(platform))
         if verdicts is not None:
             return SharedMatch(remote, verdicts, looked_at)
     return None
+
+
+def _same_release(have: str | None, want: str) -> bool:
+    """``12.9.1`` is ``12.9`` (compared on major.minor)."""
+    return have is not None and have.split(".")[:2] == want.split(".")[:2]
 
 
 def prefer_shared(plan: SetupPlan, match: SharedMatch | None) -> SetupPlan:

@@ -51,6 +51,32 @@ def test_matrix_text_lists_variants_then_cells(run_fdl, project: Path) -> None:
     assert "--build-arg LIBTORCH_IMAGE=fdl-libtorch:cpp-train-builds-pascal-blackwell" in text
 
 
+def test_matrix_and_dry_run_show_a_pushed_variant(run_fdl, tmp_path: Path) -> None:
+    from tests.support.ci import PUSHED, PUSHED_MATRIX
+
+    project = ci_project(tmp_path, PUSHED_MATRIX)
+    data = json.loads(run_fdl(["ci", "matrix", "--json"], cwd=project).stdout)
+    pushed = data["variants"][2]
+    assert pushed["pushed"] == PUSHED and pushed["cache_key"] is None
+    assert pushed["install"].startswith(f"fdl libtorch pull {PUSHED} --name builds/")
+    assert f"copied from {PUSHED} (ci.pushed)" in run_fdl(["ci", "matrix"], cwd=project).stdout
+    dry = run_fdl(["ci", "generate", "--dry-run"], cwd=project)
+    assert dry.exit_code == 0, dry.output
+    assert "would write ci/dockerfiles/libtorch-pascal-blackwell.Dockerfile" in dry.stdout
+    assert f"build:pascal-blackwell: copied from {PUSHED} (ci.pushed)" in dry.stderr
+    assert not (project / "ci").exists()
+
+
+def test_pushed_without_a_team_registry_says_how_to_name_one(
+    run_fdl, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("FDL_LIBTORCH_REGISTRY", raising=False)
+    result = run_fdl(["ci", "pushed"], cwd=project)
+    assert result.exit_code == 2, result.output
+    assert "no team registry to look in" in result.stderr
+    assert "fdl ci pushed --registry" in result.stderr
+
+
 def test_check_passes_after_generate_then_fails_with_a_diff(run_fdl, project: Path) -> None:
     result = run_fdl(["ci", "generate"], cwd=project)
     assert result.exit_code == 0, result.output

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fdl.ci import generated_files
-from tests.support.ci import ci_project, plan
+from tests.support.ci import PUSHED_MATRIX, ci_project, plan
 from tests.support.golden import GOLDEN_DIR, assert_golden
 
 CI_GOLDEN = GOLDEN_DIR / "ci"
@@ -28,6 +28,24 @@ def test_bake_workflow_and_file_list(tmp_path: Path) -> None:
         files["ci/dockerfiles/train-pascal-blackwell.Dockerfile"],
     )
     assert_golden("ci/files.txt", "".join(f"{path}\n" for path in sorted(files)))
+
+
+def test_a_pushed_variants_libtorch_dockerfile(tmp_path: Path) -> None:
+    """A ci.pushed variant's image copies the pushed tree by digest (and hadolint takes it)."""
+    planned = plan(ci_project(tmp_path, PUSHED_MATRIX))
+    files = {item.path: item.text for item in generated_files(planned)}
+    assert_golden(
+        "ci/libtorch-pushed.Dockerfile",
+        files["ci/dockerfiles/libtorch-pascal-blackwell.Dockerfile"],
+    )
+    done = subprocess.run(
+        [_tool("hadolint"), "--no-color", "--failure-threshold", "style", "-"],
+        input=(CI_GOLDEN / "libtorch-pushed.Dockerfile").read_text(encoding="utf-8"),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_the_golden_bake_file_parses_as_hcl() -> None:

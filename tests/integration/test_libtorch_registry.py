@@ -483,3 +483,105 @@ def test_a_hostile_layer_is_refused_and_nothing_is_written(
     assert not (teammate.root / "escaped").exists()
     leftovers = list((teammate.context().libtorch_dir).rglob(".*staging*"))
     assert leftovers == []
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_ci_matrix_copies_a_pushed_variant_into_its_libtorch_image(
+    run_fdl, machines, repo: str, base_image: str, tmp_path: Path
+) -> None:
+    """`ci.pushed`: the generated libtorch Dockerfile, built as bake builds it (its context
+    the generated Dockerfiles' directory), holds the pushed tree under /opt/libtorch."""
+    from fdl.ci import generated_files
+    from fdl.runner import SubprocessRunner
+    from tests.support.ci import PUSHED, PUSHED_MATRIX, ci_project, plan
+
+    builder, _ = machines
+    tree = builder.build()
+    pushed = _push(run_fdl, builder, repo, "--compression", "gzip")
+    project = ci_project(tmp_path / "ci", PUSHED_MATRIX.replace(PUSHED, pushed["reference"]))
+    matrix = plan(project)
+    variant = matrix.variants[2]
+    assert variant.pushed == pushed["reference"] and not variant.source_build
+    files = {item.path: item.text for item in generated_files(matrix)}
+    context = tmp_path / variant.context
+    context.mkdir(parents=True)
+    dockerfile = context / "libtorch.Dockerfile"
+    dockerfile.write_text(files[variant.dockerfile], encoding="utf-8")
+    checker = tmp_path / "checker"
+    checker.mkdir()
+    suffix = uuid.uuid4().hex[:8]
+    libtorch, image = f"fdl-test/ci-libtorch:{suffix}", f"fdl-test/ci-libtorch-check:{suffix}"
+    (checker / "Dockerfile").write_text(
+        f"FROM {libtorch} AS libtorch\nFROM {base_image}\n"
+        "COPY --from=libtorch /opt/libtorch /opt/libtorch\n"
+    )
+    runner = SubprocessRunner()
+    try:
+        runner.run(["docker", "build", "-q", "-t", libtorch, "-f", str(dockerfile), str(context)])
+        runner.run(["docker", "build", "-q", "-t", image, str(checker)])
+        listed = runner.run(
+            [
+                "docker",
+                "run",
+                "--rm",
+                image,
+                "sh",
+                "-c",
+                "sha256sum /opt/libtorch/lib/libtorch_cuda.so; "
+                "readlink /opt/libtorch/lib/libtorch_cpu.so.1",
+            ]
+        ).stdout.split()
+        expected = hashlib.sha256((tree / "lib" / "libtorch_cuda.so").read_bytes()).hexdigest()
+        assert listed[0] == expected
+        assert listed[-1] == "libtorch_cpu.so"
+    finally:
+        for name in (image, libtorch, pushed["reference"]):
+            runner.run(["docker", "image", "rm", "-f", name], check=False)
+
+
+def test_ci_pushed_finds_the_variant_that_stands_in_for_a_recipe_and_generate_copies_it(
+    run_fdl, machines, repo: str, tmp_path: Path
+) -> None:
+    """`fdl ci pushed`: the sm_61 + sm_120 build (torch 2.10, CUDA 12.9) stands in for the
+    pascal-blackwell recipe; nothing fits the CPU and CUDA 13.0 variants."""
+    from tests.support.ci import MATRIX, ci_project
+
+    builder, _ = machines
+    builder.build()
+    pushed = _push(run_fdl, builder, repo)
+    manifest = MATRIX.replace('torch: "2.13"', 'torch: "2.10"')
+    project = ci_project(tmp_path / "ci", manifest)
+    env = {"DOCKER_CONFIG": builder.env["DOCKER_CONFIG"]}
+    found = run_fdl(["ci", "pushed", "--registry", repo, "--json"], cwd=project, env=env)
+    assert found.exit_code == 0, found.output
+    by_key = {item["variant"]: item for item in json.loads(found.stdout)["variants"]}
+    assert by_key["build:pascal-blackwell"]["reference"] == pushed["reference"]
+    assert "covers sm_61 sm_120 PTX compute_120" in by_key["build:pascal-blackwell"]["reason"]
+    assert by_key["cpu"]["reference"] is None and by_key["cu130"]["reference"] is None
+    assert "CUDA 13.0" in by_key["cu130"]["reason"]
+    # The same archs built with another CUDA release do not stand in (the images' CUDA).
+    from fdl.compat import Capability
+    from fdl.libtorch import find_shared
+
+    def look(cuda: str) -> object:
+        return find_shared(
+            repo,
+            torch="2.10.0",
+            gpus=(Capability(6, 1), Capability(12, 0)),
+            driver=None,
+            platform="linux-x86_64",  # the fake trees are x86-64 ELF files
+            credentials=lambda _host: None,
+            cuda=cuda,
+        )
+
+    assert look("12.9") is not None and look("13.0") is None
+
+    text = run_fdl(["ci", "pushed", "--registry", repo], cwd=project, env=env)
+    entry = f"  pushed:\n    build:pascal-blackwell: {pushed['reference']}\n"
+    assert f"ci:\n{entry}" in text.stdout
+    (project / "fdl.yml").write_text(manifest + entry, encoding="utf-8")
+    generated = run_fdl(["ci", "generate"], cwd=project, env=env)
+    assert generated.exit_code == 0, generated.output
+    dockerfile = project / "ci/dockerfiles/libtorch-pascal-blackwell.Dockerfile"
+    assert f"FROM {pushed['reference']} AS pushed\n" in dockerfile.read_text(encoding="utf-8")

@@ -42,3 +42,8 @@ def plan(project: Path, **kwargs: object) -> Matrix:
         repo_root=project,
         **kwargs,  # type: ignore[arg-type]
     )
+
+
+# The source-built variant taken from the team's registry (`fdl libtorch push` printed it).
+PUSHED = "registry.example.com/team/libtorch:2.13.0-cu129-sm61-sm120@sha256:" + "ab" * 32
+PUSHED_MATRIX = MATRIX + f"  pushed:\n    build:pascal-blackwell: {PUSHED}\n"

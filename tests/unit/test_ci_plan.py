@@ -211,3 +211,40 @@ def test_a_matrix_that_mixes_releases_says_so(tmp_path: Path) -> None:
     assert "mixes torch releases" in warning and "torch 2.10.0: build:pascal-blackwell" in warning
     assert "torch 2.13.0: cpu, cu130" in warning
     assert matrix.to_json()["warnings"] == [warning]
+
+
+def test_a_pushed_variant_is_pulled_by_digest_not_built(tmp_path: Path) -> None:
+    from tests.support.ci import PUSHED, PUSHED_MATRIX
+
+    planned = plan(ci_project(tmp_path, PUSHED_MATRIX))
+    cpu, cu130, pushed = planned.variants
+    assert pushed.pushed == PUSHED and not pushed.source_build
+    assert pushed.install == (
+        "fdl",
+        "libtorch",
+        "pull",
+        PUSHED,
+        "--name",
+        "builds/pascal-blackwell",
+        "--no-activate",
+    )
+    assert pushed.cache_key is None
+    assert pushed.context == "ci/dockerfiles"  # nothing from the runner's disk
+    assert pushed.ref.archs == ("sm_61", "sm_120")  # what the recipe says, as before
+    assert pushed.to_json()["pushed"] == PUSHED
+    assert cpu.pushed is None and cu130.pushed is None and cu130.install[2] == "download"
+
+
+@pytest.mark.parametrize(
+    ("entry", "words", "line"),
+    [
+        (f"cu128: {'r.io/team/libtorch@sha256:' + 'ab' * 32}", "not a variant of the matrix", 14),
+        ("cpu: r.io/team/libtorch:2.13.0-cpu", "pinned by digest", 14),
+    ],
+)
+def test_a_pushed_entry_names_a_variant_and_a_digest(
+    tmp_path: Path, entry: str, words: str, line: int
+) -> None:
+    error = _error(tmp_path, MATRIX + f"  pushed:\n    {entry}\n")  # line 14
+    assert words in str(error) + (error.hint or "")
+    assert error.location is not None and error.location.line == line

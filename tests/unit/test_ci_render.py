@@ -242,3 +242,37 @@ def test_build_secrets_reach_bake_and_come_from_repository_secrets(tmp_path: Pat
     job = _workflow(matrix)["jobs"]["images-cpu"]
     bake = next(step for step in job["steps"] if "buildx bake" in step.get("run", ""))
     assert bake["env"]["PIP_TOKEN"] == "${{ secrets.PIP_TOKEN }}"
+
+
+def test_a_pushed_variant_is_copied_from_its_image_and_never_built(tmp_path: Path) -> None:
+    from tests.support.ci import PUSHED, PUSHED_MATRIX
+
+    planned = plan(ci_project(tmp_path, PUSHED_MATRIX))
+    files = {item.path: item.text for item in generated_files(planned)}
+    libtorch = files["ci/dockerfiles/libtorch-pascal-blackwell.Dockerfile"]
+    assert (
+        f"FROM {PUSHED} AS pushed\nFROM scratch\nCOPY --from=pushed /libtorch /opt/libtorch/\n"
+        in (libtorch)
+    )
+    assert "COPY . " not in libtorch
+    assert "COPY . " in files["ci/dockerfiles/libtorch-cu130.Dockerfile"]  # the others as before
+    target = _bake(files["ci/docker-bake.hcl"])["target"]["libtorch-pascal-blackwell"]
+    assert target["context"] == "ci/dockerfiles"  # checked in: nothing read from the runner
+    assert f"ci/dockerfiles/{target['dockerfile']}" in files
+    workflow = _workflow(planned)
+    assert "libtorch-pascal-blackwell" not in workflow["jobs"]  # no source build job
+    job = workflow["jobs"]["images-pascal-blackwell"]
+    assert job["needs"] == ["generated"]
+    assert not any("fdl" in run for run in _runs(job))  # no install, no fdl on the runner
+    assert not any("cache" in step.get("uses", "") for step in job["steps"])
+    logins = [step["with"]["registry"] for step in job["steps"] if "login" in step.get("uses", "")]
+    assert logins == ["ghcr.io", "registry.example.com"]  # a private team registry is read
+    path = tmp_path / "workflow.yml"
+    path.write_text(render_workflow(planned), encoding="utf-8")
+    done = subprocess.run(
+        [_check_jsonschema(), "--builtin-schema", "vendor.github-workflows", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

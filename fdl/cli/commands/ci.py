@@ -49,6 +49,28 @@ def matrix(ctx: typer.Context, as_json: JsonOption = False) -> None:
 
 
 @app.command()
+def pushed(
+    ctx: typer.Context,
+    registry: Annotated[
+        str | None,
+        typer.Option(
+            "--registry",
+            metavar="REPO",
+            help="The team's repository of variants (default: libtorch.registry).",
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Look in the team's registry for pushed variants that can stand in for the matrix's
+    (same torch and CUDA, runs on every arch planned, the images' platform) and print them
+    as ci.pushed entries to put in fdl.yml; reads tags and manifests, never a layer.
+
+    Example: fdl ci pushed --registry registry.example.com/team/libtorch
+    """
+    raise typer.Exit(_pushed(ctx.obj, registry, as_json=as_json))
+
+
+@app.command()
 def generate(
     ctx: typer.Context,
     output: OutputOption = None,
@@ -119,6 +141,8 @@ def _matrix(session: Session, *, as_json: bool) -> int:
     for variant in planned.variants:
         cuda = f"CUDA {variant.cuda}" if variant.cuda else "CPU"
         out(f"  {variant.key:<24} {variant.name} (torch {variant.torch}, {cuda})")
+        if variant.pushed:
+            out(f"  {'':<24} copied from {variant.pushed} (ci.pushed)")
         out(f"  {'':<24} install: {' '.join(variant.install)}")
         if variant.cache_key:
             out(f"  {'':<24} cached as {variant.cache_key}")
@@ -153,9 +177,53 @@ def _generate(
         shown = _shown(root / change.path, session.cwd)
         line = f"{verbs[change.state]} {shown}"
         session.console.out(line) if dry_run else session.console.info(line)
+    for variant in planned.variants:
+        if variant.pushed:  # nothing is built or downloaded for it in CI
+            session.console.info(f"{variant.key}: copied from {variant.pushed} (ci.pushed)")
     unchanged = len(files) - sum(1 for change in changes if change.state != "stale")
     if unchanged:
         session.console.info(f"{unchanged} files unchanged")
+    return 0
+
+
+def _pushed(session: Session, given: str | None, *, as_json: bool) -> int:
+    """Print the ci.pushed entries the registry allows (the manifest is not changed)."""
+    from fdl.ci import find_pushed, pushed_entries
+    from fdl.cli.commands._team import credentials, team_registry
+    from fdl.errors import UsageError
+
+    planned = plan_matrix(session.manifest(), env=session.env)
+    registry = team_registry(session, given)
+    if registry is None:
+        raise UsageError(
+            "no team registry to look in",
+            hint="set libtorch.registry in fdl.yml (or FDL_LIBTORCH_REGISTRY), or pass "
+            "--registry REPO: fdl ci pushed --registry registry.example.com/team/libtorch",
+        )
+    found = find_pushed(planned, registry, credentials=credentials(session))
+    findings = pushed_entries(planned, found, registry)
+    if as_json:
+        session.console.json(
+            {"registry": registry, "variants": [item.to_json() for item in findings]}
+        )
+        return 0
+    out = session.console.out
+    for item in findings:
+        out(f"{item.key:<24} {item.reference or '-'}")
+        out(f"{'':<24} {item.reason}")
+        if item.pinned and item.pinned != item.reference:
+            out(f"{'':<24} ci.pushed pins {item.pinned} now")
+    usable = [item for item in findings if item.reference]
+    if usable:
+        out("")
+        out("to take them in CI instead of building or downloading, put in fdl.yml:")
+        out("ci:")
+        out("  pushed:")
+        for item in usable:
+            out(f"    {item.key}: {item.reference}")
+        out("then run: fdl ci generate")
+    else:
+        session.console.info(f"no pushed variant in {registry} fits the matrix")
     return 0
 
 

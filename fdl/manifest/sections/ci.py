@@ -28,12 +28,14 @@ from fdl.manifest.schema import (
     for_generated_files,
 )
 
-__all__ = ["CI", "SECTIONS", "TAG_FIELDS", "VARIANT"]
+__all__ = ["CI", "PINNED", "SECTIONS", "TAG_FIELDS", "VARIANT"]
 
 VARIANT = r"cpu|cu[0-9]{3}|build:[A-Za-z0-9][A-Za-z0-9._-]*"
 # The placeholders of the tag scheme.
 TAG_FIELDS = ("registry", "project", "profile", "variant", "torch", "version")
 REGISTRY = r"[a-zA-Z0-9.-]+(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
+# A pushed variant pinned by digest (what `fdl libtorch push` prints): host/path[:tag]@sha256:...
+PINNED = REGISTRY + r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[0-9a-f]{64}"
 RUNNER = OneOf(
     Str(pattern=r"\S+", example="ubuntu-24.04"),
     ListOf(Str(pattern=r"\S+", example="self-hosted", rule="no spaces")),
@@ -93,6 +95,19 @@ CI: Spec = Obj(
         "variants": ListOf(
             Str(pattern=VARIANT, example="cu130"),
             "libtorch variants: cpu, cuXYZ (official) or build:<recipe> (source build).",
+        ),
+        "pushed": MapOf(
+            Str(
+                pattern=PINNED,
+                example="registry.example.com/team/libtorch:2.10.0-cu129-sm61@sha256:<64 hex>",
+                rule="a reference pinned by digest (REPO[:TAG]@sha256:DIGEST), as "
+                "`fdl libtorch push` prints it",
+            ),
+            "Per variant of `variants`: a variant pushed by `fdl libtorch push`, pinned by "
+            "digest; its image copies the tree from there instead of installing or building it.",
+            key_pattern=VARIANT,
+            key_example="`build:pascal-blackwell`",
+            key_rule="a variant as in `variants`",
         ),
         "platforms": ListOf(
             Str(
