@@ -1,4 +1,4 @@
-"""The ``ci:`` section: the image matrix CI builds (``fdl ci matrix|generate|check``).
+"""The ``ci:`` section: the image matrix CI builds (``fdl ci matrix|generate|check|pushed``).
 
 Example::
 
