@@ -107,7 +107,8 @@ class RegistryClient:
             except requests.RequestException as exc:
                 raise NetworkError(
                     f"cannot reach the registry {self.host}: {exc}",
-                    hint="check the registry address in the deploy target and that it is up",
+                    hint=f"check the address {self.host} (a deploy target's registry, libtorch.registry, "
+                    "--to or --registry) and that the registry is up",
                 ) from None
             if answer.status_code == 401 and attempt == 0:
                 self._authenticate(answer.headers.get("WWW-Authenticate", ""))
@@ -168,8 +169,8 @@ class RegistryClient:
             f"the registry {self.host} refused {action} (HTTP {answer.status_code}, {message})",
             status=answer.status_code,
             code=code,
-            hint="check that the registry supports OCI image manifests, or push with "
-            "`compression: gzip` in the deploy target",
+            hint="check that the registry supports OCI image manifests, or push gzip layers "
+            "(`compression: gzip` in a deploy target, `fdl libtorch push --compression gzip`)",
         )
 
     # -- the API --------------------------------------------------------------------------
