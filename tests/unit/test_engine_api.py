@@ -1,5 +1,6 @@
-"""Image sizes from the Engine API over a Unix socket, against a small server of the test's
-own (the real daemon is asked in tests/integration/test_engine_docker.py)."""
+"""Image sizes from the Engine API over a Unix socket (through the docker SDK), against a
+small server of the test's own that answers the SDK's version handshake (the real daemon is
+asked in tests/integration/test_engine_docker.py and test_engine_sdk.py)."""
 
 from __future__ import annotations
 
@@ -35,12 +36,16 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def do_GET(self) -> None:
-        self.server.paths.append(self.path)
-        self.send_response(self.server.status)
+        if self.path.endswith("/version"):  # the SDK's handshake (version="auto")
+            status, body = 200, json.dumps({"ApiVersion": "1.41"}).encode()
+        else:
+            self.server.paths.append(self.path)
+            status, body = self.server.status, self.server.body
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(self.server.body)))
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(self.server.body)
+        self.wfile.write(body)
 
     def log_message(self, *args: object) -> None:
         pass
@@ -66,7 +71,7 @@ def test_sizes_are_exact_bytes_from_the_daemon(daemon: _Server, tmp_path: Path) 
     host = f"unix://{tmp_path / 'docker.sock'}"
     assert image_sizes("sha256:aaa", host, {}) == (842_000_123, 841_200_000)
     assert image_sizes("sha256:bbb", None, {"DOCKER_HOST": host}) == (10, 0)  # -1: not computed
-    assert daemon.paths == ["/system/df", "/system/df"]
+    assert daemon.paths == ["/v1.41/system/df", "/v1.41/system/df"]
 
 
 def test_an_image_the_report_lacks_is_an_environment_problem(
@@ -78,13 +83,13 @@ def test_an_image_the_report_lacks_is_an_environment_problem(
 
 def test_a_refusing_daemon_is_an_environment_problem(daemon: _Server, tmp_path: Path) -> None:
     daemon.status, daemon.body = 500, b'{"message": "boom"}'
-    with pytest.raises(EnvironmentProblem, match="HTTP 500") as caught:
+    with pytest.raises(EnvironmentProblem, match="refused a request: 500 Server Error") as caught:
         image_sizes("sha256:aaa", f"unix://{tmp_path / 'docker.sock'}", {})
-    assert "boom" in (caught.value.details or "")
+    assert "boom" in str(caught.value)
 
 
 def test_no_daemon_or_an_unsupported_address_is_an_environment_problem(tmp_path: Path) -> None:
-    with pytest.raises(EnvironmentProblem, match="cannot ask the docker daemon"):
+    with pytest.raises(EnvironmentProblem, match=r"absent\.sock does not answer"):
         image_sizes("sha256:aaa", f"unix://{tmp_path / 'absent.sock'}", {})
-    with pytest.raises(EnvironmentProblem, match="only unix:// and tcp://"):
+    with pytest.raises(EnvironmentProblem, match="cannot ask the docker daemon at ssh://me@host"):
         image_sizes("sha256:aaa", "ssh://me@host", {})
