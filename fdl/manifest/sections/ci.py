@@ -99,7 +99,8 @@ CI: Spec = Obj(
         "pushed": MapOf(
             Str(
                 pattern=PINNED,
-                example="registry.example.com/team/libtorch:2.10.0-cu129-sm61@sha256:<64 hex>",
+                example="registry.example.com/team/libtorch:2.10.0-cu129-sm61@sha256:"
+                + "0123456789abcdef" * 4,
                 rule="a reference pinned by digest (REPO[:TAG]@sha256:DIGEST), as "
                 "`fdl libtorch push` prints it",
             ),
