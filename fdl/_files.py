@@ -9,6 +9,7 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "NotARegularFile",
@@ -18,6 +19,7 @@ __all__ = [
     "file_sha256",
     "first_line",
     "leaves",
+    "load_toml",
     "output_refusal",
     "read_small_text",
     "tree_size",
@@ -310,3 +312,19 @@ def tree_size(path: Path) -> int:
             except OSError:
                 continue
     return total
+
+
+def load_toml(text: str) -> dict[str, Any]:
+    """``text`` parsed as TOML (Cargo.toml, Cargo.lock, rust-toolchain.toml): tomllib from
+    Python 3.11, tomli before it.
+
+    Raises:
+        ValueError: not valid TOML (the parser's ``TOMLDecodeError``, a ValueError).
+    """
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10
+        import tomli as tomllib
+    return tomllib.loads(text)

@@ -373,18 +373,13 @@ def toolchain_pin_checks(project: Path, image_setups: Mapping[str, str]) -> list
     """The channel pinned in ``rust-toolchain.toml`` against the toolchain each image's
     ``setup:`` installs (``--default-toolchain``): an image with another rustc builds the
     project with a compiler nobody tested on the host."""
-    import sys
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # Python 3.10
-        import tomli as tomllib
+    from fdl._files import load_toml
 
     try:
-        pinned = tomllib.loads((project / "rust-toolchain.toml").read_text(encoding="utf-8"))
+        pinned = load_toml((project / "rust-toolchain.toml").read_text(encoding="utf-8"))
     except FileNotFoundError:
         return []
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: not UTF-8, not TOML
         return [
             _c(
                 "toolchain",

@@ -442,16 +442,11 @@ def _read(path: Path) -> str | None:
 
 
 def _toml(path: Path, text: str) -> Mapping[str, Any]:
-    import sys
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # Python 3.10
-        import tomli as tomllib
+    from fdl._files import load_toml
 
     try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        return load_toml(text)
+    except ValueError as exc:
         raise ManifestError(
             f"{path.name} is not valid TOML: {exc}",
             location=Location(path.name),

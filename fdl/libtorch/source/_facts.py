@@ -331,16 +331,11 @@ def project_framework(project: Path | None) -> str | None:
     depending on that crate), ``cpp`` (a CMakeLists.txt that finds Torch); None when unknown."""
     if project is None:
         return None
-    import sys
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # Python 3.10
-        import tomli as tomllib
+    from fdl._files import load_toml
 
     try:
-        cargo = tomllib.loads((project / "Cargo.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        cargo = load_toml((project / "Cargo.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # ValueError: not UTF-8, not TOML
         cargo = {}
     workspace = cargo.get("workspace")
     tables = [
