@@ -67,7 +67,6 @@ _VERSION_FILE = "TorchConfigVersion.cmake"
 _WHEEL = re.compile(
     r"^(?P<name>[^-]+)-(?P<version>[^-]+)(?:-(?P<build>\d[^-]*))?-(?P<tags>[^-]+-[^-]+-[^-]+)\.whl$"
 )
-_REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s;,]+)")
 _VERSION_PY = re.compile(r"^(\w+)\s*(?::[^=]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", re.MULTILINE)
 _SMALL = 16 << 20  # METADATA, version.py, RECORD: far smaller
 
@@ -367,31 +366,28 @@ def _bring_nvidia(
     machine: str,
     say: LineCallback,
 ) -> None:
-    """Each NVIDIA soname from the NVIDIA wheel the torch wheel pins (its Requires-Dist),
-    found through fdl's runtime table (soname -> wheel and its directory)."""
-    pins = {
-        _canonical(m.group(1)): m.group(2) for r in view.requires if (m := _REQUIREMENT.match(r))
-    }
+    """Each NVIDIA soname from the NVIDIA wheel the torch wheel pins (its Requires-Dist,
+    directly or through the ``cuda-toolkit`` meta package), found through fdl's runtime
+    table (soname -> wheel and where the wheel keeps it)."""
     if not view.wheel_cuda:
         raise EnvironmentProblem(
             f"the CPU wheel's libraries need {', '.join(sorted(sonames))}, which it lacks",
             hint="install the wheel itself: fdl libtorch install --from-wheel FILE.whl",
         )
+    pins = _pins(view.requires, machine=machine)
     by_wheel: dict[tuple[str, str], list[str]] = {}
     unknown = []
     for soname in sorted(sonames):
         library = next(
-            (
-                lib
-                for lib in runtime_libraries(view.wheel_cuda)
-                if lib.matches(soname) and lib.wheel
-            ),
-            None,
+            (lib for lib in runtime_libraries(view.wheel_cuda) if lib.matches(soname)), None
         )
-        if library is None or library.wheel is None or _canonical(library.wheel) not in pins:
+        project = _canonical(library.wheel) if library and library.wheel else None
+        if project is not None and project not in pins:
+            pins.update(_toolkit_pins(view, reader, machine))
+        if library is None or project is None or project not in pins:
             unknown.append(soname)
             continue
-        by_wheel.setdefault((library.wheel, library.wheel_dir or ""), []).append(soname)
+        by_wheel.setdefault((project, library.wheel_dir or ""), []).append(soname)
     if unknown:
         raise EnvironmentProblem(
             f"{view.wheel.filename}: its CPU libraries need {', '.join(unknown)}, which no "
@@ -399,11 +395,8 @@ def _bring_nvidia(
             hint="install the whole wheel instead: fdl libtorch install --from-wheel "
             f"--torch {view.torch} (3-4 GB with its NVIDIA wheels)",
         )
-    index = view.index
     for (project, directory), names in sorted(by_wheel.items()):
-        version = pins[_canonical(project)]
-        files = index_files(project, index)
-        wheel = _nvidia_wheel(files, project, version, machine)
+        wheel = _pinned_wheel(index_files(project, view.index), project, pins[project], machine)
         say(f"reading {', '.join(names)} from {wheel.filename}")
         members = reader.members(wheel)
         chosen = []
@@ -412,31 +405,97 @@ def _bring_nvidia(
             if member is None:
                 raise EnvironmentProblem(
                     f"{wheel.filename} has no {directory}/{soname}",
-                    hint="fdl's runtime table is out of date for it: report it",
+                    hint="fdl's runtime table (fdl/data/compat/runtime.yaml) is out of date "
+                    "for it: report it",
                 )
             chosen.append(member)
         reader.extract(wheel, chosen, lib_dir, lambda m: m.name.rsplit("/", 1)[-1], {})
         view.nvidia.append((wheel.filename, names))
 
 
-def _canonical(project: str) -> str:
-    return re.sub(r"[-_.]+", "-", project).lower()
+def _pins(
+    requires: Iterable[str], extras: Iterable[str] = (), *, machine: str = "x86_64"
+) -> dict[str, str]:
+    """``project -> specifier`` (``==12.8.90``, ``==13.0.96.*``) of the ``==``
+    requirements that apply on Linux on ``machine`` with ``extras`` chosen."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    environment = {"platform_system": "Linux", "sys_platform": "linux"}
+    environment["platform_machine"] = machine
+    chosen = list(extras) or [""]
+    found: dict[str, str] = {}
+    for line in requires:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            continue
+        marker = requirement.marker
+        if marker is not None and not any(
+            marker.evaluate({**environment, "extra": extra}) for extra in chosen
+        ):
+            continue
+        if [s.operator for s in requirement.specifier] == ["=="]:
+            found[_canonical(requirement.name)] = str(requirement.specifier)
+    return found
 
 
-def _nvidia_wheel(files: list[IndexFile], project: str, version: str, machine: str) -> ViewWheel:
+def _toolkit_pins(view: CpuView, reader: _Reader, machine: str) -> dict[str, str]:
+    """The pins of the ``cuda-toolkit[...]==V`` meta package a torch wheel requires (CUDA
+    13 wheels name their NVIDIA wheels through it), read from its wheel's METADATA."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    for line in view.requires:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if _canonical(requirement.name) != "cuda-toolkit":
+            continue
+        files = index_files("cuda-toolkit", view.index)
+        wheel = _pinned_wheel(files, "cuda-toolkit", str(requirement.specifier), machine)
+        members = reader.members(wheel)
+        text = reader.small(wheel, members, _dist_info(members, "METADATA"))
+        headers = HeaderParser().parsestr(text.decode("utf-8", "replace"))
+        requires = headers.get_all("Requires-Dist") or ()
+        return _pins(requires, requirement.extras, machine=machine)
+    return {}
+
+
+def _pinned_wheel(files: list[IndexFile], project: str, pin: str, machine: str) -> ViewWheel:
+    """The newest wheel of ``project`` that ``pin`` allows, for Linux on ``machine`` (or
+    for any platform).
+
+    Raises:
+        NetworkError: the index lists none.
+    """
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    allowed = SpecifierSet(pin)
+    fitting: list[tuple[Version, IndexFile]] = []
     for item in files:
         found = _WHEEL.match(item.filename)
-        if (
-            found
-            and _canonical(found.group("name")) == _canonical(project)
-            and found.group("version") == version
-            and re.search(rf"linux\w*_{machine}", found.group("tags"))
-        ):
-            return ViewWheel(item.filename, item.url, item.sha256, item.size)
-    raise NetworkError(
-        f"the index lists no Linux {machine} wheel of {project}=={version}",
-        hint="pass an index that mirrors NVIDIA's wheels too (--index-url)",
-    )
+        if not found or _canonical(found.group("name")) != project or item.yanked:
+            continue
+        if not re.search(rf"(linux\w*_{machine}|-any)$", found.group("tags")):
+            continue
+        try:
+            version = Version(found.group("version"))
+        except InvalidVersion:
+            continue
+        if allowed.contains(version, prereleases=True):
+            fitting.append((version, item))
+    if not fitting:
+        raise NetworkError(
+            f"the index lists no Linux {machine} wheel of {project}{pin}",
+            hint="pass an index that mirrors NVIDIA's wheels too (--index-url)",
+        )
+    best = max(fitting, key=lambda pair: pair[0])[1]
+    return ViewWheel(best.filename, best.url, best.sha256, best.size)
+
+
+def _canonical(project: str) -> str:
+    return re.sub(r"[-_.]+", "-", project).lower()
 
 
 class _Reader:
