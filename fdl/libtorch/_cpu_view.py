@@ -43,6 +43,7 @@ from fdl.binaries import BinaryFormatError, read_dynamic
 from fdl.compat import runtime_libraries
 from fdl.errors import EnvironmentProblem, NetworkError, UsageError
 from fdl.libtorch import variants
+from fdl.locking import FileLock
 from fdl.net import IndexFile, Progress, fetch_range, index_files, read_range
 
 __all__ = [
@@ -557,9 +558,15 @@ class _Reader:
             if progress is not None and span.length > (1 << 20):
                 progress(what, state)
 
-        self.view.bytes_read += fetch_range(
-            wheel.url, data, span.start, span.length, on_progress=report
-        )
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(folder / ".lock", purpose=f"reading {wheel.filename}")
+        with lock:  # another install reading the same wheel finishes first, then we reuse it
+            if data.is_file() and data.stat().st_size == span.length:
+                self.view.bytes_cached += span.length
+                return data
+            self.view.bytes_read += fetch_range(
+                wheel.url, data, span.start, span.length, on_progress=report
+            )
         return data
 
 
