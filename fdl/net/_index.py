@@ -1,8 +1,9 @@
 """A Python package index's list of a project's files (the "simple" API: PEP 691's JSON,
 else PEP 503's HTML), for reading wheels by HTTP Range without pip.
 
-The index is ``--index-url``, else ``$PIP_INDEX_URL``, else PyPI. File URLs may be
-relative to the page (mirrors answer so): they are resolved against it.
+The index is ``--index-url``, else ``$PIP_INDEX_URL``, else PyPI; a ``file://`` index is
+a directory with ``<project>/index.html`` pages. File URLs may be relative to the page
+(mirrors answer so): they are resolved against it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ from urllib.parse import urldefrag, urljoin
 
 from fdl.errors import NetworkError
 from fdl.net._deadline import net_deadline
-from fdl.net._transport import Fatal, Transient, default_user_agent, open_transport
+from fdl.net._transport import (
+    Fatal,
+    Transient,
+    default_user_agent,
+    file_url_path,
+    open_transport,
+)
 
 __all__ = ["PYPI_SIMPLE", "IndexFile", "default_index", "index_files", "parse_index_page"]
 
@@ -59,6 +66,8 @@ def index_files(project: str, index_url: str | None = None) -> list[IndexFile]:
     """
     base = (index_url or default_index()).rstrip("/") + "/"
     url = urljoin(base, _normalise(project) + "/")
+    if url.startswith("file:") and file_url_path(url).is_dir():
+        url = urljoin(url, "index.html")  # an index on disk, as pip reads one
     deadline = net_deadline()
     transport = open_transport(
         url, user_agent=default_user_agent(), timeout=(min(15.0, deadline), min(60.0, deadline))
