@@ -41,13 +41,6 @@ from typing import TYPE_CHECKING, Any
 from fdl.libtorch import variants
 
 if TYPE_CHECKING:
-    from fdl.libtorch._adopt import (
-        install_cpu_view,
-        install_dir,
-        install_wheel,
-        unresolved_libraries,
-        wheel_source,
-    )
     from fdl.libtorch._caches import (
         CACHES,
         CacheEntry,
@@ -56,15 +49,7 @@ if TYPE_CHECKING:
         clean_caches,
         list_caches,
     )
-    from fdl.libtorch._cpu_view import local_wheel
     from fdl.libtorch._deps import library_checks
-    from fdl.libtorch._download import (
-        MIRROR_ENV,
-        DownloadPlan,
-        check_download_target,
-        plan_download,
-        run_download,
-    )
     from fdl.libtorch._framework import (
         CHECK_KEY,
         FrameworkPin,
@@ -92,33 +77,53 @@ if TYPE_CHECKING:
         select_variant,
     )
     from fdl.libtorch._settings import LibtorchSettings, project_settings
-    from fdl.libtorch._setup import SetupPlan, SetupResult, covers_gpus, plan_setup, run_setup
-    from fdl.libtorch._share import (
-        REGISTRY_ENV,
-        PullResult,
-        PushResult,
-        choose_compression,
-        parse_reference,
-        pull_variant,
-        push_variant,
+    from fdl.libtorch._setup import (
+        SetupPlan,
+        SetupResult,
+        covers_gpus,
+        plan_setup,
+        prefer_shared,
+        run_setup,
     )
     from fdl.libtorch._smoke import smoke_runner
-    from fdl.libtorch._team import SharedMatch, find_shared, prefer_shared
     from fdl.libtorch._verify import VerifyReport, gpu_label, verify_variant
-    from fdl.libtorch._wheel import WheelSource, check_wheel
+    from fdl.libtorch.sources import (
+        MIRROR_ENV,
+        REGISTRY_ENV,
+        DownloadPlan,
+        PullResult,
+        PushResult,
+        SharedMatch,
+        WheelSource,
+        check_download_target,
+        check_wheel,
+        choose_compression,
+        find_shared,
+        install_cpu_view,
+        install_dir,
+        install_wheel,
+        local_wheel,
+        parse_reference,
+        plan_download,
+        pull_variant,
+        push_variant,
+        run_download,
+        unresolved_libraries,
+        wheel_source,
+    )
     from fdl.libtorch.variants import VariantInfo, describe_view
 
 # Deliberately lazy (PEP 562): the task runner imports fdl.libtorch.variants on every
 # `fdl <command>`; importing this package eagerly would load the binary readers, the
 # compatibility tables and the wheel/download machinery (measured: 140 ms instead of 40 ms).
 _LAZY = {
-    "install_cpu_view": "_adopt",
-    "install_dir": "_adopt",
-    "install_wheel": "_adopt",
-    "unresolved_libraries": "_adopt",
-    "wheel_source": "_adopt",
+    "install_cpu_view": "sources",
+    "install_dir": "sources",
+    "install_wheel": "sources",
+    "unresolved_libraries": "sources",
+    "wheel_source": "sources",
     "describe_view": "variants",
-    "local_wheel": "_cpu_view",
+    "local_wheel": "sources",
     "CACHES": "_caches",
     "CacheEntry": "_caches",
     "ImageOwner": "_caches",
@@ -126,11 +131,11 @@ _LAZY = {
     "clean_caches": "_caches",
     "list_caches": "_caches",
     "library_checks": "_deps",
-    "MIRROR_ENV": "_download",
-    "DownloadPlan": "_download",
-    "check_download_target": "_download",
-    "plan_download": "_download",
-    "run_download": "_download",
+    "MIRROR_ENV": "sources",
+    "DownloadPlan": "sources",
+    "check_download_target": "sources",
+    "plan_download": "sources",
+    "run_download": "sources",
     "CHECK_KEY": "_framework",
     "FrameworkPin": "_framework",
     "TorchDecision": "_framework",
@@ -154,13 +159,13 @@ _LAZY = {
     "coverage_fix": "_select",
     "select_variant": "_select",
     "LibtorchSettings": "_settings",
-    "REGISTRY_ENV": "_share",
-    "PullResult": "_share",
-    "PushResult": "_share",
-    "choose_compression": "_share",
-    "parse_reference": "_share",
-    "pull_variant": "_share",
-    "push_variant": "_share",
+    "REGISTRY_ENV": "sources",
+    "PullResult": "sources",
+    "PushResult": "sources",
+    "choose_compression": "sources",
+    "parse_reference": "sources",
+    "pull_variant": "sources",
+    "push_variant": "sources",
     "project_settings": "_settings",
     "SetupPlan": "_setup",
     "SetupResult": "_setup",
@@ -168,14 +173,14 @@ _LAZY = {
     "plan_setup": "_setup",
     "run_setup": "_setup",
     "smoke_runner": "_smoke",
-    "SharedMatch": "_team",
-    "find_shared": "_team",
-    "prefer_shared": "_team",
+    "SharedMatch": "sources",
+    "find_shared": "sources",
+    "prefer_shared": "_setup",
     "VerifyReport": "_verify",
     "gpu_label": "_verify",
     "verify_variant": "_verify",
-    "WheelSource": "_wheel",
-    "check_wheel": "_wheel",
+    "WheelSource": "sources",
+    "check_wheel": "sources",
     "VariantInfo": "variants",
 }
 

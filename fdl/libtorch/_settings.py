@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fdl.libtorch._download import MIRROR_ENV
 from fdl.libtorch._framework import TorchDecision, framework_torch
+from fdl.libtorch.sources import MIRROR_ENV
 from fdl.manifest import Manifest
 
 __all__ = ["LibtorchSettings", "project_settings"]

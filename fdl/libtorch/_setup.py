@@ -14,8 +14,9 @@ The plan is one of:
 - ``build``: no official build covers the GPUs together (sm_61 + sm_120): the source
   build that does, described by :func:`fdl.libtorch.build_command` and left to
   ``fdl libtorch build``;
-- ``pull``: the team's registry holds a variant that fits (``fdl.libtorch._team``, a step
-  of its own after this plan: ``fdl libtorch pull``).
+- ``pull``: the team's registry holds a variant that fits (:func:`prefer_shared` turns the
+  plan into a pull of what :func:`fdl.libtorch.find_shared` found, a step of its own after
+  this plan: ``fdl libtorch pull``).
 """
 
 from __future__ import annotations
@@ -23,22 +24,39 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fdl.compat import Capability, newer_release_covering, release
 from fdl.errors import FdlError, NetworkError, UsageError
 from fdl.libtorch import variants
-from fdl.libtorch._adopt import install_cpu_view, install_wheel, wheel_source
-from fdl.libtorch._download import ProgressCallback, plan_download, run_download
 from fdl.libtorch._install import InstallResult
 from fdl.libtorch._scan import scan_device_code
 from fdl.libtorch._select import Selection, select_variant
-from fdl.libtorch._wheel import check_wheel
+from fdl.libtorch.sources import (
+    ProgressCallback,
+    check_wheel,
+    install_cpu_view,
+    install_wheel,
+    plan_download,
+    run_download,
+    wheel_source,
+)
 from fdl.net import NotFound
 from fdl.paths import Context
 from fdl.runner import Runner, default_runner
 
-__all__ = ["ACTIONS", "SetupPlan", "SetupResult", "covers_gpus", "plan_setup", "run_setup"]
+if TYPE_CHECKING:
+    from fdl.libtorch.sources import SharedMatch
+
+__all__ = [
+    "ACTIONS",
+    "SetupPlan",
+    "SetupResult",
+    "covers_gpus",
+    "plan_setup",
+    "prefer_shared",
+    "run_setup",
+]
 
 ACTIONS = ("keep", "activate", "download", "wheel", "build", "pull")
 
@@ -219,6 +237,22 @@ def _build(selection: Selection) -> SetupPlan:
         selection,
         command=selection.build,
         alternatives=alternatives,
+    )
+
+
+def prefer_shared(plan: SetupPlan, match: SharedMatch | None) -> SetupPlan:
+    """``fdl setup``'s plan with the team's variant first: a ``download``, ``wheel`` or
+    ``build`` plan becomes a ``pull`` of ``match`` (what runs locally already stays)."""
+    if match is None or plan.action in ("keep", "activate"):
+        return plan
+    instead = (" ".join(plan.command),) if plan.command else ()
+    return SetupPlan(
+        "pull",
+        match.reason(),
+        plan.selection,
+        match.name,
+        match.command,
+        (*instead, *plan.alternatives),
     )
 
 

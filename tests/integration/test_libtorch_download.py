@@ -266,7 +266,7 @@ def test_a_run_killed_after_the_download_reuses_the_verified_archive(
     fdl, faulty_server, tmp_path, monkeypatch
 ) -> None:
     faulty_server.add(url_path("cpu"), libtorch_zip(f"{TORCH}+cpu"))
-    from fdl.libtorch import _download as download_module
+    from fdl.libtorch.sources import _archive as download_module
 
     real_extract = download_module.safe_extract_zip
 

@@ -209,7 +209,7 @@ def _republish(
 ) -> str:
     """Store the image ``tag`` again as ``new_tag`` with other archs claimed (the layers
     unchanged): in the manifest's annotations and in the config's labels."""
-    from fdl.libtorch._share import ACCEPT, parse_reference
+    from fdl.libtorch.sources._registry import ACCEPT, parse_reference
     from fdl.net import RegistryClient
 
     ref = parse_reference(f"{repo}:{tag}")
@@ -423,7 +423,7 @@ def _with_layer(repo: str, tag: str, new_tag: str, members: list[tarfile.TarInfo
     import gzip
     import io
 
-    from fdl.libtorch._share import ACCEPT, parse_reference
+    from fdl.libtorch.sources._registry import ACCEPT, parse_reference
     from fdl.net import RegistryClient
 
     ref = parse_reference(f"{repo}:{tag}")

@@ -6,8 +6,8 @@ import pytest
 
 from fdl.errors import UsageError
 from fdl.libtorch import VariantInfo
-from fdl.libtorch._oci import VariantMismatch, describe, image_annotations, variant_tag
-from fdl.libtorch._share import parse_reference
+from fdl.libtorch.sources._oci import VariantMismatch, describe, image_annotations, variant_tag
+from fdl.libtorch.sources._registry import parse_reference
 
 DIGEST = "sha256:" + "a" * 64
 

@@ -12,8 +12,8 @@ from fdl.binaries.synthetic import build_elf
 from fdl.diagnose import Severity
 from fdl.errors import UsageError
 from fdl.libtorch import install_tree, resolve_target, variants, verify_variant
-from fdl.libtorch._nvidia import nvidia_requirements, pip_saved_files
-from fdl.libtorch._wheel import (
+from fdl.libtorch.sources._nvidia import nvidia_requirements, pip_saved_files
+from fdl.libtorch.sources._wheel import (
     NvidiaOptions,
     populate_from_wheel,
     wheel_from_environment,

@@ -27,7 +27,7 @@ from fdl.libtorch._install import (
     register_variant,
     resolve_target,
 )
-from fdl.libtorch._wheel import (
+from fdl.libtorch.sources._wheel import (
     NvidiaOptions,
     WheelSource,
     populate_from_wheel,
@@ -98,7 +98,7 @@ def _check_index_variant(version: str, index_url: str | None) -> None:
     does not publish as a wheel: refused before pip runs (pip would fall back to another
     index, or fail with "no matching distribution"). Wheel-only builds are known."""
     from fdl.compat import wheel_variant_problem
-    from fdl.libtorch._wheel import index_variant
+    from fdl.libtorch.sources._wheel import index_variant
 
     variant = None if index_url and "/nightly/" in index_url else index_variant(index_url)
     problem = wheel_variant_problem(version, variant) if variant else None
@@ -181,7 +181,7 @@ def install_cpu_view(
     on_message: Callback | None = None,
     on_progress: Callable[[str, Progress], None] | None = None,
 ) -> InstallResult:
-    """Install the CPU view of a torch wheel (:mod:`fdl.libtorch._cpu_view`) as
+    """Install the CPU view of a torch wheel (:mod:`fdl.libtorch.sources._cpu_view`) as
     ``precompiled/<name or cpu>``: the wheel on the index (``torch``, the newest known
     release when None) or a ``.whl`` file, read member by member.
 
@@ -192,7 +192,12 @@ def install_cpu_view(
         UsageError: no such wheel, or the variant holds another build.
         NetworkError: the index or its file host cannot be read.
     """
-    from fdl.libtorch._cpu_view import CpuView, find_cpu_view, local_wheel, populate_cpu_view
+    from fdl.libtorch.sources._cpu_view import (
+        CpuView,
+        find_cpu_view,
+        local_wheel,
+        populate_cpu_view,
+    )
 
     if wheel is not None:
         found, index = local_wheel(wheel.expanduser()), None

@@ -3,8 +3,9 @@
 :func:`find_shared` lists the repository's tags and reads the manifests of those of the
 wanted torch release (annotations only, never a layer): the first whose code runs on every
 GPU asked for (cubins or PTX, judged by :func:`fdl.compat.runs_on`), whose CUDA the driver
-runs and whose platform is this machine's is the match. :func:`prefer_shared` turns a setup
-plan into a ``pull`` of it; ``fdl libtorch install --from-registry`` and ``build`` ask the same question.
+runs and whose platform is this machine's is the match. :func:`fdl.libtorch.prefer_shared`
+(setup's decision) turns a setup plan into a ``pull`` of it; ``fdl libtorch install
+--from-registry`` and ``build`` ask the same question.
 The release itself is chosen before (``fdl setup``'s selection, the build's plan): this
 module only looks for it.
 """
@@ -17,9 +18,8 @@ from typing import Any
 
 from fdl.compat import Capability, Verdict, check_driver, parse_archs, runs_on
 from fdl.errors import UsageError
-from fdl.libtorch._oci import Described, VariantMismatch
-from fdl.libtorch._setup import SetupPlan
-from fdl.libtorch._share import (
+from fdl.libtorch.sources._oci import Described, VariantMismatch
+from fdl.libtorch.sources._registry import (
     ClientFactory,
     Credentials,
     Reference,
@@ -31,7 +31,7 @@ from fdl.libtorch._share import (
 )
 from fdl.net import RegistryError
 
-__all__ = ["SharedMatch", "find_shared", "oci_platform", "prefer_shared"]
+__all__ = ["SharedMatch", "find_shared", "oci_platform"]
 
 # How many manifests one lookup reads at most (tags of the wanted release, newest first).
 MAX_MANIFESTS = 64
@@ -154,19 +154,3 @@ def find_shared(
 def _same_release(have: str | None, want: str) -> bool:
     """``12.9.1`` is ``12.9`` (compared on major.minor)."""
     return have is not None and have.split(".")[:2] == want.split(".")[:2]
-
-
-def prefer_shared(plan: SetupPlan, match: SharedMatch | None) -> SetupPlan:
-    """``fdl setup``'s plan with the team's variant first: a ``download``, ``wheel`` or
-    ``build`` plan becomes a ``pull`` of ``match`` (what runs locally already stays)."""
-    if match is None or plan.action in ("keep", "activate"):
-        return plan
-    instead = (" ".join(plan.command),) if plan.command else ()
-    return SetupPlan(
-        "pull",
-        match.reason(),
-        plan.selection,
-        match.name,
-        match.command,
-        (*instead, *plan.alternatives),
-    )

@@ -22,7 +22,7 @@ from fdl.archive import ArchiveError, read_member, safe_extract_zip
 from fdl.compat import release
 from fdl.errors import EnvironmentProblem, FdlError, UsageError
 from fdl.libtorch import variants
-from fdl.libtorch._nvidia import (
+from fdl.libtorch.sources._nvidia import (
     NvidiaLibraries,
     copy_environment_libraries,
     copy_wheel_libraries,
@@ -30,7 +30,7 @@ from fdl.libtorch._nvidia import (
     nvidia_requirements,
     pip_saved_files,
 )
-from fdl.libtorch._pip import pip_download
+from fdl.libtorch.sources._pip import pip_download
 from fdl.runner import Runner
 
 __all__ = [

@@ -115,7 +115,7 @@ def fetch_wheels(
         argv += ["--find-links", str(directory)]
     if index_url:
         argv += ["--index-url", index_url]
-    from fdl.libtorch._pip import pip_download
+    from fdl.libtorch.sources._pip import pip_download
 
     result = pip_download(
         runner,

@@ -1,7 +1,7 @@
 """Variants shared through an OCI registry: ``fdl libtorch push`` and ``pull``.
 
 :func:`push_variant` reads an installed variant (its archs from its binaries, not from its
-metadata), writes it as an OCI image (:mod:`fdl.libtorch._oci`) and stores it under a tag
+metadata), writes it as an OCI image (:mod:`fdl.libtorch.sources._oci`) and stores it under a tag
 saying what it is; the registry's digest is the reference to share. :func:`pull_variant`
 fetches an image through :class:`fdl.net.RegistryClient` (no docker engine): every blob is
 checked against its digest and resumed after an interruption, every layer's tar against
@@ -26,7 +26,8 @@ from fdl.archive import safe_extract_tar
 from fdl.errors import EnvironmentProblem, UsageError
 from fdl.libtorch import variants
 from fdl.libtorch._install import InstallResult, install_tree, resolve_target, variant_lock
-from fdl.libtorch._oci import (
+from fdl.libtorch._scan import read_build_version, scan_device_code
+from fdl.libtorch.sources._oci import (
     ANNOTATION,
     LAYER_TYPES,
     PREFIX,
@@ -42,7 +43,6 @@ from fdl.libtorch._oci import (
     variant_tag,
     write_layer,
 )
-from fdl.libtorch._scan import read_build_version, scan_device_code
 from fdl.net import RegistryClient, RegistryError
 from fdl.paths import Context
 
