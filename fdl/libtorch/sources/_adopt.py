@@ -20,17 +20,13 @@ from fdl.compat import resolve_torch_version
 from fdl.errors import UsageError
 from fdl.libtorch import variants
 from fdl.libtorch._deps import library_checks
-from fdl.libtorch._install import (
-    InstallResult,
-    install_tree,
-    installed_build_version,
-    register_variant,
-    resolve_target,
-)
+from fdl.libtorch._install import InstallResult, register_variant
+from fdl.libtorch.sources import install_source
+from fdl.libtorch.sources._cpu_view import FromCpuView
 from fdl.libtorch.sources._wheel import (
+    FromWheel,
     NvidiaOptions,
     WheelSource,
-    populate_from_wheel,
     wheel_from_environment,
     wheel_from_file,
     wheel_from_pip,
@@ -144,27 +140,14 @@ def install_wheel(
     Raises:
         UsageError: the variant holds another libtorch build and ``force`` is not set.
     """
-    target = resolve_target(context, f"precompiled/{name or source.variant}")
-    wanted = source.build_version
-    found = installed_build_version(target.path) if (target.path / "lib").is_dir() else None
-    if found and found != wanted and not force:
-        raise UsageError(
-            f"{target.name} already holds libtorch {found}, not {wanted}",
-            hint="replace it with --force, or choose another name with --name",
-        )
     options = NvidiaOptions(bundle=nvidia, python=sys.executable, cache=cache, index_url=index_url)
-
-    def is_current(path: Path) -> bool:
-        return installed_build_version(path) == wanted
-
-    return install_tree(
+    return install_source(
         context,
-        target,
-        lambda tree: populate_from_wheel(source, tree, runner, options, on_message, on_line),
-        is_current=None if force else is_current,
+        FromWheel(source, runner, options, on_message, on_line),
+        name=f"precompiled/{name}" if name else None,
+        force=force,
         activate=activate,
         on_wait=on_message,
-        force=force,
     )
 
 
@@ -192,54 +175,15 @@ def install_cpu_view(
         UsageError: no such wheel, or the variant holds another build.
         NetworkError: the index or its file host cannot be read.
     """
-    from fdl.libtorch.sources._cpu_view import (
-        CpuView,
-        find_cpu_view,
-        local_wheel,
-        populate_cpu_view,
-    )
-
-    if wheel is not None:
-        found, index = local_wheel(wheel.expanduser()), None
-        release = found.version.split("+", 1)[0]
-    else:
-        release = torch if torch and torch.count(".") >= 2 else resolve_torch_version(torch)
-        (on_message or _ignore)(f"looking up torch {release} on the package index")
-        found, index = find_cpu_view(release, index_url)
-    target = resolve_target(context, f"precompiled/{name or 'cpu'}")
-    label = target.name or target.path.name
-    present = variants.read_info(target.path, label) if (target.path / "lib").is_dir() else None
-
-    def same_wheel(info: variants.VariantInfo | None) -> bool:
-        return bool(
-            info
-            and info.source.get("view") == "cpu"
-            and info.source.get("wheel_version") == found.version
-            and info.torch == release
-        )
-
-    built = installed_build_version(target.path) if present is not None else None
-    if present is not None and not same_wheel(present) and not force:
-        raise UsageError(
-            f"{target.name} already holds libtorch {built or 'of another build'}, not the CPU "
-            f"view of torch {found.version}",
-            hint="replace it with --force, or choose another name with --name",
-        )
-    view = CpuView(torch=release, wheel=found, index=index)
-
-    def is_current(path: Path) -> bool:
-        return same_wheel(variants.read_info(path, label))
-
-    return install_tree(
+    view = FromCpuView(torch, wheel, index_url, cache, on_message, on_progress)
+    view.locate()  # the wheel is looked up (or read) before the target
+    return install_source(
         context,
-        target,
-        lambda tree: populate_cpu_view(
-            view, tree, cache, on_line=on_message, on_progress=on_progress
-        ),
-        is_current=None if force else is_current,
+        view,
+        name=f"precompiled/{name}" if name else None,
+        force=force,
         activate=activate,
         on_wait=on_message,
-        force=force,
     )
 
 

@@ -6,7 +6,7 @@
 exactly what a real run does. :func:`run_download` executes it through :mod:`fdl.net`
 (streaming, retries, HTTP Range resume, size check), tests the zip, checks its
 ``build-version``, records its sha256, extracts it safely with :mod:`fdl.archive` and
-installs it with :func:`~fdl.libtorch._install.install_tree`.
+installs it as a :class:`FromArchive` source (:func:`~fdl.libtorch.sources.install_source`).
 """
 
 from __future__ import annotations
@@ -14,33 +14,34 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from fdl._files import atomic_write_text, read_small_text
 from fdl.archive import ArchiveError, read_member, safe_extract_zip, test_zip
-from fdl.compat import archive_layout, current_platform, libtorch_url, release
+from fdl.compat import Variant, archive_layout, current_platform, libtorch_url, release
 from fdl.errors import EnvironmentProblem, FdlError, NetworkError, UsageError
 from fdl.libtorch import variants
 from fdl.libtorch._install import (
     InstallResult,
     Target,
     check_replaceable,
-    install_tree,
     installed_build_version,
     protected_paths,
     resolve_target,
     variant_lock,
 )
 from fdl.libtorch._select import Selection
-from fdl.net import Progress, download, rebase_url
+from fdl.libtorch.sources import install_source, occupied
+from fdl.net import DownloadResult, Progress, download, rebase_url
 from fdl.paths import Context, own_cache_dir
 
 __all__ = [
     "MIRROR_ENV",
     "DownloadPlan",
+    "FromArchive",
     "check_download_target",
     "plan_download",
     "run_download",
@@ -139,8 +140,97 @@ def plan_download(
     )
 
 
-def _is_current(plan: DownloadPlan) -> Callable[[Path], bool]:
-    return lambda path: installed_build_version(path) == plan.selection.build_version
+@dataclass
+class FromArchive:
+    """An official libtorch zip, as :func:`plan_download` planned it: the ``archive`` source.
+
+    :meth:`fetch` downloads and tests the zip (once; a zip an earlier run verified is not
+    fetched again); :meth:`populate` extracts it, fetching it first if that was not done.
+
+    Attributes:
+        plan: What is downloaded, and where it goes.
+        on_progress: Download progress in bytes.
+        on_message: Told what is being done.
+        transfer: Extra keyword arguments for :func:`fdl.net.download` (``retry``, ``sleep``).
+    """
+
+    plan: DownloadPlan
+    on_progress: ProgressCallback | None = None
+    on_message: MessageCallback | None = None
+    transfer: Mapping[str, Any] = field(default_factory=dict)
+    _fetched: tuple[DownloadResult, Variant] | None = field(default=None, init=False, repr=False)
+
+    kind = "archive"
+
+    @property
+    def default_name(self) -> str:
+        return f"precompiled/{self.plan.selection.variant}"
+
+    def describe(self) -> str:
+        return f"{self.plan.label} from {self.plan.url}"
+
+    def is_current(self, path: Path) -> bool:
+        return installed_build_version(path) == self.plan.selection.build_version
+
+    def refusal(self, target: Target) -> UsageError:
+        found = installed_build_version(target.path)
+        selection = self.plan.selection
+        return occupied(
+            target,
+            found or "(unknown version)",
+            selection.build_version,
+            hint=f"replace it with --force, or install side by side with --name "
+            f"{selection.variant}-{selection.torch_version}",
+        )
+
+    def fetch(self) -> None:
+        """Download and test the zip (nothing when this source fetched it already)."""
+        self._checked()
+
+    def _checked(self) -> tuple[DownloadResult, Variant]:
+        if self._fetched is not None:
+            return self._fetched
+        plan, say = self.plan, self.on_message or _ignore
+        result = _fetch(plan, self.on_progress, say, self.transfer)
+        say(f"testing {plan.archive.name}")
+        try:
+            test_zip(plan.archive)
+            check_build_version(plan.archive, plan.selection.build_version, plan.url)
+        except FdlError:
+            _forget_archive(plan)  # a bad file must not be taken for a finished download
+            raise
+        # Verified: a run killed from here on (extraction, install) reuses the file.
+        _record_verified(plan, result.sha256, result.size)
+        variant = release(plan.selection.torch_version).variant(plan.selection.variant)
+        self._fetched = (result, variant)
+        return self._fetched
+
+    def populate(self, tree: Path) -> variants.VariantInfo:
+        result, variant = self._checked()
+        plan = self.plan
+        (self.on_message or _ignore)(f"extracting into {plan.target.path}")
+        safe_extract_zip(plan.archive, tree, strip_prefix=archive_layout().top)
+        return variants.VariantInfo(
+            name=plan.target.name or plan.target.path.name,
+            torch=plan.selection.torch_version,
+            cuda=plan.selection.cuda,
+            cudnn=variant.cudnn,
+            archs_requested=variant.targets_for(plan.selection.torch_version).codes(),
+            abi="cxx11",
+            source={
+                "kind": "download",
+                "variant": plan.selection.variant,
+                "build_version": plan.selection.build_version,
+                "url": plan.upstream_url,
+                "fetched_from": result.url,
+                "sha256": result.sha256,
+                "size": result.size,
+            },
+        )
+
+
+def _ignore(_text: str) -> None:
+    pass
 
 
 def check_build_version(archive: Path, expected: str, url: str) -> str:
@@ -177,7 +267,7 @@ def check_download_target(
     """
     protected = protected_paths(context)
     existing = plan.target.path
-    if not (existing / "lib").is_dir() or not _is_current(plan)(existing):
+    if not (existing / "lib").is_dir() or not FromArchive(plan).is_current(existing):
         check_replaceable(existing, force=force, protected=protected)
     return protected
 
@@ -202,8 +292,8 @@ def run_download(
         EnvironmentProblem: the zip is damaged or holds another build.
         ArchiveError: the zip holds unsafe members (nothing is written outside the target).
     """
-    say = on_message or (lambda _text: None)
-    is_current = _is_current(plan)
+    say = on_message or _ignore
+    source = FromArchive(plan, on_progress, say, transfer or {})
     existing = plan.target.path
     # Refused before the lock and the download: a refusal leaves no trace and costs nothing.
     protected = check_download_target(plan, context, force=force)
@@ -211,22 +301,16 @@ def run_download(
     # The whole run holds the variant's lock: a second run waits, then finds it installed.
     with variant_lock(plan.target, purpose=f"downloading {plan.label}", on_wait=say):
         if not force and (existing / "lib").is_dir():
-            if not is_current(existing):
-                raise _occupied(plan, installed_build_version(existing))
-            return install_tree(
-                context,
-                plan.target,
-                _never,
-                is_current=is_current,
-                activate=plan.activate,
-                locked=True,
+            # this build (kept, activated) or another one (refused): nothing is fetched
+            return install_source(
+                context, source, target=plan.target, activate=plan.activate, locked=True
             )
-        populate = _fetch_and_check(plan, on_progress, say, transfer or {})
+        source.fetch()
         try:
-            installed = install_tree(
+            installed = install_source(
                 context,
-                plan.target,
-                populate,
+                source,
+                target=plan.target,
                 activate=plan.activate,
                 locked=True,
                 force=force,
@@ -238,62 +322,6 @@ def run_download(
     if not keep_archive:
         _forget_archive(plan)
     return installed
-
-
-def _fetch_and_check(
-    plan: DownloadPlan,
-    on_progress: ProgressCallback | None,
-    say: MessageCallback,
-    transfer: Mapping[str, Any],
-) -> Callable[[Path], variants.VariantInfo]:
-    """Download and test the zip; return what extracts it into a tree."""
-    result = _fetch(plan, on_progress, say, transfer)
-    say(f"testing {plan.archive.name}")
-    try:
-        test_zip(plan.archive)
-        check_build_version(plan.archive, plan.selection.build_version, plan.url)
-    except FdlError:
-        _forget_archive(plan)  # a bad file must not be taken for a finished download
-        raise
-    # Verified: a run killed from here on (extraction, install) reuses the file.
-    _record_verified(plan, result.sha256, result.size)
-    variant = release(plan.selection.torch_version).variant(plan.selection.variant)
-
-    def populate(tree: Path) -> variants.VariantInfo:
-        say(f"extracting into {plan.target.path}")
-        safe_extract_zip(plan.archive, tree, strip_prefix=archive_layout().top)
-        return variants.VariantInfo(
-            name=plan.target.name or plan.target.path.name,
-            torch=plan.selection.torch_version,
-            cuda=plan.selection.cuda,
-            cudnn=variant.cudnn,
-            archs_requested=variant.targets_for(plan.selection.torch_version).codes(),
-            abi="cxx11",
-            source={
-                "kind": "download",
-                "variant": plan.selection.variant,
-                "build_version": plan.selection.build_version,
-                "url": plan.upstream_url,
-                "fetched_from": result.url,
-                "sha256": result.sha256,
-                "size": result.size,
-            },
-        )
-
-    return populate
-
-
-def _occupied(plan: DownloadPlan, found: str | None) -> UsageError:
-    where = plan.target.name or str(plan.target.path)
-    return UsageError(
-        f"{where} already holds libtorch {found or '(unknown version)'}, not {plan.selection.build_version}",
-        hint=f"replace it with --force, or install side by side with --name {plan.selection.variant}-"
-        f"{plan.selection.torch_version}",
-    )
-
-
-def _never(_tree: Path) -> variants.VariantInfo:
-    raise AssertionError("the installed variant was expected to be current")
 
 
 def _record_path(plan: DownloadPlan) -> Path:

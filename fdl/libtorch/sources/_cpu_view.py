@@ -43,12 +43,15 @@ from fdl.binaries import BinaryFormatError, read_dynamic
 from fdl.compat import runtime_libraries
 from fdl.errors import EnvironmentProblem, NetworkError, UsageError
 from fdl.libtorch import variants
+from fdl.libtorch._install import Target, installed_build_version
+from fdl.libtorch.sources import occupied
 from fdl.locking import FileLock
 from fdl.net import IndexFile, Progress, fetch_range, index_files, read_range
 
 __all__ = [
     "CORE_LIBRARIES",
     "CpuView",
+    "FromCpuView",
     "ViewWheel",
     "choose_wheel",
     "find_cpu_view",
@@ -705,3 +708,89 @@ def _info(view: CpuView) -> variants.VariantInfo:
 def remove_scratch(cache: Path) -> None:
     """The scratch files of small members (kept only while one is read)."""
     shutil.rmtree(cache / "ranges" / "scratch", ignore_errors=True)
+
+
+@dataclass
+class FromCpuView:
+    """The CPU view of a torch wheel: the ``cpu-view`` source.
+
+    The wheel is the index's wheel of release ``torch`` (on ``index_url``, else
+    ``$PIP_INDEX_URL`` or PyPI) or the file ``wheel``; :meth:`locate` looks it up (once), on
+    first need: describing the source reads nothing.
+
+    Attributes:
+        torch: The release on the index (``2.10`` or ``2.10.0``; None: the newest known).
+        wheel: A ``.whl`` file instead.
+        index_url: The package index.
+        cache: Where the byte ranges read are kept (None: ``wheels/`` in fdl's cache).
+        on_message: Told what is being read (a few lines).
+        on_progress: Told ``(what, Progress)`` while a large range arrives.
+    """
+
+    torch: str | None = None
+    wheel: Path | None = None
+    index_url: str | None = None
+    cache: Path | None = None
+    on_message: LineCallback | None = None
+    on_progress: ProgressCallback | None = None
+    _view: CpuView | None = field(default=None, init=False, repr=False)
+
+    kind = "cpu-view"
+    default_name = "precompiled/cpu"
+
+    def describe(self) -> str:
+        if self.wheel is not None:
+            what = self.wheel.name
+        elif self.index_url:
+            what = f"torch {self._release()}'s wheel on {self.index_url}"
+        else:
+            what = f"PyPI's torch {self._release()} wheel"
+        return f"the CPU view of {what}: only what a CPU program loads"
+
+    def _release(self) -> str:
+        from fdl.compat import resolve_torch_version
+
+        torch = self.torch
+        return torch if torch and torch.count(".") >= 2 else resolve_torch_version(torch)
+
+    def locate(self) -> CpuView:
+        """What the view reads: the file, or the index's wheel (looked up the first time).
+
+        Raises:
+            UsageError: no such file, or the index has no such wheel.
+            NetworkError: the index cannot be read.
+        """
+        if self._view is None:
+            if self.wheel is not None:
+                found, index = local_wheel(self.wheel.expanduser()), None
+                release = found.version.split("+", 1)[0]
+            else:
+                release = self._release()
+                if self.on_message is not None:
+                    self.on_message(f"looking up torch {release} on the package index")
+                found, index = find_cpu_view(release, self.index_url)
+            self._view = CpuView(torch=release, wheel=found, index=index)
+        return self._view
+
+    def is_current(self, path: Path) -> bool:
+        """The variant at ``path`` is the CPU view of the same wheel."""
+        view = self.locate()
+        info = variants.read_info(path, path.name)
+        return bool(
+            info.source.get("view") == "cpu"
+            and info.source.get("wheel_version") == view.wheel.version
+            and info.torch == view.torch
+        )
+
+    def refusal(self, target: Target) -> UsageError:
+        built = installed_build_version(target.path)
+        wanted = f"the CPU view of torch {self.locate().wheel.version}"
+        return occupied(target, built or "of another build", wanted)
+
+    def populate(self, tree: Path) -> variants.VariantInfo:
+        from fdl.paths import cache_dir
+
+        cache = self.cache if self.cache is not None else cache_dir() / "wheels"
+        return populate_cpu_view(
+            self.locate(), tree, cache, on_line=self.on_message, on_progress=self.on_progress
+        )

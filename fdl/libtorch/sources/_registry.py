@@ -6,8 +6,9 @@ saying what it is; the registry's digest is the reference to share. :func:`pull_
 fetches an image through :class:`fdl.net.RegistryClient` (no docker engine): every blob is
 checked against its digest and resumed after an interruption, every layer's tar against
 the config's ``diff_ids``, extracted with :func:`fdl.archive.safe_extract_tar`'s rules, and
-the tree is put in place by :func:`install_tree` only when the archs read from its binaries
-are the ones its annotations claim.
+the tree is put in place (a :class:`FromRegistry` source, through
+:func:`~fdl.libtorch.sources.install_source`) only when the archs read from its binaries are
+the ones its annotations claim.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from typing import Any
 from fdl.archive import safe_extract_tar
 from fdl.errors import EnvironmentProblem, UsageError
 from fdl.libtorch import variants
-from fdl.libtorch._install import InstallResult, install_tree, resolve_target, variant_lock
+from fdl.libtorch._install import InstallResult, Target, resolve_target, variant_lock
 from fdl.libtorch._scan import read_build_version, scan_device_code
+from fdl.libtorch.sources import install_source
 from fdl.libtorch.sources._oci import (
     ANNOTATION,
     LAYER_TYPES,
@@ -48,6 +50,7 @@ from fdl.paths import Context
 
 __all__ = [
     "REGISTRY_ENV",
+    "FromRegistry",
     "PullResult",
     "PushResult",
     "Reference",
@@ -374,34 +377,66 @@ def pull_variant(
     ref = parse_reference(reference)
     client = (client_factory or default_client(credentials))(ref.host, ref.repository)
     remote = read_remote(client, ref)
-    described = remote.described
-    config = _config(client, remote)
-    variant = name or default_name(described, ref)
+    source = FromRegistry(client, remote, _config(client, remote), cache, on_bytes, on_line)
+    variant = name or source.default_name
     target = resolve_target(context, variant)
-    say = on_line or (lambda _line: None)
-    counts = {"received": 0, "resumed": 0}
+    with variant_lock(target, purpose=f"pulling libtorch {variant}"):
+        result = install_source(
+            context, source, target=target, activate=activate, locked=True, force=force
+        )
+    return PullResult(
+        result, remote.pinned, remote.digest, source.counts["received"],
+        source.counts["resumed"], remote.described.built_by,
+    )  # fmt: skip
 
-    def is_current(path: Path) -> bool:
-        source = variants.read_info(path, variant).source
-        return bool(source.get("registry", {}).get("digest") == remote.digest) and not force
 
-    def populate(staging: Path) -> variants.VariantInfo:
-        blobs = _fetch_layers(client, remote, cache, on_bytes, counts, say)
-        _unpack(blobs, config["rootfs"]["diff_ids"], staging, str(ref), say)
+@dataclass
+class FromRegistry:
+    """A variant pushed to an OCI registry, as its manifest and config describe it: the
+    ``registry`` source. Its layers are read by :meth:`populate` (resumed from ``cache``).
+
+    Attributes:
+        counts: Bytes ``received`` over the network and ``resumed`` from the cache.
+    """
+
+    client: RegistryClient
+    remote: RemoteVariant
+    config: dict[str, Any]
+    cache: Path
+    on_bytes: Callable[[int], None] | None = None
+    on_line: Callable[[str], None] | None = None
+    counts: dict[str, int] = field(default_factory=lambda: {"received": 0, "resumed": 0})
+
+    kind = "registry"
+
+    @property
+    def default_name(self) -> str:
+        """``builds/<tag>`` for a source build, ``precompiled/<tag>`` otherwise."""
+        return default_name(self.remote.described, self.remote.reference)
+
+    def describe(self) -> str:
+        described = self.remote.described
+        covers = " ".join(described.cubins + described.ptx) or "CPU"
+        return f"{self.remote.pinned} (built by {described.built_by}, covers {covers})"
+
+    def is_current(self, path: Path) -> bool:
+        """The variant at ``path`` was pulled from the same image (digest)."""
+        source = variants.read_info(path, path.name).source
+        return bool(source.get("registry", {}).get("digest") == self.remote.digest)
+
+    def refusal(self, target: Target) -> None:
+        """None: a pull replaces the variant fdl made there, whichever build it is."""
+        return None
+
+    def populate(self, staging: Path) -> variants.VariantInfo:
+        say = self.on_line or (lambda _line: None)
+        remote, described = self.remote, self.remote.described
+        blobs = _fetch_layers(self.client, remote, self.cache, self.on_bytes, self.counts, say)
+        _unpack(blobs, self.config["rootfs"]["diff_ids"], staging, str(remote.reference), say)
         _check_tree(staging, described, remote.pinned)
         for blob in blobs:
             blob.unlink(missing_ok=True)
-        return _info(described, remote, variant)
-
-    with variant_lock(target, purpose=f"pulling libtorch {variant}"):
-        result = install_tree(
-            context, target, populate, is_current=is_current, activate=activate,
-            locked=True, force=force,
-        )  # fmt: skip
-    return PullResult(
-        result, remote.pinned, remote.digest, counts["received"], counts["resumed"],
-        described.built_by,
-    )  # fmt: skip
+        return _info(described, remote, self.default_name)
 
 
 def default_name(described: Described, ref: Reference) -> str:

@@ -22,6 +22,8 @@ from fdl.archive import ArchiveError, read_member, safe_extract_zip
 from fdl.compat import release
 from fdl.errors import EnvironmentProblem, FdlError, UsageError
 from fdl.libtorch import variants
+from fdl.libtorch._install import Target, installed_build_version
+from fdl.libtorch.sources import occupied
 from fdl.libtorch.sources._nvidia import (
     NvidiaLibraries,
     copy_environment_libraries,
@@ -35,6 +37,7 @@ from fdl.runner import Runner
 
 __all__ = [
     "TREE_DIRS",
+    "FromWheel",
     "NvidiaOptions",
     "WheelSource",
     "check_wheel",
@@ -425,3 +428,55 @@ def _info(
         },
         extra=extra,
     )
+
+
+@dataclass(frozen=True)
+class FromWheel:
+    """A PyTorch wheel's libtorch (:class:`WheelSource`: a file, an environment's torch or
+    pip's download), with the NVIDIA libraries a CUDA wheel needs: the ``wheel`` source.
+
+    Attributes:
+        wheel: The wheel, read.
+        runner: Runs pip for the NVIDIA wheels.
+        nvidia: How the NVIDIA libraries are brought (or not).
+        on_message: Told what is being done (a few lines).
+        on_line: Gets pip's output and per-wheel progress (many lines).
+    """
+
+    wheel: WheelSource
+    runner: Runner
+    nvidia: NvidiaOptions = field(default_factory=NvidiaOptions)
+    on_message: LineCallback | None = None
+    on_line: LineCallback | None = None
+
+    kind = "wheel"
+
+    @property
+    def default_name(self) -> str:
+        return f"precompiled/{self.wheel.variant}"
+
+    def describe(self) -> str:
+        wheel = self.wheel
+        if wheel.kind == "environment":
+            what = f"the torch {wheel.version} installed in {wheel.location.parent}"
+        elif wheel.fetched_by:
+            what = f"the torch {wheel.version} wheel of {wheel.fetched_by}"
+        else:
+            what = f"the torch {wheel.version} wheel {wheel.location}"
+        if wheel.cuda:
+            what += f" {'with' if self.nvidia.bundle else 'without'} its NVIDIA libraries"
+        return what
+
+    def is_current(self, path: Path) -> bool:
+        return installed_build_version(path) == self.wheel.build_version
+
+    def refusal(self, target: Target) -> UsageError | None:
+        """Another build is refused; a tree that says no build (no ``build-version``, no
+        metadata) is replaced."""
+        found = installed_build_version(target.path)
+        return occupied(target, found, self.wheel.build_version) if found else None
+
+    def populate(self, tree: Path) -> variants.VariantInfo:
+        return populate_from_wheel(
+            self.wheel, tree, self.runner, self.nvidia, self.on_message, self.on_line
+        )
