@@ -49,7 +49,7 @@ if TYPE_CHECKING:
         clean_caches,
         list_caches,
     )
-    from fdl.libtorch._deps import library_checks
+    from fdl.libtorch._deps import library_checks, unresolved_libraries
     from fdl.libtorch._framework import (
         CHECK_KEY,
         FrameworkPin,
@@ -63,7 +63,6 @@ if TYPE_CHECKING:
         finish_info,
         install_tree,
         installed_build_version,
-        register_variant,
         resolve_target,
     )
     from fdl.libtorch._scan import DeviceScan, detect_abi, scan_device_code
@@ -92,7 +91,9 @@ if TYPE_CHECKING:
         REGISTRY_ENV,
         DownloadPlan,
         FromArchive,
+        FromBuild,
         FromCpuView,
+        FromDirectory,
         FromRegistry,
         FromWheel,
         PullResult,
@@ -113,8 +114,8 @@ if TYPE_CHECKING:
         plan_download,
         pull_variant,
         push_variant,
+        register_variant,
         run_download,
-        unresolved_libraries,
         wheel_source,
     )
     from fdl.libtorch.variants import VariantInfo, describe_view
@@ -126,7 +127,7 @@ _LAZY = {
     "install_cpu_view": "sources",
     "install_dir": "sources",
     "install_wheel": "sources",
-    "unresolved_libraries": "sources",
+    "unresolved_libraries": "_deps",
     "wheel_source": "sources",
     "describe_view": "variants",
     "local_wheel": "sources",
@@ -152,7 +153,7 @@ _LAZY = {
     "finish_info": "_install",
     "install_tree": "_install",
     "installed_build_version": "_install",
-    "register_variant": "_install",
+    "register_variant": "sources",
     "resolve_target": "_install",
     "DeviceScan": "_scan",
     "detect_abi": "_scan",
@@ -191,6 +192,8 @@ _LAZY = {
     "VariantSource": "sources",
     "install_source": "sources",
     "FromArchive": "sources",
+    "FromBuild": "sources",
+    "FromDirectory": "sources",
     "FromWheel": "sources",
     "FromCpuView": "sources",
     "FromRegistry": "sources",
@@ -207,7 +210,9 @@ __all__ = [
     "DownloadPlan",
     "FrameworkPin",
     "FromArchive",
+    "FromBuild",
     "FromCpuView",
+    "FromDirectory",
     "FromRegistry",
     "FromWheel",
     "ImageOwner",

@@ -15,9 +15,10 @@ from fdl.checks import Check, Severity
 from fdl.compat import injected_libraries, runtime_libraries
 from fdl.errors import FdlError
 from fdl.libtorch import variants
+from fdl.libtorch._install import InstallResult
 from fdl.libtorch._scan import torch_libraries
 
-__all__ = ["library_checks"]
+__all__ = ["library_checks", "unresolved_libraries"]
 
 
 def _dlopened(cuda: str | None) -> list[str]:
@@ -96,3 +97,11 @@ def library_checks(path: Path, info: variants.VariantInfo) -> list[Check]:
             )
         )
     return checks
+
+
+def unresolved_libraries(result: InstallResult) -> list[Check]:
+    """The errors of a fresh variant whose libraries need something it does not contain."""
+    if not result.installed:
+        return []
+    checks = library_checks(result.target.path, result.info)
+    return [c for c in checks if c.severity is Severity.ERROR]

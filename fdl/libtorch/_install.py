@@ -1,6 +1,8 @@
 """Putting a libtorch tree in place: staging directory, lock, metadata, atomic rename.
 
-Every install (download, wheel, source build) goes through :func:`install_tree`:
+Every install goes through :func:`install_tree`, each source's
+(:func:`fdl.libtorch.sources.install_source`: download, wheel, CPU view, registry, source
+build, directory):
 
 1. take the variant's lock (``libtorch/.locks/<kind>-<name>.lock``), so two runs cannot
    write the same variant;
@@ -26,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fdl._files import copy_tree
 from fdl.compat import archive_layout
 from fdl.errors import EnvironmentProblem, UsageError
 from fdl.libtorch import variants
@@ -38,12 +39,15 @@ __all__ = [
     "InstallResult",
     "Populate",
     "Target",
+    "activate_target",
     "check_replaceable",
     "check_tree",
     "finish_info",
     "install_tree",
     "installed_build_version",
-    "register_variant",
+    "path_contains",
+    "protected_paths",
+    "real_path",
     "resolve_target",
     "variant_lock",
 ]
@@ -142,11 +146,13 @@ def _made_by_fdl(path: Path) -> bool:
     return (path / ".arch").is_file() and (path / "lib").is_dir()
 
 
-def _contains(outer: Path, inner: Path) -> bool:
+def path_contains(outer: Path, inner: Path) -> bool:
+    """True when ``inner`` is ``outer`` or lies inside it."""
     return outer == inner or outer in inner.parents
 
 
-def _real(path: Path) -> Path:
+def real_path(path: Path) -> Path:
+    """``path`` with every symbolic link resolved."""
     return Path(os.path.realpath(path))
 
 
@@ -170,7 +176,7 @@ def protected_paths(context: Context, *extra: tuple[str, Path]) -> list[tuple[st
         ("the file system root", Path("/")),
         *extra,
     ]
-    return [(what, _real(path)) for what, path in found]
+    return [(what, real_path(path)) for what, path in found]
 
 
 def check_replaceable(target: Path, *, force: bool, protected: list[tuple[str, Path]]) -> None:
@@ -186,12 +192,12 @@ def check_replaceable(target: Path, *, force: bool, protected: list[tuple[str, P
     """
     if not (target.exists() or target.is_symlink()):
         return
-    real = _real(target) if not target.is_symlink() else _real(target.parent) / target.name
+    real = real_path(target) if not target.is_symlink() else real_path(target.parent) / target.name
     special = _special_kind(target)
     if special is not None:
         raise _never_replaced(target, f"is {special}")
     for what, path in protected:
-        if _contains(real, path):
+        if path_contains(real, path):
             relation = "is" if real == path else "contains"
             raise UsageError(
                 f"{target} {relation} {what} ({path}); fdl never replaces it, "
@@ -357,7 +363,7 @@ def _install_locked(
     name = target.name or target.path.name
     if (target.path / "lib").is_dir() and is_current is not None and is_current(target.path):
         existing = variants.read_info(target.path, name)
-        return InstallResult(target, existing, False, _activate(context, target, activate))
+        return InstallResult(target, existing, False, activate_target(context, target, activate))
     check_replaceable(target.path, force=force, protected=protected)
     _remove_leftovers(target.path)
     previous = _previous_version(target.path, name)
@@ -373,7 +379,7 @@ def _install_locked(
         _publish(tree, target.path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return InstallResult(target, info, True, _activate(context, target, activate), previous)
+    return InstallResult(target, info, True, activate_target(context, target, activate), previous)
 
 
 def _previous_version(path: Path, name: str) -> str | None:
@@ -382,86 +388,9 @@ def _previous_version(path: Path, name: str) -> str | None:
     return variants.read_info(path, name).torch or "unknown"
 
 
-def _activate(context: Context, target: Target, wanted: bool) -> bool:
+def activate_target(context: Context, target: Target, wanted: bool) -> bool:
+    """Point ``.active`` at ``target`` when ``wanted`` and it is in the layout; whether it did."""
     if not wanted or target.name is None:
         return False
     variants.activate(context, target.name)
     return True
-
-
-def register_variant(
-    context: Context,
-    name: str,
-    tree: Path,
-    info: variants.VariantInfo,
-    *,
-    activate: bool = True,
-    move: bool = True,
-    force: bool = False,
-    on_wait: Callable[[str], None] | None = None,
-) -> InstallResult:
-    """Add a libtorch tree made elsewhere (a source build, ``install --from-dir``) as
-    variant ``name``.
-
-    The tree (``lib/``, ``include/``, ``share/``) is moved (or copied) into the layout under
-    the variant's lock; the archs are read from its binaries and written to
-    ``variant.json`` / ``.arch`` next to what ``info`` says (torch, cuda, archs_requested,
-    source). Run :func:`fdl.libtorch.verify_variant` afterwards to compare them.
-
-    Args:
-        context: The libtorch root.
-        name: ``builds/sm61-sm120``.
-        tree: The finished tree.
-        info: What the builder knows (``source={"kind": "build", ...}``).
-        activate: Make it the active variant.
-        move: Move ``tree`` (same file system: a rename) instead of copying it.
-        force: Replace a target fdl did not make (never one that holds ``tree``).
-        on_wait: Told who holds the variant's lock when this call has to wait for it.
-
-    Raises:
-        UsageError: the variant would land inside ``tree`` (copying it into itself), or the
-            target holds something fdl did not make.
-    """
-    check_tree(tree)
-    target = resolve_target(context, name)
-    source, destination = _real(tree), _real(target.path)
-    if source == destination:
-        return _adopt_in_place(context, target, info, activate)
-    if _contains(source, destination) or _contains(source, _real(context.libtorch_dir)):
-        aside = tree.with_name(f"{tree.name}-tree")
-        raise UsageError(
-            f"{tree} holds fdl's libtorch root ({context.libtorch_dir}): installing it as "
-            f"{target.name} would copy it into itself",
-            hint=f"move it aside first, then install it: mv {tree} {aside} && "
-            f"fdl libtorch install --from-dir {aside}",
-        )
-    protected = protected_paths(context, ("the tree being installed", tree))
-
-    def populate(staging: Path) -> variants.VariantInfo:
-        if move:
-            shutil.move(str(tree), str(staging))
-        else:
-            copy_tree(tree, staging)
-        return info
-
-    return install_tree(
-        context,
-        target,
-        populate,
-        activate=activate,
-        force=force,
-        protected=protected,
-        on_wait=on_wait,
-    )
-
-
-def _adopt_in_place(
-    context: Context, target: Target, info: variants.VariantInfo, activate: bool
-) -> InstallResult:
-    """Register a tree that already sits where the variant goes: write its metadata there,
-    move nothing."""
-    with variant_lock(target):
-        info.name = target.name or target.path.name
-        info.installed_at = variants.now_iso()
-        variants.write_info(target.path, finish_info(target.path, info))
-    return InstallResult(target, info, True, _activate(context, target, activate))

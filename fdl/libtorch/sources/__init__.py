@@ -36,13 +36,6 @@ from fdl.libtorch._install import InstallResult, Target, install_tree, resolve_t
 from fdl.paths import Context
 
 if TYPE_CHECKING:
-    from fdl.libtorch.sources._adopt import (
-        install_cpu_view,
-        install_dir,
-        install_wheel,
-        unresolved_libraries,
-        wheel_source,
-    )
     from fdl.libtorch.sources._archive import (
         MIRROR_ENV,
         DownloadPlan,
@@ -52,7 +45,9 @@ if TYPE_CHECKING:
         plan_download,
         run_download,
     )
-    from fdl.libtorch.sources._cpu_view import FromCpuView, local_wheel
+    from fdl.libtorch.sources._build import FromBuild
+    from fdl.libtorch.sources._cpu_view import FromCpuView, install_cpu_view, local_wheel
+    from fdl.libtorch.sources._directory import FromDirectory, install_dir, register_variant
     from fdl.libtorch.sources._registry import (
         REGISTRY_ENV,
         FromRegistry,
@@ -64,7 +59,13 @@ if TYPE_CHECKING:
         push_variant,
     )
     from fdl.libtorch.sources._team import SharedMatch, find_shared
-    from fdl.libtorch.sources._wheel import FromWheel, WheelSource, check_wheel
+    from fdl.libtorch.sources._wheel import (
+        FromWheel,
+        WheelSource,
+        check_wheel,
+        install_wheel,
+        wheel_source,
+    )
 
 KINDS = ("archive", "wheel", "cpu-view", "registry", "build", "directory")
 """The sources' kinds (:attr:`VariantSource.kind`)."""
@@ -171,11 +172,6 @@ def occupied(target: Target, holds: str, wanted: str, *, hint: str = REPLACE_HIN
 
 
 _LAZY = {
-    "install_cpu_view": "_adopt",
-    "install_dir": "_adopt",
-    "install_wheel": "_adopt",
-    "unresolved_libraries": "_adopt",
-    "wheel_source": "_adopt",
     "MIRROR_ENV": "_archive",
     "DownloadPlan": "_archive",
     "FromArchive": "_archive",
@@ -183,8 +179,13 @@ _LAZY = {
     "check_download_target": "_archive",
     "plan_download": "_archive",
     "run_download": "_archive",
+    "FromBuild": "_build",
     "FromCpuView": "_cpu_view",
+    "install_cpu_view": "_cpu_view",
     "local_wheel": "_cpu_view",
+    "FromDirectory": "_directory",
+    "install_dir": "_directory",
+    "register_variant": "_directory",
     "REGISTRY_ENV": "_registry",
     "FromRegistry": "_registry",
     "PullResult": "_registry",
@@ -198,6 +199,8 @@ _LAZY = {
     "FromWheel": "_wheel",
     "WheelSource": "_wheel",
     "check_wheel": "_wheel",
+    "install_wheel": "_wheel",
+    "wheel_source": "_wheel",
 }
 
 __all__ = [
@@ -207,7 +210,9 @@ __all__ = [
     "REPLACE_HINT",
     "DownloadPlan",
     "FromArchive",
+    "FromBuild",
     "FromCpuView",
+    "FromDirectory",
     "FromRegistry",
     "FromWheel",
     "ProgressCallback",
@@ -230,8 +235,8 @@ __all__ = [
     "plan_download",
     "pull_variant",
     "push_variant",
+    "register_variant",
     "run_download",
-    "unresolved_libraries",
     "wheel_source",
 ]
 

@@ -43,10 +43,11 @@ from fdl.binaries import BinaryFormatError, read_dynamic
 from fdl.compat import runtime_libraries
 from fdl.errors import EnvironmentProblem, NetworkError, UsageError
 from fdl.libtorch import variants
-from fdl.libtorch._install import Target, installed_build_version
-from fdl.libtorch.sources import occupied
+from fdl.libtorch._install import InstallResult, Target, installed_build_version
+from fdl.libtorch.sources import install_source, occupied
 from fdl.locking import FileLock
 from fdl.net import IndexFile, Progress, fetch_range, index_files, read_range
+from fdl.paths import Context
 
 __all__ = [
     "CORE_LIBRARIES",
@@ -55,6 +56,7 @@ __all__ = [
     "ViewWheel",
     "choose_wheel",
     "find_cpu_view",
+    "install_cpu_view",
     "local_wheel",
     "populate_cpu_view",
     "remove_scratch",
@@ -794,3 +796,39 @@ class FromCpuView:
         return populate_cpu_view(
             self.locate(), tree, cache, on_line=self.on_message, on_progress=self.on_progress
         )
+
+
+def install_cpu_view(
+    context: Context,
+    *,
+    cache: Path,
+    torch: str | None = None,
+    wheel: Path | None = None,
+    index_url: str | None = None,
+    name: str | None = None,
+    force: bool = False,
+    activate: bool = True,
+    on_message: LineCallback | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> InstallResult:
+    """Install the CPU view of a torch wheel (this module's) as
+    ``precompiled/<name or cpu>``: the wheel on the index (``torch``, the newest known
+    release when None) or a ``.whl`` file, read member by member.
+
+    An existing view of the same wheel is kept; another build is replaced only with
+    ``force``.
+
+    Raises:
+        UsageError: no such wheel, or the variant holds another build.
+        NetworkError: the index or its file host cannot be read.
+    """
+    view = FromCpuView(torch, wheel, index_url, cache, on_message, on_progress)
+    view.locate()  # the wheel is looked up (or read) before the target
+    return install_source(
+        context,
+        view,
+        name=f"precompiled/{name}" if name else None,
+        force=force,
+        activate=activate,
+        on_wait=on_message,
+    )

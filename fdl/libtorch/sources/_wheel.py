@@ -3,6 +3,14 @@
 The PyPI wheel ships the C++ distribution under ``torch/{lib,include,share}``; copied out
 without the Python-only parts it is a libtorch that CMake's ``find_package(Torch)`` accepts.
 This works where download.pytorch.org is unreachable but a PyPI mirror is not.
+
+``fdl libtorch install --from-wheel`` and the wheel path of ``fdl setup`` call
+:func:`wheel_source` and :func:`install_wheel`; so can any Python code (no CLI involved)::
+
+    from fdl.libtorch import install_wheel, wheel_source
+
+    source = wheel_source(torch="2.13", cache=cache / "wheels", runner=default_runner())
+    result = install_wheel(context, source, cache=cache / "wheels", runner=default_runner())
 """
 
 from __future__ import annotations
@@ -10,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,11 +28,11 @@ from typing import Any
 
 from fdl._files import file_sha256
 from fdl.archive import ArchiveError, read_member, safe_extract_zip
-from fdl.compat import release
+from fdl.compat import release, resolve_torch_version
 from fdl.errors import EnvironmentProblem, FdlError, UsageError
 from fdl.libtorch import variants
-from fdl.libtorch._install import Target, installed_build_version
-from fdl.libtorch.sources import occupied
+from fdl.libtorch._install import InstallResult, Target, installed_build_version
+from fdl.libtorch.sources import install_source, occupied
 from fdl.libtorch.sources._nvidia import (
     NvidiaLibraries,
     copy_environment_libraries,
@@ -33,6 +42,7 @@ from fdl.libtorch.sources._nvidia import (
     pip_saved_files,
 )
 from fdl.libtorch.sources._pip import pip_download
+from fdl.paths import Context
 from fdl.runner import Runner
 
 __all__ = [
@@ -41,10 +51,12 @@ __all__ = [
     "NvidiaOptions",
     "WheelSource",
     "check_wheel",
+    "install_wheel",
     "populate_from_wheel",
     "wheel_from_environment",
     "wheel_from_file",
     "wheel_from_pip",
+    "wheel_source",
 ]
 
 TREE_DIRS = ("lib", "include", "share")
@@ -480,3 +492,104 @@ class FromWheel:
         return populate_from_wheel(
             self.wheel, tree, self.runner, self.nvidia, self.on_message, self.on_line
         )
+
+
+def wheel_source(
+    *,
+    cache: Path,
+    runner: Runner,
+    wheel: Path | None = None,
+    python: str | None = None,
+    torch: str | None = None,
+    index_url: str | None = None,
+    on_message: LineCallback | None = None,
+    on_line: LineCallback | None = None,
+) -> WheelSource:
+    """The wheel to install: a ``.whl`` file, a Python environment's torch, or pip's download.
+
+    Args:
+        cache: Where ``pip download`` puts wheels (``<cache>/wheels``).
+        runner: Runs the environment's Python or pip.
+        wheel: A ``.whl`` file (first choice).
+        python: A Python whose installed torch is copied (second choice).
+        torch: The torch version pip downloads (``2.13`` or ``2.13.0``; None: the newest
+            known release).
+        index_url: A PyPI mirror for pip.
+        on_message: Told what is being done.
+        on_line: Gets pip's output.
+
+    Raises:
+        UsageError: an unusable wheel or environment.
+    """
+    if wheel is not None:
+        return wheel_from_file(wheel.expanduser())
+    if python is not None:
+        return wheel_from_environment(python, runner)
+    exact = torch if torch and torch.count(".") >= 2 else resolve_torch_version(torch)
+    _check_index_variant(exact, index_url)
+    if on_message is not None:
+        on_message(f"pip download torch=={exact} --no-deps")
+    return wheel_from_pip(
+        exact, cache, python=sys.executable, runner=runner, index_url=index_url, on_line=on_line
+    )
+
+
+def _check_index_variant(version: str, index_url: str | None) -> None:
+    """An index of download.pytorch.org's form (``.../whl/cu129``) for a build the release
+    does not publish as a wheel: refused before pip runs (pip would fall back to another
+    index, or fail with "no matching distribution"). Wheel-only builds are known."""
+    from fdl.compat import wheel_variant_problem
+
+    variant = None if index_url and "/nightly/" in index_url else index_variant(index_url)
+    problem = wheel_variant_problem(version, variant) if variant else None
+    if problem is not None:
+        raise UsageError(
+            f"{problem}: nothing was downloaded",
+            hint="pass an index of one of them (https://download.pytorch.org/whl/<variant>)",
+        )
+
+
+def install_wheel(
+    context: Context,
+    source: WheelSource,
+    *,
+    cache: Path,
+    runner: Runner,
+    name: str | None = None,
+    force: bool = False,
+    nvidia: bool = True,
+    index_url: str | None = None,
+    activate: bool = True,
+    on_message: LineCallback | None = None,
+    on_line: LineCallback | None = None,
+) -> InstallResult:
+    """Install ``source`` as ``precompiled/<name or variant>`` (atomically, under the lock).
+
+    An existing variant of the same build is kept; one of another build is replaced only
+    with ``force``.
+
+    Args:
+        context: The libtorch root.
+        source: From :func:`wheel_source`.
+        cache: Where the NVIDIA wheels pip fetches are kept.
+        runner: Runs pip.
+        name: Variant name under ``precompiled/`` (default: the wheel's variant, ``cu130``).
+        force: Replace a different build (or a directory fdl did not make).
+        nvidia: Bring the NVIDIA libraries a CUDA wheel needs into ``lib/``.
+        index_url: A PyPI mirror for pip.
+        activate: Make it the active variant.
+        on_message: Told what is being done and when another process holds the lock.
+        on_line: Gets pip's output and per-wheel progress.
+
+    Raises:
+        UsageError: the variant holds another libtorch build and ``force`` is not set.
+    """
+    options = NvidiaOptions(bundle=nvidia, python=sys.executable, cache=cache, index_url=index_url)
+    return install_source(
+        context,
+        FromWheel(source, runner, options, on_message, on_line),
+        name=f"precompiled/{name}" if name else None,
+        force=force,
+        activate=activate,
+        on_wait=on_message,
+    )
