@@ -1,22 +1,26 @@
 """``fdl setup``: decide what libtorch fits this machine (a plan), then carry it out.
 
-:func:`plan_setup` reads the installed variants and decides; :func:`run_setup` activates,
-downloads (falling back to the PyPI wheel when download.pytorch.org is out of reach) or
-installs the wheel. A ``build`` plan is only described: ``fdl libtorch build`` runs it.
+The decision above the sources (:mod:`fdl.libtorch.sources`): :func:`plan_setup` reads the
+installed variants and decides which source, if any, to install from; :func:`run_setup`
+activates, downloads (falling back to the PyPI wheel when download.pytorch.org is out of
+reach) or installs the wheel. A ``build`` plan is only described: ``fdl libtorch build``
+runs it.
 
 The plan is one of:
 
 - ``keep``: the active variant already runs on every GPU (and is the asked torch version);
 - ``activate``: an installed variant does; it only needs activating;
-- ``download``: an official build covers every GPU (``fdl libtorch download``);
+- ``download``: an official build covers every GPU: the ``archive`` source
+  (``fdl libtorch download``);
 - ``wheel``: the same, from PyPI (``--from-wheel``, or when download.pytorch.org is out of
-  reach);
+  reach): the ``wheel`` source, and for a CPU plan the ``cpu-view`` source, never PyPI's
+  CUDA build;
 - ``build``: no official build covers the GPUs together (sm_61 + sm_120): the source
-  build that does, described by :func:`fdl.libtorch.build_command` and left to
-  ``fdl libtorch build``;
-- ``pull``: the team's registry holds a variant that fits (:func:`prefer_shared` turns the
-  plan into a pull of what :func:`fdl.libtorch.find_shared` found, a step of its own after
-  this plan: ``fdl libtorch pull``).
+  build that does (the ``build`` source), described by :func:`fdl.libtorch.build_command`
+  and left to ``fdl libtorch build``;
+- ``pull``: the team's registry holds a variant that fits: the ``registry`` source
+  (:func:`prefer_shared` turns the plan into a pull of what :func:`fdl.libtorch.find_shared`
+  found, a step of its own after this plan: ``fdl libtorch pull``).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from fdl.libtorch._install import InstallResult
 from fdl.libtorch._scan import scan_device_code
 from fdl.libtorch._select import Selection, select_variant
 from fdl.libtorch.sources import (
+    FromCpuView,
     ProgressCallback,
     check_wheel,
     install_cpu_view,
@@ -176,8 +181,7 @@ def _wheel_command(selection: Selection) -> tuple[tuple[str, ...], str] | None:
     base = ("fdl", "libtorch", "install", "--from-wheel")
     torch = selection.torch_version
     if selection.cuda is None:
-        what = f"the CPU view of PyPI's torch {torch} wheel: only what a CPU program loads"
-        return (*base, "--cpu", "--torch", torch), what
+        return (*base, "--cpu", "--torch", torch), FromCpuView(torch=torch).describe()
     if pypi_variant(torch) != selection.variant:
         return None
     what = f"PyPI's torch {torch} wheel ({selection.variant}) with its NVIDIA wheels"
