@@ -1,21 +1,27 @@
 """libtorch variants: side by side under ``<root>/libtorch/``, one active.
 
-The layout lives in :mod:`fdl.libtorch.variants`. Everything that creates a variant goes
-through :func:`install_tree` (lock, staging directory, metadata read from the binaries,
-atomic rename, activation):
+The layout lives in :mod:`fdl.libtorch.variants`. Where a variant comes from is one
+interface, :class:`VariantSource` (:mod:`fdl.libtorch.sources`), and :func:`install_source`
+installs any source through :func:`install_tree` (lock, staging directory, metadata read
+from the binaries, atomic rename, activation). The six sources and their functions:
 
-- official zips: :func:`plan_download` (pure) then :func:`run_download`;
-- PyPI wheels: :func:`wheel_source` then :func:`install_wheel` (a .whl, a Python
-  environment, or pip);
-- the CPU view of a wheel: :func:`install_cpu_view` (only what a CPU program loads, read
-  out of the index's wheels by HTTP Range: a CPU libtorch where the index serves CUDA
-  builds only);
-- a tree on disk: :func:`install_dir`;
-- a team's OCI registry: :func:`push_variant` and :func:`pull_variant` (``fdl libtorch
-  push``/``pull``: the variant as an OCI image, pulled without a docker engine);
-- ``fdl setup``: :func:`plan_setup` (reads the installed variants, decides) then
-  :func:`run_setup` (activate, download with the wheel as fallback, or the wheel);
-- source builds: the builder calls :func:`register_variant` with its finished tree.
+- official zips (``archive``): :func:`plan_download` (pure) then :func:`run_download`;
+- PyPI wheels (``wheel``): :func:`wheel_source` then :func:`install_wheel` (a .whl, a
+  Python environment, or pip);
+- the CPU view of a wheel (``cpu-view``): :func:`install_cpu_view` (only what a CPU program
+  loads, read out of the index's wheels by HTTP Range: a CPU libtorch where the index
+  serves CUDA builds only);
+- a team's OCI registry (``registry``): :func:`push_variant` and :func:`pull_variant`
+  (``fdl libtorch push``/``pull``: the variant as an OCI image, pulled without a docker
+  engine), :func:`find_shared` to look for one that fits;
+- source builds (``build``): the builder (:mod:`fdl.libtorch.source`) calls
+  :func:`register_variant` with its finished tree;
+- a tree on disk (``directory``): :func:`install_dir`.
+
+Above them, ``fdl setup`` decides which one: :func:`plan_setup` (reads the installed
+variants, decides) then :func:`run_setup` (activate, download with the wheel as fallback,
+or the wheel; the CPU view for a CPU plan); :func:`prefer_shared` puts the team's registry
+first.
 
 :func:`variants.remove` takes the variant's lock itself, like the installs.
 
