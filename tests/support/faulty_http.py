@@ -121,6 +121,7 @@ class _Resource:
     last_modified: str | None
     ranges: bool
     size: int
+    content_type: str = "application/octet-stream"
 
     def open(self) -> BinaryIO:
         assert self.file is not None
@@ -212,13 +213,12 @@ class FaultyServer:
         etag: bool = True,
         last_modified: bool = True,
         ranges: bool = True,
+        content_type: str = "application/octet-stream",
     ) -> str:
         """Serve ``data`` at ``path`` (replacing what was there; a new ETag); returns its URL."""
         tag = f'"{hashlib.sha256(data).hexdigest()[:16]}"' if etag else None
-        self._put(
-            path,
-            _Resource(data, None, tag, _http_date() if last_modified else None, ranges, len(data)),
-        )
+        modified = _http_date() if last_modified else None
+        self._put(path, _Resource(data, None, tag, modified, ranges, len(data), content_type))
         return self.url(path)
 
     def add_file(self, path: str, file: Path, *, ranges: bool = True) -> str:
@@ -369,7 +369,7 @@ class _Handler(BaseHTTPRequestHandler):
         start, end = wanted if wanted is not None else (0, size - 1)
         if isinstance(fault, BadRange) and wanted is not None:
             start, end = 0, size - 1
-        extra = {"Content-Length": str(end - start + 1), "Content-Type": "application/octet-stream"}
+        extra = {"Content-Length": str(end - start + 1), "Content-Type": resource.content_type}
         if resource.ranges:
             extra["Accept-Ranges"] = "bytes"
         if resource.etag:
