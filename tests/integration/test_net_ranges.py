@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from fdl.errors import NetworkError
 from fdl.net import RetryPolicy, fetch_range, read_range
 from fdl.net._transport import FileTransport
 from tests.support import faulty_http
+from tests.support.faulty_http import BadRange, Drop, FaultyServer, Status, Truncate
 
 faulty_server = faulty_http.faulty_server  # the fixture
 
@@ -47,3 +49,63 @@ def test_read_and_fetch_ranges_of_a_local_file(local: str, tmp_path: Path) -> No
     dest = tmp_path / "cache" / "1000-5000"
     assert fetch_range(local, dest, 1000, 5000) == 5000
     assert dest.read_bytes() == DATA[1000:6000]
+
+
+def test_read_range_asks_for_the_bytes_it_reads(faulty_server: FaultyServer) -> None:
+    url = faulty_server.add("/torch.whl", DATA)
+    assert read_range(url, -100) == (DATA[-100:], len(DATA))
+    assert read_range(url, 5000, 10) == (DATA[5000:5010], len(DATA))
+    ranges = [entry.range for entry in faulty_server.log]
+    assert ranges == ["bytes=0-0", f"bytes={len(DATA) - 100}-", "bytes=5000-5009"]
+    assert faulty_server.sent() == 1 + 100 + 10  # not the rest of the file
+
+
+def test_read_range_refuses_a_range_it_did_not_ask_for(faulty_server: FaultyServer) -> None:
+    url = faulty_server.add("/torch.whl", DATA)
+    faulty_server.script("/torch.whl", BadRange())
+    with pytest.raises(NetworkError, match="sent the range 'bytes 0-"):
+        read_range(url, 5000, 10)
+
+
+def test_read_range_that_breaks_off_says_to_run_again(faulty_server: FaultyServer) -> None:
+    url = faulty_server.add("/torch.whl", DATA)
+    faulty_server.script("/torch.whl", Drop(after=1000))
+    with pytest.raises(NetworkError) as caught:
+        read_range(url, 0, 200_000)
+    assert "torch.whl" in caught.value.message
+    assert caught.value.hint == "run the same command again"
+
+
+def test_read_range_that_ends_early_is_not_a_short_answer(faulty_server: FaultyServer) -> None:
+    url = faulty_server.add("/torch.whl", DATA)
+    faulty_server.script("/torch.whl", Truncate(send=100))
+    with pytest.raises(NetworkError, match="broke off") as caught:
+        read_range(url, 0, 1000)
+    assert caught.value.hint == "run the same command again"
+
+
+def test_fetch_range_resumes_where_the_stream_broke(
+    faulty_server: FaultyServer, tmp_path: Path
+) -> None:
+    url = faulty_server.add("/torch.whl", DATA)
+    faulty_server.script("/torch.whl", Drop(after=70_000), Status(503))
+    dest = tmp_path / "ranges" / "1000-200000"
+    got = fetch_range(url, dest, 1000, 200_000, retry=QUICK, sleep=lambda _s: None)
+    assert dest.read_bytes() == DATA[1000:201_000]
+    assert got == 200_000
+    resumed = faulty_server.log[-1].range
+    assert resumed is not None and resumed.endswith("-200999") and resumed != "bytes=1000-200999"
+    assert list(dest.parent.iterdir()) == [dest]
+
+
+def test_fetch_range_that_keeps_failing_leaves_nothing(
+    faulty_server: FaultyServer, tmp_path: Path
+) -> None:
+    url = faulty_server.add("/torch.whl", DATA)
+    faulty_server.always("/torch.whl", Drop(after=0))
+    dest = tmp_path / "ranges" / "0-100000"
+    with pytest.raises(NetworkError) as caught:
+        fetch_range(url, dest, 0, 100_000, retry=QUICK, sleep=lambda _s: None)
+    assert caught.value.hint == "run the same command again"
+    assert "torch.whl" in caught.value.message
+    assert list(dest.parent.iterdir()) == []  # no range file, no .part
