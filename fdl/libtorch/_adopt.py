@@ -183,7 +183,8 @@ def install_cpu_view(
 ) -> InstallResult:
     """Install the CPU view of a torch wheel (:mod:`fdl.libtorch._cpu_view`) as
     ``precompiled/<name or cpu>``: the wheel on the index (``torch``, the newest known
-    release when None) or a ``.whl`` file, read member by member.
+    release when None) or a ``.whl`` file, read member by member. ``index_url`` is where
+    the wheel and the NVIDIA wheels it pins are found (a file's NVIDIA wheels too).
 
     An existing view of the same wheel is kept; another build is replaced only with
     ``force``.
@@ -220,7 +221,9 @@ def install_cpu_view(
             f"view of torch {found.version}",
             hint="replace it with --force, or choose another name with --name",
         )
-    view = CpuView(torch=release, wheel=found, index=index)
+    # a local wheel's NVIDIA wheels come from --index-url too, as the index's wheel's do
+    nvidia_index = index_url if index is None else None
+    view = CpuView(torch=release, wheel=found, index=index, nvidia_index=nvidia_index)
 
     def is_current(path: Path) -> bool:
         return same_wheel(variants.read_info(path, label))

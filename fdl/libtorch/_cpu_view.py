@@ -95,6 +95,8 @@ class CpuView:
         torch: The release (``2.10.0``).
         wheel: The torch wheel read.
         index: Where the wheel was found (None for a local file).
+        nvidia_index: Where the NVIDIA wheels of a local file are looked up (None:
+            ``$PIP_INDEX_URL``, else PyPI); the wheel's own index otherwise.
         wheel_cuda: The CUDA the wheel was built with (None: a CPU wheel, nothing left out).
         libraries: The torch libraries taken (``libtorch_cpu.so``, ...).
         nvidia: (NVIDIA wheel file name, libraries taken from it).
@@ -107,6 +109,7 @@ class CpuView:
     wheel: ViewWheel
     index: str | None
     wheel_cuda: str | None = None
+    nvidia_index: str | None = None
     git_version: str | None = None
     requires: tuple[str, ...] = ()
     libraries: list[str] = field(default_factory=list)
@@ -114,6 +117,11 @@ class CpuView:
     left_out: list[str] = field(default_factory=list)
     bytes_read: int = 0
     bytes_cached: int = 0
+
+    @property
+    def nvidia_from(self) -> str | None:
+        """The index the NVIDIA wheels are looked up on."""
+        return self.index or self.nvidia_index
 
     @property
     def build_version(self) -> str:
@@ -397,7 +405,8 @@ def _bring_nvidia(
             f"--torch {view.torch} (3-4 GB with its NVIDIA wheels)",
         )
     for (project, directory), names in sorted(by_wheel.items()):
-        wheel = _pinned_wheel(index_files(project, view.index), project, pins[project], machine)
+        files = index_files(project, view.nvidia_from)
+        wheel = _pinned_wheel(files, project, pins[project], machine)
         say(f"reading {', '.join(names)} from {wheel.filename}")
         members = reader.members(wheel)
         chosen = []
@@ -452,7 +461,7 @@ def _toolkit_pins(view: CpuView, reader: _Reader, machine: str) -> dict[str, str
             continue
         if _canonical(requirement.name) != "cuda-toolkit":
             continue
-        files = index_files("cuda-toolkit", view.index)
+        files = index_files("cuda-toolkit", view.nvidia_from)
         wheel = _pinned_wheel(files, "cuda-toolkit", str(requirement.specifier), machine)
         members = reader.members(wheel)
         text = reader.small(wheel, members, _dist_info(members, "METADATA"))
@@ -672,6 +681,8 @@ def _info(view: CpuView) -> variants.VariantInfo:
         where["wheel_sha256"] = view.wheel.sha256
     if view.index:
         where["index"] = view.index
+    elif view.nvidia_index and view.nvidia:
+        where["nvidia_index"] = view.nvidia_index
     return variants.VariantInfo(
         name="",
         torch=view.torch,
