@@ -29,6 +29,7 @@ from fdl.binaries.synthetic import build_elf
 from tests.support.faulty_http import FaultyServer
 
 __all__ = [
+    "CPU_LIBRARY",
     "CUDA_ONLY",
     "CUPTI_WHEEL",
     "GLIBC",
@@ -60,6 +61,8 @@ NVIDIA = (
     ("nvidia-cuda-cupti-cu12", CUPTI_WHEEL, "nvidia/cuda_cupti/lib", "libcupti.so.12"),
 )
 CUDA_ONLY = 2 << 20  # libtorch_cuda.so's size: more than the reader's 1 MiB gap
+# libtorch_cpu.so's size (half random): the only range read of more than 128 KiB
+CPU_LIBRARY = 400_000
 
 
 def _library(soname: str, needed: Sequence[str], size: int = 40_000, seed: int = 0) -> bytes:
@@ -94,7 +97,7 @@ def torch_members(
         "torch/lib/libgomp.so.1": _library("libgomp.so.1", GLIBC[:3], 8_000, seed),
         "torch/lib/libtorch.so": _library("libtorch.so", [*torch_needs, *GLIBC], 2_000, seed),
         "torch/lib/libtorch_cpu.so": _library(
-            "libtorch_cpu.so", [*cpu_needs, *GLIBC], 120_000, seed
+            "libtorch_cpu.so", [*cpu_needs, *GLIBC], CPU_LIBRARY, seed
         ),
     }
     if cuda:
@@ -146,17 +149,20 @@ def record(members: Mapping[str, bytes], own: str) -> bytes:
     return ("\n".join([*lines, f"{own},,"]) + "\n").encode()
 
 
-def wheel_bytes(members: Mapping[str, bytes]) -> bytes:
-    """A deflated zip of ``members``, in their order."""
+def wheel_bytes(members: Mapping[str, bytes], *, stored: Sequence[str] = ()) -> bytes:
+    """A zip of ``members`` in their order, deflated but for those named in ``stored``."""
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in members.items():
-            archive.writestr(name, data)
+            method = zipfile.ZIP_STORED if name in stored else zipfile.ZIP_DEFLATED
+            archive.writestr(name, data, compress_type=method)
     return out.getvalue()
 
 
-def torch_wheel(version: str = TORCH, *, cuda: str | None = "12.8", seed: int = 0) -> bytes:
-    return wheel_bytes(torch_members(version, cuda=cuda, seed=seed))
+def torch_wheel(
+    version: str = TORCH, *, cuda: str | None = "12.8", seed: int = 0, stored: Sequence[str] = ()
+) -> bytes:
+    return wheel_bytes(torch_members(version, cuda=cuda, seed=seed), stored=stored)
 
 
 def nvidia_wheel(project: str, version: str, directory: str, soname: str) -> bytes:
