@@ -38,7 +38,7 @@ from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
-from fdl.archive import Span, ZipMember, extract_span, plan_spans, zip_members
+from fdl.archive import ArchiveError, Span, ZipMember, extract_span, plan_spans, zip_members
 from fdl.binaries import BinaryFormatError, read_dynamic
 from fdl.compat import runtime_libraries
 from fdl.errors import EnvironmentProblem, NetworkError, UsageError
@@ -548,11 +548,16 @@ class _Reader:
     ) -> None:
         for span in plan_spans(members):
             data = self._span(wheel, span)
-            extract_span(wheel.filename, span, data, lambda m: root / destination(m))
-            for member in span.members:
-                expected = record.get(member.name)
-                if expected is not None:
-                    _check_record(wheel, member, root / destination(member), expected)
+            try:
+                extract_span(wheel.filename, span, data, lambda m: root / destination(m))
+                for member in span.members:
+                    expected = record.get(member.name)
+                    if expected is not None:
+                        _check_record(wheel, member, root / destination(member), expected)
+            except ArchiveError as exc:
+                # not kept: the next run reads the range again instead of failing the same
+                data.unlink(missing_ok=True)
+                raise ArchiveError(exc.message, hint=_DAMAGED) from None
 
     def _span(self, wheel: ViewWheel, span: Span) -> Path:
         folder = self.cache / _safe_name(wheel.sha256 or wheel.filename)
@@ -583,17 +588,21 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]", "_", text)[:128]
 
 
+_DAMAGED = (
+    "run the same command again (the damaged bytes were not kept); if it fails the same "
+    "way, the index serves a damaged or altered wheel: pass another index (--index-url)"
+)
+
+
 def _check_record(
     wheel: ViewWheel, member: ZipMember, path: Path, expected: tuple[str, int]
 ) -> None:
     from fdl._files import file_sha256
-    from fdl.archive import ArchiveError
 
     digest, size = expected
     if path.stat().st_size != size or file_sha256(path) != digest:
         raise ArchiveError(
-            f"{wheel.filename}: {member.name} does not match the wheel's RECORD",
-            hint="the index served a damaged or altered file: try again, or another index",
+            f"{wheel.filename}: {member.name} does not match the wheel's RECORD", hint=_DAMAGED
         )
 
 

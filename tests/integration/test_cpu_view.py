@@ -4,9 +4,11 @@ HTTP Range, the tree and metadata the view makes, its cache, and its refusals.""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import socket
+import struct
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -411,6 +413,57 @@ def test_a_zip_directory_read_that_breaks_off_says_to_run_again(
     failed(install(fdl, index), 5, TORCH_WHEEL, "run the same command again")
     assert_nothing_left(tmp_path)
     recovers(fdl, index, tmp_path)
+
+
+def damaged(
+    data: bytes, member: str, change: Callable[[bytearray, zipfile.ZipInfo], None]
+) -> bytes:
+    out = bytearray(data)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        change(out, archive.getinfo(member))
+    return bytes(out)
+
+
+def flip_a_data_byte(out: bytearray, info: zipfile.ZipInfo) -> None:
+    name_len, extra_len = struct.unpack_from("<HH", out, info.header_offset + 26)
+    at = info.header_offset + 30 + name_len + extra_len + info.compress_size // 2
+    out[at] ^= 0xFF
+
+
+def rename_in_local_header(out: bytearray, info: zipfile.ZipInfo) -> None:
+    at = info.header_offset + 30 + len(info.filename) - 1
+    out[at] = ord("X")  # torch/lib/libgomp.so.1 -> torch/lib/libgomp.so.X
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (flip_a_data_byte, ("libgomp.so.1", "another CRC-32")),
+        (rename_in_local_header, ("names another member",)),
+    ],
+    ids=["crc32", "local-header"],
+)
+def test_damaged_bytes_are_refused_and_not_kept(
+    fdl: Fdl,
+    faulty_server: FaultyServer,
+    tmp_path: Path,
+    change: Callable[[bytearray, zipfile.ZipInfo], None],
+    words: tuple[str, ...],
+) -> None:
+    """The file host (or a proxy) serves damaged bytes under the sha256 the index lists:
+    the member is refused, and the damaged range is not kept for the next run."""
+    good = torch_wheel(stored=["torch/lib/libgomp.so.1"])  # a stored member: the CRC tells
+    index = PackageIndex(faulty_server)
+    index.add_torch(good)
+    path = index.file_path(TORCH_WHEEL)
+    faulty_server.add(path, damaged(good, "torch/lib/libgomp.so.1", change))
+    failed(install(fdl, index), 1, TORCH_WHEEL, *words, "run the same command again")
+    assert_nothing_left(tmp_path)
+    faulty_server.add(path, good)
+    info = installed(install(fdl, index))
+    lib = variant_dir(tmp_path) / "lib"
+    assert (lib / "libgomp.so.1").read_bytes() == torch_members()["torch/lib/libgomp.so.1"]
+    assert info["source"]["wheel_sha256"] == hashlib.sha256(good).hexdigest()
 
 
 def test_a_member_that_does_not_match_record_is_refused(
