@@ -439,7 +439,7 @@ def rename_in_local_header(out: bytearray, info: zipfile.ZipInfo) -> None:
     ("change", "words"),
     [
         (flip_a_data_byte, ("libgomp.so.1", "another CRC-32")),
-        (rename_in_local_header, ("names another member",)),
+        (rename_in_local_header, ("names torch/lib/libgomp.so.X, not torch/lib/libgomp.so.1",)),
     ],
     ids=["crc32", "local-header"],
 )
