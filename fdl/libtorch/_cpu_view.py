@@ -29,7 +29,9 @@ reads nothing.
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
+import io
 import re
 import shutil
 from collections.abc import Callable, Iterable
@@ -307,15 +309,28 @@ def _read_metadata(view: CpuView, reader: _Reader, members: dict[str, ZipMember]
 
 
 def _record(text: bytes) -> dict[str, tuple[str, int]]:
-    """The wheel's RECORD: member -> (sha256 as hex, size)."""
+    """The wheel's RECORD (CSV: name, ``sha256=`` urlsafe base64 without padding, size):
+    member -> (sha256 as hex, size). A digest that is no sha256 is kept as ``""``, which
+    no member matches.
+
+    Raises:
+        ArchiveError: RECORD is not CSV.
+    """
     found: dict[str, tuple[str, int]] = {}
-    for line in text.decode("utf-8", "replace").splitlines():
-        name, _, rest = line.rpartition(",")  # name may hold commas only quoted: rare
-        name, _, digest = name.rpartition(",")
-        if not digest.startswith("sha256=") or not rest.isdigit():
+    lines = io.StringIO(text.decode("utf-8", "replace").replace("\0", ""), newline="")
+    try:
+        rows = list(csv.reader(lines))
+    except csv.Error as exc:
+        raise ArchiveError(f"the wheel's RECORD is not a CSV file: {exc}", hint=_DAMAGED) from None
+    for row in rows:
+        if len(row) != 3 or not row[1].startswith("sha256=") or not row[2].isdigit():
             continue
-        raw = base64.urlsafe_b64decode(digest[7:] + "=" * (-len(digest[7:]) % 4))
-        found[name.strip('"')] = (raw.hex(), int(rest))
+        encoded = row[1].removeprefix("sha256=")
+        try:
+            raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+        except ValueError:  # binascii.Error: not base64
+            raw = b""
+        found[row[0]] = (raw.hex() if len(raw) == 32 else "", int(row[2]))
     return found
 
 

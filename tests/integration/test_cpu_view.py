@@ -466,21 +466,25 @@ def test_damaged_bytes_are_refused_and_not_kept(
     assert info["source"]["wheel_sha256"] == hashlib.sha256(good).hexdigest()
 
 
+@pytest.mark.parametrize(
+    "forged",
+    [
+        record_line("torch/lib/libc10.so", b"another libc10"),
+        "torch/lib/libc10.so,sha256=a,5",  # not base64: no sha256 at all
+        "torch/lib/libc10.so,sha256=YWJj,5",  # base64, but not of 32 bytes
+    ],
+    ids=["another-digest", "not-base64", "short-digest"],
+)
 def test_a_member_that_does_not_match_record_is_refused(
-    fdl: Fdl, faulty_server: FaultyServer, tmp_path: Path
+    fdl: Fdl, faulty_server: FaultyServer, tmp_path: Path, forged: str
 ) -> None:
     members = torch_members()
     lines = members[f"torch-{TORCH}.dist-info/RECORD"].decode().splitlines()
-    forged = [
-        record_line("torch/lib/libc10.so", b"another libc10")
-        if line.startswith("torch/lib/libc10.so,")
-        else line
-        for line in lines
-    ]
-    members[f"torch-{TORCH}.dist-info/RECORD"] = ("\n".join(forged) + "\n").encode()
+    forged_lines = [forged if line.startswith("torch/lib/libc10.so,") else line for line in lines]
+    members[f"torch-{TORCH}.dist-info/RECORD"] = ("\n".join(forged_lines) + "\n").encode()
     index = PackageIndex(faulty_server)
     index.add_torch(wheel_bytes(members))
-    failed(install(fdl, index), 1, "libc10.so does not match the wheel's RECORD")
+    failed(install(fdl, index), 1, "libc10.so does not match the wheel's RECORD", "--index-url")
     assert_nothing_left(tmp_path)
     index.projects["torch"][-1] = Wheel(TORCH_WHEEL, torch_wheel())  # the index mends it
     faulty_server.add(index.file_path(TORCH_WHEEL), index.projects["torch"][-1].data)
