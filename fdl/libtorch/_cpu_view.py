@@ -250,7 +250,7 @@ def populate_cpu_view(
         and m.name.endswith(tuple(".so" + s for s in ("", ".1", ".2")))
         and m.name.removeprefix(_LIB) not in libraries
     )
-    nvidia = _needed_elsewhere(tree / "lib")
+    nvidia = _needed_elsewhere(tree / "lib", view.wheel_cuda)
     if nvidia:
         _bring_nvidia(view, reader, nvidia, tree / "lib", machine, say)
     if cuda_build:
@@ -370,15 +370,28 @@ def _library_closure(
     return taken
 
 
-def _needed_elsewhere(lib_dir: Path) -> set[str]:
-    """Sonames the view's libraries need that neither the view nor the system provides."""
+def _needed_elsewhere(lib_dir: Path, cuda: str | None) -> set[str]:
+    """Sonames the view's libraries need that the view does not hold: those neither the
+    view nor the system provides, and the NVIDIA runtime libraries of the wheel's CUDA
+    wherever they are found (a CUDA toolkit in ld.so.conf): the view holds them from their
+    wheels, so that it is the same tree whichever machine made it."""
     from fdl.binaries import dependency_closure
     from fdl.compat import injected_libraries
 
+    try:
+        nvidia = [lib for lib in runtime_libraries(cuda) if lib.wheel] if cuda else []
+    except UsageError:  # a CUDA fdl has no table for: _bring_nvidia says so if needed
+        nvidia = []
+    own = lib_dir.resolve()
     missing: set[str] = set()
     for library in sorted(lib_dir.glob("*.so*")):
         closure = dependency_closure(library, [lib_dir], skip=set(injected_libraries()))
         missing |= {name for name, _ in closure.missing}
+        missing |= {
+            name
+            for name, path in closure.found
+            if path.resolve().parent != own and any(lib.matches(name) for lib in nvidia)
+        }
     return missing
 
 

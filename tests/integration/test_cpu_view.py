@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from fdl.binaries.synthetic import build_elf
 from fdl.libtorch._cpu_view import LINK_SCRIPT_MARK
 from fdl.net import RetryPolicy
 from tests.conftest import Result
@@ -283,6 +284,26 @@ def test_a_local_wheel_file(fdl: Fdl, index: PackageIndex, tmp_path: Path) -> No
     asked = {e.path for e in index.server.log}
     assert index.file_path(TORCH_WHEEL) not in asked  # the file, not the index's copy
     assert {index.file_path(RUNTIME_WHEEL), index.file_path(CUPTI_WHEEL)} <= asked
+
+
+def test_the_view_is_the_same_on_a_machine_that_has_the_cuda_runtime(
+    fdl: Fdl, index: PackageIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The NVIDIA libraries come from their wheels even where the loader would find this
+    machine's (a CUDA toolkit in ld.so.conf): the view must not depend on where it was made."""
+    from fdl.binaries import closure
+
+    host = tmp_path / "host-cuda"
+    host.mkdir()
+    (host / "libcudart.so.12").write_bytes(build_elf(needed=["libc.so.6"], soname="x"))
+    monkeypatch.setattr(closure, "SYSTEM_DIRS", (str(host), *closure.SYSTEM_DIRS))
+    installed(install(fdl, index))
+    lib = variant_dir(tmp_path) / "lib"
+    assert {p.name for p in lib.iterdir()} == VIEW_LIB
+    served = next(w for w in index.projects["nvidia-cuda-runtime-cu12"])
+    assert (lib / "libcudart.so.12").read_bytes() == wheel_member(
+        served.data, "nvidia/cuda_runtime/lib/libcudart.so.12"
+    )
 
 
 def test_the_manifest_pinning_cpu_implies_the_view(
