@@ -98,8 +98,9 @@ def fetch_range(
 
     Raises:
         NetworkError: the server refuses or ignores the range, sends a range other than the
-            one asked for, breaks off more often in a row than ``retry`` tolerates, or sends
-            nothing for ``$FDL_NET_DEADLINE`` seconds.
+            one asked for, breaks off more often in a row than ``retry`` tolerates (or more
+            than its ``max_attempts`` in all), or sends nothing for ``$FDL_NET_DEADLINE``
+            seconds.
     """
     policy = retry or RetryPolicy()
     deadline = net_deadline()
@@ -110,11 +111,12 @@ def fetch_range(
     )
     state = _Received(length, on_progress)
 
-    failures = 0
+    failures = attempts = 0
     try:
         with part.open("wb") as handle:
             while state.done < length:
                 before = state.done
+                attempts += 1
                 try:
                     _stream_range(
                         transport, url, start + before, length - before, handle, state.arrived
@@ -122,7 +124,9 @@ def fetch_range(
                 except Transient as exc:
                     failures = 0 if state.done > before else failures + 1
                     silent = time.monotonic() - state.last
-                    if failures >= policy.attempts or silent > deadline:
+                    # a server that sends a little and drops again must run out too
+                    tried = attempts >= policy.max_attempts
+                    if failures >= policy.attempts or tried or silent > deadline:
                         raise NetworkError(
                             f"reading {url} broke off ({exc}) after {state.done} of {length} bytes",
                             hint="run the same command again",

@@ -109,3 +109,18 @@ def test_fetch_range_that_keeps_failing_leaves_nothing(
     assert caught.value.hint == "run the same command again"
     assert "torch.whl" in caught.value.message
     assert list(dest.parent.iterdir()) == []  # no range file, no .part
+
+
+def test_fetch_range_of_a_server_that_keeps_dropping_runs_out_of_attempts(
+    faulty_server: FaultyServer, tmp_path: Path
+) -> None:
+    """Each attempt gets a few bytes, so none fails in a row: the attempts in all are bounded."""
+    url = faulty_server.add("/torch.whl", DATA)
+    faulty_server.always("/torch.whl", Drop(after=1000))
+    policy = RetryPolicy(attempts=3, max_attempts=5, base_delay=0.0, jitter=0.0)
+    dest = tmp_path / "ranges" / "0-200000"
+    with pytest.raises(NetworkError, match="broke off") as caught:
+        fetch_range(url, dest, 0, 200_000, retry=policy, sleep=lambda _s: None)
+    assert caught.value.hint == "run the same command again"
+    assert len(faulty_server.requests_to("/torch.whl")) <= 5
+    assert list(dest.parent.iterdir()) == []
