@@ -33,7 +33,7 @@ from tests.support.cpu_view_wheels import (
     torch_wheel,
     wheel_bytes,
 )
-from tests.support.faulty_http import Drop, FaultyServer, Status
+from tests.support.faulty_http import Drop, FaultyServer, Stall, Status
 
 faulty_server = faulty_http.faulty_server  # the fixture
 
@@ -374,6 +374,7 @@ def failed(result: Result, code: int, *words: str) -> str:
     assert "Traceback" not in result.output and "internal error" not in result.output
     for word in words:
         assert word in result.stderr, (word, result.stderr)
+    assert "\n  fix: " in result.stderr, result.stderr  # how to go on
     return result.stderr
 
 
@@ -421,6 +422,29 @@ def test_a_range_that_keeps_breaking_off_says_to_run_again(
     path = index.file_path(TORCH_WHEEL)
     index.server.always(path, Drop(after=0), larger_than=BIG_RANGE)
     failed(install(fdl, index), 5, TORCH_WHEEL, "broke off", "run the same command again")
+    assert_nothing_left(tmp_path)
+    index.server.always(path, None)
+    recovers(fdl, index, tmp_path)
+
+
+@pytest.mark.parametrize("what", ["page", "directory", "member"])
+def test_a_server_that_stops_sending_is_given_up_on(
+    fdl: Fdl,
+    index: PackageIndex,
+    tmp_path: Path,
+    quick_retries: None,
+    monkeypatch: pytest.MonkeyPatch,
+    what: str,
+) -> None:
+    """Nothing for $FDL_NET_DEADLINE seconds: exit 5, not a hang (the stall is far longer)."""
+    monkeypatch.setenv("FDL_NET_DEADLINE", "1")
+    path, larger = {
+        "page": (index.page_path("torch"), -1),
+        "directory": (index.file_path(TORCH_WHEEL), 1000),  # the 64 KiB tail
+        "member": (index.file_path(TORCH_WHEEL), BIG_RANGE),
+    }[what]
+    index.server.always(path, Stall(after=0, seconds=60), larger_than=larger)
+    failed(install(fdl, index), 5, "run the same command again")
     assert_nothing_left(tmp_path)
     index.server.always(path, None)
     recovers(fdl, index, tmp_path)
