@@ -314,6 +314,24 @@ def test_the_manifest_pinning_cpu_implies_the_view(
     assert info["source"]["view"] == "cpu" and info["torch"] == TORCH
 
 
+def test_a_cuda_wheel_file_where_the_manifest_pins_cpu_is_refused_with_the_view_as_fix(
+    fdl: Fdl, index: PackageIndex, tmp_path: Path
+) -> None:
+    """A file is installed as the build it is: the pin refuses it and names --cpu."""
+    (tmp_path / "work" / "fdl.yml").write_text("libtorch:\n  variant: cpu\n")
+    wheel = tmp_path / TORCH_WHEEL
+    wheel.write_bytes(torch_wheel())
+    args = ("libtorch", "install", "--from-wheel", str(wheel), "--index-url", index.url)
+    refused = fdl(*args)
+    assert refused.exit_code == 2, refused.output
+    assert "(the cu128 build), not the cpu build: nothing was installed" in refused.stderr
+    assert "fdl libtorch install --from-wheel FILE.whl --cpu" in refused.stderr
+    assert index.server.log == []
+    info = installed(fdl(*args, "--cpu", "--json"))
+    assert info["cuda"] is None and info["source"]["view"] == "cpu"
+    assert info["path"].endswith("precompiled/cpu")
+
+
 @pytest.mark.parametrize(
     "source", [["--python", "python3"], ["--from-dir", "."]], ids=["python", "from-dir"]
 )
