@@ -32,7 +32,9 @@ import base64
 import csv
 import hashlib
 import io
+import os
 import re
+import secrets
 import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -574,6 +576,9 @@ class _Reader:
         destination: Callable[[ZipMember], str],
         record: dict[str, tuple[str, int]],
     ) -> None:
+        # a local wheel's ranges are not kept: the file is at hand (a copy would only take
+        # disk space), and one rebuilt under the same name must not be read from the cache
+        local = wheel.url.startswith("file:")
         for span in plan_spans(members):
             data = self._span(wheel, span)
             try:
@@ -586,13 +591,11 @@ class _Reader:
                 # not kept: the next run reads the range again instead of failing the same
                 data.unlink(missing_ok=True)
                 raise ArchiveError(exc.message, hint=_DAMAGED) from None
+            finally:
+                if local:
+                    data.unlink(missing_ok=True)
 
     def _span(self, wheel: ViewWheel, span: Span) -> Path:
-        folder = self.cache / _safe_name(wheel.sha256 or wheel.filename)
-        data = folder / f"{span.start}-{span.length}"
-        if data.is_file() and data.stat().st_size == span.length:
-            self.view.bytes_cached += span.length
-            return data
         what = f"{wheel.filename} [{span.length / (1 << 20):.1f} MiB]"
         progress = self.on_progress
 
@@ -600,6 +603,18 @@ class _Reader:
             if progress is not None and span.length > (1 << 20):
                 progress(what, state)
 
+        if wheel.url.startswith("file:"):  # read for this install alone, removed after it
+            name = f"{os.getpid()}-{secrets.token_hex(4)}-{span.start}-{span.length}"
+            data = self.cache / "scratch" / name
+            self.view.bytes_read += fetch_range(
+                wheel.url, data, span.start, span.length, on_progress=report
+            )
+            return data
+        folder = self.cache / _safe_name(wheel.sha256 or wheel.filename)
+        data = folder / f"{span.start}-{span.length}"
+        if data.is_file() and data.stat().st_size == span.length:
+            self.view.bytes_cached += span.length
+            return data
         folder.mkdir(parents=True, exist_ok=True)
         lock = FileLock(folder / ".lock", purpose=f"reading {wheel.filename}")
         with lock:  # another install reading the same wheel finishes first, then we reuse it

@@ -266,7 +266,9 @@ def test_a_cpu_wheel_is_taken_as_it_is(
 
 def test_a_local_wheel_file(fdl: Fdl, index: PackageIndex, tmp_path: Path) -> None:
     wheel = tmp_path / TORCH_WHEEL
-    wheel.write_bytes(torch_wheel())
+    # libraries stored: a rebuild (below) has every member where this build has it
+    stored = [name for name in torch_members() if name.startswith("torch/lib/")]
+    wheel.write_bytes(torch_wheel(stored=stored))
     result = fdl(
         "libtorch",
         "install",
@@ -284,6 +286,27 @@ def test_a_local_wheel_file(fdl: Fdl, index: PackageIndex, tmp_path: Path) -> No
     asked = {e.path for e in index.server.log}
     assert index.file_path(TORCH_WHEEL) not in asked  # the file, not the index's copy
     assert {index.file_path(RUNTIME_WHEEL), index.file_path(CUPTI_WHEEL)} <= asked
+    # the file's ranges are not copied into the cache (the NVIDIA wheels' are kept)
+    ranges = tmp_path / "cache" / "wheels" / "ranges"
+    kept = {p.parent.name for p in ranges.rglob("*-*") if p.is_file()}
+    assert kept and not any(TORCH_WHEEL in name for name in kept)
+
+    # the file rebuilt under the same name: the new build's bytes, not the first one's
+    wheel.write_bytes(torch_wheel(seed=1, stored=stored))
+    again = fdl(
+        "libtorch",
+        "install",
+        "--from-wheel",
+        str(wheel),
+        "--cpu",
+        "--index-url",
+        index.url,
+        "--force",
+    )
+    assert again.exit_code == 0, again.output
+    lib = variant_dir(tmp_path) / "lib"
+    rebuilt = torch_members(seed=1)["torch/lib/libtorch_cpu.so"]
+    assert (lib / "libtorch_cpu.so").read_bytes() == rebuilt
 
 
 def test_the_view_is_the_same_on_a_machine_that_has_the_cuda_runtime(
