@@ -58,7 +58,7 @@ def index(faulty_server: FaultyServer) -> PackageIndex:
 
 
 @pytest.fixture
-def fdl(run_fdl, tmp_path: Path, index: PackageIndex) -> Fdl:
+def fdl(run_fdl, tmp_path: Path) -> Fdl:
     """``fdl -q ARGS`` in process, with its own FDL_HOME and cache, in ``work/``."""
     (tmp_path / "work").mkdir()
 
