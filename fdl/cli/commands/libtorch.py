@@ -323,7 +323,8 @@ def install(
         typer.Option(
             "--cpu",
             help="A CPU variant: of a CUDA wheel, only what a CPU program loads, read out of "
-            "the index's wheels (~130 MB instead of 3-4 GB). Implied by libtorch.variant: cpu.",
+            "the index's wheels (~130 MB instead of 3-4 GB). Implied by libtorch.variant: cpu "
+            "when no wheel file or --python is given.",
         ),
     ] = False,
     no_activate: NoActivateOption = False,
