@@ -206,8 +206,12 @@ def _member_bytes(label: str, handle: BinaryIO, at: int, member: ZipMember) -> I
     if len(header) < 30 or not header.startswith(_LOCAL):
         raise _bad(label, f"no local header for {member.name} where the directory puts it")
     name_len, extra_len = struct.unpack_from("<HH", header, 26)
-    if handle.read(name_len).decode("utf-8", "replace") != member.name:
-        raise _bad(label, f"the local header at {member.local_offset} names another member")
+    named = handle.read(name_len).decode("utf-8", "replace")
+    if named != member.name:
+        raise _bad(
+            label,
+            f"the local header at {member.local_offset} names {named[:200]}, not {member.name}",
+        )
     handle.seek(extra_len, 1)
     if member.method not in (STORED, DEFLATED):
         raise _bad(label, f"{member.name} uses zip method {member.method}")

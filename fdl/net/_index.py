@@ -33,6 +33,10 @@ MAX_PAGE = 32 << 20  # torch's page is ~0.4 MB
 _JSON = "application/vnd.pypi.simple.v1+json"
 _ACCEPT = f"{_JSON}, text/html;q=0.1"
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+_NOT_AN_INDEX = (
+    "pass the index's simple API (--index-url or $PIP_INDEX_URL, such as "
+    "https://pypi.org/simple); if a proxy answered for it, run the same command again"
+)
 
 
 @dataclass(frozen=True)
@@ -86,15 +90,23 @@ def index_files(project: str, index_url: str | None = None) -> list[IndexFile]:
                 hint="pass an index that serves it (--index-url)",
             )
         if response.status != 200:
-            raise NetworkError(f"the package index answered {response.status} for {url}")
+            raise NetworkError(
+                f"the package index answered {response.status} for {url}",
+                hint="run the same command again; if it answers the same, check the index "
+                "(--index-url, $PIP_INDEX_URL)",
+            )
         body = bytearray()
         try:
             for chunk in response.chunks(1 << 16):
                 body += chunk
                 if len(body) > MAX_PAGE:
-                    raise NetworkError(f"{url}: a page over {MAX_PAGE >> 20} MiB, not read")
+                    raise NetworkError(
+                        f"{url}: a page over {MAX_PAGE >> 20} MiB, not read", hint=_NOT_AN_INDEX
+                    )
         except Transient as exc:
-            raise NetworkError(f"reading {url} broke off: {exc}") from None
+            raise NetworkError(
+                f"reading {url} broke off: {exc}", hint="run the same command again"
+            ) from None
         kind = str(response.header("Content-Type") or "")
         page = getattr(response, "url", url) or url
     finally:
@@ -115,7 +127,7 @@ def parse_index_page(body: bytes, content_type: str, page_url: str) -> list[Inde
     parser = _Anchors()
     parser.feed(text)
     if not parser.files and "<a" not in text.lower():
-        raise NetworkError(f"{page_url} is not a package index page")
+        raise NetworkError(f"{page_url} is not a package index page", hint=_NOT_AN_INDEX)
     return [
         IndexFile(f.filename, urljoin(page_url, f.url), f.sha256, None, f.requires_python, f.yanked)
         for f in parser.files
@@ -129,7 +141,7 @@ def _from_json(text: str, page_url: str) -> list[IndexFile]:
         data = None
     files = data.get("files") if isinstance(data, dict) else None
     if not isinstance(files, list):
-        raise NetworkError(f"{page_url}: a JSON answer without a list of files")
+        raise NetworkError(f"{page_url}: a JSON answer without a list of files", hint=_NOT_AN_INDEX)
     found = []
     for item in files:
         if not isinstance(item, dict):

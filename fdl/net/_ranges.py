@@ -38,10 +38,16 @@ def read_range(url: str, start: int, length: int | None = None) -> tuple[bytes, 
 
 
 def _read(transport: object, url: str, start: int, length: int | None) -> tuple[bytes, int]:
+    # a bounded range: an open one (bytes=N-) has the server send the rest of the file,
+    # hundreds of MB of a wheel, until the connection is dropped
+    last = "" if length is None else str(start + max(length, 1) - 1)
+    headers = {"Range": f"bytes={start}-{last}"}
     try:
-        response = transport.open(url, {"Range": f"bytes={start}-"})  # type: ignore[attr-defined]
-    except (Transient, Fatal) as exc:
-        raise NetworkError(f"cannot read {url}: {exc}") from None
+        response = transport.open(url, headers)  # type: ignore[attr-defined]
+    except Transient as exc:
+        raise NetworkError(f"cannot read {url}: {exc}", hint="run the same command again") from None
+    except Fatal as exc:
+        raise NetworkError(f"cannot read {url}: {exc}", hint=exc.hint) from None
     try:
         if response.status == 200 and start == 0:  # no range support: the whole body
             whole = b"".join(response.chunks(1 << 16))
@@ -51,7 +57,14 @@ def _read(transport: object, url: str, start: int, length: int | None) -> tuple[
                 f"{url} answered {response.status} to a range request",
                 hint="the server must support HTTP Range (PyPI's file host does)",
             )
-        total = int(str(response.header("Content-Range")).rsplit("/", 1)[-1])
+        announced = str(response.header("Content-Range") or "")
+        total_text = announced.rsplit("/", 1)[-1]
+        if not announced.startswith(f"bytes {start}-") or not total_text.isdigit():
+            raise NetworkError(
+                f"{url} sent the range {announced!r}, not bytes {start}-{last}",
+                hint="the server must support HTTP Range (PyPI's file host does)",
+            )
+        total = int(total_text)
         data = bytearray()
         for chunk in response.chunks(1 << 16):
             data += chunk
@@ -59,7 +72,9 @@ def _read(transport: object, url: str, start: int, length: int | None) -> tuple[
                 break
         return bytes(data if length is None else data[:length]), total
     except Transient as exc:
-        raise NetworkError(f"reading {url} broke off: {exc}") from None
+        raise NetworkError(
+            f"reading {url} broke off: {exc}", hint="run the same command again"
+        ) from None
     finally:
         response.close()
 
@@ -83,8 +98,9 @@ def fetch_range(
 
     Raises:
         NetworkError: the server refuses or ignores the range, sends a range other than the
-            one asked for, breaks off more often in a row than ``retry`` tolerates, or sends
-            nothing for ``$FDL_NET_DEADLINE`` seconds.
+            one asked for, breaks off more often in a row than ``retry`` tolerates (or more
+            than its ``max_attempts`` in all), or sends nothing for ``$FDL_NET_DEADLINE``
+            seconds.
     """
     policy = retry or RetryPolicy()
     deadline = net_deadline()
@@ -95,11 +111,12 @@ def fetch_range(
     )
     state = _Received(length, on_progress)
 
-    failures = 0
+    failures = attempts = 0
     try:
         with part.open("wb") as handle:
             while state.done < length:
                 before = state.done
+                attempts += 1
                 try:
                     _stream_range(
                         transport, url, start + before, length - before, handle, state.arrived
@@ -107,7 +124,9 @@ def fetch_range(
                 except Transient as exc:
                     failures = 0 if state.done > before else failures + 1
                     silent = time.monotonic() - state.last
-                    if failures >= policy.attempts or silent > deadline:
+                    # a server that sends a little and drops again must run out too
+                    tried = attempts >= policy.max_attempts
+                    if failures >= policy.attempts or tried or silent > deadline:
                         raise NetworkError(
                             f"reading {url} broke off ({exc}) after {state.done} of {length} bytes",
                             hint="run the same command again",

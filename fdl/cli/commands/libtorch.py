@@ -323,7 +323,8 @@ def install(
         typer.Option(
             "--cpu",
             help="A CPU variant: of a CUDA wheel, only what a CPU program loads, read out of "
-            "the index's wheels (~130 MB instead of 3-4 GB). Implied by libtorch.variant: cpu.",
+            "the index's wheels (~130 MB instead of 3-4 GB). Implied by libtorch.variant: cpu "
+            "when no wheel file or --python is given.",
         ),
     ] = False,
     no_activate: NoActivateOption = False,
@@ -362,7 +363,7 @@ def install(
         )
     context = session.libtorch_context()
     settings = session.libtorch_settings()
-    if from_dir is None and python is None and (cpu or _pinned_cpu(settings, name)):
+    if from_dir is None and python is None and (cpu or _pinned_cpu(settings, name, wheel)):
         _install_cpu_view(session, wheel, torch, index_url, name, no_activate, force, as_json)
         return
     if cpu:
@@ -422,9 +423,11 @@ def install(
     report_install(session.console, result, as_json=as_json)
 
 
-def _pinned_cpu(settings: LibtorchSettings, name: str | None) -> bool:
-    """The manifest pins the CPU build (``libtorch.variant: cpu``) and no --name overrides."""
-    return settings.variant == "cpu" and not name
+def _pinned_cpu(settings: LibtorchSettings, name: str | None, wheel: Path | None) -> bool:
+    """The manifest pins the CPU build (``libtorch.variant: cpu``), no --name overrides and
+    no wheel file is named (a file is installed as the build it is, or refused: --cpu makes
+    its CPU view)."""
+    return settings.variant == "cpu" and not name and wheel is None
 
 
 def _install_cpu_view(

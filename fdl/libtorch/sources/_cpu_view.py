@@ -29,8 +29,12 @@ reads nothing.
 from __future__ import annotations
 
 import base64
+import csv
 import hashlib
+import io
+import os
 import re
+import secrets
 import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -38,7 +42,7 @@ from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
-from fdl.archive import Span, ZipMember, extract_span, plan_spans, zip_members
+from fdl.archive import ArchiveError, Span, ZipMember, extract_span, plan_spans, zip_members
 from fdl.binaries import BinaryFormatError, read_dynamic
 from fdl.compat import runtime_libraries
 from fdl.errors import EnvironmentProblem, NetworkError, UsageError
@@ -100,6 +104,8 @@ class CpuView:
         torch: The release (``2.10.0``).
         wheel: The torch wheel read.
         index: Where the wheel was found (None for a local file).
+        nvidia_index: Where the NVIDIA wheels of a local file are looked up (None:
+            ``$PIP_INDEX_URL``, else PyPI); the wheel's own index otherwise.
         wheel_cuda: The CUDA the wheel was built with (None: a CPU wheel, nothing left out).
         libraries: The torch libraries taken (``libtorch_cpu.so``, ...).
         nvidia: (NVIDIA wheel file name, libraries taken from it).
@@ -112,6 +118,7 @@ class CpuView:
     wheel: ViewWheel
     index: str | None
     wheel_cuda: str | None = None
+    nvidia_index: str | None = None
     git_version: str | None = None
     requires: tuple[str, ...] = ()
     libraries: list[str] = field(default_factory=list)
@@ -119,6 +126,11 @@ class CpuView:
     left_out: list[str] = field(default_factory=list)
     bytes_read: int = 0
     bytes_cached: int = 0
+
+    @property
+    def nvidia_from(self) -> str | None:
+        """The index the NVIDIA wheels are looked up on."""
+        return self.index or self.nvidia_index
 
     @property
     def build_version(self) -> str:
@@ -245,7 +257,7 @@ def populate_cpu_view(
         and m.name.endswith(tuple(".so" + s for s in ("", ".1", ".2")))
         and m.name.removeprefix(_LIB) not in libraries
     )
-    nvidia = _needed_elsewhere(tree / "lib")
+    nvidia = _needed_elsewhere(tree / "lib", view.wheel_cuda)
     if nvidia:
         _bring_nvidia(view, reader, nvidia, tree / "lib", machine, say)
     if cuda_build:
@@ -304,15 +316,28 @@ def _read_metadata(view: CpuView, reader: _Reader, members: dict[str, ZipMember]
 
 
 def _record(text: bytes) -> dict[str, tuple[str, int]]:
-    """The wheel's RECORD: member -> (sha256 as hex, size)."""
+    """The wheel's RECORD (CSV: name, ``sha256=`` urlsafe base64 without padding, size):
+    member -> (sha256 as hex, size). A digest that is no sha256 is kept as ``""``, which
+    no member matches.
+
+    Raises:
+        ArchiveError: RECORD is not CSV.
+    """
     found: dict[str, tuple[str, int]] = {}
-    for line in text.decode("utf-8", "replace").splitlines():
-        name, _, rest = line.rpartition(",")  # name may hold commas only quoted: rare
-        name, _, digest = name.rpartition(",")
-        if not digest.startswith("sha256=") or not rest.isdigit():
+    lines = io.StringIO(text.decode("utf-8", "replace").replace("\0", ""), newline="")
+    try:
+        rows = list(csv.reader(lines))
+    except csv.Error as exc:
+        raise ArchiveError(f"the wheel's RECORD is not a CSV file: {exc}", hint=_DAMAGED) from None
+    for row in rows:
+        if len(row) != 3 or not row[1].startswith("sha256=") or not row[2].isdigit():
             continue
-        raw = base64.urlsafe_b64decode(digest[7:] + "=" * (-len(digest[7:]) % 4))
-        found[name.strip('"')] = (raw.hex(), int(rest))
+        encoded = row[1].removeprefix("sha256=")
+        try:
+            raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
+        except ValueError:  # binascii.Error: not base64
+            raw = b""
+        found[row[0]] = (raw.hex() if len(raw) == 32 else "", int(row[2]))
     return found
 
 
@@ -352,15 +377,28 @@ def _library_closure(
     return taken
 
 
-def _needed_elsewhere(lib_dir: Path) -> set[str]:
-    """Sonames the view's libraries need that neither the view nor the system provides."""
+def _needed_elsewhere(lib_dir: Path, cuda: str | None) -> set[str]:
+    """Sonames the view's libraries need that the view does not hold: those neither the
+    view nor the system provides, and the NVIDIA runtime libraries of the wheel's CUDA
+    wherever they are found (a CUDA toolkit in ld.so.conf): the view holds them from their
+    wheels, so that it is the same tree whichever machine made it."""
     from fdl.binaries import dependency_closure
     from fdl.compat import injected_libraries
 
+    try:
+        nvidia = [lib for lib in runtime_libraries(cuda) if lib.wheel] if cuda else []
+    except UsageError:  # a CUDA fdl has no table for: _bring_nvidia says so if needed
+        nvidia = []
+    own = lib_dir.resolve()
     missing: set[str] = set()
     for library in sorted(lib_dir.glob("*.so*")):
         closure = dependency_closure(library, [lib_dir], skip=set(injected_libraries()))
         missing |= {name for name, _ in closure.missing}
+        missing |= {
+            name
+            for name, path in closure.found
+            if path.resolve().parent != own and any(lib.matches(name) for lib in nvidia)
+        }
     return missing
 
 
@@ -402,7 +440,8 @@ def _bring_nvidia(
             f"--torch {view.torch} (3-4 GB with its NVIDIA wheels)",
         )
     for (project, directory), names in sorted(by_wheel.items()):
-        wheel = _pinned_wheel(index_files(project, view.index), project, pins[project], machine)
+        files = index_files(project, view.nvidia_from)
+        wheel = _pinned_wheel(files, project, pins[project], machine)
         say(f"reading {', '.join(names)} from {wheel.filename}")
         members = reader.members(wheel)
         chosen = []
@@ -457,7 +496,7 @@ def _toolkit_pins(view: CpuView, reader: _Reader, machine: str) -> dict[str, str
             continue
         if _canonical(requirement.name) != "cuda-toolkit":
             continue
-        files = index_files("cuda-toolkit", view.index)
+        files = index_files("cuda-toolkit", view.nvidia_from)
         wheel = _pinned_wheel(files, "cuda-toolkit", str(requirement.specifier), machine)
         members = reader.members(wheel)
         text = reader.small(wheel, members, _dist_info(members, "METADATA"))
@@ -542,20 +581,26 @@ class _Reader:
         destination: Callable[[ZipMember], str],
         record: dict[str, tuple[str, int]],
     ) -> None:
+        # a local wheel's ranges are not kept: the file is at hand (a copy would only take
+        # disk space), and one rebuilt under the same name must not be read from the cache
+        local = wheel.url.startswith("file:")
         for span in plan_spans(members):
             data = self._span(wheel, span)
-            extract_span(wheel.filename, span, data, lambda m: root / destination(m))
-            for member in span.members:
-                expected = record.get(member.name)
-                if expected is not None:
-                    _check_record(wheel, member, root / destination(member), expected)
+            try:
+                extract_span(wheel.filename, span, data, lambda m: root / destination(m))
+                for member in span.members:
+                    expected = record.get(member.name)
+                    if expected is not None:
+                        _check_record(wheel, member, root / destination(member), expected)
+            except ArchiveError as exc:
+                # not kept: the next run reads the range again instead of failing the same
+                data.unlink(missing_ok=True)
+                raise ArchiveError(exc.message, hint=_DAMAGED) from None
+            finally:
+                if local:
+                    data.unlink(missing_ok=True)
 
     def _span(self, wheel: ViewWheel, span: Span) -> Path:
-        folder = self.cache / _safe_name(wheel.sha256 or wheel.filename)
-        data = folder / f"{span.start}-{span.length}"
-        if data.is_file() and data.stat().st_size == span.length:
-            self.view.bytes_cached += span.length
-            return data
         what = f"{wheel.filename} [{span.length / (1 << 20):.1f} MiB]"
         progress = self.on_progress
 
@@ -563,6 +608,18 @@ class _Reader:
             if progress is not None and span.length > (1 << 20):
                 progress(what, state)
 
+        if wheel.url.startswith("file:"):  # read for this install alone, removed after it
+            name = f"{os.getpid()}-{secrets.token_hex(4)}-{span.start}-{span.length}"
+            data = self.cache / "scratch" / name
+            self.view.bytes_read += fetch_range(
+                wheel.url, data, span.start, span.length, on_progress=report
+            )
+            return data
+        folder = self.cache / _safe_name(wheel.sha256 or wheel.filename)
+        data = folder / f"{span.start}-{span.length}"
+        if data.is_file() and data.stat().st_size == span.length:
+            self.view.bytes_cached += span.length
+            return data
         folder.mkdir(parents=True, exist_ok=True)
         lock = FileLock(folder / ".lock", purpose=f"reading {wheel.filename}")
         with lock:  # another install reading the same wheel finishes first, then we reuse it
@@ -579,17 +636,21 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]", "_", text)[:128]
 
 
+_DAMAGED = (
+    "run the same command again (the damaged bytes were not kept); if it fails the same "
+    "way, the index serves a damaged or altered wheel: pass another index (--index-url)"
+)
+
+
 def _check_record(
     wheel: ViewWheel, member: ZipMember, path: Path, expected: tuple[str, int]
 ) -> None:
     from fdl._files import file_sha256
-    from fdl.archive import ArchiveError
 
     digest, size = expected
     if path.stat().st_size != size or file_sha256(path) != digest:
         raise ArchiveError(
-            f"{wheel.filename}: {member.name} does not match the wheel's RECORD",
-            hint="the index served a damaged or altered file: try again, or another index",
+            f"{wheel.filename}: {member.name} does not match the wheel's RECORD", hint=_DAMAGED
         )
 
 
@@ -677,6 +738,8 @@ def _info(view: CpuView) -> variants.VariantInfo:
         where["wheel_sha256"] = view.wheel.sha256
     if view.index:
         where["index"] = view.index
+    elif view.nvidia_index and view.nvidia:
+        where["nvidia_index"] = view.nvidia_index
     return variants.VariantInfo(
         name="",
         torch=view.torch,
@@ -717,8 +780,9 @@ class FromCpuView:
     """The CPU view of a torch wheel: the ``cpu-view`` source.
 
     The wheel is the index's wheel of release ``torch`` (on ``index_url``, else
-    ``$PIP_INDEX_URL`` or PyPI) or the file ``wheel``; :meth:`locate` looks it up (once), on
-    first need: describing the source reads nothing.
+    ``$PIP_INDEX_URL`` or PyPI) or the file ``wheel`` (whose NVIDIA wheels come from
+    ``index_url`` too); :meth:`locate` looks it up (once), on first need: describing the
+    source reads nothing.
 
     Attributes:
         torch: The release on the index (``2.10`` or ``2.10.0``; None: the newest known).
@@ -771,7 +835,9 @@ class FromCpuView:
                 if self.on_message is not None:
                     self.on_message(f"looking up torch {release} on the package index")
                 found, index = find_cpu_view(release, self.index_url)
-            self._view = CpuView(torch=release, wheel=found, index=index)
+            # a local wheel's NVIDIA wheels come from --index-url too, as the index's wheel's do
+            nvidia_index = self.index_url if index is None else None
+            self._view = CpuView(torch=release, wheel=found, index=index, nvidia_index=nvidia_index)
         return self._view
 
     def is_current(self, path: Path) -> bool:
@@ -813,7 +879,8 @@ def install_cpu_view(
 ) -> InstallResult:
     """Install the CPU view of a torch wheel (this module's) as
     ``precompiled/<name or cpu>``: the wheel on the index (``torch``, the newest known
-    release when None) or a ``.whl`` file, read member by member.
+    release when None) or a ``.whl`` file, read member by member. ``index_url`` is where
+    the wheel and the NVIDIA wheels it pins are found (a file's NVIDIA wheels too).
 
     An existing view of the same wheel is kept; another build is replaced only with
     ``force``.
