@@ -35,7 +35,6 @@ import io
 import os
 import re
 import secrets
-import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
@@ -63,7 +62,6 @@ __all__ = [
     "install_cpu_view",
     "local_wheel",
     "populate_cpu_view",
-    "remove_scratch",
 ]
 
 LineCallback = Callable[[str], None]
@@ -768,11 +766,6 @@ def _info(view: CpuView) -> variants.VariantInfo:
             }
         },
     )
-
-
-def remove_scratch(cache: Path) -> None:
-    """The scratch files of small members (kept only while one is read)."""
-    shutil.rmtree(cache / "ranges" / "scratch", ignore_errors=True)
 
 
 @dataclass
