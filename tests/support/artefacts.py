@@ -11,9 +11,11 @@ they are required: in CI (``FDL_REQUIRE_DOCKER=1``, which ``.ci/run`` sets) or w
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -81,3 +83,22 @@ def pypi_wheel(spec: str) -> Path:
             skip_or_fail(f"pip could not download {spec}: {got.stderr.strip()[-1500:]}")
         saved[0].rename(wheels / saved[0].name)
     return wheels / saved[0].name
+
+
+def cached_dir(name: str, make: Callable[[Path], object]) -> Path:
+    """``cache_dir()/name``, made once by ``make(folder)`` in a folder of its own and renamed
+    into place when whole (what ``make`` raises leaves nothing behind)."""
+    target = cache_dir() / name
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.partial."))
+    try:
+        make(partial)
+        partial.rename(target)
+    except OSError:
+        if not target.is_dir():  # not another process's, made meanwhile
+            raise
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return target

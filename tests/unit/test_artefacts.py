@@ -108,3 +108,25 @@ def test_the_downloaded_wheel_is_renamed_into_the_cache(
     monkeypatch.setattr(subprocess, "run", pip)
     assert artefacts.pypi_wheel("demo==1.0") == local / "wheels" / name
     assert sorted(p.name for p in (local / "wheels").iterdir()) == [name]
+
+
+def test_a_cached_dir_is_made_once_and_only_whole(local: Path) -> None:
+    made: list[Path] = []
+
+    def interrupted(folder: Path) -> None:
+        (folder / "half").write_text("x")
+        raise ConnectionResetError("the server went away")
+
+    with pytest.raises(ConnectionResetError):
+        artefacts.cached_dir("headers/torch-2.14.1", interrupted)
+    assert list((local / "headers").iterdir()) == []
+
+    def make(folder: Path) -> None:
+        made.append(folder)
+        (folder / "include").mkdir()
+
+    tree = artefacts.cached_dir("headers/torch-2.14.1", make)
+    assert tree == local / "headers" / "torch-2.14.1" and (tree / "include").is_dir()
+    assert artefacts.cached_dir("headers/torch-2.14.1", make) == tree
+    assert len(made) == 1 and not made[0].exists()
+    assert [p.name for p in (local / "headers").iterdir()] == ["torch-2.14.1"]
