@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import itertools
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from packaging.utils import canonicalize_name
 
 from fdl._assets import data_dir
 from fdl.compat import (
@@ -25,6 +29,7 @@ from fdl.compat import (
 from fdl.compat._data import TABLES, load_table
 from fdl.compat.archs import family_archs
 from fdl.compat.runtime import image_flavour_libraries
+from tests.support.artefacts import cached_dir, skip_or_fail
 
 _TAG = re.compile(
     r"^nvidia/cuda:\d+\.\d+\.\d+-(base|runtime|devel|cudnn8?9?-runtime|cudnn8?9?-devel)-ubuntu\d\d\.04$"
@@ -144,13 +149,31 @@ def test_runtime_tables_name_known_flavours_and_switches() -> None:
         assert set(switch.drops_libraries) <= ids
 
 
-def test_cu13_wheel_names_exist_in_the_local_index() -> None:
-    simple = Path("/opt/pypi-more/simple")
-    if not simple.is_dir():
-        pytest.skip("no local PyPI mirror listing here")
-    names = {p.name for p in simple.iterdir()}
+def _pip_resolves(spec: str, folder: Path) -> None:
+    """pip's report (``report.json``) of what it would install for ``spec`` on this Python:
+    it reads the packages' metadata from the index, and downloads no wheel that has some."""
+    argv = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--no-cache-dir",
+            "--ignore-installed", "--only-binary=:all:", "--report", str(folder / "report.json"), spec]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+    if done.returncode != 0:
+        raise OSError(f"pip could not resolve {spec}: {done.stderr.strip()[-1500:]}")
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_cu13_wheel_names_are_what_pip_installs_with_torch_cu130() -> None:
+    """Each CUDA 13 library's wheel is one pip installs with torch 2.14.1 (cu130, Linux):
+    named by torch or by the cuda-toolkit extras it requires (nvidia-cuda-runtime through
+    cuda-toolkit[cudart]). pip's resolution is kept in the tests' cache."""
+    try:
+        resolved = cached_dir(
+            "pip-report/torch-2.14.1", lambda d: _pip_resolves("torch==2.14.1", d)
+        )
+    except OSError as exc:
+        skip_or_fail(str(exc))
+    report = json.loads((resolved / "report.json").read_text())
+    names = {canonicalize_name(item["metadata"]["name"]) for item in report["install"]}
+    assert "torch" in names and "cuda-toolkit" in names
     for lib in runtime_libraries("13"):
-        if (
-            lib.wheel and lib.wheel != "nvidia-cuda-runtime"
-        ):  # cudart: only via cuda-toolkit[cudart]
+        if lib.wheel:
             assert lib.wheel in names, lib.wheel
