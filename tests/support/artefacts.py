@@ -48,6 +48,15 @@ def skip_or_fail(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
+def require_nvcc() -> str:
+    """nvcc on PATH (CUDA 13.0's from ``scripts/setup-machine.sh``); skips the test without
+    it, or fails it in CI."""
+    found = shutil.which("nvcc")
+    if found is None:
+        skip_or_fail("nvcc is not on PATH (bash scripts/setup-machine.sh installs CUDA 13.0's)")
+    return found
+
+
 def cached_wheel(spec: str, wheels: Path) -> Path | None:
     """The newest wheel in ``wheels`` that satisfies ``spec`` and installs on this Python."""
     requirement = Requirement(spec)
@@ -63,11 +72,14 @@ def cached_wheel(spec: str, wheels: Path) -> Path | None:
     return max(found)[1] if found else None
 
 
-def pypi_wheel(spec: str) -> Path:
+def download_wheel(spec: str) -> Path:
     """The wheel pip picks for ``spec`` (``torch==2.14.1``) on this Python, downloaded once
     into ``cache_dir()/wheels`` (``pip download --no-deps --only-binary=:all:``: pip checks
-    the index's hash) and taken from there after; skips or fails the test when pip cannot
-    get it."""
+    the index's hash) and taken from there after.
+
+    Raises:
+        OSError: pip could not download it (its message's tail).
+    """
     wheels = cache_dir() / "wheels"
     have = cached_wheel(spec, wheels)
     if have is not None:
@@ -80,9 +92,17 @@ def pypi_wheel(spec: str) -> Path:
         got = subprocess.run(argv, capture_output=True, text=True, timeout=3600, check=False)
         saved = sorted(Path(partial).glob("*.whl"))
         if got.returncode != 0 or len(saved) != 1:
-            skip_or_fail(f"pip could not download {spec}: {got.stderr.strip()[-1500:]}")
+            raise OSError(f"pip could not download {spec}: {got.stderr.strip()[-1500:]}")
         saved[0].rename(wheels / saved[0].name)
     return wheels / saved[0].name
+
+
+def pypi_wheel(spec: str) -> Path:
+    """:func:`download_wheel` in a test: skips it, or fails it in CI, when pip cannot."""
+    try:
+        return download_wheel(spec)
+    except OSError as exc:
+        skip_or_fail(str(exc))
 
 
 def cached_dir(name: str, make: Callable[[Path], object]) -> Path:
