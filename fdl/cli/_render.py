@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from fdl.cli._console import Console
+from fdl.cli._progress import human_bytes
 from fdl.diagnose import Check, count
-from fdl.libtorch import InstallResult, Selection, unresolved_libraries
+from fdl.libtorch import InstallResult, Selection, describe_view, unresolved_libraries
 
 __all__ = [
     "render_checks",
@@ -74,6 +75,10 @@ def render_install(result: InstallResult) -> list[str]:
         found = " ".join(info.archs_found.get("cubin", [])) or "none (CPU build)"
         version = info.torch or "(version unknown)"
         lines.append(f"installed {where}: libtorch {version}, cubins {found}")
+        view = describe_view(info.source, info.extra)
+        if view:
+            lines.append(f"  {view}")
+            lines.append(f"  {_view_cost(info.extra.get('cpu_view'))}")
         if result.replaced:
             lines.append(f"  (replaced libtorch {result.replaced})")
     if result.activated:
@@ -86,6 +91,18 @@ def render_install(result: InstallResult) -> list[str]:
     verify = f"fdl libtorch verify {target.name} --cmake" if target.name else "(outside the root)"
     lines.append(f"check it with: {verify}")
     return lines
+
+
+def _view_cost(details: object) -> str:
+    """What reading a CPU view cost, against the wheel's size."""
+    data = details if isinstance(details, dict) else {}
+    read, cached, size = (data.get(k) for k in ("bytes_read", "bytes_cached", "wheel_size"))
+    text = f"read {human_bytes(int(read or 0))} from the index"
+    if cached:
+        text += f" ({human_bytes(int(cached))} more found in fdl's cache)"
+    if size:
+        text += f"; the whole wheel is {human_bytes(int(size))}, without its NVIDIA wheels"
+    return text
 
 
 def report_install(console: Console, result: InstallResult, *, as_json: bool) -> None:

@@ -7,6 +7,9 @@ atomic rename, activation):
 - official zips: :func:`plan_download` (pure) then :func:`run_download`;
 - PyPI wheels: :func:`wheel_source` then :func:`install_wheel` (a .whl, a Python
   environment, or pip);
+- the CPU view of a wheel: :func:`install_cpu_view` (only what a CPU program loads, read
+  out of the index's wheels by HTTP Range: a CPU libtorch where the index serves CUDA
+  builds only);
 - a tree on disk: :func:`install_dir`;
 - a team's OCI registry: :func:`push_variant` and :func:`pull_variant` (``fdl libtorch
   push``/``pull``: the variant as an OCI image, pulled without a docker engine);
@@ -38,7 +41,13 @@ from typing import TYPE_CHECKING, Any
 from fdl.libtorch import variants
 
 if TYPE_CHECKING:
-    from fdl.libtorch._adopt import install_dir, install_wheel, unresolved_libraries, wheel_source
+    from fdl.libtorch._adopt import (
+        install_cpu_view,
+        install_dir,
+        install_wheel,
+        unresolved_libraries,
+        wheel_source,
+    )
     from fdl.libtorch._caches import (
         CACHES,
         CacheEntry,
@@ -47,6 +56,7 @@ if TYPE_CHECKING:
         clean_caches,
         list_caches,
     )
+    from fdl.libtorch._cpu_view import local_wheel
     from fdl.libtorch._deps import library_checks
     from fdl.libtorch._download import (
         MIRROR_ENV,
@@ -96,16 +106,19 @@ if TYPE_CHECKING:
     from fdl.libtorch._team import SharedMatch, find_shared, prefer_shared
     from fdl.libtorch._verify import VerifyReport, gpu_label, verify_variant
     from fdl.libtorch._wheel import WheelSource, check_wheel
-    from fdl.libtorch.variants import VariantInfo
+    from fdl.libtorch.variants import VariantInfo, describe_view
 
 # Deliberately lazy (PEP 562): the task runner imports fdl.libtorch.variants on every
 # `fdl <command>`; importing this package eagerly would load the binary readers, the
 # compatibility tables and the wheel/download machinery (measured: 140 ms instead of 40 ms).
 _LAZY = {
+    "install_cpu_view": "_adopt",
     "install_dir": "_adopt",
     "install_wheel": "_adopt",
     "unresolved_libraries": "_adopt",
     "wheel_source": "_adopt",
+    "describe_view": "variants",
+    "local_wheel": "_cpu_view",
     "CACHES": "_caches",
     "CacheEntry": "_caches",
     "ImageOwner": "_caches",
@@ -200,18 +213,21 @@ __all__ = [
     "coverage_fix",
     "covers_gpus",
     "cuda_target",
+    "describe_view",
     "detect_abi",
     "detect_framework",
     "find_shared",
     "finish_info",
     "framework_torch",
     "gpu_label",
+    "install_cpu_view",
     "install_dir",
     "install_tree",
     "install_wheel",
     "installed_build_version",
     "library_checks",
     "list_caches",
+    "local_wheel",
     "parse_reference",
     "plan_download",
     "plan_setup",

@@ -35,10 +35,17 @@ from fdl.libtorch._wheel import (
     wheel_from_file,
     wheel_from_pip,
 )
+from fdl.net import Progress
 from fdl.paths import Context
 from fdl.runner import Runner
 
-__all__ = ["install_dir", "install_wheel", "unresolved_libraries", "wheel_source"]
+__all__ = [
+    "install_cpu_view",
+    "install_dir",
+    "install_wheel",
+    "unresolved_libraries",
+    "wheel_source",
+]
 
 Callback = Callable[[str], None]
 
@@ -154,6 +161,79 @@ def install_wheel(
         context,
         target,
         lambda tree: populate_from_wheel(source, tree, runner, options, on_message, on_line),
+        is_current=None if force else is_current,
+        activate=activate,
+        on_wait=on_message,
+        force=force,
+    )
+
+
+def install_cpu_view(
+    context: Context,
+    *,
+    cache: Path,
+    torch: str | None = None,
+    wheel: Path | None = None,
+    index_url: str | None = None,
+    name: str | None = None,
+    force: bool = False,
+    activate: bool = True,
+    on_message: Callback | None = None,
+    on_progress: Callable[[str, Progress], None] | None = None,
+) -> InstallResult:
+    """Install the CPU view of a torch wheel (:mod:`fdl.libtorch._cpu_view`) as
+    ``precompiled/<name or cpu>``: the wheel on the index (``torch``, the newest known
+    release when None) or a ``.whl`` file, read member by member. ``index_url`` is where
+    the wheel and the NVIDIA wheels it pins are found (a file's NVIDIA wheels too).
+
+    An existing view of the same wheel is kept; another build is replaced only with
+    ``force``.
+
+    Raises:
+        UsageError: no such wheel, or the variant holds another build.
+        NetworkError: the index or its file host cannot be read.
+    """
+    from fdl.libtorch._cpu_view import CpuView, find_cpu_view, local_wheel, populate_cpu_view
+
+    if wheel is not None:
+        found, index = local_wheel(wheel.expanduser()), None
+        release = found.version.split("+", 1)[0]
+    else:
+        release = torch if torch and torch.count(".") >= 2 else resolve_torch_version(torch)
+        (on_message or _ignore)(f"looking up torch {release} on the package index")
+        found, index = find_cpu_view(release, index_url)
+    target = resolve_target(context, f"precompiled/{name or 'cpu'}")
+    label = target.name or target.path.name
+    present = variants.read_info(target.path, label) if (target.path / "lib").is_dir() else None
+
+    def same_wheel(info: variants.VariantInfo | None) -> bool:
+        return bool(
+            info
+            and info.source.get("view") == "cpu"
+            and info.source.get("wheel_version") == found.version
+            and info.torch == release
+        )
+
+    built = installed_build_version(target.path) if present is not None else None
+    if present is not None and not same_wheel(present) and not force:
+        raise UsageError(
+            f"{target.name} already holds libtorch {built or 'of another build'}, not the CPU "
+            f"view of torch {found.version}",
+            hint="replace it with --force, or choose another name with --name",
+        )
+    # a local wheel's NVIDIA wheels come from --index-url too, as the index's wheel's do
+    nvidia_index = index_url if index is None else None
+    view = CpuView(torch=release, wheel=found, index=index, nvidia_index=nvidia_index)
+
+    def is_current(path: Path) -> bool:
+        return same_wheel(variants.read_info(path, label))
+
+    return install_tree(
+        context,
+        target,
+        lambda tree: populate_cpu_view(
+            view, tree, cache, on_line=on_message, on_progress=on_progress
+        ),
         is_current=None if force else is_current,
         activate=activate,
         on_wait=on_message,

@@ -42,7 +42,11 @@ __all__ = [
 # name -> (where under fdl's cache directory, what it is)
 _DIRECTORIES = {
     "downloads": ("libtorch", "official libtorch zips (partial downloads; --keep-archive)"),
-    "wheels": ("wheels", "PyTorch wheels pip downloaded for `fdl libtorch install --from-wheel`"),
+    "wheels": (
+        "wheels",
+        "PyTorch wheels pip downloaded for `fdl libtorch install --from-wheel`, and the byte "
+        "ranges CPU views read (ranges/)",
+    ),
     "compiler": ("compiler", "ccache/sccache storage of native source builds"),
     "smoke": ("smoke", "build trees of `fdl libtorch verify --cmake`"),
     "registry": ("registry", "blobs of interrupted `fdl libtorch pull`s (resumed by the next)"),

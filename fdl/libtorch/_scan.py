@@ -30,7 +30,8 @@ _CXX11_MARKER = b"St7__cxx11"  # in mangled names of std::__cxx11::basic_string 
 
 
 def torch_libraries(lib_dir: Path) -> list[Path]:
-    """torch's own shared libraries in ``lib_dir`` (one path per file, sorted)."""
+    """torch's own shared libraries in ``lib_dir`` (one path per file, sorted); a linker
+    script standing in for one (a CPU view's ``libtorch.so``) is not a library."""
     if not lib_dir.is_dir():
         return []
     seen: set[Path] = set()
@@ -39,11 +40,19 @@ def torch_libraries(lib_dir: Path) -> list[Path]:
         if not path.name.startswith(TORCH_LIBRARY_PREFIXES) or ".so" not in path.name:
             continue
         real = path.resolve()
-        if real in seen or not real.is_file():
+        if real in seen or not real.is_file() or not _is_elf(real):
             continue
         seen.add(real)
         result.append(path)
     return result
+
+
+def _is_elf(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) == b"\x7fELF"
+    except OSError:
+        return True  # unreadable: the readers say why
 
 
 @dataclass(frozen=True)

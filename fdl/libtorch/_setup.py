@@ -25,14 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fdl.compat import Capability, newer_release_covering
-from fdl.errors import NetworkError, UsageError
+from fdl.compat import Capability, newer_release_covering, release
+from fdl.errors import FdlError, NetworkError, UsageError
 from fdl.libtorch import variants
-from fdl.libtorch._adopt import install_wheel, wheel_source
+from fdl.libtorch._adopt import install_cpu_view, install_wheel, wheel_source
 from fdl.libtorch._download import ProgressCallback, plan_download, run_download
 from fdl.libtorch._install import InstallResult
 from fdl.libtorch._scan import scan_device_code
 from fdl.libtorch._select import Selection, select_variant
+from fdl.libtorch._wheel import check_wheel
 from fdl.net import NotFound
 from fdl.paths import Context
 from fdl.runner import Runner, default_runner
@@ -150,24 +151,48 @@ def _flags(selection: Selection) -> list[str]:
     return [*flags, "--torch", selection.torch_version]
 
 
+def _wheel_command(selection: Selection) -> tuple[tuple[str, ...], str] | None:
+    """The ``install --from-wheel`` that gives the selected build, and what it installs;
+    None when PyPI's wheel of that release is another build (a CUDA build fdl does not
+    pick): a fallback must not change what is installed."""
+    base = ("fdl", "libtorch", "install", "--from-wheel")
+    torch = selection.torch_version
+    if selection.cuda is None:
+        what = f"the CPU view of PyPI's torch {torch} wheel: only what a CPU program loads"
+        return (*base, "--cpu", "--torch", torch), what
+    if pypi_variant(torch) != selection.variant:
+        return None
+    what = f"PyPI's torch {torch} wheel ({selection.variant}) with its NVIDIA wheels"
+    return (*base, "--torch", torch), what
+
+
+def pypi_variant(torch: str) -> str | None:
+    """The build PyPI's Linux x86_64 torch wheel of ``torch`` is (``cu128``), if known."""
+    try:
+        return next((v.name for v in release(torch).variants if v.default), None)
+    except FdlError:
+        return None
+
+
 def _official(selection: Selection, from_wheel: bool) -> SetupPlan:
     download = ("fdl", "libtorch", "download", *_flags(selection))
-    wheel = ("fdl", "libtorch", "install", "--from-wheel", "--torch", selection.torch_version)
+    wheel = _wheel_command(selection)
     build = (f"{' '.join(selection.build)}   (every GPU)",) if selection.build else ()
-    if from_wheel:
+    if from_wheel and wheel is not None:
         return SetupPlan(
             "wheel",
-            f"{selection.reason} (from the PyPI wheel)",
+            f"{selection.reason} ({wheel[1]})",
             selection,
-            command=wheel,
+            command=wheel[0],
             alternatives=(" ".join(download), *build),
         )
+    offered = (f"{' '.join(wheel[0])}   ({wheel[1]})",) if wheel is not None else ()
     return SetupPlan(
         "download",
         selection.reason,
         selection,
         command=download,
-        alternatives=(" ".join(wheel), *build),
+        alternatives=(*offered, *build),
     )
 
 
@@ -257,12 +282,28 @@ def run_setup(
         )
 
     def wheel() -> InstallResult:
+        selection = plan.selection
+        torch = selection.torch_version
+        if selection.cuda is None:  # never PyPI's CUDA build for a CPU plan
+            stage("CPU view of the PyPI wheel")
+            return install_cpu_view(
+                context, cache=cache / "wheels", torch=torch, on_message=say, on_progress=None
+            )
+        if _wheel_command(selection) is None:
+            raise NetworkError(
+                f"download.pytorch.org cannot be reached, and PyPI's torch {torch} wheel is "
+                f"{pypi_variant(torch) or 'another build'}, not {selection.variant}: nothing "
+                "was installed",
+                hint=f"retry when it can be reached (fdl setup), point FDL_LIBTORCH_MIRROR at "
+                f"a mirror, or take PyPI's build: fdl libtorch install --from-wheel --torch "
+                f"{torch} --name {pypi_variant(torch) or 'pypi'}",
+            )
         stage("install from wheel")
         run = runner or default_runner()
-        torch = plan.selection.torch_version
         source = wheel_source(
             cache=cache / "wheels", runner=run, torch=torch, on_message=say, on_line=on_line
         )
+        check_wheel(source, torch=torch, variant=selection.variant)
         return install_wheel(
             context, source, cache=cache / "wheels", runner=run, on_message=say, on_line=on_line
         )

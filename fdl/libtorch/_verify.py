@@ -115,6 +115,9 @@ def _files(path: Path, info: variants.VariantInfo) -> list[Check]:
         )
     else:
         checks.append(_check("files", "build-version", Severity.OK, version))
+    view = variants.describe_view(info.source, info.extra)
+    if view:
+        checks.append(_check("files", "build", Severity.INFO, view))
     if not (path / variants.INFO_FILE).is_file():
         checks.append(
             _check(

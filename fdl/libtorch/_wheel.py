@@ -136,11 +136,19 @@ def check_wheel(
     what = " and ".join(a for a, _ in asked)
     got = ", ".join(g for _, g in asked)
     where = f" from {source.fetched_by}" if source.fetched_by else ""
+    hint = (
+        "pip may have fallen back to another index when the one asked for could not be "
+        "reached: check it (pip's output with -v), or install the wheel file itself "
+        "(fdl libtorch install --from-wheel FILE.whl)"
+        if source.fetched_by
+        else "pass a wheel of that build"
+    )
+    if wanted == "cpu" and source.kind == "wheel":  # not a Python environment's torch
+        how = "--cpu --torch VERSION" if source.fetched_by else "FILE.whl --cpu"
+        hint += f"; or its CPU view: fdl libtorch install --from-wheel {how}"
     raise UsageError(
         f"the wheel is {source.version} ({got}){where}, not {what}: nothing was installed",
-        hint="pip may have fallen back to another index when the one asked for could not be "
-        "reached: check it (pip's output with -v), or install the wheel file itself "
-        "(fdl libtorch install --from-wheel FILE.whl)",
+        hint=hint,
     )
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "activate",
     "active_name",
     "clear_active",
+    "describe_view",
     "installed_or_active",
     "list_variants",
     "lock_file",
@@ -464,3 +465,22 @@ def _texts(value: object) -> list[str]:
 
 def _mapping(value: object) -> dict[str, Any]:
     return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def describe_view(view_source: dict[str, Any], extra: dict[str, Any]) -> str | None:
+    """One line on what a CPU view (``fdl libtorch install --from-wheel --cpu``) is, for
+    ``info``, ``verify`` and the install's report; None for any other variant."""
+    if view_source.get("view") != "cpu":
+        return None
+    cuda = view_source.get("wheel_cuda")
+    details = extra.get("cpu_view") if isinstance(extra.get("cpu_view"), dict) else {}
+    left = [str(n) for n in (details or {}).get("left_out", []) if isinstance(n, str)]
+    if not cuda:
+        return "the CPU libraries of a CPU wheel"
+    main = [n for n in left if n.startswith("libtorch_cuda")] or left[:1]
+    rest = len(left) - len(main)
+    out = f"; left out: {', '.join(main)}" + (f" and {rest} more" if rest else "") if left else ""
+    return (
+        f"a CPU view of a CUDA {cuda} build: its CPU libraries and the NVIDIA runtime "
+        f"libraries they load, without libtorch_cuda: runs on the CPU only{out}"
+    )

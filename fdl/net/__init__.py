@@ -20,7 +20,8 @@ from __future__ import annotations
 from fdl.net._deadline import DEADLINE_ENV, net_deadline
 from fdl.net._download import download
 from fdl.net._errors import ChecksumMismatch, NotFound, RetriesExhausted, SizeMismatch
-from fdl.net._ranges import read_range
+from fdl.net._index import PYPI_SIMPLE, IndexFile, default_index, index_files
+from fdl.net._ranges import fetch_range, read_range
 from fdl.net._registry import BlobFetch, Manifest, RegistryClient, RegistryError, registry_url
 from fdl.net._results import DownloadResult, Progress, ProgressCallback
 from fdl.net._retry import RetryPolicy
@@ -28,9 +29,11 @@ from fdl.net._transport import default_user_agent, file_url_path, rebase_url
 
 __all__ = [
     "DEADLINE_ENV",
+    "PYPI_SIMPLE",
     "BlobFetch",
     "ChecksumMismatch",
     "DownloadResult",
+    "IndexFile",
     "Manifest",
     "NotFound",
     "Progress",
@@ -40,9 +43,12 @@ __all__ = [
     "RetriesExhausted",
     "RetryPolicy",
     "SizeMismatch",
+    "default_index",
     "default_user_agent",
     "download",
+    "fetch_range",
     "file_url_path",
+    "index_files",
     "net_deadline",
     "read_range",
     "rebase_url",

@@ -257,33 +257,40 @@ class FileTransport:
             "ETag": f'"{size:x}-{stat.st_mtime_ns:x}"',
             "Last-Modified": email.utils.formatdate(stat.st_mtime, usegmt=True),
         }
-        start = _range_start(headers, validators)
-        if start is None:
+        asked = _range_start(headers, validators)
+        if asked is None:
             return _FileResponse(
                 200, url, {**validators, "Content-Length": str(size)}, handle, size
             )
+        start, end = asked
         if start >= size:
             handle.close()
             return _FileResponse(416, url, {"Content-Range": f"bytes */{size}"})
+        last = size - 1 if end is None else min(end, size - 1)
         handle.seek(start)
-        extra = {"Content-Range": f"bytes {start}-{size - 1}/{size}"}
-        extra["Content-Length"] = str(size - start)
-        return _FileResponse(206, url, {**validators, **extra}, handle, size - start)
+        extra = {"Content-Range": f"bytes {start}-{last}/{size}"}
+        extra["Content-Length"] = str(last - start + 1)
+        return _FileResponse(206, url, {**validators, **extra}, handle, last - start + 1)
 
     def close(self) -> None:
         return None
 
 
-def _range_start(headers: Mapping[str, str], validators: Mapping[str, str]) -> int | None:
-    """The start of an honoured ``Range: bytes=N-`` request, else None (send it all)."""
+def _range_start(
+    headers: Mapping[str, str], validators: Mapping[str, str]
+) -> tuple[int, int | None] | None:
+    """Start and end (inclusive; None: to the end) of an honoured ``Range: bytes=N-`` or
+    ``bytes=N-M`` request, else None (send it all)."""
     lowered = {key.lower(): value for key, value in headers.items()}
     value = lowered.get("range", "")
-    if not value.startswith("bytes=") or not value.endswith("-"):
+    if not value.startswith("bytes="):
         return None
-    start_text = value[len("bytes=") : -1]
-    if not start_text.isdigit():
+    start_text, dash, end_text = value[len("bytes=") :].partition("-")
+    if not dash or not start_text.isdigit() or not (end_text == "" or end_text.isdigit()):
+        return None
+    if end_text and int(end_text) < int(start_text):
         return None
     condition = lowered.get("if-range")
     if condition is not None and condition not in validators.values():
         return None
-    return int(start_text)
+    return int(start_text), int(end_text) if end_text else None

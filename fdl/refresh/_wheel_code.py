@@ -14,6 +14,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from fdl.archive import ZipMember, zip_members
 from fdl.binaries import DeviceCode, FatbinScanner
 from fdl.errors import NetworkError
 
@@ -33,24 +34,8 @@ ReadRange = Callable[[str, int, int | None], tuple[bytes, int]]
 DEFAULT_LIBRARIES = ("torch/lib/libtorch_cuda.so",)
 CHUNK = 8 << 20  # compressed bytes per Range request
 _INFLATED = 1 << 20  # inflated bytes handed to the scanner at a time
-_EOCD, _EOCD64_LOCATOR, _CENTRAL, _LOCAL = (
-    b"PK\x05\x06",
-    b"PK\x06\x07",
-    b"PK\x01\x02",
-    b"PK\x03\x04",
-)
+_LOCAL = b"PK\x03\x04"
 STORED, DEFLATED = 0, 8
-
-
-@dataclass(frozen=True)
-class ZipMember:
-    """One file of a zip, as its central directory describes it."""
-
-    name: str
-    method: int
-    compressed: int
-    size: int
-    local_offset: int
 
 
 @dataclass
@@ -69,60 +54,6 @@ class WheelCode:
     libraries: dict[str, DeviceCode] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     bytes_read: int = 0
-
-
-def zip_members(url: str, read: ReadRange) -> dict[str, ZipMember]:
-    """The members of the zip at ``url``, from its central directory (zip64 aware).
-
-    Raises:
-        NetworkError: the file cannot be read or is not a zip.
-    """
-    tail, total = read(url, -(1 << 16), None)
-    at = tail.rfind(_EOCD)
-    if at < 0:
-        raise NetworkError(f"{url}: no zip directory in its last 64 KiB", hint="is it a wheel?")
-    count, size, offset = struct.unpack_from("<HII", tail, at + 10)
-    if 0xFFFFFFFF in (size, offset) or count == 0xFFFF:
-        locator = tail.rfind(_EOCD64_LOCATOR, 0, at)
-        (record,) = struct.unpack_from("<Q", tail, locator + 8)
-        zip64, _ = read(url, record, 56)
-        size, offset = struct.unpack_from("<QQ", zip64, 40)
-    base = total - len(tail)
-    directory = tail[offset - base : offset - base + size] if offset >= base else b""
-    if len(directory) != size:
-        directory, _ = read(url, offset, size)
-    members: dict[str, ZipMember] = {}
-    position = 0
-    while directory.startswith(_CENTRAL, position):
-        method = struct.unpack_from("<H", directory, position + 10)[0]
-        compressed, plain, name_len, extra_len, comment_len = struct.unpack_from(
-            "<IIHHH", directory, position + 20
-        )
-        (local,) = struct.unpack_from("<I", directory, position + 42)
-        name_at = position + 46
-        name = directory[name_at : name_at + name_len].decode("utf-8", "replace")
-        extra = directory[name_at + name_len : name_at + name_len + extra_len]
-        plain, compressed, local = _zip64_sizes(extra, plain, compressed, local)
-        members[name] = ZipMember(name, method, compressed, plain, local)
-        position = name_at + name_len + extra_len + comment_len
-    return members
-
-
-def _zip64_sizes(extra: bytes, plain: int, compressed: int, local: int) -> tuple[int, int, int]:
-    """Sizes and offset from the zip64 extra field, for the ones saturated at 0xFFFFFFFF."""
-    at = 0
-    while at + 4 <= len(extra):
-        tag, length = struct.unpack_from("<HH", extra, at)
-        if tag == 1:
-            values = list(struct.unpack_from(f"<{length // 8}Q", extra, at + 4))
-            if plain == 0xFFFFFFFF and values:
-                plain = values.pop(0)
-            if compressed == 0xFFFFFFFF and values:
-                compressed = values.pop(0)
-            if local == 0xFFFFFFFF and values:
-                local = values.pop(0)
-        at += 4 + length
-    return plain, compressed, local
 
 
 def member_chunks(

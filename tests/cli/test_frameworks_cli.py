@@ -4,6 +4,7 @@ torch-sys checks for, and the variables it reads, without LIBTORCH_BYPASS_VERSIO
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -82,18 +83,28 @@ def test_setup_names_the_framework_that_chose_the_torch(tmp_path: Path, run_fdl)
     assert "--torch 2.10: tch-rs 0.24.0 compiles against torch 2.11.0 only" in refused.stderr
 
 
-WHEEL_2_13 = sorted(Path("/opt/wheels").glob("torch-2.13.0+cpu-cp311-*.whl"))
+def _torch_wheel(folder: Path, version: str) -> Path:
+    """A torch wheel as far as fdl reads one before installing: its METADATA and
+    torch/version.py (the refusal comes before any library is copied)."""
+    wheel = folder / f"torch-{version}-cp311-cp311-manylinux_2_28_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(
+            f"torch-{version}.dist-info/METADATA",
+            f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n",
+        )
+        archive.writestr("torch/version.py", f"__version__ = '{version}'\ncuda = None\n")
+    return wheel
 
 
-@pytest.mark.skipif(not WHEEL_2_13, reason="the torch 2.13.0 CPU wheel is not in /opt/wheels")
+@pytest.mark.parametrize("cpu", [False, True], ids=["wheel", "cpu-view"])
 def test_a_wheel_the_framework_cannot_compile_against_is_not_installed(
-    tmp_path: Path, run_fdl
+    tmp_path: Path, run_fdl, cpu: bool
 ) -> None:
     project = _tch_project(tmp_path, "0.24.0", "libtorch: {}\n")
     env = {"FDL_HOME": str(tmp_path / "home"), "FDL_CACHE_DIR": str(tmp_path / "cache")}
-    refused = run_fdl(
-        ["libtorch", "install", "--from-wheel", str(WHEEL_2_13[0])], cwd=project, env=env
-    )
+    wheel = _torch_wheel(tmp_path, "2.13.0+cpu")
+    args = ["libtorch", "install", "--from-wheel", str(wheel), *(["--cpu"] if cpu else [])]
+    refused = run_fdl(args, cwd=project, env=env)
     assert refused.exit_code == 2, refused.output
     assert (
         "the wheel's torch 2.13.0: tch-rs 0.24.0 compiles against torch 2.11.0 only"

@@ -23,7 +23,7 @@ import pytest
 from fdl.engine import DockerEngine, RunSpec
 from fdl.runner import SubprocessRunner
 from tests.support.ci import ci_project
-from tests.support.images import CPU_WHEEL
+from tests.support.cpu_view import install_cpu_view
 
 pytestmark = pytest.mark.docker
 
@@ -70,14 +70,12 @@ def _fdl(args: list[str], cwd: Path, timeout: float = 1800) -> subprocess.Comple
 
 @pytest.fixture(scope="session")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project with the CPU variant installed from the wheel (as CI would from PyPI)."""
-    if not CPU_WHEEL.is_file():
-        pytest.fail(f"the CPU torch wheel {CPU_WHEEL} is missing (set FDL_TEST_CPU_WHEEL)")
+    """The project with the CPU variant installed from PyPI's wheel (its CPU view), as CI
+    would."""
     project = ci_project(tmp_path_factory.mktemp("ci-build-all"), MANIFEST)
     (project / "fdl.local.yml").write_text(OVERLAY, encoding="utf-8")
-    done = _fdl(["libtorch", "install", "--from-wheel", str(CPU_WHEEL)], project)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert (project / "libtorch" / "precompiled" / "cpu" / "lib").is_dir()
+    installed = install_cpu_view(project)
+    assert installed == project / "libtorch" / "precompiled" / "cpu"
     return project
 
 

@@ -1,5 +1,5 @@
 """`fdl init --template cpp` end to end, as a user would run it: init, a CPU libtorch
-installed by `fdl libtorch install --from-wheel` from the local torch wheel, then
+installed by `fdl libtorch install --from-wheel --cpu` from PyPI's torch wheel, then
 `fdl build`, `fdl test`, `fdl train` (the loss must go down) - natively, and in the
 dev container (libtorch mounted, or baked into the image) through docker compose
 with the real engine, plus the slim training image built and run.
@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.images import CPU_WHEEL, link_variant
+from tests.support.cpu_view import artefact_missing, cpu_view_env, install_args
+from tests.support.images import link_variant
 
 pytestmark = pytest.mark.slow
 
@@ -46,14 +47,13 @@ def _assert_trains(output: str, steps: int) -> None:
 
 @pytest.fixture(scope="session")
 def installed_variant(tmp_path_factory: pytest.TempPathFactory, fdl_process_session) -> Path:
-    """`fdl libtorch install --from-wheel <the local CPU wheel>`, once per session."""
-    if not CPU_WHEEL.is_file():
-        pytest.skip(f"the CPU torch wheel is not at {CPU_WHEEL} (set FDL_TEST_CPU_WHEEL)")
+    """`fdl libtorch install --from-wheel --cpu --torch 2.13.0` (the CPU view of PyPI's
+    wheel, through the tests' cache), once per session."""
     seed = tmp_path_factory.mktemp("libtorch-seed")
     (seed / "fdl.yml").write_text("description: holds the installed variant\n")
-    result = fdl_process_session(
-        ["libtorch", "install", "--from-wheel", str(CPU_WHEEL)], cwd=seed, timeout=600
-    )
+    result = fdl_process_session(install_args("2.13.0"), cwd=seed, timeout=1200, env=cpu_view_env())
+    if result.exit_code == 5:
+        artefact_missing(f"PyPI cannot be read: {result.stderr[-400:]}")
     assert result.exit_code == 0, result.output
     assert "active variant: precompiled/cpu" in result.output
     return seed / "libtorch" / "precompiled" / "cpu"

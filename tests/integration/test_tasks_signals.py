@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,19 @@ def wait_for(path: Path) -> None:
         time.sleep(0.05)
 
 
+def _reap(pid: int) -> int:
+    """The child's wait status; killed (and the test failed) if it outlives WAIT."""
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    raise AssertionError(f"fdl did not end within {WAIT:.0f} s of Ctrl-C at its terminal")
+
+
 def survivors(project: Path) -> list[int]:
     """Live processes started for this project (they carry FDL_PROJECT_ROOT=<project>)."""
     marker = f"FDL_PROJECT_ROOT={project}".encode()
@@ -86,6 +100,16 @@ def survivors(project: Path) -> list[int]:
         if state != "Z":
             found.append(int(entry.name))
     return found
+
+
+@pytest.fixture(autouse=True)
+def _sigint_handled() -> Iterator[None]:
+    """fdl gets SIGINT as from a shell: a test run started in the background (nohup, `&`
+    in a script) ignores it, and an ignored signal stays ignored across fork and exec; a
+    handled one is reset to the default there."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 def start(project: Path, command: str) -> subprocess.Popen[str]:
@@ -131,13 +155,13 @@ def test_sigterm_is_forwarded(project: Path) -> None:
 def test_ctrl_c_at_a_terminal(project: Path) -> None:
     """In a terminal the child shares fdl's process group and gets the terminal's Ctrl-C."""
     pid, master = pty.fork()
-    if pid == 0:  # the child: fdl on a fresh terminal
+    if pid == 0:  # the child: fdl on a fresh terminal, as a shell there would start it
         os.chdir(project)
         os.execve(sys.executable, [sys.executable, "-m", "fdl", "long-running"], environ())
     try:
         wait_for(project / "started")
         os.write(master, b"\x03")
-        _, status = os.waitpid(pid, 0)
+        status = _reap(pid)
     finally:
         os.close(master)
     assert os.waitstatus_to_exitcode(status) == 130

@@ -298,7 +298,9 @@ class FakeRunner:
         args = [str(a) for a in argv]
         result = self._answer(args)
         if max_output is not None and len(result.stdout) + len(result.stderr) > max_output:
-            raise CommandFailed(args, -1, message=f"`{' '.join(args)}` printed more than {max_output} bytes")
+            raise CommandFailed(
+                args, -1, message=f"`{' '.join(args)}` printed more than {max_output} bytes"
+            )
         if check and result.returncode != 0:
             raise CommandFailed(args, result.returncode, output_tail=result.stderr or result.stdout)
         return result

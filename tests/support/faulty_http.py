@@ -121,6 +121,7 @@ class _Resource:
     last_modified: str | None
     ranges: bool
     size: int
+    content_type: str = "application/octet-stream"
 
     def open(self) -> BinaryIO:
         assert self.file is not None
@@ -163,8 +164,9 @@ class FaultyServer:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._resources: dict[str, _Resource] = {}
-        self._scripts: dict[str, deque[Fault | None]] = defaultdict(deque)
-        self._standing: dict[str, Fault] = {}
+        # each fault with the request size it applies to: only requests for more bytes
+        self._scripts: dict[str, deque[tuple[Fault | None, int]]] = defaultdict(deque)
+        self._standing: dict[str, tuple[Fault, int]] = {}
         self._log: list[Served] = []
         self.stopping = threading.Event()
         self._httpd: _Server | None = None
@@ -212,13 +214,12 @@ class FaultyServer:
         etag: bool = True,
         last_modified: bool = True,
         ranges: bool = True,
+        content_type: str = "application/octet-stream",
     ) -> str:
         """Serve ``data`` at ``path`` (replacing what was there; a new ETag); returns its URL."""
         tag = f'"{hashlib.sha256(data).hexdigest()[:16]}"' if etag else None
-        self._put(
-            path,
-            _Resource(data, None, tag, _http_date() if last_modified else None, ranges, len(data)),
-        )
+        modified = _http_date() if last_modified else None
+        self._put(path, _Resource(data, None, tag, modified, ranges, len(data), content_type))
         return self.url(path)
 
     def add_file(self, path: str, file: Path, *, ranges: bool = True) -> str:
@@ -239,24 +240,34 @@ class FaultyServer:
             self._resources[path] = resource
 
     # -- faults ----------------------------------------------------------
-    def script(self, path: str, *faults: Fault | None) -> None:
-        """Queue faults for the next requests to ``path`` (None = a normal answer)."""
-        with self._lock:
-            self._scripts[path].extend(faults)
+    def script(self, path: str, *faults: Fault | None, larger_than: int = -1) -> None:
+        """Queue faults for the next requests to ``path`` (None = a normal answer).
 
-    def always(self, path: str, fault: Fault | None) -> None:
-        """A fault for every request to ``path`` once its script is used up."""
+        ``larger_than``: the faults wait for requests for more than that many body bytes
+        (the range asked for, else the file); smaller ones are answered normally.
+        """
+        with self._lock:
+            self._scripts[path].extend((fault, larger_than) for fault in faults)
+
+    def always(self, path: str, fault: Fault | None, *, larger_than: int = -1) -> None:
+        """A fault for every request to ``path`` (for more than ``larger_than`` body bytes)
+        once its script is used up."""
         with self._lock:
             if fault is None:
                 self._standing.pop(path, None)
             else:
-                self._standing[path] = fault
+                self._standing[path] = (fault, larger_than)
 
-    def _take(self, path: str) -> tuple[_Resource | None, Fault | None]:
+    def _take(self, path: str, headers: dict[str, str]) -> tuple[_Resource | None, Fault | None]:
         with self._lock:
+            resource = self._resources.get(path)
+            asked = _asked(resource, headers)
             queue = self._scripts.get(path)
-            fault = queue.popleft() if queue else self._standing.get(path)
-            return self._resources.get(path), fault
+            if queue and asked > queue[0][1]:
+                return resource, queue.popleft()[0]
+            standing = self._standing.get(path)
+            fault = standing[0] if standing and asked > standing[1] else None
+            return resource, fault
 
     # -- log -------------------------------------------------------------
     @property
@@ -293,6 +304,14 @@ def _http_date() -> str:
     return email.utils.formatdate(time.time(), usegmt=True)
 
 
+def _asked(resource: _Resource | None, headers: dict[str, str]) -> int:
+    """How many body bytes a request asks for (a range's, else the whole file's)."""
+    if resource is None:
+        return 0
+    wanted = _parse_range(headers.get("range"), resource.size) if resource.ranges else None
+    return resource.size if wanted is None else max(wanted[1] - wanted[0] + 1, 0)
+
+
 def _parse_range(value: str | None, size: int) -> tuple[int, int] | None:
     """(start, end inclusive) of a single ``bytes=`` range, or None if absent/invalid."""
     if not value or not value.startswith("bytes=") or "," in value:
@@ -323,8 +342,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, *, body: bool) -> None:
         owner = self.server.owner
         path = urlsplit(self.path).path
-        resource, fault = owner._take(path)
         headers = {key.lower(): value for key, value in self.headers.items()}
+        resource, fault = owner._take(path, headers)
         entry = Served(self.command, path, headers, fault=type(fault).__name__ if fault else None)
         owner._record(entry)
         try:
@@ -369,7 +388,7 @@ class _Handler(BaseHTTPRequestHandler):
         start, end = wanted if wanted is not None else (0, size - 1)
         if isinstance(fault, BadRange) and wanted is not None:
             start, end = 0, size - 1
-        extra = {"Content-Length": str(end - start + 1), "Content-Type": "application/octet-stream"}
+        extra = {"Content-Length": str(end - start + 1), "Content-Type": resource.content_type}
         if resource.ranges:
             extra["Accept-Ranges"] = "bytes"
         if resource.etag:

@@ -3,29 +3,20 @@
 ``make_project`` copies the C++ training program (tests/fixtures/cpp-train) and
 writes a manifest; ``make_variant`` writes a variant's ``variant.json`` (no
 libraries: enough for planning and rendering); ``cpu_variant_from_wheel``
-materialises a real CPU libtorch from the local torch wheel (for builds).
+installs a real CPU libtorch, the CPU view of PyPI's torch wheel (for builds).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import stat
-import zipfile
 from pathlib import Path
 
 from fdl.libtorch.variants import VariantInfo, write_info
+from tests.support.cpu_view import install_cpu_view
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "cpp-train"
-CPU_WHEEL = Path(
-    os.environ.get(
-        "FDL_TEST_CPU_WHEEL", "/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
-    )
-)
 FIXED_TIME = "2025-01-01T00:00:00Z"
-# Wheel members a libtorch needs; the Python bindings and extension modules stay out.
-_KEEP = ("torch/lib/", "torch/include/", "torch/share/")
-_DROP = ("libtorch_python.so",)
 
 
 def make_variant(
@@ -67,45 +58,16 @@ def make_project(root: Path, manifest: str, *, name: str = "cpp-train") -> Path:
     return project
 
 
-def cpu_variant_from_wheel(target: Path, wheel: Path = CPU_WHEEL) -> Path:
-    """Unzip the wheel's C++ distribution into ``target`` as variant ``precompiled/cpu``.
-
-    The tree (about 460 MB) is what ``fdl libtorch install --from-wheel`` makes:
-    lib/, include/, share/ without libtorch_python.so, plus variant.json.
-    """
-    directory = target / "precompiled" / "cpu"
+def cpu_variant_from_wheel(target: Path) -> Path:
+    """A real CPU libtorch 2.13.0 under ``target`` (``home/libtorch/precompiled/cpu``): the
+    CPU view of PyPI's wheel, installed by the fdl under test through the tests' cache
+    (tests/support/cpu_view.py). About 460 MB; link it into projects with
+    :func:`link_variant`."""
+    directory = target / "home" / "libtorch" / "precompiled" / "cpu"
     if (directory / "variant.json").is_file():
         return directory
-    partial = target / ".partial-cpu"
-    shutil.rmtree(partial, ignore_errors=True)
-    with zipfile.ZipFile(wheel) as archive:
-        for member in archive.infolist():
-            name = member.filename
-            if not name.startswith(_KEEP) or name.endswith("/"):
-                continue
-            if Path(name).name in _DROP:
-                continue
-            relative = name.removeprefix("torch/")
-            destination = partial / relative
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            with archive.open(member) as source, destination.open("wb") as sink:
-                shutil.copyfileobj(source, sink, 1 << 20)
-            mode = member.external_attr >> 16
-            if mode & stat.S_IXUSR:
-                destination.chmod(0o755)
-    write_info(
-        partial,
-        VariantInfo(
-            name="precompiled/cpu",
-            torch="2.13.0",
-            abi="cxx11",
-            source={"kind": "wheel", "wheel": wheel.name},
-            installed_at=FIXED_TIME,
-        ),
-    )
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    partial.rename(directory)
-    return directory
+    target.mkdir(parents=True, exist_ok=True)
+    return install_cpu_view(target, home=target / "home")
 
 
 def link_variant(source: Path, project: Path, name: str = "precompiled/cpu") -> Path:

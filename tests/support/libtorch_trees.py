@@ -102,12 +102,27 @@ def torch_wheel(
         f"cuda: Optional[str] = {repr(cuda) if cuda else 'None'}\n"
         "git_version = 'feedfacecafe'\n"
     )
+    members: dict[str, str | bytes] = {f"torch/{k}": v for k, v in sorted(files.items())}
+    members["torch/__init__.py"] = ""
+    members["torch/version.py"] = version_py
+    members["torch/_C.cpython-311-x86_64-linux-gnu.so"] = b"\x7fELF"
+    members[f"torch-{version}.dist-info/METADATA"] = metadata
+    members[f"torch-{version}.dist-info/WHEEL"] = "Wheel-Version: 1.0\n"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
-        for relative, content in sorted(files.items()):
-            archive.writestr(f"torch/{relative}", content)
-        archive.writestr("torch/__init__.py", "")
-        archive.writestr("torch/version.py", version_py)
-        archive.writestr("torch/_C.cpython-311-x86_64-linux-gnu.so", b"\x7fELF")
-        archive.writestr(f"torch-{version}.dist-info/METADATA", metadata)
-        archive.writestr(f"torch-{version}.dist-info/WHEEL", "Wheel-Version: 1.0\n")
+        for name, content in members.items():
+            archive.writestr(name, content)
+        archive.writestr(f"torch-{version}.dist-info/RECORD", wheel_record(members))
     return path
+
+
+def wheel_record(members: dict[str, str | bytes]) -> str:
+    """A wheel's RECORD: each member's sha256 (urlsafe base64, unpadded) and size."""
+    import base64
+    import hashlib
+
+    lines = []
+    for name, content in members.items():
+        data = content.encode() if isinstance(content, str) else content
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        lines.append(f"{name},sha256={digest},{len(data)}")
+    return "\n".join(lines) + "\n"

@@ -119,16 +119,20 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_run_setup_falls_back_to_the_wheel_when_the_download_fails(
-    context: Context, tmp_path: Path
+def test_run_setup_falls_back_to_the_wheels_cpu_view_when_the_download_fails(
+    context: Context, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A CPU plan's fallback is the CPU view of the index's wheel (here an index on disk,
+    as $PIP_INDEX_URL names it), never pip's CUDA build: pip is not run."""
     cache = tmp_path / "cache"
     plan = plan_setup(context, (), torch="2.13")
     assert plan.action == "download"
-
-    def pip(argv: list[str]) -> Completed:
-        saved = torch_wheel(cache / "wheels" / WHEEL)
-        return Completed(argv, 0, f"Saved {saved}\n")
+    assert plan.alternatives[0].startswith("fdl libtorch install --from-wheel --cpu --torch 2.13.0")
+    index = tmp_path / "index"
+    (index / "torch").mkdir(parents=True)
+    torch_wheel(index / "torch" / WHEEL)
+    (index / "torch" / "index.html").write_text(f'<a href="{WHEEL}">{WHEEL}</a>\n')
+    monkeypatch.setenv("PIP_INDEX_URL", index.as_uri())
 
     said: list[str] = []
     stages: list[str] = []
@@ -136,17 +140,22 @@ def test_run_setup_falls_back_to_the_wheel_when_the_download_fails(
         plan,
         context,
         cache=cache,
-        runner=FakeRunner({(sys.executable, "-m", "pip", "download"): pip}),
+        runner=FakeRunner({}),
         mirror=f"http://127.0.0.1:{closed_port()}/",
         on_message=said.append,
         on_stage=stages.append,
         transfer={"retry": RetryPolicy(attempts=1, base_delay=0.01), "sleep": lambda _s: None},
     )
     assert done.done == "installed" and done.install is not None
-    assert done.install.info.source["kind"] == "wheel"
+    source = done.install.info.source
+    assert (source["kind"], source["view"], source["build_version"]) == (
+        "wheel",
+        "cpu",
+        "2.13.0+cpu",
+    )
     assert variants.active_name(context) == "precompiled/cpu"
     assert any("trying the PyPI wheel instead" in s for s in said)
-    assert stages == ["downloading libtorch 2.13.0 (cpu)", "install from wheel"]
+    assert stages == ["downloading libtorch 2.13.0 (cpu)", "CPU view of the PyPI wheel"]
 
 
 def test_run_setup_does_not_hide_a_missing_zip_behind_the_wheel(

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fdl.archive import ArchiveError
 from fdl.binaries import DeviceCode, FatbinEntry, read_device_code, scan_device_code
 from fdl.binaries.synthetic import FakeEntry, build_elf, build_fatbin
 from fdl.errors import NetworkError
@@ -153,8 +154,8 @@ def test_cpu_wheel_has_no_library() -> None:
     assert report["summary"] == "no libtorch_cuda.so (a CPU wheel)" and drift == []
 
 
-def test_not_a_zip_and_a_damaged_member_are_network_errors(library: Path) -> None:
-    with pytest.raises(NetworkError, match="no zip directory"):
+def test_not_a_zip_and_a_damaged_member_are_refused(library: Path) -> None:
+    with pytest.raises(ArchiveError, match="no zip directory"):
         zip_members(URL, FakeRanges(b"not a zip" * 100))
     wheel = bytearray(_wheel({LIB: library.read_bytes()}))
     member = zip_members(URL, FakeRanges(bytes(wheel)))[LIB]

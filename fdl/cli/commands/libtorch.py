@@ -30,7 +30,7 @@ from fdl.paths import cache_dir, own_cache_dir
 
 if TYPE_CHECKING:
     from fdl.cli._session import Session
-    from fdl.libtorch import DownloadPlan, VariantInfo
+    from fdl.libtorch import DownloadPlan, LibtorchSettings, VariantInfo
 
 app = group(
     "libtorch",
@@ -318,6 +318,15 @@ def install(
             "--no-nvidia", help="CUDA wheels: do not bring the NVIDIA libraries into the variant."
         ),
     ] = False,
+    cpu: Annotated[
+        bool,
+        typer.Option(
+            "--cpu",
+            help="A CPU variant: of a CUDA wheel, only what a CPU program loads, read out of "
+            "the index's wheels (~130 MB instead of 3-4 GB). Implied by libtorch.variant: cpu "
+            "when no wheel file or --python is given.",
+        ),
+    ] = False,
     no_activate: NoActivateOption = False,
     force: ForceOption = False,
     as_json: JsonOption = False,
@@ -325,6 +334,7 @@ def install(
     """Install a variant from a PyTorch wheel (file, Python environment, or pip download).
 
     Example: fdl libtorch install --from-wheel --torch 2.13.0
+    Example: fdl libtorch install --from-wheel --cpu --torch 2.10.0
     """
     from fdl.libtorch import check_wheel, install_dir, install_wheel, wheel_source
     from fdl.runner import default_runner
@@ -352,6 +362,15 @@ def install(
             "give one wheel source: a .whl file, --python or --torch", hint="pass only one of them"
         )
     context = session.libtorch_context()
+    settings = session.libtorch_settings()
+    if from_dir is None and python is None and (cpu or _pinned_cpu(settings, name, wheel)):
+        _install_cpu_view(session, wheel, torch, index_url, name, no_activate, force, as_json)
+        return
+    if cpu:
+        raise UsageError(
+            "--cpu reads a wheel file or the index's wheel, not --python or --from-dir",
+            hint="fdl libtorch install --from-wheel --cpu --torch VERSION",
+        )
     if from_dir is not None:
         result = install_dir(
             context,
@@ -365,7 +384,6 @@ def install(
         return
     runner = default_runner()
     cache = own_cache_dir(cache_dir(session.environ) / "wheels")
-    settings = session.libtorch_settings()
     wanted = settings.torch_for(torch)
     progress = ProgressLine(session.console, "install from wheel")
     try:
@@ -402,6 +420,64 @@ def install(
         )
     finally:
         progress.close()
+    report_install(session.console, result, as_json=as_json)
+
+
+def _pinned_cpu(settings: LibtorchSettings, name: str | None, wheel: Path | None) -> bool:
+    """The manifest pins the CPU build (``libtorch.variant: cpu``), no --name overrides and
+    no wheel file is named (a file is installed as the build it is, or refused: --cpu makes
+    its CPU view)."""
+    return settings.variant == "cpu" and not name and wheel is None
+
+
+def _install_cpu_view(
+    session: Session,
+    wheel: Path | None,
+    torch: str | None,
+    index_url: str | None,
+    name: str | None,
+    no_activate: bool,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """``install --from-wheel --cpu``: the CPU view of the wheel (file or index)."""
+    from fdl.libtorch import install_cpu_view, local_wheel
+    from fdl.net import Progress
+
+    settings = session.libtorch_settings()
+    if wheel is not None:  # its release is known from its name
+        release = local_wheel(wheel.expanduser()).version.split("+", 1)[0]
+        settings.framework.require(release, "the wheel's torch")
+    wanted = settings.torch_for(torch) if wheel is None else None
+    cache = own_cache_dir(cache_dir(session.environ) / "wheels")
+    lines: dict[str, ProgressLine] = {}
+
+    def on_progress(what: str, state: Progress) -> None:
+        line = lines.get(what)
+        if line is None:
+            for other in lines.values():
+                other.close()
+            line = lines[what] = ProgressLine(session.console, f"reading {what}")
+        line.bytes(state.done, state.total, state.rate)
+
+    status = ProgressLine(session.console, "CPU view")
+    try:
+        result = install_cpu_view(
+            session.libtorch_context(),
+            cache=cache,
+            torch=wanted,
+            wheel=wheel,
+            index_url=index_url,
+            name=name,
+            force=force,
+            activate=not no_activate,
+            on_message=status.message,
+            on_progress=on_progress,
+        )
+    finally:
+        for line in lines.values():
+            line.close()
+        status.close()
     report_install(session.console, result, as_json=as_json)
 
 
@@ -627,6 +703,8 @@ def _variant_json(name: str, info: VariantInfo, active: bool, path: Path) -> dic
 
 
 def _render_info(name: str, info: VariantInfo, active: bool, path: Path) -> str:
+    from fdl.libtorch import describe_view
+
     found = info.archs_found
     archs = " ".join([*found.get("cubin", []), *found.get("ptx", [])]) or (
         "none (CPU build)" if not info.cuda else "not read yet (run fdl libtorch verify)"
@@ -648,9 +726,12 @@ def _render_info(name: str, info: VariantInfo, active: bool, path: Path) -> str:
         ("Extra", " ".join(found.get("extra", [])) or "-"),
         ("ABI", info.abi or "unknown"),
         ("Source", f"{source.get('kind', 'unknown')}{': ' + str(origin) if origin else ''}"),
-        ("sha256", str(source.get("sha256") or "-")),
+        ("sha256", str(source.get("sha256") or source.get("wheel_sha256") or "-")),
         ("Installed", info.installed_at or "unknown"),
     ]
+    view = describe_view(source, info.extra)
+    if view:
+        rows.insert(4, ("Build", f"{source.get('build_version')}: {view}"))
     return "\n".join(f"{key + ':':<11}{value}" for key, value in rows) + "\n"
 
 
