@@ -65,7 +65,7 @@ def _nvidia_wheels() -> list[Path]:
     """The nvidia-* wheels torch 2.14.1 requires, as ``--from-wheel`` fetches them."""
     torch = _torch_wheel()
     wanted = nvidia_requirements(wheel_from_file(torch).requires)
-    dest = cache_dir() / "fdl-cache" / "wheels"
+    dest = cache_dir() / "fdl" / "wheels"
     runner = SubprocessRunner()
     return sorted(
         fetch_wheels(wanted, dest, python=sys.executable, runner=runner, find_links=[torch.parent])

@@ -4,8 +4,9 @@ C++ program with CMake's find_package(Torch) against CUDA 13.0's nvcc of
 ``scripts/setup-machine.sh``.
 
 ``fdl libtorch install --from-wheel`` brings the NVIDIA libraries with its own ``pip
-download`` from the configured index, into an fdl cache kept in the tests' cache (a second
-run downloads none of them again); libtorch_cuda.so holds cubins for sm_75, 80, 86, 90,
+download`` from the configured index, into the fdl cache kept in the tests' cache
+(``<cache>/fdl``, as tests/support/cpu_view.py's installs; a second run downloads none of
+them again); libtorch_cuda.so holds cubins for sm_75, 80, 86, 90,
 100 and 120 and no PTX.
 """
 
@@ -27,13 +28,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def fdl(args: list[str], home: Path, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
-    """The fdl CLI in a subprocess (real runner, real pip, real cmake); fdl's cache is kept
-    in the tests' cache, so the NVIDIA wheels pip fetches are there for the next run."""
+    """The fdl CLI in a subprocess (real runner, real pip, real cmake); fdl's cache is the
+    one in the tests' cache, so the NVIDIA wheels pip fetches are there for the next run."""
     # pip keeps its configuration (indexes, find-links): the machine's environment stays
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FDL", "FLODL"))}
     env.update(
         FDL_HOME=str(home / "fdl"),
-        FDL_CACHE_DIR=str(cache_dir() / "fdl-cache"),
+        FDL_CACHE_DIR=str(cache_dir() / "fdl"),
         PYTHONPATH=str(REPO),
         NO_COLOR="1",
     )
@@ -90,4 +91,4 @@ def test_cuda_wheel_variant_lists_its_real_archs(tmp_path: Path) -> None:
         assert data["smoke"]["ok"] is True, data["smoke"]
     finally:
         shutil.rmtree(tmp_path / "fdl", ignore_errors=True)  # 4 GB
-        shutil.rmtree(cache_dir() / "fdl-cache" / "smoke", ignore_errors=True)
+        shutil.rmtree(cache_dir() / "fdl" / "smoke", ignore_errors=True)
