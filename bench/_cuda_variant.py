@@ -1,12 +1,15 @@
-"""A CUDA libtorch variant and a CUDA build base made from local files (bench only).
+"""A CUDA libtorch variant and a CUDA build base made from PyPI's wheels (bench only).
 
 - :func:`cuda_variant`: the torch 2.14.1 cu130 wheel's C++ distribution with the
   shared libraries of the nvidia-* wheels beside it in ``lib/`` (the layout a
   ``--from-wheel`` install with NVIDIA libraries makes), plus the host toolkit's
-  libcudart (no nvidia-cuda-runtime wheel is on this machine).
+  libcudart. The torch wheel comes from PyPI into the tests' artefact cache
+  (tests/support/artefacts.py), the nvidia-* wheels it requires through fdl's own
+  ``pip download`` into the fdl cache kept there (as tests/integration/
+  test_libtorch_wheel_cuda.py fetches them): downloaded once.
 - :func:`cuda_build_base`: ``fdl-bench/cuda-devel:13.0``, the base image plus the
-  host's CUDA 13.0 toolkit (/usr/local/cuda: nvcc, cudart) and the nvidia wheels'
-  headers; its ``lib64/libX.so`` links point into ``/opt/libtorch/lib``, where the
+  host's CUDA 13.0 toolkit (/usr/local/cuda: nvcc, cudart, from NVIDIA's wheels by
+  scripts/setup-machine.sh) and the nvidia wheels' headers; its ``lib64/libX.so`` links point into ``/opt/libtorch/lib``, where the
   build stage mounts the variant, so CMake's FindCUDAToolkit finds every library
   without a second copy. (No registry is reachable for nvidia/cuda:13.0.2-devel.)
 """
@@ -17,14 +20,18 @@ import glob
 import os
 import re
 import shutil
+import sys
 import zipfile
+from functools import cache
 from pathlib import Path
 
 from fdl.engine import BuildSpec, Engine
+from fdl.libtorch._nvidia import fetch_wheels, nvidia_requirements
+from fdl.libtorch._wheel import wheel_from_file
 from fdl.libtorch.variants import VariantInfo, write_info
+from fdl.runner import SubprocessRunner
+from tests.support.artefacts import cache_dir, download_wheel
 
-WHEELS = Path("/opt/pypi-more/files")
-TORCH_WHEEL = WHEELS / "torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl"
 TOOLKIT = Path("/usr/local/cuda")
 BUILD_BASE = "fdl-bench/cuda-devel:13.0"
 _SONAME = re.compile(r"^(lib[^/]*?\.so)\.\d+(?:\.\d+)*$")
@@ -48,8 +55,21 @@ def _extract(wheel: Path, prefixes: tuple[str, ...], target: Path, *, flat: bool
     return written
 
 
+@cache
+def _torch_wheel() -> Path:
+    return download_wheel("torch==2.14.1")
+
+
+@cache
 def _nvidia_wheels() -> list[Path]:
-    return sorted(WHEELS.glob("nvidia_*.whl"))
+    """The nvidia-* wheels torch 2.14.1 requires, as ``--from-wheel`` fetches them."""
+    torch = _torch_wheel()
+    wanted = nvidia_requirements(wheel_from_file(torch).requires)
+    dest = cache_dir() / "fdl" / "wheels"
+    runner = SubprocessRunner()
+    return sorted(
+        fetch_wheels(wanted, dest, python=sys.executable, runner=runner, find_links=[torch.parent])
+    )
 
 
 def cuda_variant(root: Path) -> Path:
@@ -59,7 +79,7 @@ def cuda_variant(root: Path) -> Path:
         partial = root / ".partial-cu130"
         shutil.rmtree(partial, ignore_errors=True)
         prefixes = ("torch/lib/", "torch/include/", "torch/share/")
-        _extract(TORCH_WHEEL, prefixes, partial, flat=False)
+        _extract(_torch_wheel(), prefixes, partial, flat=False)
         for wheel in _nvidia_wheels():
             dirs = tuple(f"nvidia/{d}/lib/" for d in _lib_dirs(wheel))
             _extract(wheel, dirs, partial / "lib", flat=True)
@@ -79,7 +99,7 @@ def cuda_variant(root: Path) -> Path:
             cudnn="9.24",
             archs_found={"cubin": list(archs), "ptx": []},
             abi="cxx11",
-            source={"kind": "wheel", "wheel": TORCH_WHEEL.name},
+            source={"kind": "wheel", "wheel": _torch_wheel().name},
             installed_at="2025-01-01T00:00:00Z",
         ),
     )

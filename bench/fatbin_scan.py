@@ -2,7 +2,8 @@
 
 Usage: python bench/fatbin_scan.py [library.so ...]
 Without arguments it extracts libtorch_cuda.so / libtorch_cpu.so from the torch 2.14.1 cu130
-wheel (if present) and scans them. Prints a table; asserts nothing.
+wheel (from PyPI, once, into the tests' artefact cache: tests/support/artefacts.py) and scans
+them. Prints a table; asserts nothing.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-from fdl.binaries import read_device_code, read_dynamic
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 
-WHEEL = Path("/opt/pypi-more/files/torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl")
+from fdl.binaries import read_device_code, read_dynamic  # noqa: E402
+from tests.support.artefacts import download_wheel  # noqa: E402
+
 MEMBERS = ("torch/lib/libtorch_cuda.so", "torch/lib/libtorch_cpu.so", "torch/lib/libc10_cuda.so")
 RUNS = 5
 
@@ -49,10 +53,12 @@ if __name__ == "__main__":
     given = [Path(p) for p in sys.argv[1:]]
     if given:
         main(given)
-    elif WHEEL.is_file():
-        with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(WHEEL) as wheel:
+    else:
+        try:
+            wheel_path = download_wheel("torch==2.14.1")
+        except OSError as exc:
+            sys.exit(f"give library paths (the torch 2.14.1 wheel could not be had: {exc})")
+        with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(wheel_path) as wheel:
             for member in MEMBERS:
                 wheel.extract(member, tmp)
             main([Path(tmp) / m for m in MEMBERS])
-    else:
-        sys.exit(f"give library paths ({WHEEL} is not here)")

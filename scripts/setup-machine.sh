@@ -60,6 +60,116 @@ if [ ! -x "$TOOLS/cuda/bin/cuobjdump" ] && command -v python3 >/dev/null; then
   rm -rf "$scratch"
 fi
 
+# CUDA 13.0's nvcc from NVIDIA's wheels (no toolkit installer): nvcc, cicc (nvvm), the
+# crt and runtime headers with libcudart, and CCCL (cuda_fp16.h includes <nv/target>),
+# laid out as a toolkit in $CUDA_ROOT, /usr/local/cuda -> it, and /usr/local/bin/nvcc a
+# wrapper that execs it (nvcc finds its toolkit from the path it was called by, so a
+# symlink would not do). The tests that compile device code need it (tests/support/
+# artefacts.py: they fail in CI without it). The wheels are kept in the tests' cache;
+# the toolkit is unpacked beside $CUDA_ROOT and renamed into place once nvcc compiled a
+# kernel, so an interrupted run leaves nothing a later run takes as done.
+CUDA_SERIES="13.0"
+CUDA_ROOT="${FDL_TEST_CUDA_ROOT:-/usr/local/cuda-$CUDA_SERIES}"
+TEST_CACHE="${FDL_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fdl-tests}"
+CUDA_WHEELS=(nvidia-cuda-nvcc nvidia-nvvm nvidia-cuda-crt nvidia-cuda-runtime nvidia-cuda-cccl)
+need_artefacts() { [ "${FDL_REQUIRE_DOCKER:-0}" = "1" ] || [ "${FDL_REQUIRE_ARTEFACTS:-0}" = "1" ]; }
+cuda_problem() {
+  if need_artefacts; then log "error: $*"; exit 1; fi
+  log "warning: $* (the tests that need nvcc skip)"
+}
+cuda_wheel() {  # the cached wheel of package $1 for CUDA_SERIES, downloaded when missing
+  local package="$1" file="${1//-/_}" found partial
+  found="$(ls -v "$TEST_CACHE/wheels/$file-$CUDA_SERIES".*-py3-none-*x86_64.whl 2>/dev/null | tail -1 || true)"
+  if [ -z "$found" ]; then
+    log "downloading $package==$CUDA_SERIES.* into $TEST_CACHE/wheels"
+    mkdir -p "$TEST_CACHE/wheels"
+    partial="$(mktemp -d "$TEST_CACHE/wheels/.partial.XXXXXX")"
+    if ! python3 -m pip download --quiet --no-cache-dir --no-deps --only-binary=:all: --dest "$partial" \
+      "$package==$CUDA_SERIES.*" >&2; then
+      rm -rf "$partial"
+      return 1
+    fi
+    mv "$partial"/*.whl "$TEST_CACHE/wheels/"  # a complete wheel (pip checked its hash)
+    rm -rf "$partial"
+    found="$(ls -v "$TEST_CACHE/wheels/$file-$CUDA_SERIES".*-py3-none-*x86_64.whl | tail -1)"
+  fi
+  printf '%s\n' "$found"
+}
+install_cuda() {
+  local wheels=() wheel package stage
+  # what an interrupted run left (never taken as complete: only renamed into place when done)
+  rm -rf "$(dirname "$CUDA_ROOT")/.$(basename "$CUDA_ROOT").partial."* "$TEST_CACHE/wheels/.partial."*
+  for package in "${CUDA_WHEELS[@]}"; do
+    if ! wheel="$(cuda_wheel "$package")"; then
+      cuda_problem "could not download $package==$CUDA_SERIES.* (retry: bash scripts/setup-machine.sh)"
+      return 0
+    fi
+    wheels+=("$wheel")
+  done
+  stage="$(mktemp -d "$(dirname "$CUDA_ROOT")/.$(basename "$CUDA_ROOT").partial.XXXXXX")"
+  for wheel in "${wheels[@]}"; do
+    if ! unzip -q -o "$wheel" 'nvidia/cu13/*' -d "$stage/wheels"; then
+      rm -rf "$stage"
+      cuda_problem "$wheel does not unpack (delete it, then retry: bash scripts/setup-machine.sh)"
+      return 0
+    fi
+  done
+  # the toolkit's layout: bin/, nvvm/{bin,libdevice,lib64}/, targets/x86_64-linux/{include,lib}/
+  local from="$stage/wheels/nvidia/cu13" root="$stage/root"
+  local target="$root/targets/x86_64-linux"
+  mkdir -p "$root/nvvm/lib64" "$target"
+  mv "$from/bin" "$root/bin"
+  mv "$from/nvvm/bin" "$from/nvvm/libdevice" "$root/nvvm/"
+  mv "$from/lib/libnvvm.so."* "$root/nvvm/lib64/"
+  mv "$from/include" "$from/lib" "$target/"
+  (cd "$root/nvvm/lib64" && ln -s libnvvm.so.* libnvvm.so)
+  ln -s libcudart.so.13 "$target/lib/libcudart.so"
+  ln -s targets/x86_64-linux/include "$root/include"
+  ln -s targets/x86_64-linux/lib "$root/lib64"
+  chmod 755 "$root/bin/"* "$root/nvvm/bin/"*
+  chmod 644 "$root/bin/nvcc.profile"
+  # nvcc must compile a kernel with host code before the toolkit counts as installed
+  printf '%s\n' '#include <cstdio>' '#include <cuda_fp16.h>' \
+    '__global__ void scale(float* x) { x[threadIdx.x] *= 2.0f; }' \
+    'int main() { scale<<<1, 32>>>(nullptr); std::printf("%d\n", (int)cudaGetLastError()); }' \
+    >"$stage/k.cu"
+  if ! "$root/bin/nvcc" -gencode arch=compute_75,code=sm_75 -gencode arch=compute_120,code=compute_120 \
+    "$stage/k.cu" -o "$stage/k" >"$stage/nvcc.log" 2>&1; then
+    cat "$stage/nvcc.log" >&2
+    rm -rf "$stage"
+    cuda_problem "the nvcc unpacked from ${wheels[*]##*/} does not compile a kernel"
+    return 0
+  fi
+  printf '%s\n' "${wheels[@]##*/}" >"$root/fdl-wheels.txt"
+  mv "$root" "$CUDA_ROOT"
+  rm -rf "$stage"
+  log "installed $("$CUDA_ROOT/bin/nvcc" --version | tail -2 | head -1) in $CUDA_ROOT"
+}
+if [ -f "$CUDA_ROOT/fdl-wheels.txt" ]; then  # written last: an earlier run installed it
+  log "CUDA $CUDA_SERIES's nvcc: $CUDA_ROOT (from $(paste -sd' ' "$CUDA_ROOT/fdl-wheels.txt" | sed 's/-py3-none-[^ ]*\.whl//g'))"
+elif [ -e "$CUDA_ROOT" ]; then
+  log "$CUDA_ROOT was not installed by this script: kept as it is"
+elif [ ! -w "$(dirname "$CUDA_ROOT")" ]; then
+  cuda_problem "cannot write $(dirname "$CUDA_ROOT") for CUDA $CUDA_SERIES's nvcc (run as root)"
+else
+  log "installing CUDA $CUDA_SERIES's nvcc into $CUDA_ROOT from ${CUDA_WHEELS[*]}"
+  install_cuda
+fi
+if [ -f "$CUDA_ROOT/fdl-wheels.txt" ] && [ "$CUDA_ROOT" = "/usr/local/cuda-$CUDA_SERIES" ] \
+  && [ -w /usr/local ] && [ -w /usr/local/bin ]; then
+  if [ ! -e /usr/local/cuda ] || [ -L /usr/local/cuda ]; then
+    [ "$(readlink /usr/local/cuda || true)" = "cuda-$CUDA_SERIES" ] || ln -sfn "cuda-$CUDA_SERIES" /usr/local/cuda
+  fi
+  wrapper="/usr/local/bin/nvcc"
+  if [ ! -e "$wrapper" ] || grep -q "fdl-wheels.txt" "$wrapper"; then
+    printf '#!/bin/sh\n# scripts/setup-machine.sh: CUDA %s from NVIDIA wheels (%s/fdl-wheels.txt)\nexec %s/bin/nvcc "$@"\n' \
+      "$CUDA_SERIES" "$CUDA_ROOT" "$CUDA_ROOT" >"$wrapper.partial"
+    chmod 755 "$wrapper.partial"
+    mv "$wrapper.partial" "$wrapper"
+  fi
+  command -v nvcc >/dev/null || log "warning: /usr/local/bin is not on PATH: nvcc is $CUDA_ROOT/bin/nvcc"
+fi
+
 # A one-node SLURM cluster on 127.0.0.1 for `fdl deploy` tests (idempotent).
 "$(dirname "$0")/setup-slurm.sh" || log "warning: the local SLURM cluster did not start (its tests skip)"
 

@@ -16,6 +16,7 @@ import pytest
 from fdl.binaries import read_device_code
 from fdl.libtorch.variants import active_name, read_info
 from fdl.paths import Context
+from tests.support.artefacts import require_nvcc
 from tests.support.build_helpers import build_and_run_consumer, copy_source, losses
 
 pytestmark = pytest.mark.slow
@@ -56,8 +57,8 @@ def test_cpu_build_is_registered_activated_and_usable(run_fdl, tmp_path: Path) -
     assert trained and trained[-1] < trained[0]
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 def test_cuda_build_contains_the_requested_archs(run_fdl, tmp_path: Path) -> None:
+    require_nvcc()
     source = copy_source(tmp_path / "pytorch")
     result = _run(
         run_fdl,

@@ -38,6 +38,7 @@ from fdl.libtorch.source._cache import (
 from fdl.libtorch.source._dist import DistPlan, DistSettings
 from fdl.runner import default_runner
 from fdl.system import probe_nvcc
+from tests.support.artefacts import require_nvcc, skip_or_fail
 from tests.support.build_helpers import copy_source
 
 BIN = Path(sys.executable).parent
@@ -226,7 +227,7 @@ def test_an_nvcc_compile_sends_its_device_steps_and_host_compile_to_the_farm(
     itself (gcc -E preprocessing, fatbinary) is one local compile."""
     probe = probe_nvcc()
     if probe.value is None:
-        pytest.skip(probe.reason or "no nvcc")
+        skip_or_fail(f"{probe.reason or 'no nvcc'} (bash scripts/setup-machine.sh installs it)")
     plan, env = _client(tmp_path, farm.scheduler)
     runner = default_runner()
     used, warning = start_cache(plan, runner, env)  # type: ignore[arg-type]
@@ -325,8 +326,7 @@ def test_the_fake_pytorch_cuda_build_compiles_its_kernels_on_the_farm(
     rest is the C++ and CMake's compiler checks (CMakeCXXCompilerABI.cpp and twice
     CMakeCUDACompilerABI.cu, which go through the launcher and run their host compiles
     locally), whose counts depend on the CMake release, hence the lower bounds."""
-    if probe_nvcc().value is None:
-        pytest.skip("no nvcc")
+    require_nvcc()
     kernels = len(list(CUDA_DIR.glob("*.cu")))
     result = _build(
         run_fdl, tmp_path, farm.scheduler, "--archs", "7.5;12.0", "--no-flash-attention"

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from fdl.errors import EnvironmentProblem
 from fdl.libtorch.source import BuildRequest, MachineFacts, Nvcc, Setting, plan_build
 from fdl.runner import SubprocessRunner
 from fdl.system import find_cuda_home
+from tests.support.artefacts import require_nvcc
 
 
 def _toolkit(root: Path) -> Path:
@@ -73,10 +73,8 @@ def test_no_toolkit_is_said_with_what_was_tried(tmp_path: Path) -> None:
     assert str(tmp_path) in found.reason
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_this_machines_nvcc() -> None:
-    nvcc = shutil.which("nvcc")
-    assert nvcc is not None
+    nvcc = require_nvcc()
     found = find_cuda_home(nvcc, SubprocessRunner(), environ={})
     assert found.value is not None and (found.value / "include" / "cuda_runtime.h").is_file()
     assert found.value != Path("/usr/local")

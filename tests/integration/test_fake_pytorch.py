@@ -21,11 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.artefacts import require_nvcc
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FAKE_PYTORCH = FIXTURES / "fake-pytorch"
 CONSUMER = FIXTURES / "fake-pytorch-consumer"
 NVCC = shutil.which("nvcc")
-needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 BUILD_TIMEOUT = 900
 
 # Variables the build reads; the host's values must not leak into a test build.
@@ -194,8 +195,7 @@ def cpu_build(tmp_path_factory: pytest.TempPathFactory) -> Build:
 @pytest.fixture(scope="module")
 def cuda_build(tmp_path_factory: pytest.TempPathFactory) -> Build:
     """Two archs nvcc 13 accepts, PTX for the newest, compressed fatbins, flash attention on."""
-    if NVCC is None:
-        pytest.skip("nvcc is not on PATH")
+    require_nvcc()
     base = tmp_path_factory.mktemp("cuda")
     env = clean_env(
         USE_CUDA="1",
@@ -211,8 +211,7 @@ def cuda_build(tmp_path_factory: pytest.TempPathFactory) -> Build:
 @pytest.fixture(scope="module")
 def sm61_build(tmp_path_factory: pytest.TempPathFactory) -> Build:
     """sm_61 (Pascal), which nvcc 13 no longer compiles; flash attention off."""
-    if NVCC is None:
-        pytest.skip("nvcc is not on PATH")
+    require_nvcc()
     base = tmp_path_factory.mktemp("sm61")
     env = clean_env(
         USE_CUDA="1",
@@ -393,7 +392,6 @@ def test_changed_environment_needs_rerun_cmake(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@needs_nvcc
 def test_cuda_build_contains_requested_device_code(cuda_build: Build) -> None:
     assert cuda_build.returncode == 0, cuda_build.log[-4000:]
     assert "Added CUDA NVCC flags for: sm_75 sm_120 compute_120" in cuda_build.log
@@ -419,7 +417,6 @@ def test_cuda_build_contains_requested_device_code(cuda_build: Build) -> None:
 
 
 @pytest.mark.slow
-@needs_nvcc
 def test_flash_attention_unit_is_compiled_when_on(cuda_build: Build) -> None:
     assert "flash_fwd.cu" in cuda_build.log
     symbols = subprocess.run(
@@ -432,7 +429,6 @@ def test_flash_attention_unit_is_compiled_when_on(cuda_build: Build) -> None:
 
 
 @pytest.mark.slow
-@needs_nvcc
 def test_consumer_trains_against_cuda_build(cuda_build: Build, tmp_path: Path) -> None:
     cmake_out, binary = build_consumer(cuda_build.torch, tmp_path)
     assert "Torch CUDA: ON, archs: 7.5;12.0+PTX" in cmake_out
@@ -444,7 +440,6 @@ def test_consumer_trains_against_cuda_build(cuda_build: Build, tmp_path: Path) -
 
 
 @pytest.mark.slow
-@needs_nvcc
 def test_sm61_fails_with_nvccs_unsupported_arch_message(sm61_build: Build) -> None:
     assert sm61_build.returncode == 1
     assert "Unsupported gpu architecture 'compute_61'" in sm61_build.log
@@ -452,7 +447,6 @@ def test_sm61_fails_with_nvccs_unsupported_arch_message(sm61_build: Build) -> No
 
 
 @pytest.mark.slow
-@needs_nvcc
 def test_flash_attention_off_leaves_out_the_heavy_unit(sm61_build: Build) -> None:
     build_graph = (sm61_build.build_dir / "build.ninja").read_text()
     assert "BinaryOps.cu" in build_graph
@@ -460,8 +454,8 @@ def test_flash_attention_off_leaves_out_the_heavy_unit(sm61_build: Build) -> Non
 
 
 @pytest.mark.slow
-@needs_nvcc
 def test_unset_arch_list_falls_back_to_common_archs_nvcc_13_rejects(tmp_path: Path) -> None:
+    require_nvcc()
     env = clean_env(USE_CUDA="1", USE_FLASH_ATTENTION="0", FAKE_TORCH_UNITS="1", BUILD_TEST="0")
     build = run_build(copy_source(tmp_path / "pytorch"), env)
     assert "Automatic GPU detection failed. Building for common architectures." in build.log

@@ -8,7 +8,9 @@ local nvcc (13.0 here) builds the fast set; forms it cannot make come from NVIDI
 PyPI wheels (slow, network): CUDA 13.5 (sm_107 family) and CUDA 12.9's ptxas (Pascal).
 
 cuobjdump comes from NVIDIA's ``nvidia-cuda-cuobjdump`` wheel, installed by
-``scripts/setup-machine.sh`` into ``$FDL_TEST_TOOLS/cuda/bin`` (the tests skip without it).
+``scripts/setup-machine.sh`` into ``$FDL_TEST_TOOLS/cuda/bin``, and nvcc 13.0 from its
+wheels too; the 13.5 and 12.9 wheels come from PyPI into the tests' artefact cache
+(``tests/support/artefacts.py``). Without them the tests skip, and fail in CI.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,7 @@ import pytest
 from fdl.binaries import DeviceCode, parse_fatbin, read_device_code, scan_device_code
 from fdl.compat import ArchList, parse_archs
 from fdl.system import probe_nvcc
+from tests.support.artefacts import pypi_wheel, skip_or_fail
 
 KERNEL = """
 __global__ void scale(float* x) { x[threadIdx.x] *= 2.0f; }
@@ -67,7 +69,7 @@ def cuobjdump() -> str:
         "cuobjdump", path=str(_tools_dir() / "cuda" / "bin")
     )
     if not found:
-        pytest.skip("no cuobjdump: run scripts/setup-machine.sh (NVIDIA's cuobjdump wheel)")
+        skip_or_fail("no cuobjdump: run scripts/setup-machine.sh (NVIDIA's cuobjdump wheel)")
     return found
 
 
@@ -132,7 +134,7 @@ def local_probe(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Pat
     """The local nvcc's probe library for a compression setting, built once per session."""
     probe = probe_nvcc()
     if probe.value is None:
-        pytest.skip(probe.reason or "no nvcc")
+        skip_or_fail(f"{probe.reason or 'no nvcc'} (bash scripts/setup-machine.sh installs it)")
     nvcc, targets = probe.value.path, probe.value.targets
     built: dict[str, Path] = {}
 
@@ -191,7 +193,7 @@ def test_family_cubins_are_listed_without_their_f(
 def test_bare_fatbin_file(cuobjdump: str, tmp_path: Path) -> None:
     probe = probe_nvcc()
     if probe.value is None:
-        pytest.skip(probe.reason or "no nvcc")
+        skip_or_fail(f"{probe.reason or 'no nvcc'} (bash scripts/setup-machine.sh installs it)")
     (tmp_path / "k.cu").write_text(KERNEL)
     out = tmp_path / "k.fatbin"
     argv = [probe.value.path, "-fatbin", *_gencode(probe.value.targets), "-compress-mode=speed",
@@ -206,24 +208,8 @@ def test_bare_fatbin_file(cuobjdump: str, tmp_path: Path) -> None:
 # --- forms the local nvcc cannot make: NVIDIA's toolkit wheels from PyPI ----------------
 
 
-def _wheels(cache: Path, requirements: list[str]) -> list[Path]:
-    have = sorted(cache.glob("*.whl"))
-    if len(have) < len(requirements):
-        pip = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--no-deps",
-            "--dest",
-            str(cache),
-        ]
-        got = subprocess.run([*pip, *requirements], capture_output=True, text=True, timeout=900,
-                             check=False)  # fmt: skip
-        assert got.returncode == 0, got.stderr[-2000:]
-        have = sorted(cache.glob("*.whl"))
-    return have
+def _wheels(requirements: list[str]) -> list[Path]:
+    return [pypi_wheel(requirement) for requirement in requirements]
 
 
 def _unpack(wheels: list[Path], dest: Path) -> Path:
@@ -239,15 +225,12 @@ def _unpack(wheels: list[Path], dest: Path) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.network
-def test_cuda_135_wheels_sm_107_family(
-    cuobjdump: str, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+def test_cuda_135_wheels_sm_107_family(cuobjdump: str, tmp_path: Path) -> None:
     """CUDA 13.5's nvcc (nvcc + nvvm + crt + runtime wheels): the sm_107 family of the
     tables' 13.3-13.5 entries, as cubin and PTX, LZ4 and zstd."""
-    cache = request.config.cache.mkdir("fdl-nvcc-13.5")  # type: ignore[union-attr]
     reqs = [f"{name}==13.5.*" for name in
             ("nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-crt", "nvidia-cuda-runtime")]  # fmt: skip
-    root = _unpack(_wheels(cache, reqs), tmp_path / "cuda")
+    root = _unpack(_wheels(reqs), tmp_path / "cuda")
     nvcc = next(root.rglob("bin/nvcc"))
     flags = ["-gencode", "arch=compute_107f,code=[sm_107f,compute_107f]",
              "-gencode", "arch=compute_107a,code=sm_107a", "-gencode", "arch=compute_103,code=sm_103"]  # fmt: skip
@@ -261,20 +244,17 @@ def test_cuda_135_wheels_sm_107_family(
 
 @pytest.mark.slow
 @pytest.mark.network
-def test_pascal_from_cuda_129_ptxas(
-    cuobjdump: str, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
+def test_pascal_from_cuda_129_ptxas(cuobjdump: str, tmp_path: Path) -> None:
     """sm_61 (in the tables' cu126 and older builds): CUDA 12.9's ptxas (its cu12 wheel has
     no nvcc driver) compiles the kernel's PTX, the local ``fatbinary`` packs cubin and PTX,
     uncompressed and LZ4-compressed (``--compress-all``'s flag before CUDA 12.8)."""
     probe = probe_nvcc()
     if probe.value is None:
-        pytest.skip(probe.reason or "no nvcc")
+        skip_or_fail(f"{probe.reason or 'no nvcc'} (bash scripts/setup-machine.sh installs it)")
     fatbinary = Path(probe.value.path).resolve().parent / "fatbinary"
     if not fatbinary.is_file():
         fatbinary = Path("/usr/local/cuda/bin/fatbinary")
-    cache = request.config.cache.mkdir("fdl-ptxas-12.9")  # type: ignore[union-attr]
-    root = _unpack(_wheels(cache, ["nvidia-cuda-nvcc-cu12==12.9.*"]), tmp_path / "cu12")
+    root = _unpack(_wheels(["nvidia-cuda-nvcc-cu12==12.9.*"]), tmp_path / "cu12")
     ptxas = next(root.rglob("bin/ptxas"))
     (tmp_path / "k.cu").write_text(KERNEL)
     ptx75 = tmp_path / "k75.ptx"

@@ -1,4 +1,9 @@
-"""The fatbin reader and the toolkit table against the real nvcc and the real torch wheel."""
+"""The fatbin reader and the toolkit table against the real nvcc and the real torch wheel.
+
+nvcc is CUDA 13.0's, from NVIDIA's wheels (``scripts/setup-machine.sh``); the wheel is
+torch 2.14.1's cu130 build from PyPI, in the tests' cache (``tests/support/artefacts.py``).
+Without either the tests skip, and fail in CI.
+"""
 
 from __future__ import annotations
 
@@ -20,12 +25,12 @@ from fdl.compat import (
     variant_targets,
 )
 from fdl.system import probe_nvcc
+from tests.support.artefacts import pypi_wheel, skip_or_fail
 
 KERNEL = """
 __global__ void scale(float* x) { x[threadIdx.x] *= 2.0f; }
 extern "C" void run(float* x) { scale<<<1, 32>>>(x); }
 """
-WHEEL = Path("/opt/pypi-more/files/torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl")
 GLIBC = {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1", "ld-linux-x86-64.so.2",
          "libgcc_s.so.1", "libstdc++.so.6"}  # fmt: skip
 
@@ -34,7 +39,7 @@ GLIBC = {"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1"
 def nvcc() -> tuple[str, str, ArchList]:
     probe = probe_nvcc()
     if probe.value is None:
-        pytest.skip(probe.reason or "no nvcc")
+        skip_or_fail(f"{probe.reason or 'no nvcc'} (bash scripts/setup-machine.sh installs it)")
     return probe.value.path, probe.value.version, probe.value.targets
 
 
@@ -122,15 +127,14 @@ def test_nvcc_13_rejects_pascal(nvcc: tuple[str, str, ArchList], tmp_path: Path)
 
 @pytest.fixture(scope="module")
 def torch_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not WHEEL.is_file():
-        pytest.skip(f"{WHEEL} is not on this machine")
     out = tmp_path_factory.mktemp("torch214")
-    with zipfile.ZipFile(WHEEL) as wheel:
+    with zipfile.ZipFile(pypi_wheel("torch==2.14.1")) as wheel:
         wheel.extract("torch/lib/libtorch_cuda.so", out)
     return out / "torch/lib/libtorch_cuda.so"
 
 
 @pytest.mark.slow
+@pytest.mark.network
 def test_torch_2141_cu130_has_cubins_and_no_ptx(torch_lib: Path) -> None:
     code = read_device_code(torch_lib)
     plain = code.primary_targets()
@@ -142,6 +146,7 @@ def test_torch_2141_cu130_has_cubins_and_no_ptx(torch_lib: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.network
 def test_torch_2141_needs_only_tabled_runtime_libraries(torch_lib: Path) -> None:
     libs = runtime_libraries("cu130")
     torch_own = {"libtorch_nvshmem.so", "libc10_cuda.so", "libc10.so", "libtorch_cpu.so"}

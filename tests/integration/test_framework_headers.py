@@ -12,13 +12,13 @@ import pytest
 
 from fdl.errors import NetworkError
 from fdl.libtorch import framework_torch
+from tests.support.artefacts import cached_dir, skip_or_fail
 from tests.support.cpu_view import artefact_missing, cpu_view_env, install_args
-from tests.support.wheel_headers import extract_local, extract_remote, pypi_wheel_url
+from tests.support.wheel_headers import extract_remote, pypi_wheel_url
 
 pytestmark = pytest.mark.slow
 
 PROGRAM = Path(__file__).resolve().parent.parent / "fixtures" / "framework" / "train.cpp"
-WHEEL_2_14 = sorted(Path("/opt/pypi-more/files").glob("torch-2.14.1-*.whl"))
 CMAKE = "cmake_minimum_required(VERSION 3.18)\nproject(demo CXX)\nset(CMAKE_CXX_STANDARD 17)\n"
 
 
@@ -70,17 +70,23 @@ def test_the_chosen_release_compiles_with_the_frameworks_standard(tmp_path: Path
     assert ran.stdout.startswith("torch 2.13 loss ")
 
 
-@pytest.mark.skipif(not WHEEL_2_14, reason="the torch 2.14.1 wheel is not in /opt/pypi-more")
+@pytest.mark.network
 def test_cxx17_against_headers_that_need_cxx20_fails_as_fdl_says(tmp_path: Path) -> None:
     """The fact behind the refusal: from 2.14 libtorch's headers stop a C++17 compile at
-    the first include, so a C++17 project is never given them."""
+    the first include, so a C++17 project is never given them (the headers of 2.14.1, read
+    from PyPI's aarch64 wheel member by member once, then from the tests' cache)."""
     project = tmp_path / "demo"
     project.mkdir()
     (project / "CMakeLists.txt").write_text(CMAKE + "find_package(Torch 2.10 REQUIRED)\n")
     decision = framework_torch(None, project)
     assert "headers require C++20" in (decision.refusal("2.14.1") or "")
     assert decision.torch is not None and decision.torch.startswith("2.13.")
-    tree = extract_local(WHEEL_2_14[0], tmp_path / "headers")
+    try:
+        tree = cached_dir(
+            "headers/torch-2.14.1", lambda dest: extract_remote(pypi_wheel_url("2.14.1"), dest)
+        )
+    except (OSError, NetworkError) as exc:
+        skip_or_fail(f"the headers of torch 2.14.1 cannot be read from PyPI: {exc}")
     refused = _compile(tree, 17)
     assert refused.returncode != 0
     assert "C++20 or later compatible compiler is required" in refused.stderr

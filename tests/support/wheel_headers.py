@@ -1,29 +1,17 @@
-"""libtorch's headers out of a torch wheel: a local .whl, or a remote one read with HTTP
-Range requests (its zip directory, then the one span that holds ``torch/include/``)."""
+"""libtorch's headers out of a remote torch wheel, read with HTTP Range requests (its zip
+directory, then the one span that holds ``torch/include/``)."""
 
 from __future__ import annotations
 
 import json
 import struct
 import urllib.request
-import zipfile
 import zlib
 from pathlib import Path
 from urllib.parse import urljoin
 
 PYPI_JSON = "https://pypi.org/pypi/torch/json"
 INCLUDE = "torch/include/"
-
-
-def extract_local(wheel: Path, dest: Path) -> Path:
-    """``dest/include`` from the wheel's ``torch/include/``."""
-    with zipfile.ZipFile(wheel) as archive:
-        for member in archive.infolist():
-            if member.filename.startswith(INCLUDE) and not member.is_dir():
-                target = dest / member.filename.removeprefix("torch/")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(archive.read(member))
-    return dest
 
 
 def pypi_wheel_url(version: str, suffix: str = "manylinux_2_28_aarch64.whl") -> str:

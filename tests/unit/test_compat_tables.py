@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import itertools
 import re
+import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from fdl._assets import data_dir
 from fdl.compat import (
@@ -25,6 +28,11 @@ from fdl.compat import (
 from fdl.compat._data import TABLES, load_table
 from fdl.compat.archs import family_archs
 from fdl.compat.runtime import image_flavour_libraries
+from fdl.errors import NetworkError
+from fdl.net import read_range
+from fdl.refresh._wheels import wheel_metadata
+from tests.support.artefacts import cached_dir, pypi_wheel, skip_or_fail
+from tests.support.wheel_headers import pypi_wheel_url
 
 _TAG = re.compile(
     r"^nvidia/cuda:\d+\.\d+\.\d+-(base|runtime|devel|cudnn8?9?-runtime|cudnn8?9?-devel)-ubuntu\d\d\.04$"
@@ -144,13 +152,43 @@ def test_runtime_tables_name_known_flavours_and_switches() -> None:
         assert set(switch.drops_libraries) <= ids
 
 
-def test_cu13_wheel_names_exist_in_the_local_index() -> None:
-    simple = Path("/opt/pypi-more/simple")
-    if not simple.is_dir():
-        pytest.skip("no local PyPI mirror listing here")
-    names = {p.name for p in simple.iterdir()}
+_LINUX = {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64"}
+
+
+def _requires(metadata: str, extras: frozenset[str] = frozenset()) -> list[Requirement]:
+    """The ``Requires-Dist`` of a METADATA that apply on Linux x86_64 with ``extras``."""
+    found = []
+    for line in re.findall(r"^Requires-Dist: (.+)$", metadata, re.M):
+        requirement = Requirement(line)
+        marker = requirement.marker
+        if marker is None or any(marker.evaluate({**_LINUX, "extra": e}) for e in {"", *extras}):
+            found.append(requirement)
+    return found
+
+
+def _torch_metadata(folder: Path) -> None:
+    """torch 2.14.1's METADATA, read from its Linux x86_64 wheel (cu130) by range."""
+    url = pypi_wheel_url("2.14.1", "manylinux_2_28_x86_64.whl")
+    (folder / "METADATA").write_text(wheel_metadata(url, read_range))
+
+
+@pytest.mark.network
+def test_cu13_wheel_names_are_the_ones_torch_cu130_brings() -> None:
+    """Each CUDA 13 library's wheel is one a Linux install of torch 2.14.1 (cu130) brings:
+    named by torch's METADATA or by the cuda-toolkit extras it asks for (nvidia-cuda-runtime
+    through cuda-toolkit[cudart]). Both METADATA files are kept in the tests' cache."""
+    try:
+        folder = cached_dir("metadata/torch-2.14.1-linux-x86_64", _torch_metadata)
+    except (OSError, LookupError, NetworkError) as exc:
+        skip_or_fail(f"the METADATA of torch 2.14.1 cannot be read from PyPI: {exc}")
+    torch = _requires((folder / "METADATA").read_text())
+    toolkit = next(r for r in torch if r.name == "cuda-toolkit")
+    (pin,) = toolkit.specifier
+    with zipfile.ZipFile(pypi_wheel(f"cuda-toolkit=={pin.version}")) as wheel:
+        member = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+        brought = _requires(wheel.read(member).decode(), frozenset(toolkit.extras))
+    names = {canonicalize_name(r.name) for r in [*torch, *brought]}
+    assert {"nvidia-cudnn-cu13", "nvidia-cuda-runtime"} <= names
     for lib in runtime_libraries("13"):
-        if (
-            lib.wheel and lib.wheel != "nvidia-cuda-runtime"
-        ):  # cudart: only via cuda-toolkit[cudart]
+        if lib.wheel:
             assert lib.wheel in names, lib.wheel
