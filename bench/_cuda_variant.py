@@ -26,8 +26,8 @@ from functools import cache
 from pathlib import Path
 
 from fdl.engine import BuildSpec, Engine
-from fdl.libtorch._nvidia import fetch_wheels, nvidia_requirements
-from fdl.libtorch._wheel import wheel_from_file
+from fdl.libtorch.sources._nvidia import fetch_wheels, nvidia_requirements
+from fdl.libtorch.sources._wheel import wheel_from_file
 from fdl.libtorch.variants import VariantInfo, write_info
 from fdl.runner import SubprocessRunner
 from tests.support.artefacts import cache_dir, download_wheel

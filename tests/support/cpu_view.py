@@ -19,35 +19,20 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-import pytest
+from tests.support.artefacts import cache_dir, skip_or_fail
 
 REPO = Path(__file__).resolve().parents[2]
 TORCH = "2.13.0"  # the tests' C++ programs and fixtures ask for it
 
 
-def artefact_cache() -> Path:
-    """The tests' cache of downloaded artefacts (kept between runs)."""
-    found = os.environ.get("FDL_TEST_CACHE")
-    if found:
-        return Path(found)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "fdl-tests"
-
-
 def fdl_cache() -> Path:
     """``FDL_CACHE_DIR`` for the installs the tests make: the byte ranges stay there."""
-    return artefact_cache() / "fdl"
-
-
-def artefacts_required() -> bool:
-    return "1" in (os.environ.get("FDL_REQUIRE_DOCKER"), os.environ.get("FDL_REQUIRE_ARTEFACTS"))
+    return cache_dir() / "fdl"
 
 
 def artefact_missing(why: str) -> NoReturn:
     """Skip, or fail where artefacts are required (CI)."""
-    if artefacts_required():
-        pytest.fail(f"a test artefact is required but {why}", pytrace=False)
-    pytest.skip(why)
+    skip_or_fail(why)
 
 
 def install_args(torch: str = TORCH) -> list[str]:
