@@ -1,4 +1,4 @@
-"""``python -m fdl.refresh toolkits|wheels|buildenv``: see :mod:`fdl.refresh`."""
+"""``python -m fdl.refresh [discover]|toolkits|wheels|buildenv``: see :mod:`fdl.refresh`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,12 @@ def main(argv: list[str] | None = None) -> int:
     from fdl.runner import default_runner
 
     parser = argparse.ArgumentParser(prog="python -m fdl.refresh")
-    sub = parser.add_subparsers(dest="what", required=True)
+    sub = parser.add_subparsers(dest="what")
+    discover = sub.add_parser(
+        "discover",
+        help="the default: what PyPI has that the tables lack, as a diff of the tables",
+    )
+    _discover_options(discover)
     kits = sub.add_parser("toolkits", help="CUDA toolkits: archs and host compilers")
     kits.add_argument("versions", nargs="*", help="toolkits (default: every one in cuda.yaml)")
     kits.add_argument("--json", action="store_true", help="print the drift as JSON")
@@ -32,7 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     honoured.add_argument("plan", help="a plan: fdl libtorch build --dry-run --json > plan.json")
     honoured.add_argument("--source", required=True, help="the PyTorch source tree")
     honoured.add_argument("--json", action="store_true", help="print the rows as JSON")
+    _discover_options(parser)
     args = parser.parse_args(argv)
+    if args.what in (None, "discover"):
+        return _discover(args)
     if args.what == "buildenv":
         return _buildenv(args.plan, args.source, as_json=args.json)
     if args.what == "wheels":
@@ -73,6 +81,86 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if drifted else 0
 
 
+def _discover_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--write", action="store_true", help="apply the diff to fdl/data/compat (for review)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the findings as JSON")
+    parser.add_argument(
+        "--metadata-only",
+        action="store_true",
+        help="do not stream a new release's libtorch_cuda.so for its archs (about 360 MB)",
+    )
+    parser.add_argument(
+        "--no-toolkit-wheels",
+        action="store_true",
+        help="report a new CUDA toolkit without downloading its nvcc wheel",
+    )
+    parser.add_argument("--pypi", default=None, help="PyPI's JSON API (https://pypi.org/pypi)")
+
+
+def _discover(args: argparse.Namespace) -> int:
+    """Compare the tables with PyPI; print the findings and the diff; exit 1 on drift."""
+    import datetime
+
+    from fdl._assets import data_dir
+    from fdl.errors import FdlError
+    from fdl.net import read_range
+    from fdl.refresh import derive_toolkit
+    from fdl.refresh._discover import PYPI, refresh_tables
+    from fdl.runner import default_runner
+
+    tables = data_dir() / "compat"
+    runner = default_runner()
+    try:
+        refreshed = refresh_tables(
+            read_range,
+            tables,
+            pypi=(args.pypi or PYPI).rstrip("/"),
+            today=datetime.date.today().isoformat(),
+            device_code=not args.metadata_only,
+            derive=None
+            if args.no_toolkit_wheels
+            else (lambda version: derive_toolkit(version, runner, sys.executable)),
+        )
+    except FdlError as exc:
+        print(f"cannot refresh the tables from PyPI: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"  fix: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
+    diff = refreshed.diff()
+    if args.json:
+        report = {
+            "findings": [f.to_json() for f in refreshed.findings],
+            "diff": diff,
+            "bytes_read": refreshed.bytes_read,
+            "seconds": refreshed.seconds,
+        }
+        print(json.dumps(report, indent=2))
+    else:
+        state = f"{len(refreshed.findings)} finding(s)" if refreshed.findings else "no drift"
+        print(
+            f"fdl's tables against PyPI: {state} "
+            f"({refreshed.bytes_read / 1e6:.1f} MB read in {refreshed.seconds} s)"
+        )
+        for item in refreshed.findings:
+            mark = "" if item.changed else " (reported, not changed)"
+            print(
+                f"- {item.table} {item.subject} {item.fact}: table {item.table_value!r}, "
+                f"PyPI {item.found!r}{mark}; source: {item.source}"
+            )
+        if diff:
+            print()
+            print(diff, end="")
+    if args.write:
+        for name, (before, after) in refreshed.texts.items():
+            if before != after:
+                (tables / name).write_text(after)
+    # a checked image tag with a newer patch is a note; anything else is drift to review
+    drifted = [f for f in refreshed.findings if f.changed or f.fact != "image.version"]
+    return 1 if drifted else 0
+
+
 def _wheels(versions: list[str], *, as_json: bool, device_code: bool = True) -> int:
     """Read each release's wheels' METADATA through HTTP Range requests and compare."""
     from fdl.errors import FdlError
@@ -91,7 +179,7 @@ def _wheels(versions: list[str], *, as_json: bool, device_code: bool = True) -> 
     for version in versions:
         urls = pypi_wheels(project, version)
         if not urls:
-            print(f"{version}: no cp311 manylinux wheel on PyPI", file=sys.stderr)
+            print(f"{version}: no CPython manylinux wheel on PyPI", file=sys.stderr)
             drifted = True
             continue
         for platform, url in sorted(urls.items()):
