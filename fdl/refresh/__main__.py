@@ -31,6 +31,18 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="skip streaming libtorch_cuda.so for its archs and PTX (about 360 MB a wheel)",
     )
+    learn = sub.add_parser(
+        "learn",
+        help="read a torch release newer than the tables from its wheels on PyPI into fdl's cache",
+    )
+    learn.add_argument("version", help="a torch release, e.g. 2.16 or 2.16.0")
+    learn.add_argument("--json", action="store_true", help="print the facts as JSON")
+    learn.add_argument(
+        "--metadata-only",
+        action="store_true",
+        help="do not stream its libtorch_cuda.so for the archs (about 360 MB)",
+    )
+    learn.add_argument("--pypi", default=None, help="PyPI's JSON API (https://pypi.org/pypi)")
     honoured = sub.add_parser(
         "buildenv", help="where a PyTorch tree honours each input of a build plan"
     )
@@ -41,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.what in (None, "discover"):
         return _discover(args)
+    if args.what == "learn":
+        return _learn(args)
     if args.what == "buildenv":
         return _buildenv(args.plan, args.source, as_json=args.json)
     if args.what == "wheels":
@@ -159,6 +173,102 @@ def _discover(args: argparse.Namespace) -> int:
     # a checked image tag with a newer patch is a note; anything else is drift to review
     drifted = [f for f in refreshed.findings if f.changed or f.fact != "image.version"]
     return 1 if drifted else 0
+
+
+def _learn(args: argparse.Namespace) -> int:
+    """Read a release newer than the tables from its wheels on PyPI and keep its facts in
+    fdl's cache, where the planners find them, labelled as read from artefacts."""
+    import datetime
+    import time
+
+    from fdl._files import atomic_write_text
+    from fdl.compat import learned_path, release, releases, version_key
+    from fdl.errors import FdlError, UsageError
+    from fdl.net import read_range
+    from fdl.refresh._release import PYPI, learned_entry, minor_of, published, read_release
+
+    version = str(args.version)
+    try:
+        key = version_key(version)
+    except ValueError:
+        key = ()
+    if len(key) < 2:
+        print(f"{version!r} is not a torch release (e.g. 2.16 or 2.16.0)", file=sys.stderr)
+        return 2
+    newest = releases()[-1]
+    if key[:2] <= version_key(newest.version)[:2]:
+        try:
+            known = release(version)
+        except UsageError as exc:
+            print(f"{exc.message}", file=sys.stderr)
+            return 2
+        print(
+            f"torch {version} is in fdl's reviewed tables (torch {known.version}): nothing to read"
+        )
+        return 0
+    pypi = (args.pypi or PYPI).rstrip("/")
+    read_bytes = 0
+
+    def counted(url: str, start: int, length: int | None) -> tuple[bytes, int]:
+        nonlocal read_bytes
+        data, total = read_range(url, start, length)
+        read_bytes += len(data)
+        return data, total
+
+    started = time.monotonic()
+    try:
+        raw, _ = counted(f"{pypi}/torch/json", 0, None)
+        project = json.loads(raw)
+        items = [
+            p
+            for p in published(project, "torch", f"{pypi}/torch/json")
+            if minor_of(p.version) == minor_of(version)
+            and (len(key) < 3 or version_key(p.version) <= key[:3])
+        ]
+        if not items or (len(key) >= 3 and version_key(items[-1].version) != key[:3]):
+            print(
+                f"PyPI has no final torch {version} ({pypi}/torch/json)",
+                file=sys.stderr,
+            )
+            print(f"  fix: use --torch {newest.latest}, or a release PyPI has", file=sys.stderr)
+            return 2
+        facts = read_release(project, items, counted, pypi=pypi, device_code=not args.metadata_only)
+    except FdlError as exc:
+        print(f"cannot read torch {version} from PyPI: {exc.message}", file=sys.stderr)
+        print(
+            f"  fdl's tables end at {newest.latest}; without its facts, torch {version} "
+            "stays refused",
+            file=sys.stderr,
+        )
+        return exc.exit_code
+    if facts is None:
+        print(f"torch {version} has no CPython manylinux x86_64 wheel on PyPI", file=sys.stderr)
+        return 2
+    today = datetime.date.today().isoformat()
+    entry = learned_entry(facts, newest, today)
+    path = learned_path(version)
+    atomic_write_text(path, json.dumps(entry, indent=2) + "\n")
+    learned = release(version)
+    seconds = round(time.monotonic() - started, 1)
+    if args.json:
+        print(
+            json.dumps(
+                {**entry, "cache": str(path), "bytes_read": read_bytes, "seconds": seconds},
+                indent=2,
+            )
+        )
+        return 0
+    default = next(v for v in learned.variants if v.default)
+    print(f"{learned.provenance}.")
+    print(
+        f"  torch {', '.join(learned.patches)}: {default.name} (CUDA {default.cuda or 'none'}, "
+        f"cuDNN {default.cudnn or 'none'}), archs {default.targets.torch_cuda_arch_list() or 'none'}, "
+        f"Python >= {learned.source.python_min}"
+    )
+    for note in entry["notes"]:
+        print(f"  {note}")
+    print(f"  kept in {path} ({read_bytes / 1e6:.1f} MB read in {seconds} s)")
+    return 0
 
 
 def _wheels(versions: list[str], *, as_json: bool, device_code: bool = True) -> int:

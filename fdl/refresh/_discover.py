@@ -13,7 +13,6 @@ comment, and the result is a unified diff of the tables (:mod:`fdl.refresh._patc
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,6 +21,17 @@ from typing import Any
 
 from fdl.errors import NetworkError
 from fdl.refresh import _patch
+from fdl.refresh._release import (
+    PYPI,
+    Published,
+    minor_of,
+    published,
+    python_floor,
+    read_release,
+    release_block,
+    tags_text,
+    vkey,
+)
 from fdl.refresh._toolkits import Derived
 
 __all__ = [
@@ -34,21 +44,8 @@ __all__ = [
     "refresh_tables",
 ]
 
-PYPI = "https://pypi.org/pypi"
-
 ReadRange = Callable[[str, int, int | None], tuple[bytes, int]]
 Derive = Callable[[str], Derived]
-
-
-@dataclass(frozen=True)
-class Published:
-    """One final (not pre-, dev- or yanked) release of a PyPI project."""
-
-    project: str
-    version: str
-    requires_python: str | None
-    python_tags: tuple[str, ...]
-    files: tuple[tuple[str, str], ...]  # (filename, URL)
 
 
 @dataclass(frozen=True)
@@ -95,94 +92,6 @@ class Refresh:
             for name, (before, after) in sorted(self.texts.items())
             if before != after
         )
-
-
-def _final(version: str) -> bool:
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        parsed = Version(version)
-    except InvalidVersion:
-        return False
-    return not (parsed.is_prerelease or parsed.is_devrelease or parsed.local)
-
-
-def _tag_key(tag: str) -> tuple[int, int]:
-    number = tag[2:].rstrip("t")
-    return (int(number[0]), int(number[1:] or 0))
-
-
-def published(
-    project_json: Mapping[str, Any], project: str, base: str | None = None
-) -> list[Published]:
-    """The project's final releases with at least one file not yanked, oldest first;
-    relative file URLs are taken from ``base`` (the project JSON's URL)."""
-    from urllib.parse import urljoin
-
-    from packaging.version import Version
-
-    releases = project_json.get("releases")
-    found: list[Published] = []
-    for version, files in releases.items() if isinstance(releases, dict) else ():
-        if not _final(str(version)):
-            continue
-        kept = [f for f in files or () if isinstance(f, dict) and not f.get("yanked")]
-        if not kept:
-            continue
-        tags = {
-            m.group(1)
-            for f in kept
-            for m in [re.search(r"-(cp3\d+t?)-", str(f.get("filename", "")))]
-            if m and not m.group(1).endswith("t")
-        }
-        pythons = {str(f.get("requires_python")) for f in kept if f.get("requires_python")}
-        found.append(
-            Published(
-                project,
-                str(version),
-                min(pythons) if pythons else None,
-                tuple(sorted(tags, key=_tag_key)),
-                tuple(
-                    (
-                        str(f.get("filename", "")),
-                        urljoin(base or f"{PYPI}/{project}/json", str(f.get("url", ""))),
-                    )
-                    for f in kept
-                ),
-            )
-        )
-    return sorted(found, key=lambda p: Version(p.version))
-
-
-def python_floor(requires_python: str | None) -> str | None:
-    """``>=3.11`` -> ``3.11``; ``>=3.8.0`` -> ``3.8``; None without a lower bound."""
-    if not requires_python:
-        return None
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    try:
-        specifiers = SpecifierSet(requires_python)
-    except InvalidSpecifier:
-        return None
-    bounds = [s.version for s in specifiers if s.operator in (">=", "~=", "==")]
-    if not bounds:
-        return None
-    best = max(bounds, key=lambda v: tuple(int(p) for p in re.findall(r"\d+", v)[:2]))
-    return ".".join(re.findall(r"\d+", best)[:2])
-
-
-def _tags_text(tags: tuple[str, ...]) -> str:
-    if not tags:
-        return "no CPython wheel"
-    return tags[0] if len(tags) == 1 else f"{tags[0]}-{tags[-1]}"
-
-
-def _minor(version: str) -> str:
-    return ".".join(version.split(".")[:2])
-
-
-def _vkey(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version))
 
 
 def refresh_tables(
@@ -260,13 +169,13 @@ def _torch(
     known = {r.version: r for r in releases()}
     by_minor: dict[str, list[Published]] = {}
     for item in published(project, "torch", f"{pypi}/torch/json"):
-        if _vkey(item.version) >= _vkey(min(known, key=_vkey)):
-            by_minor.setdefault(_minor(item.version), []).append(item)
-    newest = max(known, key=_vkey)
-    for minor, items in sorted(by_minor.items(), key=lambda kv: _vkey(kv[0])):
+        if vkey(item.version) >= vkey(min(known, key=vkey)):
+            by_minor.setdefault(minor_of(item.version), []).append(item)
+    newest = max(known, key=vkey)
+    for minor, items in sorted(by_minor.items(), key=lambda kv: vkey(kv[0])):
         rel = known.get(minor)
         if rel is None:
-            if _vkey(minor) > _vkey(newest):
+            if vkey(minor) > vkey(newest):
                 text = _new_release(result, text, project, items, read, today, device_code, pypi)
             continue
         for item in items:
@@ -289,12 +198,12 @@ def _torch(
                 floors.setdefault(floor_of, item)
         if not floors:
             continue
-        floor = max(floors, key=_vkey)
+        floor = max(floors, key=vkey)
         if floor != rel.source.python_min:
             item = floors[floor]
             source = (
                 f"Requires-Python of torch {item.version}'s wheels is {item.requires_python} "
-                f"and it publishes {_tags_text(item.python_tags)} "
+                f"and it publishes {tags_text(item.python_tags)} "
                 f"({pypi}/torch/json, {today}; it was {rel.source.python_min} here)"
             )
             text = _patch.set_python_min(text, minor, floor, f"python_min {floor}: {source}")
@@ -322,101 +231,34 @@ def _new_release(
     pypi: str,
 ) -> str:
     """A release entry for a minor the tables lack, read from its newest patch's wheels."""
-    from fdl.compat import release, releases, toolkit
-    from fdl.errors import UsageError
-    from fdl.refresh._wheel_code import DEFAULT_LIBRARIES, wheel_device_code
-    from fdl.refresh._wheels import cuda_facts, pypi_wheels, wheel_metadata
+    from fdl.compat import releases
 
-    newest = items[-1]
-    minor = _minor(newest.version)
-    previous = releases()[-1]
-    wheels = pypi_wheels(project, newest.version, f"{pypi}/torch/json")
-    if "linux-x86_64" not in wheels:
+    facts = read_release(project, items, read, pypi=pypi, device_code=device_code)
+    if facts is None:
         result.findings.append(
             Finding(
                 "pytorch.yaml",
-                f"torch {minor}",
+                f"torch {minor_of(items[-1].version)}",
                 "release",
                 None,
-                newest.version,
-                f"no CPython manylinux x86_64 wheel of torch {newest.version} on PyPI: not read",
+                items[-1].version,
+                f"no CPython manylinux x86_64 wheel of torch {items[-1].version} on PyPI: not read",
                 changed=False,
             )
         )
         return text
-    facts = cuda_facts(wheel_metadata(wheels["linux-x86_64"], read), "x86_64")
-    wheel_name = wheels["linux-x86_64"].rsplit("/", 1)[-1]
-    floor = python_floor(newest.requires_python) or previous.source.python_min
-    notes = [
-        f"{minor} (python -m fdl.refresh, {today}: read from PyPI, not yet reviewed).",
-        f"python_min: Requires-Python {newest.requires_python} of torch {newest.version}'s",
-        f"wheels, which publish {_tags_text(newest.python_tags)};",
-        f"cmake_min and cxx_standard: {previous.version}'s (unverified).",
-    ]
-    variants: list[str] = []
-    if facts.cuda is None:
-        variants.append("      - {name: cpu, default: true}")
-        notes.append(f"{wheel_name} pins no CUDA: a CPU build.")
-    else:
-        pins = ", ".join(f"{k}=={v}" for k, v in sorted(facts.pins.items()))
-        notes.append(f"Default variant: the METADATA pins of {wheel_name} ({pins}).")
-        try:
-            name = toolkit(facts.cuda).variant
-        except UsageError:
-            name = "cu" + facts.cuda.replace(".", "")
-            notes.append(f"CUDA {facts.cuda} is not in cuda.yaml: add the toolkit too.")
-        archs = None
-        if device_code:
-            code = wheel_device_code(wheels["linux-x86_64"], read)
-            library = code.libraries.get(DEFAULT_LIBRARIES[0])
-            if library is not None:
-                archs = library.primary_targets().torch_cuda_arch_list()
-                notes.append(
-                    f"Archs: the cubins and PTX of libtorch_cuda.so in that wheel "
-                    f"(fdl.binaries, streamed: {code.bytes_read / 1e6:.1f} MB)."
-                )
-        if archs is None:
-            default = next(v for v in release(previous.version).variants if v.default)
-            archs = default.targets.torch_cuda_arch_list()
-            notes.append(f"Archs: {previous.version}'s default variant's (unverified).")
-        cudnn = f', cudnn: "{facts.cudnn}"' if facts.cudnn else ""
-        variants.append(
-            f'      - {{name: {name}, cuda: "{facts.cuda}", archs: "{archs}"{cudnn}, default: true}}'
-        )
-        variants.append("      - {name: cpu}")
-    if "linux-aarch64" in wheels:
-        arm = cuda_facts(wheel_metadata(wheels["linux-aarch64"], read), "aarch64")
-        notes.append(
-            f"Its aarch64 wheel pins CUDA {arm.cuda or 'none'}, cuDNN {arm.cudnn or 'none'}: "
-            "check platforms.linux-arm64."
-        )
-    patches = ", ".join(f'"{i.version}"' for i in items)
-    block = [
-        *_patch_comment(" ".join(notes)),
-        f'  - version: "{minor}"',
-        f"    patches: [{patches}]",
-        f'    source: {{cmake_min: "{previous.source.cmake_min}", cxx_standard: '
-        f'{previous.source.cxx_standard}, python_min: "{floor}", verified: false}}',
-        "    variants:",
-        *variants,
-    ]
+    floor = facts.python_min or releases()[-1].source.python_min
     result.findings.append(
         Finding(
             "pytorch.yaml",
-            f"torch {minor}",
+            f"torch {facts.minor}",
             "release",
             None,
-            f"{newest.version}: CUDA {facts.cuda}, cuDNN {facts.cudnn}, Python >= {floor}",
-            f"{wheel_name} on PyPI ({today})",
+            f"{facts.version}: CUDA {facts.cuda}, cuDNN {facts.cudnn}, Python >= {floor}",
+            f"{facts.wheel} on PyPI ({today})",
         )
     )
-    return _patch.add_release(text, block)
-
-
-def _patch_comment(text: str, indent: str = "  ") -> list[str]:
-    from fdl.refresh._patch import _comment
-
-    return _comment(indent, text)
+    return _patch.add_release(text, release_block(facts, releases()[-1], today))
 
 
 def _toolkits(
@@ -431,15 +273,15 @@ def _toolkits(
 
     finals: dict[str, list[str]] = {}
     for item in published(toolkit_project, "cuda-toolkit"):
-        finals.setdefault(_minor(item.version), []).append(item.version)
-    nvcc_minors = {_minor(i.version) for i in published(nvcc_project, "nvidia-cuda-nvcc")}
+        finals.setdefault(minor_of(item.version), []).append(item.version)
+    nvcc_minors = {minor_of(i.version) for i in published(nvcc_project, "nvidia-cuda-nvcc")}
     kits = toolkits()
     known = {k.version: k for k in kits}
     for kit in kits:
         versions = finals.get(kit.version)
         if not versions:
             continue
-        newest = max(versions, key=_vkey)
+        newest = max(versions, key=vkey)
         pinned = kit.image.version
         source = (
             f"cuda-toolkit on PyPI ({today}) has {', '.join(versions)} as final "
@@ -455,7 +297,7 @@ def _toolkits(
             result.findings.append(
                 Finding("cuda.yaml", f"CUDA {kit.version}", "image.version", pinned, newest, source)
             )
-        elif _vkey(newest) > _vkey(pinned):
+        elif vkey(newest) > vkey(pinned):
             changed = not kit.image.verified
             if changed:
                 note = (
@@ -474,9 +316,9 @@ def _toolkits(
                     changed,
                 )
             )
-    newest_known = max(known, key=_vkey)
-    for minor in sorted(set(finals) | nvcc_minors, key=_vkey):
-        if minor in known or _vkey(minor) < _vkey(newest_known):
+    newest_known = max(known, key=vkey)
+    for minor in sorted(set(finals) | nvcc_minors, key=vkey):
+        if minor in known or vkey(minor) < vkey(newest_known):
             continue
         text = _new_toolkit(result, text, minor, finals.get(minor, []), known, today, derive)
     return text
@@ -508,7 +350,7 @@ def _new_toolkit(
         )
         return text
     derived = derive(minor)
-    parent = max((v for v in known if _vkey(v) < _vkey(minor)), key=_vkey)
+    parent = max((v for v in known if vkey(v) < vkey(minor)), key=vkey)
     base = toolkit(parent)
     parent_archs = {t.code.removeprefix("sm_") for t in base.targets if t.kind.name != "PTX"}
     lines = [f'  - version: "{minor}"', f'    inherit: "{parent}"']
@@ -521,7 +363,7 @@ def _new_toolkit(
     gcc, clang = derived.compilers.get("gcc"), derived.compilers.get("clang")
     if gcc and clang and (gcc, clang) != (base.compilers.gcc, base.compilers.clang):
         lines.append(f"    compilers: {{gcc: {gcc}, clang: {clang}}}")
-    image = max(toolkit_versions, key=_vkey) if toolkit_versions else f"{minor}.0"
+    image = max(toolkit_versions, key=vkey) if toolkit_versions else f"{minor}.0"
     ubuntu = ", ".join(f'"{u}"' for u in base.image.ubuntu)
     lines.append(
         f'    image: {{version: "{image}", ubuntu: [{ubuntu}], '
@@ -534,7 +376,7 @@ def _new_toolkit(
         f"({image if toolkit_versions else 'none yet: a guess'}), the nvidia/cuda tag not read; "
         f"Ubuntu releases and cuDNN tag: {parent}'s."
     )
-    text = _patch.add_toolkit(text, [*_patch_comment(note), *lines])
+    text = _patch.add_toolkit(text, [*_patch.comment_lines("  ", note), *lines])
     text = _patch.add_ptx_jit_row(
         text, minor, f"not on PyPI: add CUDA {minor} GA's driver from its release notes"
     )

@@ -13,6 +13,7 @@ __all__ = [
     "add_ptx_jit_row",
     "add_release",
     "add_toolkit",
+    "comment_lines",
     "set_image_version",
     "set_python_min",
     "unified_diff",
@@ -50,7 +51,7 @@ def _entry_span(lines: list[str], section: str, version: str) -> tuple[int, int]
     raise UsageError(f"{section}: no entry for version {version}")
 
 
-def _comment(indent: str, text: str, width: int = 96) -> list[str]:
+def comment_lines(indent: str, text: str, width: int = 96) -> list[str]:
     """``text`` as ``# ...`` lines at ``indent``, wrapped."""
     out: list[str] = []
     line = ""
@@ -96,7 +97,7 @@ def _set_in_entry(
         if any(m and first.startswith(m) for m in markers):
             del lines[top:at]
             place = top
-        lines[place:place] = _comment(indent, note)
+        lines[place:place] = comment_lines(indent, note)
         return "\n".join(lines)
     raise UsageError(f"{section} {version}: no {key_line} line to change")
 
