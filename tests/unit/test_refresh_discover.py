@@ -1,5 +1,6 @@
 """``python -m fdl.refresh`` with no version named: what a fake PyPI on loopback has that
-the tables lack becomes a reviewed-style diff of ``fdl/data/compat`` (offline, about 2 s).
+the tables lack becomes a reviewed-style diff of ``fdl/data/compat`` (offline, about 10 s;
+one ``network`` test reads 0.9 MB of PyPI).
 
 The fake PyPI publishes every release and toolkit the tables know, as the tables say, plus
 planted drift: torch 2.15.0 asking Python >= 3.12, a patch 2.15.1, a new minor 2.16.0 (its
@@ -186,3 +187,25 @@ def test_the_real_pypi_agrees_with_the_tables_on_one_release() -> None:
     raw, _ = read_range(f"{PYPI}/cuda-toolkit/json", 0, None)
     finals = {p.version for p in published(json.loads(raw), "cuda-toolkit")}
     assert toolkit("13.4").image.version in finals and "13.4.0" not in finals
+
+
+def test_write_applies_the_diff_to_the_tables_it_read(
+    pypi: FaultyServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--write`` (what the workflow runs) edits the tables under the package's data
+    directory: here a copy, so the checkout's tables are left alone."""
+    import shutil
+
+    import fdl._assets
+    from fdl.refresh.__main__ import main
+
+    real = data_dir() / "compat"
+    before = {p.name: p.read_text() for p in real.glob("*.yaml")}
+    shutil.copytree(real, tmp_path / "compat")
+    monkeypatch.setattr(fdl._assets, "data_dir", lambda: tmp_path)
+    argv = ["--pypi", pypi.url("/pypi"), "--metadata-only", "--no-toolkit-wheels", "--write"]
+    assert main(argv) == 1
+    written = yaml.safe_load((tmp_path / "compat" / "pytorch.yaml").read_text())
+    assert {r["version"] for r in written["releases"]} >= {"2.15", "2.16"}
+    assert (tmp_path / "compat" / "cuda.yaml").read_text() != before["cuda.yaml"]
+    assert {p.name: p.read_text() for p in real.glob("*.yaml")} == before
