@@ -19,6 +19,7 @@ __all__ = [
     "CudaImage",
     "DriverCheck",
     "HostCompilers",
+    "PtxJitFloor",
     "Toolkit",
     "check_driver",
     "choose_toolkit",
@@ -26,6 +27,7 @@ __all__ = [
     "host_compilers",
     "image_tag",
     "ptx_jit_driver",
+    "ptx_jit_floor",
     "toolkit",
     "toolkits",
     "uncompilable_reason",
@@ -262,12 +264,46 @@ def host_compilers(cuda: str) -> HostCompilers:
     return toolkit(cuda).compilers
 
 
+@dataclass(frozen=True)
+class PtxJitFloor:
+    """The oldest driver that JIT-compiles a toolkit's PTX.
+
+    Attributes:
+        driver: The driver version.
+        toolkit: The toolkit whose own driver this is: the asked one, or the newest older
+            one when the tables do not know the asked one's (a floor never falls with a
+            newer toolkit, so that is a lower bound).
+        verified: Read from a primary source (the table row says so).
+    """
+
+    driver: str
+    toolkit: str
+    verified: bool
+
+
+def ptx_jit_floor(cuda: str) -> PtxJitFloor | None:
+    """The toolkit's own (GA) driver, or, when the table has no value for it, the newest
+    older toolkit's (never lower); None when no toolkit at or below it has one."""
+    table = load_table("cuda").get("ptx_jit_driver", {})
+    rows = table.get("versions") or {}
+    wanted = version_key(toolkit(cuda).version)
+    found: PtxJitFloor | None = None
+    for version, row in sorted(rows.items(), key=lambda item: version_key(str(item[0]))):
+        if version_key(str(version)) > wanted:
+            break
+        value = row.get("min") if isinstance(row, Mapping) else row
+        if value:
+            trusted = verified(table) and verified(row if isinstance(row, Mapping) else None)
+            found = PtxJitFloor(str(value), str(version), trusted)
+    return found
+
+
 def ptx_jit_driver(cuda: str) -> str | None:
     """The toolkit's own (GA) driver: the oldest that JIT-compiles its PTX (minor-version
-    compatibility does not cover PTX); None when the table does not know it."""
-    versions = load_table("cuda").get("ptx_jit_driver", {}).get("versions") or {}
-    found = versions.get(toolkit(cuda).version)
-    return str(found) if found else None
+    compatibility does not cover PTX); for a toolkit whose own driver the tables do not
+    know, the newest older toolkit's (:func:`ptx_jit_floor`); None when none is known."""
+    floor = ptx_jit_floor(cuda)
+    return floor.driver if floor else None
 
 
 def check_driver(
@@ -288,11 +324,16 @@ def check_driver(
         if floor is not None and version_key(floor) > version_key(need):
             need = floor
             why = f"{gpu.label()} needs driver >= {floor} (no older driver supports it)"
-    jit = ptx_jit_driver(kit.version) if ptx else None
-    if jit is not None and version_key(jit) > version_key(need):
-        need = jit
+    jit = ptx_jit_floor(kit.version) if ptx else None
+    if jit is not None and version_key(jit.driver) > version_key(need):
+        need = jit.driver
+        own = (
+            f">= {jit.driver}"
+            if jit.toolkit == kit.version
+            else f"(not in fdl's tables), at least CUDA {jit.toolkit}'s >= {jit.driver}"
+        )
         why = (
-            f"PTX JIT of CUDA {kit.version} code needs that toolkit's own driver >= {jit} "
+            f"PTX JIT of CUDA {kit.version} code needs that toolkit's own driver {own} "
             "(minor-version compatibility covers cubins, not PTX)"
         )
     ok = version_key(driver) >= version_key(need)

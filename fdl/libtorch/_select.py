@@ -7,9 +7,9 @@ official build covers every GPU, the source build that would (``fdl libtorch bui
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ParamSpec
 
 from fdl.compat import (
     ArchList,
@@ -33,6 +33,8 @@ from fdl.compat import (
     version_key,
 )
 from fdl.errors import UsageError
+
+P = ParamSpec("P")
 
 __all__ = [
     "CudaTarget",
@@ -137,6 +139,22 @@ def build_command(gpus: Sequence[Capability], torch_version: str | None = None) 
     return tuple(argv)
 
 
+def _with_provenance(choose: Callable[P, Selection]) -> Callable[P, Selection]:
+    """A release read from its own artefacts (not the reviewed tables) says so in the
+    selection's warnings, whichever way it was chosen."""
+
+    def chosen(*args: P.args, **kwargs: P.kwargs) -> Selection:
+        selection = choose(*args, **kwargs)
+        provenance = release(selection.torch_version).provenance
+        if not provenance:
+            return selection
+        return replace(selection, warnings=(*selection.warnings, provenance))
+
+    chosen.__doc__ = choose.__doc__
+    return chosen
+
+
+@_with_provenance
 def select_variant(
     gpus: Sequence[Capability],
     *,
