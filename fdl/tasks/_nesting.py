@@ -21,7 +21,7 @@ def _commands(path: Path) -> dict[str, Any]:
     import yaml
 
     from fdl._files import NotARegularFile, read_small_text
-    from fdl.manifest._layers import MAX_MANIFEST_BYTES
+    from fdl.manifest import MAX_MANIFEST_BYTES
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader: ~10x faster
     try:
