@@ -363,7 +363,7 @@ def libtorch_checks(
     return checks
 
 
-_EDITION = re.compile(r'^\s*edition\s*=\s*"(\d{4})"', re.M)
+_EDITION = re.compile(r'^[ \t]*edition[ \t]*=[ \t]*"(\d{4})"', re.M)
 
 
 _DEFAULT_TOOLCHAIN = re.compile(r"--default-toolchain[= ]+([A-Za-z0-9._-]+)")
@@ -373,23 +373,34 @@ def toolchain_pin_checks(project: Path, image_setups: Mapping[str, str]) -> list
     """The channel pinned in ``rust-toolchain.toml`` against the toolchain each image's
     ``setup:`` installs (``--default-toolchain``): an image with another rustc builds the
     project with a compiler nobody tested on the host."""
-    from fdl._files import load_toml
+    from fdl._files import load_toml, read_small_text, reason_of
 
     try:
-        pinned = load_toml((project / "rust-toolchain.toml").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError) as exc:  # ValueError: not UTF-8, not TOML
+        # Bounded, and never a FIFO or a device: a toolchain file is a few lines.
+        text = read_small_text(project / "rust-toolchain.toml", limit=1 << 16)
+        pinned = load_toml(text) if text is not None else None
+    except (OSError, ValueError) as exc:  # ValueError: not TOML
         return [
             _c(
                 "toolchain",
                 "rust-toolchain.toml",
                 Severity.ERROR,
-                f"rust-toolchain.toml cannot be read: {exc}",
+                f"rust-toolchain.toml cannot be read: {reason_of(exc)}",
                 'fix its TOML ([toolchain] channel = "1.91.0")',
             )
         ]
-    channel = str((pinned.get("toolchain") or {}).get("channel") or "")
+    table = pinned.get("toolchain") if pinned is not None else None
+    if pinned is not None and table is not None and not isinstance(table, dict):
+        return [
+            _c(
+                "toolchain",
+                "rust-toolchain.toml",
+                Severity.ERROR,
+                f"rust-toolchain.toml: `toolchain` is {type(table).__name__}, not a table",
+                'write it as a table: [toolchain] channel = "1.91.0"',
+            )
+        ]
+    channel = str((table or {}).get("channel") or "")
     if not channel:
         return []
     checks = []
@@ -417,8 +428,19 @@ def rust_checks(project: Path, runner: Runner) -> list[Check]:
     if not manifest.is_file():
         return []
     from fdl.compat import load_table
-    from fdl.system import probe_tool
+    from fdl.system import probe_tool, rust_toolchain_file_problem
 
+    blocked = rust_toolchain_file_problem(Path.cwd())  # where rustup would look
+    if blocked is not None:
+        return [
+            _c(
+                "toolchain",
+                "rust toolchain file",
+                Severity.ERROR,
+                f"cargo and rustc not asked: {blocked}",
+                'replace it with a small TOML file ([toolchain] channel = "1.91.0") or remove it',
+            )
+        ]
     install = "install Rust: curl https://sh.rustup.rs -sSf | sh (or apt install cargo)"
     checks = []
     cargo, rustc = probe_tool("cargo", runner), probe_tool("rustc", runner)
