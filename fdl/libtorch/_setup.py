@@ -231,13 +231,20 @@ def _build(selection: Selection) -> SetupPlan:
         )
     partial = ("fdl", "libtorch", "download", *_flags(selection))
     covered = [v.gpu.sm for v in selection.verdicts if v.ok]
+    after = ", once the driver is upgraded" if selection.driver_problem else ""
     alternatives = (
-        (f"{' '.join(partial)}   (runs on {', '.join(covered)} only)",) if covered else ()
+        (
+            f"{' '.join(partial)}   (the official {selection.variant} build: runs on "
+            f"{', '.join(covered)} only{after})",
+        )
+        if covered
+        else ()
     )
+    driver = f" ({selection.driver_problem})" if selection.driver_problem else ""
     return SetupPlan(
         "build",
         f"no official libtorch {selection.torch_version} covers "
-        f"{' + '.join(c.sm for c in selection.gpus)}: a source build does",
+        f"{' + '.join(c.sm for c in selection.gpus)}: a source build does{driver}",
         selection,
         command=selection.build,
         alternatives=alternatives,
