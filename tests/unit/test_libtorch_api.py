@@ -178,3 +178,30 @@ def test_remove_waits_for_the_variant_lock(context: Context) -> None:
     assert (context.libtorch_dir / "precompiled/cpu").is_dir()
     assert variants.remove(context, "precompiled/cpu") is True
     assert variants.list_variants(context) == []
+
+
+@pytest.mark.parametrize(
+    ("gpus", "options"),
+    [
+        ((), {}),
+        ((), {"from_wheel": True}),
+        (("6.1", "12.0"), {"torch": "2.10.0"}),
+        (("6.1", "12.0"), {"torch": "2.10.0", "preferred": "cpu"}),
+        (("6.1", "12.0"), {"torch": "2.10.0", "driver": "560.35.03"}),
+        (("8.6",), {"torch": "2.10.0", "from_wheel": True}),
+    ],
+    ids=["cpu", "cpu-wheel", "rig", "rig-cpu-pin", "rig-560", "rtx3090-wheel"],
+)
+def test_every_alternative_says_what_it_installs(
+    context: Context, gpus: tuple[str, ...], options: dict
+) -> None:
+    """An `or:` line is a command and, in parentheses, what it would install: a bare
+    `fdl libtorch install --from-wheel --torch 2.10.0` left the reader to guess (PyPI's
+    CUDA build, 3.7 GB)."""
+    from fdl.compat import parse_capability
+
+    plan = plan_setup(context, tuple(parse_capability(g) for g in gpus), **options)
+    assert plan.alternatives, plan
+    for line in plan.alternatives:
+        command, _, what = line.partition("   (")
+        assert command.startswith("fdl ") and what.endswith(")") and len(what) > 10, line
