@@ -340,15 +340,22 @@ def test_the_manifest_pinning_cpu_implies_the_view(
 def test_a_cuda_wheel_file_where_the_manifest_pins_cpu_is_refused_with_the_view_as_fix(
     fdl: Fdl, index: PackageIndex, tmp_path: Path
 ) -> None:
-    """A file is installed as the build it is: the pin refuses it and names --cpu."""
+    """A file is installed as the build it is: the pin refuses it, naming the pin (where
+    it is) and the two ways out, with the user's own file: its CPU view, or the CUDA
+    build under its name (not a fix about pip's index fallback, which did not happen)."""
     (tmp_path / "work" / "fdl.yml").write_text("libtorch:\n  variant: cpu\n")
     wheel = tmp_path / TORCH_WHEEL
     wheel.write_bytes(torch_wheel())
     args = ("libtorch", "install", "--from-wheel", str(wheel), "--index-url", index.url)
     refused = fdl(*args)
     assert refused.exit_code == 2, refused.output
-    assert "(the cu128 build), not the cpu build: nothing was installed" in refused.stderr
-    assert "fdl libtorch install --from-wheel FILE.whl --cpu" in refused.stderr
+    assert (
+        "the wheel is torch 2.10.0 (the cu128 build), but the project pins the cpu build "
+        "(libtorch.variant at fdl.yml:2:12): nothing was installed"
+    ) in refused.stderr
+    assert f"fdl libtorch install --from-wheel {wheel} --cpu;" in refused.stderr
+    assert f"fdl libtorch install --from-wheel {wheel} --name cu128" in refused.stderr
+    assert "pip" not in refused.stderr
     assert index.server.log == []
     info = installed(fdl(*args, "--cpu", "--json"))
     assert info["cuda"] is None and info["source"]["view"] == "cpu"
