@@ -19,6 +19,7 @@ from fdl.tasks._compose import quote
 from fdl.tasks._compose_file import ComposeProject, container_path, find_compose_file, load_compose
 from fdl.tasks._docker import ComposeProgram, compose_program, in_container
 from fdl.tasks._env import EnvChange, apply_changes, export_line
+from fdl.tasks._framework_env import framework_env
 from fdl.tasks._libtorch_env import (
     LibtorchState,
     Variant,
@@ -352,6 +353,10 @@ def build_plan(
         argv, cwd, env, wrap = planner.docker(service, text, args, state)
     else:
         argv, cwd, env = planner.host(text, args, state)
+        # on this machine the active variant is the one the framework gets
+        framework = framework_env(root, state)
+        planner.notes.extend(framework.notes)
+        env.extend(framework.exports)
     description = resolution.spec.get("description")
     if not description and resolution.nested is not None and resolution.kind is not Kind.PRESET:
         description = resolution.nested.data.get("description")
