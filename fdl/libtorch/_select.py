@@ -231,10 +231,11 @@ def select_variant(
         older = older_release_covering(caps, full, driver, platform)
         if older is not None:
             selection = _detected(older[0], caps, driver, platform)
+            # the release has a build for the GPUs, but not one this driver runs
             runs = (
-                ""
-                if choose_variant(caps, full, platform=platform).ok is False
-                else (f" that driver {driver} runs")
+                f" that driver {driver} runs"
+                if choose_variant(caps, full, platform=platform).ok
+                else ""
             )
             reason = (
                 f"torch {full} has no official build for {', '.join(c.sm for c in caps)}"
