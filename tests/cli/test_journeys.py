@@ -191,6 +191,9 @@ def test_flodl_user_on_the_mixed_rig_with_driver_560(
     assert "sm_120 (Blackwell) needs driver >= 570" in driver["message"]
     assert driver["hint"].startswith("upgrade the NVIDIA driver to 570 or newer")
     assert "--cuda" not in driver["hint"]
+    text = run_fdl(["libtorch", "build", "--dry-run"], cwd=project, env=env).stdout.splitlines()
+    archs = next(i for i, line in enumerate(text) if line.startswith("  archs:"))
+    assert text[archs + 1].startswith("  warning:   sm_120 (Blackwell) needs driver >= 570")
 
     train = run_fdl(["train", "--dry-run"], cwd=project, env=env)
     assert train.exit_code == 0, train.output
