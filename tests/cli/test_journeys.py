@@ -272,3 +272,17 @@ def test_tch_rs_user_without_a_gpu(tmp_path: Path, run_fdl, index: PackageIndex)
     assert "export LIBTORCH_BYPASS_VERSION_CHECK=1\n" in ported.stdout
     assert "libtorch.framework-check is false" in ported.stdout
     assert ported.stdout.rstrip().endswith("sh --steps 3")
+
+
+def test_setup_before_init_says_a_project_will_not_read_it(tmp_path: Path, run_fdl) -> None:
+    """The order the README once gave (setup, then init) installed into $FDL_HOME, which a
+    project never reads: setup outside a project says so and how to take a variant over."""
+    env = rig(tmp_path, "570.86")
+    (tmp_path / "elsewhere").mkdir()
+    plan = run_fdl(["setup", "--dry-run"], cwd=tmp_path / "elsewhere", env=env)
+    assert plan.exit_code == 0, plan.output
+    home = tmp_path / "home" / "libtorch"
+    assert (
+        "(outside a project: a project reads its own libtorch/, not this one; run fdl setup in "
+        f"it, or take a variant from here with fdl libtorch install --from-dir {home}/NAME)"
+    ) in plan.stdout

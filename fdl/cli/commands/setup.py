@@ -79,6 +79,12 @@ def setup(
 
 def _machine_lines(context: Context, report: GpuReport) -> list[str]:
     lines = [f"libtorch root: {context.label()}"]
+    if not context.project:  # the README's order is init, then setup in the project
+        lines.append(
+            "  (outside a project: a project reads its own libtorch/, not this one; run "
+            "fdl setup in it, or take a variant from here with fdl libtorch install "
+            f"--from-dir {context.libtorch_dir}/NAME)"
+        )
     if not report.gpus:
         lines.append(f"GPUs: none ({report.reason or 'no NVIDIA GPU'}): the CPU build")
     for gpu in report.gpus:
