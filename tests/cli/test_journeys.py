@@ -6,7 +6,7 @@ sm_120, through a fake `nvidia-smi` on PATH) on driver 570, the same on driver 5
 than Blackwell's R570 floor), and a tch-rs user without a GPU. The CPU path runs for real:
 `fdl libtorch install --from-wheel --cpu` reads the CPU view out of a CUDA 12.8 torch
 wheel served on 127.0.0.1 (tests/support/cpu_view_wheels.py). Nothing is compiled and no
-container runs: the commands stop at their plans. About 20 s on 2 cores.
+container runs: the commands stop at their plans. About 30 s on 2 cores.
 """
 
 from __future__ import annotations
