@@ -22,6 +22,7 @@ __all__ = [
     "PtxJitFloor",
     "Toolkit",
     "check_driver",
+    "check_gpu_driver",
     "choose_toolkit",
     "compilable_toolkits",
     "host_compilers",
@@ -121,12 +122,28 @@ class Toolkit:
 
 @dataclass(frozen=True)
 class DriverCheck:
-    """Whether a driver can run code from a toolkit."""
+    """Whether a driver can run code from a toolkit.
+
+    Attributes:
+        gpu_floor: The floor that failed is a GPU's own (no driver before R570 knows
+            Blackwell): no toolkit, older or newer, helps; only a newer driver does.
+    """
 
     ok: bool
     driver: str
     required: str
     reason: str
+    gpu_floor: bool = False
+
+    @property
+    def fix(self) -> str:
+        """What to do when not ``ok``: the driver to install, and why nothing else helps."""
+        if self.gpu_floor:
+            return (
+                f"upgrade the NVIDIA driver to {self.required} or newer (no libtorch, of any "
+                "CUDA, runs on that GPU with an older driver)"
+            )
+        return f"upgrade the NVIDIA driver to {self.required} or newer"
 
 
 def _resolve(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -306,6 +323,23 @@ def ptx_jit_driver(cuda: str) -> str | None:
     return floor.driver if floor else None
 
 
+def check_gpu_driver(driver: str, gpus: Iterable[Capability]) -> DriverCheck:
+    """Whether an NVIDIA driver supports these GPUs at all, whatever toolkit built the code:
+    each GPU's ``driver_min`` in ``archs.yaml`` (R570 for Blackwell). The one rule that
+    ``fdl diagnose``'s GPU lines, ``fdl setup``, ``libtorch build``/``download``, deploy's
+    placement and ``fdl init`` ask."""
+    need: str | None = None
+    why = ""
+    for gpu in sorted(set(gpus)):
+        floor = gpu_driver_floor(gpu)
+        if floor is not None and (need is None or version_key(floor) > version_key(need)):
+            need = floor
+            why = f"{gpu.label()} needs driver >= {floor} (no older driver supports it)"
+    if need is None or version_key(driver) >= version_key(need):
+        return DriverCheck(True, driver, need or "", f"driver {driver} supports these GPUs")
+    return DriverCheck(False, driver, need, f"{why}, this one is {driver}", gpu_floor=True)
+
+
 def check_driver(
     driver: str, cuda: str, *, gpus: Iterable[Capability] = (), ptx: bool = False
 ) -> DriverCheck:
@@ -319,14 +353,15 @@ def check_driver(
     """
     kit = toolkit(cuda)
     need, why = kit.driver_min, f"CUDA {kit.version} needs driver >= {kit.driver_min}"
+    gpu_bound = False
     for gpu in sorted(set(gpus)):
         floor = gpu_driver_floor(gpu)
         if floor is not None and version_key(floor) > version_key(need):
-            need = floor
+            need, gpu_bound = floor, True
             why = f"{gpu.label()} needs driver >= {floor} (no older driver supports it)"
     jit = ptx_jit_floor(kit.version) if ptx else None
     if jit is not None and version_key(jit.driver) > version_key(need):
-        need = jit.driver
+        need, gpu_bound = jit.driver, False
         own = (
             f">= {jit.driver}"
             if jit.toolkit == kit.version
@@ -340,7 +375,7 @@ def check_driver(
     reason = (
         f"driver {driver} runs CUDA {kit.version} code" if ok else f"{why}, this one is {driver}"
     )
-    return DriverCheck(ok, driver, need, reason)
+    return DriverCheck(ok, driver, need, reason, gpu_floor=gpu_bound and not ok)
 
 
 def image_tag(cuda: str, flavour: str = "runtime", ubuntu: str | None = None) -> str:

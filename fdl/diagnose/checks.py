@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from fdl.checks import Check, Severity, count, worst
-from fdl.compat import ArchList, Target, compilable_toolkits, host_compilers, version_key
+from fdl.compat import (
+    ArchList,
+    Target,
+    check_gpu_driver,
+    compilable_toolkits,
+    host_compilers,
+    version_key,
+)
 from fdl.errors import FdlError
 from fdl.libtorch import TorchDecision, variants, verify_variant
 from fdl.paths import Context
@@ -141,14 +148,20 @@ def gpu_checks(report: GpuReport) -> list[Check]:
                 )
             )
         else:
-            checks.append(
-                _c(
-                    "gpus",
-                    f"GPU {gpu.index}",
-                    Severity.OK,
-                    f"{gpu.name}: {gpu.capability.label()}{memory_text}",
+            line = f"{gpu.name}: {gpu.capability.label()}{memory_text}"
+            floor = check_gpu_driver(report.driver, [gpu.capability]) if report.driver else None
+            if floor is not None and not floor.ok:
+                checks.append(
+                    _c(
+                        "gpus",
+                        f"GPU {gpu.index}",
+                        Severity.ERROR,
+                        f"{line}: {floor.reason}",
+                        f"{floor.fix}; then fdl setup",
+                    )
                 )
-            )
+            else:
+                checks.append(_c("gpus", f"GPU {gpu.index}", Severity.OK, line))
     if report.driver:
         checks.append(_c("gpus", "driver", Severity.INFO, f"NVIDIA driver {report.driver}"))
     identified = all(g.capability is not None for g in report.gpus)

@@ -19,7 +19,9 @@ from fdl.tasks._compose import quote
 from fdl.tasks._compose_file import ComposeProject, container_path, find_compose_file, load_compose
 from fdl.tasks._docker import ComposeProgram, compose_program, in_container
 from fdl.tasks._env import EnvChange, apply_changes, export_line
+from fdl.tasks._framework_env import framework_env
 from fdl.tasks._libtorch_env import (
+    CPU_VARIANT,
     LibtorchState,
     Variant,
     active_libtorch,
@@ -258,6 +260,23 @@ class _Planner:
         baked = profile is not None and profile.get("libtorch") == "baked"
         # A baked image's own libtorch wins over one seen through the project mount.
         mounted = None if baked else _mounted_libtorch(project, service, state)
+        wanted = profile.get("variant") if profile is not None and not baked else None
+        if (
+            isinstance(wanted, str)
+            and "/" in wanted
+            and not (state.directory / wanted / "lib").is_dir()
+            # an active CUDA build stands in for it (`follow-active`): no note then
+            and (mounted is None or mounted[1].cuda is None)
+        ):
+            # the cuda service of a fresh project before `fdl setup` has installed its build
+            instead = f"; it sees {mounted[1].name} instead" if mounted is not None else ""
+            fix = (
+                "fdl libtorch install --from-wheel --cpu" if wanted == CPU_VARIANT else "fdl setup"
+            )
+            self.notes.append(
+                f"service {service!r} uses libtorch {wanted} (images.{service}.variant), which "
+                f"is not installed{instead}: {fix}"
+            )
         if mounted is not None:
             for change in variant_exports(*mounted):
                 (prepend if change.prepend else env).append(change)
@@ -352,6 +371,10 @@ def build_plan(
         argv, cwd, env, wrap = planner.docker(service, text, args, state)
     else:
         argv, cwd, env = planner.host(text, args, state)
+        # on this machine the active variant is the one the framework gets
+        framework = framework_env(root, state)
+        planner.notes.extend(framework.notes)
+        env.extend(framework.exports)
     description = resolution.spec.get("description")
     if not description and resolution.nested is not None and resolution.kind is not Kind.PRESET:
         description = resolution.nested.data.get("description")

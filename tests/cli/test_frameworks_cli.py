@@ -111,3 +111,59 @@ def test_a_wheel_the_framework_cannot_compile_against_is_not_installed(
         in refused.stderr
     )
     assert not (project / "libtorch").exists()
+
+
+def _variant(project: Path, name: str, version: str) -> None:
+    from tests.support.libtorch_trees import make_tree
+
+    tree = make_tree(project.parent / f"tree-{name}", version)
+    (project / "libtorch" / "precompiled").mkdir(parents=True, exist_ok=True)
+    tree.rename(project / "libtorch" / "precompiled" / name)
+    (project / "libtorch" / ".active").write_text(f"precompiled/{name}\n")
+
+
+def test_build_says_when_the_active_variant_is_not_the_release_tch_was_made_for(
+    tmp_path: Path, run_fdl
+) -> None:
+    """tch 0.23 and an active torch 2.13 variant: torch-sys's build script would refuse it;
+    fdl says so before cargo runs, with the fix, and sets no bypass."""
+    project = _tch_project(tmp_path, "0.23.0", "commands:\n  build:\n    run: cargo build\n")
+    _variant(project, "t213", "2.13.0+cpu")
+    env = {"FDL_HOME": str(tmp_path / "home")}
+    result = run_fdl(["build", "--dry-run"], cwd=project, env=env)
+    assert result.exit_code == 0, result.output
+    assert (
+        "# note: the active libtorch precompiled/t213 is torch 2.13.0: tch-rs 0.23.0 compiles "
+        "against torch 2.10.0 only (Cargo.lock:6:12)"
+    ) in result.stdout
+    assert "fdl setup (torch 2.10.0)" in result.stdout
+    assert "BYPASS" not in result.stdout
+
+
+def test_with_the_check_off_tch_gets_the_bypass_and_fdl_says_so(tmp_path: Path, run_fdl) -> None:
+    project = _tch_project(
+        tmp_path,
+        "0.23.0",
+        "libtorch:\n  framework-check: false\ncommands:\n  build:\n    run: cargo build\n",
+    )
+    _variant(project, "t213", "2.13.0+cpu")
+    result = run_fdl(["build", "--dry-run"], cwd=project, env={"FDL_HOME": str(tmp_path)})
+    assert result.exit_code == 0, result.output
+    assert "export LIBTORCH_BYPASS_VERSION_CHECK=1\n" in result.stdout
+    assert "libtorch.framework-check is false" in result.stdout
+    # the release tch was made for needs no bypass, check or no check
+    _variant(project, "t210", "2.10.0+cpu")
+    same = run_fdl(["build", "--dry-run"], cwd=project, env={"FDL_HOME": str(tmp_path)})
+    assert "BYPASS" not in same.stdout and "# note" not in same.stdout
+
+
+def test_build_without_a_variant_says_libtorch_is_unset(tmp_path: Path, run_fdl) -> None:
+    """A tch-rs project whose fdl.yml has no libtorch section, nothing installed."""
+    project = _tch_project(tmp_path, "0.23.0", "commands:\n  build:\n    run: cargo build\n")
+    result = run_fdl(["build", "--dry-run"], cwd=project, env={"FDL_HOME": str(tmp_path)})
+    assert result.exit_code == 0, result.output
+    assert (
+        "# note: no active libtorch variant in "
+        f"{project / 'libtorch'}: LIBTORCH is not set, and tch-rs 0.23.0 needs torch 2.10.0; "
+        "install one with `fdl setup`"
+    ) in result.stdout

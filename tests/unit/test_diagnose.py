@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,25 @@ def test_setup_from_wheel(context: Context) -> None:
     plan = plan_setup(context, caps("12.0"), from_wheel=True, torch="2.14")
     assert plan.action == "wheel"
     assert plan.command == ("fdl", "libtorch", "install", "--from-wheel", "--torch", "2.14.1")
+
+
+def test_a_gpu_the_driver_does_not_support_is_an_error_on_its_own_line() -> None:
+    """Before any variant is installed: sm_120 on driver 560 is not `ok` (no CUDA runs on it
+    before R570); the GTX 1060 beside it is."""
+    from fdl.diagnose.checks import gpu_checks
+    from fdl.system import Gpu, GpuReport
+
+    rig = GpuReport(
+        (
+            Gpu(0, "NVIDIA GeForce GTX 1060 6GB", parse_capability("6.1"), 6144, "560.35.03"),
+            Gpu(1, "NVIDIA GeForce RTX 5060 Ti", parse_capability("12.0"), 16384, "560.35.03"),
+        ),
+        "560.35.03",
+    )
+    first, second = gpu_checks(rig)[:2]
+    assert first.severity is Severity.OK
+    assert second.severity is Severity.ERROR
+    assert "sm_120 (Blackwell) needs driver >= 570" in second.message
+    assert (second.fix or "").startswith("upgrade the NVIDIA driver to 570 or newer")
+    on_570 = replace(rig, driver="570.86")
+    assert all(c.severity is Severity.OK for c in gpu_checks(on_570)[:2])

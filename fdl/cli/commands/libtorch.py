@@ -404,6 +404,7 @@ def install(
             torch=wanted if wheel is None and python is None else None,
             variant=settings.variant if not name else None,
             index_url=index_url,
+            variant_origin=settings.variant_origin,
         )
         result = install_wheel(
             context,
