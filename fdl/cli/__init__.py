@@ -65,23 +65,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return complete(session, rest[1:])
         name, tail = rest[0], rest[1:]
-        if name in BUILTINS and not _project_command_wins(session, name, tail):
-            import signal
+        import signal
 
-            # Restored after: a caller running fdl in its own process (the tests) keeps its
-            # own handlers.
-            previous = (
-                signal.signal(signal.SIGINT, _interrupt),
-                signal.signal(signal.SIGTERM, _terminate),
-            )
-            try:
+        # SIGINT/SIGTERM become exceptions, so what fdl started (a schema probe before a
+        # project command, a build) is ended on the way out; while a project command runs
+        # in the foreground, its signals are forwarded to it instead (fdl._foreground).
+        # Restored after: a caller running fdl in its own process (the tests) keeps its own.
+        previous = (
+            signal.signal(signal.SIGINT, _interrupt),
+            signal.signal(signal.SIGTERM, _terminate),
+        )
+        try:
+            if name in BUILTINS and not _project_command_wins(session, name, tail):
                 return _run_builtin(name, tail, session)
-            finally:
-                signal.signal(signal.SIGINT, previous[0])
-                signal.signal(signal.SIGTERM, previous[1])
-        from fdl.cli._project import run_project_command
+            from fdl.cli._project import run_project_command
 
-        return run_project_command(session, name, tail)
+            return run_project_command(session, name, tail)
+        finally:
+            signal.signal(signal.SIGINT, previous[0])
+            signal.signal(signal.SIGTERM, previous[1])
     except FdlError as error:
         if _wants_json(rest):
             console.json({"error": error_json(error)})

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fdl._files import atomic_write_text
-from fdl.errors import EnvironmentProblem, FdlError, ManifestError, ManifestErrors
+from fdl._files import atomic_write_text, leaves
+from fdl.errors import EnvironmentProblem, FdlError, Interrupted, ManifestError, ManifestErrors
 from fdl.manifest import LayerKind, Manifest, MapNode, parse_text
 from fdl.manifest.schema import Checker
 from fdl.manifest.sections import COMMAND_SCHEMA
@@ -271,10 +271,11 @@ def write_cache(nested: Manifest, schema: dict[str, Any], invocation: str) -> Pa
     """
     path = cache_file(nested)
     payload = {**schema, _META: {"key": probe_key(nested), "probe": invocation}}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_symlink() or not path.parent.resolve().is_relative_to(nested.directory.resolve()):
-        # never write outside the project through a link (best effort: no cache)
+    # Never write, nor make a directory, outside the project through a link (a `.fdl`
+    # that leads elsewhere got a schema-cache/ made out there): best effort, no cache.
+    if path.is_symlink() or leaves(nested.directory, path):
         raise PermissionError(f"{path}: a link leads out of {nested.directory}")
+    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return path
 
@@ -350,7 +351,7 @@ def effective_schema(
     try:
         schema, invocation = probe(nested)
     except FdlError as exc:
-        if refresh:
+        if refresh or isinstance(exc, Interrupted):  # Ctrl-C / SIGTERM stop fdl, not the probe
             raise
         if on_warning is not None:
             where = "the inline schema:" if inline else "no schema (options pass unchecked)"
