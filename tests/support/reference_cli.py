@@ -44,6 +44,7 @@ __all__ = [
     "Outcome",
     "Sandbox",
     "effects",
+    "installed_reference",
     "reference_binary",
 ]
 
@@ -106,7 +107,9 @@ def _answers(binary: Path) -> bool:
 
 
 @functools.lru_cache(maxsize=1)
-def _installed() -> tuple[Path | None, str]:
+def installed_reference() -> tuple[Path | None, str]:
+    """floDl's CLI, installed now if missing (``scripts/setup-reference-cli.sh``), or None
+    and why not."""
     binary = cache_dir() / "tools" / f"flodl-cli-{REFERENCE_VERSION}" / "bin" / "fdl"
     if _answers(binary):
         return binary, ""
@@ -126,7 +129,7 @@ def _installed() -> tuple[Path | None, str]:
 def reference_binary() -> Path:
     """floDl's ``fdl`` 0.5.3, installed once into the tests' cache (skips, or fails in CI,
     when it cannot be built)."""
-    binary, problem = _installed()
+    binary, problem = installed_reference()
     if binary is None:
         skip_or_fail(f"floDl's CLI {REFERENCE_VERSION} is not installed: {problem}")
     return binary
