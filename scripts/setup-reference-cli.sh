@@ -46,6 +46,7 @@ if ! CARGO_HOME="${FDL_REFERENCE_CARGO_HOME:-$CACHE/cargo-home}" \
   exit 1
 fi
 rm -rf "$TOOLS"
+chmod 755 "$PARTIAL"
 mv "$PARTIAL" "$TOOLS"
 trap - EXIT
 answers || { echo "error: $BINARY does not answer 'flodl-cli $VERSION' to --version" >&2; exit 1; }

@@ -235,7 +235,12 @@ class _Planner:
                 location=where,
                 hint="add a compose file with that service, or remove `docker:`",
             )
-        host_env = [*compose_variables(state), *_user_variables(self.environ)]
+        # -v/-q's variables on compose's side too (floDl's compose files pass FLODL_VERBOSITY
+        # on with a bare `environment:` entry), so that a dry run's script sets them as well
+        forwarded = [
+            EnvChange(name, self.environ[name]) for name in FORWARDED if name in self.environ
+        ]
+        host_env = [*compose_variables(state), *_user_variables(self.environ), *forwarded]
         project = load_compose(compose_file, apply_changes(self.environ, host_env))
         if service not in project.mounts:
             listing = ", ".join(project.services) or "none"

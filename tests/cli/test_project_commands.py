@@ -389,3 +389,13 @@ def test_no_append_before_the_command_as_floDl_places_it(project: Path, run_fdl)
     entry = run_fdl(["--no-append", "train", "--dry-run"], cwd=project)
     assert entry.exit_code == 0, entry.stderr
     assert "--no-append" not in entry.stdout
+
+
+def test_dry_run_of_a_docker_command_sets_the_verbosity_for_compose(project: Path, run_fdl) -> None:
+    """`-v` reaches compose too (floDl's compose files pass FLODL_VERBOSITY on with a bare
+    `environment:` entry): the dry run's script exports it, as the run has it."""
+    result = run_fdl(["-v", "dtest", "--dry-run"], cwd=project, env=DETERMINISTIC)
+    assert result.exit_code == 0, result.stderr
+    exports = [line for line in result.stdout.splitlines() if line.startswith("export ")]
+    assert "export FLODL_VERBOSITY=2" in exports
+    assert "-e FLODL_VERBOSITY=2" in result.stdout
