@@ -10,7 +10,8 @@ Then fdl against floDl's own CLI (flodl-cli 0.5.3, a Rust binary, built once by
 scripts/setup-reference-cli.sh into the tests' cache) in one interleaved run on floDl
 0.5.3's manifests (tests/fixtures/flodl-0.5.3) with two libtorch variants: each round runs
 every command of both once, in an order rotated per round; the table gives the median and
-the range of the rounds.
+the range of the rounds (wall time), and the median CPU time (user + system, which the
+machine's load disturbs less).
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ def _spread(values: list[float]) -> str:
 
 def versus(fdl: list[str], env: dict[str, str], *, runs: int) -> None:
     """fdl and floDl's CLI, interleaved: a table of medians and ranges."""
+    import resource
     import time
 
     sys.path.insert(0, str(REPO))
@@ -125,6 +127,8 @@ def versus(fdl: list[str], env: dict[str, str], *, runs: int) -> None:
         sides = [(label, side, argv) for label, ours, theirs in VERSUS
                  for side, argv in (("fdl", [*fdl, *ours]), ("floDl", [str(reference), *theirs]))]  # fmt: skip
         times: dict[tuple[str, str], list[float]] = {(label, side): [] for label, side, _ in sides}
+        # CPU time (user + system) of each run too: wall time swings with the machine's load
+        cpu: dict[tuple[str, str], list[float]] = {(label, side): [] for label, side, _ in sides}
         for label, side, argv in sides:  # warm-up, and both must answer
             got = subprocess.run(argv, cwd=project, env=env, capture_output=True, check=False)
             if got.returncode != 0:
@@ -132,9 +136,13 @@ def versus(fdl: list[str], env: dict[str, str], *, runs: int) -> None:
         for round_ in range(runs):
             shift = round_ % len(sides)
             for label, side, argv in sides[shift:] + sides[:shift]:
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 start = time.perf_counter()
                 subprocess.run(argv, cwd=project, env=env, capture_output=True, check=False)
                 times[(label, side)].append(time.perf_counter() - start)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+                cpu[(label, side)].append(used)
     print(
         f"fdl against floDl's CLI ({reference}): median (min-max) ms of {runs} interleaved rounds"
     )
@@ -142,8 +150,13 @@ def versus(fdl: list[str], env: dict[str, str], *, runs: int) -> None:
     for label, _, _ in VERSUS:
         ours, theirs = times[(label, "fdl")], times[(label, "floDl")]
         ratio = median_ms(ours) / median_ms(theirs)
-        rows.append((label, _spread(ours), _spread(theirs), f"{ratio:.0f}x"))
-    print_table(["command", "fdl ms", "floDl ms", "fdl / floDl"], rows)
+        cpu_ours, cpu_theirs = cpu[(label, "fdl")], cpu[(label, "floDl")]
+        rows.append(
+            (label, _spread(ours), _spread(theirs), f"{ratio:.0f}x",
+             f"{median_ms(cpu_ours):.0f}", f"{median_ms(cpu_theirs):.1f}")
+        )  # fmt: skip
+    headers = ["command", "fdl ms", "floDl ms", "fdl / floDl", "fdl CPU ms", "floDl CPU ms"]
+    print_table(headers, rows)
 
 
 if __name__ == "__main__":

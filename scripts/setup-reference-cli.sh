@@ -29,7 +29,7 @@ if [ -z "$CARGO" ] && [ -x "$HOME/.cargo/bin/cargo" ]; then
 fi
 if [ -z "$CARGO" ]; then
   echo "error: cargo not found (on PATH or in ~/.cargo/bin): the reference CLI flodl-cli $VERSION is built from crates.io" >&2
-  echo "  fix: install a Rust toolchain (1.85 or newer), e.g. apt-get install cargo on Debian 13, then run bash scripts/setup-reference-cli.sh" >&2
+  echo "  fix: install Rust 1.85 or newer (rustup from https://rustup.rs, or apt-get install cargo on Debian 13; Debian 12's 1.63 is too old), then run bash scripts/setup-reference-cli.sh" >&2
   exit 4
 fi
 
