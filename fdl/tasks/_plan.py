@@ -358,8 +358,10 @@ def build_plan(
     else:
         argv, cwd, env = planner.host(text, args, state)
     description = resolution.spec.get("description")
-    if not description and resolution.nested is not None and resolution.kind is not Kind.PRESET:
-        description = resolution.nested.data.get("description")
+    if resolution.nested is not None and resolution.kind is not Kind.PRESET:
+        # a nested manifest's own description first, as floDl's CLI shows it (and fdl for
+        # a group); the one it is declared with in the parent is what the listing shows
+        description = resolution.nested.data.get("description") or description
     return CommandPlan(
         name=resolution.name,
         kind=resolution.kind.value,

@@ -347,3 +347,36 @@ def test_help_of_every_entry_on_both(sandbox: Sandbox, flodl_repo: Path, name: s
         for sub in _commands(child):
             assert sub in ref.output
             assert sub in ours.output
+
+
+def _nested_entries() -> list[list[str]]:
+    """``[command, sub]`` for each command and preset one level down."""
+    found = []
+    for name, spec in _commands(FIXTURE / "fdl.yml.example").items():
+        if "run" in spec:
+            continue
+        child = FIXTURE / (spec.get("path") or name) / "fdl.yml.example"
+        found += [[name, sub] for sub in _commands(child)]
+    return found
+
+
+@pytest.mark.parametrize("args", _nested_entries(), ids=" ".join)
+def test_help_of_every_nested_entry_on_both(
+    sandbox: Sandbox, flodl_repo: Path, args: list[str]
+) -> None:
+    """``fdl <command> <sub-command or preset> --help`` works on both and both show its
+    description: a nested manifest's own ``description:`` (the listing in the parent's help
+    shows the one the command is declared with)."""
+    parent = _commands(flodl_repo / "fdl.yml")[args[0]]
+    folder = flodl_repo / (parent.get("path") or args[0])
+    spec = _commands(folder / "fdl.yml")[args[1]]
+    nested = spec["description"]
+    if "path" in spec:
+        data = yaml.safe_load((folder / spec["path"] / "fdl.yml").read_text(encoding="utf-8"))
+        nested = data["description"]
+    ref = sandbox.reference([*args, "--help"], flodl_repo)
+    ours = sandbox.ours([*args, "--help"], flodl_repo)
+    assert ref.code == 0, ref.output
+    assert ours.code == 0, ours.output
+    assert nested in ref.output
+    assert nested in ours.output

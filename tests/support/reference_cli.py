@@ -135,6 +135,19 @@ def reference_binary() -> Path:
     return binary
 
 
+@functools.lru_cache(maxsize=1)
+def _bwrap_problem(bwrap: str | None) -> str:
+    """Why bubblewrap cannot make the sandbox here ("" when it can)."""
+    if bwrap is None:
+        return "bwrap is not on PATH (bash scripts/setup-machine.sh installs bubblewrap)"
+    got = subprocess.run(
+        [bwrap, *_bwrap_root(False), "true"], capture_output=True, text=True, check=False
+    )
+    if got.returncode != 0:
+        return f"bwrap cannot make a sandbox here (user namespaces?): {got.stderr.strip()[-300:]}"
+    return ""
+
+
 def _bwrap_root(container: bool) -> list[str]:
     """bubblewrap options for this machine's root, with ``/.dockerenv`` only if ``container``."""
     argv = ["--die-with-parent"]
@@ -227,8 +240,9 @@ class Sandbox:
 
     def reference(self, args: list[str], cwd: Path, *, container: bool = False) -> Outcome:
         """floDl's CLI, on a root with ``/.dockerenv`` only when ``container``."""
-        if self._bwrap is None:
-            skip_or_fail("bwrap is not on PATH (bash scripts/setup-machine.sh installs bubblewrap)")
+        problem = _bwrap_problem(self._bwrap)
+        if problem:
+            skip_or_fail(problem)
         argv = [self._bwrap, *_bwrap_root(container), "--chdir", str(cwd)]
         return self._run([*argv, str(reference_binary()), *args], cwd, self.env())
 
