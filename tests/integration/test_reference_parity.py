@@ -12,8 +12,9 @@ other values. Every other difference is a case of ``KNOWN``, with its row in tha
 fdl's ``--dry-run`` of each command, run by ``sh`` under the same fakes, must amount to
 what floDl's CLI runs; ``--help`` of both lists the same project commands.
 
-Cost: about 3 minutes on 2 cores under a load of 12 (about 230 fdl processes, each a
-Python start; floDl's CLI takes milliseconds). The first run on a machine builds floDl's CLI
+Cost: about 4 minutes on 2 cores under a load average of 11, of which the scaffolds take
+1 (about 250 fdl processes, each a Python start of 0.3-1 s there; floDl's CLI takes
+milliseconds). The first run on a machine builds floDl's CLI
 (``scripts/setup-reference-cli.sh``: cargo install, about 4 minutes on 2 cores), kept in
 ``$FDL_TEST_CACHE/tools``; it skips locally and fails in CI when it cannot be built.
 """
