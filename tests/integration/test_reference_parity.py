@@ -192,7 +192,7 @@ def test_nested_run_commands_run_in_the_directory_of_their_manifest(
 ) -> None:
     """Known difference: floDl's CLI runs a nested ``run:`` command where the service
     starts (``/workspace``); fdl in the container directory of the manifest declaring it,
-    as it does on the host (docs/reference-parity.md, "Working directory")."""
+    as it does on the host (docs/reference-parity.md, "Differences")."""
     _, ref, ours = _compare(
         sandbox, flodl_repo, ["flodl-hf", "example", "bert-embed"], container=False
     )
