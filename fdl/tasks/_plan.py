@@ -237,7 +237,12 @@ class _Planner:
                 location=where,
                 hint="add a compose file with that service, or remove `docker:`",
             )
-        host_env = [*compose_variables(state), *_user_variables(self.environ)]
+        # -v/-q's variables on compose's side too (floDl's compose files pass FLODL_VERBOSITY
+        # on with a bare `environment:` entry), so that a dry run's script sets them as well
+        forwarded = [
+            EnvChange(name, self.environ[name]) for name in FORWARDED if name in self.environ
+        ]
+        host_env = [*compose_variables(state), *_user_variables(self.environ), *forwarded]
         project = load_compose(compose_file, apply_changes(self.environ, host_env))
         if service not in project.mounts:
             listing = ", ".join(project.services) or "none"
@@ -376,8 +381,10 @@ def build_plan(
         planner.notes.extend(framework.notes)
         env.extend(framework.exports)
     description = resolution.spec.get("description")
-    if not description and resolution.nested is not None and resolution.kind is not Kind.PRESET:
-        description = resolution.nested.data.get("description")
+    if resolution.nested is not None and resolution.kind is not Kind.PRESET:
+        # a nested manifest's own description first, as floDl's CLI shows it (and fdl for
+        # a group); the one it is declared with in the parent is what the listing shows
+        description = resolution.nested.data.get("description") or description
     return CommandPlan(
         name=resolution.name,
         kind=resolution.kind.value,

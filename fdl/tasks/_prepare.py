@@ -253,8 +253,13 @@ def prepare(
     environ: Mapping[str, str],
     overlay: str | None = None,
     runner: Runner | None = None,
+    no_append: bool = False,
 ) -> Invocation:
     """Resolve ``fdl <name> <tail...>`` and plan it.
+
+    ``no_append`` is ``fdl --no-append <name>`` (floDl's place for it): it leaves out a
+    ``run:`` command's ``append:`` as ``--no-append`` after the name does, and means
+    nothing to entries (floDl's CLI drops it for them too).
 
     For ``--help`` the plan shows placeholders; for ``--dry-run`` and help a
     missing compose program is a note rather than an error. A ``compile: true`` entry
@@ -266,6 +271,8 @@ def prepare(
         EnvironmentProblem: no compose program for a docker command that is to run.
     """
     resolution = resolve(root, name, tail, env=overlay)
+    if no_append and resolution.kind is Kind.RUN:
+        resolution.no_append = True
     nested = resolution.nested
     if (
         nested is not None
