@@ -151,10 +151,13 @@ def probe_host_rust(directory: Path, runner: Runner, where: str) -> HostRust:
         ) from None
     failed = next((result for result in done if not result.ok), None)
     if failed is not None:
-        said = (failed.stderr or failed.stdout).strip().splitlines()
+        said = [line.strip() for line in (failed.stderr or failed.stdout).splitlines()]
+        # rustup's first error line (a backtrace may follow it, with RUST_BACKTRACE set)
+        first = next((line for line in said if line.startswith("error")), None)
+        reason = first or next((line for line in said if line), f"status {failed.returncode}")
         raise EnvironmentProblem(
             f"{where}: host takes this machine's Rust, and `{' '.join(failed.argv)}` "
-            f"fails in {directory}: {said[-1] if said else f'status {failed.returncode}'}",
+            f"fails in {directory}: {reason}",
             hint=install,
         )
     verbose = done[0].stdout.strip()

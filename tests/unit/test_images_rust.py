@@ -105,7 +105,8 @@ def test_no_rustc_names_the_fix(project: Path) -> None:
 
 def test_a_missing_pinned_toolchain_is_rustups_message(project: Path) -> None:
     said = "error: toolchain '1.95.0-x86_64-unknown-linux-gnu' is not installed"
-    runner = FakeRunner({("rustc",): Completed([], 1, "", said)})
+    backtrace = "\nhelp: run `rustup toolchain install`\n\nStack backtrace:\n  12: <unknown>\n"
+    runner = FakeRunner({("rustc",): Completed([], 1, "", said + backtrace)})
     with pytest.raises(EnvironmentProblem) as caught:
         probe_host_rust(project, runner, WHERE)
     assert said in caught.value.message
