@@ -154,10 +154,10 @@ def probe_host_rust(directory: Path, runner: Runner, where: str) -> HostRust:
         said = [line.strip() for line in (failed.stderr or failed.stdout).splitlines()]
         # rustup's first error line (a backtrace may follow it, with RUST_BACKTRACE set)
         first = next((line for line in said if line.startswith("error")), None)
-        reason = first or next((line for line in said if line), f"status {failed.returncode}")
+        said_first = first or next((line for line in said if line), f"status {failed.returncode}")
         raise EnvironmentProblem(
             f"{where}: host takes this machine's Rust, and `{' '.join(failed.argv)}` "
-            f"fails in {directory}: {reason}",
+            f"fails in {directory}: {said_first}",
             hint=install,
         )
     verbose = done[0].stdout.strip()
