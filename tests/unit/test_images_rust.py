@@ -152,6 +152,9 @@ def test_build_makes_the_rust_and_crates_images_and_passes_them(
     config = (crates.context / "config.toml").read_text()
     assert 'directory = "/.cargo/vendor"' in config and str(cache) not in config
     assert vendor_dir == [str(crates.context / "vendor")]
+    # fdl's own cache (`fdl cache clean crates` may delete it)
+    assert crates.context.parent == cache / "crates"
+    assert (cache / "crates" / "CACHEDIR.TAG").is_file()
     assert "--mount=type=bind,from=crates,target=/.cargo" in (image.dockerfile_text or "")
 
     # a second build finds the toolchain's image and makes only the crates' again
