@@ -62,6 +62,17 @@ _NETWORK = re.compile(
 )
 
 
+# What a build needs of a toolchain (a rustup toolchain's own directory, or the prefix
+# Rust's standalone installer wrote, /usr/local by default, with other programs'
+# files beside): cargo and rustc, the compiler's shared libraries (librustc_driver,
+# libLLVM), and rustlib (the standard library, the linker wrappers rust-lld and gcc-ld).
+_TOOLCHAIN_FILES = (
+    ("bin/cargo bin/rustc", "bin/"),
+    ("lib/librustc_driver-*.so lib/libLLVM*", "lib/"),
+    ("lib/rustlib/", "lib/rustlib/"),
+)
+
+
 @dataclass(frozen=True)
 class RustPin:
     """The Rust a project asks for: ``exact`` (rust-toolchain.toml's numbered channel)
@@ -94,8 +105,9 @@ class HostRust:
 
     @property
     def key(self) -> str:
-        """Names this toolchain: its ``rustc -vV`` (release, commit, host) and place."""
-        text = f"{self.verbose}\0{self.sysroot}"
+        """Names this toolchain: its ``rustc -vV`` (release, commit, host), its place, and
+        what fdl copies of it (a new fdl that copies more makes a new image)."""
+        text = f"{self.verbose}\0{self.sysroot}\0{_TOOLCHAIN_FILES!r}"
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     @property
@@ -263,7 +275,7 @@ def ensure_host_rust(
                 context=host.sysroot,
                 dockerfile_text=_scratch_dockerfile(
                     f"this machine's Rust {host.version} for the build step of training images",
-                    [f"COPY bin/cargo bin/rustc {rust_dir}/bin/", f"COPY lib/ {rust_dir}/lib/"],
+                    [f"COPY {sources} {rust_dir}/{target}" for sources, target in _TOOLCHAIN_FILES],
                     {"dev.fdl.kind": "rust", "dev.fdl.rust": host.version},
                 ),
                 tags=(host.image,),
