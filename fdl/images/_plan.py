@@ -166,8 +166,28 @@ class _Planner:
             context=_context(raw),
             setup=tuple(str(command) for command in raw.get("setup") or ()),
             follow_active=bool(raw.get("follow-active")),
+            toolchain=self._toolchain(key, raw),
             **self._program(key, kind, raw, variant),
         )
+
+    def _toolchain(self, key: str, raw: Mapping[str, Any]) -> str:
+        """``host`` mounts this machine's Rust and crates into a cargo build: refused for
+        a build command that runs no cargo (it would mount them for nothing)."""
+        chosen = str(raw.get("toolchain") or "setup")
+        if chosen != "host":
+            return chosen
+        from fdl.images._render import build_tool
+
+        command = str(raw.get("build") or "")
+        if build_tool(command) != "cargo":
+            raise self.error(
+                f"{key}.toolchain",
+                "`toolchain: host` gives a cargo build this machine's Rust, but "
+                f"{key}.build runs no cargo" + ("" if command else " (it is not set)"),
+                hint=f"set {key}.build to the cargo command (e.g. cargo build --release), "
+                "or remove `toolchain: host`",
+            )
+        return chosen
 
     @functools.cached_property
     def framework(self) -> TorchDecision:

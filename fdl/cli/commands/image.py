@@ -348,7 +348,10 @@ def _size_line(report: SizeReport) -> str:
         # (the program and the libraries it loads) adds: it is above the floor.
         above = report.size - floor
         sign = "-" if above < 0 else "+"
-        text += f"; floor {human_bytes(floor)}, {sign}{human_bytes(abs(above))} above the floor"
+        text += f"; floor {human_bytes(floor)}"
+        if report.packages:
+            text += f" (packages: {human_bytes(report.packages)})"
+        text += f", {sign}{human_bytes(abs(above))} above the floor"
         if overhead is not None:
             text += f" ({overhead:+.1%} on the floor's {human_bytes(floor - report.base_size)})"
     return text
