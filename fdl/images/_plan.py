@@ -18,7 +18,7 @@ from fdl.errors import ManifestError, UsageError
 from fdl.images._data import User, cuda_base, cuda_runtime, images_data
 from fdl.images._spec import ImageSpec, MountSpec, SecretSpec, VariantRef
 from fdl.images._variant import VariantResolver, project_libtorch_image, project_resolver
-from fdl.manifest import Manifest
+from fdl.manifest import LayerKind, Manifest
 
 if TYPE_CHECKING:
     from fdl.libtorch import TorchDecision
@@ -37,8 +37,14 @@ def slug(text: str) -> str:
 
 
 def project_name(manifest: Manifest) -> str:
-    """The project's name: its directory's, made fit for image names."""
-    return slug(manifest.directory.name)
+    """The project's name, made fit for image names: the manifest's ``name:`` (what
+    ``fdl init`` recorded), else its directory's name.
+
+    The one source of the name: images, CI files, deploy jobs and the libtorch
+    image all ask here, so a clone under another directory name builds the same.
+    """
+    recorded = manifest.get("name")
+    return slug(str(recorded) if recorded else manifest.directory.name)
 
 
 # The sections that decide what goes into an image: the label changes when they do,
@@ -112,6 +118,10 @@ class _Planner:
         self.data = images_data()
         self.project = project_name(manifest)
         self.hash = manifest_hash(manifest)
+        # A training image built under an overlay gets the overlay's tag: `fdl @prod
+        # image build train` must not replace (or be replaced by) the base's image.
+        overlaid = any(layer.kind == LayerKind.OVERLAY for layer in manifest.layers)
+        self.overlay = slug(manifest.env) if overlaid and manifest.env else None
         self.source = (
             " + ".join(layer.source for layer in manifest.layers if layer.path is not None)
             or manifest.source
@@ -121,6 +131,12 @@ class _Planner:
         if self.manifest.origin(key) is not None:
             return self.manifest.error(key, message, hint)
         return ManifestError(f"{key}: {message}", hint=hint)
+
+    def _tag(self, name: str, kind: str) -> str:
+        """``<project>-<profile>:latest``; a training image under an overlay is tagged
+        with the overlay's name (dev images keep theirs: compose files name them)."""
+        version = self.overlay if kind == "train" and self.overlay else "latest"
+        return f"{self.project}-{slug(name)}:{version}"
 
     def plan(self, name: str, raw: Mapping[str, Any]) -> ImageSpec:
         kind = str(raw.get("kind") or name)
@@ -136,7 +152,7 @@ class _Planner:
             profile=name,
             kind=kind,
             project=self.project,
-            tag=str(raw.get("tag") or f"{self.project}-{slug(name)}:latest"),
+            tag=str(raw.get("tag") or self._tag(name, kind)),
             base=base,
             build_base=build_base,
             variant=variant,
