@@ -36,7 +36,7 @@ from fdl.images._render import (
     render_dockerignore,
     render_libtorch_dockerfile,
 )
-from fdl.images._run import RunPlan, host_has_gpus, plan_run, prepare_mounts
+from fdl.images._run import RunPlan, host_has_gpus, plan_run, prepare_mounts, stale_image
 from fdl.images._size import LayerSize, SizeReport, parse_listing, size_report
 from fdl.images._spec import KINDS, ImageSpec, MountSpec, SecretSpec, VariantRef
 from fdl.images._variant import (
@@ -87,6 +87,7 @@ __all__ = [
     "render_dockerignore",
     "render_libtorch_dockerfile",
     "size_report",
+    "stale_image",
     "variant_ref",
     "write_generated",
     "write_image_files",
