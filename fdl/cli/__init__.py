@@ -41,8 +41,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         options, rest = parse_globals(args)
         console = from_environment(options.verbosity, options.no_color)
-        if options.version:
-            console.out(f"fdl {__version__}")
+        if options.version or (not options.help and rest in (["version"], ["version", "--json"])):
+            # A version is instant: neither typer nor the manifest is loaded for it.
+            if rest[1:] == ["--json"]:
+                console.json({"version": __version__})
+            else:
+                console.out(f"fdl {__version__}")
             return 0
         fast = try_fast_path(options, rest, console)
         if fast is not None:
