@@ -28,6 +28,7 @@ from fdl.tasks._probe import (
     HELP_PROBE_SECONDS,
     MAX_PROBE_OUTPUT,
     PROBE_SECONDS,
+    asks_itself,
     cached_schema,
     effective_schema,
     parse_probe_output,
@@ -270,7 +271,7 @@ def prepare(
     if (
         nested is not None
         and nested.data.get("entry")
-        and (nested.data.get("compile") or resolution.refresh_schema)
+        and (asks_itself(nested) or resolution.refresh_schema)
     ):
         if resolution.dry_run and not resolution.refresh_schema:
             schema = _schema_for_dry_run(nested, resolution.notes)
@@ -283,10 +284,20 @@ def prepare(
         if resolution.refresh_schema:
             return Invocation(resolution, None)
     elif nested is not None and nested.data.get("entry"):
-        # not asked unless --refresh-schema, but what it answered then is used
+        # cargo or docker: not asked unless --refresh-schema, but what it answered then is used
         cached = cached_schema(nested)
         if cached is not None:
             resolution.nested = with_schema(nested, cached)
+        elif resolution.help and not nested.data.get("schema"):
+            words = resolution.words[:-1] if resolution.kind is Kind.PRESET else resolution.words
+            asked = compose_entry(str(nested.data["entry"]), [PROBE_FLAG])
+            where = (
+                f" in compose service {nested.data['docker']}" if nested.data.get("docker") else ""
+            )
+            resolution.notes.append(
+                f"the options of `{asked}`{where} are not known yet: "
+                f"`fdl {' '.join(words)} --refresh-schema` asks it, and this help shows them"
+            )
     if resolution.kind is Kind.GROUP:
         return Invocation(resolution, None)
     template = resolution.help

@@ -9,9 +9,10 @@ entry's program (its size and modification time; for ``cargo`` entries the crate
 is asked again. A probe that fails or prints no JSON object leaves the inline ``schema:``
 in use, with a warning. Probing happens when the command runs or its help is asked for,
 and for ``--refresh-schema`` and ``fdl schema refresh``; never for ``fdl --help``,
-completion or ``--dry-run``, which read the cache only. An entry without ``compile: true``
-is never asked unless ``--refresh-schema`` says so, but a fresh cache is used for it too
-(floDl's benchmarks manifest promises that ``fdl bench --help`` shows the flags).
+completion or ``--dry-run``, which read the cache only. An entry that is not ``cargo``
+is asked the same way without ``compile: true`` (as floDl's CLI does: floDl's benchmarks
+manifest promises that ``fdl bench --help`` shows run.sh's flags); a ``cargo`` entry
+without it is asked only on ``--refresh-schema``, but a fresh cache is used for it too.
 
 What the cache and the probe give is bounded: a cache file is read only when it is a
 regular file of at most MAX_CACHE_BYTES, nested at most MAX_DEPTH deep, and passes the
@@ -46,6 +47,7 @@ __all__ = [
     "PROBE_SECONDS",
     "CachedSchema",
     "ProbeFailed",
+    "asks_itself",
     "cache_file",
     "cached_schema",
     "effective_schema",
@@ -325,6 +327,18 @@ def _checked(data: dict[str, Any], invocation: str) -> dict[str, Any]:
     return data
 
 
+def asks_itself(nested: Manifest) -> bool:
+    """Whether fdl asks ``<entry> --fdl-schema`` by itself: ``compile: true``, or an entry
+    that runs here and is not ``cargo`` (floDl's CLI probes those unasked: floDl's
+    benchmarks, ``entry: bash run.sh``, show run.sh's flags in ``fdl bench --help``). A
+    ``cargo`` entry would build first and a ``docker:`` one start a container, so they
+    wait for ``compile: true`` or ``--refresh-schema`` (help says so)."""
+    entry = str(nested.data.get("entry") or "")
+    if nested.data.get("compile"):
+        return True
+    return not nested.data.get("docker") and not entry.lstrip().startswith("cargo ")
+
+
 def effective_schema(
     nested: Manifest,
     probe: Callable[[Manifest], tuple[dict[str, Any], str]],
@@ -341,7 +355,7 @@ def effective_schema(
         refresh: Probe even when the cache is fresh.
     """
     inline = nested.data.get("schema")
-    if not nested.data.get("compile") and not refresh:
+    if not asks_itself(nested) and not refresh:
         return schema_of(nested)
     if not refresh:
         cached = cached_schema(nested)
@@ -353,8 +367,8 @@ def effective_schema(
         if refresh:
             raise
         if on_warning is not None:
-            where = "the inline schema:" if inline else "no schema (options pass unchecked)"
-            on_warning(f"{exc.message}; using {where}")
+            where = "the inline schema" if inline else "no schema (options pass unchecked)"
+            on_warning(f"{exc.message}; using {where}; `--refresh-schema` asks again")
         return inline if isinstance(inline, dict) else None
     with contextlib.suppress(OSError):  # a read-only tree only loses the cache
         write_cache(nested, schema, invocation)

@@ -347,6 +347,15 @@ def test_setup_activates_an_installed_variant_with_yes(fdl, machine) -> None:
     assert variants.active_name(machine.context()) == "builds/sm61-sm120"
 
 
+def test_setup_takes_flodls_non_interactive_flag(fdl, machine) -> None:
+    """floDl's `fdl setup --non-interactive` is --yes (issue 34, point 8)."""
+    machine.gpus("6.1", "12.0")
+    machine.install("builds/sm61-sm120", "2.14.1", "12.8", cubins=[61, 120])
+    result = fdl("setup", "--non-interactive")
+    assert result.exit_code == 0, result.output
+    assert variants.active_name(machine.context()) == "builds/sm61-sm120"
+
+
 # --- install -------------------------------------------------------------------------------
 
 
