@@ -23,6 +23,8 @@ from fdl.images._context import (
 from fdl.images._data import images_data
 from fdl.images._plan import (
     DEFAULT_PROFILES,
+    ImageDefault,
+    image_default,
     manifest_hash,
     plan_images,
     profiles_of,
@@ -54,6 +56,7 @@ __all__ = [
     "LISTING",
     "BuiltImage",
     "IgnoreFile",
+    "ImageDefault",
     "ImageSpec",
     "LayerSize",
     "MountSpec",
@@ -70,6 +73,7 @@ __all__ = [
     "ensure_dockerignore",
     "ensure_libtorch_image",
     "host_has_gpus",
+    "image_default",
     "images_data",
     "keyed_image",
     "manifest_hash",

@@ -10,8 +10,8 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from fdl.errors import ManifestError, UsageError
@@ -23,7 +23,15 @@ from fdl.manifest import LayerKind, Manifest
 if TYPE_CHECKING:
     from fdl.libtorch import TorchDecision
 
-__all__ = ["DEFAULT_PROFILES", "manifest_hash", "plan_images", "project_name", "slug"]
+__all__ = [
+    "DEFAULT_PROFILES",
+    "ImageDefault",
+    "image_default",
+    "manifest_hash",
+    "plan_images",
+    "project_name",
+    "slug",
+]
 
 # Profiles used when the manifest has no `images:` section.
 DEFAULT_PROFILES: dict[str, dict[str, Any]] = {"dev": {}, "train": {}}
@@ -106,6 +114,72 @@ def plan_images(
     resolve = resolver or project_resolver(resolve_context(manifest.directory))
     planner = _Planner(manifest, resolve, fdl_version or __version__)
     return [planner.plan(name, profiles[name]) for name in (names or list(profiles))]
+
+
+@dataclass(frozen=True)
+class ImageDefault:
+    """The value fdl gives an ``images.<profile>.<field>`` that no layer sets."""
+
+    key: str
+    value: str
+    source: str
+
+
+_DATA_FILE = "fdl/data/images/images.yml"
+
+
+def image_default(manifest: Manifest, key: str) -> ImageDefault | None:
+    """What ``key`` (``images.train.base``) is when no manifest layer sets it, and where
+    that default comes from; None for a key that is not an image field fdl defaults (or a
+    profile that does not plan)."""
+    parts = key.split(".")
+    if len(parts) != 3 or parts[0] != "images" or parts[2] not in _DEFAULTED:
+        return None
+    note = ""
+    try:
+        spec = plan_images(manifest, [parts[1]])[0]
+    except UsageError:  # no variant here: the defaults of a CPU one, said so
+        try:
+            spec = plan_images(manifest, [parts[1]], resolver=_cpu_variant)[0]
+        except (ManifestError, UsageError):
+            return None
+        note = (
+            " (no libtorch variant is active: a CPU one's default; a CUDA one takes nvidia/cuda's)"
+        )
+    except ManifestError:
+        return None
+    value, why = _DEFAULTED[parts[2]](spec)
+    if value is None:
+        return None
+    return ImageDefault(key, str(value), why + (note if parts[2] in ("base", "build-base") else ""))
+
+
+def _cpu_variant(name: str | None) -> VariantRef:
+    return VariantRef(str(name or "cpu"), None, None, None, False, (), "")
+
+
+def _base_source(spec: ImageSpec, role: str) -> str:
+    if spec.variant is None or spec.variant.cuda is None:
+        return f"{_DATA_FILE}: bases.cpu.{role}"
+    return (
+        f"the nvidia/cuda image of CUDA {spec.variant.cuda} (variant {spec.variant.name}; "
+        f"{_DATA_FILE}: bases.cuda_flavours.{role}, fdl/data/compat/cuda.yaml)"
+    )
+
+
+_ROLE = {"dev": "dev", "train": "runtime", "builder": "builder"}
+_DEFAULTED: dict[str, Callable[[ImageSpec], tuple[object, str]]] = {
+    "base": lambda s: (s.base, _base_source(s, _ROLE.get(s.kind, "runtime"))),
+    "build-base": lambda s: (
+        s.build_base,
+        _base_source(s, "build") + ("" if s.variant and s.variant.cuda else " (the base)"),
+    ),
+    "tag": lambda s: (s.tag, "fdl: <name>-<profile>:latest (:<env> under an overlay)"),
+    "user": lambda s: (s.user.name, f"{_DATA_FILE}: users.{s.kind}"),
+    "uid": lambda s: (s.user.uid, f"{_DATA_FILE}: users.{s.kind}"),
+    "workdir": lambda s: (s.workdir, f"{_DATA_FILE}: paths.workdir"),
+    "gpus": lambda s: (s.gpus, "fdl: auto (GPUs when the host has them and the variant is CUDA)"),
+}
 
 
 class _Planner:
