@@ -469,9 +469,10 @@ def toolchain_pin_checks(project: Path, image_setups: Mapping[str, str]) -> list
     return checks
 
 
-def rust_checks(project: Path, runner: Runner) -> list[Check]:
+def rust_checks(project: Path, runner: Runner, *, in_containers: bool = False) -> list[Check]:
     """For a Rust project (a ``Cargo.toml``, as floDl's): cargo and rustc, and whether this
-    rustc knows the crate's edition."""
+    rustc knows the crate's edition. ``in_containers``: every cargo command of the
+    manifest runs in a compose service (mounted, baked), so a host without Rust is fine."""
     manifest = project / "Cargo.toml"
     if not manifest.is_file():
         return []
@@ -486,7 +487,17 @@ def rust_checks(project: Path, runner: Runner) -> list[Check]:
         f"{cargo.reason} {rustc.reason}",
     )
     for name, probe in (("cargo", cargo), ("rustc", rustc)):
-        if probe.value is None:
+        if probe.value is None and in_containers:
+            checks.append(
+                _c(
+                    "toolchain",
+                    name,
+                    Severity.INFO,
+                    f"{probe.reason}: not needed here, the project's cargo commands run in "
+                    "its containers (`docker:` in fdl.yml), which have it",
+                )
+            )
+        elif probe.value is None:
             fix = install
             if missing_pin is not None:
                 fix = (
@@ -591,6 +602,7 @@ def run_diagnose(
     docker: bool = True,
     image_setups: Mapping[str, str] | None = None,
     framework: TorchDecision | None = None,
+    in_containers: bool = False,
 ) -> Diagnosis:
     """Run every check group.
 
@@ -604,6 +616,7 @@ def run_diagnose(
             install is checked against ``rust-toolchain.toml``).
         framework: The torch the project's framework needs (checked against the active
             variant).
+        in_containers: The project's cargo commands all run in compose services.
     """
     run = runner or default_runner()
     env = os.environ if environ is None else environ
@@ -611,7 +624,7 @@ def run_diagnose(
     checks = [*system_checks(context), *gpu_checks(report)]
     checks += toolchain_checks(probe_toolchain(run), report)
     if context.project:
-        checks += rust_checks(context.root, run)
+        checks += rust_checks(context.root, run, in_containers=in_containers)
         checks += toolchain_pin_checks(context.root, image_setups or {})
     if docker:
         checks += docker_checks(run, env)
