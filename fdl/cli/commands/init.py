@@ -55,7 +55,9 @@ def init(
     torch: Annotated[
         str | None,
         typer.Option(
-            "--torch", help="PyTorch version of its libtorch (default: the newest known)."
+            "--torch",
+            help="PyTorch version of its libtorch (default: flodl, the one its floDl "
+            "compiles against; cpp, the newest known).",
         ),
     ] = None,
     example: Annotated[
