@@ -384,6 +384,29 @@ def test_install_cuda_wheel_without_nvidia_warns(fdl, machine, tmp_path: Path) -
     assert json.loads(again.stdout)["installed"] is False
 
 
+def test_install_of_a_cuda_wheel_warns_about_gpus_it_does_not_cover(
+    fdl, machine, tmp_path: Path
+) -> None:
+    """A cu128 wheel on a GTX 1060 (sm_61): `download` warns before installing; a wheel's
+    build is known once installed, and the same words follow (issue 34, point 14)."""
+    from tests.support.libtorch_trees import torch_wheel
+
+    machine.gpus("6.1", "12.0")
+    wheel = torch_wheel(
+        tmp_path / "torch-2.14.1-cp311-cp311-linux_x86_64.whl",
+        "2.14.1",
+        cuda="12.8",
+        cubins=[70, 75, 80, 86, 90, 100, 120],
+    )
+    result = fdl("libtorch", "install", "--from-wheel", str(wheel), "--no-nvidia")
+    assert result.exit_code == 0, result.stderr
+    assert "warning: precompiled/cu128 has no code for sm_61" in result.stderr
+    assert "fix: fdl libtorch build --archs 6.1,12.0" in result.stderr
+    machine.gpus("12.0")
+    again = fdl("libtorch", "install", "--from-wheel", str(wheel), "--no-nvidia")
+    assert again.exit_code == 0 and "has no code" not in again.stderr
+
+
 def test_install_from_dir_adopts_a_tree(fdl, machine, tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "mylibtorch", "2.13.0+cpu")
     result = fdl("libtorch", "install", "--from-dir", str(tree), "--json")
