@@ -5,29 +5,26 @@ quick start copied under another name").
 
 In the clone: `fdl setup --dry-run`, the build plan (`fdl build --dry-run`), the
 training's dry run and `fdl ci check`, reading what the user reads; the images, the CI
-matrix and the generated files keep the recorded name `my-model`, never `p3`. The slow
-test then builds and trains for real in the clone on the CPU libtorch from PyPI's wheel
-(the tests' cache; it skips locally and fails in CI without it).
+matrix and the generated files keep the recorded name `my-model`, never `p3`. The real
+build and training of the same project on the CPU libtorch is test_init_cpp.py's (a
+clone here compiled the same program again: 6.8 min measured on the shared 2 cores, for
+nothing the name changes).
 
-Cost: the dry-run journey ~3 s; the real build and training ~2-4 min on 2 cores (a
-libtorch C++ program compiled by CMake), plus the CPU view's install when it is not in
-the tests' cache yet.
+Cost: ~3 s.
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.support.images import cpu_variant_from_wheel, link_variant, make_variant
+from tests.support.images import make_variant
 
 NAME = "my-model"
 QUICKSTART = ["init", NAME, "--template", "cpp", "--mode", "native", "--torch", "2.13.0", "--yes"]
-LOSS = re.compile(r"^step (\d+) loss ([0-9.eE+-]+)$", re.M)
 
 
 def _git(*args: str, cwd: Path) -> None:
@@ -87,23 +84,3 @@ def test_the_quick_start_cloned_under_another_name(tmp_path: Path, run_fdl) -> N
     rendered = run_fdl(["image", "render", "train"], cwd=clone)
     assert f'org.opencontainers.image.title="{NAME}-train"' in rendered.stdout
     assert "p3" not in rendered.stdout
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git (scripts/setup-machine.sh)")
-@pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake (setup-machine.sh)")
-def test_the_clone_builds_and_trains_on_the_cpu_libtorch(
-    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, fdl_process
-) -> None:
-    variant = cpu_variant_from_wheel(tmp_path_factory.mktemp("cpu-view"))
-    clone = _cloned(tmp_path, fdl_process)
-    link_variant(variant, clone)
-    built = fdl_process(["build"], cwd=clone, timeout=900)
-    assert built.exit_code == 0, built.output[-3000:]
-    trained = fdl_process(
-        ["train", "--", "--steps", "40", "--log-every", "10"], cwd=clone, timeout=300
-    )
-    assert trained.exit_code == 0, trained.output[-3000:]
-    losses = [float(value) for _, value in LOSS.findall(trained.stdout)]
-    assert losses and losses[-1] < 0.5 * losses[0], trained.stdout[-2000:]
-    assert "trained 40 steps" in trained.stdout
