@@ -271,20 +271,25 @@ def prepare(
     if (
         nested is not None
         and nested.data.get("entry")
-        and (asks_itself(nested) or resolution.refresh_schema)
+        and (asks_itself(nested, help_only=resolution.help) or resolution.refresh_schema)
     ):
         if resolution.dry_run and not resolution.refresh_schema:
             schema = _schema_for_dry_run(nested, resolution.notes)
         else:
             probe = _prober(resolution, root, environ, overlay, runner)
             schema = effective_schema(
-                nested, probe, refresh=resolution.refresh_schema, on_warning=resolution.notes.append
+                nested,
+                probe,
+                refresh=resolution.refresh_schema,
+                on_warning=resolution.notes.append,
+                ask_for_help=resolution.help,
             )
         resolution.nested = with_schema(nested, schema)
         if resolution.refresh_schema:
             return Invocation(resolution, None)
     elif nested is not None and nested.data.get("entry"):
-        # cargo or docker: not asked unless --refresh-schema, but what it answered then is used
+        # not asked (a run of an entry without compile: true; help of a cargo or docker
+        # entry) unless --refresh-schema, but what it answered then is used
         cached = cached_schema(nested)
         if cached is not None:
             resolution.nested = with_schema(nested, cached)

@@ -9,10 +9,11 @@ entry's program (its size and modification time; for ``cargo`` entries the crate
 is asked again. A probe that fails or prints no JSON object leaves the inline ``schema:``
 in use, with a warning. Probing happens when the command runs or its help is asked for,
 and for ``--refresh-schema`` and ``fdl schema refresh``; never for ``fdl --help``,
-completion or ``--dry-run``, which read the cache only. An entry that is not ``cargo``
-is asked the same way without ``compile: true`` (as floDl's CLI does: floDl's benchmarks
-manifest promises that ``fdl bench --help`` shows run.sh's flags); a ``cargo`` entry
-without it is asked only on ``--refresh-schema``, but a fresh cache is used for it too.
+completion or ``--dry-run``, which read the cache only. An entry that runs here and is
+not ``cargo`` is asked for its help without ``compile: true`` (as floDl's CLI does:
+floDl's benchmarks manifest promises that ``fdl bench --help`` shows run.sh's flags),
+never for a run; other entries without it are asked only on ``--refresh-schema``, and a
+fresh cache is used for every entry.
 
 What the cache and the probe give is bounded: a cache file is read only when it is a
 regular file of at most MAX_CACHE_BYTES, nested at most MAX_DEPTH deep, and passes the
@@ -327,16 +328,19 @@ def _checked(data: dict[str, Any], invocation: str) -> dict[str, Any]:
     return data
 
 
-def asks_itself(nested: Manifest) -> bool:
-    """Whether fdl asks ``<entry> --fdl-schema`` by itself: ``compile: true``, or an entry
-    that runs here and is not ``cargo`` (floDl's CLI probes those unasked: floDl's
-    benchmarks, ``entry: bash run.sh``, show run.sh's flags in ``fdl bench --help``). A
+def asks_itself(nested: Manifest, *, help_only: bool = False) -> bool:
+    """Whether fdl asks ``<entry> --fdl-schema`` by itself: ``compile: true``, or, for
+    ``--help`` only (``help_only``), an entry that runs here and is not ``cargo``
+    (floDl's CLI probes those unasked: floDl's benchmarks, ``entry: bash run.sh``, show
+    run.sh's flags in ``fdl bench --help``). Help waits HELP_PROBE_SECONDS; a run never
+    asks such an entry unasked, since one that ignores the flag would run in full. A
     ``cargo`` entry would build first and a ``docker:`` one start a container, so they
     wait for ``compile: true`` or ``--refresh-schema`` (help says so)."""
-    entry = str(nested.data.get("entry") or "")
     if nested.data.get("compile"):
         return True
-    return not nested.data.get("docker") and not entry.lstrip().startswith("cargo ")
+    entry = str(nested.data.get("entry") or "")
+    here = not nested.data.get("docker") and not entry.lstrip().startswith("cargo ")
+    return help_only and here
 
 
 def effective_schema(
@@ -345,6 +349,7 @@ def effective_schema(
     *,
     refresh: bool = False,
     on_warning: Callable[[str], None] | None = None,
+    ask_for_help: bool = False,
 ) -> dict[str, Any] | None:
     """The schema that applies to ``nested``'s entry: with ``compile: true`` the probed one
     (cached), else (or when the probe fails, with a warning) the inline ``schema:``.
@@ -353,9 +358,10 @@ def effective_schema(
         probe: Runs ``<entry> --fdl-schema`` where the entry runs; returns (schema, the
             invocation shown to people).
         refresh: Probe even when the cache is fresh.
+        ask_for_help: It is for ``--help`` (see :func:`asks_itself`).
     """
     inline = nested.data.get("schema")
-    if not asks_itself(nested) and not refresh:
+    if not asks_itself(nested, help_only=ask_for_help) and not refresh:
         return schema_of(nested)
     if not refresh:
         cached = cached_schema(nested)

@@ -45,6 +45,10 @@ def test_an_entry_that_is_not_cargo_is_asked_by_itself(run_fdl, tmp_path: Path) 
     `fdl bench --help` shows run.sh's flags: floDl's CLI probes such entries unasked, and
     so does fdl (issue 34, point 8)."""
     bench = _project(tmp_path, "sh run.sh", compile_=False)
+    # a run does not ask it unasked: an entry that ignored the flag would run in full
+    ran = run_fdl(["bench", "--rounds", "3"], cwd=tmp_path)
+    assert ran.exit_code == 0, ran.output
+    assert not (bench / ".fdl" / "schema-cache").exists()
     helped = run_fdl(["bench", "--help"], cwd=tmp_path)
     assert helped.exit_code == 0, helped.output
     assert "--rounds" in helped.stdout and "how many rounds" in helped.stdout
