@@ -45,6 +45,7 @@ __all__ = [
     "coverage_fix",
     "cuda_target",
     "cuda_variant_name",
+    "installed_coverage",
     "select_variant",
 ]
 
@@ -416,6 +417,35 @@ def coverage_fix(
             f" --torch {selection.torch_version}" if pinned else ""
         )
     return " ".join(selection.build)
+
+
+def installed_coverage(
+    name: str,
+    cuda: str | None,
+    archs: dict[str, list[str]],
+    gpus: Sequence[Capability],
+    *,
+    torch: str | None = None,
+    driver: str | None = None,
+) -> tuple[str, str] | None:
+    """The warning and fix when a CUDA variant just installed has no code for some of
+    ``gpus`` (``archs``: what its binaries hold, ``{"cubin": [...], "ptx": [...]}``): the
+    same words ``fdl libtorch download`` says before it installs, for installs whose
+    build is known only once installed (a wheel). None when every GPU runs it, or for a
+    CPU build (its plan says it does not use the GPUs)."""
+    from fdl.compat import parse_archs, runs_on
+
+    codes = [*archs.get("cubin", []), *archs.get("ptx", [])]
+    if cuda is None or not gpus or not codes:
+        return None
+    targets = parse_archs(codes)
+    missed = [gpu.sm for gpu in gpus if not runs_on(targets, gpu).ok]
+    if not missed:
+        return None
+    return (
+        f"{name} has no code for {', '.join(missed)}: those GPUs cannot run it",
+        coverage_fix(gpus, torch, driver),
+    )
 
 
 @dataclass(frozen=True)

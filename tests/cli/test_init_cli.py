@@ -637,3 +637,30 @@ def test_add_refuses_what_it_cannot_add(tmp_path: Path, run_fdl) -> None:
     unknown = run_fdl(["add", "pandas"], cwd=tmp_path / "c")
     assert unknown.exit_code == 2 and "unknown target 'pandas'" in unknown.stderr
     assert list((tmp_path / "plain").iterdir()) == []
+
+
+def test_flodls_mode_flags_are_aliases_of_mode(tmp_path: Path, run_fdl) -> None:
+    """floDl's `fdl init x --native` / `--docker` (issue 34, point 8): typer suggested
+    `--update` and `--driver` for them."""
+    cpp = ["-t", "cpp", "--torch", "2.13.0"]
+    native = run_fdl(["init", "n", "--native", *cpp], cwd=tmp_path)
+    assert native.exit_code == 0, native.output
+    assert "(template cpp, mode native," in native.stdout
+    docker = run_fdl(["init", "d", "--docker", *cpp], cwd=tmp_path)
+    assert docker.exit_code == 0, docker.output
+    assert "(template cpp, mode baked," in docker.stdout
+    both = run_fdl(["init", "b", "--native", "--docker", *cpp], cwd=tmp_path)
+    assert both.exit_code == 2 and "--native and --docker exclude each other" in both.stderr
+    clash = run_fdl(["init", "c", "--native", "--mode", "mounted", *cpp], cwd=tmp_path)
+    assert clash.exit_code == 2
+    assert "--native is --mode native, but --mode mounted was given too" in clash.stderr
+
+
+def test_in_a_terminal_a_flodl_project_is_asked_about_flodl_hf(tmp_path: Path) -> None:
+    code, output = _in_terminal(["init", "p", "-m", "native"], tmp_path, b"\ny\n")
+    text = output.decode(errors="replace")
+    assert code == 0, text
+    assert "Include flodl-hf" in text and "[y/N]" in text
+    assert (tmp_path / "p" / "flodl-hf").is_dir()
+    answers = yaml.safe_load((tmp_path / "p" / ".fdl-answers.yml").read_text())["answers"]
+    assert answers["hf"] is True

@@ -76,6 +76,34 @@ def test_uncovered_gpu_of_the_active_variant(context: Context) -> None:
     assert data["summary"]["error"] >= 1
 
 
+def test_json_has_the_keys_flodl_users_script_against(context: Context) -> None:
+    """floDl's docs/cli.md gates CI on `fdl diagnose --json | jq -e '.cuda.devices | length
+    > 0'` and reads `.cuda.devices[] | .sm`; its CLI also emits `system`,
+    `gpus[].vram_bytes`/`arch_compatible` and `libtorch.path/version/cuda/archs/source`
+    (issue 34, point 8)."""
+    install_fake(
+        context, "precompiled/cu130", "2.14.1+cu130", "13.0", cubins=[75, 80, 86, 90, 100, 120]
+    )
+    variants.activate(context, "precompiled/cu130")
+    data = run_diagnose(context, runner=runner("12.0", "6.1"), environ={}, docker=False).to_json()
+    devices = data["cuda"]["devices"]
+    assert len(devices) > 0 and [d["sm"] for d in devices] == ["sm_120", "sm_61"]
+    assert data["cuda"]["driver"] == "580.65"
+    assert [d["arch_compatible"] for d in devices] == [True, False]
+    assert devices[0]["vram_bytes"] == 8192 * 1024 * 1024
+    assert {"os", "cpu", "threads", "ram_gb"} <= set(data["system"])
+    libtorch = data["libtorch"]
+    assert (libtorch["path"], libtorch["version"], libtorch["cuda"]) == (
+        "precompiled/cu130",
+        "2.14.1",
+        "13.0",
+    )
+    assert libtorch["source"] == "download" and "12.0" in libtorch["archs"].split()
+    # On a CPU machine the gate finds an empty list, not a missing key.
+    cpu_only = run_diagnose(context, runner=runner(), environ={}, docker=False).to_json()
+    assert cpu_only["cuda"]["devices"] == []
+
+
 def test_no_active_variant_points_to_setup(context: Context) -> None:
     result = run_diagnose(context, runner=runner(), environ={}, docker=False)
     check = find(result, "libtorch", "active")

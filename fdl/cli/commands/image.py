@@ -208,7 +208,7 @@ def run(
     Example: fdl image run train -- --steps 100
     """
     from fdl.engine import default_engine
-    from fdl.images import host_has_gpus, plan_images, plan_run, prepare_mounts
+    from fdl.images import host_has_gpus, plan_images, plan_run, prepare_mounts, stale_image
 
     session: Session = ctx.obj
     spec = plan_images(session.manifest(), [profile])[0]
@@ -218,10 +218,13 @@ def run(
             hint=f"use the compose service instead: docker compose run --rm {profile} <command>",
         )
     engine = default_engine()
+    env = f"--env {session.env} " if session.env else ""
+    build = f"fdl {env}image build {profile}"
     if not engine.image_exists(spec.tag):
-        raise UsageError(
-            f"image {spec.tag} is not built", hint=f"build it first: fdl image build {profile}"
-        )
+        raise UsageError(f"image {spec.tag} is not built", hint=f"build it first: {build}")
+    stale = stale_image(spec, engine.inspect_image(spec.tag).labels)
+    if stale is not None:
+        raise UsageError(stale, hint=f"build it from this manifest first: {build}")
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     plan = plan_run(
         spec,

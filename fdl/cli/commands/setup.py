@@ -22,7 +22,13 @@ app = group("setup")
 def setup(
     ctx: typer.Context,
     yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Do it without asking (non-interactive).")
+        bool,
+        typer.Option(
+            "--yes",
+            "-y",
+            "--non-interactive",
+            help="Do it without asking (--non-interactive: floDl's name for it).",
+        ),
     ] = False,
     torch: Annotated[
         str | None,

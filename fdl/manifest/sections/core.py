@@ -154,6 +154,14 @@ def commands_spec(description: str) -> MapOf:
 
 
 SECTIONS: dict[str, Spec] = {
+    "name": Str(
+        "The project's name (image names, CI tags, job names); `fdl init` records it. "
+        "Without it, the directory's name is used, so a clone under another name "
+        "would build other images.",
+        pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+        example="my-model",
+        rule="letters, digits, '_', '.' and '-', starting with a letter or digit",
+    ),
     "description": Str("What this project is (shown in `fdl --help`)."),
     "cluster": MapOf(
         AnyValue(),
