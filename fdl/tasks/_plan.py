@@ -300,6 +300,24 @@ class _Planner:
         return DEFAULT_CONTAINER_ROOT if relative == "." else f"{DEFAULT_CONTAINER_ROOT}/{relative}"
 
 
+def _check_framework(planner: _Planner, root: Manifest, state: LibtorchState) -> None:
+    """Refuse (a note when not ``strict``) a run on this machine whose exported libtorch
+    the project's framework cannot compile against: said before cargo or CMake start."""
+    from fdl.tasks._framework_check import framework_refusal
+
+    try:
+        refusal = framework_refusal(root, state, planner.resolution.name)
+    except ManifestError as exc:  # libtorch.torch contradicts the framework: the
+        # libtorch commands refuse it at its line; a project command only says so
+        planner.notes.append(f"{exc}; the libtorch release is not checked")
+        return
+    if refusal is None:
+        return
+    if planner.strict:
+        raise refusal
+    planner.notes.append(f"{refusal.message}; fix: {refusal.hint}")
+
+
 def build_plan(
     resolution: Resolution,
     script: str,
@@ -351,6 +369,7 @@ def build_plan(
     if service:
         argv, cwd, env, wrap = planner.docker(service, text, args, state)
     else:
+        _check_framework(planner, root, state)
         argv, cwd, env = planner.host(text, args, state)
     description = resolution.spec.get("description")
     if not description and resolution.nested is not None and resolution.kind is not Kind.PRESET:
