@@ -319,7 +319,8 @@ def load_toml(text: str) -> dict[str, Any]:
     Python 3.11, tomli before it.
 
     Raises:
-        ValueError: not valid TOML (the parser's ``TOMLDecodeError``, a ValueError).
+        ValueError: not valid TOML (the parser's ``TOMLDecodeError``, a ValueError), or
+            nested more deeply than the parser can follow.
     """
     import sys
 
@@ -327,4 +328,7 @@ def load_toml(text: str) -> dict[str, Any]:
         import tomllib
     else:  # Python 3.10
         import tomli as tomllib
-    return tomllib.loads(text)
+    try:
+        return tomllib.loads(text)
+    except RecursionError:
+        raise ValueError("its arrays or tables are nested too deeply to read") from None

@@ -279,6 +279,9 @@ class SubprocessRunner:
         return shutil.which(program)
 
 
+_EXITED_GRACE = 0.5  # seconds the pipes may stay open once the program has exited
+
+
 def _run_bounded(
     args: list[str],
     cwd: Path | None,
@@ -307,6 +310,9 @@ def _run_bounded(
     deadline = None if timeout is None else time.monotonic() + timeout
     buffers: dict[int, bytearray] = {}
     problem = ""
+    # Once the program has exited, what it printed is in the pipes; a child it left behind
+    # (`sleep 300 &`) may hold them open for ever: read on for a moment, then stop.
+    grace: float | None = None
     try:
         if input is not None and proc.stdin is not None:
             with contextlib.suppress(OSError):
@@ -318,11 +324,19 @@ def _run_bounded(
                 buffers[stream.fileno()] = bytearray()
                 selector.register(stream, selectors.EVENT_READ)
             while selector.get_map() and not problem:
-                left = None if deadline is None else deadline - time.monotonic()
+                now = time.monotonic()
+                if grace is None and proc.poll() is not None:
+                    grace = now + _EXITED_GRACE
+                if grace is not None and now >= grace:
+                    break
+                left = None if deadline is None else deadline - now
                 if left is not None and left <= 0:
                     problem = f"`{' '.join(args)}` did not finish within {timeout:g} s"
                     break
-                for key, _ in selector.select(left):
+                wait = min(
+                    x for x in (left, 0.1 if grace is None else grace - now, 0.1) if x is not None
+                )
+                for key, _ in selector.select(wait):
                     chunk = os.read(key.fd, 1 << 16)
                     if not chunk:
                         selector.unregister(key.fileobj)
@@ -338,10 +352,11 @@ def _run_bounded(
             except subprocess.TimeoutExpired:
                 problem = f"`{' '.join(args)}` did not finish within {timeout:g} s"
     finally:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        # The whole group, always: the program's children too, even once it has exited
+        # (and on an interrupt or SIGTERM of fdl, which arrive here as exceptions).
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()

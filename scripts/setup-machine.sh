@@ -60,6 +60,28 @@ if [ ! -x "$TOOLS/cuda/bin/cuobjdump" ] && command -v python3 >/dev/null; then
   rm -rf "$scratch"
 fi
 
+# The linters of the project's GitHub workflows (tests/integration/test_workflows.py; they
+# skip without them, fail in CI): actionlint, built by `go install` through the Go module
+# proxy, and check-jsonschema (GitHub's workflow schema is vendored in it) in a venv of its
+# own. Idempotent.
+if [ ! -x "$TOOLS/bin/actionlint" ]; then
+  go_bin="$(command -v go || echo /usr/local/go/bin/go)"
+  if [ -x "$go_bin" ]; then
+    log "installing actionlint into $TOOLS/bin"
+    mkdir -p "$TOOLS/bin"
+    GOBIN="$TOOLS/bin" "$go_bin" install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 >/dev/null 2>&1 \
+      || log "warning: actionlint could not be built (the workflow tests skip)"
+  else
+    log "warning: no go to build actionlint with (the workflow tests skip)"
+  fi
+fi
+if [ ! -x "$TOOLS/check-jsonschema/bin/check-jsonschema" ] && command -v python3 >/dev/null; then
+  log "installing check-jsonschema into $TOOLS/check-jsonschema"
+  { python3 -m venv "$TOOLS/check-jsonschema" \
+    && "$TOOLS/check-jsonschema/bin/pip" install --quiet "check-jsonschema==0.39.0"; } >/dev/null 2>&1 \
+    || log "warning: check-jsonschema could not be installed (the workflow tests skip)"
+fi
+
 # CUDA 13.0's nvcc from NVIDIA's wheels (no toolkit installer): nvcc, cicc (nvvm), the
 # crt and runtime headers with libcudart, and CCCL (cuda_fp16.h includes <nv/target>),
 # laid out as a toolkit in $CUDA_ROOT, /usr/local/cuda -> it, and /usr/local/bin/nvcc a

@@ -66,6 +66,16 @@ def plan_matrix(
                 resolver=lambda _name, ref=variant.ref: ref,  # type: ignore[misc]
                 fdl_version=version,
             )[0]
+            if spec.host_rust:
+                raise located(
+                    manifest,
+                    f"images.{profile}.toolchain",
+                    "`host` mounts the Rust of the machine that builds, which a CI runner "
+                    "building this matrix does not have",
+                    hint=f"keep `toolchain: setup` in the manifest and ask for the host's Rust "
+                    f"on this machine only: fdl --set images.{profile}.toolchain=host image "
+                    f"build {profile}",
+                )
             cells.append(_cell(manifest, config, variant, spec))
     _check_unique(manifest, variants, cells)
     return Matrix(config, variants, tuple(cells), version)

@@ -24,6 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import FrameType
+    from typing import Any
 
     from fdl.cli._session import Session
 
@@ -41,8 +42,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         options, rest = parse_globals(args)
         console = from_environment(options.verbosity, options.no_color)
-        if options.version:
-            console.out(f"fdl {__version__}")
+        if options.version or (not options.help and rest in (["version"], ["version", "--json"])):
+            # A version is instant: neither typer nor the manifest is loaded for it.
+            if rest[1:] == ["--json"]:
+                console.json({"version": __version__})
+            else:
+                console.out(f"fdl {__version__}")
             return 0
         fast = try_fast_path(options, rest, console)
         if fast is not None:
@@ -65,23 +70,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return complete(session, rest[1:])
         name, tail = rest[0], rest[1:]
-        if name in BUILTINS and not _project_command_wins(session, name, tail):
-            import signal
+        import signal
 
-            # Restored after: a caller running fdl in its own process (the tests) keeps its
-            # own handlers.
-            previous = (
-                signal.signal(signal.SIGINT, _interrupt),
-                signal.signal(signal.SIGTERM, _terminate),
-            )
-            try:
+        # SIGINT/SIGTERM become exceptions, so what fdl started (a schema probe before a
+        # project command, a build) is ended on the way out; while a project command runs
+        # in the foreground, its signals are forwarded to it instead (fdl._foreground).
+        # Restored after: a caller running fdl in its own process (the tests) keeps its own.
+        previous = (
+            signal.signal(signal.SIGINT, _interrupt),
+            signal.signal(signal.SIGTERM, _terminate),
+        )
+        try:
+            if name in BUILTINS and not _project_command_wins(session, name, tail):
                 return _run_builtin(name, tail, session)
-            finally:
-                signal.signal(signal.SIGINT, previous[0])
-                signal.signal(signal.SIGTERM, previous[1])
-        from fdl.cli._project import run_project_command
+            from fdl.cli._project import run_project_command
 
-        return run_project_command(session, name, tail)
+            return run_project_command(session, name, tail)
+        finally:
+            signal.signal(signal.SIGINT, previous[0])
+            signal.signal(signal.SIGTERM, previous[1])
     except FdlError as error:
         if _wants_json(rest):
             console.json({"error": error_json(error)})
@@ -268,6 +275,43 @@ def _project_command_wins(session: Session, name: str, tail: list[str]) -> bool:
     return True
 
 
+def _placeholders(command: object) -> None:
+    """One placeholder style in every built-in's help, as the README writes them: a value
+    option or an argument without its own metavar shows its name in capitals (`--torch
+    TORCH`, `NAME`), not click's type names (`<str>`, `<path>`, `<name>`); sub-command
+    lists show whole first paragraphs."""
+    for param in getattr(command, "params", ()):
+        if getattr(param, "metavar", "") is not None or getattr(param, "is_flag", False):
+            continue
+        if getattr(param, "count", False) or getattr(param, "name", None) is None:
+            continue
+        choices = getattr(getattr(param, "type", None), "choices", None)
+        if choices:
+            continue  # click shows the choices themselves
+        param.metavar = str(param.name).upper()
+        if getattr(param, "param_type_name", "") == "argument":
+            _plain_usage(param)
+    for child in (getattr(command, "commands", None) or {}).values():
+        _placeholders(child)
+        # a group's list of sub-commands shows each one's first paragraph whole (the
+        # formatter wraps it), never click's 45-character cut mid-phrase
+        help_text = getattr(child, "help", None)
+        if help_text and not getattr(child, "short_help", None):
+            child.short_help = " ".join(help_text.split("\n\n", 1)[0].split())
+
+
+def _plain_usage(argument: Any) -> None:
+    """The usage line shows ``NAME`` (required) or ``[NAME]``, as the README does, not
+    typer's ``{NAME}``."""
+    label = str(argument.metavar) + ("..." if argument.nargs == -1 else "")
+    text = label if argument.required else f"[{label}]"
+
+    def make_metavar(ctx: object = None, *, usage: bool = False) -> str:
+        return text if usage else str(argument.metavar)
+
+    argument.make_metavar = make_metavar
+
+
 def _run_builtin(name: str, tail: list[str], session: Session) -> int:
     """Run a built-in group's typer app with the session as click's context object.
 
@@ -285,6 +329,7 @@ def _run_builtin(name: str, tail: list[str], session: Session) -> int:
     if not isinstance(module.app, typer.Typer):  # `fdl run` takes its arguments unparsed
         return int(module.app(args=tail, prog_name=f"fdl {name}", obj=session) or 0)
     command = typer.main.get_command(module.app)
+    _placeholders(command)
     try:
         result = command.main(
             args=tail, prog_name=f"fdl {name}", standalone_mode=False, obj=session

@@ -7,6 +7,10 @@ from pathlib import Path
 
 from fdl.cli._session import Session
 
+TYPE_CHECKING = False  # typing stays out of the fast path
+if TYPE_CHECKING:
+    from fdl.images import ImageDefault
+
 __all__ = ["explain", "layers", "schema", "show", "validate"]
 
 
@@ -33,11 +37,36 @@ def explain(
     from fdl.manifest.render import explain_data, render_explain
 
     manifest = session.manifest(env)
+    if key is not None and manifest.get(key) is None:
+        from fdl.images import image_default
+
+        default = image_default(manifest, key)
+        if default is not None:  # no layer sets it: fdl's default applies, from its data
+            return _explain_default(session, default, as_json=as_json)
     explanations = manifest.explain(key)
     if as_json:
         session.console.json(explain_data(explanations, show_secrets=show_secrets))
     else:
         session.console.out(render_explain(explanations, show_secrets=show_secrets), end="")
+    return 0
+
+
+def _explain_default(session: Session, default: ImageDefault, *, as_json: bool) -> int:
+    if as_json:
+        session.console.json(
+            [
+                {
+                    "key": default.key,
+                    "value": default.value,
+                    "layer": "default",
+                    "source": default.source,
+                }
+            ]
+        )
+        return 0
+    session.console.out(f"{default.key} = {default.value}")
+    session.console.out("  set by        fdl's default  (no layer sets it)")
+    session.console.out(f"  from          {default.source}")
     return 0
 
 

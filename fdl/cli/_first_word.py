@@ -10,7 +10,9 @@ also a command (a built-in or one of the project's), the words decide, never sil
 - otherwise the command runs (``fdl ci generate``, ``fdl ci``, ``fdl ci --help``).
 
 A note says which reading was taken whenever the next word is a command, so the other
-is one explicit form away (``fdl @WORD ...`` or ``fdl run WORD ...``). An explicit
+is one explicit form away (``fdl @WORD ...`` or ``fdl run WORD ...``), except for a
+built-in's own sub-command when the project has no command of that name (``fdl ci
+check`` beside fdl.ci.yml and a project command ``check``: the documented reading). An explicit
 selection (``--env``, ``@NAME``, ``$FDL_ENV``) turns the form off, as in floDl's CLI.
 """
 
@@ -97,6 +99,11 @@ def apply_first_word(session: Session, rest: list[str]) -> list[str]:
         session, word, commands
     )
     what = "the built-in" if word in BUILTINS and word not in commands else "a command"
+    if takes and word not in commands:
+        # `fdl ci check` where `ci` is only fdl's built-in: its own sub-command is the
+        # documented reading, said on every run it would only be noise (`fdl @ci check`
+        # is the explicit form of the other).
+        return rest
     if takes:
         session.console.note(
             f"`{word}` is {what} and an environment ({overlay.name}): running the command "

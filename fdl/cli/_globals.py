@@ -23,6 +23,7 @@ GLOBAL_OPTIONS_HELP = [
     ("-v, --verbose", "more output (repeat for more); tracebacks for internal errors"),
     ("-q, --quiet", "only errors and results"),
     ("--no-color, --no-ansi", "no colours (also $NO_COLOR)"),
+    ("--no-append", "leave out a project command's `append:` (as after its name)"),
     ("-V, --version", "print the version and exit"),
     ("-h, --help", "show this help (`fdl <command> --help` for a command)"),
 ]
@@ -41,6 +42,7 @@ _FLAGS = [
     "--quiet",
     "--no-color",
     "--no-ansi",
+    "--no-append",
     "--version",
     "--help",
     "-v",
@@ -61,6 +63,7 @@ class GlobalOptions:
         self.sets: list[str] = []
         self.verbosity = 1
         self.no_color = False
+        self.no_append = False
         self.version = False
         self.help = False
 
@@ -134,6 +137,8 @@ def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
             options.verbosity = 0
         elif token in ("--no-color", "--no-ansi"):  # --no-ansi: floDl's name for it
             options.no_color = True
+        elif token == "--no-append":  # floDl's place for it: before the command
+            options.no_append = True
         elif token in ("-V", "--version"):
             options.version = True
         elif token in ("-h", "--help"):

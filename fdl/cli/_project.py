@@ -49,7 +49,14 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
     from fdl.tasks import execute, prepare, render_script
 
     environ = _with_verbosity(session)
-    invocation = prepare(manifest, name, args, environ=environ, overlay=session.env)
+    invocation = prepare(
+        manifest,
+        name,
+        args,
+        environ=environ,
+        overlay=session.env,
+        no_append=session.options.no_append,
+    )
     if invocation.action == "refresh-schema":
         return _report_refresh(session, invocation)
     if invocation.action == "help":

@@ -19,13 +19,16 @@ __all__ = [
     "CudaImage",
     "DriverCheck",
     "HostCompilers",
+    "PtxJitFloor",
     "Toolkit",
     "check_driver",
+    "check_gpu_driver",
     "choose_toolkit",
     "compilable_toolkits",
     "host_compilers",
     "image_tag",
     "ptx_jit_driver",
+    "ptx_jit_floor",
     "toolkit",
     "toolkits",
     "uncompilable_reason",
@@ -119,12 +122,28 @@ class Toolkit:
 
 @dataclass(frozen=True)
 class DriverCheck:
-    """Whether a driver can run code from a toolkit."""
+    """Whether a driver can run code from a toolkit.
+
+    Attributes:
+        gpu_floor: The floor that failed is a GPU's own (no driver before R570 knows
+            Blackwell): no toolkit, older or newer, helps; only a newer driver does.
+    """
 
     ok: bool
     driver: str
     required: str
     reason: str
+    gpu_floor: bool = False
+
+    @property
+    def fix(self) -> str:
+        """What to do when not ``ok``: the driver to install, and why nothing else helps."""
+        if self.gpu_floor:
+            return (
+                f"upgrade the NVIDIA driver to {self.required} or newer (no libtorch, of any "
+                "CUDA, runs on that GPU with an older driver)"
+            )
+        return f"upgrade the NVIDIA driver to {self.required} or newer"
 
 
 def _resolve(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -262,12 +281,63 @@ def host_compilers(cuda: str) -> HostCompilers:
     return toolkit(cuda).compilers
 
 
+@dataclass(frozen=True)
+class PtxJitFloor:
+    """The oldest driver that JIT-compiles a toolkit's PTX.
+
+    Attributes:
+        driver: The driver version.
+        toolkit: The toolkit whose own driver this is: the asked one, or the newest older
+            one when the tables do not know the asked one's (a floor never falls with a
+            newer toolkit, so that is a lower bound).
+        verified: Read from a primary source (the table row says so).
+    """
+
+    driver: str
+    toolkit: str
+    verified: bool
+
+
+def ptx_jit_floor(cuda: str) -> PtxJitFloor | None:
+    """The toolkit's own (GA) driver, or, when the table has no value for it, the newest
+    older toolkit's (never lower); None when no toolkit at or below it has one."""
+    table = load_table("cuda").get("ptx_jit_driver", {})
+    rows = table.get("versions") or {}
+    wanted = version_key(toolkit(cuda).version)
+    found: PtxJitFloor | None = None
+    for version, row in sorted(rows.items(), key=lambda item: version_key(str(item[0]))):
+        if version_key(str(version)) > wanted:
+            break
+        value = row.get("min") if isinstance(row, Mapping) else row
+        if value:
+            trusted = verified(table) and verified(row if isinstance(row, Mapping) else None)
+            found = PtxJitFloor(str(value), str(version), trusted)
+    return found
+
+
 def ptx_jit_driver(cuda: str) -> str | None:
     """The toolkit's own (GA) driver: the oldest that JIT-compiles its PTX (minor-version
-    compatibility does not cover PTX); None when the table does not know it."""
-    versions = load_table("cuda").get("ptx_jit_driver", {}).get("versions") or {}
-    found = versions.get(toolkit(cuda).version)
-    return str(found) if found else None
+    compatibility does not cover PTX); for a toolkit whose own driver the tables do not
+    know, the newest older toolkit's (:func:`ptx_jit_floor`); None when none is known."""
+    floor = ptx_jit_floor(cuda)
+    return floor.driver if floor else None
+
+
+def check_gpu_driver(driver: str, gpus: Iterable[Capability]) -> DriverCheck:
+    """Whether an NVIDIA driver supports these GPUs at all, whatever toolkit built the code:
+    each GPU's ``driver_min`` in ``archs.yaml`` (R570 for Blackwell). The one rule that
+    ``fdl diagnose``'s GPU lines, ``fdl setup``, ``libtorch build``/``download``, deploy's
+    placement and ``fdl init`` ask."""
+    need: str | None = None
+    why = ""
+    for gpu in sorted(set(gpus)):
+        floor = gpu_driver_floor(gpu)
+        if floor is not None and (need is None or version_key(floor) > version_key(need)):
+            need = floor
+            why = f"{gpu.label()} needs driver >= {floor} (no older driver supports it)"
+    if need is None or version_key(driver) >= version_key(need):
+        return DriverCheck(True, driver, need or "", f"driver {driver} supports these GPUs")
+    return DriverCheck(False, driver, need, f"{why}, this one is {driver}", gpu_floor=True)
 
 
 def check_driver(
@@ -283,23 +353,29 @@ def check_driver(
     """
     kit = toolkit(cuda)
     need, why = kit.driver_min, f"CUDA {kit.version} needs driver >= {kit.driver_min}"
+    gpu_bound = False
     for gpu in sorted(set(gpus)):
         floor = gpu_driver_floor(gpu)
         if floor is not None and version_key(floor) > version_key(need):
-            need = floor
+            need, gpu_bound = floor, True
             why = f"{gpu.label()} needs driver >= {floor} (no older driver supports it)"
-    jit = ptx_jit_driver(kit.version) if ptx else None
-    if jit is not None and version_key(jit) > version_key(need):
-        need = jit
+    jit = ptx_jit_floor(kit.version) if ptx else None
+    if jit is not None and version_key(jit.driver) > version_key(need):
+        need, gpu_bound = jit.driver, False
+        own = (
+            f">= {jit.driver}"
+            if jit.toolkit == kit.version
+            else f"(not in fdl's tables), at least CUDA {jit.toolkit}'s >= {jit.driver}"
+        )
         why = (
-            f"PTX JIT of CUDA {kit.version} code needs that toolkit's own driver >= {jit} "
+            f"PTX JIT of CUDA {kit.version} code needs that toolkit's own driver {own} "
             "(minor-version compatibility covers cubins, not PTX)"
         )
     ok = version_key(driver) >= version_key(need)
     reason = (
         f"driver {driver} runs CUDA {kit.version} code" if ok else f"{why}, this one is {driver}"
     )
-    return DriverCheck(ok, driver, need, reason)
+    return DriverCheck(ok, driver, need, reason, gpu_floor=gpu_bound and not ok)
 
 
 def image_tag(cuda: str, flavour: str = "runtime", ubuntu: str | None = None) -> str:

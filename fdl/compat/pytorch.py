@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fdl.compat._data import (
     CompatDataError,
@@ -25,6 +25,9 @@ from fdl.compat.cuda import check_driver, compilable_toolkits, uncompilable_reas
 from fdl.compat.rules import Match, Verdict, covers
 from fdl.errors import UsageError
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 __all__ = [
     "BuildConstraints",
     "Observation",
@@ -36,6 +39,8 @@ __all__ = [
     "buildable_toolkits",
     "choose_variant",
     "default_torch_version",
+    "learned_path",
+    "learned_release",
     "preferred_toolkit",
     "release",
     "releases",
@@ -124,6 +129,9 @@ class Release:
     variants: tuple[Variant, ...]
     patches_verified: bool = True
     others: tuple[tuple[str, tuple[Variant, ...]], ...] = ()
+    # Not from the reviewed tables: where and when its facts were read (a release newer
+    # than the tables, read from its own artefacts by `python -m fdl.refresh learn`).
+    provenance: str = ""
 
     @property
     def latest(self) -> str:
@@ -311,13 +319,79 @@ def release(version: str | None = None) -> Release:
     known = ", ".join(r.version for r in releases())
     newest = releases()[-1]
     if key and len(key) >= 2 and key[:2] > version_key(newest.version)[:2]:
-        # Newer than the tables: say so, rather than guess its CUDA builds and archs.
+        learned = learned_release(version)
+        if learned is not None:
+            return learned
+        # Newer than the tables and not read from its artefacts: say so, rather than guess
+        # its CUDA builds and archs.
         raise UsageError(
             f"PyTorch {version} is newer than fdl's compatibility tables, which end at "
             f"{newest.latest}: fdl cannot tell which CUDA builds, archs and build rules it has",
-            hint=f"use --torch {newest.latest}, or a newer fdl whose tables know it",
+            hint=(
+                f"use --torch {newest.latest}, or read {version}'s facts from its own wheels "
+                f"on PyPI: python -m fdl.refresh learn {version}"
+            ),
         )
     raise UsageError(f"unknown PyTorch version {version!r}", hint=f"known releases: {known}")
+
+
+def learned_path(version: str) -> Path:
+    """Where fdl's cache keeps the facts of release ``version`` (``2.16``) read from its
+    own artefacts (``<cache>/compat/torch/2.16.json``)."""
+    from fdl.paths import cache_dir
+
+    minor = ".".join(str(p) for p in version_key(version)[:2])
+    return cache_dir() / "compat" / "torch" / f"{minor}.json"
+
+
+def learned_release(version: str) -> Release | None:
+    """The release ``version`` as ``python -m fdl.refresh learn`` read it from its wheels on
+    PyPI and kept it in fdl's cache, with its provenance; None when it was not read.
+
+    Raises:
+        UsageError: the cached file is not one fdl wrote.
+    """
+    import json
+
+    from fdl._files import read_small_text
+
+    path = learned_path(version)
+    text = read_small_text(path)
+    if text is None:
+        return None
+    try:
+        entry = json.loads(text)
+        minor = str(entry["version"])
+        source = entry["source"]
+        learned = Release(
+            version=minor,
+            patches=tuple(str(p) for p in entry["patches"]),
+            source=SourceRequirements(
+                str(source["cmake_min"]),
+                int(source["cxx_standard"]),
+                str(source["python_min"]),
+                False,
+            ),
+            variants=tuple(_variant(minor, v) for v in entry["variants"]),
+            patches_verified=False,
+            others=_platform_variants(minor),
+            provenance=(
+                f"torch {minor}'s facts were read from its artefacts ({entry['read_from']}) on "
+                f"{entry['read_on']} by python -m fdl.refresh learn, not from fdl's reviewed "
+                "tables"
+            ),
+        )
+    except (ValueError, KeyError, TypeError, CompatDataError) as exc:
+        raise UsageError(
+            f"{path}: not the facts of a torch release as fdl keeps them ({exc})",
+            hint=f"read them again: python -m fdl.refresh learn {version}",
+        ) from None
+    if not prefix_matches(version, minor) or sum(v.default for v in learned.variants) != 1:
+        raise UsageError(
+            f"{path}: holds torch {minor}, not {version}, or no single default variant",
+            hint=f"read them again: python -m fdl.refresh learn {version}",
+        )
+    return learned
 
 
 def resolve_torch_version(version: str | None = None) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 
 from fdl._assets import asset_dir, template_environment
 from fdl._files import read_small_text, reason_of
-from fdl.deploy._slurm import sbatch_options
+from fdl.deploy._slurm import sbatch_directive, sbatch_options, slurm_literal
 from fdl.deploy._target import DeployTarget
 from fdl.errors import EnvironmentProblem, UsageError
 
@@ -153,9 +153,14 @@ def plan_build_job(
     job_name = f"fdl-libtorch-build-{target.name}"
     # One node, one task, no GPU: nvcc compiles for archs it does not run on. The job runs
     # in `workdir`: a relative output file is kept beside the job records, as deploy's.
-    output = target.output if target.output.startswith("/") else str(state_dir / target.output)
+    # The project's own path is literal to sbatch (a `%` in it is no filename pattern).
+    output = (
+        target.output
+        if target.output.startswith("/")
+        else f"{slurm_literal(str(state_dir))}/{target.output}"
+    )
     node = replace(target, nodes=1, tasks_per_node=1, gpus_per_node=0, output=output)
-    options = [*sbatch_options(node, job_name), f"--chdir={workdir}"]
+    options = [*sbatch_options(node, job_name), sbatch_directive("chdir", workdir)]
     results = build_job_dir(state_dir)
     command = [*fdl, "libtorch", "build", *argv]
     env = template_environment(asset_dir("templates") / "deploy")

@@ -12,7 +12,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fdl.compat import ArchList, Match, check_driver, parse_archs, runs_on
+from fdl.compat import (
+    ArchList,
+    Match,
+    check_driver,
+    check_gpu_driver,
+    choose_variant,
+    default_torch_version,
+    older_release_covering,
+    parse_archs,
+    parse_capability,
+    release,
+    runs_on,
+    version_key,
+)
 from fdl.deploy._target import DeployTarget, GpuOffer
 from fdl.errors import EnvironmentProblem, UsageError
 
@@ -145,11 +158,47 @@ def _fix(target: DeployTarget, image: ImageArchs, bad: list[GpuVerdict]) -> str:
             f"build a variant with those archs (`fdl libtorch build --archs {wanted}`) "
             "or use an official variant that has them, and rebuild the image"
         )
-    if drivers:
+    floors = [
+        check
+        for v in drivers
+        if v.gpu.driver
+        and not (check := check_gpu_driver(v.gpu.driver, [parse_capability(v.gpu.capability)])).ok
+    ]
+    if floors:
+        # a GPU newer than the nodes' driver: no variant, of any CUDA, runs there
+        # that GPU's floor, or the image's CUDA's when higher
+        needs = [c.required for c in floors]
+        needs += [
+            check_driver(v.gpu.driver, image.cuda).required
+            for v in drivers
+            if image.cuda and v.gpu.driver
+        ]
+        need = max(needs, key=version_key)
         advice.append(
-            "use a variant with an older CUDA (e.g. `fdl libtorch download --cuda 12.6`), "
-            "or update the nodes' driver and its `driver:` in the target"
+            f"update the nodes' NVIDIA driver to {need} or newer ({floors[0].reason}; no "
+            "libtorch of any CUDA runs there before) and its `driver:` in the target"
+        )
+    if len(floors) < len(drivers):
+        advice.append(
+            f"use a variant with an older CUDA ({_older_cuda(drivers)}), or update the nodes' "
+            "driver and its `driver:` in the target"
         )
     if target.kind == "slurm" and target.gpu_type is None and len(target.gpus) > 1:
         advice.append("or pin `gpu-type:` to a GPU the image covers")
     return "; ".join(advice)
+
+
+def _older_cuda(bad: list[GpuVerdict]) -> str:
+    """The official build that has code for these GPUs and runs on their oldest driver
+    (fdl's tables: ``choose_variant``), as the command that gets it."""
+    caps = [parse_capability(v.gpu.capability) for v in bad]
+    drivers = [v.gpu.driver for v in bad if v.gpu.driver]
+    oldest = min(drivers, key=version_key) if drivers else None
+    choice = choose_variant(caps, driver=oldest)
+    if choice.variant is not None and choice.variant.cuda is not None:
+        return f"e.g. `fdl libtorch download --cuda {choice.variant.cuda}`"
+    older = older_release_covering(caps, default_torch_version(), oldest, "linux-x86_64")
+    if older is None:
+        return "one whose CUDA that driver runs"
+    cuda = release(older[0]).variant(older[1]).cuda
+    return f"e.g. `fdl libtorch download --cuda {cuda} --torch {older[0]}`"

@@ -11,37 +11,79 @@ import shlex
 
 from fdl._assets import asset_dir, template_environment
 from fdl.deploy._target import DeployTarget
+from fdl.errors import UsageError
 
-__all__ = ["launcher_argv", "render_sbatch", "sbatch_options"]
+__all__ = [
+    "launcher_argv",
+    "render_sbatch",
+    "sbatch_directive",
+    "sbatch_options",
+    "slurm_literal",
+]
 
 # Variables each runtime passes into the container (docker/podman need them named).
 _RENDEZVOUS = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK")
 
 
+def sbatch_directive(option: str, value: object) -> str:
+    """``--option=value`` as an ``#SBATCH`` line holds it, or a refusal.
+
+    sbatch splits a directive at whitespace and reads ``'`` and ``"`` as quotes; it has no
+    escape for a ``"`` inside quotes, and a line ends the directive. So a value with a
+    control character (a newline would start the job script's next line), a ``"`` or a
+    backslash is refused; one with whitespace or a ``'`` is double-quoted.
+
+    Raises:
+        UsageError: a value that no ``#SBATCH`` line can hold, naming the option.
+    """
+    text = str(value)
+    bad = next((c for c in text if ord(c) < 0x20 or c in '\x7f"\\'), None)
+    if bad is not None:
+        raise UsageError(
+            f"#SBATCH --{option}={text!r}: the value holds {_describe(bad)}, which an "
+            "#SBATCH line cannot carry (sbatch would split it, or run what follows a newline)",
+            hint=f"rename the directory or value without it; for --{option} set on the "
+            "target, change it in fdl.yml's deploy section",
+        )
+    if any(c.isspace() or c == "'" for c in text):
+        return f'--{option}="{text}"'
+    return f"--{option}={text}"
+
+
+def _describe(char: str) -> str:
+    names = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", '"': 'a "'}
+    return names.get(char, "a backslash" if char == "\\" else f"the control character {char!r}")
+
+
+def slurm_literal(path: str) -> str:
+    """``path`` with sbatch's filename patterns (``%j``, ``%x``...) kept literal."""
+    return path.replace("%", "%%")
+
+
 def sbatch_options(target: DeployTarget, job_name: str) -> list[str]:
-    """The ``#SBATCH`` options, in a fixed order."""
-    options = [
-        f"--job-name={job_name}",
-        f"--nodes={target.nodes}",
-        f"--ntasks-per-node={target.tasks_per_node}",
+    """The ``#SBATCH`` options, in a fixed order, each quoted or refused
+    (:func:`sbatch_directive`)."""
+    pairs: list[tuple[str, object]] = [
+        ("job-name", job_name),
+        ("nodes", target.nodes),
+        ("ntasks-per-node", target.tasks_per_node),
     ]
     if target.gpus_per_node:
         if target.gpu_type:
             gres = next(g.type for g in target.gpus if target.gpu_type in (g.type, g.product))
-            options.append(f"--gres=gpu:{gres or target.gpu_type}:{target.gpus_per_node}")
+            pairs.append(("gres", f"gpu:{gres or target.gpu_type}:{target.gpus_per_node}"))
         else:
-            options.append(f"--gpus-per-node={target.gpus_per_node}")
+            pairs.append(("gpus-per-node", target.gpus_per_node))
     if target.cpus_per_task:
-        options.append(f"--cpus-per-task={target.cpus_per_task}")
+        pairs.append(("cpus-per-task", target.cpus_per_task))
     if target.memory:
-        options.append(f"--mem={target.memory}")
+        pairs.append(("mem", target.memory))
     for key in ("time", "partition", "account", "qos"):
         value = getattr(target, key)
         if value:
-            options.append(f"--{key}={value}")
-    options.append(f"--output={target.output}")
-    options.extend(target.sbatch)
-    return options
+            pairs.append((key, value))
+    pairs.append(("output", target.output))
+    return [*(sbatch_directive(k, v) for k, v in pairs), *target.sbatch]
 
 
 def _mount_flags(mounts: tuple[str, ...], flag: str) -> list[str]:

@@ -11,12 +11,19 @@ import os
 import platform
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fdl.checks import Check, Severity, count, worst
-from fdl.compat import ArchList, Target, compilable_toolkits, host_compilers, version_key
+from fdl.compat import (
+    ArchList,
+    Target,
+    check_gpu_driver,
+    compilable_toolkits,
+    host_compilers,
+    version_key,
+)
 from fdl.errors import FdlError
 from fdl.libtorch import TorchDecision, variants, verify_variant
 from fdl.paths import Context
@@ -39,32 +46,91 @@ class Diagnosis:
     checks: tuple[Check, ...]
     active: str | None
     installed: tuple[str, ...]
+    system: Mapping[str, Any] = field(default_factory=dict)
+    variant: variants.VariantInfo | None = None
 
     @property
     def worst(self) -> Severity:
         return worst(self.checks)
 
     def to_json(self) -> dict[str, Any]:
+        """fdl's own keys (``gpus``, ``driver``, ``checks``...) and those floDl's CLI emits
+        and its users script against: ``.cuda.devices`` (floDl's documented CI gate,
+        docs/cli.md), ``system``, ``gpus[].vram_bytes``/``arch_compatible`` and
+        ``libtorch.path``/``version``/``cuda``/``archs``/``source``."""
+        covered = {
+            c.name
+            for c in self.checks
+            if c.group == "libtorch" and c.name.startswith("GPU ") and c.severity is Severity.OK
+        }
+        gpus = [
+            {
+                "index": g.index,
+                "name": g.name,
+                "sm": g.sm,
+                "capability": str(g.capability) if g.capability else None,
+                "memory_mib": g.memory_mib,
+                "vram_bytes": g.memory_mib * 1024 * 1024 if g.memory_mib else None,
+                "arch_compatible": f"GPU {g.index}" in covered,
+            }
+            for g in self.gpus.gpus
+        ]
         return {
             "context": {
                 "mode": "project" if self.context.project else "global",
                 "root": str(self.context.root),
             },
-            "gpus": [
-                {
-                    "index": g.index,
-                    "name": g.name,
-                    "sm": g.sm,
-                    "capability": str(g.capability) if g.capability else None,
-                    "memory_mib": g.memory_mib,
-                }
-                for g in self.gpus.gpus
-            ],
+            "system": dict(self.system),
+            "cuda": {"driver": self.gpus.driver, "devices": gpus},
+            "gpus": gpus,
             "driver": self.gpus.driver,
-            "libtorch": {"active": self.active, "installed": list(self.installed)},
+            "libtorch": {
+                "active": self.active,
+                "installed": list(self.installed),
+                **_variant_json(self.variant),
+            },
             "checks": [c.to_json() for c in self.checks],
             "summary": count(self.checks),
         }
+
+
+def _variant_json(info: variants.VariantInfo | None) -> dict[str, Any]:
+    """The active variant as floDl's ``fdl diagnose --json`` names it (no keys: none)."""
+    if info is None:
+        return {}
+    archs = [_dotted(a) for a in info.archs_found.get("cubin") or info.archs_requested]
+    return {
+        "path": info.name,
+        "version": info.torch,
+        "cuda": info.cuda,
+        "archs": " ".join(archs),
+        "source": str(info.source.get("kind") or "unknown"),
+    }
+
+
+_SM = re.compile(r"sm_(\d+)(\w*)")
+
+
+def _dotted(arch: str) -> str:
+    """``sm_120`` -> ``12.0`` (floDl's spelling); other spellings are kept."""
+    found = _SM.fullmatch(arch)
+    if found is None:
+        return arch
+    number = int(found.group(1))
+    return f"{number // 10}.{number % 10}{found.group(2)}"
+
+
+def system_facts() -> dict[str, Any]:
+    """CPU, threads, RAM and OS as floDl's ``diagnose --json`` reports them."""
+    facts: dict[str, Any] = {"os": f"{platform.system()} {platform.release()}"}
+    found = cpu()
+    if found.value is not None:
+        facts["cpu"] = found.value.model or "unknown"
+        facts["threads"] = found.value.logical
+    ram = memory()
+    if ram.value is not None:
+        facts["ram_gb"] = ram.value.total_mib // 1024
+    return facts
 
 
 def _c(group: str, name: str, severity: Severity, message: str, fix: str | None = None) -> Check:
@@ -141,14 +207,20 @@ def gpu_checks(report: GpuReport) -> list[Check]:
                 )
             )
         else:
-            checks.append(
-                _c(
-                    "gpus",
-                    f"GPU {gpu.index}",
-                    Severity.OK,
-                    f"{gpu.name}: {gpu.capability.label()}{memory_text}",
+            line = f"{gpu.name}: {gpu.capability.label()}{memory_text}"
+            floor = check_gpu_driver(report.driver, [gpu.capability]) if report.driver else None
+            if floor is not None and not floor.ok:
+                checks.append(
+                    _c(
+                        "gpus",
+                        f"GPU {gpu.index}",
+                        Severity.ERROR,
+                        f"{line}: {floor.reason}",
+                        f"{floor.fix}; then fdl setup",
+                    )
                 )
-            )
+            else:
+                checks.append(_c("gpus", f"GPU {gpu.index}", Severity.OK, line))
     if report.driver:
         checks.append(_c("gpus", "driver", Severity.INFO, f"NVIDIA driver {report.driver}"))
     identified = all(g.capability is not None for g in report.gpus)
@@ -363,7 +435,7 @@ def libtorch_checks(
     return checks
 
 
-_EDITION = re.compile(r'^\s*edition\s*=\s*"(\d{4})"', re.M)
+_EDITION = re.compile(r'^[ \t]*edition[ \t]*=[ \t]*"(\d{4})"', re.M)
 
 
 _DEFAULT_TOOLCHAIN = re.compile(r"--default-toolchain[= ]+([A-Za-z0-9._-]+)")
@@ -373,23 +445,34 @@ def toolchain_pin_checks(project: Path, image_setups: Mapping[str, str]) -> list
     """The channel pinned in ``rust-toolchain.toml`` against the toolchain each image's
     ``setup:`` installs (``--default-toolchain``): an image with another rustc builds the
     project with a compiler nobody tested on the host."""
-    from fdl._files import load_toml
+    from fdl._files import load_toml, read_small_text, reason_of
 
     try:
-        pinned = load_toml((project / "rust-toolchain.toml").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError) as exc:  # ValueError: not UTF-8, not TOML
+        # Bounded, and never a FIFO or a device: a toolchain file is a few lines.
+        text = read_small_text(project / "rust-toolchain.toml", limit=1 << 16)
+        pinned = load_toml(text) if text is not None else None
+    except (OSError, ValueError) as exc:  # ValueError: not TOML
         return [
             _c(
                 "toolchain",
                 "rust-toolchain.toml",
                 Severity.ERROR,
-                f"rust-toolchain.toml cannot be read: {exc}",
+                f"rust-toolchain.toml cannot be read: {reason_of(exc)}",
                 'fix its TOML ([toolchain] channel = "1.91.0")',
             )
         ]
-    channel = str((pinned.get("toolchain") or {}).get("channel") or "")
+    table = pinned.get("toolchain") if pinned is not None else None
+    if pinned is not None and table is not None and not isinstance(table, dict):
+        return [
+            _c(
+                "toolchain",
+                "rust-toolchain.toml",
+                Severity.ERROR,
+                f"rust-toolchain.toml: `toolchain` is {type(table).__name__}, not a table",
+                'write it as a table: [toolchain] channel = "1.91.0"',
+            )
+        ]
+    channel = str((table or {}).get("channel") or "")
     if not channel:
         return []
     checks = []
@@ -410,15 +493,27 @@ def toolchain_pin_checks(project: Path, image_setups: Mapping[str, str]) -> list
     return checks
 
 
-def rust_checks(project: Path, runner: Runner) -> list[Check]:
+def rust_checks(project: Path, runner: Runner, *, in_containers: bool = False) -> list[Check]:
     """For a Rust project (a ``Cargo.toml``, as floDl's): cargo and rustc, and whether this
-    rustc knows the crate's edition."""
+    rustc knows the crate's edition. ``in_containers``: every cargo command of the
+    manifest runs in a compose service (mounted, baked), so a host without Rust is fine."""
     manifest = project / "Cargo.toml"
     if not manifest.is_file():
         return []
     from fdl.compat import load_table
-    from fdl.system import probe_tool
+    from fdl.system import probe_tool, rust_toolchain_file_problem
 
+    blocked = rust_toolchain_file_problem(Path.cwd())  # where rustup would look
+    if blocked is not None:
+        return [
+            _c(
+                "toolchain",
+                "rust toolchain file",
+                Severity.ERROR,
+                f"cargo and rustc not asked: {blocked}",
+                'replace it with a small TOML file ([toolchain] channel = "1.91.0") or remove it',
+            )
+        ]
     install = "install Rust: curl https://sh.rustup.rs -sSf | sh (or apt install cargo)"
     checks = []
     cargo, rustc = probe_tool("cargo", runner), probe_tool("rustc", runner)
@@ -427,7 +522,17 @@ def rust_checks(project: Path, runner: Runner) -> list[Check]:
         f"{cargo.reason} {rustc.reason}",
     )
     for name, probe in (("cargo", cargo), ("rustc", rustc)):
-        if probe.value is None:
+        if probe.value is None and in_containers:
+            checks.append(
+                _c(
+                    "toolchain",
+                    name,
+                    Severity.INFO,
+                    f"{probe.reason}: not needed here, the project's cargo commands run in "
+                    "its containers (`docker:` in fdl.yml), which have it",
+                )
+            )
+        elif probe.value is None:
             fix = install
             if missing_pin is not None:
                 fix = (
@@ -532,6 +637,7 @@ def run_diagnose(
     docker: bool = True,
     image_setups: Mapping[str, str] | None = None,
     framework: TorchDecision | None = None,
+    in_containers: bool = False,
 ) -> Diagnosis:
     """Run every check group.
 
@@ -545,6 +651,7 @@ def run_diagnose(
             install is checked against ``rust-toolchain.toml``).
         framework: The torch the project's framework needs (checked against the active
             variant).
+        in_containers: The project's cargo commands all run in compose services.
     """
     run = runner or default_runner()
     env = os.environ if environ is None else environ
@@ -552,7 +659,7 @@ def run_diagnose(
     checks = [*system_checks(context), *gpu_checks(report)]
     checks += toolchain_checks(probe_toolchain(run), report)
     if context.project:
-        checks += rust_checks(context.root, run)
+        checks += rust_checks(context.root, run, in_containers=in_containers)
         checks += toolchain_pin_checks(context.root, image_setups or {})
     if docker:
         checks += docker_checks(run, env)
@@ -562,4 +669,10 @@ def run_diagnose(
     if framework is not None:
         checks += framework_checks(context, framework)
     installed = tuple(variants.list_variants(context))
-    return Diagnosis(context, report, tuple(checks), variants.active_name(context), installed)
+    active = variants.active_name(context)
+    info = None
+    if active is not None and (context.libtorch_dir / active / "lib").is_dir():
+        info = variants.read_info(context.libtorch_dir / active, active)
+    return Diagnosis(
+        context, report, tuple(checks), active, installed, system_facts(), variant=info
+    )

@@ -13,15 +13,18 @@ __all__ = ["build_command", "buildkit_reasons", "mount_option", "run_command"]
 
 # Dockerfile syntax the classic builder rejects, with the words for the error.
 _BUILDKIT_SYNTAX = (
-    (re.compile(r"^\s*RUN\b[^\n]*--mount=[^\n]*type=cache", re.I | re.M), "RUN --mount=type=cache"),
     (
-        re.compile(r"^\s*RUN\b[^\n]*--mount=[^\n]*type=secret", re.I | re.M),
+        re.compile(r"^[ \t]*RUN\b[^\n]*--mount=[^\n]*type=cache", re.I | re.M),
+        "RUN --mount=type=cache",
+    ),
+    (
+        re.compile(r"^[ \t]*RUN\b[^\n]*--mount=[^\n]*type=secret", re.I | re.M),
         "RUN --mount=type=secret",
     ),
-    (re.compile(r"^\s*RUN\b[^\n]*--mount=", re.I | re.M), "RUN --mount"),
-    (re.compile(r"^\s*(COPY|ADD)\b[^\n]*--link\b", re.I | re.M), "COPY --link"),
-    (re.compile(r"^\s*#\s*syntax\s*=", re.I | re.M), "a # syntax= directive"),
-    (re.compile(r"^\s*(RUN|COPY)\b[^\n]*<<-?\s*['\"]?\w+", re.I | re.M), "a here-document"),
+    (re.compile(r"^[ \t]*RUN\b[^\n]*--mount=", re.I | re.M), "RUN --mount"),
+    (re.compile(r"^[ \t]*(COPY|ADD)\b[^\n]*--link\b", re.I | re.M), "COPY --link"),
+    (re.compile(r"^[ \t]*#[ \t]*syntax\s*=", re.I | re.M), "a # syntax= directive"),
+    (re.compile(r"^[ \t]*(RUN|COPY)\b[^\n]*<<-?\s*['\"]?\w+", re.I | re.M), "a here-document"),
 )
 
 

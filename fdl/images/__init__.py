@@ -23,6 +23,8 @@ from fdl.images._context import (
 from fdl.images._data import images_data
 from fdl.images._plan import (
     DEFAULT_PROFILES,
+    ImageDefault,
+    image_default,
     manifest_hash,
     plan_images,
     profiles_of,
@@ -36,7 +38,7 @@ from fdl.images._render import (
     render_dockerignore,
     render_libtorch_dockerfile,
 )
-from fdl.images._run import RunPlan, host_has_gpus, plan_run, prepare_mounts
+from fdl.images._run import RunPlan, host_has_gpus, plan_run, prepare_mounts, stale_image
 from fdl.images._size import LayerSize, SizeReport, parse_listing, size_report
 from fdl.images._spec import KINDS, ImageSpec, MountSpec, SecretSpec, VariantRef
 from fdl.images._variant import (
@@ -54,6 +56,7 @@ __all__ = [
     "LISTING",
     "BuiltImage",
     "IgnoreFile",
+    "ImageDefault",
     "ImageSpec",
     "LayerSize",
     "MountSpec",
@@ -70,6 +73,7 @@ __all__ = [
     "ensure_dockerignore",
     "ensure_libtorch_image",
     "host_has_gpus",
+    "image_default",
     "images_data",
     "keyed_image",
     "manifest_hash",
@@ -87,6 +91,7 @@ __all__ = [
     "render_dockerignore",
     "render_libtorch_dockerfile",
     "size_report",
+    "stale_image",
     "variant_ref",
     "write_generated",
     "write_image_files",

@@ -20,6 +20,7 @@ from fdl.images._render import render_dockerfile, render_libtorch_dockerfile
 from fdl.images._spec import ImageSpec, VariantRef
 from fdl.images._variant import keyed_image
 from fdl.paths import owner_labels
+from fdl.runner import Runner
 
 __all__ = ["BuiltImage", "build_images", "build_spec", "ensure_libtorch_image"]
 
@@ -77,10 +78,13 @@ def build_spec(
     environ: Mapping[str, str] | None = None,
     cache_from: Sequence[str] = (),
     cache_to: Sequence[str] = (),
+    extra_args: Mapping[str, str] | None = None,
 ) -> BuildSpec:
     """The engine's build of one planned image (context: the profile's ``context:``
-    under ``project_dir``; cache sources and exports as ``docker build`` takes them)."""
+    under ``project_dir``; cache sources and exports as ``docker build`` takes them;
+    ``extra_args``: further build arguments, e.g. the host Rust images)."""
     build_args = {"LIBTORCH_IMAGE": libtorch_image} if libtorch_image else {}
+    build_args.update(extra_args or {})
     return BuildSpec(
         context=project_dir / spec.context,
         dockerfile_text=render_dockerfile(spec),
@@ -141,6 +145,7 @@ def build_images(
     on_status: StatusCallback | None = None,
     on_line: LineCallback | None = None,
     on_ignore: Callable[[IgnoreFile], None] | None = None,
+    runner: Runner | None = None,
 ) -> list[BuiltImage]:
     """Build each planned image (and the variant images they read), in order.
 
@@ -157,16 +162,33 @@ def build_images(
         on_status: Receives one line per stage of the work.
         on_line: Receives the engine's build output, line by line.
         on_ignore: Receives what happened to the ``.dockerignore``.
+        runner: Runs the host's rustc and cargo for ``toolchain: host`` profiles.
 
     Raises:
         UsageError: a build secret is missing.
-        EnvironmentProblem: no engine, or the engine cannot build with BuildKit.
+        EnvironmentProblem: no engine, the engine cannot build with BuildKit, or the
+            host's Rust does not fit a ``toolchain: host`` profile.
+        NetworkError: the host's cargo cannot download the crates (``toolchain: host``).
         CommandFailed: a build step failed.
     """
     chosen = engine or default_engine()
     env = os.environ if environ is None else environ
     for spec in specs:  # every secret is checked before anything is built
         _secrets(spec, project_dir, env)
+    # and the host's Rust of `toolchain: host` profiles (rustc's release against the pin)
+    hosts = {}
+    if any(spec.host_rust for spec in specs):
+        from fdl.images._rust import probe_host_rust
+        from fdl.runner import default_runner
+
+        runner = runner or default_runner()
+        hosts = {
+            spec.profile: probe_host_rust(
+                project_dir / spec.context, runner, f"images.{spec.profile}.toolchain"
+            )
+            for spec in specs
+            if spec.host_rust
+        }
     for context in dict.fromkeys(spec.context for spec in specs):
         ignore = ensure_dockerignore(
             project_dir / context, [spec for spec in specs if spec.context == context]
@@ -186,8 +208,28 @@ def build_images(
                 on_line=on_line,
                 project_dir=project_dir,
             )
+        extra = {}
+        if spec.profile in hosts and runner is not None:
+            from fdl.images._rust import ensure_host_rust
+            from fdl.paths import cache_dir, own_cache_dir
+
+            extra = ensure_host_rust(
+                spec,
+                project_dir,
+                chosen,
+                runner,
+                hosts[spec.profile],
+                cache=own_cache_dir(cache_dir(env) / "crates"),
+                on_status=on_status,
+                on_line=on_line,
+            )
         request = build_spec(
-            spec, project_dir, libtorch_image=libtorch_image, no_cache=no_cache, environ=env
+            spec,
+            project_dir,
+            libtorch_image=libtorch_image,
+            no_cache=no_cache,
+            environ=env,
+            extra_args=extra,
         )
         if on_status is not None:
             on_status(f"building {spec.tag} ({spec.kind} image of profile {spec.profile})")

@@ -10,20 +10,28 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from fdl.errors import ManifestError, UsageError
 from fdl.images._data import User, cuda_base, cuda_runtime, images_data
 from fdl.images._spec import ImageSpec, MountSpec, SecretSpec, VariantRef
 from fdl.images._variant import VariantResolver, project_libtorch_image, project_resolver
-from fdl.manifest import Manifest
+from fdl.manifest import LayerKind, Manifest
 
 if TYPE_CHECKING:
     from fdl.libtorch import TorchDecision
 
-__all__ = ["DEFAULT_PROFILES", "manifest_hash", "plan_images", "project_name", "slug"]
+__all__ = [
+    "DEFAULT_PROFILES",
+    "ImageDefault",
+    "image_default",
+    "manifest_hash",
+    "plan_images",
+    "project_name",
+    "slug",
+]
 
 # Profiles used when the manifest has no `images:` section.
 DEFAULT_PROFILES: dict[str, dict[str, Any]] = {"dev": {}, "train": {}}
@@ -37,8 +45,14 @@ def slug(text: str) -> str:
 
 
 def project_name(manifest: Manifest) -> str:
-    """The project's name: its directory's, made fit for image names."""
-    return slug(manifest.directory.name)
+    """The project's name, made fit for image names: the manifest's ``name:`` (what
+    ``fdl init`` recorded), else its directory's name.
+
+    The one source of the name: images, CI files, deploy jobs and the libtorch
+    image all ask here, so a clone under another directory name builds the same.
+    """
+    recorded = manifest.get("name")
+    return slug(str(recorded) if recorded else manifest.directory.name)
 
 
 # The sections that decide what goes into an image: the label changes when they do,
@@ -102,6 +116,72 @@ def plan_images(
     return [planner.plan(name, profiles[name]) for name in (names or list(profiles))]
 
 
+@dataclass(frozen=True)
+class ImageDefault:
+    """The value fdl gives an ``images.<profile>.<field>`` that no layer sets."""
+
+    key: str
+    value: str
+    source: str
+
+
+_DATA_FILE = "fdl/data/images/images.yml"
+
+
+def image_default(manifest: Manifest, key: str) -> ImageDefault | None:
+    """What ``key`` (``images.train.base``) is when no manifest layer sets it, and where
+    that default comes from; None for a key that is not an image field fdl defaults (or a
+    profile that does not plan)."""
+    parts = key.split(".")
+    if len(parts) != 3 or parts[0] != "images" or parts[2] not in _DEFAULTED:
+        return None
+    note = ""
+    try:
+        spec = plan_images(manifest, [parts[1]])[0]
+    except UsageError:  # no variant here: the defaults of a CPU one, said so
+        try:
+            spec = plan_images(manifest, [parts[1]], resolver=_cpu_variant)[0]
+        except (ManifestError, UsageError):
+            return None
+        note = (
+            " (no libtorch variant is active: a CPU one's default; a CUDA one takes nvidia/cuda's)"
+        )
+    except ManifestError:
+        return None
+    value, why = _DEFAULTED[parts[2]](spec)
+    if value is None:
+        return None
+    return ImageDefault(key, str(value), why + (note if parts[2] in ("base", "build-base") else ""))
+
+
+def _cpu_variant(name: str | None) -> VariantRef:
+    return VariantRef(str(name or "cpu"), None, None, None, False, (), "")
+
+
+def _base_source(spec: ImageSpec, role: str) -> str:
+    if spec.variant is None or spec.variant.cuda is None:
+        return f"{_DATA_FILE}: bases.cpu.{role}"
+    return (
+        f"the nvidia/cuda image of CUDA {spec.variant.cuda} (variant {spec.variant.name}; "
+        f"{_DATA_FILE}: bases.cuda_flavours.{role}, fdl/data/compat/cuda.yaml)"
+    )
+
+
+_ROLE = {"dev": "dev", "train": "runtime", "builder": "builder"}
+_DEFAULTED: dict[str, Callable[[ImageSpec], tuple[object, str]]] = {
+    "base": lambda s: (s.base, _base_source(s, _ROLE.get(s.kind, "runtime"))),
+    "build-base": lambda s: (
+        s.build_base,
+        _base_source(s, "build") + ("" if s.variant and s.variant.cuda else " (the base)"),
+    ),
+    "tag": lambda s: (s.tag, "fdl: <name>-<profile>:latest (:<env> under an overlay)"),
+    "user": lambda s: (s.user.name, f"{_DATA_FILE}: users.{s.kind}"),
+    "uid": lambda s: (s.user.uid, f"{_DATA_FILE}: users.{s.kind}"),
+    "workdir": lambda s: (s.workdir, f"{_DATA_FILE}: paths.workdir"),
+    "gpus": lambda s: (s.gpus, "fdl: auto (GPUs when the host has them and the variant is CUDA)"),
+}
+
+
 class _Planner:
     """Resolves one profile at a time; shares what all profiles need."""
 
@@ -112,6 +192,10 @@ class _Planner:
         self.data = images_data()
         self.project = project_name(manifest)
         self.hash = manifest_hash(manifest)
+        # A training image built under an overlay gets the overlay's tag: `fdl @prod
+        # image build train` must not replace (or be replaced by) the base's image.
+        overlaid = any(layer.kind == LayerKind.OVERLAY for layer in manifest.layers)
+        self.overlay = slug(manifest.env) if overlaid and manifest.env else None
         self.source = (
             " + ".join(layer.source for layer in manifest.layers if layer.path is not None)
             or manifest.source
@@ -121,6 +205,12 @@ class _Planner:
         if self.manifest.origin(key) is not None:
             return self.manifest.error(key, message, hint)
         return ManifestError(f"{key}: {message}", hint=hint)
+
+    def _tag(self, name: str, kind: str) -> str:
+        """``<project>-<profile>:latest``; a training image under an overlay is tagged
+        with the overlay's name (dev images keep theirs: compose files name them)."""
+        version = self.overlay if kind == "train" and self.overlay else "latest"
+        return f"{self.project}-{slug(name)}:{version}"
 
     def plan(self, name: str, raw: Mapping[str, Any]) -> ImageSpec:
         kind = str(raw.get("kind") or name)
@@ -136,7 +226,7 @@ class _Planner:
             profile=name,
             kind=kind,
             project=self.project,
-            tag=str(raw.get("tag") or f"{self.project}-{slug(name)}:latest"),
+            tag=str(raw.get("tag") or self._tag(name, kind)),
             base=base,
             build_base=build_base,
             variant=variant,
@@ -166,8 +256,28 @@ class _Planner:
             context=_context(raw),
             setup=tuple(str(command) for command in raw.get("setup") or ()),
             follow_active=bool(raw.get("follow-active")),
+            toolchain=self._toolchain(key, raw),
             **self._program(key, kind, raw, variant),
         )
+
+    def _toolchain(self, key: str, raw: Mapping[str, Any]) -> str:
+        """``host`` mounts this machine's Rust and crates into a cargo build: refused for
+        a build command that runs no cargo (it would mount them for nothing)."""
+        chosen = str(raw.get("toolchain") or "setup")
+        if chosen != "host":
+            return chosen
+        from fdl.images._render import build_tool
+
+        command = str(raw.get("build") or "")
+        if build_tool(command) != "cargo":
+            raise self.error(
+                f"{key}.toolchain",
+                "`toolchain: host` gives a cargo build this machine's Rust, but "
+                f"{key}.build runs no cargo" + ("" if command else " (it is not set)"),
+                hint=f"set {key}.build to the cargo command (e.g. cargo build --release), "
+                "or remove `toolchain: host`",
+            )
+        return chosen
 
     @functools.cached_property
     def framework(self) -> TorchDecision:

@@ -97,6 +97,17 @@ def build_caches(spec: ImageSpec) -> list[tuple[str, str]]:
     ]
 
 
+def host_rust_images(spec: ImageSpec) -> tuple[str, str]:
+    """The project's stable names of the images of this machine's Rust toolchain and of
+    the crates vendored for the profile (the Dockerfile's defaults of ``RUST_IMAGE`` and
+    ``CRATES_IMAGE``; fdl points them at the exact images it made)."""
+    paths = images_data().paths
+    return (
+        f"{paths['rust_image']}:{spec.project}",
+        f"{paths['crates_image']}:{slug(spec.project)}-{slug(spec.profile)}",
+    )
+
+
 def dockerfile_name(spec: ImageSpec) -> str:
     """``<profile>.Dockerfile``."""
     return f"{spec.profile}.Dockerfile"
@@ -153,9 +164,22 @@ def _image_values(spec: ImageSpec) -> dict[str, Any]:
         "env": [(name, quote(value)) for name, value in spec.env],
         "labels": [(name, quote(value)) for name, value in spec.labels],
         "setup": [_build_command(command) for command in spec.setup],
+        "host_rust": False,
     }
     if spec.kind == "train":
         name = spec.program_name or "program"
+        if spec.host_rust:
+            rust_image, crates_image = host_rust_images(spec)
+            values.update(
+                host_rust=True,
+                rust_image=rust_image,
+                crates_image=crates_image,
+                rust_dir=images_data().paths["rust"],
+                crates_dir=images_data().paths["crates"],
+                host_rust_mount="--mount=type=bind,from=rust,source={0},target={0}".format(
+                    images_data().paths["rust"]
+                ),
+            )
         values.update(
             build_tool=build_tool(spec.build_command or ""),
             build_caches=build_caches(spec),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +11,9 @@ from fdl.engine import Mount, RunSpec
 from fdl.errors import UsageError
 from fdl.images._spec import ImageSpec
 
-__all__ = ["RunPlan", "host_has_gpus", "plan_run", "prepare_mounts"]
+__all__ = ["RunPlan", "host_has_gpus", "plan_run", "prepare_mounts", "stale_image"]
+
+MANIFEST_HASH = "dev.fdl.manifest-hash"
 
 _GPU_DEVICES = ("/dev/nvidiactl", "/dev/nvidia0")
 
@@ -83,6 +85,25 @@ def plan_run(
         shm_size=spec.shm_size,
     )
     return RunPlan(run, tuple(create), spec.user.uid if uid == 0 else None)
+
+
+def stale_image(spec: ImageSpec, labels: Mapping[str, str]) -> str | None:
+    """Why the image under ``spec.tag`` is not the one ``spec`` builds, or None.
+
+    Its ``dev.fdl.manifest-hash`` label records the manifest sections it was built
+    from (``images``, ``libtorch``, overlays applied); another hash means another
+    manifest or overlay made it, and running it would ignore what differs. An image
+    without the label was not built by fdl, so nothing can be told (None).
+    """
+    built = labels.get(MANIFEST_HASH)
+    wanted = dict(spec.labels).get(MANIFEST_HASH)
+    if not built or not wanted or built == wanted:
+        return None
+    return (
+        f"image {spec.tag} was built from another manifest than {spec.source} makes now "
+        f"(its images/libtorch sections: built {built[:19]}, now {wanted[:19]}); running it "
+        "would ignore what changed"
+    )
 
 
 def _gpus(spec: ImageSpec, present: bool) -> str | None:

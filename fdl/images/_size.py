@@ -1,8 +1,10 @@
 """How big an image is, layer by layer, and how close to the smallest possible.
 
-The floor of a training image is the base image plus the program and the
-libraries it loads, as the build stage listed them (``/opt/app/fdl-closure.tsv``):
-nothing smaller can run the program on that base.
+The floor of a training image is the base image plus the system packages its profile
+asks for (``packages:``, e.g. graphviz for floDl's graphs: their layer as built) plus
+the program and the libraries it loads, as the build stage listed them
+(``/opt/app/fdl-closure.tsv``): nothing smaller can run the program on that base with
+those packages.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class SizeReport:
         base_size: The base image's bytes.
         layers: Every layer, oldest first.
         closure: (path, bytes) of the program and each library it loads (train images).
+        packages: Bytes of the layer that installs the profile's ``packages:`` (0: none).
     """
 
     image: str
@@ -49,13 +52,15 @@ class SizeReport:
     base_size: int
     layers: tuple[LayerSize, ...]
     closure: tuple[tuple[str, int], ...] | None
+    packages: int = 0
 
     @property
     def floor(self) -> int | None:
-        """The base plus the program and its closure (None without a listing)."""
+        """The base, the profile's packages, the program and its closure (None without
+        a listing)."""
         if self.closure is None:
             return None
-        return self.base_size + sum(size for _, size in self.closure)
+        return self.base_size + self.packages + sum(size for _, size in self.closure)
 
     @property
     def added(self) -> int:
@@ -77,6 +82,7 @@ class SizeReport:
             "size": self.size,
             "base": {"image": self.base, "size": self.base_size},
             "floor": self.floor,
+            "packages": self.packages,
             "overhead": self.overhead,
             "layers": [
                 {"created_by": layer.created_by, "size": layer.size, "in_base": layer.in_base}
@@ -135,4 +141,17 @@ def size_report(
         base_size=base.size,
         layers=layers,
         closure=_listing(chosen, name, spec),
+        packages=_packages(spec, layers),
+    )
+
+
+def _packages(spec: ImageSpec, layers: tuple[LayerSize, ...]) -> int:
+    """The bytes the profile's ``packages:`` add: the final stage installs them in its one
+    apt step (train images; the build stage's packages never reach the image)."""
+    if spec.kind != "train" or not spec.packages:
+        return 0
+    return sum(
+        layer.size
+        for layer in layers
+        if not layer.in_base and "apt-get install" in layer.created_by
     )

@@ -129,6 +129,9 @@ class ImageSpec:
         context: The build context, relative to the project (``.``: the project).
         setup: Shell commands run as root after the system packages (dev images; the
             build stage of train images), e.g. installing a toolchain apt lacks.
+        toolchain: Where a train image's cargo build gets Rust: ``setup`` (what
+            ``setup:`` installs, rustup in fdl's templates) or ``host`` (this machine's
+            toolchain and the crates vendored here, mounted into the build step).
     """
 
     profile: str
@@ -166,6 +169,12 @@ class ImageSpec:
     context: str = "."
     setup: tuple[str, ...] = ()
     follow_active: bool = False
+    toolchain: str = "setup"
+
+    @property
+    def host_rust(self) -> bool:
+        """Whether the build stage takes Rust and the crates from this machine."""
+        return self.toolchain == "host"
 
     @property
     def program_name(self) -> str | None:

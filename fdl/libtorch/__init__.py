@@ -79,6 +79,7 @@ if TYPE_CHECKING:
         build_command,
         coverage_fix,
         cuda_target,
+        installed_coverage,
         select_variant,
     )
     from fdl.libtorch._settings import LibtorchSettings, project_settings
@@ -170,6 +171,7 @@ _LAZY = {
     "build_archs": "_select",
     "build_command": "_select",
     "coverage_fix": "_select",
+    "installed_coverage": "_select",
     "select_variant": "_select",
     "LibtorchSettings": "_settings",
     "REGISTRY_ENV": "sources",
@@ -259,6 +261,7 @@ __all__ = [
     "install_tree",
     "install_wheel",
     "installed_build_version",
+    "installed_coverage",
     "library_checks",
     "list_caches",
     "local_wheel",

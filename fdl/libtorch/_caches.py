@@ -50,6 +50,7 @@ _DIRECTORIES = {
     "compiler": ("compiler", "ccache/sccache storage of native source builds"),
     "smoke": ("smoke", "build trees of `fdl libtorch verify --cmake`"),
     "registry": ("registry", "blobs of interrupted `fdl libtorch pull`s (resumed by the next)"),
+    "crates": ("crates", "crates the host's cargo vendored for `toolchain: host` image builds"),
 }
 IMAGES = "fdl-libtorch*"
 _KEYED = re.compile(r"-[0-9a-f]{16}$")  # a shared image's content key (not a project's name)

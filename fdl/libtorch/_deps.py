@@ -21,13 +21,32 @@ from fdl.libtorch._scan import torch_libraries
 __all__ = ["library_checks", "unresolved_libraries"]
 
 
-def _dlopened(cuda: str | None) -> list[str]:
-    if not cuda:
+def _dlopened(info: variants.VariantInfo, lib_dir: Path) -> list[str]:
+    """What the variant's CUDA libraries in ``lib/`` load with dlopen, except those of a
+    library fdl copied from its NVIDIA wheel: every library of that wheel was copied, so a
+    part that is absent is one its release does not ship (cuDNN 9.10 has fewer than
+    9.13), not one that is missing. (A library not in ``lib/`` at all is the dependency
+    check's.)"""
+    if not info.cuda:
         return []
+    bundled = info.extra.get("nvidia_libraries") or {}
+    copied = {
+        str(name)
+        for package in bundled.get("packages") or ()
+        if isinstance(package, dict)
+        for name in package.get("libraries") or ()
+    }
     try:
-        return [name for lib in runtime_libraries(cuda) for name in lib.dlopened]
+        libraries = runtime_libraries(info.cuda)
     except FdlError:
         return []
+    return [
+        name
+        for lib in libraries
+        if any((lib_dir / soname).exists() for soname in lib.sonames)
+        and not copied.intersection(lib.sonames)
+        for name in lib.dlopened
+    ]
 
 
 def library_checks(path: Path, info: variants.VariantInfo) -> list[Check]:
@@ -85,7 +104,7 @@ def library_checks(path: Path, info: variants.VariantInfo) -> list[Check]:
                 f"found outside the variant: {', '.join(sorted(outside))}",
             )
         )
-    absent = [p for p in _dlopened(info.cuda) if not any(lib_dir.glob(p))]
+    absent = [p for p in _dlopened(info, lib_dir) if not any(lib_dir.glob(p))]
     if absent and not missing:
         checks.append(
             Check(

@@ -31,7 +31,7 @@ from typing import Any
 from fdl.compat import archive_layout
 from fdl.errors import EnvironmentProblem, UsageError
 from fdl.libtorch import variants
-from fdl.libtorch._scan import detect_abi, read_build_version, scan_device_code
+from fdl.libtorch._scan import detect_abi, detect_cuda, read_build_version, scan_device_code
 from fdl.locking import FileLock
 from fdl.paths import Context
 
@@ -256,6 +256,10 @@ def finish_info(tree: Path, info: variants.VariantInfo) -> variants.VariantInfo:
     if info.torch is None:
         version = read_build_version(tree)
         info.torch = version.split("+", 1)[0] if version else None
+    if info.cuda is None:  # what the variant is comes from its binaries
+        info.cuda, how = detect_cuda(tree, scan)
+        if info.cuda is None and scan.has_device_code:
+            info.extra["cuda_unknown"] = how
     if scan.errors:
         info.extra["unreadable_libraries"] = [f"{n}: {why}" for n, why in scan.errors]
     return info

@@ -8,17 +8,20 @@ wheel is documented as ``12.0+PTX`` and holds no PTX at all.
 from __future__ import annotations
 
 import mmap
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fdl.binaries import BinaryFormatError, DeviceCode, is_elf, read_device_code
+from fdl.binaries.elf import needed
 from fdl.compat import ArchList, Capability, Match, Target, Verdict, runs_on
 
 __all__ = [
     "DeviceScan",
     "detect_abi",
+    "detect_cuda",
     "read_build_version",
     "scan_device_code",
     "torch_libraries",
@@ -176,3 +179,38 @@ def read_build_version(tree: Path) -> str | None:
     except OSError:  # absent, unreadable, or not a small UTF-8 file: version unknown
         return None
     return text or None
+
+
+_CUDA_TAG = re.compile(r"\+cu(\d+)(\d)$")  # +cu128 -> 12.8, +cu130 -> 13.0
+_CUDART = re.compile(r"^libcudart(?:-[0-9a-f]+)?\.so\.(\d+)")
+
+
+def detect_cuda(tree: Path, scan: DeviceScan | None = None) -> tuple[str | None, str]:
+    """Whether the tree is a CUDA build and which CUDA, from its binaries: GPU code in
+    torch's libraries or a ``libtorch_cuda.so``, the CUDA runtime major its libraries
+    need (``libcudart.so.12``); the minor from ``build-version`` (``+cu128``) when its
+    major agrees. Returns (``12.8`` or None, how it was found); a tree without CUDA
+    binaries is a CPU build whatever its ``build-version`` says (the CPU view of a
+    ``+cu128`` wheel).
+    """
+    lib = tree / "lib"
+    cuda_library = lib / "libtorch_cuda.so"
+    found = scan if scan is not None else scan_device_code(tree)
+    if not (found.has_device_code or cuda_library.is_file()):
+        return None, "no CUDA code in its libraries"
+    majors: set[str] = set()
+    for path in [cuda_library, *torch_libraries(lib)]:
+        if not path.is_file() or not is_elf(path):
+            continue
+        try:
+            names = needed(path)
+        except BinaryFormatError:
+            continue
+        majors.update(m.group(1) for n in names if (m := _CUDART.match(n)))
+    tag = _CUDA_TAG.search(read_build_version(tree) or "")
+    tagged = f"{tag.group(1)}.{tag.group(2)}" if tag else None
+    if tagged and (not majors or tagged.split(".")[0] in majors):
+        return tagged, "CUDA code in its libraries, the CUDA version from build-version"
+    if len(majors) == 1:
+        return None, f"CUDA {next(iter(majors))}.x code (libcudart.so.{next(iter(majors))})"
+    return None, "CUDA code in its libraries, version unknown"

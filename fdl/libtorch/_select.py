@@ -7,9 +7,9 @@ official build covers every GPU, the source build that would (``fdl libtorch bui
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ParamSpec
 
 from fdl.compat import (
     ArchList,
@@ -20,6 +20,7 @@ from fdl.compat import (
     Verdict,
     buildable_toolkits,
     check_driver,
+    check_gpu_driver,
     choose_variant,
     covers,
     default_torch_version,
@@ -34,6 +35,8 @@ from fdl.compat import (
 )
 from fdl.errors import UsageError
 
+P = ParamSpec("P")
+
 __all__ = [
     "CudaTarget",
     "Selection",
@@ -42,6 +45,7 @@ __all__ = [
     "coverage_fix",
     "cuda_target",
     "cuda_variant_name",
+    "installed_coverage",
     "select_variant",
 ]
 
@@ -62,6 +66,8 @@ class Selection:
         build: When the build misses a GPU: the ``fdl libtorch build`` command that covers all.
         build_cuda: The CUDA that source build uses (what its plan will pick: the same
             :func:`fdl.compat.preferred_toolkit` answer).
+        driver_problem: The driver is older than a GPU's own floor (R570 for Blackwell):
+            what it needs and the fix; the selection is made for that floor.
     """
 
     torch_version: str
@@ -74,6 +80,7 @@ class Selection:
     warnings: tuple[str, ...] = ()
     build: tuple[str, ...] = field(default=())
     build_cuda: str | None = None
+    driver_problem: str | None = None
 
     @property
     def covers_all(self) -> bool:
@@ -109,6 +116,7 @@ class Selection:
             "warnings": list(self.warnings),
             "build_command": " ".join(self.build) if self.build else None,
             "build_cuda": self.build_cuda,
+            "driver_problem": self.driver_problem,
         }
 
 
@@ -137,6 +145,22 @@ def build_command(gpus: Sequence[Capability], torch_version: str | None = None) 
     return tuple(argv)
 
 
+def _with_provenance(choose: Callable[P, Selection]) -> Callable[P, Selection]:
+    """A release read from its own artefacts (not the reviewed tables) says so in the
+    selection's warnings, whichever way it was chosen."""
+
+    def chosen(*args: P.args, **kwargs: P.kwargs) -> Selection:
+        selection = choose(*args, **kwargs)
+        provenance = release(selection.torch_version).provenance
+        if not provenance:
+            return selection
+        return replace(selection, warnings=(*selection.warnings, provenance))
+
+    chosen.__doc__ = choose.__doc__
+    return chosen
+
+
+@_with_provenance
 def select_variant(
     gpus: Sequence[Capability],
     *,
@@ -171,6 +195,22 @@ def select_variant(
         )
     full = resolve_torch_version(torch)
     caps = tuple(sorted(set(gpus)))
+    floor = check_gpu_driver(driver, caps) if driver else None
+    if floor is not None and not floor.ok:
+        # A driver older than a GPU's own floor (R570 for Blackwell) runs no libtorch on
+        # it, whatever its CUDA: plan for the oldest driver that does, and say that the
+        # driver, not the release or the toolkit, is what stands in the way.
+        chosen = select_variant(
+            caps,
+            cpu=cpu,
+            cuda=cuda,
+            torch=torch,
+            preferred=preferred,
+            driver=floor.required,
+            preferred_origin=preferred_origin,
+            platform=platform,
+        )
+        return _behind_driver(chosen, driver or "", floor.required)
     if cpu or cuda:
         name = "cpu" if cpu else cuda_variant_name(str(cuda))
         why = f"{_flag(cpu, cuda)} was given"
@@ -192,12 +232,31 @@ def select_variant(
         older = older_release_covering(caps, full, driver, platform)
         if older is not None:
             selection = _detected(older[0], caps, driver, platform)
+            # the release has a build for the GPUs, but not one this driver runs
+            runs = (
+                f" that driver {driver} runs"
+                if choose_variant(caps, full, platform=platform).ok
+                else ""
+            )
             reason = (
-                f"torch {full} has no official build for {', '.join(c.sm for c in caps)}: "
-                f"torch {older[0]} is the newest release with one; {selection.reason}"
+                f"torch {full} has no official build for {', '.join(c.sm for c in caps)}"
+                f"{runs}: torch {older[0]} is the newest release with one; {selection.reason}"
             )
             return replace(selection, reason=reason)
     return _detected(full, caps, driver, platform)
+
+
+def _behind_driver(selection: Selection, driver: str, floor: str) -> Selection:
+    """``selection`` (made for driver ``floor``) on a machine whose ``driver`` is older than
+    a GPU's floor: the driver first, in the reason and the warnings."""
+    if selection.cuda is None and not selection.build:
+        return selection  # the CPU build: no GPU code, whatever the driver
+    cuda = selection.build_cuda if selection.cuda is None else selection.cuda
+    check = check_driver(driver, cuda or "", gpus=selection.gpus)
+    first = f"{check.reason}: {check.fix}"
+    warnings = tuple(w for w in selection.warnings if "driver" not in w)
+    reason = f"{check.reason}; for driver {floor} or newer: {selection.reason}"
+    return replace(selection, reason=reason, warnings=(first, *warnings), driver_problem=first)
 
 
 def _flag(cpu: bool, cuda: str | None) -> str:
@@ -358,6 +417,35 @@ def coverage_fix(
             f" --torch {selection.torch_version}" if pinned else ""
         )
     return " ".join(selection.build)
+
+
+def installed_coverage(
+    name: str,
+    cuda: str | None,
+    archs: dict[str, list[str]],
+    gpus: Sequence[Capability],
+    *,
+    torch: str | None = None,
+    driver: str | None = None,
+) -> tuple[str, str] | None:
+    """The warning and fix when a CUDA variant just installed has no code for some of
+    ``gpus`` (``archs``: what its binaries hold, ``{"cubin": [...], "ptx": [...]}``): the
+    same words ``fdl libtorch download`` says before it installs, for installs whose
+    build is known only once installed (a wheel). None when every GPU runs it, or for a
+    CPU build (its plan says it does not use the GPUs)."""
+    from fdl.compat import parse_archs, runs_on
+
+    codes = [*archs.get("cubin", []), *archs.get("ptx", [])]
+    if cuda is None or not gpus or not codes:
+        return None
+    targets = parse_archs(codes)
+    missed = [gpu.sm for gpu in gpus if not runs_on(targets, gpu).ok]
+    if not missed:
+        return None
+    return (
+        f"{name} has no code for {', '.join(missed)}: those GPUs cannot run it",
+        coverage_fix(gpus, torch, driver),
+    )
 
 
 @dataclass(frozen=True)

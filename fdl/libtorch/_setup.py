@@ -196,17 +196,31 @@ def pypi_variant(torch: str) -> str | None:
         return None
 
 
+def _official_what(selection: Selection) -> str:
+    """What the official download of ``selection`` installs, in words."""
+    build = "CPU build" if selection.cuda is None else f"{selection.variant} build"
+    return f"PyTorch's official torch {selection.torch_version} {build}, the libtorch zip"
+
+
+def _build_what(selection: Selection) -> str:
+    gpus = " + ".join(c.sm for c in selection.gpus)
+    cuda = f" on CUDA {selection.build_cuda}" if selection.build_cuda else ""
+    return f"a source build for every GPU ({gpus}){cuda}, hours"
+
+
 def _official(selection: Selection, from_wheel: bool) -> SetupPlan:
     download = ("fdl", "libtorch", "download", *_flags(selection))
     wheel = _wheel_command(selection)
-    build = (f"{' '.join(selection.build)}   (every GPU)",) if selection.build else ()
+    build = (
+        (f"{' '.join(selection.build)}   ({_build_what(selection)})",) if selection.build else ()
+    )
     if from_wheel and wheel is not None:
         return SetupPlan(
             "wheel",
             f"{selection.reason} ({wheel[1]})",
             selection,
             command=wheel[0],
-            alternatives=(" ".join(download), *build),
+            alternatives=(f"{' '.join(download)}   ({_official_what(selection)})", *build),
         )
     offered = (f"{' '.join(wheel[0])}   ({wheel[1]})",) if wheel is not None else ()
     return SetupPlan(
@@ -231,13 +245,20 @@ def _build(selection: Selection) -> SetupPlan:
         )
     partial = ("fdl", "libtorch", "download", *_flags(selection))
     covered = [v.gpu.sm for v in selection.verdicts if v.ok]
+    after = ", once the driver is upgraded" if selection.driver_problem else ""
     alternatives = (
-        (f"{' '.join(partial)}   (runs on {', '.join(covered)} only)",) if covered else ()
+        (
+            f"{' '.join(partial)}   (the official {selection.variant} build: runs on "
+            f"{', '.join(covered)} only{after})",
+        )
+        if covered
+        else ()
     )
+    driver = f" ({selection.driver_problem})" if selection.driver_problem else ""
     return SetupPlan(
         "build",
         f"no official libtorch {selection.torch_version} covers "
-        f"{' + '.join(c.sm for c in selection.gpus)}: a source build does",
+        f"{' + '.join(c.sm for c in selection.gpus)}: a source build does{driver}",
         selection,
         command=selection.build,
         alternatives=alternatives,
@@ -249,7 +270,11 @@ def prefer_shared(plan: SetupPlan, match: SharedMatch | None) -> SetupPlan:
     ``build`` plan becomes a ``pull`` of ``match`` (what runs locally already stays)."""
     if match is None or plan.action in ("keep", "activate"):
         return plan
-    instead = (" ".join(plan.command),) if plan.command else ()
+    instead = (
+        (f"{' '.join(plan.command)}   (without the registry: {plan.reason})",)
+        if plan.command
+        else ()
+    )
     return SetupPlan(
         "pull",
         match.reason(),

@@ -14,6 +14,7 @@ from fdl._upward import EXAMPLE_SUFFIXES
 from fdl.manifest._explain import Contribution, Explanation
 from fdl.manifest._layers import (
     BASE_NAMES,
+    MAX_MANIFEST_BYTES,
     Candidate,
     Discovered,
     Layer,
@@ -43,6 +44,7 @@ __all__ = [
     "BASE_NAMES",
     "EXAMPLE_SUFFIXES",
     "MASK",
+    "MAX_MANIFEST_BYTES",
     "Candidate",
     "Contribution",
     "Discovered",

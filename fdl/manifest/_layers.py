@@ -242,6 +242,25 @@ def overlay_candidates(directory: Path, env: str) -> list[Path]:
     return [directory / f"fdl.{env}.{ext}" for ext in OVERLAY_EXTENSIONS]
 
 
+def _not_a_file(path: Path) -> str | None:
+    """What stands at ``path`` when it is there but is not a regular file (None otherwise)."""
+    import stat
+
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISLNK(mode):
+        if path.exists():
+            return _not_a_file(path.resolve())
+        return f"a link to {_short(repr(str(path.readlink())))} that leads nowhere"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    return None if stat.S_ISREG(mode) else "a device or special file"
+
+
 def find_overlay(directory: Path, env: str, *, required: bool) -> Path | None:
     """The overlay file for ``env`` in ``directory``.
 
@@ -264,6 +283,13 @@ def find_overlay(directory: Path, env: str, *, required: bool) -> Path | None:
     if existing:
         return existing[0]
     if required:
+        for candidate in overlay_candidates(directory, env):
+            kind = _not_a_file(candidate)
+            if kind is not None:
+                raise ManifestError(
+                    f"environment {env!r}: {candidate} is {kind}, not a file",
+                    hint=f"make {candidate.name} a YAML file (or remove it and create one)",
+                )
         available = list_environments(directory)
         listing = ", ".join(available) if available else "none"
         raise ManifestError(

@@ -28,18 +28,22 @@ def is_secret_key(key: str) -> bool:
 # documented token format (GitHub's token prefixes, GitLab's glpat-, AWS key ids, Hugging
 # Face's hf_, PyPI's macaroon prefix, Slack's xox?-, npm's npm_, Google API keys,
 # Stripe/OpenAI secret keys, PEM private keys).
+# No word boundary before a prefix: a token glued to a word (`xghp_...`, `=ghp_...` pasted
+# without its space) is still one.
 TOKEN_SHAPES: tuple[tuple[str, str], ...] = (
-    ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
-    ("a GitLab token", r"\bgl(?:pat|dt|ptt|rt|oas)-[A-Za-z0-9_-]{20,}"),
-    ("an AWS access key id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    ("a Hugging Face token", r"\bhf_[A-Za-z0-9]{30,}"),
-    ("a PyPI token", r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
-    ("a Slack token", r"\bxox[abposr]-[0-9A-Za-z-]{10,}"),
-    ("an npm token", r"\bnpm_[A-Za-z0-9]{36}\b"),
-    ("a Google API key", r"\bAIza[0-9A-Za-z_-]{35}"),
-    ("a Stripe secret key", r"\b[rs]k_live_[0-9A-Za-z]{20,}"),
-    ("an OpenAI key", r"\bsk-(?:proj-)?[A-Za-z0-9_-]{32,}"),
+    ("a GitHub token", r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+    ("a GitLab token", r"gl(?:pat|dt|ptt|rt|oas)-[A-Za-z0-9_-]{20,}"),
+    ("an AWS access key id", r"(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("a Hugging Face token", r"hf_[A-Za-z0-9]{30,}"),
+    ("a PyPI token", r"pypi-AgE[A-Za-z0-9_-]{50,}"),
+    ("a Slack token", r"xox[abposr]-[0-9A-Za-z-]{10,}"),
+    ("an npm token", r"npm_[A-Za-z0-9]{36}\b"),
+    ("a Google API key", r"AIza[0-9A-Za-z_-]{35}"),
+    ("a Stripe secret key", r"[rs]k_live_[0-9A-Za-z]{20,}"),
+    ("an OpenAI key", r"sk-(?:proj-)?[A-Za-z0-9_-]{32,}"),
     ("a private key", r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
+    # https://user:password@host: only the user and password are the secret.
+    ("a password in a URL", r"(?<=://)[^/\s:@]{1,256}:[^/\s@]{1,256}(?=@)"),
 )
 _compiled: list[tuple[str, re.Pattern[str]]] = []
 
@@ -52,6 +56,17 @@ def token_kind(value: str) -> str | None:
         if pattern.search(value):
             return kind
     return None
+
+
+def looks_secret(value: object) -> bool:
+    """True when ``value`` (a string, or a list or mapping holding one) has a token shape."""
+    if isinstance(value, str):
+        return token_kind(value) is not None
+    if isinstance(value, dict):
+        return any(looks_secret(v) for v in value.values())
+    if isinstance(value, list):
+        return any(looks_secret(v) for v in value)
+    return False
 
 
 def is_secret_path(path: tuple[str, ...]) -> bool:

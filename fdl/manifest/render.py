@@ -8,7 +8,14 @@ import math
 from fdl.manifest._explain import Contribution, Explanation
 from fdl.manifest._layers import Candidate
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode, dotted
-from fdl.manifest._secrets import MASK, is_secret_key, is_secret_node, is_secret_path, mask
+from fdl.manifest._secrets import (
+    MASK,
+    is_secret_key,
+    is_secret_node,
+    is_secret_path,
+    looks_secret,
+    mask,
+)
 from fdl.manifest._yaml import resolve_plain
 
 TYPE_CHECKING = False
@@ -113,7 +120,9 @@ def _rows(
     pad = " " * indent
     for key, child in node.entries.items():
         child_path = (*path, key)
-        hidden = not show_secrets and (secret or is_secret_key(key) or child.tag == "!secret")
+        hidden = not show_secrets and (
+            secret or is_secret_key(key) or child.tag == "!secret" or looks_secret(child.plain())
+        )
         label = _origin_label(child.origin)
         inline = _inline(child, hidden)
         if inline is not None and len(pad) + len(key) + len(inline) + 2 <= INLINE_WIDTH:
@@ -141,7 +150,9 @@ def _seq_rows(
     pad = " " * indent
     for index, item in enumerate(node.items):
         item_path = (*path, str(index))
-        hidden = secret or (not show_secrets and item.tag == "!secret")
+        hidden = secret or (
+            not show_secrets and (item.tag == "!secret" or looks_secret(item.plain()))
+        )
         inline = _inline(item, hidden)
         if inline is not None:
             rows.append((f"{pad}- {inline}", _origin_label(item.origin)))
@@ -163,7 +174,10 @@ def show_data(tree: MapNode, *, show_secrets: bool = False) -> Any:
 
 
 def _masked_plain(node: Node, show_secrets: bool, secret: bool) -> Any:
-    hidden = secret or (not show_secrets and node.tag == "!secret")
+    hidden = secret or (
+        not show_secrets
+        and (node.tag == "!secret" or (isinstance(node, ScalarNode) and looks_secret(node.value)))
+    )
     if isinstance(node, MapNode):
         return {
             key: _masked_plain(
@@ -196,7 +210,10 @@ def _is_secret(explanation: Explanation) -> bool:
     if is_secret_path(explanation.path):
         return True
     contributions = [*explanation.live, *explanation.overridden]
-    return any(is_secret_node(c.node) for c in contributions)
+    if any(is_secret_node(c.node) for c in contributions):
+        return True
+    # A token-shaped value is a secret whatever its key is called (deploy refuses it too).
+    return looks_secret(explanation.value) or any(looks_secret(c.value) for c in contributions)
 
 
 def _value_text(value: object, secret: bool) -> str:

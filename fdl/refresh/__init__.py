@@ -1,5 +1,14 @@
 """Compatibility facts refreshed from the real artefacts (a maintainers' tool).
 
+``python -m fdl.refresh [discover] [--write] [--json] [--metadata-only]
+[--no-toolkit-wheels]`` finds by itself what PyPI publishes that the tables lack (torch
+releases, CUDA toolkits, Requires-Python, final toolkit releases for the image pins), reads
+it with the readers below and prints a minimal diff of ``fdl/data/compat`` with a source per
+row (:mod:`fdl.refresh._discover`, :mod:`fdl.refresh._patch`). ``python -m fdl.refresh learn
+VERSION`` reads one release newer than the tables the same way (:mod:`fdl.refresh._release`)
+into fdl's cache, where :func:`fdl.compat.release` answers for it, labelled as read from
+its artefacts on that date.
+
 ``python -m fdl.refresh toolkits [VERSION...] [--json]`` downloads NVIDIA's
 ``nvidia-cuda-nvcc`` wheel of each CUDA toolkit from PyPI (no install), runs its
 ``ptxas --help`` for the arch list and reads its ``crt/host_config.h`` for the newest

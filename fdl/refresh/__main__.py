@@ -1,4 +1,4 @@
-"""``python -m fdl.refresh toolkits|wheels|buildenv``: see :mod:`fdl.refresh`."""
+"""``python -m fdl.refresh [discover]|toolkits|wheels|buildenv``: see :mod:`fdl.refresh`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,12 @@ def main(argv: list[str] | None = None) -> int:
     from fdl.runner import default_runner
 
     parser = argparse.ArgumentParser(prog="python -m fdl.refresh")
-    sub = parser.add_subparsers(dest="what", required=True)
+    sub = parser.add_subparsers(dest="what")
+    discover = sub.add_parser(
+        "discover",
+        help="the default: what PyPI has that the tables lack, as a diff of the tables",
+    )
+    _discover_options(discover)
     kits = sub.add_parser("toolkits", help="CUDA toolkits: archs and host compilers")
     kits.add_argument("versions", nargs="*", help="toolkits (default: every one in cuda.yaml)")
     kits.add_argument("--json", action="store_true", help="print the drift as JSON")
@@ -26,13 +31,30 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="skip streaming libtorch_cuda.so for its archs and PTX (about 360 MB a wheel)",
     )
+    learn = sub.add_parser(
+        "learn",
+        help="read a torch release newer than the tables from its wheels on PyPI into fdl's cache",
+    )
+    learn.add_argument("version", help="a torch release, e.g. 2.16 or 2.16.0")
+    learn.add_argument("--json", action="store_true", help="print the facts as JSON")
+    learn.add_argument(
+        "--metadata-only",
+        action="store_true",
+        help="do not stream its libtorch_cuda.so for the archs (about 360 MB)",
+    )
+    learn.add_argument("--pypi", default=None, help="PyPI's JSON API (https://pypi.org/pypi)")
     honoured = sub.add_parser(
         "buildenv", help="where a PyTorch tree honours each input of a build plan"
     )
     honoured.add_argument("plan", help="a plan: fdl libtorch build --dry-run --json > plan.json")
     honoured.add_argument("--source", required=True, help="the PyTorch source tree")
     honoured.add_argument("--json", action="store_true", help="print the rows as JSON")
+    _discover_options(parser)
     args = parser.parse_args(argv)
+    if args.what in (None, "discover"):
+        return _discover(args)
+    if args.what == "learn":
+        return _learn(args)
     if args.what == "buildenv":
         return _buildenv(args.plan, args.source, as_json=args.json)
     if args.what == "wheels":
@@ -73,6 +95,182 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if drifted else 0
 
 
+def _discover_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--write", action="store_true", help="apply the diff to fdl/data/compat (for review)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the findings as JSON")
+    parser.add_argument(
+        "--metadata-only",
+        action="store_true",
+        help="do not stream a new release's libtorch_cuda.so for its archs (about 360 MB)",
+    )
+    parser.add_argument(
+        "--no-toolkit-wheels",
+        action="store_true",
+        help="report a new CUDA toolkit without downloading its nvcc wheel",
+    )
+    parser.add_argument("--pypi", default=None, help="PyPI's JSON API (https://pypi.org/pypi)")
+
+
+def _discover(args: argparse.Namespace) -> int:
+    """Compare the tables with PyPI; print the findings and the diff; exit 1 on drift."""
+    import datetime
+
+    from fdl._assets import data_dir
+    from fdl.errors import FdlError
+    from fdl.net import read_range
+    from fdl.refresh import derive_toolkit
+    from fdl.refresh._discover import PYPI, refresh_tables
+    from fdl.runner import default_runner
+
+    tables = data_dir() / "compat"
+    runner = default_runner()
+    try:
+        refreshed = refresh_tables(
+            read_range,
+            tables,
+            pypi=(args.pypi or PYPI).rstrip("/"),
+            today=datetime.date.today().isoformat(),
+            device_code=not args.metadata_only,
+            derive=None
+            if args.no_toolkit_wheels
+            else (lambda version: derive_toolkit(version, runner, sys.executable)),
+        )
+    except FdlError as exc:
+        print(f"cannot refresh the tables from PyPI: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"  fix: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
+    diff = refreshed.diff()
+    if args.json:
+        report = {
+            "findings": [f.to_json() for f in refreshed.findings],
+            "diff": diff,
+            "bytes_read": refreshed.bytes_read,
+            "seconds": refreshed.seconds,
+        }
+        print(json.dumps(report, indent=2))
+    else:
+        state = f"{len(refreshed.findings)} finding(s)" if refreshed.findings else "no drift"
+        print(
+            f"fdl's tables against PyPI: {state} "
+            f"({refreshed.bytes_read / 1e6:.1f} MB read in {refreshed.seconds} s)"
+        )
+        for item in refreshed.findings:
+            mark = "" if item.changed else " (reported, not changed)"
+            print(
+                f"- {item.table} {item.subject} {item.fact}: table {item.table_value!r}, "
+                f"PyPI {item.found!r}{mark}; source: {item.source}"
+            )
+        if diff:
+            print()
+            print(diff, end="")
+    if args.write:
+        for name, (before, after) in refreshed.texts.items():
+            if before != after:
+                (tables / name).write_text(after)
+    # a checked image tag with a newer patch is a note; anything else is drift to review
+    drifted = [f for f in refreshed.findings if f.changed or f.fact != "image.version"]
+    return 1 if drifted else 0
+
+
+def _learn(args: argparse.Namespace) -> int:
+    """Read a release newer than the tables from its wheels on PyPI and keep its facts in
+    fdl's cache, where the planners find them, labelled as read from artefacts."""
+    import datetime
+    import time
+
+    from fdl._files import atomic_write_text
+    from fdl.compat import learned_path, release, releases, version_key
+    from fdl.errors import FdlError, UsageError
+    from fdl.net import read_range
+    from fdl.refresh._release import PYPI, learned_entry, minor_of, published, read_release
+
+    version = str(args.version)
+    try:
+        key = version_key(version)
+    except ValueError:
+        key = ()
+    if len(key) < 2:
+        print(f"{version!r} is not a torch release (e.g. 2.16 or 2.16.0)", file=sys.stderr)
+        return 2
+    newest = releases()[-1]
+    if key[:2] <= version_key(newest.version)[:2]:
+        try:
+            known = release(version)
+        except UsageError as exc:
+            print(f"{exc.message}", file=sys.stderr)
+            return 2
+        print(
+            f"torch {version} is in fdl's reviewed tables (torch {known.version}): nothing to read"
+        )
+        return 0
+    pypi = (args.pypi or PYPI).rstrip("/")
+    read_bytes = 0
+
+    def counted(url: str, start: int, length: int | None) -> tuple[bytes, int]:
+        nonlocal read_bytes
+        data, total = read_range(url, start, length)
+        read_bytes += len(data)
+        return data, total
+
+    started = time.monotonic()
+    try:
+        raw, _ = counted(f"{pypi}/torch/json", 0, None)
+        project = json.loads(raw)
+        items = [
+            p
+            for p in published(project, "torch", f"{pypi}/torch/json")
+            if minor_of(p.version) == minor_of(version)
+            and (len(key) < 3 or version_key(p.version) <= key[:3])
+        ]
+        if not items or (len(key) >= 3 and version_key(items[-1].version) != key[:3]):
+            print(
+                f"PyPI has no final torch {version} ({pypi}/torch/json)",
+                file=sys.stderr,
+            )
+            print(f"  fix: use --torch {newest.latest}, or a release PyPI has", file=sys.stderr)
+            return 2
+        facts = read_release(project, items, counted, pypi=pypi, device_code=not args.metadata_only)
+    except FdlError as exc:
+        print(f"cannot read torch {version} from PyPI: {exc.message}", file=sys.stderr)
+        print(
+            f"  fdl's tables end at {newest.latest}; without its facts, torch {version} "
+            "stays refused",
+            file=sys.stderr,
+        )
+        return exc.exit_code
+    if facts is None:
+        print(f"torch {version} has no CPython manylinux x86_64 wheel on PyPI", file=sys.stderr)
+        return 2
+    today = datetime.date.today().isoformat()
+    entry = learned_entry(facts, newest, today)
+    path = learned_path(version)
+    atomic_write_text(path, json.dumps(entry, indent=2) + "\n")
+    learned = release(version)
+    seconds = round(time.monotonic() - started, 1)
+    if args.json:
+        print(
+            json.dumps(
+                {**entry, "cache": str(path), "bytes_read": read_bytes, "seconds": seconds},
+                indent=2,
+            )
+        )
+        return 0
+    default = next(v for v in learned.variants if v.default)
+    print(f"{learned.provenance}.")
+    print(
+        f"  torch {', '.join(learned.patches)}: {default.name} (CUDA {default.cuda or 'none'}, "
+        f"cuDNN {default.cudnn or 'none'}), archs {default.targets.torch_cuda_arch_list() or 'none'}, "
+        f"Python >= {learned.source.python_min}"
+    )
+    for note in entry["notes"]:
+        print(f"  {note}")
+    print(f"  kept in {path} ({read_bytes / 1e6:.1f} MB read in {seconds} s)")
+    return 0
+
+
 def _wheels(versions: list[str], *, as_json: bool, device_code: bool = True) -> int:
     """Read each release's wheels' METADATA through HTTP Range requests and compare."""
     from fdl.errors import FdlError
@@ -91,7 +289,7 @@ def _wheels(versions: list[str], *, as_json: bool, device_code: bool = True) -> 
     for version in versions:
         urls = pypi_wheels(project, version)
         if not urls:
-            print(f"{version}: no cp311 manylinux wheel on PyPI", file=sys.stderr)
+            print(f"{version}: no CPython manylinux wheel on PyPI", file=sys.stderr)
             drifted = True
             continue
         for platform, url in sorted(urls.items()):

@@ -113,21 +113,28 @@ def cuda_facts(metadata: str, machine: str = "x86_64") -> WheelFacts:
     return WheelFacts(version.group(1) if version else "", cuda, cudnn, pins)
 
 
-def pypi_wheels(project_json: dict[str, object], version: str) -> dict[str, str]:
-    """Platform (``linux-x86_64``, ``linux-aarch64``) -> the URL of the release's cp311
-    manylinux wheel, from PyPI's project JSON (its ``releases``)."""
+def pypi_wheels(
+    project_json: dict[str, object], version: str, base: str = PYPI_JSON
+) -> dict[str, str]:
+    """Platform (``linux-x86_64``, ``linux-aarch64``) -> the URL of one of the release's
+    CPython manylinux wheels, from PyPI's project JSON (its ``releases``): the cp311 one,
+    else the oldest CPython it publishes (a release that dropped 3.11 is still read).
+    Relative file URLs are taken from ``base``, the project JSON's own URL."""
     from urllib.parse import urljoin
 
     releases = project_json.get("releases")
     files = releases.get(version, []) if isinstance(releases, dict) else []
-    found: dict[str, str] = {}
+    chosen: dict[str, tuple[tuple[int, int], str]] = {}
     for item in files:
         name = str(item.get("filename", ""))
-        if "-cp311-" not in name or "manylinux" not in name:
+        tag = re.search(r"-cp3(\d+)-cp3\d+-", name)
+        if tag is None or "manylinux" not in name or item.get("yanked"):
             continue
+        rank = (0 if tag.group(1) == "11" else 1, int(tag.group(1)))
         platform = "linux-aarch64" if name.endswith("_aarch64.whl") else "linux-x86_64"
-        found[platform] = urljoin(PYPI_JSON, str(item.get("url", "")))
-    return found
+        if platform not in chosen or rank < chosen[platform][0]:
+            chosen[platform] = (rank, urljoin(base, str(item.get("url", ""))))
+    return {platform: url for platform, (_, url) in chosen.items()}
 
 
 def wheel_drift(version: str, platform: str, facts: WheelFacts) -> list[dict[str, object]]:

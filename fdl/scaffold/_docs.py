@@ -21,14 +21,26 @@ def next_steps(answers: Answers, *, directory: str | None = None) -> list[tuple[
     steps: list[tuple[str, str]] = []
     if directory is not None:
         steps.append((f"cd {directory}", "the new project"))
-    # PyPI's Linux torch wheels are CUDA builds: the CPU one comes from PyTorch's CPU index.
-    index = scaffold_data()["ci"]["cpu_wheel_index"]
-    steps.append(
-        (
-            f"fdl libtorch install --from-wheel --index-url {index}",
-            f"the CPU libtorch of torch {answers.torch}, from its wheel (or: fdl setup)",
+    if answers.template == "cpp":
+        # PyPI's Linux torch wheels are CUDA builds: the CPU one comes from PyTorch's CPU
+        # index.
+        index = scaffold_data()["ci"]["cpu_wheel_index"]
+        steps.append(
+            (
+                f"fdl libtorch install --from-wheel --index-url {index}",
+                f"the CPU libtorch of torch {answers.torch}, from its wheel (or: fdl setup)",
+            )
         )
-    )
+    else:
+        # the CPU commands' libtorch (the dev service's, in container modes), read out of
+        # PyPI's wheel, then the one for this machine's GPUs beside it
+        steps.append(
+            (
+                "fdl libtorch install --from-wheel --cpu",
+                f"the CPU libtorch of torch {answers.torch} (libtorch/precompiled/cpu)",
+            )
+        )
+        steps.append(("fdl setup", "the libtorch for this machine's GPUs and driver"))
     if answers.template == "cpp":
         steps.append(("fdl build", " ".join(filter(None, ["configure and build", where]))))
         steps.append(("fdl test", "run the tests (ctest)"))

@@ -78,13 +78,18 @@ BASE_DIR = ".fdl/template"
 
 def _plain(directory: Path, relative: str) -> bool:
     """True when ``directory/relative`` is reached without following a symbolic link
-    (fdl writes or deletes nothing through one: it could lead out of the project)."""
+    (fdl writes or deletes nothing through one: it could lead out of the project) and
+    through directories only (a file or FIFO where a directory of the template goes is
+    the user's: left alone)."""
     path = directory
-    for part in Path(relative).parts:
+    parts = Path(relative).parts
+    for index, part in enumerate(parts):
         if part in ("..", "/"):
             return False
         path = path / part
         if path.is_symlink():
+            return False
+        if index < len(parts) - 1 and path.exists() and not path.is_dir():
             return False
     return True
 
@@ -124,7 +129,12 @@ def _merge_user_file(
     target = directory / spec.path
     if not _plain(directory, spec.path) or (target.exists() and not target.is_file()):
         return (
-            FileResult(spec.path, "skipped", USER, "a symbolic link or not a file: left alone"),
+            FileResult(
+                spec.path,
+                "skipped",
+                USER,
+                "a symbolic link, not a file, or inside something that is not a directory: left alone",
+            ),
             None,
         )
     current = _read(target)
@@ -293,7 +303,10 @@ def _generated(
         target = directory / spec.path
         escape = outside(directory, spec.path)
         if escape or target.is_symlink() or (target.exists() and not target.is_file()):
-            why = escape or "a symbolic link or not a file: left alone"
+            why = (
+                escape
+                or "a symbolic link, not a file, or inside something that is not a directory: left alone"
+            )
             out.append(FileResult(spec.path, "skipped", GENERATED, why))
             continue
         current = _read(target)

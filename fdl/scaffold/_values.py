@@ -113,16 +113,19 @@ def flodl_commands(containers: bool) -> list[dict[str, Any]]:
 def _rust_setup(rust: dict[str, Any]) -> list[str]:
     """rustup into fixed directories, its programs linked onto the PATH (no curl | sh:
     the script is saved first, so a failed download fails the step, saying why), with the
-    toolchain pinned in the project's rust-toolchain.toml."""
+    toolchain pinned in the project's rust-toolchain.toml. Skipped when the build stage
+    already has cargo: a train image with `toolchain: host` mounts the host's."""
     components = ",".join(rust["components"])
     home = f"RUSTUP_HOME={rust['rustup_home']} CARGO_HOME={rust['cargo_home']}"
     url = rust["rustup_url"]
     fail = (
         f"{{ echo 'error: cannot fetch rustup from {url}: the image build needs network "
         f"access to install Rust {rust['toolchain']} (rust-toolchain.toml); behind a proxy, "
-        "pass HTTPS_PROXY as a build argument' >&2; exit 1; }"
+        "pass HTTPS_PROXY as a build argument; or build the train image with the Rust of "
+        "this machine: fdl --set images.train.toolchain=host image build train' >&2; exit 1; }"
     )
     return [
+        "if command -v cargo >/dev/null; then cargo --version; exit 0; fi",
         f"curl --proto =https --tlsv1.2 -sSf -o /tmp/rustup-init.sh {url} || {fail}",
         f"{home} sh /tmp/rustup-init.sh -y --no-modify-path --profile minimal "
         f"--default-toolchain {rust['toolchain']} --component {components}",

@@ -20,6 +20,7 @@ from fdl.system.toolchain import (
     probe_nvcc,
     probe_tool,
     probe_toolchain,
+    rust_toolchain_file_problem,
 )
 
 __all__ = [
@@ -43,4 +44,5 @@ __all__ = [
     "probe_nvcc",
     "probe_tool",
     "probe_toolchain",
+    "rust_toolchain_file_problem",
 ]

@@ -29,6 +29,7 @@ __all__ = [
     "probe_nvcc",
     "probe_tool",
     "probe_toolchain",
+    "rust_toolchain_file_problem",
 ]
 
 # How each tool prints its version (searched in stdout + stderr of `<tool> --version`).
@@ -110,6 +111,42 @@ def _run_text(runner: Runner, argv: list[str]) -> tuple[int, str] | str:
     except FdlError as exc:
         return f"`{' '.join(argv)}` could not run: {exc.message}"
     return result.returncode, (result.stdout or "") + (result.stderr or "")
+
+
+_RUST_TOOLCHAIN_FILES = ("rust-toolchain.toml", "rust-toolchain")
+
+
+def rust_toolchain_file_problem(directory: Path) -> str | None:
+    """Why rustup's proxies (``cargo``, ``rustc``) must not be run in ``directory``, if so.
+
+    rustup reads the first ``rust-toolchain[.toml]`` of ``directory`` and its ancestors
+    whole, before anything else: a FIFO there blocks it for ever, a link to
+    ``/dev/zero`` fills the memory. fdl looks first and says what stands there.
+    """
+    import stat
+
+    for folder in (directory, *directory.parents):
+        for name in _RUST_TOOLCHAIN_FILES:
+            path = folder / name
+            try:
+                info = path.stat()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                return f"{path} cannot be read: {exc.strerror or exc}"
+            if stat.S_ISREG(info.st_mode) and info.st_size <= 1 << 16:
+                return None
+            if stat.S_ISDIR(info.st_mode):
+                continue  # rustup skips a directory of that name
+            kind = (
+                "a FIFO"
+                if stat.S_ISFIFO(info.st_mode)
+                else f"{info.st_size} bytes"
+                if stat.S_ISREG(info.st_mode)
+                else "a device or special file"
+            )
+            return f"{path} is {kind}, not a toolchain file (rustup would read it whole)"
+    return None
 
 
 def probe_tool(name: str, runner: Runner | None = None) -> Probe[ToolVersion]:

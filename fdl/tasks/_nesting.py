@@ -20,10 +20,15 @@ __all__ = ["enclosing_manifest", "nesting"]
 def _commands(path: Path) -> dict[str, Any]:
     import yaml
 
+    from fdl._files import NotARegularFile, read_small_text
+    from fdl.manifest import MAX_MANIFEST_BYTES
+
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C loader: ~10x faster
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        # Bounded: an enclosing fdl.yml is only looked at here; loading it reports its faults.
+        text = read_small_text(path, limit=MAX_MANIFEST_BYTES)
+        data = yaml.load(text, Loader=loader) if text is not None else None
+    except (OSError, NotARegularFile, yaml.YAMLError, RecursionError):
         return {}
     commands = data.get("commands") if isinstance(data, dict) else None
     return commands if isinstance(commands, dict) else {}
@@ -37,7 +42,11 @@ def _refers_to(manifest: Path, directory: Path) -> str | None:
         if spec.get("run") is not None:
             continue
         target = spec.get("path") or str(name)
-        if isinstance(target, str) and (here / target).resolve() == directory:
+        if (
+            isinstance(target, str)
+            and "\0" not in target
+            and (here / target).resolve() == directory
+        ):
             return str(name)
     return None
 

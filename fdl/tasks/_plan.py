@@ -19,7 +19,9 @@ from fdl.tasks._compose import quote
 from fdl.tasks._compose_file import ComposeProject, container_path, find_compose_file, load_compose
 from fdl.tasks._docker import ComposeProgram, compose_program, in_container
 from fdl.tasks._env import EnvChange, apply_changes, export_line
+from fdl.tasks._framework_env import framework_env
 from fdl.tasks._libtorch_env import (
+    CPU_VARIANT,
     LibtorchState,
     Variant,
     active_libtorch,
@@ -235,7 +237,12 @@ class _Planner:
                 location=where,
                 hint="add a compose file with that service, or remove `docker:`",
             )
-        host_env = [*compose_variables(state), *_user_variables(self.environ)]
+        # -v/-q's variables on compose's side too (floDl's compose files pass FLODL_VERBOSITY
+        # on with a bare `environment:` entry), so that a dry run's script sets them as well
+        forwarded = [
+            EnvChange(name, self.environ[name]) for name in FORWARDED if name in self.environ
+        ]
+        host_env = [*compose_variables(state), *_user_variables(self.environ), *forwarded]
         project = load_compose(compose_file, apply_changes(self.environ, host_env))
         if service not in project.mounts:
             listing = ", ".join(project.services) or "none"
@@ -258,6 +265,23 @@ class _Planner:
         baked = profile is not None and profile.get("libtorch") == "baked"
         # A baked image's own libtorch wins over one seen through the project mount.
         mounted = None if baked else _mounted_libtorch(project, service, state)
+        wanted = profile.get("variant") if profile is not None and not baked else None
+        if (
+            isinstance(wanted, str)
+            and "/" in wanted
+            and not (state.directory / wanted / "lib").is_dir()
+            # an active CUDA build stands in for it (`follow-active`): no note then
+            and (mounted is None or mounted[1].cuda is None)
+        ):
+            # the cuda service of a fresh project before `fdl setup` has installed its build
+            instead = f"; it sees {mounted[1].name} instead" if mounted is not None else ""
+            fix = (
+                "fdl libtorch install --from-wheel --cpu" if wanted == CPU_VARIANT else "fdl setup"
+            )
+            self.notes.append(
+                f"service {service!r} uses libtorch {wanted} (images.{service}.variant), which "
+                f"is not installed{instead}: {fix}"
+            )
         if mounted is not None:
             for change in variant_exports(*mounted):
                 (prepend if change.prepend else env).append(change)
@@ -298,24 +322,6 @@ class _Planner:
             f"assuming it is at {DEFAULT_CONTAINER_ROOT}"
         )
         return DEFAULT_CONTAINER_ROOT if relative == "." else f"{DEFAULT_CONTAINER_ROOT}/{relative}"
-
-
-def _check_framework(planner: _Planner, root: Manifest, state: LibtorchState) -> None:
-    """Refuse (a note when not ``strict``) a run on this machine whose exported libtorch
-    the project's framework cannot compile against: said before cargo or CMake start."""
-    from fdl.tasks._framework_check import framework_refusal
-
-    try:
-        refusal = framework_refusal(root, state, planner.resolution.name)
-    except ManifestError as exc:  # libtorch.torch contradicts the framework: the
-        # libtorch commands refuse it at its line; a project command only says so
-        planner.notes.append(f"{exc}; the libtorch release is not checked")
-        return
-    if refusal is None:
-        return
-    if planner.strict:
-        raise refusal
-    planner.notes.append(f"{refusal.message}; fix: {refusal.hint}")
 
 
 def build_plan(
@@ -369,11 +375,19 @@ def build_plan(
     if service:
         argv, cwd, env, wrap = planner.docker(service, text, args, state)
     else:
-        _check_framework(planner, root, state)
+        # on this machine the active variant is the one the framework gets: one it
+        # cannot compile against stops a run before cargo or CMake start
+        framework = framework_env(root, state, resolution.name)
+        if framework.refusal is not None and strict:
+            raise framework.refusal
         argv, cwd, env = planner.host(text, args, state)
+        planner.notes.extend(framework.notes)
+        env.extend(framework.exports)
     description = resolution.spec.get("description")
-    if not description and resolution.nested is not None and resolution.kind is not Kind.PRESET:
-        description = resolution.nested.data.get("description")
+    if resolution.nested is not None and resolution.kind is not Kind.PRESET:
+        # a nested manifest's own description first, as floDl's CLI shows it (and fdl for
+        # a group); the one it is declared with in the parent is what the listing shows
+        description = resolution.nested.data.get("description") or description
     return CommandPlan(
         name=resolution.name,
         kind=resolution.kind.value,

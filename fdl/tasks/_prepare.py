@@ -28,6 +28,7 @@ from fdl.tasks._probe import (
     HELP_PROBE_SECONDS,
     MAX_PROBE_OUTPUT,
     PROBE_SECONDS,
+    asks_itself,
     cached_schema,
     effective_schema,
     parse_probe_output,
@@ -253,8 +254,13 @@ def prepare(
     environ: Mapping[str, str],
     overlay: str | None = None,
     runner: Runner | None = None,
+    no_append: bool = False,
 ) -> Invocation:
     """Resolve ``fdl <name> <tail...>`` and plan it.
+
+    ``no_append`` is ``fdl --no-append <name>`` (floDl's place for it): it leaves out a
+    ``run:`` command's ``append:`` as ``--no-append`` after the name does, and means
+    nothing to entries (floDl's CLI drops it for them too).
 
     For ``--help`` the plan shows placeholders; for ``--dry-run`` and help a
     missing compose program is a note rather than an error. A ``compile: true`` entry
@@ -266,27 +272,44 @@ def prepare(
         EnvironmentProblem: no compose program for a docker command that is to run.
     """
     resolution = resolve(root, name, tail, env=overlay)
+    if no_append and resolution.kind is Kind.RUN:
+        resolution.no_append = True
     nested = resolution.nested
     if (
         nested is not None
         and nested.data.get("entry")
-        and (nested.data.get("compile") or resolution.refresh_schema)
+        and (asks_itself(nested, help_only=resolution.help) or resolution.refresh_schema)
     ):
         if resolution.dry_run and not resolution.refresh_schema:
             schema = _schema_for_dry_run(nested, resolution.notes)
         else:
             probe = _prober(resolution, root, environ, overlay, runner)
             schema = effective_schema(
-                nested, probe, refresh=resolution.refresh_schema, on_warning=resolution.notes.append
+                nested,
+                probe,
+                refresh=resolution.refresh_schema,
+                on_warning=resolution.notes.append,
+                ask_for_help=resolution.help,
             )
         resolution.nested = with_schema(nested, schema)
         if resolution.refresh_schema:
             return Invocation(resolution, None)
     elif nested is not None and nested.data.get("entry"):
-        # not asked unless --refresh-schema, but what it answered then is used
+        # not asked (a run of an entry without compile: true; help of a cargo or docker
+        # entry) unless --refresh-schema, but what it answered then is used
         cached = cached_schema(nested)
         if cached is not None:
             resolution.nested = with_schema(nested, cached)
+        elif resolution.help and not nested.data.get("schema"):
+            words = resolution.words[:-1] if resolution.kind is Kind.PRESET else resolution.words
+            asked = compose_entry(str(nested.data["entry"]), [PROBE_FLAG])
+            where = (
+                f" in compose service {nested.data['docker']}" if nested.data.get("docker") else ""
+            )
+            resolution.notes.append(
+                f"the options of `{asked}`{where} are not known yet: "
+                f"`fdl {' '.join(words)} --refresh-schema` asks it, and this help shows them"
+            )
     if resolution.kind is Kind.GROUP:
         return Invocation(resolution, None)
     template = resolution.help

@@ -9,9 +9,11 @@ entry's program (its size and modification time; for ``cargo`` entries the crate
 is asked again. A probe that fails or prints no JSON object leaves the inline ``schema:``
 in use, with a warning. Probing happens when the command runs or its help is asked for,
 and for ``--refresh-schema`` and ``fdl schema refresh``; never for ``fdl --help``,
-completion or ``--dry-run``, which read the cache only. An entry without ``compile: true``
-is never asked unless ``--refresh-schema`` says so, but a fresh cache is used for it too
-(floDl's benchmarks manifest promises that ``fdl bench --help`` shows the flags).
+completion or ``--dry-run``, which read the cache only. An entry that runs here and is
+not ``cargo`` is asked for its help without ``compile: true`` (as floDl's CLI does:
+floDl's benchmarks manifest promises that ``fdl bench --help`` shows run.sh's flags),
+never for a run; other entries without it are asked only on ``--refresh-schema``, and a
+fresh cache is used for every entry.
 
 What the cache and the probe give is bounded: a cache file is read only when it is a
 regular file of at most MAX_CACHE_BYTES, nested at most MAX_DEPTH deep, and passes the
@@ -33,8 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fdl._files import atomic_write_text
-from fdl.errors import EnvironmentProblem, FdlError, ManifestError, ManifestErrors
+from fdl._files import atomic_write_text, leaves
+from fdl.errors import EnvironmentProblem, FdlError, Interrupted, ManifestError, ManifestErrors
 from fdl.manifest import LayerKind, Manifest, MapNode, parse_text
 from fdl.manifest.schema import Checker
 from fdl.manifest.sections import COMMAND_SCHEMA
@@ -46,6 +48,7 @@ __all__ = [
     "PROBE_SECONDS",
     "CachedSchema",
     "ProbeFailed",
+    "asks_itself",
     "cache_file",
     "cached_schema",
     "effective_schema",
@@ -271,10 +274,11 @@ def write_cache(nested: Manifest, schema: dict[str, Any], invocation: str) -> Pa
     """
     path = cache_file(nested)
     payload = {**schema, _META: {"key": probe_key(nested), "probe": invocation}}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_symlink() or not path.parent.resolve().is_relative_to(nested.directory.resolve()):
-        # never write outside the project through a link (best effort: no cache)
+    # Never write, nor make a directory, outside the project through a link (a `.fdl`
+    # that leads elsewhere got a schema-cache/ made out there): best effort, no cache.
+    if path.is_symlink() or leaves(nested.directory, path):
         raise PermissionError(f"{path}: a link leads out of {nested.directory}")
+    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
     return path
 
@@ -325,12 +329,28 @@ def _checked(data: dict[str, Any], invocation: str) -> dict[str, Any]:
     return data
 
 
+def asks_itself(nested: Manifest, *, help_only: bool = False) -> bool:
+    """Whether fdl asks ``<entry> --fdl-schema`` by itself: ``compile: true``, or, for
+    ``--help`` only (``help_only``), an entry that runs here and is not ``cargo``
+    (floDl's CLI probes those unasked: floDl's benchmarks, ``entry: bash run.sh``, show
+    run.sh's flags in ``fdl bench --help``). Help waits HELP_PROBE_SECONDS; a run never
+    asks such an entry unasked, since one that ignores the flag would run in full. A
+    ``cargo`` entry would build first and a ``docker:`` one start a container, so they
+    wait for ``compile: true`` or ``--refresh-schema`` (help says so)."""
+    if nested.data.get("compile"):
+        return True
+    entry = str(nested.data.get("entry") or "")
+    here = not nested.data.get("docker") and not entry.lstrip().startswith("cargo ")
+    return help_only and here
+
+
 def effective_schema(
     nested: Manifest,
     probe: Callable[[Manifest], tuple[dict[str, Any], str]],
     *,
     refresh: bool = False,
     on_warning: Callable[[str], None] | None = None,
+    ask_for_help: bool = False,
 ) -> dict[str, Any] | None:
     """The schema that applies to ``nested``'s entry: with ``compile: true`` the probed one
     (cached), else (or when the probe fails, with a warning) the inline ``schema:``.
@@ -339,9 +359,10 @@ def effective_schema(
         probe: Runs ``<entry> --fdl-schema`` where the entry runs; returns (schema, the
             invocation shown to people).
         refresh: Probe even when the cache is fresh.
+        ask_for_help: It is for ``--help`` (see :func:`asks_itself`).
     """
     inline = nested.data.get("schema")
-    if not nested.data.get("compile") and not refresh:
+    if not asks_itself(nested, help_only=ask_for_help) and not refresh:
         return schema_of(nested)
     if not refresh:
         cached = cached_schema(nested)
@@ -350,11 +371,11 @@ def effective_schema(
     try:
         schema, invocation = probe(nested)
     except FdlError as exc:
-        if refresh:
+        if refresh or isinstance(exc, Interrupted):  # Ctrl-C / SIGTERM stop fdl, not the probe
             raise
         if on_warning is not None:
-            where = "the inline schema:" if inline else "no schema (options pass unchecked)"
-            on_warning(f"{exc.message}; using {where}")
+            where = "the inline schema" if inline else "no schema (options pass unchecked)"
+            on_warning(f"{exc.message}; using {where}; `--refresh-schema` asks again")
         return inline if isinstance(inline, dict) else None
     with contextlib.suppress(OSError):  # a read-only tree only loses the cache
         write_cache(nested, schema, invocation)

@@ -161,3 +161,27 @@ def test_force_color(fdl_process, tmp_path: Path) -> None:
         ["--no-color", "config", "show"], cwd=tmp_path, env={"FORCE_COLOR": "1", "NO_COLOR": ""}
     )
     assert "\x1b[" not in plain.stderr
+
+
+def test_explain_names_fdls_default_of_an_image_field_and_its_source(
+    tmp_path: Path, run_fdl
+) -> None:
+    """`config explain images.train.base` said "no layer sets" (issue 34, point 14): the
+    defaults are a layer too, named with the data they come from."""
+    from tests.support.images import make_project, make_variant
+
+    project = make_project(tmp_path, "images:\n  train: {}\n")
+    cpu = run_fdl(["config", "explain", "images.train.base"], cwd=project)
+    assert cpu.exit_code == 0, cpu.output
+    assert "images.train.base = debian:bookworm-slim" in cpu.stdout
+    assert "fdl's default" in cpu.stdout and "images.yml: bases.cpu.runtime" in cpu.stdout
+    assert "no libtorch variant is active" in cpu.stdout
+    make_variant(project, "precompiled/cu128", cuda="12.8", archs=("sm_120",))
+    cuda = run_fdl(["config", "explain", "images.train.base", "--json"], cwd=project)
+    (entry,) = json.loads(cuda.stdout)
+    assert entry["layer"] == "default" and entry["value"].startswith("nvidia/cuda:12.8")
+    assert "CUDA 12.8 (variant precompiled/cu128" in entry["source"]
+    tag = run_fdl(["config", "explain", "images.train.tag"], cwd=project)
+    assert "images.train.tag = cpp-train-train:latest" in tag.stdout
+    # a key fdl does not default is still an error with its fix
+    assert run_fdl(["config", "explain", "images.train.nope"], cwd=project).exit_code == 3

@@ -82,6 +82,8 @@ raise SystemExit(code)
     ("args", "allowed"),
     [
         (["--version"], set()),
+        (["version"], set()),  # issue 34 point 15: a version is instant
+        (["version", "--json"], set()),
         (["--help"], set()),
         (["config", "show"], set()),
         (["config", "show", "--json", "--env", "ci"], set()),
@@ -108,3 +110,16 @@ def test_startup_does_not_load_heavy_modules(
     assert loaded <= allowed, f"{args} loaded {sorted(loaded - allowed)}"
     if args == ["config", "show", "--json", "--env", "ci"]:
         assert json.loads(proc.stdout)["commands"]["test"]["run"] == "cargo test --release"
+
+
+def test_version_reads_no_manifest(tmp_path: Path) -> None:
+    """`fdl version` answers before the session: a broken manifest does not matter."""
+    (tmp_path / "fdl.yml").write_text("commands: [\n", encoding="utf-8")
+    probe = "import sys\nfrom fdl.cli import main\ncode = main(['version'])\n"
+    probe += "print('MANIFEST=' + str('fdl.manifest' in sys.modules), file=sys.stderr)\n"
+    env = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert proc.stdout.startswith("fdl "), proc.stderr
+    assert "MANIFEST=False" in proc.stderr

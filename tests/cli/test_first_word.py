@@ -92,3 +92,16 @@ def test_completion_follows_the_first_word_form(project) -> None:
     top = values([""])
     assert "cluster" in top  # an environment that is no command is offered as a first word
     assert top.count("ci") == 1  # `ci` is offered once: the command it also is
+
+
+def test_a_builtins_own_sub_command_needs_no_note(run_fdl, tmp_path: Path) -> None:
+    """A floDl project made by `fdl init` has fdl.ci.yml and a `check` command, but no `ci`
+    command: `fdl ci check` is the built-in's, and said on every run the note was noise
+    (issue 34, point 14)."""
+    (tmp_path / "fdl.yml").write_text("commands:\n  check: {run: echo project-check}\n")
+    (tmp_path / "fdl.ci.yml").write_text("commands:\n  check: {run: echo ci-check}\n")
+    builtin = run_fdl(["ci", "check", "--help"], cwd=tmp_path)
+    assert builtin.exit_code == 0 and builtin.stdout.startswith("Usage: fdl ci check")
+    assert "note:" not in builtin.stderr
+    explicit = run_fdl(["@ci", "check", "--dry-run"], cwd=tmp_path)
+    assert explicit.exit_code == 0 and "echo ci-check" in explicit.stdout

@@ -113,6 +113,62 @@ def test_a_wheel_the_framework_cannot_compile_against_is_not_installed(
     assert not (project / "libtorch").exists()
 
 
+def _variant(project: Path, name: str, version: str) -> None:
+    from tests.support.libtorch_trees import make_tree
+
+    tree = make_tree(project.parent / f"tree-{name}", version)
+    (project / "libtorch" / "precompiled").mkdir(parents=True, exist_ok=True)
+    tree.rename(project / "libtorch" / "precompiled" / name)
+    (project / "libtorch" / ".active").write_text(f"precompiled/{name}\n")
+
+
+def test_build_says_when_the_active_variant_is_not_the_release_tch_was_made_for(
+    tmp_path: Path, run_fdl
+) -> None:
+    """tch 0.23 and an active torch 2.13 variant: torch-sys's build script would refuse it;
+    fdl says so before cargo runs, with the fix, and sets no bypass."""
+    project = _tch_project(tmp_path, "0.23.0", "commands:\n  build:\n    run: cargo build\n")
+    _variant(project, "t213", "2.13.0+cpu")
+    env = {"FDL_HOME": str(tmp_path / "home")}
+    result = run_fdl(["build", "--dry-run"], cwd=project, env=env)
+    assert result.exit_code == 0, result.output
+    assert (
+        "# note: the active libtorch precompiled/t213 is torch 2.13.0: tch-rs 0.23.0 compiles "
+        "against torch 2.10.0 only (Cargo.lock:6:12)"
+    ) in result.stdout
+    assert "fdl setup (torch 2.10.0)" in result.stdout
+    assert "BYPASS" not in result.stdout
+
+
+def test_with_the_check_off_tch_gets_the_bypass_and_fdl_says_so(tmp_path: Path, run_fdl) -> None:
+    project = _tch_project(
+        tmp_path,
+        "0.23.0",
+        "libtorch:\n  framework-check: false\ncommands:\n  build:\n    run: cargo build\n",
+    )
+    _variant(project, "t213", "2.13.0+cpu")
+    result = run_fdl(["build", "--dry-run"], cwd=project, env={"FDL_HOME": str(tmp_path)})
+    assert result.exit_code == 0, result.output
+    assert "export LIBTORCH_BYPASS_VERSION_CHECK=1\n" in result.stdout
+    assert "libtorch.framework-check is false" in result.stdout
+    # the release tch was made for needs no bypass, check or no check
+    _variant(project, "t210", "2.10.0+cpu")
+    same = run_fdl(["build", "--dry-run"], cwd=project, env={"FDL_HOME": str(tmp_path)})
+    assert "BYPASS" not in same.stdout and "# note" not in same.stdout
+
+
+def test_build_without_a_variant_says_libtorch_is_unset(tmp_path: Path, run_fdl) -> None:
+    """A tch-rs project whose fdl.yml has no libtorch section, nothing installed."""
+    project = _tch_project(tmp_path, "0.23.0", "commands:\n  build:\n    run: cargo build\n")
+    result = run_fdl(["build", "--dry-run"], cwd=project, env={"FDL_HOME": str(tmp_path)})
+    assert result.exit_code == 0, result.output
+    assert (
+        "# note: no active libtorch variant in "
+        f"{project / 'libtorch'}: LIBTORCH is not set, and tch-rs 0.23.0 needs torch 2.10.0; "
+        "install one with `fdl setup`"
+    ) in result.stdout
+
+
 def _fake_cargo(tmp_path: Path) -> tuple[dict[str, str], Path]:
     """A ``cargo`` first on PATH that leaves a mark when it starts."""
     bin_dir, mark = tmp_path / "bin", tmp_path / "cargo-started"
@@ -125,7 +181,7 @@ def _fake_cargo(tmp_path: Path) -> tuple[dict[str, str], Path]:
     return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}, mark
 
 
-def _variant(project: Path, name: str, build_version: str, active: bool) -> None:
+def _tree_variant(project: Path, name: str, build_version: str, active: bool) -> None:
     make_tree(project / "libtorch" / name, build_version)
     if active:
         (project / "libtorch" / ".active").write_text(name + "\n", encoding="utf-8")
@@ -139,15 +195,15 @@ def test_a_command_is_stopped_before_cargo_when_the_active_release_is_wrong(
     starts; the fix activates a fitting installed variant, else installs the release."""
     manifest = "libtorch: {}\ncommands:\n  build:\n    run: cargo build\n"
     project = _tch_project(tmp_path, "0.23.0", manifest)
-    _variant(project, "precompiled/cpu", "2.13.0+cpu", active=True)
+    _tree_variant(project, "precompiled/cpu", "2.13.0+cpu", active=True)
     if fitting:
-        _variant(project, "precompiled/cu128", "2.10.0+cu128", active=False)
+        _tree_variant(project, "precompiled/cu128", "2.10.0+cu128", active=False)
     env, mark = _fake_cargo(tmp_path)
     refused = run_fdl(["build"], cwd=project, env=env)
     assert refused.exit_code == 4, refused.output
     assert not mark.exists()
     assert (
-        "the active libtorch precompiled/cpu is torch 2.13.0, and tch-rs 0.23.0 compiles "
+        "the active libtorch precompiled/cpu is torch 2.13.0: tch-rs 0.23.0 compiles "
         "against torch 2.10.0 only (Cargo.lock:6:12)"
     ) in refused.stderr
     fix = (
@@ -159,16 +215,16 @@ def test_a_command_is_stopped_before_cargo_when_the_active_release_is_wrong(
     assert "to run it anyway: fdl --set libtorch.framework-check=false build" in refused.stderr
     noted = run_fdl(["build", "--dry-run"], cwd=project, env=env)  # a dry run only notes it
     assert noted.exit_code == 0, noted.output
-    assert "is torch 2.13.0, and tch-rs 0.23.0 compiles" in noted.output
+    assert "is torch 2.13.0: tch-rs 0.23.0 compiles" in noted.output
     anyway = run_fdl(["--set", "libtorch.framework-check=false", "build"], cwd=project, env=env)
-    assert anyway.exit_code == 0, anyway.output
+    assert anyway.exit_code == 0, anyway.output  # torch-sys gets the bypass then
     assert mark.exists()
 
 
 def test_a_command_runs_when_the_active_release_fits(tmp_path: Path, run_fdl) -> None:
     manifest = "libtorch: {}\ncommands:\n  build:\n    run: cargo build\n"
     project = _tch_project(tmp_path, "0.23.0", manifest)
-    _variant(project, "precompiled/cpu", "2.10.0+cu128", active=True)
+    _tree_variant(project, "precompiled/cpu", "2.10.0+cu128", active=True)
     env, mark = _fake_cargo(tmp_path)
     done = run_fdl(["build"], cwd=project, env=env)
     assert done.exit_code == 0, done.output

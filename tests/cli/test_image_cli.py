@@ -222,3 +222,31 @@ def test_build_with_only_the_classic_builder_says_what_needs_buildkit(
     assert "needs BuildKit (RUN --mount=type=cache)" in result.stderr
     assert "buildx" in result.stderr
     assert fake.calls_of("build") == []  # refused before docker was asked to build
+
+
+def test_build_with_the_hosts_rust_and_no_rust_here_says_how_to_get_it(
+    run_fdl, project: Path, engine: FakeEngine, tmp_path: Path
+) -> None:
+    """`toolchain: host` on a machine without rustc: exit 4 before anything is built,
+    naming the key and both ways out (install Rust here, or let the image install it)."""
+    (tmp_path / "empty").mkdir()
+    result = run_fdl(
+        [
+            "--set",
+            "images.train.toolchain=host",
+            "--set",
+            "images.train.build=cargo build --release",
+            "--set",
+            "images.train.program=target/release/train",
+            "image",
+            "build",
+            "train",
+        ],
+        cwd=project,
+        env={"PATH": str(tmp_path / "empty")},
+    )
+    assert result.exit_code == 4, result.output
+    assert "images.train.toolchain: host takes this machine's Rust" in result.output
+    assert "rustup toolchain install stable" in result.output
+    assert "remove images.train.toolchain" in result.output
+    assert engine.builds == []

@@ -338,6 +338,42 @@ def test_the_cuda_service_follows_this_machines_gpus_and_driver(tmp_path: Path, 
 
 
 @pytest.mark.parametrize(
+    ("rows", "action", "command"),
+    [
+        # the mission's rig: no official 2.10.0 build has sm_61 and sm_120 code
+        (
+            "0, NVIDIA GeForce GTX 1060 6GB, 6.1, 6144, 570.86\\n"
+            "1, NVIDIA GeForce RTX 5060 Ti, 12.0, 16384, 570.86\\n",
+            "build",
+            "fdl libtorch build --archs 6.1,12.0 --torch 2.10.0",
+        ),
+        (
+            "0, NVIDIA GeForce RTX 3090, 8.6, 24576, 580.65\\n",
+            "download",
+            "fdl libtorch download --cuda 12.8 --torch 2.10.0",
+        ),
+        ("", "download", "fdl libtorch download --cpu --torch 2.10.0"),
+    ],
+    ids=["pascal-blackwell", "rtx3090", "no-gpu"],
+)
+def test_setup_in_a_fresh_flodl_project_plans_for_the_gpus(
+    tmp_path: Path, run_fdl, rows: str, action: str, command: str
+) -> None:
+    """The template pins floDl's torch and no variant: setup plans CUDA on a GPU machine
+    (a `variant: cpu` pin made it plan the CPU build there)."""
+    env = _fake_gpus(tmp_path, rows)  # no rows: an nvidia-smi that lists no GPU
+    env.update(FDL_HOME=str(tmp_path / "home"), FDL_CACHE_DIR=str(tmp_path / "cache"))
+    assert run_fdl(["init", "p", "--yes"], cwd=tmp_path, env=env).exit_code == 0
+    setup = run_fdl(["setup", "--dry-run", "--json"], cwd=tmp_path / "p", env=env)
+    assert setup.exit_code == 0, setup.output
+    plan = json.loads(setup.stdout)["plan"]
+    assert (plan["action"], plan["command"]) == (action, command)
+    assert plan["selection"]["how"] == "detected"
+    if action == "build":
+        assert plan["selection"]["build_cuda"] == "12.9"
+
+
+@pytest.mark.parametrize(
     ("gpus", "driver", "variant", "base"),
     [
         # torch 2.10.0 (floDl 0.5.3's): its cu126 build is the one with Pascal code
@@ -601,3 +637,30 @@ def test_add_refuses_what_it_cannot_add(tmp_path: Path, run_fdl) -> None:
     unknown = run_fdl(["add", "pandas"], cwd=tmp_path / "c")
     assert unknown.exit_code == 2 and "unknown target 'pandas'" in unknown.stderr
     assert list((tmp_path / "plain").iterdir()) == []
+
+
+def test_flodls_mode_flags_are_aliases_of_mode(tmp_path: Path, run_fdl) -> None:
+    """floDl's `fdl init x --native` / `--docker` (issue 34, point 8): typer suggested
+    `--update` and `--driver` for them."""
+    cpp = ["-t", "cpp", "--torch", "2.13.0"]
+    native = run_fdl(["init", "n", "--native", *cpp], cwd=tmp_path)
+    assert native.exit_code == 0, native.output
+    assert "(template cpp, mode native," in native.stdout
+    docker = run_fdl(["init", "d", "--docker", *cpp], cwd=tmp_path)
+    assert docker.exit_code == 0, docker.output
+    assert "(template cpp, mode baked," in docker.stdout
+    both = run_fdl(["init", "b", "--native", "--docker", *cpp], cwd=tmp_path)
+    assert both.exit_code == 2 and "--native and --docker exclude each other" in both.stderr
+    clash = run_fdl(["init", "c", "--native", "--mode", "mounted", *cpp], cwd=tmp_path)
+    assert clash.exit_code == 2
+    assert "--native is --mode native, but --mode mounted was given too" in clash.stderr
+
+
+def test_in_a_terminal_a_flodl_project_is_asked_about_flodl_hf(tmp_path: Path) -> None:
+    code, output = _in_terminal(["init", "p", "-m", "native"], tmp_path, b"\ny\n")
+    text = output.decode(errors="replace")
+    assert code == 0, text
+    assert "Include flodl-hf" in text and "[y/N]" in text
+    assert (tmp_path / "p" / "flodl-hf").is_dir()
+    answers = yaml.safe_load((tmp_path / "p" / ".fdl-answers.yml").read_text())["answers"]
+    assert answers["hf"] is True

@@ -347,6 +347,15 @@ def test_setup_activates_an_installed_variant_with_yes(fdl, machine) -> None:
     assert variants.active_name(machine.context()) == "builds/sm61-sm120"
 
 
+def test_setup_takes_flodls_non_interactive_flag(fdl, machine) -> None:
+    """floDl's `fdl setup --non-interactive` is --yes (issue 34, point 8)."""
+    machine.gpus("6.1", "12.0")
+    machine.install("builds/sm61-sm120", "2.14.1", "12.8", cubins=[61, 120])
+    result = fdl("setup", "--non-interactive")
+    assert result.exit_code == 0, result.output
+    assert variants.active_name(machine.context()) == "builds/sm61-sm120"
+
+
 # --- install -------------------------------------------------------------------------------
 
 
@@ -373,6 +382,29 @@ def test_install_cuda_wheel_without_nvidia_warns(fdl, machine, tmp_path: Path) -
     assert "warning: 1 libraries cannot be found: libnvfake.so.13" in result.stderr
     again = fdl("libtorch", "install", "--from-wheel", str(wheel), "--no-nvidia", "--json")
     assert json.loads(again.stdout)["installed"] is False
+
+
+def test_install_of_a_cuda_wheel_warns_about_gpus_it_does_not_cover(
+    fdl, machine, tmp_path: Path
+) -> None:
+    """A cu128 wheel on a GTX 1060 (sm_61): `download` warns before installing; a wheel's
+    build is known once installed, and the same words follow (issue 34, point 14)."""
+    from tests.support.libtorch_trees import torch_wheel
+
+    machine.gpus("6.1", "12.0")
+    wheel = torch_wheel(
+        tmp_path / "torch-2.14.1-cp311-cp311-linux_x86_64.whl",
+        "2.14.1",
+        cuda="12.8",
+        cubins=[70, 75, 80, 86, 90, 100, 120],
+    )
+    result = fdl("libtorch", "install", "--from-wheel", str(wheel), "--no-nvidia")
+    assert result.exit_code == 0, result.stderr
+    assert "warning: precompiled/cu128 has no code for sm_61" in result.stderr
+    assert "fix: fdl libtorch build --archs 6.1,12.0" in result.stderr
+    machine.gpus("12.0")
+    again = fdl("libtorch", "install", "--from-wheel", str(wheel), "--no-nvidia")
+    assert again.exit_code == 0 and "has no code" not in again.stderr
 
 
 def test_install_from_dir_adopts_a_tree(fdl, machine, tmp_path: Path) -> None:

@@ -376,3 +376,26 @@ def test_missing_libtorch_is_named_when_the_project_declares_one(
     assert "fdl libtorch install --from-wheel" in result.stderr
     write(project, {"fdl.yml": "commands:\n  b: {run: 'true'}\n"})
     assert "libtorch" not in fdl_process(["b"], cwd=project, env=env).stderr
+
+
+def test_no_append_before_the_command_as_floDl_places_it(project: Path, run_fdl) -> None:
+    """`fdl --no-append argv` (floDl's CLI takes it before the command) leaves out
+    `append:` as `fdl argv --no-append` does; an entry ignores it, as floDl's CLI does."""
+    before = run_fdl(["--no-append", "argv", "--dry-run", "--", "x"], cwd=project)
+    after = run_fdl(["argv", "--no-append", "--dry-run", "--", "x"], cwd=project)
+    assert before.exit_code == 0, before.stderr
+    assert before.stdout == after.stdout
+    assert "--appended" not in before.stdout
+    entry = run_fdl(["--no-append", "train", "--dry-run"], cwd=project)
+    assert entry.exit_code == 0, entry.stderr
+    assert "--no-append" not in entry.stdout
+
+
+def test_dry_run_of_a_docker_command_sets_the_verbosity_for_compose(project: Path, run_fdl) -> None:
+    """`-v` reaches compose too (floDl's compose files pass FLODL_VERBOSITY on with a bare
+    `environment:` entry): the dry run's script exports it, as the run has it."""
+    result = run_fdl(["-v", "dtest", "--dry-run"], cwd=project, env=DETERMINISTIC)
+    assert result.exit_code == 0, result.stderr
+    exports = [line for line in result.stdout.splitlines() if line.startswith("export ")]
+    assert "export FLODL_VERBOSITY=2" in exports
+    assert "-e FLODL_VERBOSITY=2" in result.stdout

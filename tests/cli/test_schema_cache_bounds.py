@@ -40,12 +40,20 @@ def _project(root: Path, entry: str, *, compile_: bool) -> Path:
     return bench
 
 
-def test_a_fresh_cache_is_used_for_an_entry_without_compile(run_fdl, tmp_path: Path) -> None:
+def test_an_entry_that_is_not_cargo_is_asked_by_itself(run_fdl, tmp_path: Path) -> None:
     """floDl's benchmarks manifest (`entry: bash run.sh`, no `compile: true`) promises that
-    `fdl bench --help` shows the flags once the schema is cached."""
-    _project(tmp_path, "sh run.sh", compile_=False)
-    before = run_fdl(["bench", "--help"], cwd=tmp_path)
-    assert before.exit_code == 0 and "--rounds" not in before.stdout  # never asked by itself
+    `fdl bench --help` shows run.sh's flags: floDl's CLI probes such entries unasked, and
+    so does fdl (issue 34, point 8)."""
+    bench = _project(tmp_path, "sh run.sh", compile_=False)
+    # a run does not ask it unasked: an entry that ignored the flag would run in full
+    ran = run_fdl(["bench", "--rounds", "3"], cwd=tmp_path)
+    assert ran.exit_code == 0, ran.output
+    assert not (bench / ".fdl" / "schema-cache").exists()
+    helped = run_fdl(["bench", "--help"], cwd=tmp_path)
+    assert helped.exit_code == 0, helped.output
+    assert "--rounds" in helped.stdout and "how many rounds" in helped.stdout
+    assert (bench / ".fdl" / "schema-cache" / "benchmarks.json").is_file()
+    (bench / ".fdl" / "schema-cache" / "benchmarks.json").unlink()
     refreshed = run_fdl(["bench", "--refresh-schema"], cwd=tmp_path)
     assert refreshed.exit_code == 0, refreshed.output
     helped = run_fdl(["bench", "--help"], cwd=tmp_path)
@@ -127,3 +135,22 @@ def test_a_fresh_cache_of_the_wrong_shape_is_not_used(tmp_path: Path) -> None:
     assert cached_schema(nested) is None
     write_cache(nested, json.loads(SCHEMA), "probe")
     assert cached_schema(nested) == json.loads(SCHEMA)
+
+
+def test_a_cargo_entry_waits_for_compile_or_refresh(run_fdl, tmp_path: Path) -> None:
+    """A `cargo` entry would build to answer, so without `compile: true` it is not asked."""
+    _project(tmp_path, "cargo run --release --", compile_=False)
+    helped = run_fdl(["bench", "--help"], cwd=tmp_path)
+    assert helped.exit_code == 0 and "--rounds" not in helped.stdout
+
+
+def test_help_of_a_docker_entry_says_how_to_learn_its_flags(run_fdl, tmp_path: Path) -> None:
+    """floDl's benchmarks run in compose service `bench`: help does not start a container
+    to ask, but says the command that does (issue 34, point 8)."""
+    bench = _project(tmp_path, "bash run.sh", compile_=False)
+    text = (bench / "fdl.yml").read_text()
+    (bench / "fdl.yml").write_text("docker: bench\n" + text)
+    helped = run_fdl(["bench", "--help"], cwd=tmp_path)
+    assert helped.exit_code == 0, helped.output
+    assert "`fdl bench --refresh-schema` asks it" in helped.output
+    assert "`bash run.sh --fdl-schema` in compose service bench" in helped.output

@@ -49,6 +49,9 @@ ENVS = [
     pytest.param(f"      HF_AUTH: {TOKEN}\n", TOKEN, id="token-shaped"),
     pytest.param(f"      DB_PASSWORD: {PLAIN}\n", PLAIN, id="secret-named"),
     pytest.param(f"      DB_URL: !secret {PLAIN}\n", PLAIN, id="secret-tagged"),
+    # Round 3: a token glued to a word reached the sbatch script; a URL's password too.
+    pytest.param(f"      NOTE: x{TOKEN}\n", TOKEN, id="token-glued"),
+    pytest.param(f"      DB: https://bob:{PLAIN}@db.example.com/x\n", PLAIN, id="url-password"),
 ]
 
 
@@ -184,3 +187,50 @@ def test_bench_records_env_names_never_values(run_fdl, tmp_path: Path) -> None: 
     refused = run_fdl(["bench", "run", "--dry-run"], cwd=tmp_path)
     assert refused.exit_code == 3 and "looks like a GitHub token" in refused.output
     assert TOKEN not in refused.output
+
+
+SHOWN = [
+    pytest.param(
+        "images:\n  train:\n    env:\n      NOTE: x" + TOKEN + "\n",
+        {},
+        "images.train.env.NOTE",
+        TOKEN,
+        id="glued",
+    ),
+    pytest.param(
+        "description: x\n", {"FDL__DESCRIPTION": f"see {TOKEN}"}, "description", TOKEN, id="fdl-env"
+    ),
+    pytest.param(
+        "description: x\n",
+        {"FDL__COMMANDS__X__RUN": f"curl https://bob:{PLAIN}@db.example.com"},
+        "commands.x.run",
+        PLAIN,
+        id="url-password",
+    ),
+]
+
+
+@pytest.mark.parametrize(("manifest", "env", "key", "secret"), SHOWN)
+def test_config_show_and_explain_mask_token_shaped_values_under_any_key(  # type: ignore[no-untyped-def]
+    run_fdl,
+    tmp_path: Path,
+    manifest: str,
+    env: dict,
+    key: str,
+    secret: str,
+) -> None:
+    (tmp_path / "fdl.yml").write_text(manifest)
+    outputs = []
+    for args in (
+        ["config", "show"],
+        ["config", "show", "--json"],
+        ["config", "explain", key],
+        ["config", "explain", key, "--json"],
+    ):
+        result = run_fdl(args, cwd=tmp_path, env=env)
+        assert result.exit_code == 0, result.output
+        outputs.append(result.output)
+    assert all("***" in out for out in outputs), outputs
+    assert secret not in "".join(outputs)
+    shown = run_fdl(["config", "show", "--show-secrets"], cwd=tmp_path, env=env)
+    assert secret in shown.output  # asked for: shown

@@ -52,8 +52,25 @@ images:
     cuda: 12.8
 """
 
+# A cargo build on this machine's Rust (`toolchain: host`): the toolchain and the
+# vendored crates come in as stages, mounted in `setup:` and the build step only.
+RUST_HOST = """\
+description: A floDl training program built with this machine's Rust
+images:
+  train:
+    build-packages: [ca-certificates, pkg-config]
+    setup:
+      - if command -v cargo >/dev/null; then cargo --version; exit 0; fi
+    toolchain: host
+    packages: [graphviz]
+    build: LIBTORCH_PATH=/opt/libtorch cargo build --release
+    build-dir: target
+    program: target/release/demo
+"""
+
 CASES = {
     "cpu": (CPU, {"name": "precompiled/cpu"}),
+    "rust-host": (RUST_HOST, {"name": "precompiled/cpu", "torch": "2.10.0"}),
     "cuda": (
         CUDA,
         {
@@ -125,4 +142,4 @@ def test_hadolint_passes(dockerfile: Path) -> None:
 
 
 def test_every_golden_dockerfile_is_checked() -> None:
-    assert len(GOLDEN_DOCKERFILES) == 8
+    assert len(GOLDEN_DOCKERFILES) == 10

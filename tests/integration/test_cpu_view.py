@@ -1,6 +1,7 @@
 """`fdl libtorch install --from-wheel --cpu` end to end, against a package index on
 127.0.0.1 (tests/support/cpu_view_wheels.py): synthetic torch and NVIDIA wheels read by
-HTTP Range, the tree and metadata the view makes, its cache, and its refusals."""
+HTTP Range, the tree and metadata the view makes, its cache, and its refusals, and `fdl
+setup`'s fallback to it for a CPU pin on a GPU machine. About 30 s on 2 cores."""
 
 from __future__ import annotations
 
@@ -339,15 +340,22 @@ def test_the_manifest_pinning_cpu_implies_the_view(
 def test_a_cuda_wheel_file_where_the_manifest_pins_cpu_is_refused_with_the_view_as_fix(
     fdl: Fdl, index: PackageIndex, tmp_path: Path
 ) -> None:
-    """A file is installed as the build it is: the pin refuses it and names --cpu."""
+    """A file is installed as the build it is: the pin refuses it, naming the pin (where
+    it is) and the two ways out, with the user's own file: its CPU view, or the CUDA
+    build under its name (not a fix about pip's index fallback, which did not happen)."""
     (tmp_path / "work" / "fdl.yml").write_text("libtorch:\n  variant: cpu\n")
     wheel = tmp_path / TORCH_WHEEL
     wheel.write_bytes(torch_wheel())
     args = ("libtorch", "install", "--from-wheel", str(wheel), "--index-url", index.url)
     refused = fdl(*args)
     assert refused.exit_code == 2, refused.output
-    assert "(the cu128 build), not the cpu build: nothing was installed" in refused.stderr
-    assert "fdl libtorch install --from-wheel FILE.whl --cpu" in refused.stderr
+    assert (
+        "the wheel is torch 2.10.0 (the cu128 build), but the project pins the cpu build "
+        "(libtorch.variant at fdl.yml:2:12): nothing was installed"
+    ) in refused.stderr
+    assert f"fdl libtorch install --from-wheel {wheel} --cpu;" in refused.stderr
+    assert f"fdl libtorch install --from-wheel {wheel} --name cu128" in refused.stderr
+    assert "pip" not in refused.stderr
     assert index.server.log == []
     info = installed(fdl(*args, "--cpu", "--json"))
     assert info["cuda"] is None and info["source"]["view"] == "cpu"
@@ -689,3 +697,61 @@ def test_an_nvidia_release_the_index_lacks(fdl: Fdl, index: PackageIndex, tmp_pa
     index.projects[project] = pinned
     index.publish(project)
     recovers(fdl, index, tmp_path)
+
+
+# --- fdl setup: a CPU pin never yields a CUDA build ---------------------------------------
+
+
+def test_setup_of_a_cpu_pin_on_a_gpu_machine_falls_back_to_the_view_never_to_cuda(
+    run_fdl, index: PackageIndex, tmp_path: Path
+) -> None:
+    """A project pinning `variant: cpu` on the GTX 1060 + RTX 5060 Ti rig, PyTorch's own
+    host out of reach, an index serving only torch 2.10.0's CUDA 12.8 wheel: `fdl setup
+    --yes` installs the CPU view of that wheel (read by range), never the CUDA build that
+    `pip download torch==2.10.0` gives (15 NVIDIA wheels, 3.7 GB), and every `or:` line
+    of the plan says what it installs."""
+    project = tmp_path / "work"
+    project.mkdir()
+    (project / "fdl.yml").write_text(
+        f'libtorch:\n  torch: "{TORCH}"\n  variant: cpu\n'
+        f"  mirror: http://127.0.0.1:{_closed_port()}/\n"
+    )
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text(
+        "#!/bin/sh\nprintf '0, NVIDIA GeForce GTX 1060 6GB, 6.1, 6144, 570.86\\n"
+        "1, NVIDIA GeForce RTX 5060 Ti, 12.0, 16384, 570.86\\n'\n"
+    )
+    smi.chmod(0o755)
+    env = {
+        "PATH": f"{smi.parent}:/usr/bin:/bin",
+        "FDL_HOME": str(tmp_path / "home"),
+        "FDL_CACHE_DIR": str(tmp_path / "cache"),
+        "PIP_INDEX_URL": index.url,
+        "FDL_NET_DEADLINE": "2",  # the mirror refuses: fall back at once, not after retries
+    }
+    plan = run_fdl(["setup", "--dry-run"], cwd=project, env=env)
+    assert plan.exit_code == 0, plan.output
+    assert "plan: download: the project asks for cpu" in plan.stdout
+    ors = [line for line in plan.stdout.splitlines() if line.lstrip().startswith("or:")]
+    assert ors, plan.stdout
+    for line in ors:  # each names what it installs, in parentheses after the command
+        assert line.rstrip().endswith(")") and "   (" in line, line
+    assert any("--from-wheel --cpu" in line and "CPU view" in line for line in ors), ors
+
+    done = run_fdl(["setup", "--yes", "--json"], cwd=project, env=env)
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.stdout)
+    assert result["done"] == "installed" and result["variant"] == "precompiled/cpu"
+    info = json.loads(run_fdl(["libtorch", "info", "--json"], cwd=project, env=env).stdout)
+    assert info["cuda"] is None and info["source"]["view"] == "cpu"
+    assert info["source"]["wheel_cuda"] == "12.8"
+    assert not (project / "libtorch" / "precompiled" / "cu128").exists()
+    # the CUDA library was never read: only ranges of the torch wheel, no whole download
+    assert not any(e.path.endswith(".whl") and e.range is None for e in index.server.log)
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -39,6 +39,26 @@ def test_rust_projects_get_their_toolchain_checked(run_fdl, tmp_path: Path) -> N
     assert "rust edition" not in _checks(run_fdl, project, base)
 
 
+def test_a_mounted_project_needs_no_rust_on_the_host(run_fdl, tmp_path: Path) -> None:
+    """Its cargo commands run in compose services (issue 34, point 14): the host's missing
+    toolchain is information, not an error."""
+    project = tmp_path / "model"
+    project.mkdir()
+    (project / "fdl.yml").write_text(
+        "commands:\n  build: {run: cargo build, docker: dev}\n  shell: {run: bash}\n"
+    )
+    (project / "Cargo.toml").write_text('[package]\nname = "model"\nedition = "2024"\n')
+    (tmp_path / "bin").mkdir()
+    checks = _checks(run_fdl, project, str(tmp_path / "bin"))
+    assert checks["cargo"]["severity"] == "info", checks["cargo"]
+    assert "run in its containers" in checks["cargo"]["message"]
+    # one cargo command on the host makes it needed again
+    (project / "fdl.yml").write_text(
+        "commands:\n  build: {run: cargo build, docker: dev}\n  bench: {run: cargo bench}\n"
+    )
+    assert _checks(run_fdl, project, str(tmp_path / "bin"))["cargo"]["severity"] == "error"
+
+
 def test_other_projects_are_not_asked_about_rust(run_fdl, tmp_path: Path) -> None:
     (tmp_path / "fdl.yml").write_text("commands: {}\n")
     checks = _checks(run_fdl, tmp_path, "/usr/bin:/bin")

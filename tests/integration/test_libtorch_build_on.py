@@ -143,3 +143,37 @@ def test_a_cancelled_build_job_stops_fdl_and_leaves_no_answer(
             break
         subprocess.run(["sleep", "0.1"], check=True)
     assert not partial.exists() and not answer.exists()
+
+
+def test_the_job_of_a_hostile_directory_runs_there_and_writes_its_output_there(
+    slurm: None,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+) -> None:
+    """The #SBATCH lines fdl writes for a project whose path holds a space, a quote and a
+    `%`, read by the real sbatch: the job runs in that directory and its output lands
+    beside the job records, under the literal name (the build itself is the test above)."""
+    root = tmp_path / "my lab's 100% run"
+    state = root / ".fdl" / "deploy"
+    state.mkdir(parents=True)
+    job = plan_build_job(
+        DeployTarget("local", "slurm", time="00:02:00", output="out-%j.log"),
+        {"cpu": (True, "--cpu")},
+        registry="127.0.0.1:5000/t/l",
+        state_dir=state,
+        workdir=root,
+        fdl=("true",),
+    )
+    directives = [line for line in job.text.splitlines() if line.startswith("#SBATCH")]
+    script = root / "probe.sh"
+    script.write_text("\n".join(["#!/bin/bash", *directives, 'echo "ran in $PWD"', ""]))
+    done = subprocess.run(
+        ["sbatch", "--wait", "--parsable", str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    job_id = done.stdout.strip().split(";")[0]
+    assert (state / f"out-{job_id}.log").read_text() == f"ran in {root}\n"

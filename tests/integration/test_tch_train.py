@@ -178,7 +178,7 @@ def test_another_release_fails_in_torch_sys_and_fdl_stops_first(
     assert refused.returncode == 4, refused.stderr[-3000:]
     assert not mark.exists()
     assert (
-        f"the active libtorch precompiled/cpu is torch {OTHER}, and tch-rs {TCH} compiles "
+        f"the active libtorch precompiled/cpu is torch {OTHER}: tch-rs {TCH} compiles "
         f"against torch {TORCH} only (Cargo.lock:"
     ) in refused.stderr
     assert f"fdl libtorch install --from-wheel --cpu --torch {TORCH}" in refused.stderr

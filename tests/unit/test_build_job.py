@@ -171,3 +171,31 @@ def test_no_answer_is_an_environment_problem(tmp_path: Path, text: str | None) -
         read_build_result(path)
     assert str(path) in caught.value.message
     assert "fdl deploy logs" in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize(
+    ("name", "what"),
+    [
+        ("p\ntouch PWNED\n#", "a newline"),
+        ("p\rq", "a carriage return"),
+        ('p"q', 'a "'),
+        ("p\\q", "a backslash"),
+        ("p\x1b[2Jq", "the control character"),
+    ],
+)
+def test_a_directory_no_sbatch_line_can_carry_is_refused_naming_it(
+    tmp_path: Path, name: str, what: str
+) -> None:
+    with pytest.raises(UsageError) as refused:
+        _plan(tmp_path=tmp_path / name)
+    assert what in refused.value.message and "#SBATCH --" in refused.value.message
+    assert "rename" in (refused.value.hint or "")
+
+
+def test_a_directory_with_spaces_quotes_or_percent_stays_one_directive(tmp_path: Path) -> None:
+    root = tmp_path / "my project's 100% run"
+    text = _plan(tmp_path=root).text
+    directives = [line for line in text.splitlines() if line.startswith("#SBATCH")]
+    assert f'#SBATCH --chdir="{root}"' in directives
+    literal = str(root / ".fdl" / "deploy").replace("%", "%%")
+    assert f'#SBATCH --output="{literal}/fdl-%x-%j.out"' in directives

@@ -248,3 +248,17 @@ def test_a_pushed_entry_names_a_variant_and_a_digest(
     error = _error(tmp_path, MATRIX + f"  pushed:\n    {entry}\n")  # line 14
     assert words in str(error) + (error.hint or "")
     assert error.location is not None and error.location.line == line
+
+
+def test_a_matrix_refuses_the_hosts_rust(tmp_path: Path) -> None:
+    """`toolchain: host` mounts the building machine's Rust; a CI runner has none: the
+    matrix refuses it at its line, with the local form of the build as the fix."""
+    manifest = MATRIX.replace(
+        '    args: [--steps, "20"]\n',
+        '    args: [--steps, "20"]\n    toolchain: host\n    build: cargo build --release\n'
+        "    program: target/release/train\n",
+    )
+    error = _error(tmp_path, manifest)
+    assert "images.train.toolchain" in error.message and "CI runner" in error.message
+    assert error.location is not None and error.location.line == 8
+    assert "fdl --set images.train.toolchain=host image build train" in (error.hint or "")

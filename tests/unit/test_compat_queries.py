@@ -377,3 +377,20 @@ def test_a_wheel_no_release_publishes_is_named() -> None:
         "PyTorch 2.11.0 has no cu129 wheel (its wheels: cu126, cu128, cu130, cpu)"
     )
     assert wheel_variant_problem("2.99.0", "cu129") is None  # not in the tables: not refused
+
+
+def test_ptx_jit_of_a_toolkit_the_tables_lack_a_driver_for_never_falls_below_older_ones() -> None:
+    """CUDA 13.0's own driver (580.65.06) refuses 580.0; PTX built by 13.1-13.5 must be
+    refused there too (it used to fall back to 13.x's minor-version floor, 580)."""
+    from fdl.compat import ptx_jit_floor
+
+    for cuda in ("13.1", "13.2", "13.3", "13.4", "13.5"):
+        check = check_driver("580.10", cuda, ptx=True)
+        assert not check.ok, cuda
+        assert check_driver("580.10", cuda).ok, cuda  # cubins: minor-version compatibility
+    floor = ptx_jit_floor("13.4")
+    assert floor is not None and floor.toolkit == "13.1" and not floor.verified
+    check = check_driver("585.1", "13.4", ptx=True)
+    assert not check.ok and check.required == floor.driver
+    assert "not in fdl's tables" in check.reason and "CUDA 13.1's" in check.reason
+    assert check_driver(floor.driver, "13.4", ptx=True).ok

@@ -89,6 +89,7 @@ def test_image_tags_are_well_formed() -> None:
     flavours = load_table("cuda")["image_flavours"]
     for kit in toolkits():
         assert kit.image.version.startswith(kit.version + ".")
+        assert re.fullmatch(r"\d+\.\d+\.\d+", kit.image.version), kit.image.version
         for ubuntu in kit.image.ubuntu:
             for flavour in flavours:
                 assert _TAG.match(image_tag(kit.version, flavour, ubuntu)), (kit.version, flavour)
@@ -133,8 +134,12 @@ def test_release_facts() -> None:
         newer = version_key(rel.version) >= (2, 9)
         assert rel.source.cmake_min == ("3.27" if newer else "3.18")
         assert rel.source.cxx_standard == (20 if version_key(rel.version) >= (2, 13) else 17)
-        if newer:
-            assert rel.source.python_min == "3.10"
+
+    # The wheels' Requires-Python on PyPI (https://pypi.org/pypi/torch/json, 2026-11-28):
+    # 2.0-2.5 >=3.8.0, 2.6-2.8 >=3.9.0, 2.9-2.14.1 >=3.10, 2.15.0 >=3.11 (cp311-cp315 only).
+    pypi = {"2.5": "3.8", "2.6": "3.9", "2.8": "3.9", "2.9": "3.10", "2.14": "3.10", "2.15": "3.11"}
+    for version, python in pypi.items():
+        assert release(version).source.python_min == python, version
 
 
 def test_runtime_tables_name_known_flavours_and_switches() -> None:
@@ -192,3 +197,32 @@ def test_cu13_wheel_names_are_the_ones_torch_cu130_brings() -> None:
     for lib in runtime_libraries("13"):
         if lib.wheel:
             assert lib.wheel in names, lib.wheel
+
+
+def test_image_pins_name_final_toolkit_releases() -> None:
+    """cuda-toolkit on PyPI (2026-11-28) has 13.3.0, 13.3.1 and 13.4.0rc1, 13.4.1-13.4.3:
+    13.4.0 was a developer preview (CUDA 13.4's release notes: GA is 13.4.1), and an
+    unchecked pin is the newest final release of its minor."""
+    assert toolkit("13.3").image.version == "13.3.1"
+    assert toolkit("13.4").image.version == "13.4.3"
+
+
+def test_every_cuda_12_and_13_toolkit_has_a_ptx_jit_row_and_floors_never_fall() -> None:
+    """A toolkit without a known own driver still has a row that says so (`min: null`),
+    and the floor used for it is the newest older one, never lower."""
+    from fdl.compat import ptx_jit_floor
+
+    rows = load_table("cuda")["ptx_jit_driver"]["versions"]
+    previous = (0,)
+    for kit in toolkits():
+        if kit.major < 12:
+            continue
+        assert kit.version in rows, kit.version
+        floor = ptx_jit_floor(kit.version)
+        assert floor is not None, kit.version
+        assert version_key(floor.driver) >= previous, kit.version
+        previous = version_key(floor.driver)
+        row = rows.get(kit.version)
+        if isinstance(row, dict) and row.get("min") is None:
+            assert row.get("verified") is False and row.get("source"), kit.version
+            assert floor.toolkit != kit.version and not floor.verified

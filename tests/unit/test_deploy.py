@@ -147,7 +147,23 @@ def test_an_old_driver_is_refused_with_the_driver_floor() -> None:
     with pytest.raises(EnvironmentProblem) as caught:
         check_placement(_target("slurm", old), CU130)
     assert "CUDA 13.0 needs driver >= 580" in (caught.value.details or "")
-    assert "older CUDA (e.g. `fdl libtorch download --cuda 12.6`)" in (caught.value.hint or "")
+    # the newest official build with sm_90 code that driver 535 runs (2.15.0 has none)
+    assert "older CUDA (e.g. `fdl libtorch download --cuda 12.6 --torch 2.14.1`)" in (
+        caught.value.hint or ""
+    )
+
+
+def test_a_blackwell_node_on_an_older_driver_than_r570_is_told_to_upgrade_the_driver() -> None:
+    """No CUDA runs on sm_120 before R570: the fix is the driver, never an older CUDA
+    (cu126 has no sm_120 code at all)."""
+    node = GpuOffer("12.0", type="rtx5060ti", driver="560.35.03")
+    with pytest.raises(EnvironmentProblem) as caught:
+        check_placement(_target("slurm", node), CU130)
+    hint = caught.value.hint or ""
+    # R570 for the GPU, 580 for the image's CUDA 13.0: the one upgrade that does both
+    assert "update the nodes' NVIDIA driver to 580 or newer" in hint
+    assert "sm_120 (Blackwell) needs driver >= 570" in hint
+    assert "--cuda" not in hint and "older CUDA" not in hint
 
 
 def test_slurm_needs_every_gpu_covered_kubernetes_pins_to_the_covered() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,34 @@ def test_uncovered_gpu_of_the_active_variant(context: Context) -> None:
     assert [g["sm"] for g in data["gpus"]] == ["sm_120", "sm_61"]
     assert data["libtorch"]["active"] == "precompiled/cu130"
     assert data["summary"]["error"] >= 1
+
+
+def test_json_has_the_keys_flodl_users_script_against(context: Context) -> None:
+    """floDl's docs/cli.md gates CI on `fdl diagnose --json | jq -e '.cuda.devices | length
+    > 0'` and reads `.cuda.devices[] | .sm`; its CLI also emits `system`,
+    `gpus[].vram_bytes`/`arch_compatible` and `libtorch.path/version/cuda/archs/source`
+    (issue 34, point 8)."""
+    install_fake(
+        context, "precompiled/cu130", "2.14.1+cu130", "13.0", cubins=[75, 80, 86, 90, 100, 120]
+    )
+    variants.activate(context, "precompiled/cu130")
+    data = run_diagnose(context, runner=runner("12.0", "6.1"), environ={}, docker=False).to_json()
+    devices = data["cuda"]["devices"]
+    assert len(devices) > 0 and [d["sm"] for d in devices] == ["sm_120", "sm_61"]
+    assert data["cuda"]["driver"] == "580.65"
+    assert [d["arch_compatible"] for d in devices] == [True, False]
+    assert devices[0]["vram_bytes"] == 8192 * 1024 * 1024
+    assert {"os", "cpu", "threads", "ram_gb"} <= set(data["system"])
+    libtorch = data["libtorch"]
+    assert (libtorch["path"], libtorch["version"], libtorch["cuda"]) == (
+        "precompiled/cu130",
+        "2.14.1",
+        "13.0",
+    )
+    assert libtorch["source"] == "download" and "12.0" in libtorch["archs"].split()
+    # On a CPU machine the gate finds an empty list, not a missing key.
+    cpu_only = run_diagnose(context, runner=runner(), environ={}, docker=False).to_json()
+    assert cpu_only["cuda"]["devices"] == []
 
 
 def test_no_active_variant_points_to_setup(context: Context) -> None:
@@ -154,3 +183,25 @@ def test_setup_from_wheel(context: Context) -> None:
     plan = plan_setup(context, caps("12.0"), from_wheel=True, torch="2.14")
     assert plan.action == "wheel"
     assert plan.command == ("fdl", "libtorch", "install", "--from-wheel", "--torch", "2.14.1")
+
+
+def test_a_gpu_the_driver_does_not_support_is_an_error_on_its_own_line() -> None:
+    """Before any variant is installed: sm_120 on driver 560 is not `ok` (no CUDA runs on it
+    before R570); the GTX 1060 beside it is."""
+    from fdl.diagnose.checks import gpu_checks
+    from fdl.system import Gpu, GpuReport
+
+    rig = GpuReport(
+        (
+            Gpu(0, "NVIDIA GeForce GTX 1060 6GB", parse_capability("6.1"), 6144, "560.35.03"),
+            Gpu(1, "NVIDIA GeForce RTX 5060 Ti", parse_capability("12.0"), 16384, "560.35.03"),
+        ),
+        "560.35.03",
+    )
+    first, second = gpu_checks(rig)[:2]
+    assert first.severity is Severity.OK
+    assert second.severity is Severity.ERROR
+    assert "sm_120 (Blackwell) needs driver >= 570" in second.message
+    assert (second.fix or "").startswith("upgrade the NVIDIA driver to 570 or newer")
+    on_570 = replace(rig, driver="570.86")
+    assert all(c.severity is Severity.OK for c in gpu_checks(on_570)[:2])

@@ -222,3 +222,31 @@ def test_projects_never_re_point_each_others_libtorch_image(tmp_path: Path) -> N
     # after the second project's build, the first one's stable name still means its own files
     assert engine.images[stable_one].id == engine.images[first.libtorch_image].id
     assert engine.images[stable_two].id == engine.images[second.libtorch_image].id
+
+
+def test_size_report_counts_the_profiles_packages_in_the_floor(tmp_path: Path) -> None:
+    """A train profile's `packages:` (graphviz for floDl) are part of its floor: the
+    layer that installs them, and no other layer above the base."""
+    project = make_project(tmp_path, "images:\n  train:\n    packages: [graphviz]\n")
+    make_variant(project)
+    (train,) = specs_of(project, "train")
+    engine = FakeEngine()
+    base_layers = (Layer("ADD rootfs", 100),)
+    engine.add_image(train.base, size=100, layers=base_layers)
+    layers = (
+        *base_layers,
+        Layer("RUN /bin/sh -c apt-get update && apt-get install -y graphviz # buildkit", 70),
+        Layer("RUN useradd", 10),
+        Layer("COPY libs", 1000),
+        Layer("COPY app", 50),
+    )
+    engine.add_image(train.tag, size=100 + 70 + 10 + 1000 + 50, layers=layers)
+    listing = "990\t/opt/libtorch/lib/libtorch_cpu.so\n45\t/opt/app/bin/train\n"
+    engine.files[(train.tag, "/opt/app/fdl-closure.tsv")] = {"fdl-closure.tsv": listing}
+
+    report = size_report(train, engine=engine)
+
+    assert report.packages == 70
+    assert report.floor == 100 + 70 + 990 + 45
+    assert report.overhead == pytest.approx((70 + 10 + 1000 + 50) / (70 + 990 + 45) - 1)
+    assert report.to_json()["packages"] == 70

@@ -178,3 +178,58 @@ def test_remove_waits_for_the_variant_lock(context: Context) -> None:
     assert (context.libtorch_dir / "precompiled/cpu").is_dir()
     assert variants.remove(context, "precompiled/cpu") is True
     assert variants.list_variants(context) == []
+
+
+@pytest.mark.parametrize(
+    ("gpus", "options"),
+    [
+        ((), {}),
+        ((), {"from_wheel": True}),
+        (("6.1", "12.0"), {"torch": "2.10.0"}),
+        (("6.1", "12.0"), {"torch": "2.10.0", "preferred": "cpu"}),
+        (("6.1", "12.0"), {"torch": "2.10.0", "driver": "560.35.03"}),
+        (("8.6",), {"torch": "2.10.0", "from_wheel": True}),
+    ],
+    ids=["cpu", "cpu-wheel", "rig", "rig-cpu-pin", "rig-560", "rtx3090-wheel"],
+)
+def test_every_alternative_says_what_it_installs(
+    context: Context, gpus: tuple[str, ...], options: dict
+) -> None:
+    """An `or:` line is a command and, in parentheses, what it would install: a bare
+    `fdl libtorch install --from-wheel --torch 2.10.0` left the reader to guess (PyPI's
+    CUDA build, 3.7 GB)."""
+    from fdl.compat import parse_capability
+
+    plan = plan_setup(context, tuple(parse_capability(g) for g in gpus), **options)
+    assert plan.alternatives, plan
+    for line in plan.alternatives:
+        command, _, what = line.partition("   (")
+        assert command.startswith("fdl ") and what.endswith(")") and len(what) > 10, line
+
+
+def test_install_dir_records_cuda_from_the_binaries(context: Context, tmp_path: Path) -> None:
+    """An unpacked 2.10.0+cu128 zip is a CUDA 12.8 variant (`.arch cuda=12.8`, so
+    CUDA_VERSION/CUDA_TAG are exported), not `CUDA: none`; a tree without CUDA binaries is a
+    CPU build whatever its build-version says (the CPU view of a +cu128 wheel)."""
+    from fdl.tasks._libtorch_env import read_variant, variant_exports
+
+    cuda_tree = make_tree(
+        tmp_path / "libtorch-cu128",
+        "2.10.0+cu128",
+        cubins=[70, 120],
+        cuda_needed=["libcudart.so.12"],
+    )
+    result = install_dir(context, cuda_tree, name="cu128")
+    assert result.info.cuda == "12.8"
+    path = context.libtorch_dir / "precompiled" / "cu128"
+    assert "cuda=12.8" in (path / ".arch").read_text().splitlines()
+    exports = {
+        c.name: c.value
+        for c in variant_exports(str(path), read_variant(context.libtorch_dir, "precompiled/cu128"))
+    }
+    assert (exports["CUDA_VERSION"], exports["CUDA_TAG"]) == ("12.8.0", "12.8")
+    # a build-version whose CUDA major is not the runtime the binaries need is not believed
+    odd = make_tree(tmp_path / "odd", "2.10.0+cu128", cubins=[120], cuda_needed=["libcudart.so.13"])
+    assert install_dir(context, odd, name="odd", activate=False).info.cuda is None
+    cpu_tree = make_tree(tmp_path / "view", "2.10.0+cu128")
+    assert install_dir(context, cpu_tree, name="view", activate=False).info.cuda is None

@@ -92,6 +92,34 @@ def test_manifest_preference_is_used_unless_auto() -> None:
     assert select_variant(caps("12.0"), preferred="auto").variant == "cu132"
 
 
+@pytest.mark.parametrize(
+    ("gpus", "torch"), [(("6.1", "12.0"), "2.10.0"), (("12.0",), None), (("12.0",), "2.10.0")]
+)
+def test_a_driver_older_than_a_gpus_floor_is_the_reason(gpus, torch) -> None:
+    """sm_120 on driver 560: no CUDA runs on it before R570. The plan is the one for driver
+    570 (the same as on 570), led by the driver, never a CPU build or an "older CUDA"."""
+    old = select_variant(caps(*gpus), torch=torch, driver="560.35.03")
+    floor = select_variant(caps(*gpus), torch=torch, driver="570")
+    assert (old.torch_version, old.variant, old.build, old.build_cuda) == (
+        floor.torch_version,
+        floor.variant,
+        floor.build,
+        floor.build_cuda,
+    )
+    assert old.reason.startswith("sm_120 (Blackwell) needs driver >= 570")
+    assert old.warnings[0].startswith("sm_120 (Blackwell) needs driver >= 570")
+    assert "upgrade the NVIDIA driver to 570 or newer" in old.warnings[0]
+    assert old.driver_problem == old.warnings[0]
+    assert not any("CPU build" in w or "older --cuda" in w for w in old.warnings)
+    assert floor.driver_problem is None
+
+
+def test_a_release_passed_over_for_the_driver_says_so() -> None:
+    # 2.15.0 has sm_120 builds, all CUDA 13 (driver >= 580): the driver is why 2.11 is chosen
+    selection = select_variant(caps("12.0"), driver="570.86")
+    assert "has no official build for sm_120 that driver 570.86 runs" in selection.reason
+
+
 def test_old_driver_rules_out_cuda_13() -> None:
     selection = select_variant(caps("8.6"), driver="550.54")
     assert selection.variant == "cu126"

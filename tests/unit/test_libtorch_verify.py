@@ -155,3 +155,54 @@ def test_driver_floor_of_the_variant_cuda(tmp_path: Path, driver: str, ok: bool)
     report = verify_variant(path, "builds/d", gpus=gpus("12.0", driver=driver))
     check = next(c for c in report.checks if c.name == "driver")
     assert (check.severity is Severity.OK) is ok
+
+
+def _cudnn_variant(tmp_path: Path, name: str, extra: dict) -> Path:
+    """A cu130 variant whose lib/ holds cuDNN 9.10's parts (no _ext, no _tensor_ir)."""
+    parts = [
+        "graph",
+        "ops",
+        "cnn",
+        "adv",
+        "heuristic",
+        "engines_precompiled",
+        "engines_runtime_compiled",
+    ]
+    libs = {f"lib/libcudnn_{p}.so.9": build_elf(soname=f"libcudnn_{p}.so.9") for p in parts}
+    libs["lib/libcudnn.so.9"] = build_elf(soname="libcudnn.so.9")
+    info = VariantInfo(
+        name="precompiled/cu130",
+        torch="2.14.1",
+        cuda="13.0",
+        cudnn="9.10.2.21",
+        source={"kind": "wheel"},
+        extra=extra,
+    )
+    return installed(
+        tmp_path,
+        name,
+        info,
+        version="2.14.1+cu130",
+        cubins=[120],
+        cuda_needed=("libcudnn.so.9",),
+        extra_libs=libs,
+    )
+
+
+def test_cudnn_parts_a_bundled_wheel_did_not_ship_are_not_missing(tmp_path: Path) -> None:
+    """fdl copied every library of nvidia-cudnn 9.10's wheel: the parts 9.13 added are not
+    missing there (issue 34, point 14); a tree fdl did not assemble still gets the
+    warning."""
+    copied = ["libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn_ops.so.9"]
+    bundled = {
+        "nvidia_libraries": {
+            "origin": "wheels",
+            "packages": [{"from": "nvidia_cudnn_cu13-9.10.2.21.whl", "libraries": copied}],
+        }
+    }
+    report = verify_variant(_cudnn_variant(tmp_path, "bundled", bundled), "precompiled/cu130")
+    assert "dlopened" not in severities(report, "libraries"), report.checks
+    other = verify_variant(_cudnn_variant(tmp_path, "other", {}), "precompiled/cu130")
+    dlopened = next(c for c in other.checks if c.name == "dlopened")
+    assert dlopened.severity is Severity.WARNING
+    assert "libcudnn_ext.so.9" in dlopened.message

@@ -207,7 +207,7 @@ def test_the_cli_refuses_the_wrong_build_before_installing(run_fdl, tmp_path: Pa
     (project / "fdl.yml").write_text("libtorch:\n  variant: cpu\n")
     result = run_fdl(["libtorch", "install", "--from-wheel", str(wheel)], cwd=project)
     assert result.exit_code == 2, result.output
-    assert "not the cpu build" in result.stderr
+    assert "but the project pins the cpu build (libtorch.variant at fdl.yml:2:12)" in result.stderr
     assert not (project / "libtorch").exists()
 
 

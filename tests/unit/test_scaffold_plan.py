@@ -97,9 +97,13 @@ def test_yaml_files_parse_and_the_manifest_validates_with_its_overlay(
     for name in ("build", "test", "train"):
         assert "docker" not in ci_commands[name]
     assert ci_commands["train"]["run"] != commands["train"]["run"]
-    # the flodl template pins the torch its floDl release compiles against
-    torch = "2.10.0" if template == "flodl" else TORCH
-    assert base.get("libtorch") == {"torch": torch, "variant": "cpu"}
+    # the flodl template pins the torch its floDl release compiles against, and no
+    # variant: `fdl setup` picks the build for the GPUs (a CPU pin made it plan the CPU
+    # build on a GPU machine); the cpp template's quick start stays on the CPU build
+    if template == "flodl":
+        assert base.get("libtorch") == {"torch": "2.10.0"}
+    else:
+        assert base.get("libtorch") == {"torch": TORCH, "variant": "cpu"}
 
 
 @pytest.mark.parametrize(("template", "mode"), CASES)
@@ -362,5 +366,7 @@ def test_the_cuda_service_follows_the_active_cuda_variant(tmp_path: Path) -> Non
     assert mounted("cuda") == {libtorch / "precompiled/cu126"}  # the active CUDA build
     assert mounted("dev") == {libtorch / "precompiled/cpu"}  # never a CUDA one
     fake_libtorch(project, "precompiled/cpu", cuda=None)
-    assert mounted("cuda") == {libtorch / "precompiled/cu128"}  # the default CUDA build, not the CPU one
+    assert mounted("cuda") == {
+        libtorch / "precompiled/cu128"
+    }  # the default CUDA build, not the CPU one
     assert "follow-active" not in planned("flodl", "baked")["fdl.yml"].content

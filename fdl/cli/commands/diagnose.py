@@ -35,6 +35,7 @@ def diagnose(
     expected = None
     framework = None
     setups: dict[str, str] = {}
+    in_containers = False
     try:
         manifest = session.manifest_or_none()
         expected = manifest.get("libtorch.variant") if manifest is not None else None
@@ -42,6 +43,7 @@ def diagnose(
             framework = session.libtorch_settings().framework
         except ManifestError as exc:  # libtorch.torch against the framework, or Cargo files
             checks.append(Check("framework", "torch", Severity.ERROR, str(exc), exc.hint))
+        in_containers = manifest is not None and _cargo_in_containers(manifest.get("commands"))
         images = (manifest.get("images") or {}) if manifest is not None else {}
         setups = {
             str(name): "\n".join(str(line) for line in (spec or {}).get("setup") or ())
@@ -57,6 +59,7 @@ def diagnose(
         docker=not no_docker,
         image_setups=setups,
         framework=framework,
+        in_containers=in_containers,
     )
     checks += result.checks
     if as_json:
@@ -69,3 +72,16 @@ def diagnose(
         session.console.out(f"\n{summary_line(checks)}")
     if strict and any(c.severity is Severity.ERROR for c in checks):
         raise typer.Exit(int(ExitCode.FAILURE))
+
+
+def _cargo_in_containers(commands: object) -> bool:
+    """Whether every ``run:`` command that calls cargo has ``docker:`` (mounted and baked
+    projects): then the host needs no Rust toolchain."""
+    if not isinstance(commands, dict):
+        return False
+    cargo = [
+        spec
+        for spec in commands.values()
+        if isinstance(spec, dict) and "cargo" in str(spec.get("run") or "")
+    ]
+    return bool(cargo) and all(spec.get("docker") for spec in cargo)

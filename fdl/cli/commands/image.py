@@ -208,7 +208,7 @@ def run(
     Example: fdl image run train -- --steps 100
     """
     from fdl.engine import default_engine
-    from fdl.images import host_has_gpus, plan_images, plan_run, prepare_mounts
+    from fdl.images import host_has_gpus, plan_images, plan_run, prepare_mounts, stale_image
 
     session: Session = ctx.obj
     spec = plan_images(session.manifest(), [profile])[0]
@@ -218,10 +218,13 @@ def run(
             hint=f"use the compose service instead: docker compose run --rm {profile} <command>",
         )
     engine = default_engine()
+    env = f"--env {session.env} " if session.env else ""
+    build = f"fdl {env}image build {profile}"
     if not engine.image_exists(spec.tag):
-        raise UsageError(
-            f"image {spec.tag} is not built", hint=f"build it first: fdl image build {profile}"
-        )
+        raise UsageError(f"image {spec.tag} is not built", hint=f"build it first: {build}")
+    stale = stale_image(spec, engine.inspect_image(spec.tag).labels)
+    if stale is not None:
+        raise UsageError(stale, hint=f"build it from this manifest first: {build}")
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     plan = plan_run(
         spec,
@@ -348,7 +351,10 @@ def _size_line(report: SizeReport) -> str:
         # (the program and the libraries it loads) adds: it is above the floor.
         above = report.size - floor
         sign = "-" if above < 0 else "+"
-        text += f"; floor {human_bytes(floor)}, {sign}{human_bytes(abs(above))} above the floor"
+        text += f"; floor {human_bytes(floor)}"
+        if report.packages:
+            text += f" (packages: {human_bytes(report.packages)})"
+        text += f", {sign}{human_bytes(abs(above))} above the floor"
         if overhead is not None:
             text += f" ({overhead:+.1%} on the floor's {human_bytes(floor - report.base_size)})"
     return text

@@ -41,10 +41,23 @@ def init(
             "(libtorch in the image) or native (no containers).",
         ),
     ] = None,
+    native: Annotated[
+        bool,
+        typer.Option("--native", help="floDl's flag: the same as --mode native."),
+    ] = False,
+    docker: Annotated[
+        bool,
+        typer.Option(
+            "--docker",
+            help="floDl's flag (standalone Docker, libtorch baked in): the same as --mode baked.",
+        ),
+    ] = False,
     torch: Annotated[
         str | None,
         typer.Option(
-            "--torch", help="PyTorch version of its libtorch (default: the newest known)."
+            "--torch",
+            help="PyTorch version of its libtorch (default: flodl, the one its floDl "
+            "compiles against; cpp, the newest known).",
         ),
     ] = None,
     example: Annotated[
@@ -108,6 +121,7 @@ def init(
     from fdl.scaffold import DEFAULTS, init_project, read_answers, update_project, validate_name
 
     session: Session = ctx.obj
+    mode = _reference_mode(mode, native=native, docker=docker)
     directory = (session.cwd / name).resolve()
     recorded = read_answers(directory) or {}
     # Before asking anything: a name the template refuses ends the run at once.
@@ -153,6 +167,24 @@ def init(
         session.console.json({"answers": answers.to_json(), **report.to_json()})
     else:
         _render(session, answers, report, force=force)
+
+
+def _reference_mode(mode: str | None, *, native: bool, docker: bool) -> str | None:
+    """floDl's ``--native``/``--docker`` (its CLI's only mode flags) as ``--mode``."""
+    if native and docker:
+        raise UsageError(
+            "--native and --docker exclude each other",
+            hint="keep one: --native (--mode native) or --docker (--mode baked)",
+        )
+    flag, chosen = ("--native", "native") if native else ("--docker", "baked")
+    if not (native or docker):
+        return mode
+    if mode is not None and mode != chosen:
+        raise UsageError(
+            f"{flag} is --mode {chosen}, but --mode {mode} was given too",
+            hint=f"keep one: --mode {mode} or {flag}",
+        )
+    return chosen
 
 
 _MODE_HELP = {
@@ -216,6 +248,20 @@ def _choose(session: Session, question: str, choices: list[tuple[str, str]]) -> 
         stream.write(f"  not a choice: {answer!r}\n")
 
 
+def _yes_no(session: Session, question: str) -> bool:
+    """A yes/no question on the terminal; Enter says no."""
+    stream = session.console.stderr
+    while True:
+        stream.write(f"{question} [y/N]: ")
+        stream.flush()
+        answer = sys.stdin.readline().strip().lower()
+        if answer in ("", "n", "no"):
+            return False
+        if answer in ("y", "yes"):
+            return True
+        stream.write(f"  not an answer: {answer!r} (y or n)\n")
+
+
 def _ask(
     session: Session,
     given: dict[str, Any],
@@ -224,19 +270,27 @@ def _ask(
     yes: bool,
     as_json: bool,
 ) -> None:
-    """Fill in the template and mode not given (nor recorded): asked in a terminal, else
-    the defaults, said once."""
+    """Fill in the template and mode not given (nor recorded), and for floDl whether to
+    add the flodl-hf playground: asked in a terminal, else the defaults, said once."""
     from fdl.scaffold import DEFAULTS, MODES, TEMPLATES, template
 
     open_questions = [k for k in ("template", "mode") if given[k] is None and k not in recorded]
-    if not open_questions:
-        return
-    if session.interactive and not yes and not as_json:
+    asking = session.interactive and not yes and not as_json
+    if asking:
         if "template" in open_questions:
             choices = [(name, template(name).description) for name in TEMPLATES]
             given["template"] = _choose(session, "Template:", choices)
         if "mode" in open_questions:
             given["mode"] = _choose(session, "Mode:", [(n, _MODE_HELP[n]) for n in MODES])
+        chosen = given["template"] or recorded.get("template") or DEFAULTS["template"]
+        if chosen == "flodl" and given["hf"] is None and "hf" not in recorded:
+            given["hf"] = _yes_no(
+                session,
+                "Include flodl-hf (the HuggingFace playground: its own crate, "
+                "`fdl flodl-hf classify`)?",
+            )
+        return
+    if not open_questions:
         return
     if not as_json:
         used = ", ".join(f"--{key} {DEFAULTS[key]}" for key in open_questions)

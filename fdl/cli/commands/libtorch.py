@@ -404,6 +404,7 @@ def install(
             torch=wanted if wheel is None and python is None else None,
             variant=settings.variant if not name else None,
             index_url=index_url,
+            variant_origin=settings.variant_origin,
         )
         result = install_wheel(
             context,
@@ -421,6 +422,27 @@ def install(
     finally:
         progress.close()
     report_install(session.console, result, as_json=as_json)
+    _warn_coverage(session, result.info)
+
+
+def _warn_coverage(session: Session, info: VariantInfo) -> None:
+    """A wheel's build is known once installed: warn, as a download's plan does, when its
+    binaries have no code for a GPU here (cu128 on a GTX 1060, sm_61)."""
+    from fdl.libtorch import installed_coverage
+    from fdl.system import detect_gpus
+
+    report = detect_gpus()
+    found = installed_coverage(
+        info.name,
+        info.cuda,
+        info.archs_found,
+        report.capabilities,
+        torch=info.torch,
+        driver=report.driver,
+    )
+    if found is not None:
+        session.console.warn(found[0])
+        session.console.line(f"  fix: {found[1]}")
 
 
 def _pinned_cpu(settings: LibtorchSettings, name: str | None, wheel: Path | None) -> bool:

@@ -519,6 +519,12 @@ def render_plan(plan: BuildPlan, *, dry_run: bool) -> str:
         f"  variant:   {plan.variant}  ->  {plan.output_dir}",
         f"  torch:     {plan.torch}" + (f"  (recipe {plan.recipe})" if plan.recipe else ""),
         f"  archs:     {archs}",
+        # whether the result can run here comes first: a driver no GPU code runs on
+        *(
+            f"  warning:   {p.message} (fix: {p.hint})"
+            for p in plan.problems
+            if p.check == "driver"
+        ),
         f"  toolkit:   {plan.toolkit}",
         f"  backend:   {plan.backend}"
         + (f"  (base image {plan.docker.base_image})" if plan.docker else ""),
@@ -539,7 +545,8 @@ def render_plan(plan: BuildPlan, *, dry_run: bool) -> str:
         lost = cost.costs or "nothing for these GPUs"
         lines.append(f"  off:       {cost.name} (saves {saves}; {lost})")
     for problem in plan.problems:
-        lines.append(f"  warning:   {problem.message} (fix: {problem.hint})")
+        if problem.check != "driver":
+            lines.append(f"  warning:   {problem.message} (fix: {problem.hint})")
     if dry_run:
         lines.append("  environment:")
         lines += [f"    {k}={v}" for k, v in mask(dict(plan.env)).items()]

@@ -10,6 +10,7 @@ from fdl.cli._progress import ProgressLine
 from fdl.cli._render import render_install, render_selection, warn_unresolved
 from fdl.cli._session import Session
 from fdl.cli.commands._common import JsonOption, group
+from fdl.compat import check_gpu_driver
 from fdl.libtorch import SetupPlan, plan_setup, run_setup
 from fdl.paths import Context, cache_dir
 from fdl.system import GpuReport, detect_gpus
@@ -21,7 +22,13 @@ app = group("setup")
 def setup(
     ctx: typer.Context,
     yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Do it without asking (non-interactive).")
+        bool,
+        typer.Option(
+            "--yes",
+            "-y",
+            "--non-interactive",
+            help="Do it without asking (--non-interactive: floDl's name for it).",
+        ),
     ] = False,
     torch: Annotated[
         str | None,
@@ -78,10 +85,19 @@ def setup(
 
 def _machine_lines(context: Context, report: GpuReport) -> list[str]:
     lines = [f"libtorch root: {context.label()}"]
+    if not context.project:  # the README's order is init, then setup in the project
+        lines.append(
+            "  (outside a project: a project reads its own libtorch/, not this one; run "
+            "fdl setup in it, or take a variant from here with fdl libtorch install "
+            f"--from-dir {context.libtorch_dir}/NAME)"
+        )
     if not report.gpus:
         lines.append(f"GPUs: none ({report.reason or 'no NVIDIA GPU'}): the CPU build")
     for gpu in report.gpus:
         cap = gpu.capability.label() if gpu.capability else "capability unknown"
+        if gpu.capability and report.driver:
+            check = check_gpu_driver(report.driver, [gpu.capability])
+            cap += "" if check.ok else f": NOT SUPPORTED by driver {report.driver}: {check.fix}"
         lines.append(f"GPU {gpu.index}: {gpu.name}, {cap}")
     if report.driver:
         lines.append(f"NVIDIA driver {report.driver}")

@@ -112,7 +112,7 @@ def _requirement_lines(path: Path, depth: int = 0) -> list[str]:
     return lines
 
 
-_GITMODULES_PATH = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.M)
+_GITMODULES_PATH = re.compile(r"^[ \t]*path[ \t]*=[ \t]*(.+?)[ \t]*$", re.M)
 
 
 def declared_submodules(

@@ -494,12 +494,18 @@ def _driver_problems(facts: MachineFacts, cuda: str, archs: ArchList) -> list[Pr
     check = check_driver(facts.driver, cuda, gpus=gpus, ptx=ptx)
     if check.ok:
         return []
+    # A GPU's own floor: no --cuda, older or newer, helps; only the driver does.
+    fix = (
+        f"{check.fix}; the build itself may go on (fine when it is for another machine)"
+        if check.gpu_floor
+        else f"{check.fix}, or build with an older --cuda (fine when the build is for "
+        "another machine)"
+    )
     return [
         Problem(
             "driver",
             f"{check.reason}: the result would not run on this machine's GPUs",
-            f"update the NVIDIA driver to {check.required} or newer, or build with an older "
-            "--cuda (fine when the build is for another machine)",
+            fix,
             "warning",
         )
     ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import sys
 import zipfile
@@ -126,6 +127,7 @@ def check_wheel(
     torch: str | None = None,
     variant: str | None = None,
     index_url: str | None = None,
+    variant_origin: str | None = None,
 ) -> None:
     """Refuse a wheel that is not what was asked for, before anything is installed.
 
@@ -134,9 +136,30 @@ def check_wheel(
     download.pytorch.org's form (``.../whl/cpu``). pip falls back to other indexes when one
     cannot be reached, and then fetches PyPI's default (CUDA) build.
 
+    Args:
+        variant_origin: Where ``variant`` was pinned (``fdl.yml:3:12``): a wheel file of
+            another build then conflicts with that pin, and the refusal says so.
+
     Raises:
         UsageError: the wheel is another release or another build.
     """
+    pinned = variant and variant != "auto" and variant_origin
+    if pinned and source.kind == "wheel" and not source.fetched_by and source.variant != variant:
+        # the user's own file: not a fallback of pip's, but a conflict with the pin
+        path = shlex.quote(str(source.location))
+        ways = [f"fdl libtorch install --from-wheel {path} --name {source.variant}"]
+        if variant == "cpu":
+            ways.insert(0, f"fdl libtorch install --from-wheel {path} --cpu")
+        raise UsageError(
+            f"the wheel is torch {source.version} (the {source.variant} build), but the "
+            f"project pins the {variant} build (libtorch.variant at {variant_origin}): "
+            "nothing was installed",
+            hint=(
+                (f"its CPU view, the pinned build: {ways[0]}; or " if variant == "cpu" else "")
+                + f"the {source.variant} build as it is, beside the pin: {ways[-1]} (or change "
+                f"libtorch.variant at {variant_origin})"
+            ),
+        )
     asked = []
     if torch and not (
         source.torch_version == torch or source.torch_version.startswith(torch.rstrip(".") + ".")

@@ -69,7 +69,7 @@ CI: Spec = Obj(
             example="ghcr.io/acme",
         ),
         "project": Str(
-            "The {project} of tags (default: the project's directory name).",
+            "The {project} of tags (default: the manifest's `name:`, else its directory's name).",
             pattern=r"[a-z0-9]+(?:[._-][a-z0-9]+)*",
             example="vit-train",
             rule="an image name: lowercase letters and digits, separated by '.', '_' or '-'",

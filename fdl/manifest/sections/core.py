@@ -114,7 +114,12 @@ def _command_fields() -> dict[str, Spec]:
         "description": Str("One line shown in `fdl --help`."),
         "run": Str("Inline shell script run by `fdl <name>` (user arguments go at its end)."),
         "append": Str("Text added after the user's arguments (split on its own `--`)."),
-        "path": Str("Directory of a nested manifest (relative to this file)."),
+        "path": Str(
+            "Directory of a nested manifest (relative to this file).",
+            pattern=r"[^\x00-\x1f\x7f]+",
+            example="train",
+            rule="a directory name without control characters",
+        ),
         "docker": Str("docker compose service the `run:` script runs in."),
         "options": MapOf(AnyValue(), "Preset: options passed to the entry as --flags."),
         "cluster": Bool(
@@ -149,6 +154,14 @@ def commands_spec(description: str) -> MapOf:
 
 
 SECTIONS: dict[str, Spec] = {
+    "name": Str(
+        "The project's name (image names, CI tags, job names); `fdl init` records it. "
+        "Without it, the directory's name is used, so a clone under another name "
+        "would build other images.",
+        pattern=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+        example="my-model",
+        rule="letters, digits, '_', '.' and '-', starting with a letter or digit",
+    ),
     "description": Str("What this project is (shown in `fdl --help`)."),
     "cluster": MapOf(
         AnyValue(),

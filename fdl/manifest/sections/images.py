@@ -62,6 +62,7 @@ ONLY_FOR = {
     "libtorch": ("dev",),
     "follow-active": ("dev",),
     "setup": ("dev", "train"),
+    "toolchain": ("train",),
     "variant": ("dev", "train"),
 }
 
@@ -172,6 +173,13 @@ PROFILE: Spec = Obj(
             Str(script=True),
             "Shell commands run as root after the system packages (dev images; the build "
             "stage of train images), e.g. to install a toolchain apt does not have.",
+        ),
+        "toolchain": Enum(
+            ("setup", "host"),
+            "train, cargo builds: where the build stage's Rust comes from: setup (what "
+            "`setup:` installs, e.g. rustup; the default) or host (this machine's toolchain, "
+            "checked against rust-toolchain.toml, and the crates of Cargo.lock vendored "
+            "here: the build step needs no network).",
         ),
         "build": Str(
             "Build command run in the project directory of the build stage (lines of a "

@@ -231,7 +231,10 @@ def build_settings() -> tuple[BuildSetting, ...]:
         ),
         BuildSetting(
             "torch",
-            Version("PyTorch release to build (default: the newest known)."),
+            Version(
+                "PyTorch release to build (default: the project's libtorch.torch, else the "
+                "release its framework compiles against, else the newest known)."
+            ),
             option=("--torch",),
         ),
         BuildSetting(
