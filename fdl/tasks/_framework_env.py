@@ -1,21 +1,27 @@
-"""What a project command's framework makes of the active libtorch: notes, and
-``LIBTORCH_BYPASS_VERSION_CHECK`` where the user switched fdl's check off.
+"""What a project command's framework makes of the active libtorch: notes, the refusal
+of a run, and ``LIBTORCH_BYPASS_VERSION_CHECK`` where the user switched fdl's check off.
 
 tch-rs's ``torch-sys`` build script compares ``$LIBTORCH/build-version`` with the release
 it was made for and refuses any other unless ``LIBTORCH_BYPASS_VERSION_CHECK`` is set
 (torch-sys/build.rs); floDl and CMake projects fail later, at compile time. So before the
 command runs, fdl says when the active variant is not a release the project's framework
-compiles against, with the fix, rather than leave it to the framework's own error.
+compiles against, with the fix, rather than leave it to the framework's own error: a
+dry run or help notes it, a run is refused (before cargo has compiled the build's
+dependencies, which torch-sys's check waits for).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from fdl.errors import FdlError
+from fdl.errors import EnvironmentProblem, FdlError
 from fdl.manifest import Manifest
 from fdl.tasks._env import EnvChange
-from fdl.tasks._libtorch_env import LibtorchState
+from fdl.tasks._libtorch_env import LibtorchState, read_variant
+
+if TYPE_CHECKING:
+    from fdl.libtorch import TorchDecision
 
 __all__ = ["BYPASS", "FrameworkEnv", "framework_env"]
 
@@ -24,15 +30,18 @@ BYPASS = "LIBTORCH_BYPASS_VERSION_CHECK"
 
 @dataclass
 class FrameworkEnv:
-    """Notes for the user, and variables to export."""
+    """Notes for the user, variables to export, and the refusal of a run (its note is
+    among ``notes``, for dry runs and help)."""
 
     notes: list[str] = field(default_factory=list)
     exports: list[EnvChange] = field(default_factory=list)
+    refusal: EnvironmentProblem | None = None
 
 
-def framework_env(root: Manifest, state: LibtorchState) -> FrameworkEnv:
+def framework_env(root: Manifest, state: LibtorchState, command: str) -> FrameworkEnv:
     """What the project's framework (read from its files, see
-    :func:`fdl.libtorch.framework_torch`) makes of the active variant in ``state``."""
+    :func:`fdl.libtorch.framework_torch`) makes of the active variant in ``state``;
+    ``command`` (the command's words) goes into the fix."""
     from fdl.libtorch import framework_torch
 
     found = FrameworkEnv()
@@ -64,6 +73,10 @@ def framework_env(root: Manifest, state: LibtorchState) -> FrameworkEnv:
                 f"the active libtorch {name} is torch {torch}: {reason}; the build will fail "
                 f"with it: {fix}, or fdl libtorch activate a variant of that release"
             )
+            found.refusal = EnvironmentProblem(
+                f"the active libtorch {name} is torch {torch}: {reason}",
+                hint=_fix(decision, state, command),
+            )
         return found
     tch = [p for p in decision.pins if p.framework == "tch" and p.refusal(torch.split("+")[0])]
     if tch:
@@ -75,4 +88,32 @@ def framework_env(root: Manifest, state: LibtorchState) -> FrameworkEnv:
             f"{tch[0].label} was not made for; {BYPASS}=1 is exported so that torch-sys "
             "accepts it"
         )
+    return found
+
+
+def _fix(decision: TorchDecision, state: LibtorchState, command: str) -> str:
+    anyway = f"to run it anyway: fdl --set libtorch.framework-check=false {command}"
+    fitting = _installed_fitting(decision, state)
+    if fitting:
+        return f"fdl libtorch activate {fitting[0]} (installed, fits); {anyway}"
+    if decision.torch:
+        return (
+            f"fdl setup (installs torch {decision.torch} for this machine's GPUs) or "
+            f"fdl libtorch install --from-wheel --cpu --torch {decision.torch}; {anyway}"
+        )
+    return f"fdl setup (installs a torch the framework accepts); {anyway}"
+
+
+def _installed_fitting(decision: TorchDecision, state: LibtorchState) -> list[str]:
+    """Installed variants, other than the active one, the framework compiles against."""
+    from fdl.libtorch import variants
+    from fdl.paths import Context
+
+    found = []
+    for name in variants.list_variants(Context(state.directory.parent, project=True)):
+        if state.active is not None and name == state.active.name:
+            continue
+        torch = read_variant(state.directory, name).torch
+        if torch and decision.refusal(torch.split("+")[0]) is None:
+            found.append(name)
     return found

@@ -375,9 +375,12 @@ def build_plan(
     if service:
         argv, cwd, env, wrap = planner.docker(service, text, args, state)
     else:
+        # on this machine the active variant is the one the framework gets: one it
+        # cannot compile against stops a run before cargo or CMake start
+        framework = framework_env(root, state, resolution.name)
+        if framework.refusal is not None and strict:
+            raise framework.refusal
         argv, cwd, env = planner.host(text, args, state)
-        # on this machine the active variant is the one the framework gets
-        framework = framework_env(root, state)
         planner.notes.extend(framework.notes)
         env.extend(framework.exports)
     description = resolution.spec.get("description")
