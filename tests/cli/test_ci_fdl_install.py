@@ -136,3 +136,21 @@ def test_a_source_build_on_a_runner_of_yours_gets_more_time_and_no_warning(
     assert "fdl estimates" not in output
     jobs = yaml.safe_load((project / WORKFLOW).read_text())["jobs"]
     assert jobs["libtorch-pascal-blackwell"]["timeout-minutes"] == 2880
+
+
+def test_init_says_when_its_workflows_cannot_install_this_fdl(
+    run_fdl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _installed(monkeypatch, {"url": "file:///opt/src/fdl", "dir_info": {"editable": True}})
+    result = run_fdl(["init", "my-model", "--template", "cpp", "-m", "native"], cwd=tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "the workflows cannot install fdl" in result.output and "set ci.fdl" in result.output
+    ci = (tmp_path / "my-model" / ".github" / "workflows" / "ci.yml").read_text()
+    assert "pip install \"fdl==" not in ci and "exit 1" in ci
+    # Installed from git: the workflow installs that commit, and init says nothing.
+    _installed(monkeypatch, INSTALLED)
+    other = run_fdl(["init", "other", "--template", "cpp", "-m", "native"], cwd=tmp_path)
+    assert "cannot install fdl" not in other.output
+    assert INSTALLED["vcs_info"]["commit_id"] in (
+        tmp_path / "other" / ".github" / "workflows" / "ci.yml"
+    ).read_text()
