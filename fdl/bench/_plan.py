@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fdl.errors import ManifestError, ManifestErrors, UsageError
@@ -55,17 +55,32 @@ class Side:
     prepare: tuple[str, ...] | None = None
     setup: tuple[str, ...] | None = None
     cleanup: tuple[str, ...] | None = None
+    # env: names whose value the manifest tags ``!secret``.
+    secret_env: frozenset[str] = frozenset()
+
+    def shown_env(self) -> dict[str, str]:
+        """The environment as published: a secret's value masked (a name that says it
+        holds one, a ``!secret`` tag, a token's shape), every other value as set, since
+        ``OMP_NUM_THREADS=4`` against ``=8`` is often what a benchmark compares."""
+        from fdl.manifest import MASK, is_secret_key, token_kind
+
+        return {
+            name: MASK
+            if name in self.secret_env or is_secret_key(name) or token_kind(str(value))
+            else str(value)
+            for name, value in sorted(self.env.items())
+        }
 
     def as_dict(self) -> dict[str, Any]:
-        """What the results file's header and ``--dry-run`` show: the environment's names
-        with values masked and token-shaped arguments masked (the file is meant to be
-        published; a side's env: is where a token would be)."""
-        from fdl.manifest import MASK, redact
+        """What the results file's header and ``--dry-run`` show: the environment with
+        secrets masked (:meth:`shown_env`) and token-shaped arguments masked (the file is
+        meant to be published)."""
+        from fdl.manifest import redact
 
         return {
             "name": self.name,
             "argv": [redact(arg) for arg in self.argv],
-            "env": dict.fromkeys(sorted(self.env), MASK),
+            "env": self.shown_env(),
             "revision": self.revision,
             "libtorch": self.libtorch,
             "image": self.image,
@@ -189,11 +204,23 @@ def _side(
         str(revision) if revision else None,
         str(variant) if variant else None,
         str(image) if image else None,
-        **hooks,
+        prepare=hooks["prepare"],
+        setup=hooks["setup"],
+        cleanup=hooks["cleanup"],
     )
 
 
 HOOKS = ("prepare", "setup", "cleanup")
+
+
+def _tagged(manifest: Manifest, key: str) -> frozenset[str]:
+    """The names under ``key`` (an ``env:`` map) whose value is tagged ``!secret``."""
+    from fdl.manifest import MapNode, is_secret_node
+
+    node = manifest.node(tuple(key.split(".")))
+    if not isinstance(node, MapNode):
+        return frozenset()
+    return frozenset(name for name, child in node.entries.items() if is_secret_node(child))
 
 
 def _command(value: Any) -> tuple[str, ...] | None:
@@ -329,7 +356,14 @@ def _one(
                 )
     if errors:
         return None, errors
-    sides = tuple(_side(s, spec, o or {}, fdl_argv) for s, o in over.items())
+    sides = tuple(
+        replace(
+            _side(s, spec, o or {}, fdl_argv),
+            secret_env=_tagged(manifest, f"{key}.env")
+            | _tagged(manifest, f"{key}.compare.{s}.env"),
+        )
+        for s, o in over.items()
+    )
     for side_name, given in over.items():
         o = given or {}
         deploys = o.get("deploy") or (o.get("run") is None and spec.get("deploy"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from fdl.ci._check import Drift, FileChange, find_drift, write_files
 from fdl.ci._config import repository_root
+from fdl.ci._fdl import FIX, FdlInstall, derived_install
 from fdl.ci._local import LocalBuild, LocalStep, bake_files_current, build_matrix, local_variants
 from fdl.ci._matrix import Cell, CiConfig, Matrix, MatrixVariant, bake_path
 from fdl.ci._plan import plan_matrix
@@ -22,9 +23,11 @@ from fdl.ci._render import GeneratedFile, dockerfiles_dir, generated_files, rend
 from fdl.ci._workflow import render_workflow
 
 __all__ = [
+    "FIX",
     "Cell",
     "CiConfig",
     "Drift",
+    "FdlInstall",
     "FileChange",
     "GeneratedFile",
     "LocalBuild",
@@ -35,6 +38,7 @@ __all__ = [
     "bake_files_current",
     "bake_path",
     "build_matrix",
+    "derived_install",
     "dockerfiles_dir",
     "find_drift",
     "find_pushed",

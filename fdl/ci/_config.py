@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fdl.ci._data import ci_data
+from fdl.ci._fdl import fdl_install
 from fdl.ci._matrix import CiConfig
 from fdl.errors import ManifestError
 from fdl.manifest import Manifest
@@ -105,7 +106,6 @@ def read_config(
     except ValueError:  # a repository root that does not hold the project: run in place
         working = "."
     runner = _runner(raw.get("runner")) or str(defaults["runner"])
-    from fdl import __version__
 
     return CiConfig(
         registry=str(registry) if registry else None,
@@ -119,7 +119,7 @@ def read_config(
         runner=runner,
         build_runner=_runner(raw.get("build-runner")) or runner,
         branch=str(raw.get("branch") or defaults["branch"]),
-        fdl=str(raw.get("fdl") or f"fdl=={__version__}"),
+        fdl=fdl_install(manifest, manifest.directory, root),
         python=str(raw.get("python") or defaults["python"]),
         output=Path(str(raw.get("output") or defaults["output"])).as_posix(),
         workflow=Path(str(raw.get("workflow") or defaults["workflow"])).as_posix(),

@@ -18,7 +18,9 @@ class CiData:
     Attributes:
         defaults: Defaults of the ``ci:`` section's keys.
         actions: GitHub Actions by role (``checkout`` -> ``actions/checkout@v4``).
-        timeouts: Job time limits in minutes (``images``, ``source_build``).
+        timeouts: Job time limits in minutes (``images``, ``source_build`` on hosted
+            runners, ``source_build_self_hosted``).
+        hosted_machine: A hosted runner's ``cores`` and ``ram_gb``.
         hosted_runners: Labels of GitHub-hosted runners.
         hosted_cleanup: Directories deleted on them before CUDA work.
         token_registries: Registry host -> login (username, password expressions).
@@ -29,6 +31,7 @@ class CiData:
     defaults: dict[str, Any]
     actions: dict[str, str]
     timeouts: dict[str, int]
+    hosted_machine: dict[str, float]
     hosted_runners: tuple[str, ...]
     hosted_cleanup: tuple[str, ...]
     token_registries: dict[str, tuple[str, str]]
@@ -58,6 +61,7 @@ def ci_data() -> CiData:
         defaults=dict(raw["defaults"]),
         actions={str(k): str(v) for k, v in raw["actions"].items()},
         timeouts={str(k): int(v) for k, v in raw["timeouts"].items()},
+        hosted_machine={str(k): float(v) for k, v in raw["hosted_machine"].items()},
         hosted_runners=tuple(str(r) for r in raw["hosted_runners"]),
         hosted_cleanup=tuple(str(p) for p in raw["hosted_cleanup"]),
         token_registries={str(k): _login(v) for k, v in raw["token_registries"].items()},

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from fdl.ci._fdl import FdlInstall
 from fdl.images import ImageSpec, VariantRef
 
 __all__ = ["Cell", "CiConfig", "Matrix", "MatrixVariant", "bake_path"]
@@ -30,7 +31,8 @@ class CiConfig:
         cache_mode: ``max`` (every stage) or ``min`` (the final image's layers).
         runner, build_runner: ``runs-on`` of image jobs and of source builds.
         branch: Images and caches are pushed by builds of this branch.
-        fdl: The pip requirement that installs fdl in the workflow.
+        fdl: How the workflow installs fdl (``ci.fdl``, else derived from how this fdl
+            was installed).
         python: The workflow's Python.
         output: Directory of the bake file and Dockerfiles (relative to the project).
         workflow: The workflow file (relative to the repository root).
@@ -50,7 +52,7 @@ class CiConfig:
     runner: str | tuple[str, ...]
     build_runner: str | tuple[str, ...]
     branch: str
-    fdl: str
+    fdl: FdlInstall
     python: str
     output: str
     workflow: str
@@ -96,6 +98,8 @@ class MatrixVariant:
     context: str
     dockerfile: str
     pushed: str | None = None
+    # Source builds: fdl's estimate on a GitHub-hosted runner (minutes, ``~8h 30m``).
+    hosted_estimate: tuple[int, str] | None = None
 
     @property
     def cuda(self) -> str | None:
@@ -205,7 +209,33 @@ class Matrix:
     @property
     def warnings(self) -> tuple[str, ...]:
         """What the matrix does that a reader would not expect: variants on different
-        torch releases (a recipe or ``libtorch.build`` that pins its own)."""
+        torch releases (a recipe or ``libtorch.build`` that pins its own), a source build
+        a hosted runner may not finish in the time GitHub gives a job."""
+        return self._mixed_releases() + self._long_builds()
+
+    def _long_builds(self) -> tuple[str, ...]:
+        from fdl.ci._data import ci_data
+
+        data = ci_data()
+        runner = self.config.build_runner
+        if not isinstance(runner, str) or runner not in data.hosted_runners:
+            return ()
+        limit = data.timeouts["source_build"]
+        machine = data.hosted_machine
+        return tuple(
+            f"libtorch-{v.slug}: fdl estimates this source build at {v.hosted_estimate[1]} on "
+            f"a GitHub-hosted runner ({machine['cores']:g} cores, {machine['ram_gb']:g} GB), "
+            f"and GitHub stops a job there after {limit} minutes. Ways out: a runner of "
+            "yours (ci.build-runner: [self-hosted, linux, x64]; its job may run 2 days); "
+            f"or build it once on a cluster (fdl libtorch build --recipe {v.recipe} --on "
+            "TARGET pushes it to the team's registry) and take it from there in CI "
+            "(fdl ci pushed prints the ci.pushed entry)"
+            for v in self.variants
+            # An estimate: within a fifth of the limit is too close to count on.
+            if v.source_build and v.hosted_estimate and v.hosted_estimate[0] > 0.8 * limit
+        )
+
+    def _mixed_releases(self) -> tuple[str, ...]:
         releases: dict[str, list[str]] = {}
         for variant in self.variants:
             releases.setdefault(variant.torch or "?", []).append(variant.key)

@@ -213,7 +213,47 @@ def _recipe_variant(manifest: Manifest, config: CiConfig, key: str, where: str) 
     ).hexdigest()[:16]
     cache_key = f"fdl-libtorch-{recipe}-{digest}"
     slug = re.sub(r"[^A-Za-z0-9_-]", "-", recipe)  # job, group and target names
-    return _variant(config, key, slug, ref, install, recipe=recipe, cache_key=cache_key)
+    variant = _variant(config, key, slug, ref, install, recipe=recipe, cache_key=cache_key)
+    return replace(variant, hosted_estimate=_hosted_estimate(request, torch, archs))
+
+
+def _hosted_estimate(request: Any, torch: str, archs: tuple[str, ...]) -> tuple[int, str] | None:
+    """The build's estimate on a GitHub-hosted runner (None: no counts for the release)."""
+    from fdl.ci._data import ci_data
+    from fdl.compat import CompatDataError
+    from fdl.libtorch.source import estimate_build
+
+    machine = ci_data().hosted_machine
+    cores, ram = int(machine["cores"]), machine["ram_gb"]
+    switches = {name: str(setting.value) for name, setting in request.switches.items()}
+    flash = bool(archs) and bool(request.value("flash_attention", True))
+    try:
+        first = estimate_build(
+            torch=torch,
+            archs=",".join(archs),
+            jobs=cores,
+            cores=cores,
+            ram_gb=ram,
+            flash_attention=flash,
+            switches=switches,
+        )
+        jobs = min(cores, first.fits_jobs)
+        estimate = (
+            first
+            if jobs == cores
+            else estimate_build(
+                torch=torch,
+                archs=",".join(archs),
+                jobs=jobs,
+                cores=cores,
+                ram_gb=ram,
+                flash_attention=flash,
+                switches=switches,
+            )
+        )
+    except CompatDataError:
+        return None
+    return round(estimate.seconds / 60), estimate.duration()
 
 
 def _recipe_facts(request: Any) -> tuple[str, str | None, tuple[str, ...], bool]:

@@ -129,7 +129,7 @@ def _setup_fdl(matrix: Matrix, condition: str | None = None) -> list[_Step]:
         _Step(
             "Install fdl",
             if_=condition,
-            run=[f"python -m pip install {shlex.quote(matrix.config.fdl)}"],
+            run=matrix.config.fdl.run(),
         ),
     ]
 
@@ -188,7 +188,9 @@ def _source_job(matrix: Matrix, variant: MatrixVariant) -> _Job:
         runner,
         steps,
         needs=["generated"],
-        timeout=ci_data().timeouts["source_build"],
+        timeout=ci_data().timeouts[
+            "source_build" if _hosted(runner) else "source_build_self_hosted"
+        ],
     )
 
 

@@ -33,7 +33,6 @@ from fdl.deploy._layers import (
 )
 from fdl.deploy._placement import GpuVerdict, ImageArchs, Placement, check_placement, place
 from fdl.deploy._plan import (
-    PLACEHOLDER_DIGEST,
     DeployPlan,
     plan_deploy,
     pyxis_image,
@@ -65,13 +64,12 @@ from fdl.deploy._slurm_exec import (
     submit_sbatch,
     submit_script,
 )
-from fdl.deploy._submit import Submitted, submit_target
+from fdl.deploy._submit import Submitted, check_registry, submit_target
 from fdl.deploy._target import DeployTarget, GpuOffer, load_target, target_names
 
 __all__ = [
     "FINISHED",
     "OCI_MANIFEST",
-    "PLACEHOLDER_DIGEST",
     "ZSTD_LAYER",
     "ZSTD_LEVEL",
     "BuildJob",
@@ -97,6 +95,7 @@ __all__ = [
     "cancel_job",
     "cancel_of",
     "check_placement",
+    "check_registry",
     "check_runtime",
     "choose_compression",
     "follow_output",

@@ -17,17 +17,13 @@ from fdl.compat import (
     Match,
     check_driver,
     check_gpu_driver,
-    choose_variant,
-    default_torch_version,
-    older_release_covering,
     parse_archs,
     parse_capability,
-    release,
     runs_on,
     version_key,
 )
 from fdl.deploy._target import DeployTarget, GpuOffer
-from fdl.errors import EnvironmentProblem, UsageError
+from fdl.errors import EnvironmentProblem, FdlError
 
 __all__ = ["GpuVerdict", "ImageArchs", "Placement", "check_placement", "place"]
 
@@ -40,11 +36,14 @@ class ImageArchs:
         variant: The variant's name (``builds/sm61-sm120``).
         cuda: Its CUDA version, None for a CPU build.
         codes: nvcc code names found in its binaries (``sm_61``, ``compute_120``).
+        torch: Its PyTorch release (``2.13.0``), when known: a refusal's fix names an
+            official build of that release.
     """
 
     variant: str
     cuda: str | None
     codes: tuple[str, ...]
+    torch: str | None = None
 
     def targets(self) -> ArchList:
         return parse_archs(list(self.codes)) if self.codes else ArchList()
@@ -110,14 +109,16 @@ def check_placement(target: DeployTarget, image: ImageArchs) -> Placement:
     """:func:`place`, refusing a deploy whose binaries cannot run where it would land.
 
     Raises:
-        UsageError: the target asks for GPUs but declares none (placement cannot be checked),
-            or the image is a CPU build sent to GPUs.
-        EnvironmentProblem: the image's archs or CUDA do not fit the target's GPUs.
+        UsageError: the target asks for GPUs but declares none (placement cannot be checked).
+        EnvironmentProblem: the image is a CPU build sent to GPUs, or its archs or CUDA do
+            not fit the target's GPUs (exit 4, as the README says of both).
     """
+    from fdl.errors import UsageError
+
     if target.gpus_per_node == 0:
         return Placement((), ())
     if image.cuda is None:
-        raise UsageError(
+        raise EnvironmentProblem(
             f"deploy target {target.name!r} asks for GPUs, but the image's libtorch "
             f"({image.variant}) is a CPU build",
             hint="build the image with a CUDA variant (`variant:` in the image profile), "
@@ -145,60 +146,64 @@ def check_placement(target: DeployTarget, image: ImageArchs) -> Placement:
     return placement
 
 
+def _caps(verdicts: list[GpuVerdict] | tuple[GpuOffer, ...]) -> list[str]:
+    offers = [v.gpu if isinstance(v, GpuVerdict) else v for v in verdicts]
+    return sorted({g.capability for g in offers}, key=lambda c: tuple(map(int, c.split("."))))
+
+
 def _fix(target: DeployTarget, image: ImageArchs, bad: list[GpuVerdict]) -> str:
-    caps = sorted({v.gpu.capability for v in bad}, key=lambda c: tuple(map(int, c.split("."))))
-    drivers = [v for v in bad if "driver" in v.reason]
+    """The smallest change that runs: the official build of the image's torch release
+    that covers the target's GPUs on their driver, else a source build of the target's
+    archs only (not the image's archs plus the target's: a build per extra arch is hours)."""
+    from fdl.compat import choose_variant
+
+    # A SLURM job may land on any offered GPU; a Kubernetes pod needs only one to fit.
+    gpus = target.offered() if target.kind == "slurm" else tuple(v.gpu for v in bad)
+    drivers = sorted(
+        (g.driver for g in gpus if g.driver), key=lambda d: tuple(map(int, d.split(".")))
+    )
     advice = []
-    if len(drivers) < len(bad):
-        have = sorted({str(t.capability) for t in image.targets().cubins})
-        wanted = ",".join(
-            sorted(set(have) | set(caps), key=lambda c: tuple(map(int, c.split("."))))
-        )
-        advice.append(
-            f"build a variant with those archs (`fdl libtorch build --archs {wanted}`) "
-            "or use an official variant that has them, and rebuild the image"
-        )
     floors = [
         check
-        for v in drivers
-        if v.gpu.driver
+        for v in bad
+        if "driver" in v.reason
+        and v.gpu.driver
         and not (check := check_gpu_driver(v.gpu.driver, [parse_capability(v.gpu.capability)])).ok
     ]
     if floors:
-        # a GPU newer than the nodes' driver: no variant, of any CUDA, runs there
-        # that GPU's floor, or the image's CUDA's when higher
+        # A GPU newer than the nodes' driver: no libtorch of any CUDA runs there. The fix
+        # is that GPU's floor, or the image's CUDA's when higher (one rule: check_gpu_driver).
         needs = [c.required for c in floors]
-        needs += [
-            check_driver(v.gpu.driver, image.cuda).required
-            for v in drivers
-            if image.cuda and v.gpu.driver
-        ]
+        needs += [check_driver(d, image.cuda).required for d in drivers if image.cuda]
         need = max(needs, key=version_key)
         advice.append(
             f"update the nodes' NVIDIA driver to {need} or newer ({floors[0].reason}; no "
             "libtorch of any CUDA runs there before) and its `driver:` in the target"
         )
-    if len(floors) < len(drivers):
-        advice.append(
-            f"use a variant with an older CUDA ({_older_cuda(drivers)}), or update the nodes' "
-            "driver and its `driver:` in the target"
-        )
+    else:
+        official = None
+        if image.torch is not None:
+            try:
+                choice = choose_variant(
+                    _caps(gpus), image.torch, driver=drivers[0] if drivers else None
+                )
+                official = choice.variant
+            except FdlError:  # a release fdl's tables do not know: no official build to name
+                official = None
+        if official is not None and official.cuda is not None:
+            advice.append(
+                f"use torch {image.torch}'s official {official.name} build, which runs on them "
+                f"(`fdl libtorch download --cuda {official.cuda} --torch {image.torch}`), as "
+                "the image profile's `variant:`, and rebuild the image"
+            )
+        else:
+            archs = ",".join(_caps(gpus))
+            advice.append(
+                f"build a variant for the target's GPUs (`fdl libtorch build --archs {archs}`), "
+                "make it the image profile's `variant:`, and rebuild the image"
+            )
+        if any("driver" in v.reason for v in bad):
+            advice.append("or update the nodes' driver and its `driver:` in the target")
     if target.kind == "slurm" and target.gpu_type is None and len(target.gpus) > 1:
         advice.append("or pin `gpu-type:` to a GPU the image covers")
     return "; ".join(advice)
-
-
-def _older_cuda(bad: list[GpuVerdict]) -> str:
-    """The official build that has code for these GPUs and runs on their oldest driver
-    (fdl's tables: ``choose_variant``), as the command that gets it."""
-    caps = [parse_capability(v.gpu.capability) for v in bad]
-    drivers = [v.gpu.driver for v in bad if v.gpu.driver]
-    oldest = min(drivers, key=version_key) if drivers else None
-    choice = choose_variant(caps, driver=oldest)
-    if choice.variant is not None and choice.variant.cuda is not None:
-        return f"e.g. `fdl libtorch download --cuda {choice.variant.cuda}`"
-    older = older_release_covering(caps, default_torch_version(), oldest, "linux-x86_64")
-    if older is None:
-        return "one whose CUDA that driver runs"
-    cuda = release(older[0]).variant(older[1]).cuda
-    return f"e.g. `fdl libtorch download --cuda {cuda} --torch {older[0]}`"

@@ -13,7 +13,6 @@ from fdl.deploy._slurm import render_sbatch
 from fdl.deploy._target import DeployTarget
 
 __all__ = [
-    "PLACEHOLDER_DIGEST",
     "DeployPlan",
     "plan_deploy",
     "pyxis_image",
@@ -21,9 +20,6 @@ __all__ = [
     "runs_local_images",
     "unmounted_outputs",
 ]
-
-# Shown by `render` before a push has resolved the digest.
-PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
 
 
 @dataclass(frozen=True)
@@ -34,7 +30,8 @@ class DeployPlan:
         target: The target.
         local_image: The built image's local tag.
         remote: Where it is pushed (``registry/project-profile:tag``).
-        image: The reference submitted (``registry/project-profile@sha256:...``).
+        image: The reference submitted (``registry/project-profile@sha256:...``); before
+            a push (``render``, ``--dry-run``) the tag it would push, never a made-up digest.
         job_name: The SLURM job / Kubernetes Job name.
         placement: Which of the target's GPUs the binaries cover.
         text: The sbatch script or the YAML stream.
@@ -67,6 +64,7 @@ class DeployPlan:
             "local_image": self.local_image,
             "remote": self.remote,
             "image": self.image,
+            "pinned": "@sha256:" in self.image or self.image.startswith("sha256:"),
             "job_name": self.job_name,
             "placement": self.placement.to_json(),
             "compression": choose_compression(self.target).method,
@@ -156,7 +154,7 @@ def plan_deploy(
         entrypoint: The image's entrypoint (pyxis runs it as the command).
         args: The image's default arguments (overridden by the target's ``args``).
         digest: The pushed image's digest (without a registry: the local image's ID);
-            None renders a placeholder (``render``).
+            None (nothing pushed yet: ``render``) names the image by its tag.
         mounts: The image profile's mounts (``/abs/source:/target[:ro]``), carried into a
             SLURM job before the target's own ``mounts:`` (a cluster shares the project's
             filesystem); Kubernetes pods get none (the project's paths are not the node's).
@@ -171,8 +169,10 @@ def plan_deploy(
     # (docker and podman run an image by ID).
     if digest and target.registry is None and runs_local_images(target):
         image = digest
+    elif digest:
+        image = f"{repository}@{digest}"
     else:
-        image = f"{repository}@{digest or PLACEHOLDER_DIGEST}"
+        image = remote
     job_name = _job_name(project, target)
     program_args = list(target.args) if target.args is not None else list(args)
     carried = mounts if target.kind == "slurm" else ()

@@ -74,10 +74,12 @@ def image_archs(variant: VariantRef | None) -> ImageArchs:
     if variant is None:
         return ImageArchs("none", None, ())
     if variant.directory is None:
-        return ImageArchs(variant.name, variant.cuda, variant.archs)
+        return ImageArchs(variant.name, variant.cuda, variant.archs, variant.torch)
     info = variants.read_info(variant.directory, variant.name)
     found = [*info.archs_found.get("cubin", []), *info.archs_found.get("ptx", [])]
-    return ImageArchs(variant.name, info.cuda, tuple(found or info.archs_requested))
+    return ImageArchs(
+        variant.name, info.cuda, tuple(found or info.archs_requested), info.torch or variant.torch
+    )
 
 
 def archs_of_image(labels: Mapping[str, str], image: str, manifest: ImageArchs) -> ImageArchs:
@@ -98,7 +100,9 @@ def archs_of_image(labels: Mapping[str, str], image: str, manifest: ImageArchs) 
             hint="build it with fdl: fdl image build train",
         )
     codes = tuple(sorted(set(labels.get("dev.fdl.archs", "").split()) - {"cpu"}))
-    found = ImageArchs(variant, None if cuda == "none" else cuda, codes)
+    found = ImageArchs(
+        variant, None if cuda == "none" else cuda, codes, labels.get("dev.fdl.torch")
+    )
     same_cubins = {c for c in manifest.codes if c.startswith("sm_")} == set(codes)
     if (manifest.variant, manifest.cuda) == (found.variant, found.cuda) and same_cubins:
         return manifest

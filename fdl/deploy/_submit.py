@@ -16,7 +16,7 @@ from fdl.engine import Engine
 from fdl.errors import UsageError
 from fdl.runner import Runner
 
-__all__ = ["Submitted", "submit_target"]
+__all__ = ["Submitted", "check_registry", "submit_target"]
 
 Say = Callable[[str], None]
 
@@ -48,12 +48,7 @@ def submit_target(
     """
     target = prepared.target
     say, caution = info or (lambda _: None), warn or (lambda _: None)
-    if target.registry is None and not runs_local_images(target):
-        raise UsageError(
-            f"deploy target {target.name!r} has no `registry:` to push the image to",
-            hint=f"set deploy.{target.name}.registry (e.g. ghcr.io/you); only "
-            "docker/podman on SLURM can run this host's images without one",
-        )
+    check_registry(prepared)
     # The runtime, the client and the context before anything is built or pushed.
     if target.kind == "slurm":
         for text in check_runtime(target, runner):
@@ -74,6 +69,21 @@ def submit_target(
     if target.kind == "slurm":
         return Submitted(plan, submit_sbatch(plan, state_dir, runner))
     return Submitted(plan, submit_kubernetes(plan, state_dir))
+
+
+def check_registry(prepared: Prepared) -> None:
+    """Refuse a target that needs a registry and has none (before any build).
+
+    Raises:
+        UsageError: no ``registry:`` and a runtime that cannot run this host's images.
+    """
+    target = prepared.target
+    if target.registry is None and not runs_local_images(target):
+        raise UsageError(
+            f"deploy target {target.name!r} has no `registry:` to push the image to",
+            hint=f"set deploy.{target.name}.registry (e.g. ghcr.io/you); only "
+            "docker/podman on SLURM can run this host's images without one",
+        )
 
 
 def _make_mount_sources(prepared: Prepared) -> None:

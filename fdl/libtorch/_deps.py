@@ -70,12 +70,20 @@ def library_checks(path: Path, info: variants.VariantInfo) -> list[Check]:
     if missing:
         listed = ", ".join(f"{n} (needed by {by})" for n, by in sorted(missing.items()))
         wheel = info.source.get("kind") == "wheel"
-        fix = (
-            "reinstall with its NVIDIA libraries: fdl libtorch install --from-wheel ... --force "
-            "(without --no-nvidia)"
-            if wheel
-            else "reinstall the variant; the archive was incomplete"
-        )
+        pulled = info.source.get("registry")
+        if isinstance(pulled, dict):  # the puller never chose how it was installed
+            fix = (
+                f"it was pushed without them ({pulled.get('reference')}): on the machine that "
+                "pushed it, complete it (fdl libtorch verify there) and push it again, then "
+                "pull that; or install another variant (fdl setup)"
+            )
+        elif wheel:
+            fix = (
+                "reinstall with its NVIDIA libraries: fdl libtorch install --from-wheel ... "
+                "--force (without --no-nvidia)"
+            )
+        else:
+            fix = "reinstall the variant; the archive was incomplete"
         checks.append(
             Check(
                 "libraries",

@@ -254,16 +254,17 @@ class RegistryClient:
             )
         return dest
 
-    def tags(self) -> list[str]:
+    def tags(self, *, missing_ok: bool = True) -> list[str]:
         """Every tag of the repository (the ``tags/list`` API, following its ``Link`` pages);
-        none when the repository does not exist yet."""
+        none when the repository does not exist yet (``missing_ok=False``: a RegistryError
+        with status 404)."""
         found: list[str] = []
         url: str | None = self._url("tags/list?n=1000")
         for _page in range(1000):
             if url is None:
                 break
             answer = self._request("GET", url)
-            if answer.status_code == 404:
+            if answer.status_code == 404 and (missing_ok or found):
                 return found
             if answer.status_code != 200:
                 raise self._fail(answer, f"listing the tags of {self.repository}")

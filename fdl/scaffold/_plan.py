@@ -185,7 +185,16 @@ def _common_files(
             "commands": commands,
         },
     )
-    workflow = render("common/ci.yml.j2", {**values, "jobs": workflow_jobs(chosen)})
+    import json
+
+    from fdl.ci import derived_install
+
+    install = derived_install().run()
+    # One line: a JSON string is a YAML scalar; more: a block, taken as written.
+    lines = [json.dumps(install[0])] if len(install) == 1 else install
+    workflow = render(
+        "common/ci.yml.j2", {**values, "jobs": workflow_jobs(chosen), "fdl_install": lines}
+    )
     return [
         *_editor_files(),
         FileSpec("README.md", readme, kind=USER),

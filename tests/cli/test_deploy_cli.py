@@ -45,13 +45,42 @@ def engine() -> Iterator[FakeEngine]:
     yield fake
 
 
-def test_render_prints_the_script_with_a_placeholder_digest(run_fdl, project: Path) -> None:  # type: ignore[no-untyped-def]
+def test_render_names_the_image_by_its_tag_never_a_made_up_digest(run_fdl, project: Path) -> None:  # type: ignore[no-untyped-def]
     result = run_fdl(["deploy", "render", "lab"], cwd=project)
     assert result.exit_code == 0, result.output
     assert "#SBATCH --gpus-per-node=1" in result.stdout
-    assert "IMAGE=127.0.0.1:5000/acme/cpp-train-train@sha256:000" in result.stdout
+    assert "IMAGE=127.0.0.1:5000/acme/cpp-train-train:latest\n" in result.stdout
+    assert "sha256:000" not in result.output
+    assert "nothing is pushed yet" in result.stderr and "fdl deploy submit lab" in result.stderr
     plan = json.loads(run_fdl(["deploy", "render", "lab", "--json"], cwd=project).stdout)
     assert plan["placement"]["allowed"] == ["h100"]
+    assert plan["pinned"] is False and plan["image"].endswith(":latest")
+
+
+def test_a_dry_run_without_a_registry_says_nothing_is_pushed(  # type: ignore[no-untyped-def]
+    run_fdl, project: Path, engine: FakeEngine
+) -> None:
+    manifest = (project / "fdl.yml").read_text()
+    manifest = manifest.replace("    registry: 127.0.0.1:5000/acme\n", "")
+    (project / "fdl.yml").write_text(manifest.replace('capability: "6.1"', 'capability: "9.0"'))
+    dry = run_fdl(["deploy", "submit", "lab", "--dry-run"], cwd=project)
+    assert dry.exit_code == 0, dry.output
+    assert "nothing is pushed" in dry.stderr and "push it as" not in dry.output
+    # Kubernetes cannot run this host's images: the dry run refuses as submit would.
+    refused = run_fdl(["deploy", "submit", "pascal", "--dry-run"], cwd=project)
+    assert refused.exit_code == 2 and "has no `registry:`" in refused.output
+    assert engine.pushed == []
+
+
+def test_a_cpu_image_sent_to_gpus_exits_4_as_the_readme_says(  # type: ignore[no-untyped-def]
+    run_fdl, project: Path
+) -> None:
+    manifest = (project / "fdl.yml").read_text()
+    (project / "fdl.yml").write_text(manifest.replace("  train:\n", "  train:\n    variant: precompiled/cpu\n", 1))
+    make_variant(project, "precompiled/cpu")
+    result = run_fdl(["deploy", "render", "lab"], cwd=project)
+    assert result.exit_code == 4, result.output
+    assert "is a CPU build" in result.output
 
 
 def test_a_target_the_binaries_cannot_run_on_is_refused_before_any_push(  # type: ignore[no-untyped-def]
@@ -60,7 +89,7 @@ def test_a_target_the_binaries_cannot_run_on_is_refused_before_any_push(  # type
     result = run_fdl(["deploy", "submit", "pascal"], cwd=project)
     assert result.exit_code == 4, result.output
     assert "cannot run on any of the GPUs of target 'pascal'" in result.output
-    assert "fdl libtorch build --archs 6.1," in result.output
+    assert "fdl libtorch download --cuda 12.6 --torch 2.13.0" in result.output
     assert engine.pushed == []
     assert run_fdl(["deploy", "render"], cwd=project).exit_code == 2  # two targets, none named
 
@@ -198,7 +227,7 @@ def test_placement_reads_the_variant_of_the_built_image_not_the_manifest(  # typ
     _submitted(project, engine, {})
     assert run_fdl(["deploy", "render", "lab"], cwd=project).exit_code == 0  # the manifest's
     result = run_fdl(["deploy", "submit", "lab"], cwd=project)
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 4, result.output  # the image cannot run there (README)
     assert "the image's libtorch (precompiled/cpu) is a CPU build" in result.output
     assert engine.pushed == []
 

@@ -164,7 +164,7 @@ def test_bench_records_env_names_never_values(run_fdl, tmp_path: Path) -> None: 
         f"bench:\n  b:\n    run: [{sys.executable}, prog.py]\n    rounds: 1\n    warmup: 0\n"
         f"    figures: {{ms: 'ms: ([0-9.]+)'}}\n"
         f"    compare:\n      a: {{env: {{HF_AUTH: {TOKEN}, DB_URL: !secret {PLAIN}}}}}\n"
-        f"      b: {{env: {{HF_AUTH: {TOKEN}}}}}\n"
+        f"      b: {{env: {{HF_AUTH: {TOKEN}, OMP_NUM_THREADS: '4', DB_PASSWORD: {PLAIN}}}}}\n"
     )
     printed = [
         run_fdl(["bench", "run", "--dry-run"], cwd=tmp_path),
@@ -174,7 +174,9 @@ def test_bench_records_env_names_never_values(run_fdl, tmp_path: Path) -> None: 
     ]
     assert [p.exit_code for p in printed] == [0, 0, 0, 0], printed[2].output
     output = "".join(p.output for p in printed)
-    assert "HF_AUTH=***" in output and "DB_URL" in output
+    assert "HF_AUTH=***" in output and "DB_URL=***" in output and "DB_PASSWORD=***" in output
+    # What is not a secret is shown: it is often what the sides compare.
+    assert "OMP_NUM_THREADS=4" in output and '"OMP_NUM_THREADS": "4"' in output
     assert TOKEN not in output and PLAIN not in output
     assert '"HF_AUTH": "***"' in (tmp_path / "out.jsonl").read_text()
     for secret in (TOKEN, PLAIN):

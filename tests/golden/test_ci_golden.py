@@ -13,10 +13,17 @@ from pathlib import Path
 import pytest
 
 from fdl.ci import generated_files
-from tests.support.ci import PUSHED_MATRIX, ci_project, plan
+from tests.support.ci import INSTALLED, PUSHED_MATRIX, ci_project, plan
 from tests.support.golden import GOLDEN_DIR, assert_golden
 
 CI_GOLDEN = GOLDEN_DIR / "ci"
+
+
+@pytest.fixture(autouse=True)
+def _installed_from_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This fdl as installed from git at a commit: the workflow installs it so (the tests'
+    own fdl may be an editable checkout or a wheel)."""
+    monkeypatch.setattr("fdl.ci._fdl.installed_from", lambda: dict(INSTALLED))
 
 
 def test_bake_workflow_and_file_list(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ci import INSTALLED
 from tests.support.golden import assert_golden
 from tests.support.scaffold import CASES, planned
 
@@ -21,6 +22,13 @@ GOLDEN_FILES = (
     ".github/workflows/fdl-images.yml",
     "docker-compose.yml",
 )
+
+
+@pytest.fixture(autouse=True)
+def _installed_from_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This fdl as installed from git at a commit: the workflows install it so (the tests'
+    own fdl may be an editable checkout or a wheel)."""
+    monkeypatch.setattr("fdl.ci._fdl.installed_from", lambda: dict(INSTALLED))
 
 
 def _tool(name: str) -> str | None:

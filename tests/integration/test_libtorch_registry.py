@@ -141,7 +141,7 @@ def test_push_then_pull_on_another_machine_gives_the_same_tree(
     pulled = _fdl(run_fdl, teammate, "libtorch", "pull", pushed["reference"], "--json")
     assert pulled.exit_code == 0, pulled.output
     data = json.loads(pulled.stdout)
-    assert data["variant"] == "builds/2.10.0-cu129-sm61-sm120-ptx120" and data["activated"]
+    assert data["variant"] == "builds/sm61-sm120" and data["activated"]  # as it was pushed
     assert data["source"]["registry"]["digest"] == pushed["digest"]
     assert data["source"]["recipe"] == "docker"
     installed = teammate.context().libtorch_dir / data["variant"]
@@ -317,7 +317,7 @@ def test_setup_plans_the_pull_of_a_variant_that_covers_the_gpus(
 
     done = _fdl(run_fdl, teammate, "setup", "--torch", "2.10.0", "--yes", "--json")
     assert done.exit_code == 0, done.output
-    assert json.loads(done.stdout)["variant"] == "builds/2.10.0-cu129-sm61-sm120-ptx120"
+    assert json.loads(done.stdout)["variant"] == "builds/sm61-sm120"
     again = _fdl(run_fdl, teammate, "setup", "--torch", "2.10.0", "--dry-run", "--json")
     assert json.loads(again.stdout)["plan"]["action"] == "keep"
     wheel = _fdl(
@@ -585,3 +585,121 @@ def test_ci_pushed_finds_the_variant_that_stands_in_for_a_recipe_and_generate_co
     assert generated.exit_code == 0, generated.output
     dockerfile = project / "ci/dockerfiles/libtorch-pascal-blackwell.Dockerfile"
     assert f"FROM {pushed['reference']} AS pushed\n" in dockerfile.read_text(encoding="utf-8")
+
+
+# -- issue 34, point 13: what pushers and pullers met ------------------------------------
+
+
+def test_a_second_push_of_the_same_tree_packs_nothing(run_fdl, machines, repo: str) -> None:
+    builder, _ = machines
+    tree = builder.build(big=1 << 20)
+    first = _push(run_fdl, builder, repo)
+    assert first["packed"] is True
+    again = _fdl(run_fdl, builder, "libtorch", "push", "builds/sm61-sm120", "--to", repo)
+    assert again.exit_code == 0, again.output
+    assert "already holds builds/sm61-sm120" in again.stderr
+    assert "nothing packed or uploaded" in again.stderr and "packing layer" not in again.output
+    assert again.stdout.strip() == first["reference"]
+    # A changed tree is packed again (and lands on another digest, under the same tag).
+    noise = tree / "lib" / "libnoise.so"
+    content, stat = noise.read_bytes(), noise.stat()
+    noise.write_bytes(os.urandom(1 << 20))
+    changed = _push(run_fdl, builder, repo)
+    assert changed["packed"] is True and changed["digest"] != first["digest"]
+    # The first tree again, to the byte and the second: its record is found, but the tag
+    # names the second push now, so the registry is not taken to hold it.
+    noise.write_bytes(content)
+    os.utime(noise, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    back = _push(run_fdl, builder, repo)
+    assert back["packed"] is True and back["digest"] == first["digest"]
+
+
+def test_the_push_says_why_its_compression(run_fdl, machines, repo: str) -> None:
+    builder, _ = machines
+    builder.build()
+    done = _fdl(
+        run_fdl, builder, "libtorch", "push", "builds/sm61-sm120", "--to", repo,
+        "--compression", "gzip",
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert "gzip layers: --compression gzip" in done.stderr
+    auto = _fdl(run_fdl, builder, "libtorch", "push", "builds/sm61-sm120", "--to", repo)
+    assert "zstd layers: auto: zstd" in auto.stderr or "since the zstandard package" in auto.stderr
+
+
+def _wheel_variant(machine: Machine, name: str = "precompiled/cu128") -> Path:
+    """A wheel's variant installed without two of the libraries torch loads, from a wheel
+    file in the pusher's home directory."""
+    path = make_tree(
+        machine.context().libtorch_dir / name,
+        "2.10.0+cu128",
+        cubins=(70, 120),
+        cuda_needed=("libcublas.so.12", "libcudnn.so.9"),
+    )
+    info = VariantInfo(
+        name=name,
+        torch="2.10.0",
+        cuda="12.8",
+        archs_requested=["sm_70", "sm_120"],
+        source={"kind": "wheel", "wheel": "/home/alice/wheels/torch-2.10.0-cp311-linux.whl"},
+    )
+    variants.write_info(path, finish_info(path, info))
+    return path
+
+
+def test_an_incomplete_variant_is_said_at_push_and_the_puller_is_told_who_can_fix_it(
+    run_fdl, machines, repo: str
+) -> None:
+    builder, teammate = machines
+    _wheel_variant(builder)
+    pushed = _fdl(run_fdl, builder, "libtorch", "push", "precompiled/cu128", "--to", repo)
+    assert pushed.exit_code == 0, pushed.output
+    assert "warning: precompiled/cu128 lacks 2 libraries torch loads" in pushed.stderr
+    assert "libcublas.so.12" in pushed.stderr
+    reference = pushed.stdout.strip()
+    teammate.gpus("7.0")
+    pulled = _fdl(run_fdl, teammate, "libtorch", "pull", reference)
+    assert "--no-nvidia" not in pulled.output  # the puller never chose it
+    assert "pushed without them" in pulled.output and reference in pulled.output
+
+
+def test_a_pulled_variant_keeps_its_name_its_source_and_none_of_the_pushers_paths(
+    run_fdl, machines, repo: str
+) -> None:
+    builder, teammate = machines
+    _wheel_variant(builder)
+    pushed = _push_variant(run_fdl, builder, repo, "precompiled/cu128")
+    record = json.loads(pushed["annotations"]["dev.fdl.libtorch.variant"])
+    assert record["source"]["wheel"] == "torch-2.10.0-cp311-linux.whl"
+    assert "/home/alice" not in json.dumps(pushed["annotations"])
+    teammate.gpus("7.0")
+    pulled = _fdl(run_fdl, teammate, "libtorch", "pull", pushed["reference"], "--json")
+    assert json.loads(pulled.stdout)["variant"] == "precompiled/cu128"  # as the pusher named it
+    info = _fdl(run_fdl, teammate, "libtorch", "info", "precompiled/cu128")
+    assert f"Source:    registry: {pushed['reference']} (built by wheel)" in info.stdout
+    assert "/home/alice" not in info.stdout
+    # A variant of the teammate's own holds that name: the pulled one takes its tag's.
+    other = Machine(teammate.root.parent / "third")
+    _wheel_variant(other).joinpath("own").write_text("mine\n")
+    beside = _fdl(run_fdl, other, "libtorch", "pull", pushed["reference"], "--json")
+    assert json.loads(beside.stdout)["variant"] == f"precompiled/{pushed['tag']}"
+
+
+def _push_variant(run_fdl, machine: Machine, repo: str, name: str) -> dict:
+    result = _fdl(run_fdl, machine, "libtorch", "push", name, "--to", repo, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_a_mistyped_repository_is_not_found_rather_than_fitting_nothing(
+    run_fdl, machines, repo: str
+) -> None:
+    builder, teammate = machines
+    builder.build()
+    _push(run_fdl, builder, repo)
+    teammate.gpus("6.1", "12.0")
+    teammate.env["FDL_LIBTORCH_REGISTRY"] = repo + "-typo"
+    done = _fdl(run_fdl, teammate, "libtorch", "install", "--from-registry", "--torch", "2.10.0")
+    assert done.exit_code == 2, done.output
+    assert f"the repository {repo}-typo is not found" in done.stderr
+    assert "holds no torch" not in done.stderr

@@ -44,6 +44,12 @@ def plan(project: Path, **kwargs: object) -> Matrix:
     )
 
 
+# How "this fdl" was installed, for tests that fix it (a git URL at a commit).
+INSTALLED = {
+    "url": "https://git.example.com/acme/fdl",
+    "vcs_info": {"vcs": "git", "commit_id": "0123456789abcdef0123456789abcdef01234567"},
+}
+
 # The source-built variant taken from the team's registry (`fdl libtorch push` printed it).
 PUSHED = "registry.example.com/team/libtorch:2.13.0-cu129-sm61-sm120@sha256:" + "ab" * 32
 PUSHED_MATRIX = MATRIX + f"  pushed:\n    build:pascal-blackwell: {PUSHED}\n"

@@ -195,7 +195,7 @@ def test_recipe_variants_follow_the_matrix_release(tmp_path: Path) -> None:
     assert manifest != MATRIX
     matrix = plan(ci_project(tmp_path, manifest))
     assert {variant.torch for variant in matrix.variants} == {"2.12.1"}
-    assert matrix.warnings == ()
+    assert not [w for w in matrix.warnings if "mixes torch releases" in w]
 
 
 def test_a_matrix_that_mixes_releases_says_so(tmp_path: Path) -> None:
@@ -207,10 +207,10 @@ def test_a_matrix_that_mixes_releases_says_so(tmp_path: Path) -> None:
     matrix = plan(project)
     built = matrix.variants[-1]
     assert built.torch == "2.10.0"  # the project's recipe pins it: kept, but said
-    [warning] = matrix.warnings
-    assert "mixes torch releases" in warning and "torch 2.10.0: build:pascal-blackwell" in warning
+    [warning] = [w for w in matrix.warnings if "mixes torch releases" in w]
+    assert "torch 2.10.0: build:pascal-blackwell" in warning
     assert "torch 2.13.0: cpu, cu130" in warning
-    assert matrix.to_json()["warnings"] == [warning]
+    assert warning in matrix.to_json()["warnings"]
 
 
 def test_a_pushed_variant_is_pulled_by_digest_not_built(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ CU130 = ImageArchs(
     "precompiled/cu130",
     "13.0",
     ("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"),
+    "2.13.0",
 )
 H100 = GpuOffer("9.0", type="h100", product="NVIDIA-H100-80GB-HBM3", driver="580.65")
 GTX1060 = GpuOffer("6.1", type="gtx1060", product="NVIDIA-GeForce-GTX-1060-6GB", driver="580.65")
@@ -131,7 +132,8 @@ def test_a_pascal_blackwell_build_is_refused_on_h100(kind: str) -> None:
     error = caught.value
     assert "cannot run on any of the GPUs" in error.message
     assert "no code for sm_90" in (error.details or "")
-    assert "fdl libtorch build --archs 6.1,9.0,12.0" in (error.hint or "")
+    # No torch release known for the build: a source build of the target's archs only.
+    assert "fdl libtorch build --archs 9.0`" in (error.hint or "")
 
 
 @pytest.mark.parametrize("kind", ["slurm", "kubernetes"])
@@ -139,7 +141,26 @@ def test_cu130_is_refused_on_a_gtx_1060_with_the_build_advice(kind: str) -> None
     with pytest.raises(EnvironmentProblem) as caught:
         check_placement(_target(kind, GTX1060), CU130)
     assert "no code for sm_61" in (caught.value.details or "")
-    assert "fdl libtorch build --archs 6.1," in (caught.value.hint or "")
+    # torch 2.13's official cu126 build has sm_61: a download, not a source build.
+    assert "`fdl libtorch download --cuda 12.6 --torch 2.13.0`" in (caught.value.hint or "")
+    assert "fdl libtorch build" not in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize("kind", ["slurm", "kubernetes"])
+def test_a_p100_target_is_told_the_official_build_that_has_sm_60_not_an_8_arch_build(
+    kind: str,
+) -> None:
+    p100 = GpuOffer("6.0", type="p100", driver="550.54")
+    with pytest.raises(EnvironmentProblem) as caught:
+        check_placement(_target(kind, p100), CU130)
+    hint = caught.value.hint or ""
+    assert "official cu126 build" in hint and "--cuda 12.6 --torch 2.13.0" in hint
+    assert "--archs" not in hint  # never the image's 7 archs plus sm_60
+    # A release with no official build for sm_60: the target's arch only.
+    newer = ImageArchs("precompiled/cu130", "13.0", CU130.codes, "2.15.0")
+    with pytest.raises(EnvironmentProblem) as caught:
+        check_placement(_target(kind, p100), newer)
+    assert "`fdl libtorch build --archs 6.0`" in (caught.value.hint or "")
 
 
 def test_an_old_driver_is_refused_with_the_driver_floor() -> None:
@@ -147,10 +168,9 @@ def test_an_old_driver_is_refused_with_the_driver_floor() -> None:
     with pytest.raises(EnvironmentProblem) as caught:
         check_placement(_target("slurm", old), CU130)
     assert "CUDA 13.0 needs driver >= 580" in (caught.value.details or "")
-    # the newest official build with sm_90 code that driver 535 runs (2.15.0 has none)
-    assert "older CUDA (e.g. `fdl libtorch download --cuda 12.6 --torch 2.14.1`)" in (
-        caught.value.hint or ""
-    )
+    hint = caught.value.hint or ""
+    assert "fdl libtorch download --cuda 12." in hint and "--torch 2.13.0" in hint
+    assert "update the nodes' driver" in hint
 
 
 def test_a_blackwell_node_on_an_older_driver_than_r570_is_told_to_upgrade_the_driver() -> None:
@@ -181,8 +201,9 @@ def test_ptx_covers_newer_gpus_and_cpu_images_refuse_gpu_targets() -> None:
     blackwell = GpuOffer("12.1", type="gb10")
     verdict = check_placement(_target("slurm", blackwell), PASCAL_BLACKWELL).verdicts[0]
     assert verdict.ok and "sm_120" in verdict.reason  # compatible cubin (same major)
-    with pytest.raises(UsageError, match="CPU build"):
+    with pytest.raises(EnvironmentProblem, match="CPU build") as cpu:
         check_placement(_target("slurm", H100), ImageArchs("precompiled/cpu", None, ()))
+    assert cpu.value.exit_code == 4  # the README's code for an image that cannot run there
     with pytest.raises(UsageError, match="declares none"):
         check_placement(_target("slurm"), CU130)
     cpu_target = DeployTarget("t", "slurm")

@@ -40,11 +40,13 @@ def look_up(
     torch: str,
     gpus: Iterable[Capability],
     driver: str | None,
+    missing_ok: bool = True,
 ) -> SharedMatch | None:
     """A variant of the team's registry that fits; None (with a warning) when the registry
-    cannot be read: the plan then goes on without it."""
+    cannot be read, or has no such repository yet (``missing_ok``; else that error): the
+    plan then goes on without it."""
     from fdl.compat import current_platform
-    from fdl.libtorch import find_shared
+    from fdl.libtorch import RepositoryNotFound, find_shared
 
     try:
         return find_shared(
@@ -57,6 +59,11 @@ def look_up(
         )
     except NetworkError as exc:
         session.console.warn(f"the team's registry {registry} cannot be read ({exc.message})")
+        return None
+    except RepositoryNotFound as exc:
+        if not missing_ok:
+            raise
+        session.console.warn(f"{exc.message}; going on without it ({exc.hint})")
         return None
 
 

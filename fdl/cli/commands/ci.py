@@ -177,6 +177,7 @@ def _generate(
         shown = _shown(root / change.path, session.cwd)
         line = f"{verbs[change.state]} {shown}"
         session.console.out(line) if dry_run else session.console.info(line)
+    _say_fdl(session, planned)
     for variant in planned.variants:
         if variant.pushed:  # nothing is built or downloaded for it in CI
             session.console.info(f"{variant.key}: copied from {variant.pushed} (ci.pushed)")
@@ -184,6 +185,25 @@ def _generate(
     if unchanged:
         session.console.info(f"{unchanged} files unchanged")
     return 0
+
+
+def _say_fdl(session: Session, planned: Matrix) -> None:
+    """How the workflow installs fdl, and from where that was taken."""
+    from fdl.ci import FIX
+
+    install = planned.config.fdl
+    if install.problem is None:
+        shown = " ".join(install.args)
+        session.console.info(
+            f"the workflow installs fdl with: pip install {shown} ({install.origin})"
+        )
+        if not install.origin.startswith("ci.fdl"):
+            session.console.info(f"to keep it whoever generates the files, set ci.fdl: {shown}")
+        return
+    session.console.warn(
+        f"the workflow cannot install fdl: ci.fdl is not set, and {install.origin}; its "
+        f"`Install fdl` step fails until you {FIX}"
+    )
 
 
 def _pushed(session: Session, given: str | None, *, as_json: bool) -> int:

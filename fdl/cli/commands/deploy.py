@@ -36,8 +36,9 @@ def _session(ctx: typer.Context) -> Any:
 
 @app.command()
 def render(ctx: typer.Context, target: TargetArg = None, as_json: JsonOption = False) -> None:
-    """Print the target's sbatch script or Kubernetes YAML (the digest is a placeholder
-    until `submit` pushes the image). Refuses a target whose GPUs the image cannot use.
+    """Print the target's sbatch script or Kubernetes YAML, the image named by the tag
+    `submit` would push (submit pins the digest the push returns). Refuses a target whose
+    GPUs the image cannot use.
 
     Example: fdl deploy render lab > lab.sbatch
     """
@@ -49,6 +50,11 @@ def render(ctx: typer.Context, target: TargetArg = None, as_json: JsonOption = F
         session.console.json(plan.to_json())
     else:
         session.console.out(plan.text, end="")
+        session.console.info(
+            f"the image is named by its tag {plan.image}: nothing is pushed yet; "
+            f"`fdl deploy submit {plan.target.name}` pushes it and submits it by the digest "
+            "the push returns"
+        )
     raise typer.Exit(0)
 
 
@@ -74,7 +80,7 @@ def submit(
 
     Example: fdl deploy submit lab --wait
     """
-    from fdl.deploy import prepare, state_dir, submit_target
+    from fdl.deploy import check_registry, prepare, state_dir, submit_target
     from fdl.engine import default_engine
     from fdl.runner import default_runner
 
@@ -83,15 +89,24 @@ def submit(
     prepared = prepare(manifest, target)
     plan = prepared.plan()  # placement by the manifest first: refused before any build
     if dry_run:
+        check_registry(prepared)  # what submit would refuse, refused here too
         if as_json:
             session.console.json({**plan.to_json(), "dry_run": True})
         else:
             for text in plan.warnings:
                 session.console.warn(text)
-            layers = plan.to_json()["compression"]
-            session.console.info(
-                f"would build {plan.local_image} and push it as {plan.remote} ({layers} layers)"
-            )
+            if prepared.target.registry is None:
+                where = (
+                    f"would build {plan.local_image} and run it from this host's image store "
+                    "by its ID (no registry: nothing is pushed)"
+                )
+            else:
+                layers = plan.to_json()["compression"]
+                where = (
+                    f"would build {plan.local_image} and push it as {plan.remote} ({layers} "
+                    "layers), then submit it by the digest the push returns"
+                )
+            session.console.info(where)
             session.console.out(plan.text, end="")
         raise typer.Exit(0)
     done = submit_target(

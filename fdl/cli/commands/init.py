@@ -306,6 +306,18 @@ def _shown(directory: Path, cwd: Path) -> str:
     return "." if str(relative) == "." else str(relative)
 
 
+def _say_fdl_install(session: Session) -> None:
+    """The workflows install this fdl as it was installed: say when a runner cannot."""
+    from fdl.ci import FIX, derived_install
+
+    install = derived_install()
+    if install.problem is not None:
+        session.console.warn(
+            f"the workflows cannot install fdl: {install.origin}; their `Install fdl` step "
+            f"fails until you {FIX} (then run fdl ci generate, and edit ci.yml's step alike)"
+        )
+
+
 def _render(session: Session, answers: Answers, report: WriteReport, *, force: bool) -> None:
     from fdl.scaffold import next_steps
 
@@ -333,6 +345,7 @@ def _render(session: Session, answers: Answers, report: WriteReport, *, force: b
             "your versions of the skipped files are kept; to get the template's version of "
             "one, move yours away and run fdl init again"
         )
+    _say_fdl_install(session)
     steps = next_steps(answers, directory=None if where == "." else where)
     width = max(len(command) for command, _ in steps)
     console.out("\nNext steps:")

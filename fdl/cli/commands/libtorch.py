@@ -529,7 +529,12 @@ def _install_shared(
         report.capabilities, torch=torch or settings.torch, driver=report.driver
     ).torch_version
     match = look_up(
-        session, registry, torch=release, gpus=report.capabilities, driver=report.driver
+        session,
+        registry,
+        torch=release,
+        gpus=report.capabilities,
+        driver=report.driver,
+        missing_ok=False,  # asked for by name: a mistyped one is not "none fits"
     )
     if match is None:
         raise EnvironmentProblem(
@@ -674,14 +679,22 @@ def push(
         )
     finally:
         progress.close()
+    for warning in result.warnings:
+        session.console.warn(warning)
     if as_json:
         session.console.json(result.to_json())
         return
     stored = sum(layer.size for layer in result.layers)
-    session.console.info(
-        f"pushed {chosen} as {repository}:{result.tag} ({result.compression}, "
-        f"{human_bytes(stored)}, {result.uploaded} new blobs)"
-    )
+    if not result.packed:
+        session.console.info(
+            f"{repository}:{result.tag} already holds {chosen} as this tree was pushed "
+            f"({human_bytes(stored)} of {result.compression} layers): nothing packed or uploaded"
+        )
+    else:
+        session.console.info(
+            f"pushed {chosen} as {repository}:{result.tag} ({human_bytes(stored)}, "
+            f"{result.uploaded} new blobs; {result.compression} layers: {result.reason})"
+        )
     session.console.out(result.reference)
 
 
@@ -724,6 +737,12 @@ def _variant_json(name: str, info: VariantInfo, active: bool, path: Path) -> dic
     return {"variant": name, "active": active, "path": str(path), **info.to_json()}
 
 
+def _built_from(source: dict[str, Any]) -> str:
+    """How the pusher got the variant (``build, recipe docker``), without its paths."""
+    details = [f"{key} {source[key]}" for key in ("recipe", "backend") if source.get(key)]
+    return ", ".join([str(source.get("kind") or "unknown"), *details])
+
+
 def _render_info(name: str, info: VariantInfo, active: bool, path: Path) -> str:
     from fdl.libtorch import describe_view
 
@@ -732,12 +751,16 @@ def _render_info(name: str, info: VariantInfo, active: bool, path: Path) -> str:
         "none (CPU build)" if not info.cuda else "not read yet (run fdl libtorch verify)"
     )
     source = info.source
+    pulled = source.get("registry") if isinstance(source.get("registry"), dict) else None
     origin = (
-        source.get("url")
+        f"{pulled.get('reference')} (built by {_built_from(source)})"
+        if pulled
+        else source.get("url")
         or source.get("wheel")
         or source.get("environment")
         or source.get("recipe")
     )
+    kind = "registry" if pulled else source.get("kind", "unknown")
     rows = [
         ("Variant", f"{name}{' (active)' if active else ''}"),
         ("Path", str(path)),
@@ -747,7 +770,7 @@ def _render_info(name: str, info: VariantInfo, active: bool, path: Path) -> str:
         ("Archs", archs),
         ("Extra", " ".join(found.get("extra", [])) or "-"),
         ("ABI", info.abi or "unknown"),
-        ("Source", f"{source.get('kind', 'unknown')}{': ' + str(origin) if origin else ''}"),
+        ("Source", f"{kind}{': ' + str(origin) if origin else ''}"),
         ("sha256", str(source.get("sha256") or source.get("wheel_sha256") or "-")),
         ("Installed", info.installed_at or "unknown"),
     ]

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
         pull_variant,
         push_variant,
     )
-    from fdl.libtorch.sources._team import SharedMatch, find_shared
+    from fdl.libtorch.sources._team import RepositoryNotFound, SharedMatch, find_shared
     from fdl.libtorch.sources._wheel import (
         FromWheel,
         WheelSource,
@@ -194,6 +194,7 @@ _LAZY = {
     "parse_reference": "_registry",
     "pull_variant": "_registry",
     "push_variant": "_registry",
+    "RepositoryNotFound": "_team",
     "SharedMatch": "_team",
     "find_shared": "_team",
     "FromWheel": "_wheel",
@@ -218,6 +219,7 @@ __all__ = [
     "ProgressCallback",
     "PullResult",
     "PushResult",
+    "RepositoryNotFound",
     "SharedMatch",
     "VariantSource",
     "WheelSource",

@@ -126,8 +126,27 @@ def variant_tag(info: variants.VariantInfo, found: Mapping[str, list[str]]) -> s
     return "-".join(parts)[:128]
 
 
+# Source keys that hold a path of the pushing machine: not for the registry (a reader
+# learns the pusher's home directory, and the path means nothing on another machine).
+_LOCAL_PATHS = ("wheel", "environment", "directory", "source_dir")
+
+
+def shareable_source(source: Mapping[str, Any]) -> dict[str, Any]:
+    """``source`` without the pushing machine's paths: a wheel keeps its file name, a
+    ``file:`` URL its last part, other paths go."""
+    shared = dict(source)
+    for key in _LOCAL_PATHS:
+        value = shared.get(key)
+        if isinstance(value, str) and "/" in value:
+            shared[key] = Path(value).name if key == "wheel" else None
+    url = shared.get("url")
+    if isinstance(url, str) and url.startswith("file:"):
+        shared["url"] = url.rsplit("/", 1)[-1]
+    return {key: value for key, value in shared.items() if value is not None}
+
+
 def _built_by(info: variants.VariantInfo) -> str:
-    source = info.source
+    source = shareable_source(info.source)
     kind = str(source.get("kind") or "unknown")
     details = [
         f"{key} {source[key]}"
@@ -142,6 +161,7 @@ def image_annotations(
 ) -> dict[str, str]:
     """The manifest's annotations (and the config's labels): what the variant is."""
     record = info.to_json()
+    record["source"] = shareable_source(info.source)
     record["archs_found"] = dict(found)
     record.pop("installed_at", None)
     return {

@@ -19,7 +19,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ from fdl.libtorch.sources._oci import (
     variant_tag,
     write_layer,
 )
+from fdl.libtorch.sources._pushed import fingerprint, recall_push, remember_push
 from fdl.net import RegistryClient, RegistryError
 from fdl.paths import Context
 
@@ -143,7 +144,10 @@ def choose_compression(requested: str) -> tuple[str, str]:
     try:
         compressor("zstd")
     except EnvironmentProblem:
-        return "gzip", "auto: the zstandard package is not installed"
+        return "gzip", (
+            "auto: gzip, since the zstandard package is not installed (`pip install "
+            "'fdl[zstd]'` for smaller zstd layers that unpack faster)"
+        )
     return "zstd", (
         "auto: zstd (Docker Engine before 23.0 cannot pull zstd layers: push with "
         "--compression gzip for COPY --from= on those)"
@@ -163,6 +167,10 @@ class PushResult:
     layers: tuple[LayerBlob, ...]
     uploaded: int
     annotations: dict[str, str] = field(default_factory=dict)
+    # False: the registry already held this tree's push (recorded here): nothing packed.
+    packed: bool = True
+    # What whoever pulls it will meet (libraries torch loads that the variant lacks).
+    warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -178,7 +186,23 @@ class PushResult:
             ],
             "uploaded": self.uploaded,
             "annotations": self.annotations,
+            "packed": self.packed,
+            "warnings": list(self.warnings),
         }
+
+    @classmethod
+    def recorded(cls, data: Mapping[str, Any]) -> PushResult:
+        """A push as :meth:`to_json` wrote it, for a push that packs nothing."""
+        layers = tuple(
+            LayerBlob(Path(), str(layer["mediaType"]), str(layer["digest"]), "", int(layer["size"]))
+            for layer in data.get("layers") or []
+        )
+        return cls(
+            str(data["variant"]), str(data["reference"]), str(data["tag"]), str(data["digest"]),
+            str(data["compression"]), str(data["compression_reason"]), layers, 0,
+            dict(data.get("annotations") or {}), packed=False,
+            warnings=tuple(data.get("warnings") or ()),
+        )  # fmt: skip
 
 
 def push_variant(
@@ -203,7 +227,18 @@ def push_variant(
     tree = context.libtorch_dir / chosen
     say = on_line or (lambda _line: None)
     method, reason = choose_compression(compression)
+    client = (client_factory or default_client(credentials))(target.host, target.repository)
+    content = fingerprint(tree)
+    asked = tag  # the record's key: the tag asked for (None: what the variant is)
+    done = _already_pushed(
+        client, recall_push(context, chosen, target.repo, tag, compression, content)
+    )
+    if done is not None:
+        say(f"{target.repo}:{done.tag} already holds {chosen} as pushed from this tree "
+            f"({done.digest}): nothing to pack or upload")  # fmt: skip
+        return done
     info = variants.read_info(tree, chosen)
+    warnings = _incomplete(tree, info, chosen)
     scan = scan_device_code(tree)
     found = scan.archs_found() if scan.has_device_code else {"cubin": [], "ptx": []}
     found = {"cubin": found.get("cubin", []), "ptx": found.get("ptx", [])}
@@ -211,18 +246,55 @@ def push_variant(
     identity = variant_tag(info, found)
     tag = tag or identity
     labels = image_annotations(info, found, platform=platform, tag=identity)
-    client = (client_factory or default_client(credentials))(target.host, target.repository)
     with variant_lock(resolve_target(context, chosen), purpose=f"pushing libtorch {chosen}"):
         try:
-            return _push(client, tree, chosen, target, tag, labels, method, reason, platform, say)
+            result = _push(client, tree, chosen, target, tag, labels, method, reason, platform, say)
         except RegistryError as exc:
             if compression != "auto" or method != "zstd" or exc.status not in (400, 415):
                 raise
             say(f"the registry refused zstd layers ({exc.message}); pushing gzip")
-            return _push(
+            result = _push(
                 client, tree, chosen, target, tag, labels, "gzip",
                 "auto: the registry refused zstd layers", platform, say,
             )  # fmt: skip
+    result = replace(result, warnings=warnings)
+    remember_push(context, chosen, target.repo, asked, compression, content, result.to_json())
+    return result
+
+
+def _already_pushed(
+    client: RegistryClient, recorded: Mapping[str, Any] | None
+) -> PushResult | None:
+    """The recorded push when the registry's tag still names its manifest (one GET)."""
+    if recorded is None:
+        return None
+    try:
+        served = client.manifest(str(recorded["tag"]), ACCEPT)
+        done = PushResult.recorded(recorded)
+    except (RegistryError, KeyError, TypeError, ValueError):
+        return None  # gone, retagged or unreadable: push it
+    return done if served.digest == done.digest else None
+
+
+def _incomplete(tree: Path, info: variants.VariantInfo, name: str) -> tuple[str, ...]:
+    """Whoever pulls the variant cannot run it: libraries torch loads that it lacks."""
+    from fdl.checks import Severity
+    from fdl.libtorch._deps import library_checks
+
+    missing = [
+        name
+        for check in library_checks(tree, info)
+        if check.severity is Severity.ERROR
+        for name in (check.data or {}).get("missing", [])
+    ]
+    if not missing:
+        return ()
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    return (
+        f"{name} lacks {len(missing)} libraries torch loads ({shown}): whoever pulls it "
+        f"cannot run it; complete it first (fdl libtorch verify {name} says how), then push "
+        "it again",
+    )
 
 
 def _push(
@@ -378,7 +450,7 @@ def pull_variant(
     client = (client_factory or default_client(credentials))(ref.host, ref.repository)
     remote = read_remote(client, ref)
     source = FromRegistry(client, remote, _config(client, remote), cache, on_bytes, on_line)
-    variant = name or source.default_name
+    variant = name or _free_name(context, source)
     target = resolve_target(context, variant)
     with variant_lock(target, purpose=f"pulling libtorch {variant}"):
         result = install_source(
@@ -440,9 +512,31 @@ class FromRegistry:
 
 
 def default_name(described: Described, ref: Reference) -> str:
+    """The name the pusher gave it (``precompiled/cu128``, ``builds/sm61-sm120``), else
+    ``builds/<tag>`` for a source build and ``precompiled/<tag>`` otherwise."""
+    pushed = described.info.get("name")
+    if isinstance(pushed, str):
+        try:
+            return variants.validate_name(pushed)
+        except UsageError:
+            pass
+    return _tag_name(described, ref)
+
+
+def _tag_name(described: Described, ref: Reference) -> str:
     kind = "builds" if described.info.get("source", {}).get("kind") == "build" else "precompiled"
     tag = described.tag or ref.tag or "pulled"
     return variants.validate_name(f"{kind}/{tag}")
+
+
+def _free_name(context: Context, source: FromRegistry) -> str:
+    """The pusher's name, unless a variant of another origin holds it here (a download of
+    one's own called ``precompiled/cu128``): then the tag's, which says what it is."""
+    name = source.default_name
+    path = context.libtorch_dir / name
+    if name in variants.list_variants(context) and not source.is_current(path):
+        return _tag_name(source.remote.described, source.remote.reference)
+    return name
 
 
 def _config(client: RegistryClient, remote: RemoteVariant) -> dict[str, Any]:
@@ -635,6 +729,8 @@ def _info(described: Described, remote: RemoteVariant, name: str) -> variants.Va
     record: Mapping[str, Any] = described.info
     source = dict(record.get("source") or {})
     source["registry"] = {"reference": remote.pinned, "digest": remote.digest}
+    if isinstance(record.get("name"), str):
+        source["registry"]["pushed_as"] = record["name"]
     requested = record.get("archs_requested")
     return variants.VariantInfo(
         name=name,

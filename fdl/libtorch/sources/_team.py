@@ -31,7 +31,7 @@ from fdl.libtorch.sources._registry import (
 )
 from fdl.net import RegistryError
 
-__all__ = ["SharedMatch", "find_shared", "oci_platform"]
+__all__ = ["RepositoryNotFound", "SharedMatch", "find_shared", "oci_platform"]
 
 # How many manifests one lookup reads at most (tags of the wanted release, newest first).
 MAX_MANIFESTS = 64
@@ -112,6 +112,10 @@ def _fits(
     return verdicts if all(verdict.ok for verdict in verdicts) else None
 
 
+class RepositoryNotFound(UsageError):
+    """The registry knows no repository of that name (nothing pushed there, or a typo)."""
+
+
 def find_shared(
     repository: str,
     *,
@@ -130,12 +134,24 @@ def find_shared(
 
     Raises:
         NetworkError: the registry cannot be reached or refused the listing.
+        RepositoryNotFound: the registry has no such repository.
         UsageError: ``repository`` is not a repository name.
     """
     repo = parse_reference(repository, repository_only=True)
     client = (client_factory or default_client(credentials))(repo.host, repo.repository)
     wanted = tuple(gpus)
-    tags = sorted((t for t in client.tags() if t.startswith(f"{torch}-")), reverse=True)
+    try:
+        listed = client.tags(missing_ok=False)
+    except RegistryError as exc:
+        if exc.status != 404:
+            raise
+        raise RepositoryNotFound(
+            f"the repository {repo.repo} is not found on {repo.host} (the registry knows no "
+            "such name): nothing was pushed there, or the name is mistyped",
+            hint="check libtorch.registry in fdl.yml ($FDL_LIBTORCH_REGISTRY, --registry); "
+            f"the first push makes it: fdl libtorch push VARIANT --to {repo.repo}",
+        ) from None
+    tags = sorted((t for t in listed if t.startswith(f"{torch}-")), reverse=True)
     for looked_at, tag in enumerate(tags[:MAX_MANIFESTS], start=1):
         try:
             remote = read_remote(client, Reference(repo.host, repo.repository, tag))

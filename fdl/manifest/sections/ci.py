@@ -128,11 +128,13 @@ CI: Spec = Obj(
             rule="no spaces",
         ),
         "fdl": Str(
-            "How the workflow installs fdl: a pip requirement (default fdl==<this version>; "
-            "`.` installs the repository itself).",
-            pattern=r"\S+",
-            example="fdl==1.0",
-            rule="no spaces",
+            "How the workflow installs fdl: a pip requirement you control (a git URL at a "
+            "commit, a wheel or checkout in the repository: `.` installs the repository "
+            "itself), or pip arguments starting with `-` (`--index-url URL fdl==1.0`); "
+            "default: derived from how this fdl was installed.",
+            pattern=r"\S(.*\S)?",
+            example="git+https://git.example.com/you/fdl@0123abc",
+            rule="no leading or trailing spaces",
         ),
         "python": Version("Python of the workflow (default 3.11)."),
         "output": Str(
