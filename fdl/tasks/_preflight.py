@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from fdl.errors import EnvironmentProblem, Location
+from fdl.errors import EnvironmentProblem, FdlError, Location
 from fdl.manifest import Manifest
 from fdl.runner import Runner
 from fdl.tasks._libtorch_env import LibtorchState, active_libtorch
@@ -117,7 +117,12 @@ def _check_libtorch(plan: CommandPlan, root: Manifest, state: LibtorchState) -> 
         return
     from fdl.libtorch import CHECK_KEY, framework_torch
 
-    decision = framework_torch(root)
+    try:
+        decision = framework_torch(root)
+    except FdlError:
+        # a framework release fdl does not know, or a pin that contradicts it: the
+        # libtorch commands say so at its line; the build is not fdl's to stop for it
+        return
     reason = decision.refusal(active.torch)
     if reason is None:
         return
@@ -159,7 +164,6 @@ def check_before_run(
         EnvironmentProblem: cargo is missing, rustc is older than the crate's
             ``rust-version``, or the active libtorch is a release the project's
             framework cannot compile against (each with the fix).
-        ManifestError: ``libtorch.torch`` contradicts the framework (at its line).
     """
     if plan.docker is not None:
         return

@@ -126,3 +126,48 @@ def test_a_failing_build_keeps_cargos_status_and_says_so(
     assert result.exit_code == 101
     assert "`fdl build` failed: cargo exited with status 101" in result.stderr
     assert "Traceback" not in result.output
+
+
+def _variant(project: Path, name: str, torch: str) -> None:
+    directory = project / "libtorch" / name
+    (directory / "lib").mkdir(parents=True)
+    (directory / ".arch").write_text(f"cuda=none\ntorch={torch}\narchs=\nsource=precompiled\n")
+
+
+def test_an_active_libtorch_the_framework_refuses_stops_the_build(
+    run_fdl, project: Path, tools: Path
+) -> None:
+    record = tools.parent / "cargo-ran"
+    _tool(tools, "cargo", f'echo "$@" >> {record}')
+    _tool(tools, "rustc", 'echo "rustc 1.95.0"')
+    (project / "Cargo.toml").write_text(CARGO_TOML + '\n[dependencies]\nflodl = "0.5.3"\n')
+    _variant(project, "precompiled/cpu", "2.10.0")
+    _variant(project, "precompiled/cpu-2.13", "2.13.0")
+    (project / "libtorch" / ".active").write_text("precompiled/cpu-2.13\n")
+    env = {"PATH": str(tools)}
+    result = run_fdl(["build"], cwd=project, env=env)
+    assert result.exit_code == 4, result.output
+    assert "active libtorch precompiled/cpu-2.13 (torch 2.13.0)" in result.stderr
+    assert "floDl 0.5.3" in result.stderr
+    assert "fix: fdl libtorch activate precompiled/cpu (torch 2.10.0)" in result.stderr
+    assert not record.exists()
+    # the fix it gives works; so does switching the check off
+    assert run_fdl(["libtorch", "activate", "precompiled/cpu"], cwd=project, env=env).exit_code == 0
+    assert run_fdl(["build"], cwd=project, env=env).exit_code == 0
+    (project / "libtorch" / ".active").write_text("precompiled/cpu-2.13\n")
+    off = ["--set", "libtorch.framework-check=false", "build"]
+    assert run_fdl(off, cwd=project, env=env).exit_code == 0
+    assert record.read_text() == "build\nbuild\n"
+    # a command that builds nothing is not stopped
+    assert run_fdl(["lint"], cwd=project, env=env).exit_code == 0
+
+
+def test_a_framework_release_fdl_does_not_know_does_not_stop_the_build(
+    run_fdl, project: Path, tools: Path
+) -> None:
+    _tool(tools, "cargo", "exit 0")
+    _tool(tools, "rustc", 'echo "rustc 1.95.0"')
+    (project / "Cargo.toml").write_text(CARGO_TOML + '\n[dependencies]\nflodl = "9.9.9"\n')
+    _variant(project, "precompiled/cpu", "2.13.0")
+    (project / "libtorch" / ".active").write_text("precompiled/cpu\n")
+    assert run_fdl(["build"], cwd=project, env={"PATH": str(tools)}).exit_code == 0
