@@ -55,8 +55,8 @@ class Demo:
     cold: bool
 
     def fdl(self, *args: str, timeout: float = 300, env: dict[str, str] | None = None) -> Result:
-        environ = {**self.cache.env, **cpu_view_env(self.home), **(env or {})}
-        return run_fdl_process(list(args), cwd=self.path, env=environ, timeout=timeout)
+        environ = {**cpu_view_env(self.home), **(env or {})}
+        return self.cache.fdl(list(args), self.path, env=environ, timeout=timeout)
 
 
 def _readme_setup(project: Path) -> list[str]:

@@ -18,7 +18,15 @@ cache key (``flodl-0.5.3-torch-2.10.0``) and gets, under ``$FDL_TEST_CACHE/cargo
   rebuild compiles nothing and reads nothing from crates.io.
 
 A warm run then builds only the project's own crate. Where crates.io cannot be reached
-(cold) the test skips locally and fails in CI (:func:`skip_or_fail`).
+(cold) the test skips locally and fails in CI (:func:`skip_or_fail`). In a test::
+
+    with cargo_project("tch-0.23.0-torch-2.10.0") as cache:
+        project = cache.directory / "demo"   # made afresh here, e.g. by `fdl init`
+        cache.restore_lock(project)
+        built = cache.fdl(["build"], project)
+        if built.exit_code != 0:
+            skip_if_unreachable(built.output)
+        cache.keep_lock(project)
 """
 
 from __future__ import annotations
@@ -28,16 +36,17 @@ import os
 import re
 import resource
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tests.support.artefacts import cache_dir, skip_or_fail
 
-REPO = Path(__file__).resolve().parents[2]
+if TYPE_CHECKING:
+    from tests.conftest import Result
 
 # What cargo says when the registry (or a download host) does not answer.
 UNREACHABLE = re.compile(
@@ -94,6 +103,19 @@ class CargoProject:
         (self.locks / crate).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(project / crate / "Cargo.lock", self.locks / crate / "Cargo.lock")
 
+    def fdl(
+        self,
+        args: list[str],
+        cwd: Path,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 1800,
+    ) -> Result:
+        """``fdl ARGS`` in ``cwd`` (a subprocess of the fdl under test), its cargo through
+        the key's cache; ``env`` is added last."""
+        from tests.conftest import run_fdl_process
+
+        return run_fdl_process(args, cwd=cwd, env={**self.env, **(env or {})}, timeout=timeout)
+
     @contextmanager
     def timed(self, label: str) -> Iterator[None]:
         """Time the block: wall seconds, and the CPU seconds of the processes it waited for
@@ -148,19 +170,3 @@ def skip_if_unreachable(output: str, what: str = "crates.io") -> None:
     if UNREACHABLE.search(output):
         tail = "\n".join(output.strip().splitlines()[-6:])
         skip_or_fail(f"{what} cannot be reached:\n{tail}")
-
-
-def run_cargo(
-    args: list[str], cwd: Path, env: Mapping[str, str], timeout: float = 900
-) -> subprocess.CompletedProcess[str]:
-    """``cargo ARGS`` in ``cwd`` with ``env`` added (for builds fdl does not run)."""
-    environ = {**os.environ, **env}
-    return subprocess.run(
-        ["cargo", *args],
-        cwd=cwd,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
