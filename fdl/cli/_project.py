@@ -69,13 +69,13 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
     if invocation.action == "dry-run":
         session.console.out(render_script(plan), end="")
         return 0
-    for note in plan.notes:
-        session.console.note(note)
-    if plan.docker is None:
+    if plan.docker is None:  # before the notes: a stop says it all
         from fdl.runner import default_runner
         from fdl.tasks import check_before_run
 
         check_before_run(plan, manifest, default_runner(), environ)
+    for note in plan.notes:
+        session.console.note(note)
     if plan.docker is not None and plan.docker.profile is not None:
         from fdl.tasks import ensure_service_image
 
