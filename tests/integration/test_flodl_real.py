@@ -13,7 +13,8 @@ Cost: cargo's registry, target directory and the project's path are cached under
 about 0.7 GB of target), the CPU view's byte ranges under ``$FDL_TEST_CACHE/fdl`` (127 MiB).
 Measured on 2 cores shared with other builds (load 10-14): cold, the debug build took
 17 min wall, the release build 6 min, the flodl-hf playground 14 min (325 s CPU; the
-integrator's idle machine: 62 s for the debug build). Warm, only the project's own crates
+integrator's idle machine: 62 s for the debug build; at load 4-8, with the crates already
+downloaded, 108 s wall and 109 s CPU). Warm, only the project's own crates
 compile (load 3): set-up 5 s, `fdl build` 1 s, `fdl train` 7 s (the release build of the
 crate, then 3 epochs), the playground 30 s, 1 min for the module; under load 12 it was
 17 s, 3 s and 73 s. ``pytest -s`` prints each step's wall and CPU seconds.
