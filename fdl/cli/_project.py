@@ -69,6 +69,11 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
     if invocation.action == "dry-run":
         session.console.out(render_script(plan), end="")
         return 0
+    if plan.docker is None:  # before the notes: a stop says it all
+        from fdl.runner import default_runner
+        from fdl.tasks import check_before_run
+
+        check_before_run(plan, default_runner(), environ)
     for note in plan.notes:
         session.console.note(note)
     if plan.docker is not None and plan.docker.profile is not None:
@@ -85,7 +90,14 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
         where = f"[{plan.docker.service}] " if plan.docker is not None else ""
         session.console.info(f"fdl: {where}{plan.script}")
     session.console.debug(f"fdl: running {' '.join(plan.argv)} (in {plan.cwd})")
-    return execute(plan, environ=environ)
+    status = execute(plan, environ=environ)
+    if status != 0:
+        from fdl.tasks import failure_note
+
+        failed = failure_note(plan, status)
+        if failed:
+            session.console.note(failed)
+    return status
 
 
 def _from_nested_directory(

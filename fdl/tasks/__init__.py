@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from fdl.tasks._images import ensure_service_image
     from fdl.tasks._nesting import enclosing_manifest, nesting
     from fdl.tasks._plan import CommandPlan, DockerWrap
+    from fdl.tasks._preflight import check_before_run, failure_note
     from fdl.tasks._prepare import Invocation, prepare
     from fdl.tasks._presets import format_value
     from fdl.tasks._probe import CachedSchema, cache_file, find_caches, probe_key, schema_of
@@ -49,11 +50,13 @@ __all__ = [
     "OptionDecl",
     "Resolution",
     "cache_file",
+    "check_before_run",
     "command_kind",
     "compose_program",
     "enclosing_manifest",
     "ensure_service_image",
     "execute",
+    "failure_note",
     "find_caches",
     "format_value",
     "in_container",
@@ -83,6 +86,8 @@ _HOMES = {
     "nesting": "_nesting",
     "CommandPlan": "_plan",
     "DockerWrap": "_plan",
+    "check_before_run": "_preflight",
+    "failure_note": "_preflight",
     "Invocation": "_prepare",
     "prepare": "_prepare",
     "render_script": "_render",

@@ -12,6 +12,7 @@ dependencies, which torch-sys's check waits for).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -23,9 +24,21 @@ from fdl.tasks._libtorch_env import LibtorchState, read_variant
 if TYPE_CHECKING:
     from fdl.libtorch import TorchDecision
 
-__all__ = ["BYPASS", "FrameworkEnv", "framework_env"]
+__all__ = ["BYPASS", "FrameworkEnv", "build_tools", "framework_env"]
 
 BYPASS = "LIBTORCH_BYPASS_VERSION_CHECK"
+
+
+# A build tool at a command position of the script: its start, or after ; & | ( or a
+# newline, past `VAR=value` assignments and `exec`/`time`/`env`.
+_TOOL = re.compile(
+    r"(?:^|[;&|(\n])[ \t]*(?:(?:\w+=\S*|exec|time|env)[ \t]+)*(cargo|cmake)(?=\s|$|;|&|\|)", re.M
+)
+
+
+def build_tools(script: str) -> frozenset[str]:
+    """The build tools (``cargo``, ``cmake``) ``script`` runs."""
+    return frozenset(found.group(1) for found in _TOOL.finditer(script))
 
 
 @dataclass

@@ -19,7 +19,7 @@ from fdl.tasks._compose import quote
 from fdl.tasks._compose_file import ComposeProject, container_path, find_compose_file, load_compose
 from fdl.tasks._docker import ComposeProgram, compose_program, in_container
 from fdl.tasks._env import EnvChange, apply_changes, export_line
-from fdl.tasks._framework_env import framework_env
+from fdl.tasks._framework_env import build_tools, framework_env
 from fdl.tasks._libtorch_env import (
     CPU_VARIANT,
     LibtorchState,
@@ -378,7 +378,7 @@ def build_plan(
         # on this machine the active variant is the one the framework gets: one it
         # cannot compile against stops a run before cargo or CMake start
         framework = framework_env(root, state, resolution.name)
-        if framework.refusal is not None and strict:
+        if framework.refusal is not None and strict and build_tools(text):
             raise framework.refusal
         argv, cwd, env = planner.host(text, args, state)
         planner.notes.extend(framework.notes)
