@@ -124,8 +124,9 @@ def parse_reference(text: str, *, repository_only: bool = False) -> Reference:
     shown = repr(hide_credentials(text, words=False))
     host, sep, rest = text.partition("/")
     example = "127.0.0.1:5000/team/libtorch"
-    if "@" in host:
-        bare = printable(host.rpartition("@")[2], 100)
+    authority = text.split("://", 1)[-1].partition("/")[0]
+    if "@" in authority:
+        bare = printable(authority.rpartition("@")[2], 100)
         raise UsageError(
             f"{shown} holds credentials (user:secret@host); fdl never takes them from an address",
             hint=f"remove them and log in once instead: docker login {bare} (fdl reads the "
@@ -251,6 +252,13 @@ def push_variant(
         RegistryError: the registry refused a blob or the manifest.
     """
     target = parse_reference(repository, repository_only=True)
+    if tag is not None and not is_tag(tag):
+        raise UsageError(
+            f"--tag {printable(tag, 140)!r} is not a tag: a letter, digit or _, then letters, "
+            "digits, . _ or -, at most 128 in all",
+            hint="such as --tag 2.10.0-cu129-sm120, or leave --tag out (the default says what "
+            "the variant is)",
+        )
     chosen = variants.resolve_installed(context, name)
     tree = context.libtorch_dir / chosen
     say = on_line or (lambda _line: None)
@@ -262,12 +270,6 @@ def push_variant(
     platform = platform_of(tree)
     identity = variant_tag(info, found)
     tag = tag or identity
-    if not is_tag(tag):
-        raise UsageError(
-            f"--tag {printable(tag, 140)!r} is not a tag: a letter, digit or _, then letters, "
-            "digits, . _ or -, at most 128 in all",
-            hint=f"such as --tag {identity}",
-        )
     labels = image_annotations(info, found, platform=platform, tag=identity)
     client = (client_factory or default_client(credentials))(target.host, target.repository)
     with variant_lock(resolve_target(context, chosen), purpose=f"pushing libtorch {chosen}"):
