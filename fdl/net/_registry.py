@@ -52,7 +52,20 @@ _TAG = re.compile(r"[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}")
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128}")
 # An upload gets the deadline plus one second for each of these many bytes.
 _UPLOAD_RATE = 64 << 10
+# A blob's body slower than this (bytes a second) over the deadline is cut.
+_MIN_RATE = 1 << 10
 _NOT_JSON = object()
+# Registries whose token service is on another host, as their challenge names it: the
+# registry's credentials go there as to the registry itself. Sources: Docker Hub's
+# challenge (https://docs.docker.com/reference/api/registry/auth/: realm
+# https://auth.docker.io/token), GitLab.com's (https://docs.gitlab.com/administration/
+# packages/container_registry/: realm https://gitlab.com/jwt/auth).
+_TOKEN_SERVICES = {
+    "registry-1.docker.io": "auth.docker.io",
+    "index.docker.io": "auth.docker.io",
+    "docker.io": "auth.docker.io",
+    "registry.gitlab.com": "gitlab.com",
+}
 
 
 def is_tag(text: str) -> bool:
@@ -189,7 +202,8 @@ class RegistryClient:
             ) from None
         except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
             raise NetworkError(
-                f"cannot reach the registry {self.host} ({what}): {printable(type(exc).__name__)}",
+                f"cannot reach the registry {self.host} ({what}): "
+                f"{type(exc).__name__}: {printable(str(exc), 200)}",
                 hint=f"check the address {self.host} (a deploy target's registry, libtorch.registry, "
                 "--to or --registry) and that the registry is up",
             ) from None
@@ -266,7 +280,11 @@ class RegistryClient:
                 hint="fdl sends credentials over HTTPS only (or to a loopback address); "
                 "check the registry's configuration",
             )
-        trusted = realm_host == self._origin or self._trusts(realm_host)
+        trusted = (
+            realm_host == self._origin
+            or _TOKEN_SERVICES.get(self._origin) == realm_host.lower()
+            or self._trusts(realm_host)
+        )
         params = {k: v for k, v in fields.items() if k in ("service", "scope")}
         params.setdefault("scope", f"repository:{self.repository}:pull,push")
         with self._exchange(f"the token request to {realm_host}"):
@@ -577,12 +595,20 @@ class RegistryClient:
         on_bytes: Callable[[int], None] | None,
     ) -> int:
         """Append the answer's body to ``part``; the bytes it now holds. A connection lost
-        midway keeps what arrived, for the next run to resume."""
-        import requests
+        midway keeps what arrived, for the next run to resume; so does a body slower than
+        _MIN_RATE over ``$FDL_NET_DEADLINE`` seconds (a server trickling it a byte at a
+        time, which no read timeout ends)."""
+        import time
 
+        import requests
+        import urllib3
+
+        seconds = net_deadline()
+        window, arrived = time.monotonic(), 0
+        reader = getattr(answer.raw, "read1", None) or answer.raw.read
         try:
             with part.open("ab" if have else "wb") as handle:
-                for chunk in answer.iter_content(_CHUNK):
+                while chunk := reader(_CHUNK):
                     have += len(chunk)
                     if have > size:
                         answer.close()
@@ -598,7 +624,20 @@ class RegistryClient:
                     handle.write(chunk)
                     if on_bytes is not None:
                         on_bytes(len(chunk))
-        except requests.RequestException as exc:
+                    arrived += len(chunk)
+                    if time.monotonic() - window >= seconds:
+                        if arrived < _MIN_RATE * seconds:
+                            answer.close()
+                            raise NetworkError(
+                                f"the blob {digest} from {self.host} came slower than "
+                                f"{_MIN_RATE >> 10} KiB/s for {seconds:g} s ({have:,} of "
+                                f"{size:,} bytes kept)",
+                                hint="run the same command again: it resumes where it "
+                                f"stopped; to give a slow link longer, set {DEADLINE_ENV}"
+                                f"=SECONDS (now {seconds:g})",
+                            )
+                        window, arrived = time.monotonic(), 0
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
             raise NetworkError(
                 f"the download of the blob {digest} from {self.host} stopped after "
                 f"{have:,} of {size:,} bytes ({type(exc).__name__})",

@@ -247,6 +247,8 @@ CASES = [
          "within 3 s"),
     Case("headers trickled", _fault("/manifests/", Reply(
         raw_head=b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * 2000 + b"\r\n\r\n", trickle=True)), 5, "within 3 s"),
+    Case("layer trickled", lambda r: _fault(r.manifest(TAG)["layers"][0]["digest"], Reply(
+        200, b"x" * 5000, trickle=True))(r), 5, "slower than"),
     # 12: a link out of the tree, built across layers
     Case("link escape across layers", _escape, 4, "resolves outside the variant"),
     # 13: digests and references
