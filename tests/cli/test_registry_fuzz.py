@@ -10,7 +10,7 @@ Every case runs ``python -m fdl`` in its own session with ``FDL_NET_DEADLINE=3``
 address-space limit, and must end in its documented exit code (never 70) within 20 s,
 print no escape character, peak under 400 MB, and leave nothing running in its process
 group. The figures (cases, exits by code, slowest, peak) are printed (``-s``).
-Cost: about 40 cases at ~1.5 s each, about a minute on two cores (marked slow).
+Cost: 42 cases at about 1 s each, 35 s to 2 min on two shared cores (marked slow).
 """
 
 from __future__ import annotations
@@ -214,7 +214,8 @@ ESC = "\x1b]0;pwned\x07\x1b[2J\x1b[31m"
 CASES = [
     Case("honest", lambda r: TAG, 0),
     # 2: the registry's text with escape sequences, printed
-    Case("built-by escapes", lambda r: _annotate(r, "ansi", "built-by", ESC), 0),
+    Case("built-by escapes", lambda r: _annotate(r, "ansi", "built-by", ESC), 0,
+         "\\x1b]0;pwned"),
     Case("error body escapes", _fault("/manifests/", Reply(404, json.dumps(
         {"errors": [{"code": ESC, "message": ESC}]}).encode())), 5),
     Case("content-type escapes", _fault("/manifests/", Reply(
@@ -267,6 +268,12 @@ CASES = [
     Case("tags Link to itself", _fault("/tags/list", Reply(200, b'{"tags":[]}', {
         "Link": '</v2/team/libtorch/tags/list?n=1000>; rel="next"'})), 4, "a page already read",
          install=True),
+    # the lookup that setup, install and `ci pushed` share (find_shared): the newest tag of
+    # the release is hostile, the honest one is taken
+    Case("lookup: built-by escapes", lambda r: _annotate(r, "2.13.0-zz", "built-by", ESC), 0,
+         "\\x1b]0;pwned", install=True),
+    Case("lookup: source a string", lambda r: _variant_field(r, "2.13.0-zz", "source", "x"), 0,
+         TAG, install=True),
     Case("tags nested 100k", _fault("/tags/list", Reply(200, _deep())), 4, "does not read",
          install=True),
     Case("tags endless", _fault("/tags/list", Reply(200, b"[" * 65536, endless=True)), 4,
