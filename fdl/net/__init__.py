@@ -30,18 +30,9 @@ from fdl.net._limits import (
     RATIO_FLOOR,
     Limit,
 )
+from fdl.net._names import is_digest, is_loopback, is_tag, read_json, registry_url
 from fdl.net._ranges import fetch_range, read_range
-from fdl.net._registry import (
-    BlobFetch,
-    Manifest,
-    RegistryClient,
-    RegistryError,
-    is_digest,
-    is_loopback,
-    is_tag,
-    read_json,
-    registry_url,
-)
+from fdl.net._registry import BlobFetch, Manifest, RegistryClient, RegistryError
 from fdl.net._results import DownloadResult, Progress, ProgressCallback
 from fdl.net._retry import RetryPolicy
 from fdl.net._transport import default_user_agent, file_url_path, rebase_url

@@ -31,62 +31,27 @@ from fdl._text import printable
 from fdl.errors import NetworkError
 from fdl.net._deadline import DEADLINE_ENV, net_deadline
 from fdl.net._limits import MAX_BODY, MAX_PAGES
+from fdl.net._names import (
+    TOKEN_SERVICES,
+    is_digest,
+    is_loopback,
+    is_tag,
+    next_page,
+    origin,
+    read_json,
+    registry_url,
+)
 from fdl.net._watch import DeadlineExceeded, TooLarge, deadline, read_body, watched_session
 
-__all__ = [
-    "BlobFetch",
-    "Manifest",
-    "RegistryClient",
-    "RegistryError",
-    "is_digest",
-    "is_loopback",
-    "is_tag",
-    "read_json",
-    "registry_url",
-]
+__all__ = ["BlobFetch", "Manifest", "RegistryClient", "RegistryError"]
 
 _CHUNK = 1 << 20
 _CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
-# The OCI distribution spec's grammar of a tag, and the digests fdl reads.
-_TAG = re.compile(r"[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}")
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128}")
 # An upload gets the deadline plus one second for each of these many bytes.
 _UPLOAD_RATE = 64 << 10
 # A blob's body slower than this (bytes a second) over the deadline is cut.
 _MIN_RATE = 1 << 10
 _NOT_JSON = object()
-# Registries whose token service is on another host, as their challenge names it: the
-# registry's credentials go there as to the registry itself. Sources: Docker Hub's
-# challenge (https://docs.docker.com/reference/api/registry/auth/: realm
-# https://auth.docker.io/token), GitLab.com's (https://docs.gitlab.com/administration/
-# packages/container_registry/: realm https://gitlab.com/jwt/auth).
-_TOKEN_SERVICES = {
-    "registry-1.docker.io": "auth.docker.io",
-    "index.docker.io": "auth.docker.io",
-    "docker.io": "auth.docker.io",
-    "registry.gitlab.com": "gitlab.com",
-}
-
-
-def is_tag(text: str) -> bool:
-    """Whether ``text`` is a tag by the OCI grammar (``[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}``)."""
-    return _TAG.fullmatch(text) is not None
-
-
-def is_digest(text: str) -> bool:
-    """Whether ``text`` is a ``sha256:`` (64 hex) or ``sha512:`` (128 hex) digest."""
-    return _DIGEST.fullmatch(text) is not None
-
-
-def read_json(data: bytes) -> Any:
-    """The JSON document ``data``, or None when it is not one: malformed, not UTF-8, or
-    nested deeper than the parser goes (RecursionError)."""
-    import json
-
-    try:
-        return json.loads(data)
-    except (ValueError, RecursionError):
-        return None
 
 
 class RegistryError(NetworkError):
@@ -118,29 +83,6 @@ class BlobFetch:
     received: int
 
 
-def is_loopback(host: str) -> bool:
-    """``localhost``, or an address in 127.0.0.0/8 or ``::1`` (with or without a port);
-    ``127.example.com`` is not."""
-    import ipaddress
-
-    name = host
-    if name.startswith("["):
-        name = name[1:].partition("]")[0]
-    elif name.count(":") == 1:
-        name = name.rsplit(":", 1)[0]
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
-def registry_url(host: str) -> str:
-    """``http://`` for loopback registries, ``https://`` otherwise."""
-    return f"{'http' if is_loopback(host) else 'https'}://{host}"
-
-
 class RegistryClient:
     """One repository of one registry.
 
@@ -166,7 +108,7 @@ class RegistryClient:
         self.repository = repository
         self._credentials = credentials
         self._base = (base_url or registry_url(host)).rstrip("/")
-        self._origin = _origin(self._base)
+        self._origin = origin(self._base)
         self._trusts = trusts or (lambda _host: False)
         self._session = watched_session()
         self._session.headers["Accept-Encoding"] = "identity"
@@ -212,7 +154,7 @@ class RegistryClient:
         """The response (its body not read) of ``method url``, answering a 401 from the
         registry once. Call within :meth:`_exchange`."""
         headers = dict(kwargs.pop("headers", None) or {})
-        ours = _origin(url) == self._origin
+        ours = origin(url) == self._origin
         for attempt in range(2):
             if self._auth and ours:
                 headers["Authorization"] = self._auth
@@ -282,7 +224,7 @@ class RegistryClient:
             )
         trusted = (
             realm_host == self._origin
-            or _TOKEN_SERVICES.get(self._origin) == realm_host.lower()
+            or TOKEN_SERVICES.get(self._origin) == realm_host.lower()
             or self._trusts(realm_host)
         )
         params = {k: v for k, v in fields.items() if k in ("service", "scope")}
@@ -479,7 +421,7 @@ class RegistryClient:
                     hint="check that the address names an OCI registry",
                 )
             found += [tag for tag in listed if isinstance(tag, str) and is_tag(tag)]
-            url = _next_page(answer.headers.get("Link", ""), url)
+            url = next_page(answer.headers.get("Link", ""), url)
         return found
 
     def blob_bytes(self, digest: str, limit: int) -> bytes:
@@ -653,21 +595,3 @@ class RegistryClient:
                 hint="the registry's storage is damaged or the blob was tampered with; "
                 "push the variant again from a trusted machine",
             )
-
-
-def _next_page(link: str, page: str) -> str | None:
-    """The ``rel="next"`` URL of a ``Link`` header (relative to ``page``), if any."""
-    match = re.search(r'<([^>]+)>\s*;\s*rel="?next"?', link[:4096])
-    if match is None:
-        return None
-    target = urljoin(page, match.group(1))
-    return target if urlsplit(target).scheme in ("http", "https") else None
-
-
-def _origin(url: str) -> str:
-    """``host[:port]`` of a URL (no user info), lower case; "" when it has none."""
-    try:
-        netloc = urlsplit(url).netloc
-    except ValueError:
-        return ""
-    return netloc.rpartition("@")[2].lower()
