@@ -2,8 +2,9 @@
 credentials go only to the registry's own host (a tags ``Link``, an upload ``Location`` or
 a Bearer realm elsewhere gets none, unless the user logged in to the realm's host); a
 token in a reference is refused and never shown, nor a credential helper's; a helper that
-never answers is ended; tags, digests and loopback are read by their grammar.
-Cost: about 5 s (loopback servers, a helper that sleeps 1 s)."""
+never answers is ended; tags, digests and loopback are read by their grammar; a trickling
+registry ends within the deadline, an endless body and a Link loop at their bounds.
+Cost: about 10 s (loopback servers, a helper that sleeps 1 s, two 1 s deadlines)."""
 
 from __future__ import annotations
 
@@ -269,3 +270,45 @@ def test_the_registrys_text_is_printable_wherever_it_is_shown() -> None:
     assert "\x1b" not in shown and "\u202e" not in shown and "\n" not in shown
     assert described.built_by == "\\x1b]0;pwned\\x07\\x1b[2J\\u202e"
     assert described.tag == ""
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(raw_head=b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * 500 + b"\r\n\r\n", trickle=True),
+        Reply(200, b"{}" * 500, trickle=True),
+    ],
+    ids=["headers", "body"],
+)
+def test_a_trickling_registry_ends_within_the_deadline(
+    reply: Reply, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FDL_NET_DEADLINE", "1")
+    with hostile_registry() as registry:
+        registry.faults.append(answer("/tags/list", reply))
+        started = time.monotonic()
+        with pytest.raises(NetworkError, match="within 1 s"):
+            RegistryClient(registry.address, "team/libtorch").tags()
+    assert time.monotonic() - started < 3
+
+
+def test_bodies_and_pages_are_bounded_and_say_how_to_raise_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("FDL_REGISTRY_MAX_BODY", "64K")
+    with hostile_registry() as registry:
+        registry.faults.append(answer("/tags/list", Reply(200, b"[" * 4096, endless=True)))
+        with pytest.raises(RegistryError) as endless:
+            RegistryClient(registry.address, "team/libtorch").tags()
+        registry.faults[:] = [
+            answer(
+                "/tags/list",
+                Reply(
+                    200, b'{"tags":[]}', {"Link": "</v2/team/libtorch/tags/list?n=1000>; rel=next"}
+                ),
+            )
+        ]
+        with pytest.raises(RegistryError, match="a page already read"):
+            RegistryClient(registry.address, "team/libtorch").tags()
+    assert "more than 65536 bytes" in endless.value.message
+    assert "FDL_REGISTRY_MAX_BODY=256K (now 64K bytes)" in (endless.value.hint or "")
