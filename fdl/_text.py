@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["did_you_mean", "plural"]
+__all__ = ["did_you_mean", "hide_credentials", "plural", "printable"]
 
 
 def did_you_mean(word: str, options: Sequence[str]) -> str | None:
@@ -20,3 +22,36 @@ def did_you_mean(word: str, options: Sequence[str]) -> str | None:
 def plural(count: int, word: str) -> str:
     """``3 files``, ``1 file``."""
     return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+# Characters that a terminal acts on rather than shows: C0 and C1 controls (ESC starts
+# cursor moves, screen clears, OSC title and hyperlink sequences), DEL, and the bidi
+# controls that reorder what is shown (Trojan Source).
+_SHOWN_AS_ESCAPES = frozenset(
+    [*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+)
+
+
+def printable(text: str, limit: int = 300) -> str:
+    """Remote text (a registry's annotation, error body, header) made safe to print: every
+    control character as an escape (``\\x1b``), and at most ``limit`` characters. The one
+    rule for text that fdl did not write before it reaches a terminal or a message."""
+    shown = "".join(
+        char.encode("unicode_escape").decode("ascii") if ord(char) in _SHOWN_AS_ESCAPES else char
+        for char in text[: limit + 1]
+    )
+    return shown if len(text) <= limit else shown[:limit] + "..."
+
+
+_USERINFO = re.compile(r"(^|[\s'\"(=]|//)[^\s'\"/@]*@(?=[^\s'\"/@])")
+_TOKEN_WORD = re.compile(r"(?<![\w+/=.-])(?=[\w+/=.-]*\d)(?=[\w+/=.-]*[A-Za-z])[\w+/=.-]{20,}")
+
+
+def hide_credentials(text: str, *, words: bool = True) -> str:
+    """``text`` without credentials: a URL's or reference's ``user:secret@`` becomes
+    ``***@`` and, with ``words``, every token-like word (20 or more letters, digits and
+    ``_-+/=.``, with a digit and a letter in it, such as ``ghp_...`` or a base64 secret)
+    becomes ``***``. For text that may hold a secret fdl cannot name: a credential
+    helper's output, an address the user typed."""
+    text = _USERINFO.sub(r"\1***@", text)
+    return _TOKEN_WORD.sub("***", text) if words else text

@@ -315,9 +315,10 @@ def _run_bounded(
     grace: float | None = None
     try:
         if input is not None and proc.stdin is not None:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # a child that exits without reading it
                 proc.stdin.write(input.encode())
-            proc.stdin.close()
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
         with selectors.DefaultSelector() as selector:
             for stream in (proc.stdout, proc.stderr):
                 assert stream is not None

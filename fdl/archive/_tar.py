@@ -90,7 +90,10 @@ def safe_extract_tar(
     label = str(path)
     prefix = prefix_parts(strip_prefix)
     with _open_tar(path) as archive:
-        members = archive.getmembers()
+        try:
+            members = archive.getmembers()
+        except (tarfile.TarError, EOFError) as exc:  # truncated, or a damaged header
+            raise ArchiveError(f"{path} is not a complete tar archive ({exc})") from None
         plan, renamed = _plan(label, members, prefix)
         check_sizes(label, plan.total_bytes, path.stat().st_size)
         check_space(target.parent, plan.total_bytes, label)

@@ -199,7 +199,10 @@ def push_zstd(
     host, repository, tag = split_reference(remote)
     compressor = _zstd_compressor()
     client = client or RegistryClient(
-        host, repository, credentials=engine.registry_credentials(host)
+        host,
+        repository,
+        credentials=engine.registry_credentials(host),
+        trusts=lambda other: engine.registry_credentials(other) is not None,
     )
     say: Callable[[str], None] = on_line or (lambda _line: None)
     with tempfile.TemporaryDirectory(prefix="fdl-zstd-") as work:

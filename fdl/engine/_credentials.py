@@ -11,10 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from fdl._files import read_small_text, reason_of
+from fdl._text import hide_credentials, printable
 from fdl.errors import CommandFailed, EnvironmentProblem
 from fdl.runner import Runner
 
-__all__ = ["docker_config_path", "registry_credentials"]
+__all__ = ["HELPER_TIMEOUT_ENV", "docker_config_path", "registry_credentials"]
+
+HELPER_TIMEOUT_ENV = "FDL_CREDENTIAL_HELPER_TIMEOUT"
+_HELPER_TIMEOUT = 60.0
+# A helper's answer is a small JSON object; more is not credentials.
+_HELPER_OUTPUT = 64 << 10
 
 
 def docker_config_path(environ: Mapping[str, str]) -> Path:
@@ -70,7 +76,7 @@ def registry_credentials(
     if helper:
         if not isinstance(helper, str):
             raise _bad_config(path, f"the credential helper for {host} is not a name")
-        return _from_helper(helper, host, runner)
+        return _from_helper(helper, host, runner, _helper_timeout(environ))
     entry = _auth_entry(_mapping(config.get("auths"), path, "auths"), host)
     if not entry:
         return None
@@ -88,20 +94,49 @@ def registry_credentials(
     return None
 
 
-def _from_helper(helper: str, host: str, runner: Runner) -> tuple[str, str] | None:
+def _helper_timeout(environ: Mapping[str, str]) -> float:
+    text = environ.get(HELPER_TIMEOUT_ENV, "").strip()
     try:
-        done = runner.run([f"docker-credential-{helper}", "get"], input=host)
+        value = float(text) if text else _HELPER_TIMEOUT
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise EnvironmentProblem(
+            f"{HELPER_TIMEOUT_ENV}={text!r} is not a number of seconds",
+            hint=f"set it to a positive number such as {HELPER_TIMEOUT_ENV}=120, or unset it",
+        )
+    return value
+
+
+def _from_helper(helper: str, host: str, runner: Runner, timeout: float) -> tuple[str, str] | None:
+    """Ask ``docker-credential-<helper> get``, within ``timeout`` seconds and 64 KiB of
+    output; what it printed is relayed without anything shaped like a credential."""
+    try:
+        done = runner.run(
+            [f"docker-credential-{helper}", "get"],
+            input=host,
+            timeout=timeout,
+            max_output=_HELPER_OUTPUT,
+        )
     except CommandFailed as exc:
-        if "credentials not found" in (exc.details or "").lower():
+        said = exc.details or ""
+        if "credentials not found" in said.lower():
             return None
+        if exc.returncode == -1:  # did not finish in time, or printed too much
+            raise EnvironmentProblem(
+                f"the docker credential helper {helper!r} for {host}: {exc.message}",
+                hint=f"check docker-credential-{helper} (is it waiting for a password or a "
+                f"keyring?); to wait longer, set {HELPER_TIMEOUT_ENV}=SECONDS (now {timeout:g})",
+            ) from None
         raise EnvironmentProblem(
             f"the docker credential helper {helper!r} failed for {host}",
             hint=f"docker login {host}, or check docker-credential-{helper}",
-            details=exc.details,
+            details="\n".join(printable(line) for line in hide_credentials(said).splitlines()[-10:])
+            or None,
         ) from None
     try:
         answer = json.loads(done.stdout)
-    except ValueError:
+    except (ValueError, RecursionError):
         answer = None
     if not (
         isinstance(answer, dict)

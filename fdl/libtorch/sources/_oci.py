@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from fdl._text import printable
 from fdl.errors import EnvironmentProblem, UsageError
 from fdl.libtorch import variants
+from fdl.net import is_tag, read_json
 
 __all__ = [
     "ANNOTATION",
@@ -181,7 +183,9 @@ def image_annotations(
 
 
 def describe(found: Mapping[str, Any], where: str) -> Described:
-    """Read back what :func:`annotations` wrote (from annotations or config labels).
+    """Read back what :func:`annotations` wrote (from annotations or config labels). The
+    text is the registry's: every value is made printable (:func:`fdl._text.printable`),
+    a tag that is not one is dropped, and the variant record must have fdl's shape.
 
     Raises:
         VariantMismatch: the image is not a libtorch variant pushed by fdl.
@@ -189,17 +193,24 @@ def describe(found: Mapping[str, Any], where: str) -> Described:
 
     def text(key: str) -> str:
         value = found.get(ANNOTATION + key, "")
-        return value if isinstance(value, str) else ""
+        return printable(value, 200) if isinstance(value, str) else ""
 
-    try:
-        info = json.loads(text("variant") or "null")
-    except ValueError:
-        info = None
+    raw = found.get(ANNOTATION + "variant")
+    info = read_json(raw.encode("utf-8", "replace")) if isinstance(raw, str) else None
     if not text("torch") or not isinstance(info, dict):
         raise VariantMismatch(
             f"{where} is not a libtorch variant pushed by fdl (no {ANNOTATION}* annotations)",
             hint="push one first: fdl libtorch push VARIANT --to REPO",
         )
+    shapes = {"source": dict, "extra": dict, "archs_requested": list}
+    for key, shape in shapes.items():
+        if info.get(key) is not None and not isinstance(info[key], shape):
+            raise VariantMismatch(
+                f"{where}: the {ANNOTATION}variant annotation's {key!r} is not a "
+                f"{'JSON object' if shape is dict else 'list'}, as fdl writes it",
+                hint="the image was not pushed by fdl or was altered; push the variant again "
+                "(fdl libtorch push)",
+            )
     return Described(
         torch=text("torch"),
         cuda=text("cuda") or None,
@@ -209,7 +220,7 @@ def describe(found: Mapping[str, Any], where: str) -> Described:
         platform=text("platform"),
         abi=text("abi") or None,
         built_by=text("built-by") or "unknown",
-        tag=text("tag"),
+        tag=text("tag") if is_tag(text("tag")) else "",
         info=info,
     )
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
@@ -23,8 +24,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from fdl._text import hide_credentials, printable
 from fdl.archive import safe_extract_tar
-from fdl.errors import EnvironmentProblem, UsageError
+from fdl.errors import EnvironmentProblem, FdlError, UsageError
 from fdl.libtorch import variants
 from fdl.libtorch._install import InstallResult, Target, resolve_target, variant_lock
 from fdl.libtorch._scan import read_build_version, scan_device_code
@@ -46,7 +48,18 @@ from fdl.libtorch.sources._oci import (
     write_layer,
 )
 from fdl.libtorch.sources._pushed import fingerprint, recall_push, remember_push
-from fdl.net import RegistryClient, RegistryError
+from fdl.net import (
+    MAX_BODY,
+    MAX_LAYER,
+    MAX_LAYERS,
+    MAX_RATIO,
+    RATIO_FLOOR,
+    RegistryClient,
+    RegistryError,
+    is_digest,
+    is_tag,
+    read_json,
+)
 from fdl.paths import Context
 
 __all__ = [
@@ -66,10 +79,15 @@ OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 ACCEPT = (OCI_MANIFEST, DOCKER_MANIFEST)
-_CONFIG_LIMIT = 4 << 20
-_MANIFEST_LIMIT = 4 << 20
 # A tar unpacked from a layer: never more than any libtorch (fdl.archive's limit).
 _TAR_LIMIT = 32 << 30
+# The OCI distribution spec's grammar of a repository name, and a registry host[:port].
+_REPOSITORY = re.compile(
+    r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*)*"
+)
+_HOST = re.compile(
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?"
+)
 
 Credentials = Callable[[str], "tuple[str, str] | None"]
 ClientFactory = Callable[[str, str], RegistryClient]
@@ -95,43 +113,78 @@ class Reference:
 
 
 def parse_reference(text: str, *, repository_only: bool = False) -> Reference:
-    """``127.0.0.1:5000/team/libtorch[:tag|@sha256:...]``.
+    """``127.0.0.1:5000/team/libtorch[:tag|@sha256:...]``, by the OCI grammar of names,
+    tags and digests. Credentials in the address (``user:token@host``) are refused and
+    never shown: fdl reads them from the docker config.
 
     Raises:
-        UsageError: no registry host, or a tag/digest where only a repository is wanted.
+        UsageError: no registry host, a name, tag or digest outside the grammar, or a tag or
+            digest where only a repository is wanted.
     """
-    host, sep, rest = text.strip().partition("/")
+    text = text.strip()
+    shown = repr(hide_credentials(text, words=False))
+    host, sep, rest = text.partition("/")
     example = "127.0.0.1:5000/team/libtorch"
+    authority = text.split("://", 1)[-1].partition("/")[0]
+    if "@" in authority:
+        bare = printable(authority.rpartition("@")[2], 100)
+        raise UsageError(
+            f"{shown} holds credentials (user:secret@host); fdl never takes them from an address",
+            hint=f"remove them and log in once instead: docker login {bare} (fdl reads the "
+            "docker config's credentials)",
+        )
     if not sep or not rest or not ("." in host or ":" in host or host == "localhost"):
         raise UsageError(
-            f"{text!r} names no registry host",
+            f"{shown} names no registry host",
             hint=f"write host[:port]/namespace/name, such as {example}",
+        )
+    if not _HOST.fullmatch(host):
+        raise UsageError(
+            f"{shown}: {host!r} is not a registry host[:port]", hint=f"such as {example}"
         )
     digest = None
     if "@" in rest:
         rest, _, digest = rest.partition("@")
-        if not digest.startswith("sha256:") or len(digest) != 71:
-            raise UsageError(f"{text!r}: {digest!r} is not a sha256 digest")
+        if not is_digest(digest):
+            raise UsageError(
+                f"{shown}: {digest!r} is not a digest (sha256: and 64 hex digits)",
+                hint=f"copy the digest that push printed, such as {example}@sha256:<64 hex>",
+            )
     tag = None
     name, sep, maybe = rest.rpartition(":")
     if sep and "/" not in maybe:
         rest, tag = name, maybe
-    if not rest or rest != rest.lower() or "//" in rest or rest.endswith("/"):
+        if not is_tag(tag):
+            raise UsageError(
+                f"{shown}: {tag!r} is not a tag ([a-zA-Z0-9_][a-zA-Z0-9._-], at most 128)",
+                hint=f"such as {example}:2.10.0-cu129",
+            )
+    if not _REPOSITORY.fullmatch(rest):
         raise UsageError(
-            f"{text!r}: {rest!r} is not a repository name (lower case, a/b/c)",
+            f"{shown}: {rest!r} is not a repository name (lower case, a/b/c)",
             hint=f"such as {example}",
         )
     if repository_only and (tag or digest):
         raise UsageError(
-            f"{text!r} names an image; a repository is wanted here",
+            f"{shown} names an image; a repository is wanted here",
             hint=f"drop the tag: {host}/{rest}",
         )
     return Reference(host, rest, tag, digest)
 
 
 def default_client(credentials: Credentials) -> ClientFactory:
-    """Clients with the credentials docker keeps for each host."""
-    return lambda host, repository: RegistryClient(host, repository, credentials=credentials(host))
+    """Clients with the credentials docker keeps for each host (a Bearer realm on another
+    host gets them only when docker keeps credentials for that host too)."""
+
+    def trusts(other: str) -> bool:
+        try:
+            return credentials(other) is not None
+        except FdlError:
+            return False
+
+    return lambda host, repository: RegistryClient(
+        host, repository, credentials=credentials(host), trusts=trusts
+    )
 
 
 def choose_compression(requested: str) -> tuple[str, str]:
@@ -223,6 +276,13 @@ def push_variant(
         RegistryError: the registry refused a blob or the manifest.
     """
     target = parse_reference(repository, repository_only=True)
+    if tag is not None and not is_tag(tag):
+        raise UsageError(
+            f"--tag {printable(tag, 140)!r} is not a tag: a letter, digit or _, then letters, "
+            "digits, . _ or -, at most 128 in all",
+            hint="such as --tag 2.10.0-cu129-sm120, or leave --tag out (the default says what "
+            "the variant is)",
+        )
     chosen = variants.resolve_installed(context, name)
     tree = context.libtorch_dir / chosen
     say = on_line or (lambda _line: None)
@@ -379,16 +439,18 @@ def read_remote(client: RegistryClient, reference: Reference) -> RemoteVariant:
             status=200,
             hint="the registry's storage is damaged or the manifest was tampered with",
         )
-    if len(served.body) > _MANIFEST_LIMIT:
-        raise VariantMismatch(f"the manifest of {reference} is larger than any fdl writes")
-    try:
-        manifest = json.loads(served.body)
-    except ValueError:
-        manifest = None
+    manifest = read_json(served.body)
     if not isinstance(manifest, dict) or not isinstance(manifest.get("layers"), list):
         raise VariantMismatch(
             f"{reference} is not an image manifest fdl reads ({served.media_type})",
             hint="push the variant with fdl libtorch push",
+        )
+    most = MAX_LAYERS.value()
+    if len(manifest["layers"]) > most:
+        raise VariantMismatch(
+            f"{reference} has {len(manifest['layers'])} layers; fdl reads at most {most} "
+            "(it pushes 3)",
+            hint=MAX_LAYERS.hint(most),
         )
     found = manifest.get("annotations")
     described = describe(found if isinstance(found, dict) else {}, str(reference))
@@ -524,7 +586,9 @@ def default_name(described: Described, ref: Reference) -> str:
 
 
 def _tag_name(described: Described, ref: Reference) -> str:
-    kind = "builds" if described.info.get("source", {}).get("kind") == "build" else "precompiled"
+    kind = (
+        "builds" if (described.info.get("source") or {}).get("kind") == "build" else "precompiled"
+    )
     tag = described.tag or ref.tag or "pulled"
     return variants.validate_name(f"{kind}/{tag}")
 
@@ -543,29 +607,37 @@ def _config(client: RegistryClient, remote: RemoteVariant) -> dict[str, Any]:
     """The image config, checked: diff_ids for every layer, labels equal to annotations."""
     descriptor = remote.manifest.get("config")
     digest = descriptor.get("digest") if isinstance(descriptor, dict) else None
-    if not isinstance(digest, str):
-        raise VariantMismatch(f"the manifest of {remote.pinned} names no config")
-    try:
-        config = json.loads(client.blob_bytes(digest, _CONFIG_LIMIT))
-        diff_ids = config["rootfs"]["diff_ids"]
-        labels = config.get("config", {}).get("Labels") or {}
-    except (ValueError, KeyError, TypeError, AttributeError):
-        raise VariantMismatch(f"the config of {remote.pinned} is not an OCI image config") from None
-    if not isinstance(diff_ids, list) or len(diff_ids) != len(remote.manifest["layers"]):
+    if not isinstance(digest, str) or not is_digest(digest):
+        raise VariantMismatch(f"the manifest of {remote.pinned} names no config digest")
+    config = read_json(client.blob_bytes(digest, MAX_BODY.value()))
+    rootfs = config.get("rootfs") if isinstance(config, dict) else None
+    diff_ids = rootfs.get("diff_ids") if isinstance(rootfs, dict) else None
+    settings = config.get("config") if isinstance(config, dict) else None
+    labels = (settings.get("Labels") if isinstance(settings, dict) else None) or {}
+    if (
+        not isinstance(config, dict)
+        or not isinstance(diff_ids, list)
+        or not all(isinstance(d, str) and is_digest(d) for d in diff_ids)
+        or not isinstance(settings or {}, dict)
+        or not isinstance(labels, dict)
+    ):
+        raise VariantMismatch(f"the config of {remote.pinned} is not an OCI image config")
+    if len(diff_ids) != len(remote.manifest["layers"]):
         raise VariantMismatch(
             f"the config of {remote.pinned} lists {len(diff_ids)} layers, its manifest "
             f"{len(remote.manifest['layers'])}",
             hint="the image is damaged; push the variant again",
         )
-    ours = {
-        k: v for k, v in remote.manifest.get("annotations", {}).items() if k.startswith(ANNOTATION)
-    }
+    annotations = remote.manifest.get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = {}
+    ours = {k: v for k, v in annotations.items() if str(k).startswith(ANNOTATION)}
     theirs = {k: v for k, v in labels.items() if str(k).startswith(ANNOTATION)}
     if ours != theirs:
         differ = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k))
         raise VariantMismatch(
             f"{remote.pinned}: the manifest's annotations and the config's labels differ "
-            f"({', '.join(differ)})",
+            f"({printable(', '.join(differ))})",
             hint="the image was altered after fdl pushed it; push the variant again",
         )
     return dict(config)
@@ -580,20 +652,10 @@ def _fetch_layers(
     say: Callable[[str], None],
 ) -> list[Path]:
     cache.mkdir(parents=True, exist_ok=True)
+    layers = _layer_descriptors(remote)
+    _check_room(cache, sum(size for _digest, size in layers), remote.pinned)
     blobs: list[Path] = []
-    layers = remote.manifest["layers"]
-    for number, layer in enumerate(layers):
-        if not isinstance(layer, dict) or layer.get("mediaType") not in LAYER_TYPES.values():
-            kind = layer.get("mediaType") if isinstance(layer, dict) else layer
-            raise VariantMismatch(
-                f"layer {number + 1} of {remote.pinned} is {kind!r}, not a gzip or zstd tar",
-                hint="push the variant with fdl libtorch push",
-            )
-        digest, size = layer.get("digest"), layer.get("size")
-        if not (isinstance(digest, str) and digest.startswith("sha256:") and len(digest) == 71):
-            raise VariantMismatch(f"layer {number + 1} of {remote.pinned} has no sha256 digest")
-        if not isinstance(size, int) or size < 0 or size > _TAR_LIMIT:
-            raise VariantMismatch(f"layer {number + 1} of {remote.pinned} has no valid size")
+    for number, (digest, size) in enumerate(layers):
         dest = cache / digest.replace(":", "-")
         if dest.is_file() and dest.stat().st_size == size and _sha256(dest) == digest:
             counts["resumed"] += size
@@ -604,6 +666,44 @@ def _fetch_layers(
             counts["resumed"] += fetched.resumed
         blobs.append(dest)
     return blobs
+
+
+def _layer_descriptors(remote: RemoteVariant) -> list[tuple[str, int]]:
+    """(digest, size) of every layer, each checked before any is fetched: a gzip or zstd
+    tar, a sha256 digest, a size within ``$FDL_REGISTRY_MAX_LAYER``."""
+    most = MAX_LAYER.value()
+    found: list[tuple[str, int]] = []
+    for number, layer in enumerate(remote.manifest["layers"]):
+        if not isinstance(layer, dict) or layer.get("mediaType") not in LAYER_TYPES.values():
+            kind = layer.get("mediaType") if isinstance(layer, dict) else layer
+            raise VariantMismatch(
+                f"layer {number + 1} of {remote.pinned} is {printable(repr(kind), 100)}, "
+                "not a gzip or zstd tar",
+                hint="push the variant with fdl libtorch push",
+            )
+        digest, size = layer.get("digest"), layer.get("size")
+        if not (isinstance(digest, str) and digest.startswith("sha256:") and is_digest(digest)):
+            raise VariantMismatch(f"layer {number + 1} of {remote.pinned} has no sha256 digest")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise VariantMismatch(f"layer {number + 1} of {remote.pinned} has no valid size")
+        if size > most:
+            raise VariantMismatch(
+                f"layer {number + 1} of {remote.pinned} is {size:,} bytes; fdl fetches "
+                f"layers of at most {most:,}",
+                hint=MAX_LAYER.hint(most),
+            )
+        found.append((digest, size))
+    return found
+
+
+def _check_room(cache: Path, needed: int, where: str) -> None:
+    """Refuse to start a download the disk cannot hold (the layers, then their tars)."""
+    free = shutil.disk_usage(cache).free
+    if needed > free:
+        raise EnvironmentProblem(
+            f"{where}: its layers are {needed:,} bytes, and {cache} has {free:,} free",
+            hint="free space there, or point FDL_CACHE_DIR at a larger disk",
+        )
 
 
 def _sha256(path: Path) -> str:
@@ -624,7 +724,7 @@ def _unpack(
         say(f"unpacking layer {number + 1}/{len(blobs)}")
         tar = blob.with_name(blob.name + ".tar")
         try:
-            if _decompress(blob, tar) != diff_id:
+            if _decompress(blob, tar, _unpacked_bound(blob.stat().st_size)) != diff_id:
                 raise VariantMismatch(
                     f"layer {number + 1} of {where} does not unpack to the tar its config "
                     f"names ({diff_id})",
@@ -638,8 +738,15 @@ def _unpack(
         shutil.rmtree(extracted, ignore_errors=True)
 
 
-def _decompress(blob: Path, tar: Path) -> str:
-    """Decompress a gzip or zstd layer to ``tar``; the tar's sha256."""
+def _unpacked_bound(size: int) -> int:
+    """How large the tar of a layer of ``size`` bytes may be: ``$FDL_REGISTRY_MAX_RATIO``
+    times its size (at least RATIO_FLOOR, at most _TAR_LIMIT)."""
+    return min(_TAR_LIMIT, max(RATIO_FLOOR, size * MAX_RATIO.value()))
+
+
+def _decompress(blob: Path, tar: Path, bound: int = _TAR_LIMIT) -> str:
+    """Decompress a gzip or zstd layer to ``tar`` (at most ``bound`` bytes); the tar's
+    sha256."""
     import gzip
 
     with blob.open("rb") as handle:
@@ -660,10 +767,18 @@ def _decompress(blob: Path, tar: Path) -> str:
             with tar.open("wb") as out:
                 while chunk := reader.read(1 << 20):
                     written += len(chunk)
-                    if written > _TAR_LIMIT:
+                    if written > bound:
+                        ratio = MAX_RATIO.value()
                         raise VariantMismatch(
-                            f"{blob.name} unpacks to more than {_TAR_LIMIT >> 30} GiB",
-                            hint="the image is damaged or malicious; nothing was installed",
+                            f"{blob.name} ({blob.stat().st_size:,} bytes) unpacks to more than "
+                            f"{bound:,} bytes",
+                            hint="the image is damaged or malicious; nothing was installed"
+                            + (
+                                ""
+                                if bound == _TAR_LIMIT
+                                else f". A layer may unpack to {ratio} times its size: "
+                                + MAX_RATIO.hint(ratio)
+                            ),
                         )
                     digest.update(chunk)
                     out.write(chunk)
@@ -698,8 +813,31 @@ def _merge(source: Path, dest: Path, where: str) -> None:
             raise VariantMismatch(f"{where}: two layers hold {entry.name!r}")
 
 
+def _check_links(tree: Path, where: str) -> None:
+    """Refuse a merged tree with a link that resolves outside it. Each layer's links were
+    checked alone; links that only escape together (``lib/escape -> x1/../..`` in one
+    layer, ``x1 -> .`` in another) show only here, in the merged tree."""
+    root = os.path.realpath(tree)
+    for directory, subdirs, files in os.walk(tree):
+        for name in [*subdirs, *files]:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                continue
+            resolved = os.path.realpath(path)
+            if resolved != root and not resolved.startswith(root + os.sep):
+                relative = os.path.relpath(path, tree)
+                raise VariantMismatch(
+                    f"{where}: once its layers are merged, the link {printable(relative, 120)} "
+                    f"-> {printable(os.readlink(path), 120)} resolves outside the variant",
+                    hint="refusing the variant (its layers build a link out of the tree "
+                    "together); nothing was installed",
+                )
+
+
 def _check_tree(tree: Path, described: Described, where: str) -> None:
-    """Refuse a tree whose binaries are not what the annotations claim."""
+    """Refuse a tree with a link out of it, or whose binaries are not what the
+    annotations claim."""
+    _check_links(tree, where)
     scan = scan_device_code(tree)
     found = scan.archs_found() if scan.has_device_code else {}
     cubins, ptx = tuple(found.get("cubin", [])), tuple(found.get("ptx", []))

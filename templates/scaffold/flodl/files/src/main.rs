@@ -20,6 +20,8 @@ fn epochs_from_args() -> usize {
 
 fn main() -> Result<()> {
     let num_epochs = epochs_from_args();
+    // The same initial weights and data on every run (libtorch's generators): runs compare.
+    manual_seed(42);
 
     // --- Model ---
     let model = FlowBuilder::from(Linear::new(4, 32)?)
