@@ -349,8 +349,13 @@ def test_setup_passes_over_a_variant_that_does_not_fit(
 
 
 def test_build_pulls_from_the_team_registry_instead_of_building(
-    run_fdl, machines, repo: str
+    run_fdl, machines, repo: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import fdl.system
+
+    # the build's preflight wants ~24 GB free; this test is about pulling instead
+    plenty = fdl.system.Probe(200 << 30, path="/")
+    monkeypatch.setattr(fdl.system, "disk_free", lambda _path: plenty)
     builder, teammate = machines
     builder.build()
     pushed = _push(run_fdl, builder, repo)
