@@ -30,14 +30,16 @@ def sbatch_directive(option: str, value: object) -> str:
 
     sbatch splits a directive at whitespace and reads ``'`` and ``"`` as quotes; it has no
     escape for a ``"`` inside quotes, and a line ends the directive. So a value with a
-    control character (a newline would start the job script's next line), a ``"`` or a
-    backslash is refused; one with whitespace or a ``'`` is double-quoted.
+    character that is not printable (a newline would start the job script's next line; a
+    tab), a ``"`` or a backslash is refused; one with a space or a ``'`` is double-quoted.
 
     Raises:
         UsageError: a value that no ``#SBATCH`` line can hold, naming the option.
     """
     text = str(value)
-    bad = next((c for c in text if ord(c) < 0x20 or c in '\x7f"\\'), None)
+    # not printable: control characters (a newline would start the script's next line),
+    # and the separators other readers take for one (NEL, U+2028, U+2029)
+    bad = next((c for c in text if not c.isprintable() or c in '"\\'), None)
     if bad is not None:
         raise UsageError(
             f"#SBATCH --{option}={text!r}: the value holds {_describe(bad)}, which an "
@@ -52,7 +54,7 @@ def sbatch_directive(option: str, value: object) -> str:
 
 def _describe(char: str) -> str:
     names = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", '"': 'a "'}
-    return names.get(char, "a backslash" if char == "\\" else f"the control character {char!r}")
+    return names.get(char, "a backslash" if char == "\\" else f"the unprintable character {char!r}")
 
 
 def slurm_literal(path: str) -> str:

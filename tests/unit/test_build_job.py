@@ -180,7 +180,8 @@ def test_no_answer_is_an_environment_problem(tmp_path: Path, text: str | None) -
         ("p\rq", "a carriage return"),
         ('p"q', 'a "'),
         ("p\\q", "a backslash"),
-        ("p\x1b[2Jq", "the control character"),
+        ("p\x1b[2Jq", "the unprintable character"),
+        ("p\u2028q", "the unprintable character"),
     ],
 )
 def test_a_directory_no_sbatch_line_can_carry_is_refused_naming_it(
@@ -199,3 +200,48 @@ def test_a_directory_with_spaces_quotes_or_percent_stays_one_directive(tmp_path:
     assert f'#SBATCH --chdir="{root}"' in directives
     literal = str(root / ".fdl" / "deploy").replace("%", "%%")
     assert f'#SBATCH --output="{literal}/fdl-%x-%j.out"' in directives
+
+
+# --- the renderer's fuzzer (issue "round 3", point 1): any project path -----------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from fdl.deploy._slurm import sbatch_directive  # noqa: E402
+
+
+def _sbatch_reads(line: str) -> list[str]:
+    """How sbatch splits an #SBATCH line's options: at whitespace, `'` and `"` quoting."""
+    import shlex
+
+    return shlex.split(line.removeprefix("#SBATCH "), posix=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=1, max_size=40))
+def test_any_value_is_one_directive_or_refused(value: str) -> None:
+    try:
+        line = "#SBATCH " + sbatch_directive("chdir", value)
+    except UsageError as refused:
+        assert any(not c.isprintable() or c in '"\\' for c in value)
+        assert "#SBATCH --chdir=" in refused.message
+        return
+    assert "\n" not in line and "\r" not in line
+    assert _sbatch_reads(line) == [f"--chdir={value}"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=30))
+def test_any_project_directory_renders_a_script_with_only_the_template_s_lines(name: str) -> None:
+    root = Path("/p") / name.replace("/", "_").replace("\x00", "_")
+    if root.name in ("", ".", ".."):
+        return
+    try:
+        job = _plan(tmp_path=root)
+    except UsageError:
+        return  # refused, naming the character (above)
+    lines, default = job.text.split("\n"), _plan().text.split("\n")  # as bash and sbatch read
+    directives = [line for line in lines if line.startswith("#SBATCH")]
+    assert len(directives) == len([line for line in default if line.startswith("#SBATCH")])
+    assert len(lines) == len(default)  # no line injected
+    assert _sbatch_reads(next(d for d in directives if "--chdir" in d)) == [f"--chdir={root}"]

@@ -135,3 +135,41 @@ def test_inputs_that_made_a_regex_quadratic_end_within_their_deadline(
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+# --- the framework files' fuzzer: whatever the files hold, a manifest error or an answer ---
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_PIECES = st.sampled_from(
+    [
+        "[package]\n", 'name = "x"\n', 'rust-version = "1.85"\n', "[dependencies]\n",
+        'flodl = "=0.5.3"\n', 'tch = "0.23.0"\n', 'flodl = { path = "../x" }\n',
+        "[[package]]\n", 'name = "flodl"\n', 'version = "0.5.3"\n', 'version = "9.9.9"\n',
+        "find_package(Torch 2.10 EXACT)\n", "set(CMAKE_CXX_STANDARD 17)\n",
+        "target_compile_features(", "cxx_std_20", ")", "[", "]", "{", "}", "=", '"', "\n",
+        "\x00", "\ufeff", "\\u0000", "a = ", "[toolchain]\n", 'channel = "1.95.0"\n',
+    ]
+)  # fmt: skip
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.sampled_from(["Cargo.toml", "Cargo.lock", "CMakeLists.txt", "rust-toolchain.toml"]),
+    st.lists(_PIECES, max_size=40).map("".join),
+)
+def test_any_framework_file_ends_in_an_answer_or_a_manifest_error(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    try:
+        detect_framework(tmp_path)
+    except ManifestError as refused:
+        assert refused.hint and refused.location is not None
+    checks = toolchain_pin_checks(tmp_path, {"train": "--default-toolchain 1.95.0"})
+    assert all(check.message for check in checks)
+    path.unlink()
