@@ -184,6 +184,8 @@ def run(
         if as_json:
             session.console.json(plan)
         else:
+            from fdl.manifest import MASK
+
             for b in benches:
                 session.console.out(
                     f"{b.name}: {len(b.sides)} side(s), {b.warmup} warm-up + {b.rounds} "
@@ -191,7 +193,10 @@ def run(
                 )
                 for side in b.sides:
                     shown = side.as_dict()  # values masked
-                    env = " ".join(f"{k}={v}" for k, v in shown["env"].items())
+                    env = " ".join(  # a value quoted as a shell reads it, the mask as is
+                        _printable(f"{k}={v if v == MASK else shlex.quote(v)}")
+                        for k, v in shown["env"].items()
+                    )
                     argv = " ".join(_printable(shlex.quote(word)) for word in shown["argv"])
                     session.console.out(f"  {side.name}: {env + ' ' if env else ''}{argv}")
                     for hook in ("setup", "prepare", "cleanup"):
