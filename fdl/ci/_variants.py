@@ -221,36 +221,29 @@ def _hosted_estimate(request: Any, torch: str, archs: tuple[str, ...]) -> tuple[
     """The build's estimate on a GitHub-hosted runner (None: no counts for the release)."""
     from fdl.ci._data import ci_data
     from fdl.compat import CompatDataError
-    from fdl.libtorch.source import estimate_build
+    from fdl.libtorch.source import BuildEstimate, estimate_build
 
     machine = ci_data().hosted_machine
     cores, ram = int(machine["cores"]), machine["ram_gb"]
     switches = {name: str(setting.value) for name, setting in request.switches.items()}
     flash = bool(archs) and bool(request.value("flash_attention", True))
-    try:
-        first = estimate_build(
+
+    def on_hosted(jobs: int) -> BuildEstimate:
+        return estimate_build(
             torch=torch,
             archs=",".join(archs),
-            jobs=cores,
+            jobs=jobs,
             cores=cores,
             ram_gb=ram,
             flash_attention=flash,
             switches=switches,
         )
+
+    try:
+        first = on_hosted(cores)
+        # as many jobs as the hosted machine's memory holds
         jobs = min(cores, first.fits_jobs)
-        estimate = (
-            first
-            if jobs == cores
-            else estimate_build(
-                torch=torch,
-                archs=",".join(archs),
-                jobs=jobs,
-                cores=cores,
-                ram_gb=ram,
-                flash_attention=flash,
-                switches=switches,
-            )
-        )
+        estimate = first if jobs == cores else on_hosted(jobs)
     except CompatDataError:
         return None
     return round(estimate.seconds / 60), estimate.duration()
