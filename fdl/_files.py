@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
-import shutil
 import stat
-import tempfile
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "NotARegularFile",
@@ -39,6 +39,8 @@ def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None
     if mode is None:
         mode = 0o666 & ~_umask()
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile
+
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
@@ -83,6 +85,8 @@ def existing_mode(path: Path, default: int | None = None) -> int | None:
 
 def file_sha256(path: Path) -> str:
     """The sha256 of a file's content, as lowercase hex."""
+    import hashlib
+
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         while chunk := handle.read(_CHUNK):
@@ -194,6 +198,8 @@ def copy_tree(source: Path, destination: Path) -> None:
         UsageError: the tree holds such a file (named, with the fix).
         OSError: the first file that could not be copied, with its errno (ENOSPC...).
     """
+    import shutil
+
     special = _special_file(source)
     if special is not None:
         from fdl.errors import UsageError

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from fdl.cli._session import Session
@@ -88,6 +87,8 @@ def schema(session: Session, output: Path | None) -> int:
     from fdl.manifest.sections import schema_document
 
     document = schema_document()
+    import json
+
     text = json.dumps(document, indent=2, sort_keys=True) + "\n"
     if output is None:
         session.console.out(text, end="")
@@ -100,6 +101,8 @@ def schema(session: Session, output: Path | None) -> int:
 
 def _check_schema_target(path: Path, schema_id: str) -> None:
     """Refuse to replace what is not a schema fdl wrote (its ``$id``), or not a file."""
+    import json
+
     from fdl._files import NotARegularFile, output_refusal, read_small_text
     from fdl.errors import UsageError
 
