@@ -25,9 +25,11 @@ ENV_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 # before reading, so /dev/zero or a huge file cannot exhaust memory.
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 # Characters YAML (libyaml) refuses in a stream: C0/C1 controls other than
-# tab/newline/return/NEL, surrogates, U+FFFE/U+FFFF.
+# tab/newline/return/NEL, surrogates, U+FFFE/U+FFFF. Written as the refused ranges, not
+# the complement of the allowed ones: the same set, compiled in a seventh of the time
+# (the complement's ranges made it 3-4 ms of every command's start).
 _NOT_PRINTABLE = re.compile(
-    "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]"
 )
 
 
@@ -392,6 +394,10 @@ def parse_text(text: str, source: str, kind: LayerKind, path: Path | None) -> No
         from fdl.manifest._json import parse_json
 
         return parse_json(text, source, kind, path)
+    if path is not None:
+        from fdl.manifest._parsed import cached_parse
+
+        return cached_parse(text, source, kind, path)
     from fdl.manifest._yaml import parse_yaml
 
     return parse_yaml(text, source, kind, path)

@@ -12,8 +12,6 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import yaml
-
 from fdl.errors import ManifestError
 from fdl.manifest._nodes import (
     KNOWN_TAGS,
@@ -31,10 +29,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-try:  # libyaml bindings are much faster; the pure parser is a fallback.
-    from yaml import CSafeLoader as _Loader
-except ImportError:  # pragma: no cover - depends on how PyYAML was built
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+    import yaml
+
+# PyYAML is imported by the functions that parse, not here: importing it costs more than
+# the rest of `fdl config show`, which needs this module's scalar rules (resolve_plain)
+# but, with the parse cache (fdl.manifest._parsed), seldom the parser.
 
 MAX_DEPTH = 200
 # Nodes that aliases may add to a document when expanded (a "billion laughs"
@@ -197,6 +196,8 @@ def parse_yaml(text: str, source: str, layer: LayerKind, path: Path | None = Non
         ManifestError: with file, line and column for syntax errors, unknown
             tags, duplicate keys, aliases to unknown anchors or too deep nesting.
     """
+    import yaml
+
     try:
         return _compose(text, source, layer, path)
     except yaml.MarkedYAMLError as exc:
@@ -208,7 +209,12 @@ def parse_yaml(text: str, source: str, layer: LayerKind, path: Path | None = Non
 
 
 def _compose(text: str, source: str, layer: LayerKind, path: Path | None) -> Node | None:
-    loader = _Loader(text)
+    try:  # libyaml bindings are much faster; the pure parser is a fallback.
+        from yaml import CSafeLoader as Loader
+    except ImportError:  # pragma: no cover - depends on how PyYAML was built
+        from yaml import SafeLoader as Loader  # type: ignore[assignment]
+
+    loader = Loader(text)
 
     def events() -> Iterator[yaml.Event]:
         while loader.check_event():
@@ -255,6 +261,8 @@ class _Composer:
         return tag
 
     def run(self, events: Iterable[yaml.Event]) -> Node | None:
+        import yaml
+
         for event in events:
             if isinstance(event, yaml.DocumentStartEvent):
                 self.documents += 1
@@ -277,7 +285,7 @@ class _Composer:
                 self.count_alias(event)
                 self.add(target, event)
             elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                self.open(event)
+                self.open(event, mapping=isinstance(event, yaml.MappingStartEvent))
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 self.close()
         return self.root
@@ -318,7 +326,7 @@ class _Composer:
             self.stack[-1].size += 1
         return node
 
-    def open(self, event: yaml.CollectionStartEvent) -> None:
+    def open(self, event: yaml.CollectionStartEvent, *, mapping: bool) -> None:
         if len(self.stack) >= MAX_DEPTH:
             raise self.fail(
                 f"nesting deeper than {MAX_DEPTH} levels",
@@ -329,7 +337,7 @@ class _Composer:
         tag = self.check_tag(event.tag, where)
         tag = tag if tag in KNOWN_TAGS else None
         node: Node
-        if isinstance(event, yaml.MappingStartEvent):
+        if mapping:
             node = MapNode({}, where, tag, {})
         else:
             node = SeqNode([], where, tag)

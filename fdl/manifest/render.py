@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 
 from fdl.manifest._explain import Contribution, Explanation
@@ -54,12 +53,23 @@ def format_scalar(value: object) -> str:
         and text.isprintable()
     ):
         return text
-    return json.dumps(text, ensure_ascii=False)
+    return _quoted(text)
+
+
+def _quoted(text: str) -> str:
+    """``text`` as a double-quoted YAML (and JSON) string: ``json.dumps(text,
+    ensure_ascii=False)``, by the function json itself calls for it, without importing
+    json's encoder and decoder (2 ms of `config show`'s start)."""
+    try:
+        from _json import encode_basestring
+    except ImportError:  # pragma: no cover - an interpreter without CPython's accelerator
+        from json.encoder import py_encode_basestring as encode_basestring
+    return str(encode_basestring(text))
 
 
 def _scalar_text(node: ScalarNode, secret: bool) -> str:
     if secret and node.value is not None:
-        return json.dumps(MASK)
+        return _quoted(MASK)
     if not isinstance(node.value, str) and node.raw is not None and node.raw.strip():
         raw = node.raw.strip()
         if resolve_plain(raw) == node.value or isinstance(node.value, float):
@@ -87,7 +97,7 @@ def _origin_label(origin: Origin) -> str:
 
 def _key_text(key: str) -> str:
     text = format_scalar(key)
-    return text if text == key else json.dumps(key)
+    return text if text == key else _quoted(key)
 
 
 def render_show(tree: MapNode, *, origins: bool = True, show_secrets: bool = False) -> str:
@@ -220,6 +230,8 @@ def _value_text(value: object, secret: bool) -> str:
     if secret:
         value = mask(value)
     if isinstance(value, (dict, list)):
+        import json
+
         text = json.dumps(value, ensure_ascii=False)
         return text if len(text) <= 60 else text[:57] + "..."
     return format_scalar(value)
