@@ -1,8 +1,8 @@
 """The ``fdl`` command line: the entry path.
 
 ``main`` parses the global options (only before the command name) and answers the
-commands that must start fast itself (``--version``, ``--help``, ``config show``,
-shell completion) without importing typer. A built-in group's module
+commands that must start fast itself (``--version``, ``--help``, ``config show`` and
+``config explain``, shell completion) without importing typer. A built-in group's module
 (:data:`fdl.cli._registry.BUILTINS`) is imported only when it is named and runs as a
 typer app with the session as click's context object; any other name is a command of
 the project's manifest. This is also the one place where errors become messages and
@@ -109,28 +109,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         return report_bug(console, exc)
 
 
-# --- the fast path: `config show` without typer ------------------------------------------
-# Scripts and editors call `config show` often; typer and its parser cost about 50 ms to
-# import, more than the rest of the command. This recognises the plain forms of
-# `config show` and calls the same action the typer command calls; anything else
-# (`--help`, unknown options) goes through typer, which reports it properly.
-# tests/cli/test_fastpath.py checks both paths agree.
+# --- the fast path: `config show` and `config explain` without typer ---------------------
+# Scripts and editors call them often; typer and its parser cost more to import than the
+# rest of the command. This recognises their plain forms and calls the same action the
+# typer command calls; anything else (`--help`, unknown options, `--`) goes through typer,
+# which reports it properly. tests/cli/test_fastpath.py checks both paths agree.
 
-_FLAGS = {"--json": "as_json", "--no-origin": "no_origin", "--show-secrets": "show_secrets"}
+# sub-command -> (its flags -> the action's keyword, whether it takes a KEY argument)
+_FAST: dict[str, tuple[dict[str, str], bool]] = {
+    "show": (
+        {"--json": "as_json", "--no-origin": "no_origin", "--show-secrets": "show_secrets"},
+        False,
+    ),
+    "explain": ({"--json": "as_json", "--show-secrets": "show_secrets"}, True),
+}
 
 
 def try_fast_path(options: GlobalOptions, rest: list[str], console: Console) -> int | None:
-    """Run ``config show`` directly when its arguments are simple; else None."""
-    if options.help or rest[:2] != ["config", "show"]:
+    """Run ``config show`` or ``config explain`` directly when their arguments are
+    simple; else None."""
+    if options.help or len(rest) < 2 or rest[0] != "config" or rest[1] not in _FAST:
         return None
-    flags = {"as_json": False, "no_origin": False, "show_secrets": False}
+    names, takes_key = _FAST[rest[1]]
+    flags = dict.fromkeys(names.values(), False)
     env: str | None = None
+    key: str | None = None
     args = rest[2:]
     index = 0
     while index < len(args):
         token = args[index]
-        if token in _FLAGS:
-            flags[_FLAGS[token]] = True
+        if token in names:
+            flags[names[token]] = True
         elif (
             token in ("--env", "-e")
             and index + 1 < len(args)
@@ -140,6 +149,8 @@ def try_fast_path(options: GlobalOptions, rest: list[str], console: Console) -> 
             index += 1
         elif token.startswith("--env=") and len(token) > len("--env="):
             env = token.split("=", 1)[1]
+        elif takes_key and key is None and token and not token.startswith("-"):
+            key = token
         else:
             return None
         index += 1
@@ -147,6 +158,10 @@ def try_fast_path(options: GlobalOptions, rest: list[str], console: Console) -> 
     from fdl.cli._session import install
 
     session = install(options, console)
+    if rest[1] == "explain":
+        return _config_actions.explain(
+            session, key, env=env, as_json=flags["as_json"], show_secrets=flags["show_secrets"]
+        )
     return _config_actions.show(
         session,
         env=env,

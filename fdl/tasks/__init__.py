@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from fdl.tasks._env import EnvChange
     from fdl.tasks._execute import execute
     from fdl.tasks._images import ensure_service_image
+    from fdl.tasks._nested import command_kind, load_nested, preset_problems
     from fdl.tasks._nesting import enclosing_manifest, nesting
     from fdl.tasks._plan import CommandPlan, DockerWrap
     from fdl.tasks._preflight import check_before_run, failure_note
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from fdl.tasks._presets import format_value
     from fdl.tasks._probe import CachedSchema, cache_file, find_caches, probe_key, schema_of
     from fdl.tasks._render import render_argv, render_script
-    from fdl.tasks._resolve import Kind, Resolution, command_kind, load_nested, preset_problems
+    from fdl.tasks._resolve import Kind, Resolution
 
 __all__ = [
     "ArgDecl",
@@ -100,9 +101,9 @@ _HOMES = {
     "schema_of": "_probe",
     "Kind": "_resolve",
     "Resolution": "_resolve",
-    "command_kind": "_resolve",
-    "load_nested": "_resolve",
-    "preset_problems": "_resolve",
+    "command_kind": "_nested",
+    "load_nested": "_nested",
+    "preset_problems": "_nested",
 }
 
 
