@@ -528,9 +528,19 @@ def _check_assignment(what: str, segments: list[str], texts: Sequence[str], fix:
             ) from None
 
 
-def _value_node(text: str, origin: Origin, what: str) -> Node:
-    from fdl.manifest._yaml import parse_yaml
+# A value YAML reads as a plain one-word scalar, whatever the word (`12.10`, `true`,
+# `cu128`, `/opt/x`): no indicator first (`-`, `.`, `&`, `!`, `%`, `@`...), no space, colon,
+# hash or bracket. The common FDL__ and --set value takes it without PyYAML (its import
+# costs more than the rest of a command's start); tests/unit/test_manifest_properties.py
+# holds it to the parser's answer.
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_/+~][A-Za-z0-9_./+~=@%-]*\Z")
 
+
+def _value_node(text: str, origin: Origin, what: str) -> Node:
+    from fdl.manifest._yaml import is_huge_int, parse_yaml, resolve_plain
+
+    if _PLAIN_WORD.match(text) and not is_huge_int(text):
+        return ScalarNode(resolve_plain(text), origin, raw=text)
     try:
         node = parse_yaml(text, origin.source, origin.layer)
     except ManifestError as exc:

@@ -184,3 +184,38 @@ def test_mutated_manifests_give_clear_errors(tmp_path: Path, data: st.DataObject
         assert str(error)
         if isinstance(error, ManifestError) and not hasattr(error, "errors"):
             assert error.location is not None or "fdl.yml" in str(error)
+
+
+WORD_ALPHABET = "Aaz09_./+~=@%-:#&!*|>'\" ,[]{}?`<xe"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.one_of(
+        st.text(alphabet=WORD_ALPHABET, min_size=1, max_size=12),
+        st.from_regex(
+            r"[-+]?(0x[0-9a-f]+|0o[0-7]+|[0-9]*\.?[0-9]*(e[-+]?[0-9]+)?)", fullmatch=True
+        ),
+        st.sampled_from(
+            ["~", "null", "True", "FALSE", ".inf", ".nan", "12.10", "..", "...", "---"]
+        ),
+    )
+)
+def test_a_plain_word_from_the_environment_is_what_the_parser_reads(text: str) -> None:
+    """FDL__ and --set values of one plain word skip PyYAML: same value, type and text."""
+    from fdl.manifest._layers import _PLAIN_WORD, _value_node
+    from fdl.manifest._nodes import Origin
+
+    origin = Origin("$FDL__X", layer=LayerKind.ENV)
+    try:
+        node = parse_yaml(text, "$FDL__X", LayerKind.ENV)
+    except ManifestError:
+        assert not _PLAIN_WORD.match(text)
+        return
+    if not _PLAIN_WORD.match(text):
+        return  # parsed by PyYAML on both sides
+    fast = _value_node(text, origin, "$FDL__X")
+    assert isinstance(node, ScalarNode) and isinstance(fast, ScalarNode)
+    same = (fast.value != fast.value and node.value != node.value) or fast.value == node.value
+    assert same and type(fast.value) is type(node.value), (text, fast.value, node.value)
+    assert (fast.raw, fast.tag, fast.origin) == (node.raw, node.tag, origin)
