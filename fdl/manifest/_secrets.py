@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import re
 
 from fdl.manifest._nodes import TAG_SECRET, MapNode, Node, SeqNode
@@ -20,7 +19,28 @@ def is_secret_key(key: str) -> bool:
     lowered = key.lower()
     if lowered.endswith(WHERE_KEPT_SUFFIXES):
         return False
-    return any(fnmatch.fnmatchcase(lowered, pattern) for pattern in SECRET_KEY_PATTERNS)
+    return any(_glob(lowered, pattern) for pattern in SECRET_KEY_PATTERNS)
+
+
+def _glob(text: str, pattern: str) -> bool:
+    """``fnmatch.fnmatchcase(text, pattern)`` for patterns whose only wildcard is ``*``
+    (as :data:`SECRET_KEY_PATTERNS`): string tests, where fnmatch compiles a regex per
+    pattern (six of them in every command's start)."""
+    pieces = pattern.split("*")
+    if len(pieces) == 1:
+        return text == pattern
+    first, last = pieces[0], pieces[-1]
+    if len(text) < len(first) + len(last):
+        return False
+    if not (text.startswith(first) and text.endswith(last)):
+        return False
+    position, end = len(first), len(text) - len(last)
+    for piece in pieces[1:-1]:
+        found = text.find(piece, position, end)
+        if found < 0:
+            return False
+        position = found + len(piece)
+    return True
 
 
 # Well-known shapes of credentials, by issuer: a value of this shape is a secret whatever
@@ -30,30 +50,51 @@ def is_secret_key(key: str) -> bool:
 # Stripe/OpenAI secret keys, PEM private keys).
 # No word boundary before a prefix: a token glued to a word (`xghp_...`, `=ghp_...` pasted
 # without its space) is still one.
-TOKEN_SHAPES: tuple[tuple[str, str], ...] = (
-    ("a GitHub token", r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
-    ("a GitLab token", r"gl(?:pat|dt|ptt|rt|oas)-[A-Za-z0-9_-]{20,}"),
-    ("an AWS access key id", r"(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    ("a Hugging Face token", r"hf_[A-Za-z0-9]{30,}"),
-    ("a PyPI token", r"pypi-AgE[A-Za-z0-9_-]{50,}"),
-    ("a Slack token", r"xox[abposr]-[0-9A-Za-z-]{10,}"),
-    ("an npm token", r"npm_[A-Za-z0-9]{36}\b"),
-    ("a Google API key", r"AIza[0-9A-Za-z_-]{35}"),
-    ("a Stripe secret key", r"[rs]k_live_[0-9A-Za-z]{20,}"),
-    ("an OpenAI key", r"sk-(?:proj-)?[A-Za-z0-9_-]{32,}"),
-    ("a private key", r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
+# Each shape comes with the literal texts one of which every match holds: a value holding
+# none of them is not searched (nor the shape's regex compiled), which keeps the check off
+# the start-up of commands that show values (tests/unit/test_manifest_secrets.py holds
+# the texts to the patterns).
+TOKEN_SHAPES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    (
+        "a GitHub token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+    ),
+    (
+        "a GitLab token",
+        ("glpat-", "gldt-", "glptt-", "glrt-", "gloas-"),
+        r"gl(?:pat|dt|ptt|rt|oas)-[A-Za-z0-9_-]{20,}",
+    ),
+    ("an AWS access key id", ("AKIA", "ASIA"), r"(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("a Hugging Face token", ("hf_",), r"hf_[A-Za-z0-9]{30,}"),
+    ("a PyPI token", ("pypi-AgE",), r"pypi-AgE[A-Za-z0-9_-]{50,}"),
+    (
+        "a Slack token",
+        ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-"),
+        r"xox[abposr]-[0-9A-Za-z-]{10,}",
+    ),
+    ("an npm token", ("npm_",), r"npm_[A-Za-z0-9]{36}\b"),
+    ("a Google API key", ("AIza",), r"AIza[0-9A-Za-z_-]{35}"),
+    ("a Stripe secret key", ("rk_live_", "sk_live_"), r"[rs]k_live_[0-9A-Za-z]{20,}"),
+    ("an OpenAI key", ("sk-",), r"sk-(?:proj-)?[A-Za-z0-9_-]{32,}"),
+    ("a private key", ("-----BEGIN ",), r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
     # https://user:password@host: only the user and password are the secret.
-    ("a password in a URL", r"(?<=://)[^/\s:@]{1,256}:[^/\s@]{1,256}(?=@)"),
+    ("a password in a URL", ("://",), r"(?<=://)[^/\s:@]{1,256}:[^/\s@]{1,256}(?=@)"),
 )
-_compiled: list[tuple[str, re.Pattern[str]]] = []
+_compiled: dict[str, re.Pattern[str]] = {}
+
+
+def _pattern(kind: str, pattern: str) -> re.Pattern[str]:
+    found = _compiled.get(kind)
+    if found is None:
+        found = _compiled[kind] = re.compile(pattern)
+    return found
 
 
 def token_kind(value: str) -> str | None:
     """What kind of credential ``value`` looks like (``a GitHub token``), or None."""
-    if not _compiled:
-        _compiled.extend((kind, re.compile(pattern)) for kind, pattern in TOKEN_SHAPES)
-    for kind, pattern in _compiled:
-        if pattern.search(value):
+    for kind, needles, pattern in TOKEN_SHAPES:
+        if any(needle in value for needle in needles) and _pattern(kind, pattern).search(value):
             return kind
     return None
 
@@ -99,7 +140,6 @@ def mask(value: object) -> object:
 def redact(text: str) -> str:
     """``text`` with every token-shaped part replaced by the mask (for error messages,
     which quote the offending value whatever its key is called)."""
-    token_kind("")  # compiles the shapes
-    for _kind, pattern in _compiled:
-        text = pattern.sub(MASK, text)
+    for kind, _needles, pattern in TOKEN_SHAPES:
+        text = _pattern(kind, pattern).sub(MASK, text)
     return text
