@@ -27,10 +27,21 @@ MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 # Characters YAML (libyaml) refuses in a stream: C0/C1 controls other than
 # tab/newline/return/NEL, surrogates, U+FFFE/U+FFFF. Written as the refused ranges, not
 # the complement of the allowed ones: the same set, compiled in a seventh of the time
-# (the complement's ranges made it 3-4 ms of every command's start).
-_NOT_PRINTABLE = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]"
-)
+# (the complement's ranges made it 3-4 ms of every command's start); ASCII text (most
+# manifests) is searched for the ASCII ones only, a pattern that compiles in 0.05 ms.
+_NOT_PRINTABLE_ASCII = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_NOT_PRINTABLE: list[re.Pattern[str]] = []
+
+
+def _not_printable(text: str) -> re.Match[str] | None:
+    """The first character of ``text`` that YAML refuses, if any."""
+    if text.isascii():
+        return _NOT_PRINTABLE_ASCII.search(text)
+    if not _NOT_PRINTABLE:
+        _NOT_PRINTABLE.append(
+            re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
+        )
+    return _NOT_PRINTABLE[0].search(text)
 
 
 def _short(path: Path | str) -> str:
@@ -366,7 +377,7 @@ def read_text(path: Path, source: str) -> str:
             location=Location(source, line, column, path),
             hint="save the file as UTF-8",
         ) from None
-    bad = _NOT_PRINTABLE.search(text)
+    bad = _not_printable(text)
     if bad is not None:
         line, column = _line_col(text, bad.start())
         raise ManifestError(

@@ -219,3 +219,28 @@ def test_a_plain_word_from_the_environment_is_what_the_parser_reads(text: str) -
     same = (fast.value != fast.value and node.value != node.value) or fast.value == node.value
     assert same and type(fast.value) is type(node.value), (text, fast.value, node.value)
     assert (fast.raw, fast.tag, fast.origin) == (node.raw, node.tag, origin)
+
+
+# The characters libyaml accepts in a stream (YAML 1.1's printable set), as the reader
+# wrote them before it searched for the refused ones instead.
+ALLOWED = "[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.text(
+        alphabet=st.one_of(
+            st.characters(max_codepoint=0xA0),
+            st.characters(min_codepoint=0xD700, max_codepoint=0x10100, exclude_categories=()),
+            st.characters(),
+        ),
+        max_size=12,
+    )
+)
+def test_the_refused_characters_are_the_complement_of_yaml_printable(text: str) -> None:
+    import re
+
+    from fdl.manifest._layers import _not_printable
+
+    found, expected = _not_printable(text), re.search(ALLOWED, text)
+    assert (found and found.start()) == (expected and expected.start())
