@@ -157,3 +157,12 @@ def test_a_release_pypi_does_not_have_is_refused(fdl, machine) -> None:
     assert "PyPI has no final torch 2.17.0" in result.stderr
     assert "Traceback" not in result.output
     assert not (machine.cache / "compat" / "torch" / "2.17.json").exists()
+
+
+def test_a_manifest_pin_is_read_at_run_time_too(fdl, machine) -> None:
+    (machine.cwd / "fdl.yml").write_text("libtorch:\n  torch: 2.16.0\n")
+    result = fdl("libtorch", "download", "--cpu", "--dry-run", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["torch"] == "2.16.0"
+    assert any("read from its artefacts" in w for w in json.loads(result.stdout)["warnings"])
+    assert "newer than fdl's reviewed tables" in result.stderr
