@@ -14,7 +14,7 @@ from typing import Any
 
 from fdl.refresh._release import PYPI, ReadRange, learned_entry, minor_of, published, read_release
 
-__all__ = ["Learned", "learn_release"]
+__all__ = ["Learned", "learn_release", "newest_release"]
 
 # (what is being read, bytes read so far in all)
 OnRead = Callable[[str, int], None]
@@ -115,3 +115,9 @@ def learn_release(
     path = learned_path(version)
     atomic_write_text(path, json.dumps(entry, indent=2) + "\n")
     return Learned(version, entry, path, done, round(time.monotonic() - started, 1))
+
+
+def newest_release(project: dict[str, Any], pypi: str = PYPI) -> str | None:
+    """The newest final torch release (a file not yanked) in PyPI's JSON for torch."""
+    found = published(project, "torch", f"{pypi.rstrip('/')}/torch/json")
+    return found[-1].version if found else None
