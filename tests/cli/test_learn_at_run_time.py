@@ -1,7 +1,8 @@
 """A command that names a torch release newer than the tables reads it at run time from a
 fake PyPI (loopback: its JSON and a small wheel with METADATA and a libtorch_cuda.so), then
 plans with it, labelled as read from its artefacts; a dry run reads METADATA only; offline
-and for a release PyPI lacks, an honest refusal (about 5 s)."""
+and for a release PyPI lacks, an honest refusal (about 3 s; the slow test reads the
+real PyPI, METADATA only: about 3.5 MB, 1-2 s)."""
 
 from __future__ import annotations
 
@@ -166,3 +167,40 @@ def test_a_manifest_pin_is_read_at_run_time_too(fdl, machine) -> None:
     assert json.loads(result.stdout)["torch"] == "2.16.0"
     assert any("read from its artefacts" in w for w in json.loads(result.stdout)["warnings"])
     assert "newer than fdl's reviewed tables" in result.stderr
+
+
+@pytest.mark.slow
+def test_the_newest_release_read_from_the_real_pypi_agrees_with_its_reviewed_row(
+    run_fdl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the newest release taken out of the tables, a dry run reads it from PyPI
+    (METADATA only, about 3.5 MB) and finds what its reviewed row says (about 2 s)."""
+    import fdl.compat
+    import fdl.compat.pytorch
+    from fdl.compat import releases
+
+    reviewed = releases()[-1]
+    older = releases()[:-1]
+    monkeypatch.setattr(fdl.compat, "releases", lambda: older)
+    monkeypatch.setattr(fdl.compat.pytorch, "releases", lambda: older)
+    monkeypatch.setenv("FDL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("FDL_PYPI_URL", "https://pypi.org/pypi")
+    result = run_fdl(
+        ["libtorch", "download", "--torch", reviewed.latest, "--cpu", "--dry-run", "--json"],
+        cwd=tmp_path,
+        env={"FDL_HOME": str(tmp_path / "home"), "FDL_NVML": "0"},
+    )
+    if result.exit_code == 5:
+        from tests.support.artefacts import skip_or_fail
+
+        skip_or_fail(f"PyPI cannot be read: {result.stderr[-300:]}")
+    assert result.exit_code == 0, result.output
+    assert "read from its artefacts" in " ".join(json.loads(result.stdout)["warnings"])
+    entry = json.loads(
+        (tmp_path / "cache" / "compat" / "torch" / f"{reviewed.version}.json").read_text()
+    )
+    default = next(v for v in entry["variants"] if v.get("default"))
+    row = next(v for v in reviewed.variants if v.default)
+    assert (default["name"], default["cuda"], default["cudnn"]) == (row.name, row.cuda, row.cudnn)
+    assert entry["source"]["python_min"] == reviewed.source.python_min
+    assert default["archs_read"] is False  # a dry run streams no libtorch_cuda.so
