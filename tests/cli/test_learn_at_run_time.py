@@ -204,3 +204,10 @@ def test_the_newest_release_read_from_the_real_pypi_agrees_with_its_reviewed_row
     assert (default["name"], default["cuda"], default["cudnn"]) == (row.name, row.cuda, row.cudnn)
     assert entry["source"]["python_min"] == reviewed.source.python_min
     assert default["archs_read"] is False  # a dry run streams no libtorch_cuda.so
+
+
+def test_a_source_build_of_a_newer_release_plans_from_its_facts(fdl, machine) -> None:
+    result = fdl("libtorch", "build", "--torch", "2.16.0", "--archs", "9.0", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "newer than fdl's reviewed tables" in result.stderr
+    assert "--branch v2.16.0" in result.stdout
