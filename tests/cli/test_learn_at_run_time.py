@@ -211,3 +211,10 @@ def test_a_source_build_of_a_newer_release_plans_from_its_facts(fdl, machine) ->
     assert result.exit_code == 0, result.output
     assert "newer than fdl's reviewed tables" in result.stderr
     assert "--branch v2.16.0" in result.stdout
+
+
+def test_init_with_a_newer_release_reads_it_and_says_its_notes_once(fdl, machine) -> None:
+    result = fdl("init", "demo", "--template", "cpp", "--torch", "2.16.0", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "torch 2.16.0" in result.output and "kept in" in result.stderr
+    assert result.stderr.count("using the defaults") == 1  # the command ran twice
