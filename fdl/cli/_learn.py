@@ -18,7 +18,7 @@ import datetime
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from fdl.errors import FdlError, NetworkError, UsageError
+from fdl.errors import NetworkError, UsageError
 
 if TYPE_CHECKING:
     from fdl.cli._console import Console
@@ -126,8 +126,6 @@ def _learn(console: Console, error: NewerRelease, *, pypi: str, today: str) -> N
                 "read once, into fdl's cache)"
             ),
         ) from None
-    except FdlError:
-        raise
     finally:
         progress.close()
     console.info(
