@@ -146,6 +146,15 @@ def fdl_process():
 
 
 @pytest.fixture(autouse=True)
+def _no_pypi_by_accident(monkeypatch: pytest.MonkeyPatch):
+    """No test reaches the real PyPI unless it says so: a release newer than the tables is
+    read (fdl.cli._learn) from an address that refuses at once, and the check for newer
+    releases (fdl.cli._newer) is off; the tests of both set their own."""
+    monkeypatch.setenv("FDL_PYPI_URL", "http://127.0.0.1:9/pypi")
+    monkeypatch.setenv("FDL_COMPAT_MAX_AGE_DAYS", "0")
+
+
+@pytest.fixture(autouse=True)
 def _process_defaults_restored():
     """Every test leaves the process-wide runner and engine as it found them (a test that
     installs a fake one cannot leak it into the next test of the same worker)."""

@@ -81,11 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, _terminate),
         )
         try:
-            if name in BUILTINS and not _project_command_wins(session, name, tail):
-                return _run_builtin(name, tail, session)
-            from fdl.cli._project import run_project_command
-
-            return run_project_command(session, name, tail)
+            return _run_learning(session, name, tail)
         finally:
             signal.signal(signal.SIGINT, previous[0])
             signal.signal(signal.SIGTERM, previous[1])
@@ -325,6 +321,23 @@ def _plain_usage(argument: Any) -> None:
         return text if usage else str(argument.metavar)
 
     argument.make_metavar = make_metavar
+
+
+def _run_learning(session: Session, name: str, tail: list[str]) -> int:
+    """The command; one that names a torch release newer than the tables reads it from
+    PyPI and runs again (:mod:`fdl.cli._learn`)."""
+    from fdl.cli._learn import pypi_url, with_learning
+
+    def run() -> int:
+        if name in BUILTINS and not _project_command_wins(session, name, tail):
+            return _run_builtin(name, tail, session)
+        from fdl.cli._project import run_project_command
+
+        return run_project_command(session, name, tail)
+
+    return with_learning(
+        run, session.console, pypi=pypi_url(session.environ), dry_run="--dry-run" in tail
+    )
 
 
 def _run_builtin(name: str, tail: list[str], session: Session) -> int:

@@ -86,6 +86,7 @@ from fdl.compat.frameworks import (
 from fdl.compat.gpus import capability_from_name
 from fdl.compat.pytorch import (
     BuildConstraints,
+    NewerRelease,
     Observation,
     Release,
     SourceRequirements,
@@ -106,6 +107,7 @@ from fdl.compat.pytorch import (
     releases_that_build,
     resolve_torch_version,
     source_requirements,
+    tables_reviewed,
     tested_cuda,
     variant_targets,
     wheel_variant_problem,
@@ -135,6 +137,7 @@ __all__ = [
     "HostCompilers",
     "Kind",
     "Match",
+    "NewerRelease",
     "Observation",
     "PtxJitFloor",
     "Release",
@@ -207,6 +210,7 @@ __all__ = [
     "runtime_libraries",
     "source_requirements",
     "switch_costs",
+    "tables_reviewed",
     "tested_cuda",
     "toolkit",
     "toolkits",

@@ -7,7 +7,7 @@ build runs on these GPUs" with the reason, and says so when none does (sm_61 + s
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BuildConstraints",
+    "NewerRelease",
     "Observation",
     "Release",
     "SourceRequirements",
@@ -47,6 +48,7 @@ __all__ = [
     "releases_that_build",
     "resolve_torch_version",
     "source_requirements",
+    "tables_reviewed",
     "tested_cuda",
     "variant_targets",
     "wheel_variant_problem",
@@ -58,6 +60,17 @@ X86 = "linux-x86_64"
 FORMS = ("archive", "wheel")
 # Platforms whose builds are the `releases` entries (the libtorch zips' variant names).
 _X86_LIKE = (X86, "windows-x86_64")
+
+
+class NewerRelease(UsageError):
+    """A torch release newer than the reviewed tables whose facts fdl has not read: all of
+    them (``archs`` False), or the archs of its official build only (read from METADATA,
+    ``archs`` True). The tables refuse; a command may read them and plan again."""
+
+    def __init__(self, message: str, *, hint: str, version: str, archs: bool = False) -> None:
+        super().__init__(message, hint=hint)
+        self.version = version
+        self.archs = archs
 
 
 @dataclass(frozen=True)
@@ -85,6 +98,8 @@ class Variant:
             and/or ``wheel`` (the torch wheel of download.pytorch.org/whl/<name>).
         patches: The patch releases that have it, when not every one of the release
             does (cu129 of 2.9: 2.9.1 only); empty: all.
+        archs_unread: A release newer than the tables read from its METADATA only: its
+            archs are not known until its ``libtorch_cuda.so`` is streamed.
     """
 
     release: str
@@ -96,13 +111,26 @@ class Variant:
     observed: tuple[Observation, ...] = ()
     forms: tuple[str, ...] = FORMS
     patches: tuple[str, ...] = ()
+    archs_unread: bool = False
 
     @property
     def is_cpu(self) -> bool:
         return self.cuda is None
 
     def targets_for(self, version: str) -> ArchList:
-        """What the binary of ``version`` contains: observed if known, else documented."""
+        """What the binary of ``version`` contains: observed if known, else documented.
+
+        Raises:
+            NewerRelease: a release read from its METADATA only (its archs are not known).
+        """
+        if self.archs_unread:
+            raise NewerRelease(
+                f"the archs of torch {version}'s official {self.name} build are not known: "
+                "its facts were read from its wheel's METADATA only",
+                hint=f"read them (about 360 MB, once): python -m fdl.refresh learn {version}",
+                version=version,
+                archs=True,
+            )
         for observation in self.observed:
             if observation.version == version:
                 return observation.targets
@@ -323,14 +351,15 @@ def release(version: str | None = None) -> Release:
         if learned is not None:
             return learned
         # Newer than the tables and not read from its artefacts: say so, rather than guess
-        # its CUDA builds and archs.
-        raise UsageError(
+        # its CUDA builds and archs (a command may read them and ask again).
+        raise NewerRelease(
             f"PyTorch {version} is newer than fdl's compatibility tables, which end at "
             f"{newest.latest}: fdl cannot tell which CUDA builds, archs and build rules it has",
             hint=(
                 f"use --torch {newest.latest}, or read {version}'s facts from its own wheels "
                 f"on PyPI: python -m fdl.refresh learn {version}"
             ),
+            version=version,
         )
     raise UsageError(f"unknown PyTorch version {version!r}", hint=f"known releases: {known}")
 
@@ -372,13 +401,16 @@ def learned_release(version: str) -> Release | None:
                 str(source["python_min"]),
                 False,
             ),
-            variants=tuple(_variant(minor, v) for v in entry["variants"]),
+            variants=tuple(
+                replace(_variant(minor, v), archs_unread=v.get("archs_read") is False)
+                for v in entry["variants"]
+            ),
             patches_verified=False,
             others=_platform_variants(minor),
             provenance=(
                 f"torch {minor}'s facts were read from its artefacts ({entry['read_from']}) on "
-                f"{entry['read_on']} by python -m fdl.refresh learn, not from fdl's reviewed "
-                "tables"
+                f"{entry['read_on']} by {entry.get('read_by', 'python -m fdl.refresh learn')}, "
+                "not from fdl's reviewed tables"
             ),
         )
     except (ValueError, KeyError, TypeError, CompatDataError) as exc:
@@ -392,6 +424,15 @@ def learned_release(version: str) -> Release | None:
             hint=f"read them again: python -m fdl.refresh learn {version}",
         )
     return learned
+
+
+def tables_reviewed() -> str:
+    """The date (``2026-11-28``) the release tables were last checked against PyPI
+    (``reviewed:`` of pytorch.yaml, kept by ``python -m fdl.refresh --write``)."""
+    reviewed = load_table("pytorch").get("reviewed")
+    if reviewed is None:
+        raise CompatDataError("pytorch.yaml: the `reviewed` date is missing")
+    return str(reviewed)
 
 
 def resolve_torch_version(version: str | None = None) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fdl.compat import resolve_torch_version
+from fdl.compat import NewerRelease, resolve_torch_version
 from fdl.errors import ManifestError, UsageError
 from fdl.libtorch._framework_files import CHECK_KEY, FrameworkPin, detect_framework
 from fdl.manifest import Manifest
@@ -139,6 +139,11 @@ def framework_torch(manifest: Manifest | None, directory: Path | None = None) ->
 def _full(wanted: str, manifest: Manifest | None) -> str:
     try:
         return resolve_torch_version(wanted)
+    except NewerRelease as exc:
+        # the command reads the release at run time (fdl.cli._learn) and plans again
+        if manifest is not None:
+            exc.location = manifest.error("libtorch.torch", exc.message).location
+        raise
     except UsageError as exc:
         if manifest is None:
             raise

@@ -17,16 +17,22 @@ from fdl.net._transport import Fatal, Transient, default_user_agent, open_transp
 __all__ = ["fetch_range", "read_range"]
 
 
-def read_range(url: str, start: int, length: int | None = None) -> tuple[bytes, int]:
+def read_range(
+    url: str, start: int, length: int | None = None, *, timeout: float | None = None
+) -> tuple[bytes, int]:
     """``length`` bytes of ``url`` from ``start`` (to the end when None), and the file's
-    total size. ``start`` may be negative: that many bytes before the end.
+    total size. ``start`` may be negative: that many bytes before the end. ``timeout``:
+    seconds to connect and between two reads (default 15 and 120).
 
     Raises:
         NetworkError: the server cannot be reached, refuses, or ignores the range.
     """
     deadline = net_deadline()
+    connect, between = (timeout, timeout) if timeout is not None else (15.0, 120.0)
     transport = open_transport(
-        url, user_agent=default_user_agent(), timeout=(min(15.0, deadline), min(120.0, deadline))
+        url,
+        user_agent=default_user_agent(),
+        timeout=(min(connect, deadline), min(between, deadline)),
     )
     try:
         if start < 0:

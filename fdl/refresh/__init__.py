@@ -25,6 +25,7 @@ output; the downloads and the program runs go through ``fdl.runner``.
 
 from __future__ import annotations
 
+from fdl.refresh._learn import Learned, learn_release, newest_release
 from fdl.refresh._toolkits import (
     Derived,
     Drift,
@@ -38,8 +39,11 @@ from fdl.refresh._toolkits import (
 __all__ = [
     "Derived",
     "Drift",
+    "Learned",
     "derive_toolkit",
     "drift",
+    "learn_release",
+    "newest_release",
     "nvcc_wheel_requirement",
     "parse_host_limits",
     "parse_ptxas_archs",

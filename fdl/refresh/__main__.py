@@ -179,13 +179,12 @@ def _learn(args: argparse.Namespace) -> int:
     """Read a release newer than the tables from its wheels on PyPI and keep its facts in
     fdl's cache, where the planners find them, labelled as read from artefacts."""
     import datetime
-    import time
 
-    from fdl._files import atomic_write_text
-    from fdl.compat import learned_path, release, releases, version_key
-    from fdl.errors import FdlError, UsageError
+    from fdl.compat import release, releases, version_key
+    from fdl.errors import FdlError, NetworkError, UsageError
     from fdl.net import read_range
-    from fdl.refresh._release import PYPI, learned_entry, minor_of, published, read_release
+    from fdl.refresh._learn import learn_release
+    from fdl.refresh._release import PYPI
 
     version = str(args.version)
     try:
@@ -206,34 +205,15 @@ def _learn(args: argparse.Namespace) -> int:
             f"torch {version} is in fdl's reviewed tables (torch {known.version}): nothing to read"
         )
         return 0
-    pypi = (args.pypi or PYPI).rstrip("/")
-    read_bytes = 0
-
-    def counted(url: str, start: int, length: int | None) -> tuple[bytes, int]:
-        nonlocal read_bytes
-        data, total = read_range(url, start, length)
-        read_bytes += len(data)
-        return data, total
-
-    started = time.monotonic()
     try:
-        raw, _ = counted(f"{pypi}/torch/json", 0, None)
-        project = json.loads(raw)
-        items = [
-            p
-            for p in published(project, "torch", f"{pypi}/torch/json")
-            if minor_of(p.version) == minor_of(version)
-            and (len(key) < 3 or version_key(p.version) <= key[:3])
-        ]
-        if not items or (len(key) >= 3 and version_key(items[-1].version) != key[:3]):
-            print(
-                f"PyPI has no final torch {version} ({pypi}/torch/json)",
-                file=sys.stderr,
-            )
-            print(f"  fix: use --torch {newest.latest}, or a release PyPI has", file=sys.stderr)
-            return 2
-        facts = read_release(project, items, counted, pypi=pypi, device_code=not args.metadata_only)
-    except FdlError as exc:
+        learned = learn_release(
+            version,
+            read_range,
+            today=datetime.date.today().isoformat(),
+            pypi=args.pypi or PYPI,
+            device_code=not args.metadata_only,
+        )
+    except NetworkError as exc:
         print(f"cannot read torch {version} from PyPI: {exc.message}", file=sys.stderr)
         print(
             f"  fdl's tables end at {newest.latest}; without its facts, torch {version} "
@@ -241,33 +221,37 @@ def _learn(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return exc.exit_code
-    if facts is None:
-        print(f"torch {version} has no CPython manylinux x86_64 wheel on PyPI", file=sys.stderr)
-        return 2
-    today = datetime.date.today().isoformat()
-    entry = learned_entry(facts, newest, today)
-    path = learned_path(version)
-    atomic_write_text(path, json.dumps(entry, indent=2) + "\n")
-    learned = release(version)
-    seconds = round(time.monotonic() - started, 1)
+    except FdlError as exc:
+        print(exc.message, file=sys.stderr)
+        if exc.hint:
+            print(f"  fix: {exc.hint}", file=sys.stderr)
+        return exc.exit_code
+    entry, path = learned.entry, learned.path
     if args.json:
         print(
             json.dumps(
-                {**entry, "cache": str(path), "bytes_read": read_bytes, "seconds": seconds},
+                {
+                    **entry,
+                    "cache": str(path),
+                    "bytes_read": learned.bytes_read,
+                    "seconds": learned.seconds,
+                },
                 indent=2,
             )
         )
         return 0
-    default = next(v for v in learned.variants if v.default)
-    print(f"{learned.provenance}.")
+    kept = release(version)
+    default = next(v for v in kept.variants if v.default)
+    archs = "not read" if default.archs_unread else default.targets.torch_cuda_arch_list() or "none"
+    print(f"{kept.provenance}.")
     print(
-        f"  torch {', '.join(learned.patches)}: {default.name} (CUDA {default.cuda or 'none'}, "
-        f"cuDNN {default.cudnn or 'none'}), archs {default.targets.torch_cuda_arch_list() or 'none'}, "
-        f"Python >= {learned.source.python_min}"
+        f"  torch {', '.join(kept.patches)}: {default.name} (CUDA {default.cuda or 'none'}, "
+        f"cuDNN {default.cudnn or 'none'}), archs {archs}, "
+        f"Python >= {kept.source.python_min}"
     )
     for note in entry["notes"]:
         print(f"  {note}")
-    print(f"  kept in {path} ({read_bytes / 1e6:.1f} MB read in {seconds} s)")
+    print(f"  kept in {path} ({learned.bytes_read / 1e6:.1f} MB read in {learned.seconds} s)")
     return 0
 
 

@@ -13,6 +13,7 @@ comment, and the result is a unified diff of the tables (:mod:`fdl.refresh._patc
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -150,6 +151,11 @@ def refresh_tables(
         today,
         derive,
     )
+    if any(edited[name] != texts[name] for name in texts):
+        # the diff is the review: the date it was made is the tables' `reviewed:`
+        edited["pytorch.yaml"] = re.sub(
+            r'(?m)^reviewed: "[0-9-]+"$', f'reviewed: "{today}"', edited["pytorch.yaml"], count=1
+        )
     result.texts = {name: (texts[name], edited[name]) for name in texts}
     result.seconds = round(time.monotonic() - started, 2)
     return result

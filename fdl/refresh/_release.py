@@ -285,6 +285,17 @@ def learned_entry(facts: ReleaseFacts, previous: Any, today: str) -> dict[str, A
     """The release as fdl's cache keeps it for :func:`fdl.compat.release`: a table row
     with when and where it was read."""
     row, notes = _notes(facts, previous)
+    if facts.archs is None and row.get("cuda"):
+        # Not streamed: a plan that checks GPUs against them reads them first, rather
+        # than plan with the previous release's.
+        del row["archs"]
+        row["archs_read"] = False
+        notes = [
+            "Archs: not read (METADATA only); a plan that needs them streams them first."
+            if n.startswith("Archs: ")
+            else n
+            for n in notes
+        ]
     notes.append(
         "Its LibTorch archives are taken to exist as for every release in the tables "
         "(download.pytorch.org was not read); only the PyPI build's variant is known."

@@ -137,7 +137,6 @@ def test_explicit_cuda_and_torch(fdl, machine) -> None:
     [
         (["--cpu", "--cuda", "12.8"], "mutually exclusive"),
         (["--cuda", "11.8"], "has no official cu118 build"),
-        (["--torch", "9.9"], "newer than fdl's compatibility tables"),
         (["--torch", "1.13"], "unknown PyTorch version"),
         (["--name", "../evil"], "invalid libtorch variant name"),
     ],
@@ -146,6 +145,13 @@ def test_download_usage_errors(fdl, machine, args, message) -> None:
     result = fdl("libtorch", "download", "--dry-run", *args)
     assert result.exit_code == 2
     assert message in result.stderr
+
+
+def test_download_of_a_release_newer_than_the_tables_offline(fdl, machine) -> None:
+    result = fdl("libtorch", "download", "--dry-run", "--torch", "9.9")  # PyPI refuses
+    assert result.exit_code == 5, result.output
+    assert "newer than fdl's compatibility tables" in result.stderr
+    assert "cannot be read from PyPI" in result.stderr
 
 
 def test_mirror_from_environment_and_manifest(fdl, machine) -> None:

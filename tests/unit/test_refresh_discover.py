@@ -110,6 +110,21 @@ def test_the_drift_becomes_a_minimal_diff_with_a_source_per_row(pypi: FaultyServ
     assert done.bytes_read > 0
 
 
+def test_a_diff_dates_the_review(pypi: FaultyServer) -> None:
+    """The tables' ``reviewed:`` date (what `$FDL_COMPAT_MAX_AGE_DAYS` counts from) is the
+    day of the diff that changed them."""
+    done = refresh_tables(
+        read_range,
+        data_dir() / "compat",
+        pypi=pypi.url("/pypi"),
+        today="2027-01-05",
+        derive=_derive,
+        device_code=False,
+    )
+    assert '+reviewed: "2027-01-05"' in done.diff()
+    assert yaml.safe_load(done.texts["pytorch.yaml"][1])["reviewed"] == "2027-01-05"
+
+
 def test_the_diff_applies_to_the_checkout(pypi: FaultyServer, tmp_path: Path) -> None:
     """What the workflow reviews: ``git apply`` takes the diff as it is printed."""
     done = refresh_tables(

@@ -86,3 +86,19 @@ def test_a_damaged_cache_file_is_named_with_the_fix(cache: Path) -> None:
         release("2.16")
     assert str(path) in damaged.value.message
     assert damaged.value.hint == "read them again: python -m fdl.refresh learn 2.16"
+
+
+def test_metadata_only_facts_refuse_their_archs_rather_than_guess(
+    pypi: FaultyServer, cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fdl.compat import NewerRelease
+
+    assert main(["learn", "2.16.0", "--metadata-only", "--pypi", pypi.url("/pypi")]) == 0
+    assert "archs not read" in capsys.readouterr().out
+    default = next(v for v in release("2.16.0").variants if v.default)
+    with pytest.raises(NewerRelease) as unread:
+        default.targets_for("2.16.0")
+    assert unread.value.archs and unread.value.version == "2.16.0"
+    assert "python -m fdl.refresh learn 2.16.0" in str(unread.value.hint)
+    # no GPU to check: the CPU build is chosen without them
+    assert select_variant([], torch="2.16.0").variant == "cpu"

@@ -295,7 +295,9 @@ def _ask(
     if not as_json:
         used = ", ".join(f"--{key} {DEFAULTS[key]}" for key in open_questions)
         why = "--yes" if yes else "no terminal to ask"
-        session.console.note(f"using the defaults {used} ({why}; pass them to choose)")
+        session.console.note(
+            f"using the defaults {used} ({why}; pass them to choose)", once_key="init-defaults"
+        )
 
 
 def _shown(directory: Path, cwd: Path) -> str:

@@ -221,6 +221,8 @@ def download(
 
     Example: fdl libtorch download --cuda 12.6 --torch 2.13
     """
+    from fdl.cli._learn import pypi_url
+    from fdl.cli._newer import newer_release_note
     from fdl.libtorch import check_download_target, plan_download, run_download, select_variant
     from fdl.system import detect_gpus
 
@@ -229,11 +231,14 @@ def download(
     context = session.libtorch_context()
     settings = session.libtorch_settings()
     report = detect_gpus()
+    wanted = settings.torch_for(torch)
+    if wanted is None:  # fdl picks the newest release: say when PyPI has a newer one
+        newer_release_note(console, session.environ, pypi=pypi_url(session.environ))
     selection = select_variant(
         report.capabilities,
         cpu=cpu,
         cuda=cuda,
-        torch=settings.torch_for(torch),
+        torch=wanted,
         preferred=None if (cpu or cuda) else settings.variant,
         driver=report.driver,
         preferred_origin=settings.variant_origin,

@@ -59,11 +59,17 @@ def setup(
     context = session.libtorch_context()
     settings = session.libtorch_settings()
     report = detect_gpus()
+    wanted = settings.torch_for(torch)
+    if wanted is None:  # fdl picks the newest release: say when PyPI has a newer one
+        from fdl.cli._learn import pypi_url
+        from fdl.cli._newer import newer_release_note
+
+        newer_release_note(session.console, session.environ, pypi=pypi_url(session.environ))
     plan = plan_setup(
         context,
         report.capabilities,
         driver=report.driver,
-        torch=settings.torch_for(torch),
+        torch=wanted,
         preferred=settings.variant,
         preferred_origin=settings.variant_origin,
         from_wheel=from_wheel,

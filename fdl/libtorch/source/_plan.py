@@ -17,6 +17,7 @@ from fdl.compat import (
     CompatDataError,
     Kind,
     Match,
+    NewerRelease,
     SwitchCost,
     Target,
     build_constraints,
@@ -272,6 +273,10 @@ def _torch(request: BuildRequest, source: SourceFacts | None) -> str:
         )
     try:
         return resolve_torch_version(tree or wanted)
+    except NewerRelease as exc:
+        # the command reads the release at run time (fdl.cli._learn) and plans again
+        exc.location = located_error(request.torch, exc.message, exc.hint).location
+        raise
     except UsageError as exc:
         raise located_error(request.torch, exc.message, exc.hint) from None
 

@@ -215,7 +215,10 @@ class FromArchive:
             torch=plan.selection.torch_version,
             cuda=plan.selection.cuda,
             cudnn=variant.cudnn,
-            archs_requested=variant.targets_for(plan.selection.torch_version).codes(),
+            # a release read from its METADATA only: its archs are unknown (not guessed)
+            archs_requested=[]
+            if variant.archs_unread
+            else variant.targets_for(plan.selection.torch_version).codes(),
             abi="cxx11",
             source={
                 "kind": "download",

@@ -1,0 +1,110 @@
+"""Tables older than $FDL_COMPAT_MAX_AGE_DAYS and PyPI (a fake one on loopback) has a newer
+torch: a command that picks the newest release itself says so, keeps its plan on the
+tables, asks PyPI at most once a day; offline, no error and no wait beyond the timeouts
+(about 3 s)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from fdl.cli import _newer
+from fdl.compat import releases, tables_reviewed
+from tests.support.fake_pypi import publish
+from tests.support.faulty_http import FaultyServer
+
+REVIEWED = datetime.date.fromisoformat(tables_reviewed())
+
+
+@pytest.fixture
+def pypi() -> Iterator[FaultyServer]:
+    with FaultyServer() as server:
+        publish(server)
+        yield server
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch):
+    """The day the command runs on, as days after the tables' review."""
+
+    class Clock:
+        days = 40
+
+    monkeypatch.setattr(_newer, "_today", lambda: REVIEWED + datetime.timedelta(Clock.days))
+    return Clock
+
+
+@pytest.fixture
+def fdl(run_fdl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pypi: FaultyServer):
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("FDL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("FDL_COMPAT_MAX_AGE_DAYS", raising=False)
+
+    class Machine:
+        env: ClassVar[dict[str, str]] = {
+            "FDL_HOME": str(tmp_path / "home"),
+            "FDL_CACHE_DIR": str(tmp_path / "cache"),
+            "FDL_PYPI_URL": pypi.url("/pypi"),
+            "FDL_NVML": "0",
+            "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}",  # no nvidia-smi
+        }
+
+    def invoke(*args: str, env: dict[str, str] | None = None):
+        return run_fdl(list(args), cwd=work, env={**Machine.env, **(env or {})})
+
+    return invoke
+
+
+LATEST = releases()[-1].latest
+
+
+def test_stale_tables_and_a_newer_release_on_pypi_are_said_once_a_day(
+    fdl, clock, pypi: FaultyServer
+) -> None:
+    result = fdl("libtorch", "download", "--cpu", "--dry-run", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["torch"] == LATEST  # the plan stays on the tables
+    note = result.stderr
+    assert f"reviewed on {REVIEWED} (40 days ago) and PyPI has torch 2.16.0" in note
+    assert "--torch 2.16.0" in note and "FDL_COMPAT_MAX_AGE_DAYS=0" in note
+    assert len(pypi.requests_to("/pypi/torch/json")) == 1
+    again = fdl("libtorch", "download", "--cpu", "--dry-run")
+    assert "PyPI has torch 2.16.0" in again.stderr
+    assert len(pypi.requests_to("/pypi/torch/json")) == 1  # the day's answer was kept
+    clock.days = 41
+    fdl("libtorch", "download", "--cpu", "--dry-run")
+    assert len(pypi.requests_to("/pypi/torch/json")) == 2  # a new day: asked again
+
+
+def test_a_named_release_fresh_tables_or_the_check_off_ask_nothing(
+    fdl, clock, pypi: FaultyServer
+) -> None:
+    named = fdl("libtorch", "download", "--cpu", "--torch", LATEST, "--dry-run")
+    assert named.exit_code == 0 and "PyPI has" not in named.stderr
+    off = fdl("libtorch", "download", "--cpu", "--dry-run", env={"FDL_COMPAT_MAX_AGE_DAYS": "0"})
+    assert off.exit_code == 0 and "PyPI has" not in off.stderr
+    clock.days = 30
+    fresh = fdl("libtorch", "download", "--cpu", "--dry-run")
+    assert fresh.exit_code == 0 and "PyPI has" not in fresh.stderr
+    assert pypi.requests_to("/pypi/torch/json") == []
+    bad = fdl("libtorch", "download", "--cpu", "--dry-run", env={"FDL_COMPAT_MAX_AGE_DAYS": "x"})
+    assert bad.exit_code == 2 and "FDL_COMPAT_MAX_AGE_DAYS='x'" in bad.stderr
+
+
+def test_offline_no_error_no_wait_and_not_asked_again_that_day(fdl, clock) -> None:
+    offline = {"FDL_PYPI_URL": "http://127.0.0.1:9/pypi"}
+    started = time.monotonic()
+    result = fdl("setup", "--dry-run", env=offline)
+    assert result.exit_code == 0, result.output
+    assert "PyPI has" not in result.stderr and "Traceback" not in result.output
+    assert time.monotonic() - started < _newer.TIMEOUT_S + 10
+    kept = json.loads((Path(os.environ["FDL_CACHE_DIR"]) / "compat" / "pypi-torch.json").read_text())
+    assert kept["newest"] is None and kept["checked_on"] == str(REVIEWED + datetime.timedelta(40))
