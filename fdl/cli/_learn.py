@@ -14,13 +14,15 @@ once per cache. Offline, the refusal stays (exit 5), bounded by fdl's network ti
 
 from __future__ import annotations
 
-import datetime
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
-
 from fdl.errors import NetworkError, UsageError
 
+# Every command but the fast ones passes through here: nothing is imported for it until
+# a command meets a newer release (start-up time, bench/cli_latency.py).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import datetime
+    from collections.abc import Callable, Mapping
+
     from fdl.cli._console import Console
     from fdl.compat import NewerRelease
 
@@ -41,7 +43,7 @@ def with_learning(
     *,
     pypi: str,
     dry_run: bool,
-    today: Callable[[], datetime.date] = datetime.date.today,
+    today: Callable[[], datetime.date] | None = None,
 ) -> int:
     """``run()``; when it meets a release newer than the tables, read what it lacks and run
     it again (each release's METADATA and archs at most once an invocation).
@@ -51,19 +53,25 @@ def with_learning(
         NetworkError: PyPI cannot be read (the refusal, exit 5).
         UsageError: PyPI has no such release.
     """
-    from fdl.compat import NewerRelease
-
     tried: set[tuple[str, bool]] = set()
     while True:
         try:
             return run()
-        except NewerRelease as error:
+        except UsageError as error:
+            from fdl.compat import NewerRelease  # loaded already when one was raised
+
+            if not isinstance(error, NewerRelease):
+                raise
             step = (error.version, error.archs)
             if step in tried:
                 raise
             if error.archs and dry_run:
                 raise _dry_run_refusal(error) from None
             tried.add(step)
+            if today is None:
+                import datetime
+
+                today = datetime.date.today
             _learn(console, error, pypi=pypi, today=today().isoformat())
 
 
