@@ -135,3 +135,48 @@ def test_version_reads_no_manifest(tmp_path: Path) -> None:
     )
     assert proc.stdout.startswith("fdl "), proc.stderr
     assert "MANIFEST=False" in proc.stderr
+
+
+GC_PROBE = """
+import gc, sys
+from fdl.cli import main
+before = (gc.isenabled(), gc.get_freeze_count())
+main(sys.argv[1:])
+print("IN-PROCESS", before == (gc.isenabled(), gc.get_freeze_count()), file=sys.stderr)
+"""
+OWN_PROCESS_PROBE = """
+import gc, sys, atexit
+from fdl import cli
+seen = []
+real = cli._main
+def spy(args, *, own_process):
+    seen.append(gc.isenabled())
+    code = real(args, own_process=own_process)
+    seen.append(gc.isenabled())
+    return code
+cli._main = spy
+code = cli.main()
+print("OWN", seen, gc.get_freeze_count() > 0, file=sys.stderr)
+raise SystemExit(code)
+"""
+
+
+@pytest.mark.parametrize("args", [["config", "show"], ["run", "--help"]])
+def test_a_caller_keeps_its_garbage_collector(tmp_path: Path, args: list[str]) -> None:
+    """main(argv) in a caller's process leaves its collector as it was; fdl's own process
+    (argv from sys.argv) runs the short answers without it and turns it on for commands
+    that may run long."""
+    project = tmp_path / "p"
+    shutil.copytree(FIXTURE, project)
+    env = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
+    inside = subprocess.run(
+        [sys.executable, "-c", GC_PROBE, *args], cwd=project, env=env, capture_output=True,
+        text=True, check=False,
+    )  # fmt: skip
+    assert "IN-PROCESS True" in inside.stderr, inside.stderr
+    own = subprocess.run(
+        [sys.executable, "-c", OWN_PROCESS_PROBE, *args], cwd=project, env=env,
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    long_running = args[0] == "run"
+    assert f"OWN [False, {long_running}] True" in own.stderr, own.stderr
