@@ -1,60 +1,124 @@
-"""Start-up latency of the CLI against the bare interpreter.
+"""Start-up latency of the CLI against the bare interpreter and floDl's own CLI, in one run.
 
-Median wall time of `fdl --version`, `fdl --help` and `fdl config show` (on
-the 3-layer example: base + inherited file + overlay) compared with
-`python -c pass` on the same interpreter. Target: `config show` within 4x.
+Every command below runs once per round, in an order rotated per round, beside
+`python -c pass` on the same interpreter (so a busy machine slows all of them alike);
+the tables give the median and range of the rounds (wall time) and the median CPU time
+(user + system, which the machine's load disturbs less). Goals (issue 36):
 
-    python bench/cli_latency.py [--runs 30] [--fdl PATH-TO-fdl-SCRIPT] [--no-reference]
+- `fdl config show` and `fdl --help` at most 3x Python's start, `fdl version` at most 2x;
+- `fdl config explain` at most 1.5x `fdl config show`, on the 3-layer example and, with
+  `--large`, on a manifest of 10,000 commands over 20 layers (written by
+  bench/manifest_scale.py's generator).
 
-Then fdl against floDl's own CLI (flodl-cli 0.5.3, a Rust binary, built once by
-scripts/setup-reference-cli.sh into the tests' cache) in one interleaved run on floDl
-0.5.3's manifests (tests/fixtures/flodl-0.5.3) with two libtorch variants: each round runs
-every command of both once, in an order rotated per round; the table gives the median and
-the range of the rounds (wall time), and the median CPU time (user + system, which the
-machine's load disturbs less).
+fdl runs as users run it: its console script (which imports `re` itself), byte-code
+written. The example is tests/fixtures/manifest-project (base + inherited file + overlay,
+a nested manifest). floDl's CLI (flodl-cli 0.5.3, a Rust binary, built once by
+scripts/setup-reference-cli.sh into the tests' cache) answers the same questions on floDl
+0.5.3's manifests (tests/fixtures/flodl-0.5.3) with two libtorch variants.
+
+fdl reads an unchanged manifest from its parse cache (fdl.manifest._parsed); the first
+run after an edit parses it with PyYAML: the `first run after an edit` rows measure that
+(the cache turned off).
+
+    python bench/cli_latency.py [--runs 30] [--fdl PATH-TO-fdl] [--no-reference] [--large]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import REPO, median_ms, print_table, wall_times
+from _common import REPO, median_ms, print_table
 
-# (what, fdl's arguments, floDl's arguments): the same question to both CLIs
+# (label, project, fdl's arguments, floDl's arguments or None, extra environment)
+EXAMPLE = [
+    ("--version", "example", ["--version"], None, {}),
+    ("version", "example", ["version"], None, {}),
+    ("--help", "example", ["--help"], None, {}),
+    ("config show", "example", ["--env", "ci", "config", "show"], None, {}),
+    ("config show --json", "example", ["--env", "ci", "config", "show", "--json"], None, {}),
+    ("config explain", "example", ["--env", "ci", "config", "explain"], None, {}),
+    (
+        "config show, first run after an edit",
+        "example",
+        ["--env", "ci", "config", "show"],
+        None,
+        {"FDL_MANIFEST_CACHE": "0"},
+    ),
+    (
+        "--help, first run after an edit",
+        "example",
+        ["--help"],
+        None,
+        {"FDL_MANIFEST_CACHE": "0"},
+    ),
+]
+# the same question to both CLIs, on floDl's manifests
 VERSUS = [
-    ("--version", ["--version"], ["--version"]),
-    ("--help (in a project)", ["--help"], ["--help"]),
-    ("config show", ["config", "show"], ["config", "show"]),
+    ("floDl: --version", "flodl", ["--version"], ["--version"], {}),
+    ("floDl: --help", "flodl", ["--help"], ["--help"], {}),
+    ("floDl: config show", "flodl", ["config", "show"], ["config", "show"], {}),
     # floDl's CLI has no dry run: its help of a run: command shows the command line
-    ("what `test` runs (fdl --dry-run, floDl --help)", ["test", "--dry-run"], ["test", "--help"]),
-    ("test --help", ["test", "--help"], ["test", "--help"]),
-    ("ddp-bench --help (schema, presets)", ["ddp-bench", "--help"], ["ddp-bench", "--help"]),
-    ("libtorch list", ["libtorch", "list"], ["libtorch", "list"]),
-    ("libtorch info", ["libtorch", "info"], ["libtorch", "info"]),
+    ("floDl: what `test` runs", "flodl", ["test", "--dry-run"], ["test", "--help"], {}),
+    ("floDl: test --help", "flodl", ["test", "--help"], ["test", "--help"], {}),
+    (
+        "floDl: ddp-bench --help (schema, presets)",
+        "flodl",
+        ["ddp-bench", "--help"],
+        ["ddp-bench", "--help"],
+        {},
+    ),
+    ("floDl: libtorch list", "flodl", ["libtorch", "list"], ["libtorch", "list"], {}),
+    ("floDl: libtorch info", "flodl", ["libtorch", "info"], ["libtorch", "info"], {}),
+]
+LARGE = [
+    ("10k commands x 20 layers: config show", "large", ["--env", "ci", "config", "show"], None, {}),
+    (
+        "10k commands x 20 layers: config explain",
+        "large",
+        ["--env", "ci", "config", "explain"],
+        None,
+        {},
+    ),
+]
+# (what, numerator row, denominator row, at most)
+GOALS = [
+    ("config show / python -c pass", "config show", "python -c pass", 3.0),
+    ("--help / python -c pass", "--help", "python -c pass", 3.0),
+    ("version / python -c pass", "version", "python -c pass", 2.0),
+    ("config explain / config show", "config explain", "config show", 1.5),
+    (
+        "10k x 20: config explain / config show",
+        "10k commands x 20 layers: config explain",
+        "10k commands x 20 layers: config show",
+        1.5,
+    ),
 ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
-    parser.add_argument(
-        "--fdl", help="the fdl console script (default: python -m fdl with this checkout)"
-    )
+    parser.add_argument("--fdl", help="the fdl console script (default: the one beside python)")
     parser.add_argument(
         "--no-reference", action="store_true", help="leave out floDl's CLI (no cargo build)"
+    )
+    parser.add_argument(
+        "--large", action="store_true", help="add the 10,000 commands x 20 layers manifest"
     )
     args = parser.parse_args()
 
     env = dict(os.environ, NO_COLOR="1")
-    # Measure what users get: byte-code caches written (pip compiles on install).
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # what users get: pip compiles on install
+    env.pop("FDL_MANIFEST_CACHE", None)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "fdl")], check=False)
     script = Path(args.fdl) if args.fdl else Path(sys.executable).parent / "fdl"
     if script.exists():
@@ -62,25 +126,96 @@ def main() -> None:
     else:
         env["PYTHONPATH"] = str(REPO)
         fdl = [sys.executable, "-m", "fdl"]
-    with tempfile.TemporaryDirectory() as tmp:
-        project = Path(tmp) / "project"
-        shutil.copytree(REPO / "tests" / "fixtures" / "manifest-project", project)
-        baseline = median_ms(wall_times([sys.executable, "-c", "pass"], runs=args.runs, env=env))
-        rows = [("python -c pass", f"{baseline:.1f}", "1.00x")]
-        for label, extra in [
-            ("fdl --version", ["--version"]),
-            ("fdl --help", ["--help"]),
-            ("fdl config show (3 layers)", ["--env", "ci", "config", "show"]),
-            ("fdl config show --json", ["--env", "ci", "config", "show", "--json"]),
-            ("fdl config explain", ["--env", "ci", "config", "explain"]),
-        ]:
-            ms = median_ms(wall_times([*fdl, *extra], runs=args.runs, cwd=project, env=env))
-            rows.append((label, f"{ms:.1f}", f"{ms / baseline:.2f}x"))
-    print(f"median of {args.runs} runs, interpreter {sys.executable}, fdl = {' '.join(fdl)}")
-    print_table(["command", "median ms", "vs python"], rows)
+    reference = None
     if not args.no_reference:
-        print()
-        versus(fdl, env, runs=args.runs)
+        sys.path.insert(0, str(REPO))
+        from tests.support.reference_cli import installed_reference
+
+        reference, problem = installed_reference()
+        if reference is None:
+            raise SystemExit(f"floDl's CLI is not available: {problem}")
+    rows = EXAMPLE + (VERSUS if reference is not None else []) + (LARGE if args.large else [])
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        home = root / "home"
+        home.mkdir()
+        # a cache of its own (the parse cache starts empty; the warm-up run fills it) and a
+        # HOME of its own (floDl's CLI writes its update-check state there, checks off);
+        # FDL_COMPOSE: fdl would ask the docker engine which compose to use for a dry run
+        env = dict(env, HOME=str(home), FDL_CACHE_DIR=str(root / "cache"),
+                   FDL_NO_UPDATE_CHECK="1", FDL_IN_CONTAINER="0",
+                   FDL_COMPOSE="docker compose")  # fmt: skip
+        projects = {"example": root / "example"}
+        shutil.copytree(REPO / "tests" / "fixtures" / "manifest-project", projects["example"])
+        if reference is not None:
+            projects["flodl"] = _flodl_project(root)
+        if args.large:
+            projects["large"] = _large_project(root)
+        runs = [("python -c pass", "example", [sys.executable, "-c", "pass"], {})]
+        for label, project, ours, theirs, extra in rows:
+            runs.append((label, project, [*fdl, *ours], extra))
+            if theirs is not None:
+                runs.append((f"{label} [floDl's CLI]", project, [str(reference), *theirs], {}))
+        wall, cpu = _measure(runs, projects, env, rounds=args.runs)
+    base = median_ms(wall["python -c pass"])
+    print(f"median (min-max) ms of {args.runs} interleaved rounds; interpreter {sys.executable}")
+    print(f"fdl = {' '.join(fdl)}; load average before: {os.getloadavg()[0]:.2f}")
+    table = []
+    for label, *_ in runs:
+        if label.endswith("[floDl's CLI]"):
+            continue
+        ours = median_ms(wall[label])
+        theirs = wall.get(f"{label} [floDl's CLI]")
+        table.append(
+            (label, _spread(wall[label]), f"{ours / base:.2f}x", f"{median_ms(cpu[label]):.1f}",
+             _spread(theirs) if theirs else "", f"{ours / median_ms(theirs):.0f}x" if theirs else "")
+        )  # fmt: skip
+    print_table(
+        ["command", "fdl ms", "vs python", "fdl CPU ms", "floDl's CLI ms", "fdl/floDl"], table
+    )
+    print()
+    goals = []
+    for what, top, bottom, most in GOALS:
+        if top not in wall or bottom not in wall:
+            continue
+        ratio = median_ms(wall[top]) / median_ms(wall[bottom])
+        by_cpu = median_ms(cpu[top]) / median_ms(cpu[bottom])
+        met = "met" if ratio <= most else "NOT met"
+        goals.append((what, f"{ratio:.2f}x", f"{by_cpu:.2f}x", f"<= {most:g}x", met))
+    print_table(["goal", "wall", "CPU", "at most", ""], goals)
+
+
+def _measure(
+    runs: list[tuple[str, str, list[str], dict[str, str]]],
+    projects: dict[str, Path],
+    env: dict[str, str],
+    *,
+    rounds: int,
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall and CPU seconds of each run, ``rounds`` times, rotated (after a warm-up run
+    that also checks each answers)."""
+    wall: dict[str, list[float]] = {label: [] for label, *_ in runs}
+    cpu: dict[str, list[float]] = {label: [] for label, *_ in runs}
+    for label, project, argv, extra in runs:
+        got = subprocess.run(
+            argv, cwd=projects[project], env={**env, **extra}, capture_output=True, check=False
+        )
+        if got.returncode != 0:
+            raise SystemExit(f"{label}: exit {got.returncode}: {got.stderr[-300:]!r}")
+    for round_ in range(rounds):
+        shift = round_ % len(runs)
+        for label, project, argv, extra in runs[shift:] + runs[:shift]:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            subprocess.run(
+                argv, cwd=projects[project], env={**env, **extra}, capture_output=True,
+                check=False,
+            )  # fmt: skip
+            wall[label].append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+            cpu[label].append(used)
+    return wall, cpu
 
 
 def _flodl_project(root: Path) -> Path:
@@ -101,62 +236,18 @@ def _flodl_project(root: Path) -> Path:
     return project
 
 
+def _large_project(root: Path) -> Path:
+    """10,000 commands over 20 layers (bench/manifest_scale.py's generator)."""
+    from manifest_scale import write_many_layers
+
+    project = root / "large"
+    project.mkdir()
+    write_many_layers(project, commands=10_000, layers=20)
+    return project
+
+
 def _spread(values: list[float]) -> str:
     return f"{median_ms(values):.1f} ({min(values) * 1000:.1f}-{max(values) * 1000:.1f})"
-
-
-def versus(fdl: list[str], env: dict[str, str], *, runs: int) -> None:
-    """fdl and floDl's CLI, interleaved: a table of medians and ranges."""
-    import resource
-    import time
-
-    sys.path.insert(0, str(REPO))
-    from tests.support.reference_cli import installed_reference
-
-    reference, problem = installed_reference()
-    if reference is None:
-        raise SystemExit(f"floDl's CLI is not available: {problem}")
-    with tempfile.TemporaryDirectory() as tmp:
-        project = _flodl_project(Path(tmp))
-        home = Path(tmp) / "home"
-        home.mkdir()
-        # HOME of its own: floDl's CLI writes its update-check state there (checks disabled);
-        # FDL_COMPOSE: fdl would ask the docker engine which compose to use for the dry run
-        env = dict(env, HOME=str(home), FDL_NO_UPDATE_CHECK="1", FDL_IN_CONTAINER="0",
-                   FDL_COMPOSE="docker compose")  # fmt: skip
-        sides = [(label, side, argv) for label, ours, theirs in VERSUS
-                 for side, argv in (("fdl", [*fdl, *ours]), ("floDl", [str(reference), *theirs]))]  # fmt: skip
-        times: dict[tuple[str, str], list[float]] = {(label, side): [] for label, side, _ in sides}
-        # CPU time (user + system) of each run too: wall time swings with the machine's load
-        cpu: dict[tuple[str, str], list[float]] = {(label, side): [] for label, side, _ in sides}
-        for label, side, argv in sides:  # warm-up, and both must answer
-            got = subprocess.run(argv, cwd=project, env=env, capture_output=True, check=False)
-            if got.returncode != 0:
-                raise SystemExit(f"{side} {label}: exit {got.returncode}: {got.stderr[-300:]!r}")
-        for round_ in range(runs):
-            shift = round_ % len(sides)
-            for label, side, argv in sides[shift:] + sides[:shift]:
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                start = time.perf_counter()
-                subprocess.run(argv, cwd=project, env=env, capture_output=True, check=False)
-                times[(label, side)].append(time.perf_counter() - start)
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
-                cpu[(label, side)].append(used)
-    print(
-        f"fdl against floDl's CLI ({reference}): median (min-max) ms of {runs} interleaved rounds"
-    )
-    rows = []
-    for label, _, _ in VERSUS:
-        ours, theirs = times[(label, "fdl")], times[(label, "floDl")]
-        ratio = median_ms(ours) / median_ms(theirs)
-        cpu_ours, cpu_theirs = cpu[(label, "fdl")], cpu[(label, "floDl")]
-        rows.append(
-            (label, _spread(ours), _spread(theirs), f"{ratio:.0f}x",
-             f"{median_ms(cpu_ours):.0f}", f"{median_ms(cpu_theirs):.1f}")
-        )  # fmt: skip
-    headers = ["command", "fdl ms", "floDl ms", "fdl / floDl", "fdl CPU ms", "floDl CPU ms"]
-    print_table(headers, rows)
 
 
 if __name__ == "__main__":
