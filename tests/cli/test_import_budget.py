@@ -1,0 +1,132 @@
+"""Start-up budget: the short answers import nothing heavy, and a failure names the line.
+
+`fdl version`, `--help` and `config show|explain` are what scripts, editors and people run
+most; bench/cli_latency.py measures them against Python's own start (goals: 2x, 3x, and
+explain within 1.5x show). Times are not asserted here (they vary with the machine); what
+makes them is: each module below costs milliseconds to import (measured on this project's
+CI machine; the comment says what), and none of them is needed to answer. The test runs
+each command in a fresh interpreter with an import hook that records which line of fdl
+imported each module, so a failure says "yaml, imported by fdl/manifest/render.py:19",
+not only that start-up got slower.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent.parent
+FIXTURE = REPO / "tests" / "fixtures" / "manifest-project"
+
+# module -> what it costs (ms, -X importtime on the CI machine) and why it is not needed
+HEAVY = {
+    "yaml": "13 ms: PyYAML's whole package; an unchanged manifest comes from the parse cache",
+    "typer": "50 ms: the short answers are parsed by fdl.cli itself",
+    "click": "25 ms: as typer",
+    "dataclasses": "11 ms (inspect, ast, dis): plain classes on the start-up path",
+    "typing": "4 ms: annotations only, under TYPE_CHECKING",
+    "inspect": "6 ms: pulled by dataclasses and typer",
+    "hashlib": "3.4 ms (OpenSSL): digests only where files are fetched",
+    "shutil": "3 ms (bz2, lzma): copies only where trees are copied",
+    "tempfile": "4 ms (random, shutil): atomic writes only where fdl writes",
+    "platformdirs": "9 ms: the cache directory's usual answer is computed directly",
+    "subprocess": "5 ms (selectors, threading): nothing is run",
+    "threading": "2 ms",
+    "datetime": "2 ms",
+    "shlex": "1 ms: only the resolver quotes",
+    "contextlib": "1 ms",
+    "requests": "80 ms: no network",
+    "docker": "100 ms: no engine",
+    "jinja2": "40 ms: no templates",
+    "fdl.compat": "tables: no libtorch planning",
+    "fdl.tasks._resolve": "the resolver (dataclasses): --help lists commands without it",
+}
+# json is fine where the answer is JSON, and in explain's text (a list value is shown as
+# JSON); the others have no use for it
+JSON = {"json": "2 ms: only --json answers and explain's values are JSON"}
+
+COMMANDS = [
+    (["version"], JSON),
+    (["--version"], JSON),
+    (["--help"], JSON),
+    (["--env", "ci", "config", "show"], JSON),
+    (["--env", "ci", "config", "show", "--json"], {}),
+    (["--env", "ci", "config", "explain"], {}),
+    (["config", "explain", "commands.test"], {}),
+]
+
+PROBE = r"""
+import sys, traceback
+REPO = sys.argv.pop(1)
+WATCHED = set(sys.argv.pop(1).split(","))
+seen = {}
+
+class Recorder:
+    def find_spec(self, name, path=None, target=None):
+        if name in WATCHED and name not in seen:
+            frames = [f for f in traceback.extract_stack()[:-1]
+                      if f.filename.startswith(REPO + "/fdl/")]
+            seen[name] = (
+                f"{frames[-1].filename[len(REPO) + 1:]}:{frames[-1].lineno}" if frames else "?"
+            )
+        return None
+
+sys.meta_path.insert(0, Recorder())
+import re  # the console script imports it before fdl (pip's and uv's both do)
+from fdl.cli import main
+code = main(sys.argv[1:])
+for name, where in sorted(seen.items()):
+    print(f"IMPORTED {name} {where}", file=sys.stderr)
+raise SystemExit(code)
+"""
+
+
+def _imported(project: Path, args: list[str], watched: dict[str, str]) -> dict[str, str]:
+    env = dict(
+        os.environ, PYTHONPATH=str(REPO), NO_COLOR="1", FDL_CACHE_DIR=str(project.parent / "cache")
+    )
+    env.pop("FDL_MANIFEST_CACHE", None)
+    argv = [sys.executable, "-c", PROBE, str(REPO), ",".join(watched), *args]
+    proc = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    lines = [line.split() for line in proc.stderr.splitlines() if line.startswith("IMPORTED ")]
+    return {name: where for _, name, where in lines}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 3-layer example (with a nested manifest), its parse cache filled by one run."""
+    root = tmp_path_factory.mktemp("budget") / "p"
+    shutil.copytree(FIXTURE, root)
+    _imported(root, ["--help"], {})
+    _imported(root, ["--env", "ci", "config", "show"], {})
+    return root
+
+
+@pytest.mark.parametrize(
+    ("args", "allowed_extra"), COMMANDS, ids=lambda a: " ".join(a) if isinstance(a, list) else ""
+)
+def test_short_answers_import_nothing_heavy(
+    project: Path, args: list[str], allowed_extra: dict[str, str]
+) -> None:
+    watched = {**HEAVY, **allowed_extra}
+    found = _imported(project, args, watched)
+    assert not found, "\n".join(
+        [f"`fdl {' '.join(args)}` imported modules its answer does not need:"]
+        + [
+            f"  {name}, imported by {where} (costs {watched[name]})"
+            for name, where in found.items()
+        ]
+    )
+
+
+def test_the_budget_names_the_line_that_broke_it(project: Path) -> None:
+    """The recorder itself: `config layers` is not a short answer (typer parses it), and the
+    recorder says which line of fdl imported typer."""
+    found = _imported(project, ["config", "layers"], HEAVY)
+    assert found.get("typer", "").startswith("fdl/cli/__init__.py:"), found
