@@ -51,6 +51,11 @@ _DIRECTORIES = {
     "smoke": ("smoke", "build trees of `fdl libtorch verify --cmake`"),
     "registry": ("registry", "blobs of interrupted `fdl libtorch pull`s (resumed by the next)"),
     "crates": ("crates", "crates the host's cargo vendored for `toolchain: host` image builds"),
+    "manifests": (
+        "manifest",
+        "parsed manifests, so an unchanged fdl.yml is read without the YAML parser "
+        "(at most 256 small files)",
+    ),
 }
 IMAGES = "fdl-libtorch*"
 _KEYED = re.compile(r"-[0-9a-f]{16}$")  # a shared image's content key (not a project's name)
