@@ -205,13 +205,22 @@ def _encode(tree: Node | None, source: str, layer: LayerKind, path: Path) -> obj
 
 
 def _keep(entry: Path, data: bytes) -> None:
-    """Write the entry (atomically, 0600); any failure only means no entry."""
-    from fdl.paths import own_cache_dir
+    """Write the entry (atomically, 0600); any failure only means no entry.
+
+    Only into fdl's own cache (the ``CACHEDIR.TAG`` fdl writes; a ``FDL_CACHE_DIR`` that
+    names a directory of the user's gets nothing) and a real directory, not a link.
+    """
+    import stat
+
+    from fdl.paths import is_own_cache, own_cache_dir
 
     temporary = entry.with_name(f".{entry.name}.{os.getpid()}")
     try:
-        own_cache_dir(entry.parent.parent)
+        if not is_own_cache(own_cache_dir(entry.parent.parent)):
+            return
         entry.parent.mkdir(mode=0o700, exist_ok=True)
+        if not stat.S_ISDIR(os.lstat(entry.parent).st_mode):
+            return
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
         handle = os.open(temporary, flags, 0o600)
         with open(handle, "wb") as stream:
@@ -223,12 +232,15 @@ def _keep(entry: Path, data: bytes) -> None:
 
 
 def _prune(directory: Path) -> None:
-    """Keep the newest :data:`MAX_ENTRIES` files (a temporary file a killed writer left
-    counts too, and goes first when it is the oldest)."""
+    """Keep the newest :data:`MAX_ENTRIES` entries (a temporary file a killed writer left
+    counts too, and goes first when it is the oldest); files of other names are left."""
+    import re
+
+    ours = re.compile(r"\.?[0-9a-f]{8}\.marshal(?:\.[0-9]+)?")
     entries = []
     with os.scandir(directory) as listing:
         for item in listing:
-            if item.is_file(follow_symlinks=False):
+            if ours.fullmatch(item.name) and item.is_file(follow_symlinks=False):
                 entries.append((item.stat(follow_symlinks=False).st_mtime_ns, item.path))
     if len(entries) <= MAX_ENTRIES:
         return

@@ -246,3 +246,52 @@ def test_an_unwritable_cache_only_means_no_entry(
     path.write_text("a: 1\n")
     tree = parse_file(path)
     assert isinstance(tree, MapNode) and tree.plain() == {"a": 1}
+
+
+def test_nothing_is_kept_in_a_directory_that_is_not_fdls_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FDL_CACHE_DIR pointed at a directory of the user's: no entry written, none pruned."""
+    mine = tmp_path / "mine"
+    (mine / "manifest").mkdir(parents=True)
+    keep = [mine / "manifest" / f"{number:08x}.marshal" for number in range(3)]
+    for file in keep:
+        file.write_text("the user's")
+    monkeypatch.setenv("FDL_CACHE_DIR", str(mine))
+    monkeypatch.setattr(parsed, "MAX_ENTRIES", 1)
+    path = tmp_path / "fdl.yml"
+    path.write_text("a: 1\n")
+    parse_file(path)
+    assert sorted(mine.rglob("*")) == sorted([mine / "manifest", *keep])
+
+
+def test_a_linked_entry_directory_is_not_written_through(cache: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cache.parent.mkdir(parents=True)
+    from fdl.paths import own_cache_dir
+
+    own_cache_dir(cache.parent)
+    cache.symlink_to(elsewhere)
+    path = tmp_path / "fdl.yml"
+    path.write_text("a: 1\n")
+    parse_file(path)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_pruning_leaves_files_of_other_names(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parsed, "MAX_ENTRIES", 1)
+    path = tmp_path / "fdl.yml"
+    path.write_text("a: 1\n")
+    parse_file(path)
+    other = cache / "notes.txt"
+    other.write_text("kept")
+    for number in range(3):
+        extra = tmp_path / f"q{number}" / "fdl.yml"
+        extra.parent.mkdir()
+        extra.write_text(f"b: {number}\n")
+        parse_file(extra)
+    assert other.read_text() == "kept"
+    assert len(list(cache.glob("*.marshal"))) == 1
