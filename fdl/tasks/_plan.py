@@ -10,11 +10,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fdl.errors import EnvironmentProblem, Location, ManifestError
 from fdl.manifest import Manifest
-from fdl.runner import Runner
 from fdl.tasks._compose import quote
 from fdl.tasks._compose_file import ComposeProject, container_path, find_compose_file, load_compose
 from fdl.tasks._docker import ComposeProgram, compose_program, in_container
@@ -30,6 +29,9 @@ from fdl.tasks._libtorch_env import (
     variant_exports,
 )
 from fdl.tasks._resolve import Kind, Resolution, locate
+
+if TYPE_CHECKING:
+    from fdl.runner import Runner  # a dry run never loads the runner
 
 __all__ = ["CommandPlan", "DockerWrap", "build_plan"]
 

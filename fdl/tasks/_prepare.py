@@ -6,10 +6,9 @@ import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fdl.manifest import Manifest
-from fdl.runner import Runner, default_runner
 from fdl.tasks._args import CommandSchema, check_args
 from fdl.tasks._compose import (
     ALL_ARGS,
@@ -36,6 +35,9 @@ from fdl.tasks._probe import (
     with_schema,
 )
 from fdl.tasks._resolve import Kind, Resolution, resolve
+
+if TYPE_CHECKING:
+    from fdl.runner import Runner  # a dry run never loads the runner
 
 __all__ = ["ARGS", "RUNNER_ARGS", "Composed", "Invocation", "compose_script", "prepare"]
 
@@ -209,6 +211,8 @@ def _prober(
         )
         plan = build_plan(asked, script, root=root, environ=environ, overlay=overlay, runner=runner)
         where = f" (in compose service {plan.docker.service})" if plan.docker else ""
+        from fdl.runner import default_runner
+
         run = runner or default_runner()
         # bounded: what the probe prints (deep JSON, an endless stream) and how long it
         # takes; `--help` waits briefly, then shows the inline schema with the note
