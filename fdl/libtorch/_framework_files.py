@@ -141,12 +141,12 @@ def detect_framework(directory: Path) -> tuple[FrameworkPin, ...]:
 
 
 def _from_lock(directory: Path) -> Iterator[FrameworkPin]:
-    from fdl import compat
-
     path = directory / "Cargo.lock"
     text = _read(path)
     if text is None:
         return
+    from fdl import compat
+
     data = _toml(path, text)
     listed = data.get("package")
     packages = [p for p in listed if isinstance(p, Mapping)] if isinstance(listed, list) else []
@@ -174,12 +174,12 @@ _DEP_TABLES = ("dependencies", "dev-dependencies", "build-dependencies")
 
 
 def _from_cargo_toml(directory: Path) -> Iterator[FrameworkPin]:
-    from fdl import compat
-
     path = directory / "Cargo.toml"
     text = _read(path)
     if text is None:
         return
+    from fdl import compat
+
     data = _toml(path, text)
     workspace = _table(data, "workspace")
     shared = _table(workspace, "package")

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from fdl.errors import EnvironmentProblem, Location, ManifestError
 from fdl.manifest import Manifest
 from fdl.tasks._compose import quote
-from fdl.tasks._compose_file import ComposeProject, container_path, find_compose_file, load_compose
 from fdl.tasks._docker import ComposeProgram, compose_program, in_container
 from fdl.tasks._env import EnvChange, apply_changes, export_line
 from fdl.tasks._framework_env import build_tools, framework_env
@@ -31,7 +30,9 @@ from fdl.tasks._libtorch_env import (
 from fdl.tasks._resolve import Kind, Resolution, locate
 
 if TYPE_CHECKING:
-    from fdl.runner import Runner  # a dry run never loads the runner
+    # a dry run never loads the runner; the compose file's reader only for docker:
+    from fdl.runner import Runner
+    from fdl.tasks._compose_file import ComposeProject
 
 __all__ = ["CommandPlan", "DockerWrap", "build_plan"]
 
@@ -155,6 +156,8 @@ def _mounted_libtorch(
     project: ComposeProject, service: str, state: LibtorchState
 ) -> tuple[str, Variant] | None:
     """Where the service sees a libtorch: an explicit mount first, else through a wider mount."""
+    from fdl.tasks._compose_file import container_path
+
     mounts = project.mounts.get(service, [])
     active = state.active
     for mount in mounts:
@@ -230,6 +233,8 @@ class _Planner:
     def docker(
         self, service: str, script: str, args: tuple[str, ...], state: LibtorchState
     ) -> tuple[tuple[str, ...], Path, list[EnvChange], DockerWrap]:
+        from fdl.tasks._compose_file import container_path, find_compose_file, load_compose
+
         where = _docker_location(self.resolution, self.root)
         compose_file = find_compose_file(self.resolution.directory)
         if compose_file is None:
