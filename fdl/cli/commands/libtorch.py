@@ -6,7 +6,6 @@ it returns as text or ``--json``. ``fdl libtorch build`` is in :mod:`.libtorch_b
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -612,6 +611,8 @@ def verify(
     finally:
         progress.close()
     if report.smoke is not None and report.smoke.ok and not keep:
+        import shutil
+
         shutil.rmtree(work_dir, ignore_errors=True)
     if as_json:
         session.console.json(report.to_json())
