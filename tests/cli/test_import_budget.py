@@ -7,7 +7,9 @@ makes them is: each module below costs milliseconds to import (measured on this 
 CI machine; the comment says what), and none of them is needed to answer. The test runs
 each command in a fresh interpreter with an import hook that records which line of fdl
 imported each module, so a failure says "yaml, imported by fdl/manifest/render.py:19",
-not only that start-up got slower.
+not only that start-up got slower. Project commands (a dry run, a real run of `true`, an
+entry's dry run) and `fdl libtorch list|info` have a budget of their own below: what
+they use is allowed, what only other commands need is named with its cost. About 3 s.
 """
 
 from __future__ import annotations
@@ -98,6 +100,51 @@ def _imported(project: Path, args: list[str], watched: dict[str, str]) -> dict[s
     return {name: where for _, name, where in lines}
 
 
+# Project commands (`fdl test`, `fdl train -- ...`, their dry runs) and `fdl libtorch
+# list|info` are what people run most after the short answers (issue 36: about 160 and
+# 220 ms before, floDl's CLI 12 ms). They may use typing and dataclasses (their plans are
+# dataclasses) and, for `libtorch`, typer; they must not load what only other commands
+# need. Costs: cumulative ms under -X importtime on a 2-core CI machine, as loaded by
+# these commands before they were cut.
+PROJECT_HEAVY = {
+    "fdl.compat": "19-23 ms (its modules): the framework check loads them only when a "
+    "Cargo.lock, Cargo.toml or CMakeLists.txt names a framework",
+    "fdl.runner": "18 ms (subprocess, threading): a dry run runs nothing",
+    "fdl.libtorch.variants": "4 ms: read only when a variant is active or listed",
+    "fdl.tasks._probe": "5 ms (hashlib): an entry's schema probe; a `run:` command has none",
+    "fdl.tasks._args": "3 ms: an entry's schema",
+    "fdl.tasks._presets": "2 ms (json): an entry's presets",
+    "fdl.tasks._compose_file": "2 ms: the compose file's reader, for `docker:` commands",
+    "fdl.diagnose": "59 ms (system probe, binaries, install machinery): nothing is checked",
+    "fdl.libtorch.source": "24 ms: the source builder (`libtorch build` takes its options "
+    "from the manifest's settings table)",
+    "fdl.system": "11 ms (concurrent.futures, logging): no machine probe",
+    "fdl.binaries": "5 ms: no binary is read",
+    "platform": "2 ms: no platform question",
+}
+# what these commands use: the resolver and its typed plans (dataclasses, typing, inspect);
+# an entry's schema, presets and probe cache (`train` is an entry); typer and what it
+# imports (datetime, platform, shutil, subprocess, threading) for `libtorch`
+RESOLVER = {"fdl.tasks._resolve", "shlex", "dataclasses", "typing", "inspect", "json"}
+ENTRY = {"fdl.tasks._args", "fdl.tasks._presets", "fdl.tasks._probe"}
+TYPER = {"typer", "click", "datetime", "platform", "shutil", "subprocess", "threading"}
+PROJECT_COMMANDS = [
+    (["--env", "ci", "test", "--dry-run"], RESOLVER),
+    (["noop"], RESOLVER | {"subprocess", "threading", "fdl.runner"}),
+    (["train", "--dry-run", "--", "--epochs", "3"], RESOLVER | ENTRY),
+]
+LIBTORCH_COMMANDS = [
+    (
+        ["libtorch", "list"],
+        {"dataclasses", "typing", "inspect", "json", *TYPER, "fdl.libtorch.variants"},
+    ),
+    (
+        ["libtorch", "info"],
+        {"dataclasses", "typing", "inspect", "json", *TYPER, "fdl.libtorch.variants"},
+    ),
+]
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The 3-layer example (with a nested manifest), its parse cache filled by one run."""
@@ -130,3 +177,54 @@ def test_the_budget_names_the_line_that_broke_it(project: Path) -> None:
     recorder says which line of fdl imported typer."""
     found = _imported(project, ["config", "layers"], HEAVY)
     assert found.get("typer", "").startswith("fdl/cli/__init__.py:"), found
+
+
+@pytest.fixture(scope="module")
+def busy_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example with a command that does nothing (`noop`, `run: "true"`) and, in a copy
+    of its own, an active libtorch variant."""
+    root = tmp_path_factory.mktemp("budget-project") / "p"
+    shutil.copytree(FIXTURE, root)
+    with (root / "fdl.yml").open("a", encoding="utf-8") as manifest:
+        manifest.write('  noop:\n    description: does nothing\n    run: "true"\n')
+    return root
+
+
+@pytest.fixture(scope="module")
+def with_variant(busy_project: Path) -> Path:
+    from tests.support.libtorch_trees import make_tree
+
+    root = busy_project.parent / "with-variant"
+    shutil.copytree(busy_project, root)
+    lib = root / "libtorch" / "precompiled" / "cpu"
+    make_tree(lib, "2.10.0+cpu")
+    (lib / ".arch").write_text("cuda=none\ntorch=2.10.0\narchs=cpu\n")
+    (root / "libtorch" / ".active").write_text("precompiled/cpu")
+    return root
+
+
+def _budget(used: set[str]) -> dict[str, str]:
+    return {
+        name: cost for name, cost in {**HEAVY, **JSON, **PROJECT_HEAVY}.items() if name not in used
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "used"), PROJECT_COMMANDS + LIBTORCH_COMMANDS, ids=lambda a: " ".join(sorted(a))
+)
+def test_project_commands_and_libtorch_list_import_what_they_use(
+    busy_project: Path, with_variant: Path, args: list[str], used: set[str]
+) -> None:
+    """A project command (its dry run, and a real run of `true`) and `libtorch list|info`
+    load nothing beyond their own work: what they do not use is named with its cost."""
+    watched = _budget(used)
+    where = with_variant if args[0] == "libtorch" else busy_project
+    _imported(where, args, {})  # as people run them: the manifest's parse cache filled
+    found = _imported(where, args, watched)
+    assert not found, "\n".join(
+        [f"`fdl {' '.join(args)}` imported modules its answer does not need:"]
+        + [
+            f"  {name}, imported by {where} (costs {watched[name]})"
+            for name, where in found.items()
+        ]
+    )
