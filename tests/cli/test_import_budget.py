@@ -102,9 +102,8 @@ def _imported(project: Path, args: list[str], watched: dict[str, str]) -> dict[s
 
 # Project commands (`fdl test`, `fdl train -- ...`, their dry runs) and `fdl libtorch
 # list|info` are what people run most after the short answers (issue 36: about 160 and
-# 220 ms before, floDl's CLI 12 ms). They may use typing and dataclasses (their plans are
-# dataclasses) and, for `libtorch`, typer; they must not load what only other commands
-# need. Costs: cumulative ms under -X importtime on a 2-core CI machine, as loaded by
+# 220 ms before, floDl's CLI 12 ms). They may use typing and dataclasses (their plans and
+# records are dataclasses); they must not load what only other commands need. Costs: cumulative ms under -X importtime on a 2-core CI machine, as loaded by
 # these commands before they were cut.
 PROJECT_HEAVY = {
     "fdl.compat": "19-23 ms (its modules): the framework check loads them only when a "
@@ -123,25 +122,20 @@ PROJECT_HEAVY = {
     "platform": "2 ms: no platform question",
 }
 # what these commands use: the resolver and its typed plans (dataclasses, typing, inspect);
-# an entry's schema, presets and probe cache (`train` is an entry); typer and what it
-# imports (datetime, platform, shutil, subprocess, threading) for `libtorch`
+# an entry's schema, presets and probe cache (`train` is an entry); for `libtorch list|info`
+# (answered without typer), the variants' records
 RESOLVER = {"fdl.tasks._resolve", "shlex", "dataclasses", "typing", "inspect", "json"}
 ENTRY = {"fdl.tasks._args", "fdl.tasks._presets", "fdl.tasks._probe"}
-TYPER = {"typer", "click", "datetime", "platform", "shutil", "subprocess", "threading"}
+VARIANTS = {"fdl.libtorch.variants", "dataclasses", "typing", "inspect", "json"}
 PROJECT_COMMANDS = [
     (["--env", "ci", "test", "--dry-run"], RESOLVER),
     (["noop"], RESOLVER | {"subprocess", "threading", "fdl.runner"}),
     (["train", "--dry-run", "--", "--epochs", "3"], RESOLVER | ENTRY),
 ]
 LIBTORCH_COMMANDS = [
-    (
-        ["libtorch", "list"],
-        {"dataclasses", "typing", "inspect", "json", *TYPER, "fdl.libtorch.variants"},
-    ),
-    (
-        ["libtorch", "info"],
-        {"dataclasses", "typing", "inspect", "json", *TYPER, "fdl.libtorch.variants"},
-    ),
+    (["libtorch", "list"], VARIANTS),
+    (["libtorch", "list", "--json"], VARIANTS),
+    (["libtorch", "info"], VARIANTS),
 ]
 
 
