@@ -6,6 +6,7 @@ a packaging bug, reported as :class:`CompatDataError` (not a user error).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from functools import cache
@@ -43,17 +44,21 @@ def table_path(name: str) -> Path:
 @cache
 def load_table(name: str) -> Mapping[str, Any]:
     """The parsed table ``name`` (``cuda``, ``pytorch``, ...), checked for its schema."""
-    import yaml
-
     if name not in TABLES:
         raise CompatDataError(f"unknown compatibility table {name!r}")
     path = table_path(name)
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        with path.open(encoding="utf-8") as handle:
-            raw = yaml.load(handle, Loader=loader)
-    except OSError as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise CompatDataError(f"cannot read {path}: {exc}") from exc
+    raw = _kept_table(name, text)
+    if raw is None:
+        import yaml
+
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        raw = yaml.load(text, Loader=loader)
+        if isinstance(raw, dict):
+            _keep_table(name, text, raw)
     if not isinstance(raw, dict):
         raise CompatDataError(f"{path}: expected a mapping at the top")
     if raw.get("schema_version") != SCHEMA_VERSION:
@@ -63,6 +68,72 @@ def load_table(name: str) -> Mapping[str, Any]:
     if not raw.get("sources"):
         raise CompatDataError(f"{path}: the `sources` note is missing")
     return raw
+
+
+# The parsed tables are kept between runs (marshal data in <cache>/tables/, beside the
+# table's full text), so a command whose question needs a table (a project command's
+# framework check, a floDl project's release) does not import PyYAML: an entry is used only
+# for the same text, character for character, read by the same fdl. Tables are fdl's own
+# data (no secrets); any failure to read or write an entry only means parsing again.
+_TABLES_CACHE = "tables"
+_TABLE_FORMAT = 1
+_MAX_TABLE_BYTES = 4 * 1024 * 1024
+
+
+def _table_entry(name: str) -> Path:
+    from fdl.paths import cache_dir
+
+    return cache_dir() / _TABLES_CACHE / f"{name}.marshal"
+
+
+def _kept_table(name: str, text: str) -> dict[str, Any] | None:
+    """The table parsed from ``text`` before, or None."""
+    import marshal
+    import os
+
+    from fdl import __version__
+
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        handle = os.open(_table_entry(name), flags)
+    except OSError:
+        return None
+    try:
+        with open(handle, "rb") as stream:
+            data = stream.read(_MAX_TABLE_BYTES + 1)
+        kept = marshal.loads(data) if len(data) <= _MAX_TABLE_BYTES else None
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    key = (_TABLE_FORMAT, __version__, name, text)
+    if not isinstance(kept, tuple) or len(kept) != 5 or kept[:4] != key:
+        return None
+    return kept[4] if isinstance(kept[4], dict) else None
+
+
+def _keep_table(name: str, text: str, raw: dict[str, Any]) -> None:
+    """Keep the parsed table (atomically, 0600); a table marshal cannot hold is not kept."""
+    import marshal
+    import os
+
+    from fdl import __version__
+    from fdl.paths import own_cache_dir
+
+    try:
+        data = marshal.dumps((_TABLE_FORMAT, __version__, name, text, raw))
+    except ValueError:  # a value YAML made that marshal cannot hold (a date)
+        return
+    entry = _table_entry(name)
+    temporary = entry.with_name(f".{entry.name}.{os.getpid()}")
+    try:
+        own_cache_dir(entry.parent.parent)
+        entry.parent.mkdir(mode=0o700, exist_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        with open(os.open(temporary, flags, 0o600), "wb") as stream:
+            stream.write(data)
+        os.replace(temporary, entry)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
 
 
 def version_key(text: str) -> tuple[int, ...]:

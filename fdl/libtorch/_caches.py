@@ -56,6 +56,11 @@ _DIRECTORIES = {
         "parsed manifests, so an unchanged fdl.yml is read without the YAML parser "
         "(at most 256 small files)",
     ),
+    "tables": (
+        "tables",
+        "parsed compatibility tables, so a command that needs one reads it without the "
+        "YAML parser (one small file per table)",
+    ),
 }
 IMAGES = "fdl-libtorch*"
 _KEYED = re.compile(r"-[0-9a-f]{16}$")  # a shared image's content key (not a project's name)

@@ -27,7 +27,7 @@ FIXTURE = REPO / "tests" / "fixtures" / "manifest-project"
 
 # module -> what it costs (ms, -X importtime on the CI machine) and why it is not needed
 HEAVY = {
-    "yaml": "13 ms: PyYAML's whole package; an unchanged manifest comes from the parse cache",
+    "yaml": "13 ms: PyYAML's whole package; an unchanged manifest or table comes from its cache",
     "typer": "50 ms: the short answers are parsed by fdl.cli itself",
     "click": "25 ms: as typer",
     "dataclasses": "11 ms (inspect, ast, dis): plain classes on the start-up path",
@@ -120,6 +120,10 @@ PROJECT_HEAVY = {
     "fdl.system": "11 ms (concurrent.futures, logging): no machine probe",
     "fdl.binaries": "5 ms: no binary is read",
     "platform": "2 ms: no platform question",
+    # a floDl project's check reads the frameworks' and releases' tables, no other
+    "fdl.compat.downloads": "3 ms (platform): official zips' URLs",
+    "fdl.compat.build": "2-5 ms: source-build switches",
+    "fdl.compat.runtime": "1 ms: a CUDA libtorch's run-time libraries",
 }
 # what these commands use: the resolver and its typed plans (dataclasses, typing, inspect);
 # an entry's schema, presets and probe cache (`train` is an entry); for `libtorch list|info`
@@ -131,6 +135,16 @@ PROJECT_COMMANDS = [
     (["--env", "ci", "test", "--dry-run"], RESOLVER),
     (["noop"], RESOLVER | {"subprocess", "threading", "fdl.runner"}),
     (["train", "--dry-run", "--", "--epochs", "3"], RESOLVER | ENTRY),
+]
+# a floDl project (Cargo.lock names flodl 0.5.3): its framework check reads two tables,
+# parsed by an earlier run (fdl.compat._data keeps them), and the Cargo files (tomllib,
+# which imports datetime)
+FLODL_COMMANDS = [
+    (["--env", "ci", "test", "--dry-run"], RESOLVER | {"fdl.compat", "tomllib", "datetime"}),
+    (
+        ["noop"],
+        RESOLVER | {"fdl.compat", "tomllib", "datetime", "subprocess", "threading", "fdl.runner"},
+    ),
 ]
 LIBTORCH_COMMANDS = [
     (["libtorch", "list"], VARIANTS),
@@ -185,6 +199,21 @@ def busy_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def flodl_project(busy_project: Path) -> Path:
+    root = busy_project.parent / "flodl"
+    shutil.copytree(busy_project, root)
+    (root / "Cargo.toml").write_text(
+        '[package]\nname = "app"\nversion = "0.1.0"\n\n[dependencies]\nflodl = "0.5.3"\n'
+    )
+    packages = [("app", "0.1.0"), ("flodl", "0.5.3"), ("flodl-sys", "0.5.3")]
+    (root / "Cargo.lock").write_text(
+        "version = 4\n"
+        + "".join(f'\n[[package]]\nname = "{n}"\nversion = "{v}"\n' for n, v in packages)
+    )
+    return root
+
+
+@pytest.fixture(scope="module")
 def with_variant(busy_project: Path) -> Path:
     from tests.support.libtorch_trees import make_tree
 
@@ -204,15 +233,20 @@ def _budget(used: set[str]) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
-    ("args", "used"), PROJECT_COMMANDS + LIBTORCH_COMMANDS, ids=lambda a: " ".join(sorted(a))
+    ("kind", "args", "used"),
+    [("example", *row) for row in PROJECT_COMMANDS]
+    + [("flodl", *row) for row in FLODL_COMMANDS]
+    + [("variant", *row) for row in LIBTORCH_COMMANDS],
+    ids=lambda a: " ".join(sorted(a)) if isinstance(a, (list, set)) else a,
 )
 def test_project_commands_and_libtorch_list_import_what_they_use(
-    busy_project: Path, with_variant: Path, args: list[str], used: set[str]
+    request: pytest.FixtureRequest, kind: str, args: list[str], used: set[str]
 ) -> None:
     """A project command (its dry run, and a real run of `true`) and `libtorch list|info`
     load nothing beyond their own work: what they do not use is named with its cost."""
     watched = _budget(used)
-    where = with_variant if args[0] == "libtorch" else busy_project
+    fixture = {"example": "busy_project", "flodl": "flodl_project", "variant": "with_variant"}
+    where = request.getfixturevalue(fixture[kind])
     _imported(where, args, {})  # as people run them: the manifest's parse cache filled
     found = _imported(where, args, watched)
     assert not found, "\n".join(
