@@ -42,9 +42,11 @@ Example (a source build registering its result)::
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing costs start-up: annotations only
 if TYPE_CHECKING:
+    from typing import Any
+
     from fdl.libtorch import variants
     from fdl.libtorch._caches import (
         CACHES,

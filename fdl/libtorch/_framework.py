@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from fdl.errors import ManifestError, UsageError
 from fdl.libtorch._framework_files import CHECK_KEY, FrameworkPin, detect_framework
 from fdl.manifest import Manifest
+
+TYPE_CHECKING = False  # typing costs start-up: annotations only
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "CHECK_KEY",

@@ -10,11 +10,13 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from fdl.errors import Location, ManifestError, UsageError
 
+TYPE_CHECKING = False  # typing costs start-up: annotations only
 if TYPE_CHECKING:
+    from typing import Any
+
     from fdl.compat import FrameworkRelease, UnknownFrameworkRelease
 
 # fdl.compat (its tables and the modules answering over them) is imported by the functions

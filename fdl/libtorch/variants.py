@@ -22,13 +22,15 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from fdl._files import NotARegularFile, atomic_write_text, read_small_text
 from fdl.errors import EnvironmentProblem, UsageError
 from fdl.paths import Context
 
+TYPE_CHECKING = False  # typing costs start-up: annotations only
 if TYPE_CHECKING:  # the locks, shutil and datetime: only where variants change
+    from typing import Any
+
     from fdl.locking import WaitCallback
 
 __all__ = [

@@ -10,11 +10,11 @@ import os
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from fdl.errors import EnvironmentProblem
 from fdl.tasks._env import EnvChange
 
+TYPE_CHECKING = False  # typing costs start-up: annotations only
 if TYPE_CHECKING:
     from fdl.engine import Engine
     from fdl.runner import Runner

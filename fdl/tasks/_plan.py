@@ -10,7 +10,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from fdl.errors import EnvironmentProblem, Location, ManifestError
 from fdl.manifest import Manifest
@@ -29,7 +28,10 @@ from fdl.tasks._libtorch_env import (
 )
 from fdl.tasks._resolve import Kind, Resolution, locate
 
+TYPE_CHECKING = False  # typing costs start-up: annotations only
 if TYPE_CHECKING:
+    from typing import Any
+
     # a dry run never loads the runner; the compose file's reader only for docker:
     from fdl.runner import Runner
     from fdl.tasks._compose_file import ComposeProject

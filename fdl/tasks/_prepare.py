@@ -6,7 +6,6 @@ import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
 
 from fdl.manifest import Manifest
 from fdl.tasks._compose import (
@@ -20,7 +19,10 @@ from fdl.tasks._compose import (
 from fdl.tasks._plan import CommandPlan, build_plan
 from fdl.tasks._resolve import Kind, Resolution, resolve
 
+TYPE_CHECKING = False  # typing costs start-up: annotations only
 if TYPE_CHECKING:
+    from typing import Any
+
     from fdl.runner import Runner  # a dry run never loads the runner
 
 # An entry's schema, presets and probe (fdl.tasks._args, _presets, _probe) are imported where

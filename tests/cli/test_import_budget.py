@@ -102,8 +102,8 @@ def _imported(project: Path, args: list[str], watched: dict[str, str]) -> dict[s
 
 # Project commands (`fdl test`, `fdl train -- ...`, their dry runs) and `fdl libtorch
 # list|info` are what people run most after the short answers (issue 36: about 160 and
-# 220 ms before, floDl's CLI 12 ms). They may use typing and dataclasses (their plans and
-# records are dataclasses); they must not load what only other commands need. Costs: cumulative ms under -X importtime on a 2-core CI machine, as loaded by
+# 220 ms before, floDl's CLI 12 ms). They may use dataclasses (their plans and records
+# are dataclasses); they must not load what only other commands need. Costs: cumulative ms under -X importtime on a 2-core CI machine, as loaded by
 # these commands before they were cut.
 PROJECT_HEAVY = {
     "fdl.compat": "19-23 ms (its modules): the framework check loads them only when a "
@@ -125,25 +125,30 @@ PROJECT_HEAVY = {
     "fdl.compat.build": "2-5 ms: source-build switches",
     "fdl.compat.runtime": "1 ms: a CUDA libtorch's run-time libraries",
 }
-# what these commands use: the resolver and its typed plans (dataclasses, typing, inspect);
-# an entry's schema, presets and probe cache (`train` is an entry); for `libtorch list|info`
-# (answered without typer), the variants' records
-RESOLVER = {"fdl.tasks._resolve", "shlex", "dataclasses", "typing", "inspect", "json"}
-ENTRY = {"fdl.tasks._args", "fdl.tasks._presets", "fdl.tasks._probe"}
-VARIANTS = {"fdl.libtorch.variants", "dataclasses", "typing", "inspect", "json"}
+# what these commands use: the resolver and its plans (dataclasses, which import inspect);
+# an entry's schema, presets and probe cache (`train` is an entry; typing); for `libtorch
+# list|info` (answered without typer), the variants' records
+RESOLVER = {"fdl.tasks._resolve", "shlex", "dataclasses", "inspect", "json"}
+ENTRY = {"fdl.tasks._args", "fdl.tasks._presets", "fdl.tasks._probe", "typing"}
+VARIANTS = {"fdl.libtorch.variants", "dataclasses", "inspect", "json"}
 PROJECT_COMMANDS = [
     (["--env", "ci", "test", "--dry-run"], RESOLVER),
-    (["noop"], RESOLVER | {"subprocess", "threading", "fdl.runner"}),
+    # a real run: the runner (subprocess, threading; typing for its Protocol)
+    (["noop"], RESOLVER | {"subprocess", "threading", "fdl.runner", "typing"}),
     (["train", "--dry-run", "--", "--epochs", "3"], RESOLVER | ENTRY),
 ]
 # a floDl project (Cargo.lock names flodl 0.5.3): its framework check reads two tables,
-# parsed by an earlier run (fdl.compat._data keeps them), and the Cargo files (tomllib,
-# which imports datetime)
+# parsed by an earlier run (fdl.compat._data keeps them; its modules use typing), and the
+# Cargo files (tomllib, which imports datetime)
 FLODL_COMMANDS = [
-    (["--env", "ci", "test", "--dry-run"], RESOLVER | {"fdl.compat", "tomllib", "datetime"}),
+    (
+        ["--env", "ci", "test", "--dry-run"],
+        RESOLVER | {"fdl.compat", "typing", "tomllib", "datetime"},
+    ),
     (
         ["noop"],
-        RESOLVER | {"fdl.compat", "tomllib", "datetime", "subprocess", "threading", "fdl.runner"},
+        RESOLVER
+        | {"fdl.compat", "typing", "tomllib", "datetime", "subprocess", "threading", "fdl.runner"},
     ),
 ]
 LIBTORCH_COMMANDS = [
