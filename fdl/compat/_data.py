@@ -6,7 +6,6 @@ a packaging bug, reported as :class:`CompatDataError` (not a user error).
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Mapping
 from functools import cache
@@ -70,70 +69,38 @@ def load_table(name: str) -> Mapping[str, Any]:
     return raw
 
 
-# The parsed tables are kept between runs (marshal data in <cache>/tables/, beside the
-# table's full text), so a command whose question needs a table (a project command's
-# framework check, a floDl project's release) does not import PyYAML: an entry is used only
-# for the same text, character for character, read by the same fdl. Tables are fdl's own
-# data (no secrets); any failure to read or write an entry only means parsing again.
-_TABLES_CACHE = "tables"
+# The parsed tables are kept between runs (fdl._kept: marshal data in <cache>/tables/,
+# under the table's full text), so a command whose question needs a table (a floDl
+# project's framework check) does not import PyYAML: an entry is used only for the same
+# text, character for character, read by the same fdl. Tables are fdl's own data.
 _TABLE_FORMAT = 1
 _MAX_TABLE_BYTES = 4 * 1024 * 1024
+
+
+def _table_key(name: str, text: str) -> tuple[object, ...]:
+    from fdl import __version__
+
+    return (_TABLE_FORMAT, __version__, name, text)
 
 
 def _table_entry(name: str) -> Path:
     from fdl.paths import cache_dir
 
-    return cache_dir() / _TABLES_CACHE / f"{name}.marshal"
+    return cache_dir() / "tables" / f"{name}.marshal"
 
 
 def _kept_table(name: str, text: str) -> dict[str, Any] | None:
     """The table parsed from ``text`` before, or None."""
-    import marshal
-    import os
+    from fdl._kept import kept
 
-    from fdl import __version__
-
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        handle = os.open(_table_entry(name), flags)
-    except OSError:
-        return None
-    try:
-        with open(handle, "rb") as stream:
-            data = stream.read(_MAX_TABLE_BYTES + 1)
-        kept = marshal.loads(data) if len(data) <= _MAX_TABLE_BYTES else None
-    except (OSError, EOFError, ValueError, TypeError):
-        return None
-    key = (_TABLE_FORMAT, __version__, name, text)
-    if not isinstance(kept, tuple) or len(kept) != 5 or kept[:4] != key:
-        return None
-    return kept[4] if isinstance(kept[4], dict) else None
+    found = kept(_table_entry(name), _table_key(name, text), limit=_MAX_TABLE_BYTES)
+    return found if isinstance(found, dict) else None
 
 
 def _keep_table(name: str, text: str, raw: dict[str, Any]) -> None:
-    """Keep the parsed table (atomically, 0600); a table marshal cannot hold is not kept."""
-    import marshal
-    import os
+    from fdl._kept import keep
 
-    from fdl import __version__
-    from fdl.paths import own_cache_dir
-
-    try:
-        data = marshal.dumps((_TABLE_FORMAT, __version__, name, text, raw))
-    except ValueError:  # a value YAML made that marshal cannot hold (a date)
-        return
-    entry = _table_entry(name)
-    temporary = entry.with_name(f".{entry.name}.{os.getpid()}")
-    try:
-        own_cache_dir(entry.parent.parent)
-        entry.parent.mkdir(mode=0o700, exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-        with open(os.open(temporary, flags, 0o600), "wb") as stream:
-            stream.write(data)
-        os.replace(temporary, entry)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+    keep(_table_entry(name), _table_key(name, text), raw, limit=_MAX_TABLE_BYTES)
 
 
 def version_key(text: str) -> tuple[int, ...]:

@@ -140,16 +140,13 @@ PROJECT_COMMANDS = [
 # a floDl project (Cargo.lock names flodl 0.5.3): its framework check reads two tables,
 # parsed by an earlier run (fdl.compat._data keeps them; its modules use typing), and the
 # Cargo files (tomllib, which imports datetime)
+FLODL = RESOLVER | {"fdl.compat", "typing", "tomllib", "datetime"}
 FLODL_COMMANDS = [
-    (
-        ["--env", "ci", "test", "--dry-run"],
-        RESOLVER | {"fdl.compat", "typing", "tomllib", "datetime"},
-    ),
-    (
-        ["noop"],
-        RESOLVER
-        | {"fdl.compat", "typing", "tomllib", "datetime", "subprocess", "threading", "fdl.runner"},
-    ),
+    (["--env", "ci", "test", "--dry-run"], FLODL),
+    (["noop"], FLODL | {"subprocess", "threading", "fdl.runner"}),
+    # in its compose service (docker: dev): what it read of the compose file is kept, under
+    # the digest of its text (hashlib)
+    (["test", "--dry-run"], FLODL | {"fdl.tasks._compose_file", "hashlib"}),
 ]
 LIBTORCH_COMMANDS = [
     (["libtorch", "list"], VARIANTS),
@@ -209,6 +206,9 @@ def flodl_project(busy_project: Path) -> Path:
     shutil.copytree(busy_project, root)
     (root / "Cargo.toml").write_text(
         '[package]\nname = "app"\nversion = "0.1.0"\n\n[dependencies]\nflodl = "0.5.3"\n'
+    )
+    (root / "docker-compose.yml").write_text(
+        "services:\n  dev:\n    image: app-dev\n    volumes:\n      - .:/workspace\n"
     )
     packages = [("app", "0.1.0"), ("flodl", "0.5.3"), ("flodl-sys", "0.5.3")]
     (root / "Cargo.lock").write_text(
