@@ -13,9 +13,10 @@ the tables give the median and range of the rounds (wall time) and the median CP
 fdl runs as users run it: its console script (which imports `re` itself), byte-code
 written. The example is tests/fixtures/manifest-project (base + inherited file + overlay,
 a nested manifest) with one command added, `noop` (`run: "true"`): its row is fdl's own
-cost around a project command that does nothing. floDl's CLI (flodl-cli 0.5.3, a Rust binary, built once by
-scripts/setup-reference-cli.sh into the tests' cache) answers the same questions on floDl
-0.5.3's manifests (tests/fixtures/flodl-0.5.3) with two libtorch variants.
+cost around a project command that does nothing. floDl's CLI (flodl-cli 0.5.3, a Rust
+binary, built once by scripts/setup-reference-cli.sh into the tests' cache) answers the
+same questions on floDl 0.5.3's manifests (tests/fixtures/flodl-0.5.3) with two libtorch
+variants.
 
 fdl reads an unchanged manifest from its parse cache (fdl.manifest._parsed); the first
 run after an edit parses it with PyYAML: the `first run after an edit` rows measure that

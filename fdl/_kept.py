@@ -5,8 +5,10 @@ importing and running the YAML parser.
 
 An entry is used only when its key equals the key of what was read now; one that is
 unreadable, too big, not a plain file or not of this format is a miss. Entries are written
-atomically (0600, in a 0700 directory of fdl's cache); any failure to write one only means
-parsing again next time. A value marshal cannot hold is not kept.
+atomically (0600, in a 0700 directory), only into fdl's own cache (the ``CACHEDIR.TAG``
+fdl writes: a ``FDL_CACHE_DIR`` naming a directory of the user's gets nothing) and a real
+directory, not a link; any failure to write one only means parsing again next time. A
+value marshal cannot hold is not kept. Pruning takes only entries (``*.marshal``).
 """
 
 from __future__ import annotations
@@ -49,7 +51,9 @@ def keep(
 ) -> None:
     """Keep ``value`` for ``key`` in ``entry`` (atomically, 0600); with ``max_entries``, the
     directory keeps at most that many files (the least recently written go first)."""
-    from fdl.paths import own_cache_dir
+    import stat
+
+    from fdl.paths import is_own_cache, own_cache_dir
 
     try:
         data = marshal.dumps((key, value))  # type: ignore[arg-type]
@@ -59,8 +63,11 @@ def keep(
         return
     temporary = entry.with_name(f".{entry.name}.{os.getpid()}")
     try:
-        own_cache_dir(entry.parent.parent)
+        if not is_own_cache(own_cache_dir(entry.parent.parent)):
+            return
         entry.parent.mkdir(mode=0o700, exist_ok=True)
+        if not stat.S_ISDIR(os.lstat(entry.parent).st_mode):
+            return
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
         with open(os.open(temporary, flags, 0o600), "wb") as stream:
             stream.write(data)
@@ -72,10 +79,15 @@ def keep(
 
 
 def _prune(directory: Path, most: int) -> None:
+    """Keep the newest ``most`` entries (a temporary file a killed writer left counts too,
+    and goes first when it is the oldest); files of other names are left."""
+    import re
+
+    ours = re.compile(r"\.?[^/]+\.marshal(?:\.[0-9]+)?")
     entries = []
     with os.scandir(directory) as listing:
         for item in listing:
-            if item.is_file(follow_symlinks=False):
+            if ours.fullmatch(item.name) and item.is_file(follow_symlinks=False):
                 entries.append((item.stat(follow_symlinks=False).st_mtime_ns, item.path))
     entries.sort()
     for _, name in entries[: max(0, len(entries) - most)]:

@@ -130,8 +130,9 @@ if TYPE_CHECKING:
     from fdl.libtorch.variants import VariantInfo, describe_view
 
 # Deliberately lazy (PEP 562), `variants` too: the task runner imports this package on
-# every `fdl <command>` (the framework check), `variants` where a variant is active; importing this package eagerly would load the binary readers, the
-# compatibility tables and the wheel/download machinery (measured: 140 ms instead of 40 ms).
+# every `fdl <command>` (the framework check), `variants` only where a variant is active;
+# importing this package eagerly would load the binary readers, the compatibility tables
+# and the wheel/download machinery (measured: 140 ms instead of 40 ms).
 _LAZY = {
     "install_cpu_view": "sources",
     "install_dir": "sources",

@@ -92,9 +92,13 @@ def with_variants(tmp_path: Path) -> Path:
     make_tree(lib / "cpu", "2.10.0+cpu")
     (lib / "cpu" / ".arch").write_text("cuda=none\ntorch=2.10.0\narchs=cpu\n")
     make_tree(lib / "cu126", "2.10.0+cu126")
-    info = VariantInfo(name="precompiled/cu126", torch="2.10.0", cuda="12.6",
-                       archs_found={"cubin": ["sm_80", "sm_90"], "ptx": ["sm_90"]},
-                       source={"kind": "archive", "url": "https://example.invalid/x.zip"})  # fmt: skip
+    info = VariantInfo(
+        name="precompiled/cu126",
+        torch="2.10.0",
+        cuda="12.6",
+        archs_found={"cubin": ["sm_80", "sm_90"], "ptx": ["sm_90"]},
+        source={"kind": "archive", "url": "https://example.invalid/x.zip"},
+    )
     write_info(lib / "cu126", info)
     (project / "libtorch" / ".active").write_text("precompiled/cu126")
     return project

@@ -103,8 +103,9 @@ def _imported(project: Path, args: list[str], watched: dict[str, str]) -> dict[s
 # Project commands (`fdl test`, `fdl train -- ...`, their dry runs) and `fdl libtorch
 # list|info` are what people run most after the short answers (issue 36: about 160 and
 # 220 ms before, floDl's CLI 12 ms). They may use dataclasses (their plans and records
-# are dataclasses); they must not load what only other commands need. Costs: cumulative ms under -X importtime on a 2-core CI machine, as loaded by
-# these commands before they were cut.
+# are dataclasses); they must not load what only other commands need. Costs: cumulative
+# ms under -X importtime on a 2-core CI machine, as loaded by these commands before they
+# were cut.
 PROJECT_HEAVY = {
     "fdl.compat": "19-23 ms (its modules): the framework check loads them only when a "
     "Cargo.lock, Cargo.toml or CMakeLists.txt names a framework",

@@ -90,3 +90,18 @@ def test_a_cache_that_cannot_be_written_only_costs_the_parse(fresh: Path) -> Non
     (fresh / "cache").write_text("a file where the cache directory should be")
     parsed = yaml.safe_load(table_path("gpus").read_text(encoding="utf-8"))
     assert dict(load_table("gpus")) == parsed
+
+
+def test_a_cache_directory_of_the_users_gets_no_entry(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """FDL_CACHE_DIR naming a directory fdl did not make (no CACHEDIR.TAG of fdl's)."""
+    mine = tmp_path / "my-files"
+    mine.mkdir()
+    monkeypatch.setenv("FDL_CACHE_DIR", str(mine))
+    load_table.cache_clear()
+    try:
+        assert load_table("gpus")
+    finally:
+        load_table.cache_clear()
+    assert list(mine.iterdir()) == []

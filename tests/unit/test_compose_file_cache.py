@@ -95,3 +95,17 @@ def test_a_damaged_entry_is_a_miss(tmp_path: Path, cache: Path, content: bytes) 
         expected.working_dirs,
         expected.mounts,
     )
+
+
+def test_pruning_keeps_the_newest_entries_and_other_files(tmp_path: Path, cache: Path) -> None:
+    from fdl.tasks import _compose_file
+
+    for index in range(_compose_file._MAX_KEPT_FILES + 5):
+        compose = tmp_path / f"p{index}" / "compose.yaml"
+        compose.parent.mkdir()
+        compose.write_text(COMPOSE)
+        load_compose(compose, {})
+        if index == 0:
+            (cache / "compose" / "notes.txt").write_text("not an entry")
+    kept = [p.name for p in (cache / "compose").iterdir()]
+    assert len(kept) == _compose_file._MAX_KEPT_FILES + 1 and "notes.txt" in kept
