@@ -12,9 +12,11 @@ the tables give the median and range of the rounds (wall time) and the median CP
 
 fdl runs as users run it: its console script (which imports `re` itself), byte-code
 written. The example is tests/fixtures/manifest-project (base + inherited file + overlay,
-a nested manifest). floDl's CLI (flodl-cli 0.5.3, a Rust binary, built once by
-scripts/setup-reference-cli.sh into the tests' cache) answers the same questions on floDl
-0.5.3's manifests (tests/fixtures/flodl-0.5.3) with two libtorch variants.
+a nested manifest) with one command added, `noop` (`run: "true"`): its row is fdl's own
+cost around a project command that does nothing. floDl's CLI (flodl-cli 0.5.3, a Rust
+binary, built once by scripts/setup-reference-cli.sh into the tests' cache) answers the
+same questions on floDl 0.5.3's manifests (tests/fixtures/flodl-0.5.3) with two libtorch
+variants.
 
 fdl reads an unchanged manifest from its parse cache (fdl.manifest._parsed); the first
 run after an edit parses it with PyYAML: the `first run after an edit` rows measure that
@@ -53,6 +55,9 @@ EXAMPLE = [
         None,
         {"FDL_MANIFEST_CACHE": "0"},
     ),
+    # a project command: what `--dry-run` prints, and fdl's overhead around a real run
+    ("test --dry-run (project command)", "example", ["--env", "ci", "test", "--dry-run"], None, {}),
+    ("noop (project command, run: true)", "example", ["noop"], None, {}),
     (
         "--help, first run after an edit",
         "example",
@@ -147,6 +152,8 @@ def main() -> None:
                    FDL_COMPOSE="docker compose")  # fmt: skip
         projects = {"example": root / "example"}
         shutil.copytree(REPO / "tests" / "fixtures" / "manifest-project", projects["example"])
+        with (projects["example"] / "fdl.yml").open("a", encoding="utf-8") as manifest:
+            manifest.write('  noop:\n    description: fdl\'s own cost\n    run: "true"\n')
         if reference is not None:
             projects["flodl"] = _flodl_project(root)
         if args.large:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -276,6 +275,8 @@ class SubprocessRunner:
             raise missing_program(args[0]) from None
 
     def which(self, program: str) -> str | None:
+        import shutil  # bz2, lzma: only to look a program up
+
         return shutil.which(program)
 
 

@@ -2,10 +2,10 @@
 
 ``main`` parses the global options (only before the command name) and answers the
 commands that must start fast itself (``--version``, ``--help``, ``config show`` and
-``config explain``, shell completion) without importing typer. A built-in group's module
-(:data:`fdl.cli._registry.BUILTINS`) is imported only when it is named and runs as a
-typer app with the session as click's context object; any other name is a command of
-the project's manifest. This is also the one place where errors become messages and
+``config explain``, ``libtorch list|info``, shell completion) without importing typer.
+A built-in group's module (:data:`fdl.cli._registry.BUILTINS`) is imported only when it
+is named and runs as a typer app with the session as click's context object; any other
+name is a command of the project's manifest. This is also the one place where errors become messages and
 exit codes.
 """
 
@@ -68,6 +68,10 @@ def _main(args: list[str], *, own_process: bool) -> int:
                 console.out(f"fdl {__version__}")
             return 0
         fast = try_fast_path(options, rest, console)
+        if fast is None and rest[:1] == ["libtorch"]:  # `libtorch list|info`, as fast
+            from fdl.cli import _variant_view
+
+            fast = _variant_view.try_fast_path(options, rest, console)
         if fast is not None:
             return fast
         from fdl.cli._session import install

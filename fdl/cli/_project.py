@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from fdl._text import did_you_mean
 from fdl.cli._registry import BUILTINS
 from fdl.cli._session import Session
 from fdl.errors import FdlError, UsageError
 
+TYPE_CHECKING = False  # typing costs start-up; annotations only
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -46,7 +45,7 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
             )
         where = f" in {manifest.path.name}" if manifest is not None else " (no fdl.yml found)"
         raise UsageError(f"unknown command {name!r}{where}", hint=hint)
-    from fdl.tasks import execute, prepare, render_script
+    from fdl.tasks import prepare
 
     environ = _with_verbosity(session)
     invocation = prepare(
@@ -67,8 +66,12 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
     plan = invocation.plan
     assert plan is not None
     if invocation.action == "dry-run":
+        from fdl.tasks import render_script
+
         session.console.out(render_script(plan), end="")
         return 0
+    from fdl.tasks import execute  # the runner: only a real run needs it
+
     if plan.docker is None:  # before the notes: a stop says it all
         from fdl.runner import default_runner
         from fdl.tasks import check_before_run

@@ -6,8 +6,14 @@ from collections.abc import Iterable, Sequence
 
 from fdl.cli._console import Console
 from fdl.cli._progress import human_bytes
-from fdl.diagnose import Check, count
-from fdl.libtorch import InstallResult, Selection, describe_view, unresolved_libraries
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from fdl.diagnose import Check
+    from fdl.libtorch import InstallResult, Selection
+
+# fdl.diagnose and the install machinery of fdl.libtorch are imported by the functions that
+# render them: `fdl libtorch list|info` import this module and need neither.
 
 __all__ = [
     "render_checks",
@@ -45,6 +51,8 @@ def render_checks(console: Console, checks: Sequence[Check], *, show_ok: bool = 
 
 def summary_line(checks: Iterable[Check]) -> str:
     """``2 errors, 1 warning`` (or ``no problems``)."""
+    from fdl.diagnose import count
+
     counts = count(checks)
     parts = []
     for key in ("error", "warning"):
@@ -75,6 +83,8 @@ def render_install(result: InstallResult) -> list[str]:
         found = " ".join(info.archs_found.get("cubin", [])) or "none (CPU build)"
         version = info.torch or "(version unknown)"
         lines.append(f"installed {where}: libtorch {version}, cubins {found}")
+        from fdl.libtorch import describe_view
+
         view = describe_view(info.source, info.extra)
         if view:
             lines.append(f"  {view}")
@@ -117,6 +127,8 @@ def report_install(console: Console, result: InstallResult, *, as_json: bool) ->
 
 def warn_unresolved(console: Console, result: InstallResult) -> None:
     """Warn when a fresh variant's libraries need something it does not contain."""
+    from fdl.libtorch import unresolved_libraries
+
     for check in unresolved_libraries(result):
         console.warn(check.message)
         if check.fix:

@@ -17,60 +17,9 @@ Modules:
 
 from __future__ import annotations
 
+from importlib import import_module
+
 from fdl.compat._data import CompatDataError, in_range, load_table, version_key
-from fdl.compat.archs import (
-    ArchList,
-    Capability,
-    Kind,
-    Target,
-    capability_info,
-    family_names,
-    gpu_driver_floor,
-    known_capabilities,
-    parse_archs,
-    parse_capability,
-)
-from fdl.compat.build import (
-    BuildSwitch,
-    CudnnLimit,
-    SwitchCost,
-    build_switches,
-    cmake_policy_env,
-    cudnn_limit,
-    fatbin_compression_flags,
-    max_parallel_jobs,
-    memory_per_job_gb,
-    pip_cmake,
-    switch_costs,
-    torch_nvcc_flags,
-)
-from fdl.compat.cuda import (
-    CudaImage,
-    DriverCheck,
-    HostCompilers,
-    PtxJitFloor,
-    Toolkit,
-    check_driver,
-    check_gpu_driver,
-    choose_toolkit,
-    compilable_toolkits,
-    host_compilers,
-    image_tag,
-    ptx_jit_driver,
-    ptx_jit_floor,
-    toolkit,
-    toolkits,
-    uncompilable_reason,
-)
-from fdl.compat.downloads import (
-    ArchiveLayout,
-    archive_layout,
-    current_platform,
-    libtorch_filename,
-    libtorch_platforms,
-    libtorch_url,
-    needs_user_agent,
-)
 from fdl.compat.frameworks import (
     Framework,
     FrameworkRelease,
@@ -83,44 +32,106 @@ from fdl.compat.frameworks import (
     matching_release,
     parse_cargo_requirement,
 )
-from fdl.compat.gpus import capability_from_name
-from fdl.compat.pytorch import (
-    BuildConstraints,
-    NewerRelease,
-    Observation,
-    Release,
-    SourceRequirements,
-    ToolkitChoice,
-    Variant,
-    VariantChoice,
-    build_constraints,
-    buildable_toolkits,
-    choose_variant,
-    default_torch_version,
-    learned_path,
-    learned_release,
-    newer_release_covering,
-    older_release_covering,
-    preferred_toolkit,
-    release,
-    releases,
-    releases_that_build,
-    resolve_torch_version,
-    source_requirements,
-    tables_reviewed,
-    tested_cuda,
-    variant_targets,
-    wheel_variant_problem,
-)
-from fdl.compat.rules import Match, Verdict, covers, runs_on
-from fdl.compat.runtime import (
-    RuntimeLibrary,
-    image_flavour_libraries,
-    injected_libraries,
-    is_switched_off,
-    library_for_soname,
-    runtime_libraries,
-)
+
+# The other modules are imported on first use (PEP 562): the framework check of a project
+# command needs only the frameworks' and the releases' tables, not the toolkits, downloads
+# or run-time libraries. `frameworks` (a module and a function) is imported here: a
+# submodule imported later would otherwise take the function's place.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from fdl.compat.archs import (
+        ArchList,
+        Capability,
+        Kind,
+        Target,
+        capability_info,
+        family_names,
+        gpu_driver_floor,
+        known_capabilities,
+        parse_archs,
+        parse_capability,
+    )
+    from fdl.compat.build import (
+        BuildSwitch,
+        CudnnLimit,
+        SwitchCost,
+        build_switches,
+        cmake_policy_env,
+        cudnn_limit,
+        fatbin_compression_flags,
+        max_parallel_jobs,
+        memory_per_job_gb,
+        pip_cmake,
+        switch_costs,
+        torch_nvcc_flags,
+    )
+    from fdl.compat.cuda import (
+        CudaImage,
+        DriverCheck,
+        HostCompilers,
+        PtxJitFloor,
+        Toolkit,
+        check_driver,
+        check_gpu_driver,
+        choose_toolkit,
+        compilable_toolkits,
+        host_compilers,
+        image_tag,
+        ptx_jit_driver,
+        ptx_jit_floor,
+        toolkit,
+        toolkits,
+        uncompilable_reason,
+    )
+    from fdl.compat.downloads import (
+        ArchiveLayout,
+        archive_layout,
+        current_platform,
+        libtorch_filename,
+        libtorch_platforms,
+        libtorch_url,
+        needs_user_agent,
+    )
+    from fdl.compat.gpus import capability_from_name
+    from fdl.compat.pytorch import (
+        BuildConstraints,
+        NewerRelease,
+        Observation,
+        Release,
+        SourceRequirements,
+        ToolkitChoice,
+        Variant,
+        VariantChoice,
+        build_constraints,
+        buildable_toolkits,
+        choose_variant,
+        default_torch_version,
+        learned_path,
+        learned_release,
+        newer_release_covering,
+        older_release_covering,
+        preferred_toolkit,
+        release,
+        releases,
+        releases_that_build,
+        resolve_torch_version,
+        source_requirements,
+        tables_reviewed,
+        tested_cuda,
+        variant_targets,
+        wheel_variant_problem,
+    )
+    from fdl.compat.rules import Match, Verdict, covers, runs_on
+    from fdl.compat.runtime import (
+        RuntimeLibrary,
+        image_flavour_libraries,
+        injected_libraries,
+        is_switched_off,
+        library_for_soname,
+        runtime_libraries,
+    )
 
 __all__ = [
     "ArchList",
@@ -220,3 +231,97 @@ __all__ = [
     "version_key",
     "wheel_variant_problem",
 ]
+
+_HOMES = {
+    "ArchList": "archs",
+    "Capability": "archs",
+    "Kind": "archs",
+    "Target": "archs",
+    "capability_info": "archs",
+    "family_names": "archs",
+    "gpu_driver_floor": "archs",
+    "known_capabilities": "archs",
+    "parse_archs": "archs",
+    "parse_capability": "archs",
+    "BuildSwitch": "build",
+    "CudnnLimit": "build",
+    "SwitchCost": "build",
+    "build_switches": "build",
+    "cmake_policy_env": "build",
+    "cudnn_limit": "build",
+    "fatbin_compression_flags": "build",
+    "max_parallel_jobs": "build",
+    "memory_per_job_gb": "build",
+    "pip_cmake": "build",
+    "switch_costs": "build",
+    "torch_nvcc_flags": "build",
+    "CudaImage": "cuda",
+    "DriverCheck": "cuda",
+    "HostCompilers": "cuda",
+    "PtxJitFloor": "cuda",
+    "Toolkit": "cuda",
+    "check_driver": "cuda",
+    "check_gpu_driver": "cuda",
+    "choose_toolkit": "cuda",
+    "compilable_toolkits": "cuda",
+    "host_compilers": "cuda",
+    "image_tag": "cuda",
+    "ptx_jit_driver": "cuda",
+    "ptx_jit_floor": "cuda",
+    "toolkit": "cuda",
+    "toolkits": "cuda",
+    "uncompilable_reason": "cuda",
+    "ArchiveLayout": "downloads",
+    "archive_layout": "downloads",
+    "current_platform": "downloads",
+    "libtorch_filename": "downloads",
+    "libtorch_platforms": "downloads",
+    "libtorch_url": "downloads",
+    "needs_user_agent": "downloads",
+    "capability_from_name": "gpus",
+    "BuildConstraints": "pytorch",
+    "NewerRelease": "pytorch",
+    "Observation": "pytorch",
+    "Release": "pytorch",
+    "SourceRequirements": "pytorch",
+    "ToolkitChoice": "pytorch",
+    "Variant": "pytorch",
+    "VariantChoice": "pytorch",
+    "build_constraints": "pytorch",
+    "buildable_toolkits": "pytorch",
+    "choose_variant": "pytorch",
+    "default_torch_version": "pytorch",
+    "learned_path": "pytorch",
+    "learned_release": "pytorch",
+    "newer_release_covering": "pytorch",
+    "older_release_covering": "pytorch",
+    "preferred_toolkit": "pytorch",
+    "release": "pytorch",
+    "releases": "pytorch",
+    "releases_that_build": "pytorch",
+    "resolve_torch_version": "pytorch",
+    "source_requirements": "pytorch",
+    "tables_reviewed": "pytorch",
+    "tested_cuda": "pytorch",
+    "variant_targets": "pytorch",
+    "wheel_variant_problem": "pytorch",
+    "Match": "rules",
+    "Verdict": "rules",
+    "covers": "rules",
+    "runs_on": "rules",
+    "RuntimeLibrary": "runtime",
+    "image_flavour_libraries": "runtime",
+    "injected_libraries": "runtime",
+    "is_switched_off": "runtime",
+    "library_for_soname": "runtime",
+    "runtime_libraries": "runtime",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

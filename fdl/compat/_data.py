@@ -43,17 +43,21 @@ def table_path(name: str) -> Path:
 @cache
 def load_table(name: str) -> Mapping[str, Any]:
     """The parsed table ``name`` (``cuda``, ``pytorch``, ...), checked for its schema."""
-    import yaml
-
     if name not in TABLES:
         raise CompatDataError(f"unknown compatibility table {name!r}")
     path = table_path(name)
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        with path.open(encoding="utf-8") as handle:
-            raw = yaml.load(handle, Loader=loader)
-    except OSError as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise CompatDataError(f"cannot read {path}: {exc}") from exc
+    raw = _kept_table(name, text)
+    if raw is None:
+        import yaml
+
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        raw = yaml.load(text, Loader=loader)
+        if isinstance(raw, dict):
+            _keep_table(name, text, raw)
     if not isinstance(raw, dict):
         raise CompatDataError(f"{path}: expected a mapping at the top")
     if raw.get("schema_version") != SCHEMA_VERSION:
@@ -63,6 +67,40 @@ def load_table(name: str) -> Mapping[str, Any]:
     if not raw.get("sources"):
         raise CompatDataError(f"{path}: the `sources` note is missing")
     return raw
+
+
+# The parsed tables are kept between runs (fdl._kept: marshal data in <cache>/tables/,
+# under the table's full text), so a command whose question needs a table (a floDl
+# project's framework check) does not import PyYAML: an entry is used only for the same
+# text, character for character, read by the same fdl. Tables are fdl's own data.
+_TABLE_FORMAT = 1
+_MAX_TABLE_BYTES = 4 * 1024 * 1024
+
+
+def _table_key(name: str, text: str) -> tuple[object, ...]:
+    from fdl import __version__
+
+    return (_TABLE_FORMAT, __version__, name, text)
+
+
+def _table_entry(name: str) -> Path:
+    from fdl.paths import cache_dir
+
+    return cache_dir() / "tables" / f"{name}.marshal"
+
+
+def _kept_table(name: str, text: str) -> dict[str, Any] | None:
+    """The table parsed from ``text`` before, or None."""
+    from fdl._kept import kept
+
+    found = kept(_table_entry(name), _table_key(name, text), limit=_MAX_TABLE_BYTES)
+    return found if isinstance(found, dict) else None
+
+
+def _keep_table(name: str, text: str, raw: dict[str, Any]) -> None:
+    from fdl._kept import keep
+
+    keep(_table_entry(name), _table_key(name, text), raw, limit=_MAX_TABLE_BYTES)
 
 
 def version_key(text: str) -> tuple[int, ...]:

@@ -42,11 +42,12 @@ Example (a source build registering its result)::
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
 
-from fdl.libtorch import variants
-
+TYPE_CHECKING = False  # typing costs start-up: annotations only
 if TYPE_CHECKING:
+    from typing import Any
+
+    from fdl.libtorch import variants
     from fdl.libtorch._caches import (
         CACHES,
         CacheEntry,
@@ -128,9 +129,10 @@ if TYPE_CHECKING:
     )
     from fdl.libtorch.variants import VariantInfo, describe_view
 
-# Deliberately lazy (PEP 562): the task runner imports fdl.libtorch.variants on every
-# `fdl <command>`; importing this package eagerly would load the binary readers, the
-# compatibility tables and the wheel/download machinery (measured: 140 ms instead of 40 ms).
+# Deliberately lazy (PEP 562), `variants` too: the task runner imports this package on
+# every `fdl <command>` (the framework check), `variants` only where a variant is active;
+# importing this package eagerly would load the binary readers, the compatibility tables
+# and the wheel/download machinery (measured: 140 ms instead of 40 ms).
 _LAZY = {
     "install_cpu_view": "sources",
     "install_dir": "sources",
@@ -290,6 +292,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "variants":  # the module, on first use (a project without one never needs it)
+        return import_module(f"{__name__}.variants")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -56,6 +56,16 @@ _DIRECTORIES = {
         "parsed manifests, so an unchanged fdl.yml is read without the YAML parser "
         "(at most 256 small files)",
     ),
+    "tables": (
+        "tables",
+        "parsed compatibility tables, so a command that needs one reads it without the "
+        "YAML parser (one small file per table)",
+    ),
+    "compose": (
+        "compose",
+        "what fdl reads of compose files (services' images, working directories, volumes), "
+        "so a docker: command reads an unchanged file without the YAML parser (at most 64)",
+    ),
 }
 IMAGES = "fdl-libtorch*"
 _KEYED = re.compile(r"-[0-9a-f]{16}$")  # a shared image's content key (not a project's name)

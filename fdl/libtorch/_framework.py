@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from fdl.compat import NewerRelease, resolve_torch_version
 from fdl.errors import ManifestError, UsageError
 from fdl.libtorch._framework_files import CHECK_KEY, FrameworkPin, detect_framework
 from fdl.manifest import Manifest
+
+TYPE_CHECKING = False  # typing costs start-up: annotations only
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "CHECK_KEY",
@@ -65,8 +67,10 @@ class TorchDecision:
         Raises:
             UsageError: it cannot (with both facts and the fix).
         """
+        from fdl import compat
+
         try:
-            full = resolve_torch_version(torch)
+            full = compat.resolve_torch_version(torch)
         except UsageError:
             return  # the command reports an unknown release itself
         reason = self.refusal(full)
@@ -137,9 +141,11 @@ def framework_torch(manifest: Manifest | None, directory: Path | None = None) ->
 
 
 def _full(wanted: str, manifest: Manifest | None) -> str:
+    from fdl import compat
+
     try:
-        return resolve_torch_version(wanted)
-    except NewerRelease as exc:
+        return compat.resolve_torch_version(wanted)
+    except compat.NewerRelease as exc:
         # the command reads the release at run time (fdl.cli._learn) and plans again
         if manifest is not None:
             exc.location = manifest.error("libtorch.torch", exc.message).location

@@ -10,21 +10,18 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from fdl.compat import (
-    FrameworkRelease,
-    UnknownFrameworkRelease,
-    framework_for_crate,
-    framework_release,
-    frameworks,
-    headers_cxx_standard,
-    matching_release,
-    releases,
-    resolve_torch_version,
-    version_key,
-)
 from fdl.errors import Location, ManifestError, UsageError
+
+TYPE_CHECKING = False  # typing costs start-up: annotations only
+if TYPE_CHECKING:
+    from typing import Any
+
+    from fdl.compat import FrameworkRelease, UnknownFrameworkRelease
+
+# fdl.compat (its tables and the modules answering over them) is imported by the functions
+# that read a framework's release: a project without Cargo or CMake files never loads it,
+# and a project command starts sooner.
 
 __all__ = ["CHECK_KEY", "FrameworkPin", "detect_framework"]
 
@@ -70,15 +67,17 @@ class FrameworkPin:
 
     def refusal(self, torch: str) -> str | None:
         """Why the framework cannot compile against ``torch`` (a full version), or None."""
+        from fdl import compat
+
         if self.torch is not None:
-            want, got = version_key(self.torch), version_key(torch)
+            want, got = compat.version_key(self.torch), compat.version_key(torch)
             if self.exact and got[:3] != want[:3]:
                 return f"{self.label} compiles against torch {self.torch} only ({self.origin})"
             if not self.exact and got[:3] < want[:3]:
                 return f"{self.label} asks for torch {self.torch} or newer ({self.origin})"
         if self.cxx_standard is not None:
             try:
-                needed = headers_cxx_standard(torch)
+                needed = compat.headers_cxx_standard(torch)
             except UsageError:
                 return None
             if needed > self.cxx_standard:
@@ -92,9 +91,11 @@ class FrameworkPin:
         """The torch to use when nothing else is asked: the pinned one; else, when the
         newest known release will not do (its headers need a newer C++), the newest that
         will; else None (free: fdl's usual choice, the newest)."""
+        from fdl import compat
+
         if self.torch is not None and self.exact:
-            return resolve_torch_version(self.torch)
-        known = [rel.latest for rel in reversed(releases())]
+            return compat.resolve_torch_version(self.torch)
+        known = [rel.latest for rel in reversed(compat.releases())]
         newest = self.refusal(known[0])
         if newest is None:
             return None
@@ -146,10 +147,12 @@ def _from_lock(directory: Path) -> Iterator[FrameworkPin]:
     text = _read(path)
     if text is None:
         return
+    from fdl import compat
+
     data = _toml(path, text)
     listed = data.get("package")
     packages = [p for p in listed if isinstance(p, Mapping)] if isinstance(listed, list) else []
-    for known in frameworks():
+    for known in compat.frameworks():
         for crate in known.crates:
             versions = sorted(
                 {str(p.get("version")) for p in packages if p.get("name") == crate},
@@ -177,6 +180,8 @@ def _from_cargo_toml(directory: Path) -> Iterator[FrameworkPin]:
     text = _read(path)
     if text is None:
         return
+    from fdl import compat
+
     data = _toml(path, text)
     workspace = _table(data, "workspace")
     shared = _table(workspace, "package")
@@ -186,7 +191,7 @@ def _from_cargo_toml(directory: Path) -> Iterator[FrameworkPin]:
         package = member_data.get("package")
         if not isinstance(package, Mapping):
             continue
-        known = framework_for_crate(str(package.get("name")))
+        known = compat.framework_for_crate(str(package.get("name")))
         if known is None or known.name in seen:
             continue
         version = package.get("version")
@@ -203,7 +208,7 @@ def _from_cargo_toml(directory: Path) -> Iterator[FrameworkPin]:
         row = _exact(known.name, version, origin)
         seen.add(known.name)
         yield _pin(row, origin, f"{package.get('name')} {version} (this workspace)", known.reads)
-    for known in frameworks():
+    for known in compat.frameworks():
         if known.name in seen:
             continue
         found = _requirement(directory, path, text, data, workspace, known.crates)
@@ -211,8 +216,8 @@ def _from_cargo_toml(directory: Path) -> Iterator[FrameworkPin]:
             continue
         crate, requirement, origin = found
         try:
-            row = matching_release(known.name, requirement)
-        except UnknownFrameworkRelease as exc:
+            row = compat.matching_release(known.name, requirement)
+        except compat.UnknownFrameworkRelease as exc:
             raise _located(exc, origin) from None
         how = (
             f'{crate} = "{requirement}" in Cargo.toml (no Cargo.lock: the newest release fdl '
@@ -391,8 +396,10 @@ def _from_cmake(directory: Path) -> FrameworkPin | None:
 
 
 def _exact_torch(version: str, origin: str) -> str:
+    from fdl import compat
+
     try:
-        return resolve_torch_version(version)
+        return compat.resolve_torch_version(version)
     except UsageError as exc:
         raise ManifestError(
             f"find_package(Torch {version} EXACT): {exc.message}",
@@ -405,9 +412,11 @@ def _exact_torch(version: str, origin: str) -> str:
 
 
 def _exact(name: str, version: str, origin: str) -> FrameworkRelease:
+    from fdl import compat
+
     try:
-        return framework_release(name, version)
-    except UnknownFrameworkRelease as exc:
+        return compat.framework_release(name, version)
+    except compat.UnknownFrameworkRelease as exc:
         raise _located(exc, origin) from None
 
 
@@ -503,7 +512,9 @@ def _inside(path: Path, directory: Path) -> bool:
 
 
 def _safe_key(version: str) -> tuple[int, ...]:
+    from fdl import compat
+
     try:
-        return version_key(version)
+        return compat.version_key(version)
     except ValueError:
         return ()

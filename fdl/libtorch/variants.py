@@ -20,16 +20,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from fdl._files import NotARegularFile, atomic_write_text, read_small_text
 from fdl.errors import EnvironmentProblem, UsageError
-from fdl.locking import FileLock, WaitCallback
 from fdl.paths import Context
+
+TYPE_CHECKING = False  # typing costs start-up: annotations only
+if TYPE_CHECKING:  # the locks, shutil and datetime: only where variants change
+    from typing import Any
+
+    from fdl.locking import WaitCallback
 
 __all__ = [
     "KINDS",
@@ -246,6 +248,8 @@ def remove(
         UsageError: invalid name or not installed.
         LockBusy: the lock was not free within ``timeout``.
     """
+    from fdl.locking import FileLock
+
     normalised = validate_name(name)
     lock = FileLock(
         lock_file(context, normalised),
@@ -277,6 +281,8 @@ def _remove_locked(context: Context, normalised: str) -> bool:
     # Rename first so a crash never leaves a half-deleted variant that looks installed.
     trash = target.with_name(f".removing-{target.name}-{os.getpid()}")
     target.rename(trash)
+    import shutil
+
     shutil.rmtree(trash, ignore_errors=True)
     if was_active:
         clear_active(context)
@@ -368,6 +374,8 @@ def _dotted(archs: list[str]) -> list[str]:
 
 def now_iso() -> str:
     """The current UTC time, ISO 8601, seconds precision."""
+    from datetime import datetime, timezone
+
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 

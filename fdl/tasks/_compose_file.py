@@ -166,23 +166,84 @@ def _mount(volume: Any, directory: Path, variables: Mapping[str, str]) -> Mount 
     return Mount(host, str(PurePosixPath(target)))
 
 
-def _read(path: Path) -> dict[str, Any]:
+# What fdl reads of a compose file (each service's image, working directory and volumes,
+# as written, before interpolation) is kept between runs (fdl._kept, <cache>/compose/),
+# under the file's path and the digest of its exact text: a `docker:` command then reads
+# an unchanged file without the YAML parser. Nothing else of the file is kept (its
+# `environment:` may hold secrets), nor its text.
+_COMPOSE_FORMAT = 1
+_MAX_KEPT_BYTES = 1 << 22
+_MAX_KEPT_FILES = 64
+
+
+def _services(path: Path) -> object:
+    """The ``services`` of the compose file at ``path`` as far as fdl reads them.
+
+    Raises:
+        ManifestError: the file cannot be read or parsed, or is not a mapping.
+    """
+    try:
+        text = read_text_file(path, limit=1 << 24)
+    except OSError as exc:
+        raise ManifestError(
+            f"cannot read the compose file {path}: {reason_of(exc)}",
+            hint="fix the compose file",
+        ) from None
+    import hashlib
+    import zlib
+
+    from fdl import __version__
+    from fdl._kept import keep, kept
+    from fdl.paths import cache_dir
+
+    digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+    key = (_COMPOSE_FORMAT, __version__, str(path), digest)
+    entry = cache_dir() / "compose" / f"{zlib.crc32(os.fsencode(str(path))):08x}.marshal"
+    found = kept(entry, key, limit=_MAX_KEPT_BYTES)
+    if isinstance(found, tuple) and len(found) == 1:
+        return found[0]
+    services = _read_services(path, text)
+    keep(entry, key, (services,), limit=_MAX_KEPT_BYTES, max_entries=_MAX_KEPT_FILES)
+    return services
+
+
+def _read_services(path: Path, text: str) -> object:
     import yaml
 
     try:
-        data = yaml.safe_load(read_text_file(path, limit=1 << 24))
-    except (OSError, yaml.YAMLError, RecursionError) as exc:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError) as exc:
         raise ManifestError(
             f"cannot read the compose file {path}: {reason_of(exc)}",
             hint="fix the compose file",
         ) from None
     if data is None:
-        return {}
+        return None
     if not isinstance(data, dict):
         raise ManifestError(
             f"{path}: a compose file must be a mapping", hint="fix the compose file"
         )
-    return data
+    services = data.get("services")
+    if not isinstance(services, dict):
+        return {}  # what load_compose skips
+    return {name: _read_keys(service) for name, service in services.items()}
+
+
+def _read_keys(service: object) -> dict[str, Any]:
+    """The keys of a service load_compose reads (a volume in the long syntax reduced to
+    the keys of a bind mount)."""
+    if not isinstance(service, dict):
+        return {}
+    read = {key: service[key] for key in ("image", "working_dir", "volumes") if key in service}
+    volumes = read.get("volumes")
+    if isinstance(volumes, list):
+        read["volumes"] = [
+            {k: v for k, v in volume.items() if k in ("type", "source", "target")}
+            if isinstance(volume, dict)
+            else volume
+            for volume in volumes
+        ]
+    return read
 
 
 def load_compose(path: Path, environ: Mapping[str, str]) -> ComposeProject:
@@ -200,7 +261,7 @@ def load_compose(path: Path, environ: Mapping[str, str]) -> ComposeProject:
     project = ComposeProject(path, directory)
     files = [path, *(directory / n for n in OVERRIDE_NAMES if (directory / n).is_file())]
     for file in files:
-        services = _read(file).get("services") or {}
+        services = _services(file) or {}
         if not isinstance(services, dict):
             continue
         for name, service in services.items():

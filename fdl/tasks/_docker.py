@@ -10,14 +10,14 @@ import os
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from fdl.errors import EnvironmentProblem
-from fdl.runner import Runner, default_runner
 from fdl.tasks._env import EnvChange
 
+TYPE_CHECKING = False  # typing costs start-up: annotations only
 if TYPE_CHECKING:
     from fdl.engine import Engine
+    from fdl.runner import Runner
 
 __all__ = ["ComposeProgram", "compose_program", "in_container"]
 
@@ -90,6 +90,7 @@ def compose_program(
         return ComposeProgram(_split_forced(forced), [])
     if engine is None:
         from fdl.engine import DockerEngine
+        from fdl.runner import default_runner
 
         engine = DockerEngine(runner=runner or default_runner(), environ=environ)
     command = engine.compose()

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from fdl.errors import EnvironmentProblem, FdlError
 from fdl.manifest import Manifest
 from fdl.tasks._env import EnvChange
 from fdl.tasks._libtorch_env import LibtorchState, read_variant
 
+TYPE_CHECKING = False  # typing costs start-up: annotations only
 if TYPE_CHECKING:
     from fdl.libtorch import TorchDecision
 

@@ -94,7 +94,6 @@ def read_variant(directory: Path, name: str) -> Variant:
 def active_libtorch(project_dir: Path, environ: Mapping[str, str]) -> LibtorchState:
     """The active libtorch variant of the project at ``project_dir``."""
     from fdl.errors import UsageError
-    from fdl.libtorch import variants
     from fdl.paths import resolve_context
 
     context = resolve_context(project_dir, environ)
@@ -109,6 +108,8 @@ def active_libtorch(project_dir: Path, environ: Mapping[str, str]) -> LibtorchSt
         return LibtorchState(directory, None)
     if not raw:
         return LibtorchState(directory, None)
+    from fdl.libtorch import variants
+
     try:
         name = variants.validate_name(raw)
     except UsageError:

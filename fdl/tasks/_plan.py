@@ -10,13 +10,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from fdl.errors import EnvironmentProblem, Location, ManifestError
 from fdl.manifest import Manifest
-from fdl.runner import Runner
 from fdl.tasks._compose import quote
-from fdl.tasks._compose_file import ComposeProject, container_path, find_compose_file, load_compose
 from fdl.tasks._docker import ComposeProgram, compose_program, in_container
 from fdl.tasks._env import EnvChange, apply_changes, export_line
 from fdl.tasks._framework_env import build_tools, framework_env
@@ -30,6 +27,14 @@ from fdl.tasks._libtorch_env import (
     variant_exports,
 )
 from fdl.tasks._resolve import Kind, Resolution, locate
+
+TYPE_CHECKING = False  # typing costs start-up: annotations only
+if TYPE_CHECKING:
+    from typing import Any
+
+    # a dry run never loads the runner; the compose file's reader only for docker:
+    from fdl.runner import Runner
+    from fdl.tasks._compose_file import ComposeProject
 
 __all__ = ["CommandPlan", "DockerWrap", "build_plan"]
 
@@ -153,6 +158,8 @@ def _mounted_libtorch(
     project: ComposeProject, service: str, state: LibtorchState
 ) -> tuple[str, Variant] | None:
     """Where the service sees a libtorch: an explicit mount first, else through a wider mount."""
+    from fdl.tasks._compose_file import container_path
+
     mounts = project.mounts.get(service, [])
     active = state.active
     for mount in mounts:
@@ -228,6 +235,8 @@ class _Planner:
     def docker(
         self, service: str, script: str, args: tuple[str, ...], state: LibtorchState
     ) -> tuple[tuple[str, ...], Path, list[EnvChange], DockerWrap]:
+        from fdl.tasks._compose_file import container_path, find_compose_file, load_compose
+
         where = _docker_location(self.resolution, self.root)
         compose_file = find_compose_file(self.resolution.directory)
         if compose_file is None:

@@ -6,11 +6,8 @@ import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from fdl.manifest import Manifest
-from fdl.runner import Runner, default_runner
-from fdl.tasks._args import CommandSchema, check_args
 from fdl.tasks._compose import (
     ALL_ARGS,
     compose_entry,
@@ -20,22 +17,16 @@ from fdl.tasks._compose import (
     split_user_args,
 )
 from fdl.tasks._plan import CommandPlan, build_plan
-from fdl.tasks._presets import config_words, merge_settings
-from fdl.tasks._probe import (
-    FLAG as PROBE_FLAG,
-)
-from fdl.tasks._probe import (
-    HELP_PROBE_SECONDS,
-    MAX_PROBE_OUTPUT,
-    PROBE_SECONDS,
-    asks_itself,
-    cached_schema,
-    effective_schema,
-    parse_probe_output,
-    probe_failure,
-    with_schema,
-)
 from fdl.tasks._resolve import Kind, Resolution, resolve
+
+TYPE_CHECKING = False  # typing costs start-up: annotations only
+if TYPE_CHECKING:
+    from typing import Any
+
+    from fdl.runner import Runner  # a dry run never loads the runner
+
+# An entry's schema, presets and probe (fdl.tasks._args, _presets, _probe) are imported where
+# an entry is run: a `run:` command starts without them.
 
 __all__ = ["ARGS", "RUNNER_ARGS", "Composed", "Invocation", "compose_script", "prepare"]
 
@@ -160,6 +151,9 @@ def compose_script(
     """
     if resolution.kind is Kind.RUN:
         return _run_script(resolution, template=template)
+    from fdl.tasks._args import CommandSchema, check_args
+    from fdl.tasks._presets import config_words, merge_settings
+
     nested = resolution.nested
     assert nested is not None
     schema = CommandSchema.from_data(nested.data.get("schema"))
@@ -195,7 +189,16 @@ def _prober(
     service), through the same planning as the command itself."""
 
     def probe(nested: Manifest) -> tuple[dict[str, Any], str]:
-        script = compose_entry(str(nested.data["entry"]), [PROBE_FLAG])
+        from fdl.tasks._probe import (
+            FLAG,
+            HELP_PROBE_SECONDS,
+            MAX_PROBE_OUTPUT,
+            PROBE_SECONDS,
+            parse_probe_output,
+            probe_failure,
+        )
+
+        script = compose_entry(str(nested.data["entry"]), [FLAG])
         asked = replace(
             resolution,
             kind=Kind.ENTRY,
@@ -209,6 +212,8 @@ def _prober(
         )
         plan = build_plan(asked, script, root=root, environ=environ, overlay=overlay, runner=runner)
         where = f" (in compose service {plan.docker.service})" if plan.docker else ""
+        from fdl.runner import default_runner
+
         run = runner or default_runner()
         # bounded: what the probe prints (deep JSON, an endless stream) and how long it
         # takes; `--help` waits briefly, then shows the inline schema with the note
@@ -231,11 +236,13 @@ def _schema_for_dry_run(nested: Manifest, notes: list[str]) -> dict[str, Any] | 
     """A dry run never starts the entry to ask for its schema (for a ``cargo`` entry that
     is a build, for a ``docker:`` one a container): it uses a fresh cache, else the inline
     ``schema:`` and says that the run would ask first."""
+    from fdl.tasks._probe import FLAG, cached_schema
+
     cached = cached_schema(nested)
     if cached is not None:
         return cached
     inline = nested.data.get("schema")
-    probe = compose_entry(str(nested.data["entry"]), [PROBE_FLAG])
+    probe = compose_entry(str(nested.data["entry"]), [FLAG])
     using = (
         "the inline schema:" if isinstance(inline, dict) else "no schema (options pass unchecked)"
     )
@@ -275,6 +282,14 @@ def prepare(
     if no_append and resolution.kind is Kind.RUN:
         resolution.no_append = True
     nested = resolution.nested
+    if nested is not None and nested.data.get("entry"):
+        from fdl.tasks._probe import (
+            FLAG,
+            asks_itself,
+            cached_schema,
+            effective_schema,
+            with_schema,
+        )
     if (
         nested is not None
         and nested.data.get("entry")
@@ -302,7 +317,7 @@ def prepare(
             resolution.nested = with_schema(nested, cached)
         elif resolution.help and not nested.data.get("schema"):
             words = resolution.words[:-1] if resolution.kind is Kind.PRESET else resolution.words
-            asked = compose_entry(str(nested.data["entry"]), [PROBE_FLAG])
+            asked = compose_entry(str(nested.data["entry"]), [FLAG])
             where = (
                 f" in compose service {nested.data['docker']}" if nested.data.get("docker") else ""
             )

@@ -25,11 +25,9 @@ prints more than MAX_PROBE_OUTPUT bytes or outlives its time (HELP_PROBE_SECONDS
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shlex
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,6 +115,8 @@ def _program(entry: str, directory: Path) -> Path | None:
     if "/" in first:
         path = Path(first).expanduser()
         return path if path.is_absolute() else directory / path
+    import shutil
+
     found = shutil.which(first)
     return Path(found) if found else None
 
@@ -175,6 +175,8 @@ def _crate_stamps(directory: Path) -> list[str]:
 
 def probe_key(nested: Manifest) -> str:
     """What the cache of ``nested`` depends on, hashed."""
+    import hashlib  # OpenSSL: only for an entry that asks itself
+
     entry = str(nested.data.get("entry") or "")
     parts = [f"entry={entry}", f"docker={nested.data.get('docker') or ''}"]
     try:

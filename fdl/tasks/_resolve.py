@@ -12,12 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
 
 from fdl._text import did_you_mean
 from fdl.errors import Location, ManifestError, ManifestErrors, UsageError
 from fdl.manifest import Manifest, MapNode, Origin, display_name
 from fdl.tasks._nested import command_kind, load_nested, preset_problems
+
+TYPE_CHECKING = False  # typing costs start-up: annotations only
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "Kind",

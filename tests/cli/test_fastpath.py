@@ -65,6 +65,81 @@ def test_fast_path_declines_other_forms(args: list[str]) -> None:
     assert try_fast_path(options, rest, Console()) is None
 
 
+# `libtorch list|info` (fdl.cli._variant_view): in a project with two variants, one
+# active (a variant.json, and an older tree with .arch only); outside any project
+VARIANT_CASES = [
+    ["libtorch", "list"],
+    ["libtorch", "list", "--json"],
+    ["libtorch", "info"],
+    ["libtorch", "info", "--json"],
+    ["libtorch", "info", "precompiled/cpu"],
+    ["libtorch", "info", "--json", "precompiled/cu126"],
+    ["libtorch", "info", "precompiled/nope"],
+    ["libtorch", "info", "nope", "--json"],
+    ["-e", "ci", "libtorch", "list"],
+]
+
+
+@pytest.fixture
+def with_variants(tmp_path: Path) -> Path:
+    from fdl.libtorch import VariantInfo
+    from fdl.libtorch.variants import write_info
+    from tests.support.libtorch_trees import make_tree
+
+    project = tmp_path / "p"
+    shutil.copytree(FIXTURE, project)
+    lib = project / "libtorch" / "precompiled"
+    make_tree(lib / "cpu", "2.10.0+cpu")
+    (lib / "cpu" / ".arch").write_text("cuda=none\ntorch=2.10.0\narchs=cpu\n")
+    make_tree(lib / "cu126", "2.10.0+cu126")
+    info = VariantInfo(
+        name="precompiled/cu126",
+        torch="2.10.0",
+        cuda="12.6",
+        archs_found={"cubin": ["sm_80", "sm_90"], "ptx": ["sm_90"]},
+        source={"kind": "archive", "url": "https://example.invalid/x.zip"},
+    )
+    write_info(lib / "cu126", info)
+    (project / "libtorch" / ".active").write_text("precompiled/cu126")
+    return project
+
+
+@pytest.mark.parametrize("args", VARIANT_CASES)
+@pytest.mark.parametrize("where", ["project", "outside"])
+def test_variant_fast_path_matches_the_typer_command(
+    run_fdl, monkeypatch: pytest.MonkeyPatch, with_variants: Path, args: list[str], where: str
+) -> None:
+    cwd = with_variants if where == "project" else with_variants.parent
+    env = {"FDL_HOME": str(with_variants.parent / "home")}
+    fast = run_fdl(args, cwd=cwd, env=env)
+    monkeypatch.setattr("fdl.cli._variant_view.try_fast_path", lambda *a: None)
+    slow = run_fdl(args, cwd=cwd, env=env)
+    assert (fast.exit_code, fast.stdout, fast.stderr) == (slow.exit_code, slow.stdout, slow.stderr)
+    if where == "project" and args[-1] == "list":
+        assert "* precompiled/cu126" in fast.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["libtorch", "list", "--help"],
+        ["libtorch", "list", "extra"],
+        ["libtorch", "info", "a", "b"],
+        ["libtorch", "info", "--bogus"],
+        ["libtorch", "info", "--", "x"],
+        ["libtorch", "verify"],
+        ["libtorch"],
+        ["--help", "libtorch", "list"],
+    ],
+)
+def test_variant_fast_path_declines_other_forms(args: list[str]) -> None:
+    from fdl.cli import _variant_view
+    from fdl.cli._console import Console
+
+    options, rest = parse_globals(args)
+    assert _variant_view.try_fast_path(options, rest, Console()) is None
+
+
 HEAVY = [
     "docker",
     "requests",
@@ -100,6 +175,8 @@ raise SystemExit(code)
         (["config", "show", "--json", "--env", "ci"], set()),
         (["config", "explain"], set()),
         (["config", "explain", "commands.test", "--json"], set()),
+        (["libtorch", "list"], set()),
+        (["libtorch", "list", "--json"], set()),
     ],
 )
 def test_startup_does_not_load_heavy_modules(

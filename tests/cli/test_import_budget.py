@@ -7,7 +7,9 @@ makes them is: each module below costs milliseconds to import (measured on this 
 CI machine; the comment says what), and none of them is needed to answer. The test runs
 each command in a fresh interpreter with an import hook that records which line of fdl
 imported each module, so a failure says "yaml, imported by fdl/manifest/render.py:19",
-not only that start-up got slower.
+not only that start-up got slower. Project commands (a dry run, a real run of `true`, an
+entry's dry run) and `fdl libtorch list|info` have a budget of their own below: what
+they use is allowed, what only other commands need is named with its cost. About 3 s.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ FIXTURE = REPO / "tests" / "fixtures" / "manifest-project"
 
 # module -> what it costs (ms, -X importtime on the CI machine) and why it is not needed
 HEAVY = {
-    "yaml": "13 ms: PyYAML's whole package; an unchanged manifest comes from the parse cache",
+    "yaml": "13 ms: PyYAML's whole package; an unchanged manifest or table comes from its cache",
     "typer": "50 ms: the short answers are parsed by fdl.cli itself",
     "click": "25 ms: as typer",
     "dataclasses": "11 ms (inspect, ast, dis): plain classes on the start-up path",
@@ -98,6 +100,62 @@ def _imported(project: Path, args: list[str], watched: dict[str, str]) -> dict[s
     return {name: where for _, name, where in lines}
 
 
+# Project commands (`fdl test`, `fdl train -- ...`, their dry runs) and `fdl libtorch
+# list|info` are what people run most after the short answers (issue 36: about 160 and
+# 220 ms before, floDl's CLI 12 ms). They may use dataclasses (their plans and records
+# are dataclasses); they must not load what only other commands need. Costs: cumulative
+# ms under -X importtime on a 2-core CI machine, as loaded by these commands before they
+# were cut.
+PROJECT_HEAVY = {
+    "fdl.compat": "19-23 ms (its modules): the framework check loads them only when a "
+    "Cargo.lock, Cargo.toml or CMakeLists.txt names a framework",
+    "fdl.runner": "18 ms (subprocess, threading): a dry run runs nothing",
+    "fdl.libtorch.variants": "4 ms: read only when a variant is active or listed",
+    "fdl.tasks._probe": "5 ms (hashlib): an entry's schema probe; a `run:` command has none",
+    "fdl.tasks._args": "3 ms: an entry's schema",
+    "fdl.tasks._presets": "2 ms (json): an entry's presets",
+    "fdl.tasks._compose_file": "2 ms: the compose file's reader, for `docker:` commands",
+    "fdl.diagnose": "59 ms (system probe, binaries, install machinery): nothing is checked",
+    "fdl.libtorch.source": "24 ms: the source builder (`libtorch build` takes its options "
+    "from the manifest's settings table)",
+    "fdl.system": "11 ms (concurrent.futures, logging): no machine probe",
+    "fdl.binaries": "5 ms: no binary is read",
+    "platform": "2 ms: no platform question",
+    # a floDl project's check reads the frameworks' and releases' tables, no other
+    "fdl.compat.downloads": "3 ms (platform): official zips' URLs",
+    "fdl.compat.build": "2-5 ms: source-build switches",
+    "fdl.compat.runtime": "1 ms: a CUDA libtorch's run-time libraries",
+}
+# what these commands use: the resolver and its plans (dataclasses, which import inspect);
+# an entry's schema, presets and probe cache (`train` is an entry; typing); for `libtorch
+# list|info` (answered without typer), the variants' records
+RESOLVER = {"fdl.tasks._resolve", "shlex", "dataclasses", "inspect", "json"}
+ENTRY = {"fdl.tasks._args", "fdl.tasks._presets", "fdl.tasks._probe", "typing"}
+VARIANTS = {"fdl.libtorch.variants", "dataclasses", "inspect", "json"}
+PROJECT_COMMANDS = [
+    (["--env", "ci", "test", "--dry-run"], RESOLVER),
+    # a real run: the runner (subprocess, threading; typing for its Protocol)
+    (["noop"], RESOLVER | {"subprocess", "threading", "fdl.runner", "typing"}),
+    (["train", "--dry-run", "--", "--epochs", "3"], RESOLVER | ENTRY),
+]
+# a floDl project (Cargo.lock names flodl 0.5.3): its framework check reads two tables,
+# parsed by an earlier run (fdl.compat._data keeps them; its modules use typing), and the
+# Cargo files (tomllib, which imports datetime)
+FLODL = RESOLVER | {"fdl.compat", "typing", "tomllib", "datetime"}
+FLODL_COMMANDS = [
+    (["--env", "ci", "test", "--dry-run"], FLODL),
+    (["noop"], FLODL | {"subprocess", "threading", "fdl.runner"}),
+    # in its compose service (docker: dev): what it read of the compose file is kept, under
+    # the digest of its text (hashlib)
+    (["test", "--dry-run"], FLODL | {"fdl.tasks._compose_file", "hashlib"}),
+]
+LIBTORCH_COMMANDS = [
+    (["libtorch", "list"], VARIANTS),
+    (["libtorch", "list", "--json"], VARIANTS),
+    (["libtorch", "info"], VARIANTS),
+]
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The 3-layer example (with a nested manifest), its parse cache filled by one run."""
@@ -130,3 +188,77 @@ def test_the_budget_names_the_line_that_broke_it(project: Path) -> None:
     recorder says which line of fdl imported typer."""
     found = _imported(project, ["config", "layers"], HEAVY)
     assert found.get("typer", "").startswith("fdl/cli/__init__.py:"), found
+
+
+@pytest.fixture(scope="module")
+def busy_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example with a command that does nothing (`noop`, `run: "true"`) and, in a copy
+    of its own, an active libtorch variant."""
+    root = tmp_path_factory.mktemp("budget-project") / "p"
+    shutil.copytree(FIXTURE, root)
+    with (root / "fdl.yml").open("a", encoding="utf-8") as manifest:
+        manifest.write('  noop:\n    description: does nothing\n    run: "true"\n')
+    return root
+
+
+@pytest.fixture(scope="module")
+def flodl_project(busy_project: Path) -> Path:
+    root = busy_project.parent / "flodl"
+    shutil.copytree(busy_project, root)
+    (root / "Cargo.toml").write_text(
+        '[package]\nname = "app"\nversion = "0.1.0"\n\n[dependencies]\nflodl = "0.5.3"\n'
+    )
+    (root / "docker-compose.yml").write_text(
+        "services:\n  dev:\n    image: app-dev\n    volumes:\n      - .:/workspace\n"
+    )
+    packages = [("app", "0.1.0"), ("flodl", "0.5.3"), ("flodl-sys", "0.5.3")]
+    (root / "Cargo.lock").write_text(
+        "version = 4\n"
+        + "".join(f'\n[[package]]\nname = "{n}"\nversion = "{v}"\n' for n, v in packages)
+    )
+    return root
+
+
+@pytest.fixture(scope="module")
+def with_variant(busy_project: Path) -> Path:
+    from tests.support.libtorch_trees import make_tree
+
+    root = busy_project.parent / "with-variant"
+    shutil.copytree(busy_project, root)
+    lib = root / "libtorch" / "precompiled" / "cpu"
+    make_tree(lib, "2.10.0+cpu")
+    (lib / ".arch").write_text("cuda=none\ntorch=2.10.0\narchs=cpu\n")
+    (root / "libtorch" / ".active").write_text("precompiled/cpu")
+    return root
+
+
+def _budget(used: set[str]) -> dict[str, str]:
+    return {
+        name: cost for name, cost in {**HEAVY, **JSON, **PROJECT_HEAVY}.items() if name not in used
+    }
+
+
+@pytest.mark.parametrize(
+    ("kind", "args", "used"),
+    [("example", *row) for row in PROJECT_COMMANDS]
+    + [("flodl", *row) for row in FLODL_COMMANDS]
+    + [("variant", *row) for row in LIBTORCH_COMMANDS],
+    ids=lambda a: " ".join(sorted(a)) if isinstance(a, (list, set)) else a,
+)
+def test_project_commands_and_libtorch_list_import_what_they_use(
+    request: pytest.FixtureRequest, kind: str, args: list[str], used: set[str]
+) -> None:
+    """A project command (its dry run, and a real run of `true`) and `libtorch list|info`
+    load nothing beyond their own work: what they do not use is named with its cost."""
+    watched = _budget(used)
+    fixture = {"example": "busy_project", "flodl": "flodl_project", "variant": "with_variant"}
+    where = request.getfixturevalue(fixture[kind])
+    _imported(where, args, {})  # as people run them: the manifest's parse cache filled
+    found = _imported(where, args, watched)
+    assert not found, "\n".join(
+        [f"`fdl {' '.join(args)}` imported modules its answer does not need:"]
+        + [
+            f"  {name}, imported by {where} (costs {watched[name]})"
+            for name, where in found.items()
+        ]
+    )

@@ -6,9 +6,8 @@ it returns as text or ``--json``. ``fdl libtorch build`` is in :mod:`.libtorch_b
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +19,7 @@ from fdl.cli._render import (
     report_install,
     summary_line,
 )
+from fdl.cli._variant_view import list_variants, show_info
 from fdl.cli.commands._common import JsonOption, group
 from fdl.cli.commands._team import credentials, look_up, team_registry
 from fdl.cli.commands._team import pull as pull_reference
@@ -59,24 +59,7 @@ def list_(ctx: typer.Context, as_json: JsonOption = False) -> None:
 
     Example: fdl libtorch list --json
     """
-    session: Session = ctx.obj
-    context = session.libtorch_context()
-    names = variants.list_variants(context)
-    active = variants.active_name(context)
-    infos = {n: variants.read_info(context.libtorch_dir / n, n) for n in names}
-    if as_json:
-        session.console.json(
-            [_variant_json(n, infos[n], n == active, context.libtorch_dir / n) for n in names]
-        )
-        return
-    if not names:
-        session.console.info(f"No libtorch variants installed in {context.label()}.")
-        session.console.info("Run: fdl setup   (or: fdl libtorch download)")
-    for name in names:
-        info = infos[name]
-        what = f"torch {info.torch or '?'}, " + (f"CUDA {info.cuda}" if info.cuda else "CPU")
-        mark = "*" if name == active else " "
-        session.console.out(f"{mark} {name:<28} {what}{'  (active)' if name == active else ''}")
+    list_variants(ctx.obj, as_json=as_json)
 
 
 @app.command()
@@ -85,16 +68,7 @@ def info(ctx: typer.Context, variant: VariantArgument = None, as_json: JsonOptio
 
     Example: fdl libtorch info precompiled/cu130
     """
-    session: Session = ctx.obj
-    context = session.libtorch_context()
-    chosen = variants.installed_or_active(context, variant)
-    path = context.libtorch_dir / chosen
-    data = variants.read_info(path, chosen)
-    active = variants.active_name(context) == chosen
-    if as_json:
-        session.console.json(_variant_json(chosen, data, active, path))
-    else:
-        session.console.out(_render_info(chosen, data, active, path), end="")
+    show_info(ctx.obj, variant, as_json=as_json)
 
 
 @app.command()
@@ -612,6 +586,8 @@ def verify(
     finally:
         progress.close()
     if report.smoke is not None and report.smoke.ok and not keep:
+        import shutil
+
         shutil.rmtree(work_dir, ignore_errors=True)
     if as_json:
         session.console.json(report.to_json())
@@ -735,54 +711,6 @@ def pull(
 
 
 app.command("build")(build)
-
-
-def _variant_json(name: str, info: VariantInfo, active: bool, path: Path) -> dict[str, Any]:
-    """One variant for ``--json`` output (the reference's keys first)."""
-    return {"variant": name, "active": active, "path": str(path), **info.to_json()}
-
-
-def _built_from(source: dict[str, Any]) -> str:
-    """How the pusher got the variant (``build, recipe docker``), without its paths."""
-    details = [f"{key} {source[key]}" for key in ("recipe", "backend") if source.get(key)]
-    return ", ".join([str(source.get("kind") or "unknown"), *details])
-
-
-def _render_info(name: str, info: VariantInfo, active: bool, path: Path) -> str:
-    from fdl.libtorch import describe_view
-
-    found = info.archs_found
-    archs = " ".join([*found.get("cubin", []), *found.get("ptx", [])]) or (
-        "none (CPU build)" if not info.cuda else "not read yet (run fdl libtorch verify)"
-    )
-    source = info.source
-    pulled = source.get("registry") if isinstance(source.get("registry"), dict) else None
-    origin = (
-        f"{pulled.get('reference')} (built by {_built_from(source)})"
-        if pulled
-        else source.get("url")
-        or source.get("wheel")
-        or source.get("environment")
-        or source.get("recipe")
-    )
-    kind = "registry" if pulled else source.get("kind", "unknown")
-    rows = [
-        ("Variant", f"{name}{' (active)' if active else ''}"),
-        ("Path", str(path)),
-        ("Torch", info.torch or "unknown"),
-        ("CUDA", info.cuda or "none (CPU)"),
-        ("cuDNN", info.cudnn or "-"),
-        ("Archs", archs),
-        ("Extra", " ".join(found.get("extra", [])) or "-"),
-        ("ABI", info.abi or "unknown"),
-        ("Source", f"{kind}{': ' + str(origin) if origin else ''}"),
-        ("sha256", str(source.get("sha256") or source.get("wheel_sha256") or "-")),
-        ("Installed", info.installed_at or "unknown"),
-    ]
-    view = describe_view(source, info.extra)
-    if view:
-        rows.insert(4, ("Build", f"{source.get('build_version')}: {view}"))
-    return "\n".join(f"{key + ':':<11}{value}" for key, value in rows) + "\n"
 
 
 def _render_download(plan: DownloadPlan, *, dry_run: bool) -> str:

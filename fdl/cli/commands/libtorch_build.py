@@ -18,9 +18,11 @@ from fdl.cli._progress import ProgressLine
 from fdl.cli._render import report_install
 from fdl.cli.commands._team import credentials, look_up, pull, team_registry
 from fdl.errors import UsageError
-from fdl.libtorch.source import BuildSetting, build_settings
 from fdl.manifest.schema import Enum, Int, Spec, Version
+from fdl.manifest.sections.libtorch_build import BuildSetting, build_settings
 
+# The settings' table comes from the manifest's section, where it is declared: the source
+# builder (fdl.libtorch.source) is imported only when a build is planned or run.
 if TYPE_CHECKING:
     from fdl.cli._console import Console
     from fdl.cli._session import Session
