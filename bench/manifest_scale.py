@@ -151,7 +151,7 @@ def measure_cli(
         env = {k: v for k, v in os.environ.items() if not k.startswith("FDL__")}
         env.update(environ, NO_COLOR="1")
         options = ["--env", "ci"] + [arg for s in sets for arg in ("--set", s)]
-        for name, args in variants:  # warm-up: byte-code, page cache
+        for _name, args in variants:  # warm-up: byte-code, page cache
             run_child([str(script), *options, *args], root, env)
         for index in range(rounds):
             shift = index % len(variants)
