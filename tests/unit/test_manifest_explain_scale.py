@@ -4,7 +4,10 @@
 is compared, explanation by explanation and as rendered text and JSON, with
 ``explain_path`` (one walk per leaf and layer, the reference) on generated manifests of
 many layers that use every merge rule (``null``, ``!append``, ``!replace``, a mapping
-replaced by a scalar and back, secrets). Cost: about 2 s.
+replaced by a scalar and back, secrets). ``render_show`` (which remembers what it learnt
+about secrets) is compared with the straightforward rendering it replaced, and
+``resolve_plain``/``is_huge_int`` (which skip their patterns for text that cannot match)
+with the patterns alone. Cost: about 5 s.
 """
 
 from __future__ import annotations
@@ -12,16 +15,33 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fdl.manifest._explain import Contribution, Explanation, explain_path, explain_paths
 from fdl.manifest._layers import Layer
 from fdl.manifest._merge import materialize, merge
-from fdl.manifest._nodes import LayerKind, MapNode, Node
+from fdl.manifest._nodes import LayerKind, MapNode, Node, ScalarNode, SeqNode
 from fdl.manifest._yaml import parse_yaml
 from fdl.manifest.render import explain_data, render_explain
 
 KEYS = ("a", "b", "c", "api_token", "run", "deep")
-SCALARS = ("1", "x", "null", "~", "''", "12.10", "yes", "ghp_" + "a" * 36, "[1, 2]")
+TOKEN = "ghp_" + "a" * 36
+SCALARS = (
+    "1",
+    "x",
+    "null",
+    "~",
+    "''",
+    "12.10",
+    "yes",
+    TOKEN,
+    "!secret hunter2",
+    "[1, 2]",
+    "[{a: 1, b: x}, y]",
+    f"[{{a: 1, b: {TOKEN}}}, [z]]",
+    "[{}, [], {c: !secret s}]",
+)
 
 
 def _value(rng: random.Random, depth: int, indent: int) -> str:
@@ -119,3 +139,139 @@ def test_generated_manifests_use_every_rule() -> None:
                 contributions.append(item.removed_by)
             actions.update(c.action for c in contributions)
     assert actions == {"set", "append", "delete", "replace-ancestor", "removed-by-replace"}
+
+
+# --- config show: the rendering before it remembered what it learnt --------------------
+
+
+def _reference_rows(
+    node: MapNode, indent: int, rows: list[tuple[str, str]], show_secrets: bool, secret: bool
+) -> None:
+    from fdl.manifest import render
+    from fdl.manifest._secrets import is_secret_key, looks_secret
+
+    pad = " " * indent
+    for key, child in node.entries.items():
+        hidden = not show_secrets and (
+            secret or is_secret_key(key) or child.tag == "!secret" or looks_secret(child.plain())
+        )
+        label = render._origin_label(child.origin)
+        inline = render._inline(child, hidden)
+        if inline is not None and len(pad) + len(key) + len(inline) + 2 <= render.INLINE_WIDTH:
+            rows.append((f"{pad}{render._key_text(key)}: {inline}", label))
+        elif isinstance(child, MapNode):
+            rows.append((f"{pad}{render._key_text(key)}:", ""))
+            _reference_rows(child, indent + 2, rows, show_secrets, hidden)
+        elif isinstance(child, SeqNode):
+            rows.append((f"{pad}{render._key_text(key)}:", ""))
+            _reference_seq_rows(child, indent + 2, rows, show_secrets, hidden)
+        else:
+            assert isinstance(child, ScalarNode)
+            rows.append(
+                (f"{pad}{render._key_text(key)}: {render._scalar_text(child, hidden)}", label)
+            )
+
+
+def _reference_seq_rows(
+    node: SeqNode, indent: int, rows: list[tuple[str, str]], show_secrets: bool, secret: bool
+) -> None:
+    from fdl.manifest import render
+    from fdl.manifest._secrets import looks_secret
+
+    pad = " " * indent
+    for item in node.items:
+        hidden = secret or (
+            not show_secrets and (item.tag == "!secret" or looks_secret(item.plain()))
+        )
+        inline = render._inline(item, hidden)
+        if inline is not None:
+            rows.append((f"{pad}- {inline}", render._origin_label(item.origin)))
+        elif isinstance(item, MapNode):
+            sub: list[tuple[str, str]] = []
+            _reference_rows(item, indent + 2, sub, show_secrets, hidden)
+            first, *rest = sub
+            rows.append((f"{pad}- {first[0].lstrip()}", first[1]))
+            rows.extend(rest)
+        else:
+            assert isinstance(item, SeqNode)
+            rows.append((f"{pad}-", ""))
+            _reference_seq_rows(item, indent + 2, rows, show_secrets, hidden)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_render_show_prints_what_the_straightforward_rendering_printed(seed: int) -> None:
+    from fdl.manifest.render import render_show
+
+    layers = _layers(seed, count=2 + seed % 19)
+    final = materialize(merge(layer.root for layer in layers))
+    assert isinstance(final, MapNode)
+    for secrets in (False, True):
+        rows: list[tuple[str, str]] = []
+        _reference_rows(final, 0, rows, secrets, False)
+        expected = "".join(body + "\n" for body, _ in rows)
+        assert render_show(final, origins=False, show_secrets=secrets) == expected
+    assert "***" in render_show(final) or TOKEN not in render_show(final, show_secrets=True)
+
+
+# --- plain scalars: the shortcut and the patterns agree --------------------------------
+
+
+def _reference_resolve(text: str) -> object:
+    from fdl.manifest import _yaml as y
+
+    if y._NULL.match(text):
+        return None
+    if text in y._BOOL_TRUE:
+        return True
+    if text in y._BOOL_FALSE:
+        return False
+    if y._INT10.match(text) or y._INT8.match(text) or y._INT16.match(text):
+        if y._int_too_long(text):
+            return text
+        if text.startswith("0o"):
+            return int(text[2:], 8)
+        if text.startswith("0x"):
+            return int(text[2:], 16)
+        return int(text)
+    if y._FLOAT.match(text):
+        return float(text)
+    if y._INF.match(text):
+        return float("-inf") if text.startswith("-") else float("inf")
+    if y._NAN.match(text):
+        return float("nan")
+    return text
+
+
+PLAIN_EXAMPLES = [
+    "", "\n", "~", "~\n", "null", "Null\n", "nul", "true", "True\n", "false", "FALSE", "tru",
+    "1", "-1", "+1\n", "0o17", "0x1F", "0x", "1.5", ".5", "1e3", "-.inf", ".NaN", ".nan\n",
+    "12.10", "yes", "x", " 1", "1" * 5000, "0x" + "f" * 4000, "make target", "ghp_x",
+]  # fmt: skip
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and a != a:
+        return b != b
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("text", PLAIN_EXAMPLES)
+def test_resolve_plain_examples(text: str) -> None:
+    from fdl.manifest._yaml import is_huge_int, resolve_plain
+
+    assert _same(resolve_plain(text), _reference_resolve(text))
+    from fdl.manifest import _yaml as y
+
+    matches = bool(y._INT10.match(text) or y._INT8.match(text) or y._INT16.match(text))
+    assert is_huge_int(text) == (matches and y._int_too_long(text))
+
+
+@given(st.text(max_size=12) | st.from_regex(r"[-+.~0-9a-zA-Z\n]{0,8}", fullmatch=True))
+@settings(max_examples=400, deadline=None)
+def test_resolve_plain_agrees_with_the_patterns(text: str) -> None:
+    from fdl.manifest import _yaml as y
+    from fdl.manifest._yaml import is_huge_int, resolve_plain
+
+    assert _same(resolve_plain(text), _reference_resolve(text))
+    matches = bool(y._INT10.match(text) or y._INT8.match(text) or y._INT16.match(text))
+    assert is_huge_int(text) == (matches and y._int_too_long(text))
