@@ -14,6 +14,7 @@ over N rounds. Each run is its own child, waited for with ``os.wait4``: its wall
 its own peak RSS. Goal: explain at most 1.5x show, in wall time and in memory.
 
     python bench/manifest_scale.py --cli [--commands 1000,10000] [--rounds 5] [--no-json]
+        [--fdl before=OTHER/fdl --fdl after=.venv/bin/fdl]
 """
 
 from __future__ import annotations
@@ -135,55 +136,72 @@ def run_child(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, i
 
 
 def measure_cli(
-    script: Path, commands: int, rounds: int, with_json: bool
-) -> dict[str, tuple[list[float], list[int]]]:
-    """Interleaved rounds of show/explain (and their --json): times and RSS per variant."""
-    variants = [("show", ["config", "show"]), ("explain", ["config", "explain"])]
+    scripts: dict[str, Path], commands: int, rounds: int, with_json: bool
+) -> dict[tuple[str, str], tuple[list[float], list[int]]]:
+    """Interleaved rounds of show/explain (and their --json) of every script: wall times
+    and peak RSS per (script label, variant)."""
+    kinds = [("show", ["config", "show"]), ("explain", ["config", "explain"])]
     if with_json:
-        variants += [
+        kinds += [
             ("show --json", ["config", "show", "--json"]),
             ("explain --json", ["config", "explain", "--json"]),
         ]
-    results: dict[str, tuple[list[float], list[int]]] = {name: ([], []) for name, _ in variants}
+    variants = [((label, name), [str(script), *args]) for label, script in scripts.items()
+                for name, args in kinds]  # fmt: skip
+    results: dict[tuple[str, str], tuple[list[float], list[int]]] = {
+        key: ([], []) for key, _ in variants
+    }
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         environ, sets = write_project(root, commands)
         env = {k: v for k, v in os.environ.items() if not k.startswith("FDL__")}
         env.update(environ, NO_COLOR="1")
         options = ["--env", "ci"] + [arg for s in sets for arg in ("--set", s)]
-        for _name, args in variants:  # warm-up: byte-code, page cache
-            run_child([str(script), *options, *args], root, env)
+        for _key, argv in variants:  # warm-up: byte-code, page cache
+            run_child([argv[0], *options, *argv[1:]], root, env)
         for index in range(rounds):
             shift = index % len(variants)
-            for name, args in variants[shift:] + variants[:shift]:
-                wall, rss = run_child([str(script), *options, *args], root, env)
-                results[name][0].append(wall)
-                results[name][1].append(rss)
+            for key, argv in variants[shift:] + variants[:shift]:
+                wall, rss = run_child([argv[0], *options, *argv[1:]], root, env)
+                results[key][0].append(wall)
+                results[key][1].append(rss)
     return results
 
 
+def _scripts(given: list[str] | None) -> dict[str, Path]:
+    """``LABEL=PATH`` (or ``PATH``) options as {label: script}; default: this venv's fdl."""
+    scripts = {}
+    for text in given or [str(Path(sys.executable).parent / "fdl")]:
+        label, _, path = text.rpartition("=")
+        script = Path(path).absolute()
+        if not script.exists():
+            raise SystemExit(f"{script} not found: pass --fdl [LABEL=]PATH-TO-fdl-SCRIPT")
+        scripts[label or (path if given else "fdl")] = script
+    return scripts
+
+
 def cli_main(args: argparse.Namespace) -> None:
-    script = Path(args.fdl) if args.fdl else Path(sys.executable).parent / "fdl"
-    if not script.exists():
-        raise SystemExit(f"{script} not found: pass --fdl PATH-TO-fdl-SCRIPT")
+    scripts = _scripts(args.fdl)
     rows = []
     for commands in (int(c) for c in args.commands.split(",")):
-        results = measure_cli(script, commands, args.rounds, not args.no_json)
-        medians = {n: (statistics.median(t), statistics.median(r)) for n, (t, r) in results.items()}
-        for name, (times, rss) in results.items():
-            against = "show --json" if name == "explain --json" else "show"
+        results = measure_cli(scripts, commands, args.rounds, not args.no_json)
+        medians = {k: (statistics.median(t), statistics.median(r)) for k, (t, r) in results.items()}
+        for (label, name), (times, rss) in results.items():
+            against = (label, "show --json" if name == "explain --json" else "show")
             ratio = ""
             if name.startswith("explain"):
-                wall_x = medians[name][0] / medians[against][0]
-                rss_x = medians[name][1] / medians[against][1]
+                wall_x = medians[label, name][0] / medians[against][0]
+                rss_x = medians[label, name][1] / medians[against][1]
                 met = "met" if wall_x <= CLI_GOAL and rss_x <= CLI_GOAL else "NOT met"
                 ratio = f"{wall_x:.2f}x wall, {rss_x:.2f}x RSS ({met})"
+            wall, peak = medians[label, name]
             rows.append(
                 (
                     f"{commands:,}",
+                    label,
                     name,
-                    f"{medians[name][0]:.2f} ({min(times):.2f}-{max(times):.2f})",
-                    f"{medians[name][1] / 1024:.0f} ({min(rss) / 1024:.0f}-{max(rss) / 1024:.0f})",
+                    f"{wall:.2f} ({min(times):.2f}-{max(times):.2f})",
+                    f"{peak / 1024:.0f} ({min(rss) / 1024:.0f}-{max(rss) / 1024:.0f})",
                     ratio,
                 )
             )
@@ -192,7 +210,14 @@ def cli_main(args: argparse.Namespace) -> None:
         f"FDL__ + --set); median of {args.rounds} interleaved rounds (range)"
     )
     print_table(
-        ["commands", "fdl config", "wall s", "peak RSS MiB", f"explain/show (goal <= {CLI_GOAL}x)"],
+        [
+            "commands",
+            "fdl",
+            "fdl config",
+            "wall s",
+            "peak RSS MiB",
+            f"explain/show (goal <= {CLI_GOAL}x)",
+        ],
         rows,
     )
 
@@ -204,7 +229,12 @@ def main() -> None:
     parser.add_argument("--commands", default="1000,10000", help="--cli: project sizes")
     parser.add_argument("--rounds", type=int, default=5, help="--cli: interleaved rounds")
     parser.add_argument("--no-json", action="store_true", help="--cli: leave out --json")
-    parser.add_argument("--fdl", help="--cli: the console script (default: this venv's fdl)")
+    parser.add_argument(
+        "--fdl",
+        action="append",
+        help="--cli: [LABEL=]console script, repeatable to compare builds in the same "
+        "interleaved rounds (default: this venv's fdl)",
+    )
     args = parser.parse_args()
     if args.cli:
         cli_main(args)

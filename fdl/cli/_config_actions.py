@@ -9,6 +9,9 @@ from fdl.cli._session import Session
 
 TYPE_CHECKING = False  # typing stays out of the fast path
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
     from fdl.images import ImageDefault
 
 __all__ = ["explain", "layers", "schema", "show", "validate"]
@@ -44,11 +47,38 @@ def explain(
         if default is not None:  # no layer sets it: fdl's default applies, from its data
             return _explain_default(session, default, as_json=as_json)
     explanations = manifest.explain(key)
+    # Written in pieces: one text (or list of dicts) of 10,000 commands' stories held
+    # at once, then copied by the write, was most of explain's memory above show's.
+    pieces = range(0, len(explanations), _PIECE)
     if as_json:
-        session.console.json(explain_data(explanations, show_secrets=show_secrets))
+        _json_list(
+            session,
+            (explain_data(explanations[i : i + _PIECE], show_secrets=show_secrets) for i in pieces),
+        )
     else:
-        session.console.out(render_explain(explanations, show_secrets=show_secrets), end="")
+        for i in pieces:
+            text = render_explain(explanations[i : i + _PIECE], show_secrets=show_secrets)
+            session.console.out(text, end="")
     return 0
+
+
+_PIECE = 500  # explanations rendered at a time
+
+
+def _json_list(session: Session, pieces: Iterable[list[Any]]) -> None:
+    """Write the items of ``pieces`` as one JSON list, byte for byte what
+    ``console.json(list)`` writes, without holding the whole list or its text."""
+    first = True
+    for piece in pieces:
+        parts = []
+        for item in piece:
+            text = json.dumps(item, indent=2, ensure_ascii=False, default=str)
+            # JSON text has no raw line break inside a string: every one is indentation.
+            parts.append(("[" if first else ",") + "\n  " + text.replace("\n", "\n  "))
+            first = False
+        if parts:
+            session.console.out("".join(parts), end="")
+    session.console.out("[]" if first else "\n]")
 
 
 def _explain_default(session: Session, default: ImageDefault, *, as_json: bool) -> int:

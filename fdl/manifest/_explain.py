@@ -154,7 +154,8 @@ def explain_paths(
     parent and layer instead of once per leaf and layer: with many layers and many
     leaves this was most of ``config explain``'s time.
     """
-    parents: dict[tuple[str, ...], tuple[list[_Parent | Contribution | None], Node | None]] = {}
+    # parent -> (what each layer that reaches it holds there, lowest first; the final node)
+    parents: dict[tuple[str, ...], tuple[list[_Parent | Contribution], Node | None]] = {}
     out = []
     for path in paths:
         if not path:
@@ -163,14 +164,19 @@ def explain_paths(
         parent = path[:-1]
         known = parents.get(parent)
         if known is None:
-            states = [_parent_state(layer.root, parent) for layer in layers]
+            found = [_parent_state(layer.root, parent) for layer in layers]
             above = node_at(final, parent) if final is not None else None
-            known = parents[parent] = (states, above)
+            known = parents[parent] = ([s for s in found if s is not None], above)
         states, above = known
         key = path[-1]
-        effects = [
-            state.effect(path, key) if isinstance(state, _Parent) else state for state in states
-        ]
+        effects: list[Contribution | None] = []
+        for state in states:
+            if isinstance(state, _Parent):
+                # Most layers hold other keys there: the common miss without a call.
+                if key in state.mapping.entries or state.replace_here:
+                    effects.append(state.effect(path, key))
+            else:
+                effects.append(state)
         node = above.entries.get(key) if isinstance(above, MapNode) else None
         out.append(_replay(path, effects, node))
     return out

@@ -12,7 +12,10 @@ with the patterns alone. Cost: about 5 s.
 
 from __future__ import annotations
 
+import io
+import json
 import random
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -275,3 +278,66 @@ def test_resolve_plain_agrees_with_the_patterns(text: str) -> None:
     assert _same(resolve_plain(text), _reference_resolve(text))
     matches = bool(y._INT10.match(text) or y._INT8.match(text) or y._INT16.match(text))
     assert is_huge_int(text) == (matches and y._int_too_long(text))
+
+
+# --- config explain writes in pieces what it wrote at once ------------------------------
+
+
+def _project(root: Path, commands: int) -> None:
+    """Three layers (inherited, base, overlay) of ``commands`` commands, a secret among them."""
+    (root / "common.yml").write_text(
+        "commands:\n"
+        + "".join(
+            f"  c{i}:\n    description: d{i} ünï\n    run: make {i}\n" for i in range(commands)
+        )
+    )
+    (root / "fdl.yml").write_text(
+        "inherit-from: common.yml\ncommands:\n"
+        + "".join(f"  c{i}:\n    run: make {i} --base\n" for i in range(0, commands, 3))
+        + f"  c1:\n    docker: null\n    description: {TOKEN}\n"
+    )
+    (root / "fdl.ci.yml").write_text("commands:\n  c2:\n    run: null\n  c4: null\n")
+
+
+@pytest.mark.parametrize(
+    "extra", [[], ["--json"], ["--show-secrets"], ["--json", "--show-secrets"]]
+)
+def test_explain_in_pieces_writes_what_one_piece_wrote(
+    run_fdl, tmp_path: Path, extra: list[str]
+) -> None:
+    from fdl.cli import _config_actions
+    from fdl.manifest import load_manifest
+
+    _project(tmp_path, commands=700)  # about 1,400 explanations: three pieces
+    manifest = load_manifest(tmp_path, env="ci", environ={})
+    explanations = manifest.explain()
+    assert len(explanations) > 2 * _config_actions._PIECE
+    secrets = "--show-secrets" in extra
+    if "--json" in extra:
+        expected = (
+            json.dumps(
+                explain_data(explanations, show_secrets=secrets),
+                indent=2,
+                ensure_ascii=False,
+                default=str,
+            )
+            + "\n"
+        )
+    else:
+        expected = render_explain(explanations, show_secrets=secrets)
+    result = run_fdl(["--env", "ci", "config", "explain", *extra], cwd=tmp_path)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == expected
+    assert ("ghp_" in result.stdout) == secrets
+
+
+def test_explain_json_of_no_explanation_is_an_empty_list(run_fdl, tmp_path: Path) -> None:
+    from fdl.cli._config_actions import _json_list
+    from fdl.cli._console import Console
+
+    class Session:
+        console = Console(stdout=io.StringIO())
+
+    session = Session()
+    _json_list(session, iter([[], []]))  # type: ignore[arg-type]
+    assert session.console.stdout.getvalue() == "[]\n"
