@@ -9,14 +9,38 @@ from fdl.cli._session import Session
 
 TYPE_CHECKING = False  # typing stays out of the fast path
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from typing import Any
+    from collections.abc import Callable, Iterable
+    from typing import Any, ParamSpec
 
     from fdl.images import ImageDefault
+
+    P = ParamSpec("P")
 
 __all__ = ["explain", "layers", "schema", "show", "validate"]
 
 
+def _gc_paused(action: Callable[P, int]) -> Callable[P, int]:
+    """``action`` with the cyclic garbage collector paused while it runs: a manifest's
+    nodes hold no cycles, and with 10,000 commands every full collection walked their
+    million objects again (two thirds of ``config show``'s rendering)."""
+    import functools
+
+    @functools.wraps(action)
+    def paused(*args: P.args, **kwargs: P.kwargs) -> int:
+        import gc
+
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return action(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return paused
+
+
+@_gc_paused
 def show(
     session: Session, *, env: str | None, as_json: bool, origins: bool, show_secrets: bool
 ) -> int:
@@ -33,6 +57,7 @@ def show(
     return 0
 
 
+@_gc_paused
 def explain(
     session: Session, key: str | None, *, env: str | None, as_json: bool, show_secrets: bool
 ) -> int:

@@ -25,6 +25,7 @@ from fdl.manifest._explain import Contribution, Explanation, explain_path, expla
 from fdl.manifest._layers import Layer
 from fdl.manifest._merge import materialize, merge
 from fdl.manifest._nodes import LayerKind, MapNode, Node, ScalarNode, SeqNode
+from fdl.manifest._secrets import TOKEN_SHAPES
 from fdl.manifest._yaml import parse_yaml
 from fdl.manifest.render import explain_data, render_explain
 
@@ -341,3 +342,34 @@ def test_explain_json_of_no_explanation_is_an_empty_list(run_fdl, tmp_path: Path
     session = Session()
     _json_list(session, iter([[], []]))  # type: ignore[arg-type]
     assert session.console.stdout.getvalue() == "[]\n"
+
+
+# --- token shapes: the hints that let most text skip the searches ----------------------
+
+
+@pytest.mark.parametrize("shape", range(len(TOKEN_SHAPES)))
+def test_every_token_shape_holds_a_hint(shape: int) -> None:
+    """A shape added without a hint in TOKEN_HINTS would never be found: every text it
+    matches must hold one."""
+    from fdl.manifest._secrets import TOKEN_HINTS, token_kind
+
+    kind, pattern = TOKEN_SHAPES[shape]
+
+    @given(st.from_regex(pattern))
+    @settings(max_examples=60, deadline=None)
+    def check(text: str) -> None:
+        assert any(hint in text for hint in TOKEN_HINTS), (kind, text)
+        assert token_kind(text) is not None
+
+    check()
+
+
+@given(st.text(max_size=60) | st.from_regex(r"[-_@A-Za-z0-9:/ ]{0,80}", fullmatch=True))
+@settings(max_examples=300, deadline=None)
+def test_token_kind_with_hints_agrees_with_the_searches(text: str) -> None:
+    import re
+
+    from fdl.manifest._secrets import token_kind
+
+    expected = next((k for k, p in TOKEN_SHAPES if re.search(p, text)), None)
+    assert token_kind(text) == expected
