@@ -156,6 +156,7 @@ def explain_paths(
     """
     # parent -> (what each layer that reaches it holds there, lowest first; the final node)
     parents: dict[tuple[str, ...], tuple[list[_Parent | Contribution], Node | None]] = {}
+    walked: dict[tuple[str, ...], list[_Parent | Contribution]] = {}
     out = []
     for path in paths:
         if not path:
@@ -164,9 +165,8 @@ def explain_paths(
         parent = path[:-1]
         known = parents.get(parent)
         if known is None:
-            found = [_parent_state(layer.root, parent) for layer in layers]
             above = node_at(final, parent) if final is not None else None
-            known = parents[parent] = ([s for s in found if s is not None], above)
+            known = parents[parent] = (_states(layers, parent, walked), above)
         states, above = known
         key = path[-1]
         effects: list[Contribution | None] = []
@@ -195,18 +195,32 @@ class _Parent:
         self.under_replace = under_replace or self.replace_here
         self.removed: Contribution | None = None
 
+    def removed_by_replace(self) -> Contribution:
+        """What this ``!replace`` mapping does to a key it leaves out (made once)."""
+        if self.removed is None:
+            mapping = self.mapping
+            self.removed = Contribution(
+                REMOVED_BY_REPLACE, mapping.plain(), mapping.origin, self.at, mapping
+            )
+        return self.removed
+
+    def step(self, path: tuple[str, ...]) -> _Parent | Contribution | None:
+        """What the layer holds at ``path`` (this mapping's key ``path[-1]``) on the way
+        to a leaf below it: the mapping there, an ancestor's contribution, or None."""
+        child = self.mapping.entries.get(path[-1])
+        if child is None:
+            return self.removed_by_replace() if self.replace_here else None
+        if not isinstance(child, MapNode):
+            if _is_null(child) and not self.under_replace:
+                return Contribution(DELETE, None, child.origin, path, child)
+            return Contribution(REPLACE_ANCESTOR, child.plain(), child.origin, path, child)
+        return _Parent(child, path, self.under_replace)
+
     def effect(self, path: tuple[str, ...], key: str) -> Contribution | None:
         """:func:`layer_effect` for the leaf ``path`` (``key`` below this mapping)."""
         child = self.mapping.entries.get(key)
         if child is None:
-            if not self.replace_here:
-                return None
-            if self.removed is None:
-                mapping = self.mapping
-                self.removed = Contribution(
-                    REMOVED_BY_REPLACE, mapping.plain(), mapping.origin, self.at, mapping
-                )
-            return self.removed
+            return self.removed_by_replace() if self.replace_here else None
         under_replace = self.under_replace
         if _is_null(child) and not under_replace:
             return Contribution(DELETE, None, child.origin, path, child)
@@ -215,31 +229,31 @@ class _Parent:
         return Contribution(SET, child.plain(), child.origin, path, child)
 
 
-def _parent_state(root: Node | None, parent: tuple[str, ...]) -> _Parent | Contribution | None:
+def _states(
+    layers: list[Layer],
+    parent: tuple[str, ...],
+    walked: dict[tuple[str, ...], list[_Parent | Contribution]],
+) -> list[_Parent | Contribution]:
     """The steps of :func:`layer_effect` above the leaf, for every leaf below ``parent``:
-    the mapping there, the contribution of an ancestor (the same for every leaf), or None."""
-    node = root
-    under_replace = False
-    for depth, key in enumerate(parent):
-        if not isinstance(node, MapNode):
-            return None
-        if node.tag == TAG_REPLACE and depth > 0:
-            under_replace = True
-        child = node.entries.get(key)
-        if child is None:
-            if node.tag == TAG_REPLACE and depth > 0:
-                at = parent[:depth]
-                return Contribution(REMOVED_BY_REPLACE, node.plain(), node.origin, at, node)
-            return None
-        if not isinstance(child, MapNode):
-            at = parent[: depth + 1]
-            if _is_null(child) and not under_replace:
-                return Contribution(DELETE, None, child.origin, at, child)
-            return Contribution(REPLACE_ANCESTOR, child.plain(), child.origin, at, child)
-        node = child
-    if not isinstance(node, MapNode):
-        return None
-    return _Parent(node, parent, under_replace)
+    per layer that reaches it (lowest first), the mapping there or the contribution of an
+    ancestor (the same for every leaf). One step from the states of ``parent``'s own
+    parent, remembered in ``walked``."""
+    known = walked.get(parent)
+    if known is None:
+        if not parent:
+            known = [
+                _Parent(layer.root, (), False)
+                for layer in layers
+                if isinstance(layer.root, MapNode)
+            ]
+        else:
+            known = []
+            for state in _states(layers, parent[:-1], walked):
+                step = state.step(parent) if isinstance(state, _Parent) else state
+                if step is not None:
+                    known.append(step)
+        walked[parent] = known
+    return known
 
 
 def _replay(
@@ -291,31 +305,41 @@ def explainable_paths(
     Paths whose final value is a non-empty mapping are left out: their leaves
     are explained instead.
     """
-    seen: dict[tuple[str, ...], None] = {}
     base = node_at(final, prefix) if final is not None else None
-    if base is not None:
-        for path, _ in walk_leaves(base, prefix):
-            seen[path] = None
+    paths = [path for path, _ in walk_leaves(base, prefix)] if base is not None else []
+    # A layer's leaf that the final tree holds is one of its leaves (listed above) or
+    # inside a mapping there (its leaves are explained): only the absent ones are new.
+    absent: dict[tuple[str, ...], None] = {}
     for layer in layers:
         start = node_at(layer.root, prefix) if layer.root is not None else None
-        if start is None:
+        if start is not None:
+            _absent_leaves(start, base, prefix, absent)
+    return paths + _drop_covered(list(absent))
+
+
+def _absent_leaves(
+    node: Node, final: Node | None, path: tuple[str, ...], absent: dict[tuple[str, ...], None]
+) -> None:
+    """Add the leaf paths below ``node`` (at ``path``) that ``final`` (the final node at
+    ``path``) lacks to ``absent``, in :func:`walk_leaves` order; the layer is walked
+    beside the final tree, so a leaf the final tree holds costs no key path."""
+    stack: list[tuple[tuple[str, ...], Node, Node | None]] = [(path, node, final)]
+    while stack:
+        at, current, there = stack.pop()
+        if not (isinstance(current, MapNode) and current.entries):
+            if there is None and at not in absent:
+                absent[at] = None
             continue
-        for path, _ in walk_leaves(start, prefix):
-            if path in seen:
-                continue
-            current = node_at(final, path) if final is not None else None
-            if isinstance(current, MapNode) and current.entries:
-                continue
-            seen[path] = None
-    return _drop_covered(list(seen), final)
+        held = there.entries if isinstance(there, MapNode) else None
+        for key in reversed(list(current.entries)):
+            child = current.entries[key]
+            below = held.get(key) if held is not None else None
+            if below is not None and not (isinstance(child, MapNode) and child.entries):
+                continue  # a leaf the final tree holds
+            stack.append(((*at, key), child, below))
 
 
-def _drop_covered(paths: list[tuple[str, ...]], final: Node | None) -> list[tuple[str, ...]]:
+def _drop_covered(removed: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
     """Drop removed paths whose removed ancestor is listed too (one story, told once)."""
-    removed = {p for p in paths if (node_at(final, p) if final is not None else None) is None}
-    out = []
-    for path in paths:
-        if path in removed and any(path[:i] in removed for i in range(1, len(path))):
-            continue
-        out.append(path)
-    return out
+    listed = set(removed)
+    return [path for path in removed if not any(path[:i] in listed for i in range(1, len(path)))]

@@ -30,21 +30,24 @@ _PLAIN_UNSAFE = (": ", " #", "\n", "\t", "\r", ",", "[", "]", "{", "}")
 
 def format_scalar(value: object) -> str:
     """A scalar as YAML text that reads back as the same value."""
-    if value is None:
+    if type(value) is str:  # the common case, asked first
+        text = value
+    elif value is None:
         return "null"
-    if value is True:
+    elif value is True:
         return "true"
-    if value is False:
+    elif value is False:
         return "false"
-    if isinstance(value, float):
+    elif isinstance(value, float):
         if math.isnan(value):
             return ".nan"
         if math.isinf(value):
             return ".inf" if value > 0 else "-.inf"
         return repr(value)
-    if isinstance(value, int):
+    elif isinstance(value, int):
         return str(value)
-    text = str(value)
+    else:
+        text = str(value)
     if (
         text
         and not text.startswith(_PLAIN_UNSAFE_START)
@@ -284,10 +287,6 @@ _ACTION_WORDS = {
 }
 
 
-def _layer_label(origin: Origin) -> str:
-    return origin.layer.value
-
-
 def _is_secret(explanation: Explanation, secret_keys: dict[str, bool] | None = None) -> bool:
     """Whether the explanation shows a secret; ``secret_keys`` remembers
     :func:`is_secret_key` across the explanations of one rendering (their paths share keys)."""
@@ -303,7 +302,10 @@ def _is_secret(explanation: Explanation, secret_keys: dict[str, bool] | None = N
                 return True
     contributions = [*explanation.live, *explanation.overridden]
     for contribution in contributions:
-        if is_secret_node(contribution.node):
+        node = contribution.node
+        if node is None:
+            continue
+        if node.tag == "!secret" or (not isinstance(node, ScalarNode) and is_secret_node(node)):
             return True
     # A token-shaped value is a secret whatever its key is called (deploy refuses it too).
     value = explanation.value
@@ -322,10 +324,20 @@ def _value_text(value: object, secret: bool) -> str:
     return format_scalar(value)
 
 
+_LAYER_SUFFIX: dict[LayerKind, str] = {}  # what follows an origin, made once per kind
+
+
+def _layer_suffix(layer: LayerKind) -> str:
+    """``"  (inherited)"`` after a file's origin; nothing after a variable or ``--set``."""
+    suffix = _LAYER_SUFFIX.get(layer)
+    if suffix is None:
+        suffix = "" if layer in (LayerKind.ENV, LayerKind.SET) else f"  ({layer.value})"
+        _LAYER_SUFFIX[layer] = suffix
+    return suffix
+
+
 def _contribution_text(contribution: Contribution, secret: bool, with_value: bool) -> str:
-    where = str(contribution.origin)
-    if contribution.origin.layer not in (LayerKind.ENV, LayerKind.SET):
-        where += f"  ({_layer_label(contribution.origin)})"
+    where = str(contribution.origin) + _layer_suffix(contribution.origin.layer)
     if contribution.action in ("replace-ancestor", "removed-by-replace"):
         return f"{dotted(contribution.at)} at {where}"
     if not with_value:

@@ -30,6 +30,8 @@ from fdl.manifest._yaml import parse_yaml
 from fdl.manifest.render import explain_data, render_explain
 
 KEYS = ("a", "b", "c", "api_token", "run", "deep")
+# variables and --set have no layer suffix in explain's text: every kind is drawn
+KINDS = [LayerKind.INHERITED, LayerKind.BASE, LayerKind.OVERLAY, LayerKind.ENV, LayerKind.SET]
 TOKEN = "ghp_" + "a" * 36
 SCALARS = (
     "1",
@@ -69,7 +71,7 @@ def _layers(seed: int, count: int) -> list[Layer]:
         groups = rng.sample([f"g{i}" for i in range(12)], rng.randint(1, 8))
         text = "".join(f"{g}:{_value(rng, 1, 0)}\n" for g in groups)
         source = f"l{index}.yml"
-        kind = rng.choice([LayerKind.INHERITED, LayerKind.BASE, LayerKind.OVERLAY, LayerKind.ENV])
+        kind = rng.choice(KINDS)
         out.append(Layer(kind, source, None, parse_yaml(text, source, kind)))
     return out
 
@@ -373,3 +375,107 @@ def test_token_kind_with_hints_agrees_with_the_searches(text: str) -> None:
 
     expected = next((k for k, p in TOKEN_SHAPES if re.search(p, text)), None)
     assert token_kind(text) == expected
+
+
+# --- which paths explain lists: the walk beside the final tree and the plain one --------
+
+
+def _reference_explainable(
+    layers: list[Layer], final: Node | None, prefix: tuple[str, ...] = ()
+) -> list[tuple[str, ...]]:
+    from fdl.manifest._nodes import node_at, walk_leaves
+
+    seen: dict[tuple[str, ...], None] = {}
+    base = node_at(final, prefix) if final is not None else None
+    if base is not None:
+        for path, _ in walk_leaves(base, prefix):
+            seen[path] = None
+    for layer in layers:
+        start = node_at(layer.root, prefix) if layer.root is not None else None
+        if start is None:
+            continue
+        for path, _ in walk_leaves(start, prefix):
+            if path in seen:
+                continue
+            current = node_at(final, path) if final is not None else None
+            if isinstance(current, MapNode) and current.entries:
+                continue
+            seen[path] = None
+    paths = list(seen)
+    removed = {p for p in paths if (node_at(final, p) if final is not None else None) is None}
+    return [
+        p for p in paths if not (p in removed and any(p[:i] in removed for i in range(1, len(p))))
+    ]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_explainable_paths_are_the_plain_walks(seed: int) -> None:
+    from fdl.manifest._explain import explainable_paths
+
+    layers = _layers(seed, count=2 + seed % 19)
+    final = materialize(merge(layer.root for layer in layers))
+    prefixes = {p[:n] for p in _all_paths(layers) for n in range(3)}
+    for prefix in sorted(prefixes):
+        for tree in (final, None):
+            expected = _reference_explainable(layers, tree, prefix)
+            assert explainable_paths(layers, tree, prefix) == expected, prefix
+
+
+# --- config explain's text: the rendering before it was made faster ---------------------
+
+
+def _reference_render_explain(explanations: list[Explanation], show_secrets: bool) -> str:
+    from fdl.manifest import render
+    from fdl.manifest._nodes import dotted
+    from fdl.manifest._secrets import is_secret_node, is_secret_path, looks_secret
+
+    def is_secret(e: Explanation) -> bool:
+        contributions = [*e.live, *e.overridden]
+        return (
+            is_secret_path(e.path)
+            or any(is_secret_node(c.node) for c in contributions)
+            or looks_secret(e.value)
+            or any(looks_secret(c.value) for c in contributions)
+        )
+
+    def text(c: Contribution, secret: bool, with_value: bool) -> str:
+        where = str(c.origin)
+        if c.origin.layer not in (LayerKind.ENV, LayerKind.SET):
+            where += f"  ({c.origin.layer.value})"
+        if c.action in ("replace-ancestor", "removed-by-replace"):
+            return f"{dotted(c.at)} at {where}"
+        if not with_value:
+            return where
+        return f"{render._value_text(c.value, secret)}  {where}"
+
+    blocks = []
+    for item in explanations:
+        secret = not show_secrets and is_secret(item)
+        lines = []
+        if item.present:
+            lines.append(f"{dotted(item.path)} = {render._value_text(item.value, secret)}")
+            for index, c in enumerate(item.live):
+                word = render._ACTION_WORDS[c.action] if index == 0 else "appended onto"
+                if c.action == "delete":
+                    word = "set empty by"
+                lines.append(f"  {word:<14}{text(c, secret, len(item.live) > 1)}")
+        else:
+            lines.append(f"{dotted(item.path)}  (removed)")
+            if item.removed_by is not None:
+                word = render._ACTION_WORDS[item.removed_by.action]
+                lines.append(f"  {word:<14}{text(item.removed_by, secret, False)}")
+        for index, c in enumerate(item.overridden):
+            word = ("was" if not item.present else "overrode") if index == 0 else ""
+            lines.append(f"  {word:<14}{text(c, secret, True)}")
+        blocks.append("\n".join(lines))
+    return "\n".join(blocks) + ("\n" if blocks else "")
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_render_explain_prints_what_the_plain_rendering_printed(seed: int) -> None:
+    layers = _layers(seed, count=2 + seed % 19)
+    final = materialize(merge(layer.root for layer in layers))
+    explanations = explain_paths(layers, final, _all_paths(layers))
+    for secrets in (False, True):
+        expected = _reference_render_explain(explanations, secrets)
+        assert render_explain(explanations, show_secrets=secrets) == expected
