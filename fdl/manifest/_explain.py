@@ -154,8 +154,12 @@ def explain_paths(
     parent and layer instead of once per leaf and layer: with many layers and many
     leaves this was most of ``config explain``'s time.
     """
-    # parent -> (what each layer that reaches it holds there, lowest first; the final node)
-    parents: dict[tuple[str, ...], tuple[list[_Parent | Contribution], Node | None]] = {}
+    # parent -> (what each layer that reaches it holds there, lowest first; the final
+    # node there; when every one is a plain mapping, the mappings holding each key)
+    parents: dict[
+        tuple[str, ...],
+        tuple[list[_Parent | Contribution], Node | None, dict[str, list[_Parent]] | None],
+    ] = {}
     walked: dict[tuple[str, ...], list[_Parent | Contribution]] = {}
     out = []
     for path in paths:
@@ -166,20 +170,42 @@ def explain_paths(
         known = parents.get(parent)
         if known is None:
             above = node_at(final, parent) if final is not None else None
-            known = parents[parent] = (_states(layers, parent, walked), above)
-        states, above = known
+            states = _states(layers, parent, walked)
+            known = parents[parent] = (states, above, _holding(states))
+        states, above, holding = known
         key = path[-1]
-        effects: list[Contribution | None] = []
-        for state in states:
-            if isinstance(state, _Parent):
-                # Most layers hold other keys there: the common miss without a call.
-                if key in state.mapping.entries or state.replace_here:
-                    effects.append(state.effect(path, key))
-            else:
-                effects.append(state)
+        effects: list[Contribution | None]
+        if holding is not None:
+            # Most layers hold other keys there: only those holding this one are asked.
+            effects = [state.effect(path, key) for state in holding.get(key, ())]
+        else:
+            effects = []
+            for state in states:
+                if isinstance(state, _Parent):
+                    if key in state.mapping.entries or state.replace_here:
+                        effects.append(state.effect(path, key))
+                else:
+                    effects.append(state)
         node = above.entries.get(key) if isinstance(above, MapNode) else None
         out.append(_replay(path, effects, node))
     return out
+
+
+def _holding(states: list[_Parent | Contribution]) -> dict[str, list[_Parent]] | None:
+    """Key -> the mappings among ``states`` that hold it (lowest first), when every state
+    is a mapping that affects only its own keys (no ancestor's contribution, no
+    ``!replace`` that removes the keys it lacks); None otherwise."""
+    holding: dict[str, list[_Parent]] = {}
+    for state in states:
+        if not isinstance(state, _Parent) or state.replace_here:
+            return None
+        for key in state.mapping.entries:
+            found = holding.get(key)
+            if found is None:
+                holding[key] = [state]
+            else:
+                found.append(state)
+    return holding
 
 
 class _Parent:
