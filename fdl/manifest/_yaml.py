@@ -76,6 +76,8 @@ def resolve_plain(text: str) -> Scalar:
     # one, so the empty null matches "\n"); most text does not, and skips the patterns.
     if text and text[0] not in "~nNtTfF+-.0123456789\n":
         return text
+    if text[:1] in ("+", "-") and text[1:2] not in ("", *"0123456789."):
+        return text  # a sign is followed by a digit or a point in every number (`--flag`)
     if _NULL.match(text):
         return None
     if text in _BOOL_TRUE:
@@ -103,6 +105,8 @@ def is_huge_int(text: str) -> bool:
     """Whether ``text`` is an integer literal too long for fdl to convert."""
     if not text or text[0] not in "+-0123456789":  # what every integer pattern starts with
         return False
+    if text[0] in "+-" and text[1:2] not in tuple("0123456789"):
+        return False  # a sign is followed by a digit in every integer
     return bool(_INT10.match(text) or _INT8.match(text) or _INT16.match(text)) and _int_too_long(
         text
     )
