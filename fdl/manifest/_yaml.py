@@ -71,6 +71,12 @@ def resolve_plain(text: str) -> Scalar:
     Integers longer than :data:`MAX_INT_DIGITS` digits stay text (see
     :func:`int_too_long_error`, which the parser raises for them).
     """
+    # Every special value starts with one of these (a newline: `$` matches before a final
+    # one, so the empty null matches "\n"); most text does not, and skips the patterns.
+    if text and text[0] not in "~nNtTfF+-.0123456789\n":
+        return text
+    if text[:1] in ("+", "-") and text[1:2] not in ("", *"0123456789."):
+        return text  # a sign is followed by a digit or a point in every number (`--flag`)
     if _NULL.match(text):
         return None
     if text in _BOOL_TRUE:
@@ -96,6 +102,10 @@ def resolve_plain(text: str) -> Scalar:
 
 def is_huge_int(text: str) -> bool:
     """Whether ``text`` is an integer literal too long for fdl to convert."""
+    if not text or text[0] not in "+-0123456789":  # what every integer pattern starts with
+        return False
+    if text[0] in "+-" and text[1:2] not in tuple("0123456789"):
+        return False  # a sign is followed by a digit in every integer
     return bool(_INT10.match(text) or _INT8.match(text) or _INT16.match(text)) and _int_too_long(
         text
     )
@@ -217,10 +227,13 @@ def _compose(text: str, source: str, layer: LayerKind, path: Path | None) -> Nod
     loader = Loader(text)
 
     def events() -> Iterator[yaml.Event]:
-        while loader.check_event():
-            event = loader.get_event()
-            if event is not None:
-                yield event
+        # get_event parses the next event and gives None after the last one (libyaml's
+        # parser and the pure one alike): one call per event, not check_event's two.
+        get_event = loader.get_event
+        event = get_event()
+        while event is not None:
+            yield event
+            event = get_event()
 
     try:
         return _Composer(source, layer, path).run(events())
@@ -263,8 +276,12 @@ class _Composer:
     def run(self, events: Iterable[yaml.Event]) -> Node | None:
         import yaml
 
+        # The event classes are disjoint: the most frequent are asked first.
+        scalar_event = yaml.ScalarEvent
         for event in events:
-            if isinstance(event, yaml.DocumentStartEvent):
+            if isinstance(event, scalar_event):
+                self.add(self.scalar(event), event)
+            elif isinstance(event, yaml.DocumentStartEvent):
                 self.documents += 1
                 if self.documents > 1:
                     raise self.fail(
@@ -272,8 +289,6 @@ class _Composer:
                         self.where(event),
                         "remove the `---` separator and merge the documents",
                     )
-            elif isinstance(event, yaml.ScalarEvent):
-                self.add(self.scalar(event), event)
             elif isinstance(event, yaml.AliasEvent):
                 target = self.anchors.get(event.anchor or "")
                 if target is None:

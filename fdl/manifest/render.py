@@ -29,26 +29,29 @@ _PLAIN_UNSAFE = (": ", " #", "\n", "\t", "\r", ",", "[", "]", "{", "}")
 
 def format_scalar(value: object) -> str:
     """A scalar as YAML text that reads back as the same value."""
-    if value is None:
+    if type(value) is str:  # the common case, asked first
+        text = value
+    elif value is None:
         return "null"
-    if value is True:
+    elif value is True:
         return "true"
-    if value is False:
+    elif value is False:
         return "false"
-    if isinstance(value, float):
+    elif isinstance(value, float):
         if math.isnan(value):
             return ".nan"
         if math.isinf(value):
             return ".inf" if value > 0 else "-.inf"
         return repr(value)
-    if isinstance(value, int):
+    elif isinstance(value, int):
         return str(value)
-    text = str(value)
+    else:
+        text = str(value)
     if (
         text
         and not text.startswith(_PLAIN_UNSAFE_START)
         and not text.endswith((" ", ":"))
-        and not any(bad in text for bad in _PLAIN_UNSAFE)
+        and not _has_unsafe(text)
         and resolve_plain(text) == text
         and text.isprintable()
     ):
@@ -65,6 +68,15 @@ def _quoted(text: str) -> str:
     except ImportError:  # pragma: no cover - an interpreter without CPython's accelerator
         from json.encoder import py_encode_basestring as encode_basestring
     return str(encode_basestring(text))
+
+
+def _has_unsafe(text: str) -> bool:
+    """Whether ``text`` holds a sequence that a plain YAML scalar cannot (a loop: this
+    runs for every value ``config show`` and ``config explain`` print)."""
+    for bad in _PLAIN_UNSAFE:  # noqa: SIM110 (any() over a generator is slower here)
+        if bad in text:
+            return True
+    return False
 
 
 def _scalar_text(node: ScalarNode, secret: bool) -> str:
@@ -103,7 +115,7 @@ def _key_text(key: str) -> str:
 def render_show(tree: MapNode, *, origins: bool = True, show_secrets: bool = False) -> str:
     """The merged manifest as YAML, leaves annotated with ``# file:line``."""
     rows: list[tuple[str, str]] = []
-    _rows(tree, 0, (), rows, show_secrets=show_secrets, secret=False)
+    _rows(tree, 0, (), rows, show_secrets=show_secrets, secret=False, memo=_ShowMemo())
     if not origins:
         return "".join(body + "\n" for body, _ in rows)
     widths = [len(body) for body, label in rows if label and len(body) < MAX_COMMENT_COLUMN]
@@ -118,6 +130,45 @@ def render_show(tree: MapNode, *, origins: bool = True, show_secrets: bool = Fal
     return "".join(out)
 
 
+class _ShowMemo:
+    """What one rendering has learnt: which keys name a secret, which nodes hold a
+    token-shaped value (asked of every mapping and again of everything inside it)."""
+
+    __slots__ = ("keys", "tokens")
+
+    def __init__(self) -> None:
+        self.keys: dict[str, bool] = {}
+        self.tokens: dict[int, bool] = {}  # id(node): the tree outlives the rendering
+
+    def secret_key(self, key: str) -> bool:
+        known = self.keys.get(key)
+        if known is None:
+            known = self.keys[key] = is_secret_key(key)
+        return known
+
+    def holds_token(self, node: Node) -> bool:
+        """``looks_secret(node.plain())``, each node looked at once."""
+        known = self.tokens.get(id(node))
+        if known is None:
+            known = False
+            if isinstance(node, MapNode):
+                for child in node.entries.values():
+                    if self.holds_token(child):
+                        known = True
+                        break
+            elif isinstance(node, SeqNode):
+                for item in node.items:
+                    if self.holds_token(item):
+                        known = True
+                        break
+            elif isinstance(node, ScalarNode):
+                known = looks_secret(node.value)
+            else:
+                known = looks_secret(node.plain())
+            self.tokens[id(node)] = known
+        return known
+
+
 def _rows(
     node: MapNode,
     indent: int,
@@ -126,12 +177,14 @@ def _rows(
     *,
     show_secrets: bool,
     secret: bool,
+    memo: _ShowMemo | None = None,
 ) -> None:
     pad = " " * indent
+    memo = _ShowMemo() if memo is None else memo
     for key, child in node.entries.items():
         child_path = (*path, key)
         hidden = not show_secrets and (
-            secret or is_secret_key(key) or child.tag == "!secret" or looks_secret(child.plain())
+            secret or memo.secret_key(key) or child.tag == "!secret" or memo.holds_token(child)
         )
         label = _origin_label(child.origin)
         inline = _inline(child, hidden)
@@ -139,10 +192,26 @@ def _rows(
             rows.append((f"{pad}{_key_text(key)}: {inline}", label))
         elif isinstance(child, MapNode):
             rows.append((f"{pad}{_key_text(key)}:", ""))
-            _rows(child, indent + 2, child_path, rows, show_secrets=show_secrets, secret=hidden)
+            _rows(
+                child,
+                indent + 2,
+                child_path,
+                rows,
+                show_secrets=show_secrets,
+                secret=hidden,
+                memo=memo,
+            )
         elif isinstance(child, SeqNode):
             rows.append((f"{pad}{_key_text(key)}:", ""))
-            _seq_rows(child, indent + 2, child_path, rows, show_secrets=show_secrets, secret=hidden)
+            _seq_rows(
+                child,
+                indent + 2,
+                child_path,
+                rows,
+                show_secrets=show_secrets,
+                secret=hidden,
+                memo=memo,
+            )
         else:
             assert isinstance(child, ScalarNode)
             rows.append((f"{pad}{_key_text(key)}: {_scalar_text(child, hidden)}", label))
@@ -156,26 +225,42 @@ def _seq_rows(
     *,
     show_secrets: bool,
     secret: bool,
+    memo: _ShowMemo | None = None,
 ) -> None:
     pad = " " * indent
+    memo = _ShowMemo() if memo is None else memo
     for index, item in enumerate(node.items):
         item_path = (*path, str(index))
-        hidden = secret or (
-            not show_secrets and (item.tag == "!secret" or looks_secret(item.plain()))
-        )
+        hidden = secret or (not show_secrets and (item.tag == "!secret" or memo.holds_token(item)))
         inline = _inline(item, hidden)
         if inline is not None:
             rows.append((f"{pad}- {inline}", _origin_label(item.origin)))
         elif isinstance(item, MapNode):
             sub: list[tuple[str, str]] = []
-            _rows(item, indent + 2, item_path, sub, show_secrets=show_secrets, secret=hidden)
+            _rows(
+                item,
+                indent + 2,
+                item_path,
+                sub,
+                show_secrets=show_secrets,
+                secret=hidden,
+                memo=memo,
+            )
             first, *rest = sub
             rows.append((f"{pad}- {first[0].lstrip()}", first[1]))
             rows.extend(rest)
         else:
             assert isinstance(item, SeqNode)
             rows.append((f"{pad}-", ""))
-            _seq_rows(item, indent + 2, item_path, rows, show_secrets=show_secrets, secret=hidden)
+            _seq_rows(
+                item,
+                indent + 2,
+                item_path,
+                rows,
+                show_secrets=show_secrets,
+                secret=hidden,
+                memo=memo,
+            )
 
 
 def show_data(tree: MapNode, *, show_secrets: bool = False) -> Any:
@@ -212,18 +297,32 @@ _ACTION_WORDS = {
 }
 
 
-def _layer_label(origin: Origin) -> str:
-    return origin.layer.value
-
-
-def _is_secret(explanation: Explanation) -> bool:
-    if is_secret_path(explanation.path):
-        return True
+def _is_secret(explanation: Explanation, secret_keys: dict[str, bool] | None = None) -> bool:
+    """Whether the explanation shows a secret; ``secret_keys`` remembers
+    :func:`is_secret_key` across the explanations of one rendering (their paths share keys)."""
+    if secret_keys is None:
+        if is_secret_path(explanation.path):
+            return True
+    else:
+        for key in explanation.path:
+            known = secret_keys.get(key)
+            if known is None:
+                known = secret_keys[key] = is_secret_key(key)
+            if known:
+                return True
     contributions = [*explanation.live, *explanation.overridden]
-    if any(is_secret_node(c.node) for c in contributions):
-        return True
+    for contribution in contributions:
+        node = contribution.node
+        if node is None:
+            continue
+        if node.tag == "!secret" or (not isinstance(node, ScalarNode) and is_secret_node(node)):
+            return True
     # A token-shaped value is a secret whatever its key is called (deploy refuses it too).
-    return looks_secret(explanation.value) or any(looks_secret(c.value) for c in contributions)
+    value = explanation.value
+    if looks_secret(value):
+        return True
+    # The winner's value is usually the final value itself: no need to look twice.
+    return any(c.value is not value and looks_secret(c.value) for c in contributions)
 
 
 def _value_text(value: object, secret: bool) -> str:
@@ -237,10 +336,20 @@ def _value_text(value: object, secret: bool) -> str:
     return format_scalar(value)
 
 
+_LAYER_SUFFIX: dict[LayerKind, str] = {}  # what follows an origin, made once per kind
+
+
+def _layer_suffix(layer: LayerKind) -> str:
+    """``"  (inherited)"`` after a file's origin; nothing after a variable or ``--set``."""
+    suffix = _LAYER_SUFFIX.get(layer)
+    if suffix is None:
+        suffix = "" if layer in (LayerKind.ENV, LayerKind.SET) else f"  ({layer.value})"
+        _LAYER_SUFFIX[layer] = suffix
+    return suffix
+
+
 def _contribution_text(contribution: Contribution, secret: bool, with_value: bool) -> str:
-    where = str(contribution.origin)
-    if contribution.origin.layer not in (LayerKind.ENV, LayerKind.SET):
-        where += f"  ({_layer_label(contribution.origin)})"
+    where = str(contribution.origin) + _layer_suffix(contribution.origin.layer)
     if contribution.action in ("replace-ancestor", "removed-by-replace"):
         return f"{dotted(contribution.at)} at {where}"
     if not with_value:
@@ -251,8 +360,9 @@ def _contribution_text(contribution: Contribution, secret: bool, with_value: boo
 def render_explain(explanations: list[Explanation], *, show_secrets: bool = False) -> str:
     """Every explanation as a block of text."""
     blocks = []
+    secret_keys: dict[str, bool] = {}
     for item in explanations:
-        secret = not show_secrets and _is_secret(item)
+        secret = not show_secrets and _is_secret(item, secret_keys)
         lines = []
         if item.present:
             lines.append(f"{dotted(item.path)} = {_value_text(item.value, secret)}")
@@ -299,15 +409,17 @@ def explain_data(
 ) -> list[dict[str, Any]]:
     """Explanations as plain data (for ``--json``)."""
     out = []
+    secret_keys: dict[str, bool] = {}
     for item in explanations:
-        secret = not show_secrets and _is_secret(item)
+        is_secret = _is_secret(item, secret_keys)
+        secret = not show_secrets and is_secret
         winner = item.winner
         out.append(
             {
                 "key": dotted(item.path),
                 "present": item.present,
                 "value": mask(item.value) if secret else item.value,
-                "secret": _is_secret(item),
+                "secret": is_secret,
                 "winner": _contribution_data(winner, secret) if item.present and winner else None,
                 "contributions": [_contribution_data(c, secret) for c in item.live],
                 "overridden": [_contribution_data(c, secret) for c in item.overridden],

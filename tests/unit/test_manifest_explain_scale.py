@@ -1,0 +1,482 @@
+"""The fast paths of ``config show``/``config explain`` give what the straightforward ones give.
+
+``explain_paths`` walks each layer once per parent mapping instead of once per leaf; here it
+is compared, explanation by explanation and as rendered text and JSON, with
+``explain_path`` (one walk per leaf and layer, the reference) on generated manifests of
+many layers that use every merge rule (``null``, ``!append``, ``!replace``, a mapping
+replaced by a scalar and back, secrets). ``render_show`` (which remembers what it learnt
+about secrets) is compared with the straightforward rendering it replaced, and
+``resolve_plain``/``is_huge_int`` (which skip their patterns for text that cannot match)
+with the patterns alone. Cost: about 8 s.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fdl.manifest._explain import Contribution, Explanation, explain_path, explain_paths
+from fdl.manifest._layers import Layer
+from fdl.manifest._merge import materialize, merge
+from fdl.manifest._nodes import LayerKind, MapNode, Node, ScalarNode, SeqNode
+from fdl.manifest._secrets import TOKEN_SHAPES
+from fdl.manifest._yaml import parse_yaml
+from fdl.manifest.render import explain_data, render_explain
+
+KEYS = ("a", "b", "c", "api_token", "run", "deep")
+# variables and --set have no layer suffix in explain's text: every kind is drawn
+KINDS = [LayerKind.INHERITED, LayerKind.BASE, LayerKind.OVERLAY, LayerKind.ENV, LayerKind.SET]
+TOKEN = "ghp_" + "a" * 36
+SCALARS = (
+    "1",
+    "x",
+    "null",
+    "~",
+    "''",
+    "12.10",
+    "yes",
+    TOKEN,
+    "!secret hunter2",
+    "[1, 2]",
+    "[{a: 1, b: x}, y]",
+    f"[{{a: 1, b: {TOKEN}}}, [z]]",
+    "[{}, [], {c: !secret s}]",
+)
+
+
+def _value(rng: random.Random, depth: int, indent: int) -> str:
+    """A YAML value (block style) at ``indent``: a scalar, a list or a mapping."""
+    roll = rng.random()
+    if depth >= 4 or roll < 0.45:
+        return " " + rng.choice(SCALARS)
+    if roll < 0.55:
+        return " !append [" + rng.choice(("1", "x", "2")) + "]"
+    tag = " !replace" if roll < 0.63 else ""
+    keys = rng.sample(KEYS, rng.randint(1, 3))
+    pad = " " * (indent + 2)
+    lines = [f"{pad}{k}:{_value(rng, depth + 1, indent + 2)}" for k in keys]
+    return tag + "\n" + "\n".join(lines)
+
+
+def _layers(seed: int, count: int) -> list[Layer]:
+    rng = random.Random(seed)
+    out = []
+    for index in range(count):
+        groups = rng.sample([f"g{i}" for i in range(12)], rng.randint(1, 8))
+        text = "".join(f"{g}:{_value(rng, 1, 0)}\n" for g in groups)
+        source = f"l{index}.yml"
+        kind = rng.choice(KINDS)
+        out.append(Layer(kind, source, None, parse_yaml(text, source, kind)))
+    return out
+
+
+def _explained(
+    layers: list[Layer], final: Node | None, paths: list[tuple[str, ...]]
+) -> tuple[list[Explanation], list[Explanation]]:
+    reference = [explain_path(layers, final, path) for path in paths]
+    return reference, explain_paths(layers, final, paths)
+
+
+def _contribution(c: Contribution | None) -> object:
+    if c is None:
+        return None
+    return (c.action, c.value, str(c.origin), c.origin.layer, c.at, id(c.node))
+
+
+def _story(e: Explanation) -> object:
+    return (
+        e.path,
+        e.value,
+        e.present,
+        [_contribution(c) for c in e.live],
+        [_contribution(c) for c in e.overridden],
+        _contribution(e.removed_by),
+    )
+
+
+def _all_paths(layers: list[Layer]) -> list[tuple[str, ...]]:
+    """Every path any layer writes, and every ancestor of one (not only the leaves)."""
+    paths: dict[tuple[str, ...], None] = {}
+
+    def visit(node: Node | None, path: tuple[str, ...]) -> None:
+        paths[path] = None
+        if isinstance(node, MapNode):
+            for key, child in node.entries.items():
+                visit(child, (*path, key))
+
+    for layer in layers:
+        visit(layer.root, ())
+    return [(*p, "absent") for p in paths] + list(paths)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_explain_paths_tells_the_story_explain_path_tells(seed: int) -> None:
+    layers = _layers(seed, count=2 + seed % 19)
+    final = materialize(merge(layer.root for layer in layers))
+    from fdl.manifest._explain import explainable_paths
+
+    for paths in (explainable_paths(layers, final), _all_paths(layers)):
+        reference, fast = _explained(layers, final, paths)
+        assert [_story(e) for e in fast] == [_story(e) for e in reference]
+        for secrets in (False, True):
+            assert render_explain(fast, show_secrets=secrets) == render_explain(
+                reference, show_secrets=secrets
+            )
+            assert explain_data(fast, show_secrets=secrets) == explain_data(
+                reference, show_secrets=secrets
+            )
+
+
+def test_generated_manifests_use_every_rule() -> None:
+    """The generator reaches every action, or the comparison above proves little."""
+    actions: set[str] = set()
+    for seed in range(60):
+        layers = _layers(seed, count=2 + seed % 19)
+        final = materialize(merge(layer.root for layer in layers))
+        for item in explain_paths(layers, final, _all_paths(layers)):
+            contributions = [*item.live, *item.overridden]
+            if item.removed_by is not None:
+                contributions.append(item.removed_by)
+            actions.update(c.action for c in contributions)
+    assert actions == {"set", "append", "delete", "replace-ancestor", "removed-by-replace"}
+
+
+# --- config show: the rendering before it remembered what it learnt --------------------
+
+
+def _reference_rows(
+    node: MapNode, indent: int, rows: list[tuple[str, str]], show_secrets: bool, secret: bool
+) -> None:
+    from fdl.manifest import render
+    from fdl.manifest._secrets import is_secret_key, looks_secret
+
+    pad = " " * indent
+    for key, child in node.entries.items():
+        hidden = not show_secrets and (
+            secret or is_secret_key(key) or child.tag == "!secret" or looks_secret(child.plain())
+        )
+        label = render._origin_label(child.origin)
+        inline = render._inline(child, hidden)
+        if inline is not None and len(pad) + len(key) + len(inline) + 2 <= render.INLINE_WIDTH:
+            rows.append((f"{pad}{render._key_text(key)}: {inline}", label))
+        elif isinstance(child, MapNode):
+            rows.append((f"{pad}{render._key_text(key)}:", ""))
+            _reference_rows(child, indent + 2, rows, show_secrets, hidden)
+        elif isinstance(child, SeqNode):
+            rows.append((f"{pad}{render._key_text(key)}:", ""))
+            _reference_seq_rows(child, indent + 2, rows, show_secrets, hidden)
+        else:
+            assert isinstance(child, ScalarNode)
+            rows.append(
+                (f"{pad}{render._key_text(key)}: {render._scalar_text(child, hidden)}", label)
+            )
+
+
+def _reference_seq_rows(
+    node: SeqNode, indent: int, rows: list[tuple[str, str]], show_secrets: bool, secret: bool
+) -> None:
+    from fdl.manifest import render
+    from fdl.manifest._secrets import looks_secret
+
+    pad = " " * indent
+    for item in node.items:
+        hidden = secret or (
+            not show_secrets and (item.tag == "!secret" or looks_secret(item.plain()))
+        )
+        inline = render._inline(item, hidden)
+        if inline is not None:
+            rows.append((f"{pad}- {inline}", render._origin_label(item.origin)))
+        elif isinstance(item, MapNode):
+            sub: list[tuple[str, str]] = []
+            _reference_rows(item, indent + 2, sub, show_secrets, hidden)
+            first, *rest = sub
+            rows.append((f"{pad}- {first[0].lstrip()}", first[1]))
+            rows.extend(rest)
+        else:
+            assert isinstance(item, SeqNode)
+            rows.append((f"{pad}-", ""))
+            _reference_seq_rows(item, indent + 2, rows, show_secrets, hidden)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_render_show_prints_what_the_straightforward_rendering_printed(seed: int) -> None:
+    from fdl.manifest.render import render_show
+
+    layers = _layers(seed, count=2 + seed % 19)
+    final = materialize(merge(layer.root for layer in layers))
+    assert isinstance(final, MapNode)
+    for secrets in (False, True):
+        rows: list[tuple[str, str]] = []
+        _reference_rows(final, 0, rows, secrets, False)
+        expected = "".join(body + "\n" for body, _ in rows)
+        assert render_show(final, origins=False, show_secrets=secrets) == expected
+    assert "***" in render_show(final) or TOKEN not in render_show(final, show_secrets=True)
+
+
+# --- plain scalars: the shortcut and the patterns agree --------------------------------
+
+
+def _reference_resolve(text: str) -> object:
+    from fdl.manifest import _yaml as y
+
+    if y._NULL.match(text):
+        return None
+    if text in y._BOOL_TRUE:
+        return True
+    if text in y._BOOL_FALSE:
+        return False
+    if y._INT10.match(text) or y._INT8.match(text) or y._INT16.match(text):
+        if y._int_too_long(text):
+            return text
+        if text.startswith("0o"):
+            return int(text[2:], 8)
+        if text.startswith("0x"):
+            return int(text[2:], 16)
+        return int(text)
+    if y._FLOAT.match(text):
+        return float(text)
+    if y._INF.match(text):
+        return float("-inf") if text.startswith("-") else float("inf")
+    if y._NAN.match(text):
+        return float("nan")
+    return text
+
+
+PLAIN_EXAMPLES = [
+    "", "\n", "~", "~\n", "null", "Null\n", "nul", "true", "True\n", "false", "FALSE", "tru",
+    "1", "-1", "+1\n", "0o17", "0x1F", "0x", "1.5", ".5", "1e3", "-.inf", ".NaN", ".nan\n",
+    "12.10", "yes", "x", " 1", "1" * 5000, "0x" + "f" * 4000, "make target", "ghp_x",
+    "--flag", "-x", "+", "-", "-.5", "+.inf", "-.nan", "-0x1F", "+0o7", "-1" + "2" * 4400,
+]  # fmt: skip
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and a != a:
+        return b != b
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("text", PLAIN_EXAMPLES)
+def test_resolve_plain_examples(text: str) -> None:
+    from fdl.manifest._yaml import is_huge_int, resolve_plain
+
+    assert _same(resolve_plain(text), _reference_resolve(text))
+    from fdl.manifest import _yaml as y
+
+    matches = bool(y._INT10.match(text) or y._INT8.match(text) or y._INT16.match(text))
+    assert is_huge_int(text) == (matches and y._int_too_long(text))
+
+
+@given(st.text(max_size=12) | st.from_regex(r"[-+.~0-9a-zA-Z\n]{0,8}", fullmatch=True))
+@settings(max_examples=400, deadline=None)
+def test_resolve_plain_agrees_with_the_patterns(text: str) -> None:
+    from fdl.manifest import _yaml as y
+    from fdl.manifest._yaml import is_huge_int, resolve_plain
+
+    assert _same(resolve_plain(text), _reference_resolve(text))
+    matches = bool(y._INT10.match(text) or y._INT8.match(text) or y._INT16.match(text))
+    assert is_huge_int(text) == (matches and y._int_too_long(text))
+
+
+# --- config explain writes in pieces what it wrote at once ------------------------------
+
+
+def _project(root: Path, commands: int) -> None:
+    """Three layers (inherited, base, overlay) of ``commands`` commands, a secret among them."""
+    (root / "common.yml").write_text(
+        "commands:\n"
+        + "".join(
+            f"  c{i}:\n    description: d{i} ünï\n    run: make {i}\n" for i in range(commands)
+        )
+    )
+    (root / "fdl.yml").write_text(
+        "inherit-from: common.yml\ncommands:\n"
+        + "".join(f"  c{i}:\n    run: make {i} --base\n" for i in range(0, commands, 3))
+        + f"  c1:\n    docker: null\n    description: {TOKEN}\n"
+    )
+    (root / "fdl.ci.yml").write_text("commands:\n  c2:\n    run: null\n  c4: null\n")
+
+
+@pytest.mark.parametrize(
+    "extra", [[], ["--json"], ["--show-secrets"], ["--json", "--show-secrets"]]
+)
+def test_explain_in_pieces_writes_what_one_piece_wrote(
+    run_fdl, tmp_path: Path, extra: list[str]
+) -> None:
+    from fdl.cli import _config_actions
+    from fdl.manifest import load_manifest
+
+    _project(tmp_path, commands=700)  # about 1,400 explanations: three pieces
+    manifest = load_manifest(tmp_path, env="ci", environ={})
+    explanations = manifest.explain()
+    assert len(explanations) > 2 * _config_actions._PIECE
+    secrets = "--show-secrets" in extra
+    if "--json" in extra:
+        expected = (
+            json.dumps(
+                explain_data(explanations, show_secrets=secrets),
+                indent=2,
+                ensure_ascii=False,
+                default=str,
+            )
+            + "\n"
+        )
+    else:
+        expected = render_explain(explanations, show_secrets=secrets)
+    result = run_fdl(["--env", "ci", "config", "explain", *extra], cwd=tmp_path)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == expected
+    assert ("ghp_" in result.stdout) == secrets
+
+
+def test_explain_json_of_no_explanation_is_an_empty_list(run_fdl, tmp_path: Path) -> None:
+    from fdl.cli._config_actions import _json_list
+    from fdl.cli._console import Console
+
+    class Session:
+        console = Console(stdout=io.StringIO())
+
+    session = Session()
+    _json_list(session, iter([[], []]))  # type: ignore[arg-type]
+    assert session.console.stdout.getvalue() == "[]\n"
+
+
+# --- token shapes: the hints that let most text skip the searches ----------------------
+
+
+@pytest.mark.parametrize("shape", range(len(TOKEN_SHAPES)))
+def test_every_token_shape_holds_a_hint(shape: int) -> None:
+    """A shape whose literal texts miss some of its matches would never find those: every
+    text it matches must hold one of its texts."""
+    from fdl.manifest._secrets import token_kind
+
+    kind, needles, pattern = TOKEN_SHAPES[shape]
+
+    @given(st.from_regex(pattern))
+    @settings(max_examples=60, deadline=None)
+    def check(text: str) -> None:
+        assert any(needle in text for needle in needles), (kind, text)
+        assert token_kind(text) is not None
+
+    check()
+
+
+@given(st.text(max_size=60) | st.from_regex(r"[-_@A-Za-z0-9:/ ]{0,80}", fullmatch=True))
+@settings(max_examples=300, deadline=None)
+def test_token_kind_with_needles_agrees_with_the_searches(text: str) -> None:
+    import re
+
+    from fdl.manifest._secrets import token_kind
+
+    expected = next((k for k, _, p in TOKEN_SHAPES if re.search(p, text)), None)
+    assert token_kind(text) == expected
+
+
+# --- which paths explain lists: the walk beside the final tree and the plain one --------
+
+
+def _reference_explainable(
+    layers: list[Layer], final: Node | None, prefix: tuple[str, ...] = ()
+) -> list[tuple[str, ...]]:
+    from fdl.manifest._nodes import node_at, walk_leaves
+
+    seen: dict[tuple[str, ...], None] = {}
+    base = node_at(final, prefix) if final is not None else None
+    if base is not None:
+        for path, _ in walk_leaves(base, prefix):
+            seen[path] = None
+    for layer in layers:
+        start = node_at(layer.root, prefix) if layer.root is not None else None
+        if start is None:
+            continue
+        for path, _ in walk_leaves(start, prefix):
+            if path in seen:
+                continue
+            current = node_at(final, path) if final is not None else None
+            if isinstance(current, MapNode) and current.entries:
+                continue
+            seen[path] = None
+    paths = list(seen)
+    removed = {p for p in paths if (node_at(final, p) if final is not None else None) is None}
+    return [
+        p for p in paths if not (p in removed and any(p[:i] in removed for i in range(1, len(p))))
+    ]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_explainable_paths_are_the_plain_walks(seed: int) -> None:
+    from fdl.manifest._explain import explainable_paths
+
+    layers = _layers(seed, count=2 + seed % 19)
+    final = materialize(merge(layer.root for layer in layers))
+    prefixes = {p[:n] for p in _all_paths(layers) for n in range(3)}
+    for prefix in sorted(prefixes):
+        for tree in (final, None):
+            expected = _reference_explainable(layers, tree, prefix)
+            assert explainable_paths(layers, tree, prefix) == expected, prefix
+
+
+# --- config explain's text: the rendering before it was made faster ---------------------
+
+
+def _reference_render_explain(explanations: list[Explanation], show_secrets: bool) -> str:
+    from fdl.manifest import render
+    from fdl.manifest._nodes import dotted
+    from fdl.manifest._secrets import is_secret_node, is_secret_path, looks_secret
+
+    def is_secret(e: Explanation) -> bool:
+        contributions = [*e.live, *e.overridden]
+        return (
+            is_secret_path(e.path)
+            or any(is_secret_node(c.node) for c in contributions)
+            or looks_secret(e.value)
+            or any(looks_secret(c.value) for c in contributions)
+        )
+
+    def text(c: Contribution, secret: bool, with_value: bool) -> str:
+        where = str(c.origin)
+        if c.origin.layer not in (LayerKind.ENV, LayerKind.SET):
+            where += f"  ({c.origin.layer.value})"
+        if c.action in ("replace-ancestor", "removed-by-replace"):
+            return f"{dotted(c.at)} at {where}"
+        if not with_value:
+            return where
+        return f"{render._value_text(c.value, secret)}  {where}"
+
+    blocks = []
+    for item in explanations:
+        secret = not show_secrets and is_secret(item)
+        lines = []
+        if item.present:
+            lines.append(f"{dotted(item.path)} = {render._value_text(item.value, secret)}")
+            for index, c in enumerate(item.live):
+                word = render._ACTION_WORDS[c.action] if index == 0 else "appended onto"
+                if c.action == "delete":
+                    word = "set empty by"
+                lines.append(f"  {word:<14}{text(c, secret, len(item.live) > 1)}")
+        else:
+            lines.append(f"{dotted(item.path)}  (removed)")
+            if item.removed_by is not None:
+                word = render._ACTION_WORDS[item.removed_by.action]
+                lines.append(f"  {word:<14}{text(item.removed_by, secret, False)}")
+        for index, c in enumerate(item.overridden):
+            word = ("was" if not item.present else "overrode") if index == 0 else ""
+            lines.append(f"  {word:<14}{text(c, secret, True)}")
+        blocks.append("\n".join(lines))
+    return "\n".join(blocks) + ("\n" if blocks else "")
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_render_explain_prints_what_the_plain_rendering_printed(seed: int) -> None:
+    layers = _layers(seed, count=2 + seed % 19)
+    final = materialize(merge(layer.root for layer in layers))
+    explanations = explain_paths(layers, final, _all_paths(layers))
+    for secrets in (False, True):
+        expected = _reference_render_explain(explanations, secrets)
+        assert render_explain(explanations, show_secrets=secrets) == expected
