@@ -41,7 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import REPO, median_ms, print_table
 
 # (label, project, fdl's arguments, floDl's arguments or None, extra environment)
-EXAMPLE = [
+Row = tuple[str, str, list[str], "list[str] | None", dict[str, str]]
+# (label, project, argv, extra environment)
+Run = tuple[str, str, list[str], dict[str, str]]
+EXAMPLE: list[Row] = [
     ("--version", "example", ["--version"], None, {}),
     ("version", "example", ["version"], None, {}),
     ("--help", "example", ["--help"], None, {}),
@@ -67,7 +70,7 @@ EXAMPLE = [
     ),
 ]
 # the same question to both CLIs, on floDl's manifests
-VERSUS = [
+VERSUS: list[Row] = [
     ("floDl: --version", "flodl", ["--version"], ["--version"], {}),
     ("floDl: --help", "flodl", ["--help"], ["--help"], {}),
     ("floDl: config show", "flodl", ["config", "show"], ["config", "show"], {}),
@@ -84,28 +87,15 @@ VERSUS = [
     ("floDl: libtorch list", "flodl", ["libtorch", "list"], ["libtorch", "list"], {}),
     ("floDl: libtorch info", "flodl", ["libtorch", "info"], ["libtorch", "info"], {}),
 ]
-LARGE = [
-    ("10k commands x 20 layers: config show", "large", ["--env", "ci", "config", "show"], None, {}),
-    (
-        "10k commands x 20 layers: config explain",
-        "large",
-        ["--env", "ci", "config", "explain"],
-        None,
-        {},
-    ),
-]
+LARGE_SHOW = "10k commands x 20 layers: config show"
+LARGE_EXPLAIN = "10k commands x 20 layers: config explain"
 # (what, numerator row, denominator row, at most)
 GOALS = [
     ("config show / python -c pass", "config show", "python -c pass", 3.0),
     ("--help / python -c pass", "--help", "python -c pass", 3.0),
     ("version / python -c pass", "version", "python -c pass", 2.0),
     ("config explain / config show", "config explain", "config show", 1.5),
-    (
-        "10k x 20: config explain / config show",
-        "10k commands x 20 layers: config explain",
-        "10k commands x 20 layers: config show",
-        1.5,
-    ),
+    ("10k x 20: config explain / config show", LARGE_EXPLAIN, LARGE_SHOW, 1.5),
 ]
 
 
@@ -118,6 +108,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--large", action="store_true", help="add the 10,000 commands x 20 layers manifest"
+    )
+    parser.add_argument(
+        "--large-runs", type=int, default=5, help="rounds that run the large manifest (5 s each)"
     )
     args = parser.parse_args()
 
@@ -139,7 +132,7 @@ def main() -> None:
         reference, problem = installed_reference()
         if reference is None:
             raise SystemExit(f"floDl's CLI is not available: {problem}")
-    rows = EXAMPLE + (VERSUS if reference is not None else []) + (LARGE if args.large else [])
+    rows = EXAMPLE + (VERSUS if reference is not None else [])
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         home = root / "home"
@@ -157,13 +150,18 @@ def main() -> None:
         if reference is not None:
             projects["flodl"] = _flodl_project(root)
         if args.large:
-            projects["large"] = _large_project(root)
-        runs = [("python -c pass", "example", [sys.executable, "-c", "pass"], {})]
-        for label, project, ours, theirs, extra in rows:
+            projects["large"], environ, options = _large_project(root)
+            rows += [
+                (LARGE_SHOW, "large", [*options, "config", "show"], None, environ),
+                (LARGE_EXPLAIN, "large", [*options, "config", "explain"], None, environ),
+            ]
+        runs: list[Run] = [("python -c pass", "example", [sys.executable, "-c", "pass"], {})]
+        for label, project, ours, asked, extra in rows:
             runs.append((label, project, [*fdl, *ours], extra))
-            if theirs is not None:
-                runs.append((f"{label} [floDl's CLI]", project, [str(reference), *theirs], {}))
-        wall, cpu = _measure(runs, projects, env, rounds=args.runs)
+            if asked is not None:
+                runs.append((f"{label} [floDl's CLI]", project, [str(reference), *asked], {}))
+        limits = {LARGE_SHOW: args.large_runs, LARGE_EXPLAIN: args.large_runs}
+        wall, cpu = _measure(runs, projects, env, rounds=args.runs, limits=limits)
     base = median_ms(wall["python -c pass"])
     print(f"median (min-max) ms of {args.runs} interleaved rounds; interpreter {sys.executable}")
     print(f"fdl = {' '.join(fdl)}; load average before: {os.getloadavg()[0]:.2f}")
@@ -171,11 +169,16 @@ def main() -> None:
     for label, *_ in runs:
         if label.endswith("[floDl's CLI]"):
             continue
-        ours = median_ms(wall[label])
-        theirs = wall.get(f"{label} [floDl's CLI]")
+        median = median_ms(wall[label])
+        reference_times = wall.get(f"{label} [floDl's CLI]")
+        versus = (
+            (_spread(reference_times), f"{median / median_ms(reference_times):.0f}x")
+            if reference_times
+            else ("", "")
+        )
         table.append(
-            (label, _spread(wall[label]), f"{ours / base:.2f}x", f"{median_ms(cpu[label]):.1f}",
-             _spread(theirs) if theirs else "", f"{ours / median_ms(theirs):.0f}x" if theirs else "")
+            (label, _spread(wall[label]), f"{median / base:.2f}x",
+             f"{median_ms(cpu[label]):.1f}", *versus)
         )  # fmt: skip
     print_table(
         ["command", "fdl ms", "vs python", "fdl CPU ms", "floDl's CLI ms", "fdl/floDl"], table
@@ -193,14 +196,15 @@ def main() -> None:
 
 
 def _measure(
-    runs: list[tuple[str, str, list[str], dict[str, str]]],
+    runs: list[Run],
     projects: dict[str, Path],
     env: dict[str, str],
     *,
     rounds: int,
+    limits: dict[str, int],
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Wall and CPU seconds of each run, ``rounds`` times, rotated (after a warm-up run
-    that also checks each answers)."""
+    """Wall and CPU seconds of each run, ``rounds`` times (those in ``limits`` only in that
+    many rounds), rotated (after a warm-up run that also checks each answers)."""
     wall: dict[str, list[float]] = {label: [] for label, *_ in runs}
     cpu: dict[str, list[float]] = {label: [] for label, *_ in runs}
     for label, project, argv, extra in runs:
@@ -212,6 +216,8 @@ def _measure(
     for round_ in range(rounds):
         shift = round_ % len(runs)
         for label, project, argv, extra in runs[shift:] + runs[:shift]:
+            if len(wall[label]) >= limits.get(label, rounds):
+                continue
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             subprocess.run(
@@ -243,14 +249,16 @@ def _flodl_project(root: Path) -> Path:
     return project
 
 
-def _large_project(root: Path) -> Path:
-    """10,000 commands over 20 layers (bench/manifest_scale.py's generator)."""
-    from manifest_scale import write_many_layers
+def _large_project(root: Path) -> tuple[Path, dict[str, str], list[str]]:
+    """10,000 commands over 20 layers (16 inherited files, base, overlay, FDL__ variables
+    and --set, by bench/manifest_scale.py's generator): the project, its variables and
+    fdl's options for it."""
+    from manifest_scale import write_project
 
     project = root / "large"
     project.mkdir()
-    write_many_layers(project, commands=10_000, layers=20)
-    return project
+    environ, sets = write_project(project, 10_000)
+    return project, environ, ["--env", "ci"] + [arg for s in sets for arg in ("--set", s)]
 
 
 def _spread(values: list[float]) -> str:
