@@ -5,9 +5,9 @@ importing and running the YAML parser.
 
 An entry is used only when its key equals the key of what was read now; one that is
 unreadable, too big, not a plain file or not of this format is a miss. Entries are written
-atomically (0600, in a 0700 directory), only into fdl's own cache (the ``CACHEDIR.TAG``
-fdl writes: a ``FDL_CACHE_DIR`` naming a directory of the user's gets nothing) and a real
-directory, not a link; any failure to write one only means parsing again next time. A
+atomically (0600, in a 0700 directory), only into a directory fdl made for them (it holds
+the ``CACHEDIR.TAG`` fdl writes when it makes one: a directory of the user's of the same
+name under ``FDL_CACHE_DIR`` gets nothing) and a real directory, not a link; any failure to write one only means parsing again next time. A
 value marshal cannot hold is not kept. Pruning takes only entries (``*.marshal``).
 """
 
@@ -62,18 +62,20 @@ def keep(
     if len(data) > limit:
         return
     temporary = entry.with_name(f".{entry.name}.{os.getpid()}")
+    directory = entry.parent
     try:
-        if not is_own_cache(own_cache_dir(entry.parent.parent)):
-            return
-        entry.parent.mkdir(mode=0o700, exist_ok=True)
-        if not stat.S_ISDIR(os.lstat(entry.parent).st_mode):
+        if not os.path.lexists(directory):
+            own_cache_dir(directory.parent)  # the cache itself, tagged when fdl makes it
+            own_cache_dir(directory)
+            os.chmod(directory, 0o700)
+        if not stat.S_ISDIR(os.lstat(directory).st_mode) or not is_own_cache(directory):
             return
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
         with open(os.open(temporary, flags, 0o600), "wb") as stream:
             stream.write(data)
         os.replace(temporary, entry)
         if max_entries:
-            _prune(entry.parent, max_entries)
+            _prune(directory, max_entries)
     except OSError:
         _unlink(temporary)
 

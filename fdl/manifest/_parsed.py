@@ -20,7 +20,6 @@ files (the least recently written go first). ``FDL_MANIFEST_CACHE=0`` turns it o
 
 from __future__ import annotations
 
-import marshal
 import os
 
 from fdl import __version__
@@ -53,23 +52,24 @@ def cached_parse(text: str, source: str, layer: LayerKind, path: Path) -> Node |
     Raises:
         ManifestError: as :func:`fdl.manifest._yaml.parse_yaml`.
     """
+    from fdl._kept import keep, kept
+
     entry = entry_path(path, source)
     if entry is None:
         return _parse(text, source, layer, path)
     key = (FORMAT, __version__, source, layer.value, str(path), text)
-    kept = _read(entry)
-    if kept is not None and kept[:6] == key:
+    found = kept(entry, key, limit=MAX_ENTRY_BYTES)
+    if found is not None:
         try:
-            return _decode(kept[6], source, layer, path)
+            return _decode(found, source, layer, path)
         except (TypeError, ValueError, IndexError, KeyError):
             pass  # not a tree this module wrote: parse again, and overwrite it
     tree = _parse(text, source, layer, path)
     try:
-        data = marshal.dumps((*key, _encode(tree, source, layer, path)))  # type: ignore[arg-type]
-    except (_NotKept, ValueError, RecursionError):
+        encoded = _encode(tree, source, layer, path)
+    except (_NotKept, RecursionError):
         return tree
-    if len(data) <= MAX_ENTRY_BYTES:
-        _keep(entry, data)
+    keep(entry, key, encoded, limit=MAX_ENTRY_BYTES, max_entries=MAX_ENTRIES)
     return tree
 
 
@@ -90,34 +90,6 @@ def entry_path(path: Path, source: str) -> Path | None:
 
     name = zlib.crc32(os.fsencode(f"{path}\0{source}"))
     return cache_dir() / "manifest" / f"{name:08x}.marshal"
-
-
-def _read(entry: Path) -> tuple[object, ...] | None:
-    """The tuple an entry holds; None when there is none or it is not one fdl wrote."""
-    import stat
-
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        handle = os.open(entry, flags)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(handle)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
-            return None
-        with open(handle, "rb", closefd=False) as stream:
-            data = stream.read(MAX_ENTRY_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(handle)
-    if len(data) > MAX_ENTRY_BYTES:
-        return None
-    try:
-        kept = marshal.loads(data)
-    except (EOFError, ValueError, TypeError):
-        return None
-    return kept if isinstance(kept, tuple) and len(kept) == 7 else None
 
 
 def _decode(data: object, source: str, layer: LayerKind, path: Path) -> Node | None:
@@ -202,55 +174,3 @@ def _encode(tree: Node | None, source: str, layer: LayerKind, path: Path) -> obj
         return (_MAP, line, column, node.tag, tuple(entries))
 
     return encode(tree)
-
-
-def _keep(entry: Path, data: bytes) -> None:
-    """Write the entry (atomically, 0600); any failure only means no entry.
-
-    Only into fdl's own cache (the ``CACHEDIR.TAG`` fdl writes; a ``FDL_CACHE_DIR`` that
-    names a directory of the user's gets nothing) and a real directory, not a link.
-    """
-    import stat
-
-    from fdl.paths import is_own_cache, own_cache_dir
-
-    temporary = entry.with_name(f".{entry.name}.{os.getpid()}")
-    try:
-        if not is_own_cache(own_cache_dir(entry.parent.parent)):
-            return
-        entry.parent.mkdir(mode=0o700, exist_ok=True)
-        if not stat.S_ISDIR(os.lstat(entry.parent).st_mode):
-            return
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-        handle = os.open(temporary, flags, 0o600)
-        with open(handle, "wb") as stream:
-            stream.write(data)
-        os.replace(temporary, entry)
-        _prune(entry.parent)
-    except OSError:
-        _unlink(temporary)
-
-
-def _prune(directory: Path) -> None:
-    """Keep the newest :data:`MAX_ENTRIES` entries (a temporary file a killed writer left
-    counts too, and goes first when it is the oldest); files of other names are left."""
-    import re
-
-    ours = re.compile(r"\.?[0-9a-f]{8}\.marshal(?:\.[0-9]+)?")
-    entries = []
-    with os.scandir(directory) as listing:
-        for item in listing:
-            if ours.fullmatch(item.name) and item.is_file(follow_symlinks=False):
-                entries.append((item.stat(follow_symlinks=False).st_mtime_ns, item.path))
-    if len(entries) <= MAX_ENTRIES:
-        return
-    entries.sort()
-    for _, name in entries[: len(entries) - MAX_ENTRIES]:
-        _unlink(name)
-
-
-def _unlink(name: str | Path) -> None:
-    import contextlib
-
-    with contextlib.suppress(OSError):
-        os.unlink(name)

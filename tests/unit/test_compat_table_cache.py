@@ -42,7 +42,7 @@ def test_an_unchanged_table_is_read_without_the_yaml_parser(tmp_path: Path) -> N
     assert first[: -len("True")] == again[: -len("False")]
     entry = cache / "tables" / "frameworks.marshal"
     assert entry.stat().st_mode & 0o777 == 0o600
-    assert (cache / "CACHEDIR.TAG").exists()  # `fdl cache clean tables` may take it
+    assert (cache / "tables" / "CACHEDIR.TAG").exists()  # fdl made it: `fdl cache clean tables`
 
 
 @pytest.fixture
@@ -95,13 +95,14 @@ def test_a_cache_that_cannot_be_written_only_costs_the_parse(fresh: Path) -> Non
 def test_a_cache_directory_of_the_users_gets_no_entry(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """FDL_CACHE_DIR naming a directory fdl did not make (no CACHEDIR.TAG of fdl's)."""
+    """FDL_CACHE_DIR naming a directory of the user's that has a `tables` directory fdl did
+    not make (no CACHEDIR.TAG of fdl's): nothing is written into it."""
     mine = tmp_path / "my-files"
-    mine.mkdir()
+    (mine / "tables").mkdir(parents=True)
     monkeypatch.setenv("FDL_CACHE_DIR", str(mine))
     load_table.cache_clear()
     try:
         assert load_table("gpus")
     finally:
         load_table.cache_clear()
-    assert list(mine.iterdir()) == []
+    assert list(mine.rglob("*")) == [mine / "tables"]
