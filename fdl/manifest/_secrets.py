@@ -91,11 +91,24 @@ def _pattern(kind: str, pattern: str) -> re.Pattern[str]:
     return found
 
 
+# Every literal text above holds one of these characters (tests/unit/test_manifest_secrets.py
+# checks it): a value with none of them, most values, is answered by four string tests.
+_NEEDLE_CHARACTERS = ("_", "-", ":", "A")
+
+
 def token_kind(value: str) -> str | None:
     """What kind of credential ``value`` looks like (``a GitHub token``), or None."""
-    for kind, needles, pattern in TOKEN_SHAPES:
-        if any(needle in value for needle in needles) and _pattern(kind, pattern).search(value):
-            return kind
+    for character in _NEEDLE_CHARACTERS:
+        if character in value:
+            break
+    else:
+        return None
+    for kind, needles, pattern in TOKEN_SHAPES:  # plain loops: called for every value shown
+        for needle in needles:
+            if needle in value:
+                if _pattern(kind, pattern).search(value):
+                    return kind
+                break
     return None
 
 

@@ -38,6 +38,13 @@ def test_the_needles_never_hide_a_token(value: str) -> None:
     assert token_kind(value) == brute_force(value)
 
 
+def test_every_literal_text_holds_one_of_the_quick_characters() -> None:
+    from fdl.manifest._secrets import _NEEDLE_CHARACTERS
+
+    for needle in NEEDLES:
+        assert any(character in needle for character in _NEEDLE_CHARACTERS), needle
+
+
 def test_every_shape_is_found() -> None:
     samples = {
         "a GitHub token": "x=ghp_" + "a" * 36,
