@@ -14,6 +14,7 @@ from fdl.manifest._secrets import (
     is_secret_path,
     looks_secret,
     mask,
+    token_kind,
 )
 from fdl.manifest._yaml import resolve_plain
 
@@ -310,22 +311,33 @@ def _is_secret(explanation: Explanation, secret_keys: dict[str, bool] | None = N
                 known = secret_keys[key] = is_secret_key(key)
             if known:
                 return True
-    contributions = [*explanation.live, *explanation.overridden]
-    for contribution in contributions:
-        node = contribution.node
-        if node is None:
-            continue
-        if node.tag == "!secret" or (not isinstance(node, ScalarNode) and is_secret_node(node)):
-            return True
     # A token-shaped value is a secret whatever its key is called (deploy refuses it too).
     value = explanation.value
-    if looks_secret(value):
+    if _looks_secret(value):
         return True
-    # The winner's value is usually the final value itself: no need to look twice.
-    return any(c.value is not value and looks_secret(c.value) for c in contributions)
+    for contributions in (explanation.live, explanation.overridden):
+        for contribution in contributions:
+            node = contribution.node
+            if node is not None and (
+                node.tag == "!secret" or (not isinstance(node, ScalarNode) and is_secret_node(node))
+            ):
+                return True
+            # The winner's value is usually the final value itself: no need to look twice.
+            if contribution.value is not value and _looks_secret(contribution.value):
+                return True
+    return False
+
+
+def _looks_secret(value: object) -> bool:
+    """:func:`looks_secret`, a text (the most common value) asked directly."""
+    if type(value) is str:
+        return token_kind(value) is not None
+    return looks_secret(value)
 
 
 def _value_text(value: object, secret: bool) -> str:
+    if type(value) is str and not secret:  # the most common value first
+        return format_scalar(value)
     if secret:
         value = mask(value)
     if isinstance(value, (dict, list)):
