@@ -357,8 +357,17 @@ def _absent_leaves(
                 absent[at] = None
             continue
         held = there.entries if isinstance(there, MapNode) else None
-        for key in reversed(list(current.entries)):
-            child = current.entries[key]
+        entries = current.entries
+        # Every key in the final tree and no mapping below (the common case): no leaf of
+        # this mapping is absent.
+        if (
+            held is not None
+            and held.keys() >= entries.keys()
+            and all(type(child) is not MapNode or not child.entries for child in entries.values())
+        ):
+            continue
+        for key in reversed(list(entries)):
+            child = entries[key]
             below = held.get(key) if held is not None else None
             if below is not None and not (isinstance(child, MapNode) and child.entries):
                 continue  # a leaf the final tree holds

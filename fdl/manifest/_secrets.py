@@ -19,7 +19,14 @@ def is_secret_key(key: str) -> bool:
     lowered = key.lower()
     if lowered.endswith(WHERE_KEPT_SUFFIXES):
         return False
-    return any(_glob(lowered, pattern) for pattern in SECRET_KEY_PATTERNS)
+    for piece in _SECRET_KEY_PIECES:  # most keys hold none: no pattern is tried
+        if piece in lowered:
+            return any(_glob(lowered, pattern) for pattern in SECRET_KEY_PATTERNS)
+    return False
+
+
+# The longest literal piece of each pattern: a key matching the pattern holds it.
+_SECRET_KEY_PIECES = tuple(max(p.split("*"), key=len) for p in SECRET_KEY_PATTERNS)
 
 
 def _glob(text: str, pattern: str) -> bool:
