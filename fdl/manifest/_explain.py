@@ -247,10 +247,11 @@ class _Parent:
         child = self.mapping.entries.get(key)
         if child is None:
             return self.removed_by_replace() if self.replace_here else None
-        under_replace = self.under_replace
-        if _is_null(child) and not under_replace:
-            return Contribution(DELETE, None, child.origin, path, child)
-        if isinstance(child, SeqNode) and child.tag == TAG_APPEND and not under_replace:
+        if type(child) is ScalarNode:  # the most common leaf, asked first
+            if child.value is None and not self.under_replace:
+                return Contribution(DELETE, None, child.origin, path, child)
+            return Contribution(SET, child.value, child.origin, path, child)
+        if isinstance(child, SeqNode) and child.tag == TAG_APPEND and not self.under_replace:
             return Contribution(APPEND, child.plain(), child.origin, path, child)
         return Contribution(SET, child.plain(), child.origin, path, child)
 
@@ -358,20 +359,23 @@ def _absent_leaves(
             continue
         held = there.entries if isinstance(there, MapNode) else None
         entries = current.entries
-        # Every key in the final tree and no mapping below (the common case): no leaf of
-        # this mapping is absent.
-        if (
-            held is not None
-            and held.keys() >= entries.keys()
-            and all(type(child) is not MapNode or not child.entries for child in entries.values())
-        ):
-            continue
         for key in reversed(list(entries)):
             child = entries[key]
             below = held.get(key) if held is not None else None
-            if below is not None and not (isinstance(child, MapNode) and child.entries):
-                continue  # a leaf the final tree holds
+            if below is not None:
+                if not (isinstance(child, MapNode) and child.entries):
+                    continue  # a leaf the final tree holds
+                if _all_held(child.entries, below):
+                    continue  # a mapping of such leaves (the common case), not walked
             stack.append(((*at, key), child, below))
+
+
+def _all_held(entries: dict[str, Node], final: Node) -> bool:
+    """Whether ``final`` is a mapping holding every key of ``entries`` and no entry is a
+    non-empty mapping: none of their leaves is absent from the final tree."""
+    if not (isinstance(final, MapNode) and final.entries.keys() >= entries.keys()):
+        return False
+    return all(type(child) is not MapNode or not child.entries for child in entries.values())
 
 
 def _drop_covered(removed: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
