@@ -17,8 +17,7 @@ Modules:
 
 from __future__ import annotations
 
-from importlib import import_module
-
+from fdl._lazy import lazy_attribute
 from fdl.compat._data import CompatDataError, in_range, load_table, version_key
 from fdl.compat.frameworks import (
     Framework,
@@ -319,9 +318,4 @@ _HOMES = {
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+    return lazy_attribute(__name__, _HOMES, globals(), name)

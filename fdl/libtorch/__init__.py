@@ -43,6 +43,8 @@ from __future__ import annotations
 
 from importlib import import_module
 
+from fdl._lazy import lazy_attribute
+
 TYPE_CHECKING = False  # typing costs start-up: annotations only
 if TYPE_CHECKING:
     from typing import Any
@@ -294,7 +296,4 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name == "variants":  # the module, on first use (a project without one never needs it)
         return import_module(f"{__name__}.variants")
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f"{__name__}.{module}"), name)
+    return lazy_attribute(__name__, _LAZY, None, name)

@@ -16,7 +16,7 @@ Names are imported on first use, so ``fdl --help`` only pays for what it needs.
 
 from __future__ import annotations
 
-from importlib import import_module
+from fdl._lazy import lazy_attribute
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -108,9 +108,4 @@ _HOMES = {
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+    return lazy_attribute(__name__, _HOMES, globals(), name)

@@ -26,10 +26,10 @@ is first used.
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from fdl._lazy import lazy_attribute
 from fdl.errors import UsageError
 from fdl.libtorch import variants
 from fdl.libtorch._install import InstallResult, Target, install_tree, resolve_target
@@ -244,7 +244,4 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f"{__name__}.{module}"), name)
+    return lazy_attribute(__name__, _LAZY, None, name)
