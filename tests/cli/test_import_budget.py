@@ -156,6 +156,17 @@ LIBTORCH_COMMANDS = [
 ]
 
 
+def _what_was_imported(args: list[str], found: dict[str, str], watched: dict[str, str]) -> str:
+    """The failure: each module, the line of fdl that imported it, and what it costs."""
+    return "\n".join(
+        [f"`fdl {' '.join(args)}` imported modules its answer does not need:"]
+        + [
+            f"  {name}, imported by {where} (costs {watched[name]})"
+            for name, where in found.items()
+        ]
+    )
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The 3-layer example (with a nested manifest), its parse cache filled by one run."""
@@ -174,13 +185,7 @@ def test_short_answers_import_nothing_heavy(
 ) -> None:
     watched = {**HEAVY, **allowed_extra}
     found = _imported(project, args, watched)
-    assert not found, "\n".join(
-        [f"`fdl {' '.join(args)}` imported modules its answer does not need:"]
-        + [
-            f"  {name}, imported by {where} (costs {watched[name]})"
-            for name, where in found.items()
-        ]
-    )
+    assert not found, _what_was_imported(args, found, watched)
 
 
 def test_the_budget_names_the_line_that_broke_it(project: Path) -> None:
@@ -255,10 +260,4 @@ def test_project_commands_and_libtorch_list_import_what_they_use(
     where = request.getfixturevalue(fixture[kind])
     _imported(where, args, {})  # as people run them: the manifest's parse cache filled
     found = _imported(where, args, watched)
-    assert not found, "\n".join(
-        [f"`fdl {' '.join(args)}` imported modules its answer does not need:"]
-        + [
-            f"  {name}, imported by {where} (costs {watched[name]})"
-            for name, where in found.items()
-        ]
-    )
+    assert not found, _what_was_imported(args, found, watched)
