@@ -66,17 +66,19 @@ def newest_on_pypi(
     """The newest final torch release on PyPI (None when PyPI did not answer), asked at
     most once a day: the answer is kept in ``cache``."""
     from fdl._files import atomic_write_text, read_small_text
+    from fdl.net import read_json
     from fdl.refresh import newest_release
 
     try:
-        kept = json.loads(read_small_text(cache) or "{}")
-    except ValueError:
-        kept = {}
+        kept = read_json((read_small_text(cache) or "{}").encode())
+    except ValueError:  # not text fdl wrote
+        kept = None
     if isinstance(kept, dict) and kept.get("checked_on") == today.isoformat():
         newest = kept.get("newest")
         return str(newest) if newest else None
     try:
-        newest = newest_release(json.loads(fetch(f"{pypi}/torch/json")), pypi)
+        project = read_json(fetch(f"{pypi}/torch/json"))  # None: malformed, or too deep
+        newest = newest_release(project, pypi) if isinstance(project, dict) else None
     except (FdlError, ValueError):
         newest = None
     try:

@@ -267,7 +267,12 @@ def _wheels(versions: list[str], *, as_json: bool, device_code: bool = True) -> 
     except FdlError as exc:
         print(f"cannot read {PYPI_JSON}: {exc.message}", file=sys.stderr)
         return 1
-    project = json.loads(raw)
+    from fdl.net import read_json
+
+    project = read_json(raw)  # None: malformed, or nested deeper than the parser goes
+    if not isinstance(project, dict):
+        print(f"{PYPI_JSON} is not PyPI's JSON for torch", file=sys.stderr)
+        return 1
     report: list[dict[str, object]] = []
     drifted = False
     for version in versions:

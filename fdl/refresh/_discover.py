@@ -12,7 +12,6 @@ comment, and the result is a unified diff of the tables (:mod:`fdl.refresh._patc
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fdl.errors import NetworkError
+from fdl.net import read_json
 from fdl.refresh import _patch
 from fdl.refresh._release import (
     PYPI,
@@ -137,7 +137,13 @@ def refresh_tables(
     projects: dict[str, dict[str, Any]] = {}
     for project in ("torch", "cuda-toolkit", "nvidia-cuda-nvcc"):
         raw, _ = counted(f"{pypi}/{project}/json", 0, None)
-        projects[project] = json.loads(raw)
+        found = read_json(raw)  # None: malformed, or nested deeper than the parser goes
+        if not isinstance(found, dict):
+            raise NetworkError(
+                f"{pypi}/{project}/json is not PyPI's JSON for {project}",
+                hint="check the PyPI address ($FDL_PYPI_URL), or run again later",
+            )
+        projects[project] = found
     texts = {name: (tables / name).read_text() for name in ("pytorch.yaml", "cuda.yaml")}
     edited = dict(texts)
     edited["pytorch.yaml"] = _torch(

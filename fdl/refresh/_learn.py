@@ -82,9 +82,10 @@ def learn_release(
     if on_read is not None:
         on_read(what, 0)
     raw, _ = counted(f"{pypi}/torch/json", 0, None)
-    try:
-        project = json.loads(raw)
-    except ValueError:
+    from fdl.net import read_json
+
+    project = read_json(raw)  # None: malformed, or nested deeper than the parser goes
+    if not isinstance(project, dict):
         from fdl.errors import NetworkError
 
         raise NetworkError(

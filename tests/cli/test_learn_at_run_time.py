@@ -152,6 +152,24 @@ def test_offline_the_refusal_stays_and_nothing_is_kept(fdl, machine) -> None:
     assert not (machine.cache / "compat").exists()
 
 
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 200_000 + b"]" * 200_000, b'{"releases": []', b'["not", "a", "project"]'],
+    ids=["nested 200k deep", "cut short", "a list"],
+)
+def test_a_pypi_answering_nonsense_is_refused_with_its_exit(
+    fdl, machine, pypi: FaultyServer, body: bytes
+) -> None:
+    """A hostile or broken index: exit 5 with the address, never exit 70 (the nested case
+    was a RecursionError reported as a bug)."""
+    pypi.add("/pypi/torch/json", body, content_type="application/json")
+    result = fdl("libtorch", "download", "--torch", "2.16.0", "--cpu", "--dry-run")
+    assert result.exit_code == 5, result.output
+    assert "is not PyPI's JSON for torch" in result.stderr
+    assert "Traceback" not in result.output and "internal error" not in result.output
+    assert not (machine.cache / "compat" / "torch" / "2.16.json").exists()
+
+
 def test_a_release_pypi_does_not_have_is_refused(fdl, machine) -> None:
     result = fdl("libtorch", "download", "--torch", "2.17.0", "--cpu", "--dry-run")
     assert result.exit_code == 2, result.output

@@ -106,5 +106,21 @@ def test_offline_no_error_no_wait_and_not_asked_again_that_day(fdl, clock) -> No
     assert result.exit_code == 0, result.output
     assert "PyPI has" not in result.stderr and "Traceback" not in result.output
     assert time.monotonic() - started < _newer.TIMEOUT_S + 10
-    kept = json.loads((Path(os.environ["FDL_CACHE_DIR"]) / "compat" / "pypi-torch.json").read_text())
+    kept = json.loads(
+        (Path(os.environ["FDL_CACHE_DIR"]) / "compat" / "pypi-torch.json").read_text()
+    )
     assert kept["newest"] is None and kept["checked_on"] == str(REVIEWED + datetime.timedelta(40))
+
+
+@pytest.mark.parametrize(
+    "body", [b"[" * 200_000 + b"]" * 200_000, b'["a list"]'], ids=["nested 200k deep", "a list"]
+)
+def test_a_pypi_answering_nonsense_is_no_note_and_no_error(
+    fdl, clock, pypi: FaultyServer, body: bytes
+) -> None:
+    """The stale-tables check reads PyPI's answer as nothing (no note) when it is not a
+    project's JSON: the command goes on (it was exit 70 for a deeply nested answer)."""
+    pypi.add("/pypi/torch/json", body, content_type="application/json")
+    result = fdl("libtorch", "download", "--cpu", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "PyPI has" not in result.stderr and "Traceback" not in result.output
