@@ -413,7 +413,7 @@ def learned_release(version: str) -> Release | None:
                 "not from fdl's reviewed tables"
             ),
         )
-    except (ValueError, KeyError, TypeError, CompatDataError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError, CompatDataError) as exc:
         raise UsageError(
             f"{path}: not the facts of a torch release as fdl keeps them ({exc})",
             hint=f"read them again: python -m fdl.refresh learn {version}",

@@ -78,10 +78,13 @@ def test_a_release_the_tables_know_or_pypi_lacks_is_not_read(
     assert not (cache / "compat").exists()
 
 
-def test_a_damaged_cache_file_is_named_with_the_fix(cache: Path) -> None:
+@pytest.mark.parametrize(
+    "text", [json.dumps({"version": "2.16"}), "[" * 200_000], ids=["fields missing", "nested"]
+)
+def test_a_damaged_cache_file_is_named_with_the_fix(cache: Path, text: str) -> None:
     path = learned_path("2.16")
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"version": "2.16"}))
+    path.write_text(text)
     with pytest.raises(UsageError) as damaged:
         release("2.16")
     assert str(path) in damaged.value.message
