@@ -62,7 +62,7 @@ def cached_parse(text: str, source: str, layer: LayerKind, path: Path) -> Node |
     if found is not None:
         try:
             return _decode(found, source, layer, path)
-        except (TypeError, ValueError, IndexError, KeyError):
+        except (TypeError, ValueError, IndexError, KeyError, RecursionError):
             pass  # not a tree this module wrote: parse again, and overwrite it
     tree = _parse(text, source, layer, path)
     try:

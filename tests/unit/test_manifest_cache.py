@@ -198,7 +198,12 @@ def test_an_odd_entry_is_a_miss_never_a_hang_or_a_crash(
     assert isinstance(tree, MapNode) and tree.plain() == {"a": 1}
 
 
-def test_a_kept_tree_of_the_wrong_shape_is_parsed_again(cache: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "depth", [1, 700], ids=["a wrong node", "nested deeper than Python recurses"]
+)
+def test_a_kept_tree_of_the_wrong_shape_is_parsed_again(
+    cache: Path, tmp_path: Path, depth: int
+) -> None:
     import marshal
 
     path = tmp_path / "fdl.yml"
@@ -206,7 +211,10 @@ def test_a_kept_tree_of_the_wrong_shape_is_parsed_again(cache: Path, tmp_path: P
     parse_file(path)
     entry = _entry(path)
     kept = marshal.loads(entry.read_bytes())
-    entry.write_bytes(marshal.dumps((kept[0], (2, 1, 1, None, (("a", 1, 1, ("x",)),)))))
+    tree: object = ("x",)
+    for _ in range(depth):
+        tree = (1, 1, 1, None, (tree,))  # sequences inside sequences, ending in no node
+    entry.write_bytes(marshal.dumps((kept[0], (2, 1, 1, None, (("a", 1, 1, tree),)))))
     tree = parse_file(path)
     assert isinstance(tree, MapNode) and tree.plain() == {"a": 1}
 
