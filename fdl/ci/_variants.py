@@ -30,7 +30,7 @@ def torch_version(manifest: Manifest) -> tuple[str, str]:
     ``libtorch.torch``, else the release the project's framework compiles against, else
     the newest. A ``ci.torch`` the framework cannot compile against is refused at its line
     (``libtorch.torch`` is checked by :func:`fdl.libtorch.framework_torch`)."""
-    from fdl.compat import resolve_torch_version
+    from fdl.compat import NewerRelease, resolve_torch_version
     from fdl.libtorch import CHECK_KEY, framework_torch
 
     decision = framework_torch(manifest)
@@ -39,6 +39,10 @@ def torch_version(manifest: Manifest) -> tuple[str, str]:
         if wanted is not None:
             try:
                 full = resolve_torch_version(str(wanted))
+            except NewerRelease as exc:
+                # the command reads the release at run time (fdl.cli._learn) and plans again
+                exc.location = manifest.error(key, exc.message).location
+                raise
             except UsageError as exc:
                 raise _error(manifest, key, exc.message, exc.hint) from None
             reason = decision.refusal(full)

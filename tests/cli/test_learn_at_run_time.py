@@ -14,6 +14,7 @@ from typing import ClassVar
 
 import pytest
 
+from tests.support.ci import MATRIX, ci_project
 from tests.support.fake_pypi import publish
 from tests.support.faulty_http import FaultyServer
 
@@ -236,3 +237,14 @@ def test_init_with_a_newer_release_reads_it_and_says_its_notes_once(fdl, machine
     assert result.exit_code == 0, result.output
     assert "torch 2.16.0" in result.output and "kept in" in result.stderr
     assert result.stderr.count("using the defaults") == 1  # the command ran twice
+
+
+def test_a_ci_pin_is_read_at_run_time_too(run_fdl, machine) -> None:
+    manifest = MATRIX.replace("  variants: [cpu, cu130, build:pascal-blackwell]", "  variants: [cpu]")
+    manifest = manifest.replace("ci:\n", 'ci:\n  torch: "2.16.0"\n')
+    project = ci_project(machine.cwd, manifest)
+    result = run_fdl(["ci", "matrix", "--json"], cwd=project, env=machine.env)
+    assert result.exit_code == 0, result.output
+    assert "newer than fdl's reviewed tables" in result.stderr
+    assert [v["torch"] for v in json.loads(result.stdout)["variants"]] == ["2.16.0"]
+    assert machine.learned()["version"] == "2.16"
