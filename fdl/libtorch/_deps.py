@@ -49,6 +49,28 @@ def _dlopened(info: variants.VariantInfo, lib_dir: Path) -> list[str]:
     ]
 
 
+def _directory_fix(missing: list[str], info: variants.VariantInfo) -> str | None:
+    """A tree adopted from a pip-installed torch lacks what NVIDIA's wheels put beside it
+    (site-packages/nvidia/...): name those wheels and the install that brings them."""
+    if info.source.get("kind") != "directory" or not info.cuda:
+        return None
+    from fdl.compat.runtime import library_for_soname
+
+    try:
+        found = [library_for_soname(name, info.cuda) for name in missing]
+    except FdlError:  # no run-time table for this CUDA
+        return None
+    wheels = sorted({lib.wheel for lib in found if lib is not None and lib.wheel})
+    if not wheels:
+        return None
+    return (
+        f"they come from NVIDIA's wheels ({', '.join(wheels)}), which pip installs beside "
+        "torch, not inside it: install from that Python instead, which brings them: fdl "
+        "libtorch install --from-wheel --python PATH/TO/python --force (or --torch VERSION "
+        "for a download)"
+    )
+
+
 def library_checks(path: Path, info: variants.VariantInfo) -> list[Check]:
     """Every DT_NEEDED of torch's libraries resolves; dlopen()ed CUDA libraries are present."""
     lib_dir = path / "lib"
@@ -83,7 +105,9 @@ def library_checks(path: Path, info: variants.VariantInfo) -> list[Check]:
                 "--force (without --no-nvidia)"
             )
         else:
-            fix = "reinstall the variant; the archive was incomplete"
+            fix = _directory_fix(sorted(missing), info) or (
+                "reinstall the variant; the archive was incomplete"
+            )
         checks.append(
             Check(
                 "libraries",

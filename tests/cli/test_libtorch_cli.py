@@ -479,3 +479,20 @@ def test_advice_knows_the_release_a_gpu_needs(fdl, machine) -> None:
     machine.gpus("6.1", "12.0", driver="570.86")
     plan = json.loads(fdl("libtorch", "download", "--dry-run", "--torch", "2.8.0", "--json").stdout)
     assert any("fdl libtorch build --archs 6.1,12.0 --torch 2.8.0" in w for w in plan["warnings"])
+
+
+def test_a_tree_from_pip_names_the_nvidia_wheels_it_lacks(fdl, machine, tmp_path: Path) -> None:
+    """site-packages/torch adopted with --from-dir: the libraries NVIDIA's wheels put beside
+    it are missing, and the fix names those wheels and the install that brings them."""
+    tree = make_tree(
+        tmp_path / "torch",
+        "2.13.0+cu130",
+        cubins=[120],
+        cuda_needed=("libcusparseLt.so.0", "libnvshmem_host.so.3"),
+    )
+    result = fdl("libtorch", "install", "--from-dir", str(tree))
+    assert result.exit_code == 0, result.stderr
+    assert "2 libraries cannot be found: libcusparseLt.so.0" in result.stderr
+    assert "nvidia-cusparselt-cu13, nvidia-nvshmem-cu13" in result.stderr
+    assert "fdl libtorch install --from-wheel --python" in result.stderr
+    assert "the archive was incomplete" not in result.stderr
