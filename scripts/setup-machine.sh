@@ -223,7 +223,7 @@ if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
 fi
 # The tests build many images; BuildKit keeps their cache until told otherwise
 # (docker 20.10 has no GC by default). Keep the newest part, bounded.
-KEEP="${FDL_TEST_KEEP_BUILD_CACHE:-20GB}"
+KEEP="${FDL_TEST_KEEP_BUILD_CACHE:-10GB}"
 if [ "$KEEP" != "all" ]; then
   docker builder prune -f --keep-storage "$KEEP" >/dev/null 2>&1 \
     || log "warning: could not trim the BuildKit cache"

@@ -45,6 +45,27 @@ def _docker_problem() -> str | None:
 
 
 _DOCKER_STATE: list[str | None] = []
+# Images made on purpose to be reused by later runs (base images, the Rust toolchain).
+_KEPT_IMAGES = ("fdl-test/", "fdl-rust:1.")
+_IMAGES_BEFORE: set[str] = set()
+
+
+def _images() -> dict[str, list[str]]:
+    """Image id -> its tags (none for a dangling image)."""
+    listed = subprocess.run(
+        ["docker", "image", "ls", "--no-trunc", "--format", "{{.ID}} {{.Repository}}:{{.Tag}}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    images: dict[str, list[str]] = {}
+    for line in listed.stdout.splitlines():
+        image, _, tag = line.partition(" ")
+        images.setdefault(image, [])
+        if tag and tag != "<none>:<none>":
+            images[image].append(tag)
+    return images
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -52,12 +73,36 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         return
     if not _DOCKER_STATE:
         _DOCKER_STATE.append(_docker_problem())
+        if _DOCKER_STATE[0] is None:
+            _IMAGES_BEFORE.update(_images())
     problem = _DOCKER_STATE[0]
     if problem is None:
         return
     if docker_required():
         pytest.fail(f"docker is required (FDL_REQUIRE_DOCKER=1) but {problem}", pytrace=False)
     pytest.skip(problem)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Remove the images this run built (builders, variants, dangling stages): each run
+    makes new ones (their tags carry the test's temporary paths), and a few runs filled the
+    disk until builds were refused for want of space."""
+    if not _DOCKER_STATE or _DOCKER_STATE[0] is not None or hasattr(session.config, "workerinput"):
+        return
+    made = {i: tags for i, tags in _images().items() if i not in _IMAGES_BEFORE}
+    doomed = [
+        name
+        for image, tags in made.items()
+        if not any(t.startswith(_KEPT_IMAGES) for t in tags)
+        for name in (tags or [image])
+    ]
+    if doomed:
+        subprocess.run(
+            ["docker", "image", "rm", "--force", *doomed],
+            capture_output=True,
+            timeout=600,
+            check=False,
+        )
 
 
 # Property tests draw the same examples on every run in CI (`.ci/run` sets

@@ -62,6 +62,8 @@ def test_docker_cpu_build_is_copied_out_registered_and_usable(
         "--cpu",
         "--source",
         str(source),
+        "--disk-gb",
+        "1",
         "--base-image",
         toolchain_image,
         "--name",
@@ -156,7 +158,7 @@ def test_offline_compiles_without_network(run_fdl, tmp_path: Path, toolchain_ima
     # offline compile gets through only because the plan turns USE_NNPACK off.
     (source / "cmake" / "External" / "nnpack-six-url.txt").write_text(SIX_URL + "\n")
     env = {"FDL_HOME": str(tmp_path / "home"), "FDL_CACHE_DIR": str(tmp_path / "cache")}
-    args = ["libtorch", "build", "--docker", "--cpu", "--source", str(source),
+    args = ["libtorch", "build", "--docker", "--cpu", "--source", str(source), "--disk-gb", "1",
             "--base-image", toolchain_image, "--name", "offline", "--no-activate",
             "--jobs", "2"]  # fmt: skip
     planned = run_fdl([*args, "--offline", "--dry-run", "--json"], cwd=tmp_path, env=env)
@@ -182,7 +184,7 @@ def test_fetch_only_runs_the_fetch_stage_and_compiles_nothing(
     source = copy_source(tmp_path / "pytorch")
     (source / "fdl-test-nonce.txt").write_text(uuid.uuid4().hex + "\n")
     env = {"FDL_HOME": str(tmp_path / "home"), "FDL_CACHE_DIR": str(tmp_path / "cache")}
-    args = ["libtorch", "build", "--docker", "--cpu", "--source", str(source),
+    args = ["libtorch", "build", "--docker", "--cpu", "--source", str(source), "--disk-gb", "1",
             "--base-image", toolchain_image, "--name", "fetched", "--fetch-only"]  # fmt: skip
     done = run_fdl([*args, "--json"], cwd=tmp_path, env=env)
     assert done.exit_code == 0, done.output[-3000:]

@@ -48,6 +48,8 @@ def test_interrupted_build_resumes_without_recompiling(tmp_path: Path) -> None:
         "--native",
         "--source",
         str(source),
+        "--disk-gb",
+        "1",
         "--cache",
         "none",
         "--jobs",

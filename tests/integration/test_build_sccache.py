@@ -81,6 +81,8 @@ def _build(run_fdl, base: Path, source: Path, endpoint: str, *extra: str) -> dic
             "--native",
             "--source",
             str(source),
+            "--disk-gb",
+            "1",
             "--cache",
             "sccache",
             "--json",

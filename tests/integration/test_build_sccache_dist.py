@@ -275,6 +275,7 @@ def test_a_scheduler_that_is_down_is_a_warning_and_a_local_compile(tmp_path: Pat
 
 FDL_YML = """libtorch:
   build:
+    disk_gb: 1  # the fake source builds in megabytes, whatever the machine has free
     cache:
       kind: sccache
       dist:

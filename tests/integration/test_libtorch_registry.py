@@ -409,7 +409,7 @@ def test_a_build_pushes_itself_and_another_machine_pulls_it(run_fdl, machines, r
         "FAKE_TORCH_UNITS": "4",
         "FDL_LIBTORCH_REGISTRY": repo,
     }
-    args = ["--cpu", "--native", "--source", str(source), "--no-flash-attention"]
+    args = ["--cpu", "--native", "--source", str(source), "--disk-gb", "1", "--no-flash-attention"]
     built = run_fdl(["libtorch", "build", *args, "--push", "--json"], cwd=builder.cwd, env=env)
     assert built.exit_code == 0, built.output
     data = json.loads(built.stdout)

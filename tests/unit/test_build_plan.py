@@ -165,7 +165,7 @@ def test_auto_without_docker_reports_the_native_reason(facts: MachineFacts) -> N
         ),
         ({"tools": {**TOOLS, "python3": "3.9.2"}}, "Python 3.9.2 on this machine is older"),
         ({"cudnn": "9.12.0"}, "cuDNN 9.12.0 is too new for sm_61 (Pascal)"),
-        ({"disk_free_gb": 5.0}, "5 GB free"),
+        ({"disk_free_gb": 5.0}, "5.0 GB free"),
     ],
 )
 def test_native_preconditions(facts: MachineFacts, change: dict, check_words: str) -> None:
@@ -177,6 +177,22 @@ def test_native_preconditions(facts: MachineFacts, change: dict, check_words: st
     shown = caught.value.message + (caught.value.details or "")
     assert check_words in shown
     assert caught.value.hint
+
+
+def test_disk_gb_replaces_the_estimate_and_the_refusal_names_it(facts: MachineFacts) -> None:
+    machine = replace(facts, nvcc=NVCC128, disk_free_gb=8.0)
+    with pytest.raises(EnvironmentProblem) as estimated:
+        plan_build(cli(archs="12.0", backend="native"), machine)
+    shown = estimated.value.message + (estimated.value.details or "")
+    assert "8.0 GB free" in shown and "about 22 GB (fdl's estimate)" in shown
+    assert "--disk-gb N" in (estimated.value.hint or "")
+    plan = plan_build(cli(archs="12.0", backend="native", disk_gb=6), machine)
+    assert plan.disk_gb == 6.0
+    with pytest.raises(EnvironmentProblem) as given:
+        plan_build(cli(archs="12.0", backend="native", disk_gb=9), machine)
+    shown = given.value.message + (given.value.details or "")
+    assert "a build needs 9 GB (--disk_gb)" in shown
+    assert "--disk-gb N" not in (given.value.hint or "")
 
 
 def test_cudnn_limit_is_lifted_without_cudnn(facts: MachineFacts) -> None:

@@ -216,16 +216,21 @@ def check_cudnn(cudnn: str | None, archs: ArchList, *, use_cudnn: bool) -> list[
     ]
 
 
-def check_disk(free_gb: float, need_gb: float, *, where: str) -> list[Problem]:
-    """Is there room for the source, the build tree and the result?"""
+def check_disk(
+    free_gb: float, need_gb: float, *, where: str, given: str | None = None
+) -> list[Problem]:
+    """Is there room for the source, the build tree and the result? ``given``: where the
+    need was set (``--disk-gb``, ``fdl.yml:12:5``), None for fdl's estimate."""
     if free_gb >= need_gb:
         return []
+    need = f"{need_gb:.0f} GB ({given})" if given else f"about {need_gb:.0f} GB (fdl's estimate)"
     return [
         Problem(
             "disk",
-            f"{free_gb:.0f} GB free on {where}, a build needs about {need_gb:.0f} GB",
+            f"{free_gb:.1f} GB free on {where}, a build needs {need}",
             "free some space (`fdl libtorch remove` old variants, `docker builder prune`), "
-            "or set FDL_HOME to a larger disk",
+            "or set FDL_HOME to a larger disk"
+            + ("" if given else "; where you know the build needs less: --disk-gb N"),
         )
     ]
 

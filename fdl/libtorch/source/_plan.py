@@ -145,7 +145,7 @@ def _decide(request: BuildRequest, facts: MachineFacts, asked: _Asked) -> _Decid
         env,
         offline_notes,
         costs,
-        _disk_estimate(asked.archs),
+        _disk_need(request, asked.archs),
     )
 
 
@@ -163,7 +163,12 @@ def _check(
         *decided.offline_notes,
         *_cudnn_problems(request, facts, decided.choice, asked.archs, decided.env),
         *_needed_switches(request, decided.costs, facts.framework),
-        *checks.check_disk(facts.disk_free_gb, decided.disk_gb, where=str(facts.libtorch_dir)),
+        *checks.check_disk(
+            facts.disk_free_gb,
+            decided.disk_gb,
+            where=str(facts.libtorch_dir),
+            given=request.disk_gb.origin if request.disk_gb is not None else None,
+        ),
     ]
 
 
@@ -648,10 +653,12 @@ def _offline_switches(request: BuildRequest, env: dict[str, str], torch: str) ->
     return problems
 
 
-def _disk_estimate(archs: ArchList) -> float:
-    """The release's build size (build.yaml ``disk_gb``): a --source tree is not measured,
-    since a tree without its submodules (or an unbuilt one) is far smaller than what the
-    build writes."""
+def _disk_need(request: BuildRequest, archs: ArchList) -> float:
+    """``--disk-gb`` (``libtorch.build.disk_gb``) where given, else the release's build size
+    (build.yaml ``disk_gb``): a --source tree is not measured, since a tree without its
+    submodules (or an unbuilt one) is far smaller than what the build writes."""
+    if request.disk_gb is not None:
+        return float(request.disk_gb.value)
     disk = dict(source_build_table()["disk_gb"])  # type: ignore[call-overload]
     if not archs:
         return float(disk["cpu_only"])

@@ -68,6 +68,7 @@ class BuildRequest:
     torch: Setting[str] | None = None
     backend: Setting[str] | None = None
     jobs: Setting[int] | None = None
+    disk_gb: Setting[int] | None = None
     ptx: Setting[bool] | None = None
     flash_attention: Setting[bool] | None = None
     cache: Setting[str] | None = None

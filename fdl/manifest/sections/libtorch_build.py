@@ -251,6 +251,16 @@ def build_settings() -> tuple[BuildSetting, ...]:
             option=("--jobs", "-j"),
         ),
         BuildSetting(
+            "disk_gb",
+            Int(
+                "Disk the build needs, in GB, where you know it better than fdl's estimate "
+                "(the release's build size: 10 GB for a CPU build, 20 + 2 per arch with CUDA); "
+                "a build is refused when less is free.",
+                minimum=1,
+            ),
+            option=("--disk-gb",),
+        ),
+        BuildSetting(
             "ptx",
             Bool("Add PTX of the newest arch (runs on future GPUs through the driver's JIT)."),
             flags=(("--ptx", True, ""),),
