@@ -312,8 +312,10 @@ def install(
 ) -> None:
     """Install a variant from a PyTorch wheel (file, Python environment, or pip download).
 
-    Example: fdl libtorch install --from-wheel --torch 2.13.0
-    Example: fdl libtorch install --from-wheel --cpu --torch 2.10.0
+    \b
+    Examples:
+      fdl libtorch install --from-wheel --torch 2.13.0
+      fdl libtorch install --from-wheel --cpu --torch 2.10.0
     """
     from fdl.libtorch import check_wheel, install_dir, install_wheel, wheel_source
     from fdl.runner import default_runner
