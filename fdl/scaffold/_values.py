@@ -143,6 +143,7 @@ def template_values(answers: Answers, chosen: Template, fdl_version: str) -> dic
     torch_release = release(answers.torch)
     values: dict[str, Any] = {
         **answers.to_json(),
+        "gpus": answers.gpus,  # "" when none were named or detected
         "crate": answers.name.replace("-", "_"),
         "cmake_project": answers.name,
         "template_version": chosen.version,

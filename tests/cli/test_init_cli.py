@@ -664,3 +664,18 @@ def test_in_a_terminal_a_flodl_project_is_asked_about_flodl_hf(tmp_path: Path) -
     assert (tmp_path / "p" / "flodl-hf").is_dir()
     answers = yaml.safe_load((tmp_path / "p" / ".fdl-answers.yml").read_text())["answers"]
     assert answers["hf"] is True
+
+
+def test_cpp_on_a_machine_with_gpus_pins_no_cpu_variant(run_fdl, tmp_path: Path) -> None:
+    """The C++ template pins `variant: cpu` only where init saw no GPU: on a GPU machine
+    `fdl setup` must plan for the GPUs, not the CPU build the pin would force."""
+    gpu = run_fdl(["init", "gpu-model", "--template", "cpp", "--mode", "native", "--gpus",
+                   "6.1,12.0", "--driver", "575.51", "--yes"], cwd=tmp_path)  # fmt: skip
+    assert gpu.exit_code == 0, gpu.output
+    manifest = (tmp_path / "gpu-model" / "fdl.yml").read_text()
+    assert "variant:" not in manifest.split("commands:")[0]
+    assert "this machine has GPUs: 6.1,12.0" in manifest
+    cpu = run_fdl(["init", "cpu-model", "--template", "cpp", "--mode", "native", "--gpus",
+                   "none", "--yes"], cwd=tmp_path)  # fmt: skip
+    assert cpu.exit_code == 0, cpu.output
+    assert "  variant: cpu\n" in (tmp_path / "cpu-model" / "fdl.yml").read_text()

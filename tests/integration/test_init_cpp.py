@@ -97,6 +97,9 @@ def test_native_project_builds_tests_and_trains(
     assert train.exit_code == 0, train.output[-3000:]
     _assert_trains(train.stdout, 40)
     assert len(_losses(train.stdout)) == 9  # step 1, every 5th, the last
+    assert "training on cpu" in train.stdout  # a CPU variant: --device auto picks the CPU
+    cuda = fdl(["train", "--", "--steps", "2", "--device", "cuda"], cwd=project)
+    assert cuda.exit_code == 2 and "libtorch sees no GPU" in cuda.stderr, cuda.output[-2000:]
     short = fdl(["--env", "ci", "train"], cwd=project)  # the CI overlay's short run
     assert short.exit_code == 0, short.output[-3000:]
     _assert_trains(short.stdout, 30)

@@ -1,7 +1,10 @@
 // Trains the model of model.h on its synthetic data and prints the loss.
 //
-//   train [--steps N] [--lr RATE] [--log-every N] [--seed N] [--out DIR]
+//   train [--steps N] [--lr RATE] [--log-every N] [--seed N] [--device auto|cpu|cuda]
+//         [--out DIR]
 //
+// --device auto (the default) trains on the first GPU when libtorch sees one (a CUDA
+// variant on a machine with a GPU), else on the CPU.
 // With --out, the trained model is saved to DIR/model.pt and the loss of every
 // step to DIR/loss.txt.
 #include "model.h"
@@ -20,12 +23,14 @@ struct Options {
   double lr = 0.01;
   int log_every = 10;
   uint64_t seed = 0;
+  std::string device = "auto";
   std::string out;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "train: " << problem << "\n"
-            << "usage: train [--steps N] [--lr RATE] [--log-every N] [--seed N] [--out DIR]\n";
+            << "usage: train [--steps N] [--lr RATE] [--log-every N] [--seed N]"
+               " [--device auto|cpu|cuda] [--out DIR]\n";
   std::exit(2);
 }
 
@@ -44,6 +49,8 @@ Options parse(int argc, char** argv) {
       options.log_every = std::atoi(value.c_str());
     } else if (arg == "--seed") {
       options.seed = std::strtoull(value.c_str(), nullptr, 10);
+    } else if (arg == "--device") {
+      options.device = value;
     } else if (arg == "--out") {
       options.out = value;
     } else {
@@ -53,15 +60,36 @@ Options parse(int argc, char** argv) {
   if (options.steps < 1 || options.log_every < 1 || options.lr <= 0) {
     usage("--steps, --log-every and --lr must be positive");
   }
+  if (options.device != "auto" && options.device != "cpu" && options.device != "cuda") {
+    usage("--device must be auto, cpu or cuda");
+  }
   return options;
+}
+
+torch::Device pick_device(const std::string& wanted) {
+  const bool cuda = torch::cuda::is_available();
+  if (wanted == "cuda" && !cuda) {
+    std::cerr << "train: --device cuda, but libtorch sees no GPU (a CPU variant, or no driver);"
+              << " `fdl diagnose` says which\n";
+    std::exit(2);
+  }
+  return (wanted == "cuda" || (wanted == "auto" && cuda)) ? torch::Device(torch::kCUDA, 0)
+                                                         : torch::Device(torch::kCPU);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const Options options = parse(argc, argv);
-  const auto data = model::synthetic_data(512, 16, options.seed);
+  const torch::Device device = pick_device(options.device);
+  std::cout << "training on " << device;
+  if (device.is_cuda()) std::cout << " (" << torch::cuda::device_count() << " GPU(s) visible)";
+  std::cout << std::endl;
+  // The data and the initial weights are drawn on the CPU (the same on every device).
+  auto data = model::synthetic_data(512, 16, options.seed);
+  data = {data.inputs.to(device), data.targets.to(device)};
   model::Net net(16, 64);
+  net->to(device);
   torch::optim::Adam optimizer(net->parameters(), torch::optim::AdamOptions(options.lr));
 
   std::vector<double> losses;
@@ -77,6 +105,7 @@ int main(int argc, char** argv) {
   if (!options.out.empty()) {
     const std::filesystem::path out(options.out);
     std::filesystem::create_directories(out);
+    net->to(torch::kCPU);  // a model file any machine loads
     torch::save(net, (out / "model.pt").string());
     std::ofstream file(out / "loss.txt");
     for (double value : losses) file << value << "\n";
