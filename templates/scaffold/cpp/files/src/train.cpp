@@ -83,7 +83,10 @@ int main(int argc, char** argv) {
   const Options options = parse(argc, argv);
   const torch::Device device = pick_device(options.device);
   std::cout << "training on " << device;
-  if (device.is_cuda()) std::cout << " (" << torch::cuda::device_count() << " GPU(s) visible)";
+  if (device.is_cuda()) {
+    // device_count() is a DeviceIndex (an 8-bit integer): printed as a number, not a char
+    std::cout << " (" << static_cast<int>(torch::cuda::device_count()) << " GPU(s) visible)";
+  }
   std::cout << std::endl;
   // The data and the initial weights are drawn on the CPU (the same on every device).
   auto data = model::synthetic_data(512, 16, options.seed);
