@@ -91,6 +91,7 @@ if TYPE_CHECKING:
         SetupResult,
         covers_gpus,
         plan_setup,
+        prefer_installed,
         prefer_shared,
         run_setup,
     )
@@ -196,6 +197,7 @@ _LAZY = {
     "RepositoryNotFound": "sources",
     "SharedMatch": "sources",
     "find_shared": "sources",
+    "prefer_installed": "_setup",
     "prefer_shared": "_setup",
     "VerifyReport": "_verify",
     "gpu_label": "_verify",
@@ -275,6 +277,7 @@ __all__ = [
     "parse_reference",
     "plan_download",
     "plan_setup",
+    "prefer_installed",
     "prefer_shared",
     "project_settings",
     "pull_variant",

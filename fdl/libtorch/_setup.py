@@ -51,7 +51,7 @@ from fdl.paths import Context
 from fdl.runner import Runner, default_runner
 
 if TYPE_CHECKING:
-    from fdl.libtorch.sources import SharedMatch
+    from fdl.libtorch.sources import SharedMatch, WheelSource
 
 __all__ = [
     "ACTIONS",
@@ -77,6 +77,7 @@ class SetupPlan:
         variant: The variant kept or activated (``keep``/``activate``).
         command: The equivalent fdl command.
         alternatives: Other commands that would also help.
+        python: A ``wheel`` plan's Python whose installed torch is copied (None: PyPI's).
     """
 
     action: str
@@ -85,6 +86,7 @@ class SetupPlan:
     variant: str | None = None
     command: tuple[str, ...] = ()
     alternatives: tuple[str, ...] = ()
+    python: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,6 +95,7 @@ class SetupPlan:
             "variant": self.variant,
             "command": " ".join(self.command),
             "alternatives": list(self.alternatives),
+            "python": self.python,
             "selection": self.selection.to_json(),
         }
 
@@ -265,6 +268,31 @@ def _build(selection: Selection) -> SetupPlan:
     )
 
 
+def prefer_installed(plan: SetupPlan, installed: WheelSource | None) -> SetupPlan:
+    """``fdl setup``'s plan with the torch already installed for the user's Python first,
+    when it is the very build planned (the same release and CUDA build): a ``download`` or
+    PyPI ``wheel`` plan becomes a copy of it, with its NVIDIA libraries, and nothing is
+    downloaded. A CPU plan never takes a CUDA build."""
+    if installed is None or plan.action not in ("download", "wheel") or plan.python:
+        return plan
+    selection = plan.selection
+    if installed.torch_version != selection.torch_version or installed.variant != selection.variant:
+        return plan
+    python = str(installed.extra.get("python") or "")
+    if not python:
+        return plan
+    instead = (f"{' '.join(plan.command)}   (a download: {plan.reason})",) if plan.command else ()
+    return SetupPlan(
+        "wheel",
+        f"{selection.reason}; torch {installed.version} is installed for {python}: copied "
+        "from there with its NVIDIA libraries, nothing downloaded",
+        selection,
+        command=("fdl", "libtorch", "install", "--from-wheel", "--python", python),
+        alternatives=(*instead, *plan.alternatives),
+        python=python,
+    )
+
+
 def prefer_shared(plan: SetupPlan, match: SharedMatch | None) -> SetupPlan:
     """``fdl setup``'s plan with the team's variant first: a ``download``, ``wheel`` or
     ``build`` plan becomes a ``pull`` of ``match`` (what runs locally already stays)."""
@@ -347,6 +375,14 @@ def run_setup(
     def wheel() -> InstallResult:
         selection = plan.selection
         torch = selection.torch_version
+        run = runner or default_runner()
+        if plan.python:  # the build planned, installed for the user's Python: copied
+            stage(f"install from {plan.python}'s torch")
+            source = wheel_source(cache=cache / "wheels", runner=run, python=plan.python)
+            check_wheel(source, torch=torch, variant=selection.variant)
+            return install_wheel(
+                context, source, cache=cache / "wheels", runner=run, on_message=say, on_line=on_line
+            )
         if selection.cuda is None:  # never PyPI's CUDA build for a CPU plan
             stage("CPU view of the PyPI wheel")
             return install_cpu_view(
@@ -362,7 +398,6 @@ def run_setup(
                 f"{torch} --name {pypi_variant(torch) or 'pypi'}",
             )
         stage("install from wheel")
-        run = runner or default_runner()
         source = wheel_source(
             cache=cache / "wheels", runner=run, torch=torch, on_message=say, on_line=on_line
         )

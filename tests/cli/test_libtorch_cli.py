@@ -496,3 +496,66 @@ def test_a_tree_from_pip_names_the_nvidia_wheels_it_lacks(fdl, machine, tmp_path
     assert "nvidia-cusparselt-cu13, nvidia-nvshmem-cu13" in result.stderr
     assert "fdl libtorch install --from-wheel --python" in result.stderr
     assert "the archive was incomplete" not in result.stderr
+
+
+def _venv_with_torch(root: Path, version: str, cuda: str) -> str:
+    """A Python environment with a (fake) torch installed as pip installs it: torch/ and its
+    dist-info in site-packages, its NVIDIA library beside it under nvidia/."""
+    import sys
+
+    from fdl.binaries.synthetic import build_elf
+
+    site = root / "lib/python3.11/site-packages"
+    torch_dir = make_tree(site / "torch", version, cubins=[90], cuda_needed=("libnvfake.so.13",))
+    (torch_dir / "build-version").unlink()
+    (torch_dir / "version.py").write_text(f"__version__ = '{version}'\ncuda = '{cuda}'\n")
+    (site / f"torch-{version}.dist-info").mkdir()
+    (site / f"torch-{version}.dist-info/METADATA").write_text(f"Name: torch\nVersion: {version}\n")
+    (site / "nvidia/fake/lib").mkdir(parents=True)
+    (site / "nvidia/fake/lib/libnvfake.so.13").write_bytes(build_elf(soname="libnvfake.so.13"))
+    python = root / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/sh\nPYTHONPATH="{site}" exec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    return str(python)
+
+
+def test_setup_copies_the_build_the_users_python_has_installed(
+    fdl, machine, tmp_path: Path
+) -> None:
+    """The planned build (torch 2.11.0, cu130 for an H200) is installed for the user's
+    Python already: setup copies it with its NVIDIA libraries instead of downloading."""
+    machine.gpus("9.0", driver="590.10")
+    python = _venv_with_torch(tmp_path / "venv", "2.11.0", "13.0")
+    env = {"VIRTUAL_ENV": str(tmp_path / "venv")}
+    planned = fdl("setup", "--torch", "2.11.0", "--dry-run", "--json", env=env)
+    assert planned.exit_code == 0, planned.output
+    plan = json.loads(planned.stdout)["plan"]
+    assert (plan["action"], plan["python"]) == ("wheel", python)
+    assert plan["command"] == f"fdl libtorch install --from-wheel --python {python}"
+    assert "is installed for" in plan["reason"] and "nothing downloaded" in plan["reason"]
+    assert any(a.startswith("fdl libtorch download --cuda 13.0") for a in plan["alternatives"])
+    done = fdl("setup", "--torch", "2.11.0", "--yes", "--json", env=env)
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.stdout)
+    assert (data["done"], data["variant"]) == ("installed", "precompiled/cu130")
+    path = Path(data["path"])
+    assert (path / "lib/libnvfake.so.13").is_file()  # its NVIDIA library came along
+    source = variants.read_info(path, "precompiled/cu130").source
+    assert source["environment"] == str(tmp_path / "venv/lib/python3.11/site-packages/torch")
+
+
+@pytest.mark.parametrize(
+    ("gpus", "cuda"),
+    [(("9.0",), "12.6"), ((), "13.0")],  # cu126 where cu130 is planned; a CPU plan: no CUDA
+)
+def test_setup_downloads_when_the_installed_torch_is_another_build(
+    fdl, machine, tmp_path: Path, gpus: tuple[str, ...], cuda: str
+) -> None:
+    machine.gpus(*gpus, driver="590.10")
+    _venv_with_torch(tmp_path / "venv", "2.11.0", cuda)
+    env = {"VIRTUAL_ENV": str(tmp_path / "venv")}
+    planned = fdl("setup", "--torch", "2.11.0", "--dry-run", "--json", env=env)
+    assert planned.exit_code == 0, planned.output
+    plan = json.loads(planned.stdout)["plan"]
+    assert plan["action"] == "download" and plan["python"] is None

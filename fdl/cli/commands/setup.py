@@ -78,6 +78,7 @@ def setup(
     )
     if not from_wheel:  # asked for the wheel: that is what it gets
         plan = _team_first(session, plan, report)
+    plan = _installed_first(session, plan)
     if not as_json:
         lines = _machine_lines(context, report)
         if settings.framework.why and not torch:
@@ -87,6 +88,21 @@ def setup(
     if as_json:
         framework = settings.framework.to_json()
         session.console.json({"plan": plan.to_json(), "framework": framework, **outcome})
+
+
+def _installed_first(session: Session, plan: SetupPlan) -> SetupPlan:
+    """A plan that would download a build the user's Python has installed already copies
+    that one instead (:func:`fdl.libtorch.prefer_installed`)."""
+    if plan.action not in ("download", "wheel"):
+        return plan
+    import sys
+
+    from fdl.libtorch import prefer_installed
+    from fdl.libtorch.sources import installed_torch
+    from fdl.runner import default_runner
+
+    found = installed_torch(session.environ, default_runner(), own=sys.executable)
+    return prefer_installed(plan, found)
 
 
 def _machine_lines(context: Context, report: GpuReport) -> list[str]:

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         WheelSource,
         check_wheel,
         install_wheel,
+        installed_torch,
         wheel_source,
     )
 
@@ -201,6 +202,7 @@ _LAZY = {
     "WheelSource": "_wheel",
     "check_wheel": "_wheel",
     "install_wheel": "_wheel",
+    "installed_torch": "_wheel",
     "wheel_source": "_wheel",
 }
 
@@ -231,6 +233,7 @@ __all__ = [
     "install_dir",
     "install_source",
     "install_wheel",
+    "installed_torch",
     "local_wheel",
     "occupied",
     "parse_reference",
