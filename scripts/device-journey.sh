@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The C++ journey on a GPU machine (run by hand through the device tool; not part of CI):
-# `fdl init --template cpp` where init detects the GPUs (no CPU pin), setup's plan, the
-# machine's pip torch adopted with its NVIDIA libraries (`install --from-wheel --python`),
+# `fdl init --template cpp` where init detects the GPUs (no CPU pin), setup's plan, which
+# copies the machine's pip torch with its NVIDIA libraries (offline: no download),
 # verify, build, train on the GPU, test, diagnose. No network is assumed. Writes to $OUT.
 set -uo pipefail
 repo=$PWD
@@ -18,9 +18,9 @@ cd demo || exit 1
 sed -n '/^# The libtorch/,/^commands:/p' fdl.yml
 step "fdl setup --dry-run"
 timeout 120 "$py" -m fdl setup --dry-run 2>&1 | head -25
-step "fdl libtorch install --from-wheel --python $py"
+step "fdl setup --yes (the planned build is installed for $py: copied, nothing downloaded)"
 start=$(date +%s)
-timeout 300 "$py" -m fdl libtorch install --from-wheel --python "$py" 2>&1 | tail -8
+timeout 300 "$py" -m fdl setup --yes 2>&1 | tail -12
 echo "took $(( $(date +%s) - start )) s; $(du -sh libtorch 2>/dev/null | cut -f1) under libtorch/"
 step "fdl libtorch verify"
 timeout 300 "$py" -m fdl libtorch verify 2>&1 | tail -14
