@@ -160,7 +160,10 @@ def _fields(table: dict[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[dict[
 
 def _checked(result: Any, case: object) -> None:
     context = f"{case}\n{result.output[-3000:]}"
-    assert result.exit_code in DOCUMENTED, context
+    # A torch newer than the tables (ci.torch: 3.0) is read from PyPI at run time; the tests'
+    # PyPI answers nothing: exit 5, the documented network refusal (and nothing else is 5).
+    learning = "its facts cannot be read from PyPI" in result.output
+    assert result.exit_code in DOCUMENTED or (result.exit_code == 5 and learning), context
     assert "internal error" not in result.output, context
 
 
