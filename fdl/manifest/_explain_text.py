@@ -82,6 +82,17 @@ def write_explain(
     return True
 
 
+def _plain_entries(written: list[Node]) -> list[dict[str, Node]] | None:
+    """The entries of each mapping in ``written`` (what the layers write at a merged
+    mapping); None when one is not a mapping or is tagged ``!replace``."""
+    entries = []
+    for node in written:
+        if type(node) is not MapNode or node.tag == TAG_REPLACE:
+            return None
+        entries.append(node.entries)
+    return entries
+
+
 class _Walk:
     """One rendering: the lines not yet written, what was learnt about keys and values,
     and the leaves found absent from the merged manifest."""
@@ -141,7 +152,8 @@ class _Walk:
         found = 0  # holders' entries met below: fewer than they hold means some are gone
         for key, child in node.entries.items():
             # what each layer writes at key, lowest first (no layer index: asked only
-            # when something is missing)
+            # when something is missing); filter(None) drops the misses, a node being
+            # always true (no __len__, no __bool__)
             written: list[Node] = list(filter(None, map(_get, holders, repeat(key))))
             found += len(written)
             hidden = secret
@@ -153,7 +165,12 @@ class _Walk:
             if type(child) is MapNode and child.entries:
                 if pending:
                     self.settle(pending)
-                self.below(child, (*path, key), written, hidden)
+                below = _plain_entries(written)
+                if below is not None:  # one frame a level: as deep as the merge recurses
+                    self.mapping(child, (*path, key), below, hidden)
+                else:  # a layer replaces this mapping (by a scalar, or wholesale)
+                    self.unsure = True
+                    self.objects([leaf for leaf, _ in walk_leaves(child, (*path, key))])
             elif hidden or not self.leaf(name + key, child, written):
                 for layer_child in written:
                     if type(layer_child) is MapNode and layer_child.entries:
@@ -168,22 +185,6 @@ class _Walk:
             self.settle(pending)
         if found != sum(map(len, holders)):
             self.missing(path, node.entries)
-
-    def below(
-        self, node: MapNode, path: tuple[str, ...], written: list[Node], secret: bool
-    ) -> None:
-        """:meth:`mapping` for the merged mapping ``node`` at ``path`` (``written``: what
-        each layer writes there), or the long way when a layer does not write a plain
-        mapping there."""
-        holders = []
-        for child in written:
-            if type(child) is not MapNode or child.tag == TAG_REPLACE:
-                # a layer replaces this mapping (by a scalar, or wholesale): the long way
-                self.unsure = True
-                self.objects([leaf for leaf, _ in walk_leaves(node, path)])
-                return
-            holders.append(child.entries)
-        self.mapping(node, path, holders, secret)
 
     def leaf(self, name: str, node: Node, written: list[Node]) -> bool:
         """Add the story of the leaf ``name`` (merged: ``node``; ``written``: what each

@@ -610,6 +610,9 @@ def test_write_explain_by_hand(
 
     layers = _plain_layers()
     final = materialize(merge(layer.root for layer in layers))
+    assert isinstance(final, MapNode)
+    # the walk drops the layers' misses with filter(None): an empty mapping must be true
+    assert MapNode({}, final.origin) and SeqNode([], final.origin)
     expected = _rendered(layers, final, prefix, secrets)
     long_way: list[tuple[str, ...]] = []
     explain = _explain_text.explain_paths
