@@ -61,7 +61,7 @@ def explain(
     session: Session, key: str | None, *, env: str | None, as_json: bool, show_secrets: bool
 ) -> int:
     """Explain one key (or every leaf): winner, layer, what it overrode."""
-    from fdl.manifest.render import explain_data, render_explain
+    from fdl.manifest.render import explain_data
 
     manifest = session.manifest(env)
     if key is not None and manifest.get(key) is None:
@@ -70,23 +70,24 @@ def explain(
         default = image_default(manifest, key)
         if default is not None:  # no layer sets it: fdl's default applies, from its data
             return _explain_default(session, default, as_json=as_json)
+    if not as_json:
+        console = session.console
+        manifest.write_explain(
+            key, lambda text: console.out(text, end=""), show_secrets=show_secrets
+        )
+        return 0
     explanations = manifest.explain(key)
-    # Written in pieces: one text (or list of dicts) of 10,000 commands' stories held
+    # Written in pieces: one list of dicts (or its text) of 10,000 commands' stories held
     # at once, then copied by the write, was most of explain's memory above show's.
     pieces = range(0, len(explanations), _PIECE)
-    if as_json:
-        _json_list(
-            session,
-            (explain_data(explanations[i : i + _PIECE], show_secrets=show_secrets) for i in pieces),
-        )
-    else:
-        for i in pieces:
-            text = render_explain(explanations[i : i + _PIECE], show_secrets=show_secrets)
-            session.console.out(text, end="")
+    _json_list(
+        session,
+        (explain_data(explanations[i : i + _PIECE], show_secrets=show_secrets) for i in pieces),
+    )
     return 0
 
 
-_PIECE = 500  # explanations rendered at a time
+_PIECE = 500  # explanations turned into JSON at a time
 
 
 def _json_list(session: Session, pieces: Iterable[list[Any]]) -> None:

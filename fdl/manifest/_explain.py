@@ -145,14 +145,18 @@ def explain_path(layers: list[Layer], final: Node | None, path: tuple[str, ...])
 
 
 def explain_paths(
-    layers: list[Layer], final: Node | None, paths: list[tuple[str, ...]]
+    layers: list[Layer],
+    final: Node | None,
+    paths: list[tuple[str, ...]],
+    walked: dict[tuple[str, ...], list[_Parent | Contribution]] | None = None,
 ) -> list[Explanation]:
     """``[explain_path(layers, final, p) for p in paths]``, walking each layer once per parent.
 
     Every leaf below one mapping shares the walk from the root to that mapping (what each
     layer holds there, or the ancestor that replaced it), so the walk is made once per
     parent and layer instead of once per leaf and layer: with many layers and many
-    leaves this was most of ``config explain``'s time.
+    leaves this was most of ``config explain``'s time. ``walked`` keeps those walks
+    between calls on the same layers (a new dict at first).
     """
     # parent -> (what each layer that reaches it holds there, lowest first; the final
     # node there; when every one is a plain mapping, the mappings holding each key)
@@ -160,7 +164,8 @@ def explain_paths(
         tuple[str, ...],
         tuple[list[_Parent | Contribution], Node | None, dict[str, list[_Parent]] | None],
     ] = {}
-    walked: dict[tuple[str, ...], list[_Parent | Contribution]] = {}
+    if walked is None:
+        walked = {}
     out = []
     for path in paths:
         if not path:
@@ -334,14 +339,24 @@ def explainable_paths(
     """
     base = node_at(final, prefix) if final is not None else None
     paths = [path for path, _ in walk_leaves(base, prefix)] if base is not None else []
-    # A layer's leaf that the final tree holds is one of its leaves (listed above) or
-    # inside a mapping there (its leaves are explained): only the absent ones are new.
+    return paths + absent_paths(layers, final, prefix)
+
+
+def absent_paths(
+    layers: list[Layer], final: Node | None, prefix: tuple[str, ...] = ()
+) -> list[tuple[str, ...]]:
+    """The leaf paths (under ``prefix``) some layer writes and the final tree lacks, by
+    the lowest layer writing each, then in that layer's order (a removed path's removed
+    descendants left out): the end of :func:`explainable_paths`."""
+    base = node_at(final, prefix) if final is not None else None
+    # A layer's leaf that the final tree holds is one of its leaves or inside a mapping
+    # there (its leaves are explained): only the absent ones are new.
     absent: dict[tuple[str, ...], None] = {}
     for layer in layers:
         start = node_at(layer.root, prefix) if layer.root is not None else None
         if start is not None:
             _absent_leaves(start, base, prefix, absent)
-    return paths + _drop_covered(list(absent))
+    return drop_covered(list(absent))
 
 
 def _absent_leaves(
@@ -378,7 +393,7 @@ def _all_held(entries: dict[str, Node], final: Node) -> bool:
     return all(type(child) is not MapNode or not child.entries for child in entries.values())
 
 
-def _drop_covered(removed: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+def drop_covered(removed: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
     """Drop removed paths whose removed ancestor is listed too (one story, told once)."""
     listed = set(removed)
     return [path for path in removed if not any(path[:i] in listed for i in range(1, len(path)))]

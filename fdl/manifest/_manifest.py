@@ -157,6 +157,30 @@ class Manifest:
         with _NoCyclicGC():
             return self._explain(key, explain_paths, explainable_paths)
 
+    def write_explain(
+        self, key: str | None, write: Callable[[str], object], *, show_secrets: bool = False
+    ) -> None:
+        """Hand ``render_explain(self.explain(key))`` to ``write`` in pieces (what
+        ``config explain`` prints), without making an explanation object per leaf where
+        the stories are simple (:mod:`fdl.manifest._explain_text`).
+
+        Raises:
+            ManifestError: ``key`` was never written by any layer.
+        """
+        from fdl.manifest._explain_text import write_explain
+        from fdl.manifest.render import render_explain
+
+        prefix = split_key(key) if key else ()
+        with _NoCyclicGC():
+            if write_explain(self.layers, self.tree, prefix, write, show_secrets=show_secrets):
+                return
+            explanations = self.explain(key)
+            # Rendered in pieces: one text of every story held at once, then copied by the
+            # write, was most of explain's memory above show's.
+            for start in range(0, len(explanations), _EXPLAIN_PIECE):
+                piece = explanations[start : start + _EXPLAIN_PIECE]
+                write(render_explain(piece, show_secrets=show_secrets))
+
     def _explain(
         self, key: str | None, explain_paths: Any, explainable_paths: Any
     ) -> list[Explanation]:
@@ -173,6 +197,9 @@ class Manifest:
             raise ManifestError(f"no layer sets {key!r}", hint=hint)
         explained: list[Explanation] = explain_paths(self.layers, self.tree, paths)
         return explained
+
+
+_EXPLAIN_PIECE = 500  # explanations rendered at a time by write_explain's long way
 
 
 def _validate(tree: MapNode, schema: Obj) -> dict[str, Any]:

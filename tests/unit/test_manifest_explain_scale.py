@@ -16,6 +16,7 @@ import io
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -480,3 +481,177 @@ def test_render_explain_prints_what_the_plain_rendering_printed(seed: int) -> No
     for secrets in (False, True):
         expected = _reference_render_explain(explanations, secrets)
         assert render_explain(explanations, show_secrets=secrets) == expected
+
+
+# --- config explain's text straight from the layers (write_explain) ---------------------
+
+
+def _written(
+    layers: list[Layer], final: Node | None, prefix: tuple[str, ...], secrets: bool
+) -> str | None:
+    from fdl.manifest._explain_text import write_explain
+
+    pieces: list[str] = []
+    if not write_explain(layers, final, prefix, pieces.append, show_secrets=secrets):
+        assert not pieces
+        return None
+    return "".join(pieces)
+
+
+def _rendered(
+    layers: list[Layer], final: Node | None, prefix: tuple[str, ...], secrets: bool
+) -> str:
+    from fdl.manifest._explain import explainable_paths
+
+    explained = explain_paths(layers, final, explainable_paths(layers, final, prefix))
+    return render_explain(explained, show_secrets=secrets)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_write_explain_writes_the_text_of_the_explanations(seed: int) -> None:
+    layers = _layers(seed, count=2 + seed % 19)
+    final = materialize(merge(layer.root for layer in layers))
+    prefixes = {p[:n] for p in _all_paths(layers) for n in range(3)}
+    for prefix in sorted(prefixes):
+        for secrets in (False, True):
+            text = _written(layers, final, prefix, secrets)
+            if text is not None:
+                assert text == _rendered(layers, final, prefix, secrets), (prefix, secrets)
+
+
+def test_generated_manifests_reach_every_way_of_write_explain(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The comparison above proves little unless write_explain wrote stories itself, sent
+    others the long way, found removed leaves by its own walk and (after a story told the
+    long way whole) by absent_paths, and declined some prefixes."""
+    from fdl.manifest import _explain_text
+
+    seen = dict.fromkeys(("written", "long way", "walk found", "absent_paths", "declined"), 0)
+    leaf, found, absent = (
+        _explain_text._Walk.leaf,
+        _explain_text._Walk.absent_in_order,
+        _explain_text.absent_paths,
+    )
+
+    def counted_leaf(self: _explain_text._Walk, *args: Any) -> bool:
+        done: bool = leaf(self, *args)
+        seen["written" if done else "long way"] += 1
+        return done
+
+    def counted_found(self: _explain_text._Walk) -> list[tuple[str, ...]]:
+        paths = found(self)
+        seen["walk found"] += bool(paths)
+        return paths
+
+    def counted_absent(*args: Any) -> list[tuple[str, ...]]:
+        seen["absent_paths"] += 1
+        return absent(*args)
+
+    monkeypatch.setattr(_explain_text._Walk, "leaf", counted_leaf)
+    monkeypatch.setattr(_explain_text._Walk, "absent_in_order", counted_found)
+    monkeypatch.setattr(_explain_text, "absent_paths", counted_absent)
+    for seed in range(60):
+        layers = _layers(seed, count=2 + seed % 19)
+        final = materialize(merge(layer.root for layer in layers))
+        for prefix in {p[:n] for p in _all_paths(layers) for n in range(2)}:
+            seen["declined"] += _written(layers, final, prefix, False) is None
+    assert all(seen.values()), seen
+
+
+def _plain_layers() -> list[Layer]:
+    """Three file layers, a variable and a --set, written by hand: simple stories (numbers,
+    booleans, quoted text, a file of its own for each command), and every other kind."""
+    texts = [
+        (
+            LayerKind.INHERITED,
+            "common.yml",
+            "description: common\n"
+            "commands:\n"
+            "  b:\n    run: make b\n    timeout: 10\n    gone: x\n"
+            "  a:\n    run: make a\n    tags: [x, y]\n    old: {deep: 1, deeper: {z: 2}}\n"
+            "  c:\n    run: '--flag'\n    api_token: hunter2\n"
+            "  d:\n    run: make d\n    env: {A: 1}\n",
+        ),
+        (
+            LayerKind.BASE,
+            "fdl.yml",
+            "description: base\n"
+            "commands:\n"
+            "  a:\n    run: make a --base\n    tags: !append [z]\n    old: null\n"
+            "  b:\n    timeout: 12.50\n    gone: null\n    flag: true\n"
+            f"  c:\n    run: {TOKEN}\n"
+            "  d:\n    env: !replace {B: 2}\n",
+        ),
+        (
+            LayerKind.OVERLAY,
+            "fdl.ci.yml",
+            "commands:\n  a:\n    run: 'yes'\n  b:\n    run: make b --ci\n  d:\n    run: !secret s\n",
+        ),
+        (LayerKind.ENV, "$FDL__COMMANDS__B__TIMEOUT", "commands:\n  b:\n    timeout: 15\n"),
+        (LayerKind.SET, "--set commands.a.run=x", "commands:\n  a:\n    run: x\n"),
+    ]
+    return [
+        Layer(kind, source, None, parse_yaml(text, source, kind)) for kind, source, text in texts
+    ]
+
+
+@pytest.mark.parametrize("secrets", [False, True])
+@pytest.mark.parametrize(
+    "prefix", [(), ("commands",), ("commands", "a"), ("commands", "b"), ("commands", "d")]
+)
+def test_write_explain_by_hand(
+    monkeypatch: pytest.MonkeyPatch, prefix: tuple[str, ...], secrets: bool
+) -> None:
+    """Simple stories are written without an explanation object; the others (a null, an
+    !append, an !replace, a secret, a removed leaf) go the long way; the text is the
+    explanations' either way."""
+    from fdl.manifest import _explain_text
+
+    layers = _plain_layers()
+    final = materialize(merge(layer.root for layer in layers))
+    assert isinstance(final, MapNode)
+    # the walk drops the layers' misses with filter(None): an empty mapping must be true
+    assert MapNode({}, final.origin) and SeqNode([], final.origin)
+    expected = _rendered(layers, final, prefix, secrets)
+    long_way: list[tuple[str, ...]] = []
+    explain = _explain_text.explain_paths
+
+    def recorded(
+        layers: list[Layer], final: Node | None, paths: list[tuple[str, ...]], *rest: Any
+    ) -> Any:
+        long_way.extend(paths)
+        return explain(layers, final, paths, *rest)
+
+    monkeypatch.setattr(_explain_text, "explain_paths", recorded)
+    assert _written(layers, final, prefix, secrets) == expected
+    told = {".".join(p) for p in long_way}
+    hard = {"commands.a.tags", "commands.a.old", "commands.b.gone", "commands.d.env.B",
+            "commands.d.env.A", "commands.d.run"}  # fmt: skip
+    if not secrets:  # a token-shaped value, a key named like a secret
+        hard |= {"commands.c.run", "commands.c.api_token"}
+    assert told == {k for k in hard if k.startswith(".".join(prefix))}
+    if not secrets:
+        assert "hunter2" not in expected and "ghp_" not in expected
+    assert ("commands.c.api_token = " in expected) == (prefix in ((), ("commands",)))
+
+
+@pytest.mark.parametrize("secrets", [False, True])
+def test_manifest_write_explain_writes_what_explain_renders(tmp_path: Path, secrets: bool) -> None:
+    """Every key (a mapping, a leaf, a removed mapping, every leaf) gives the text of
+    ``explain()``; a key no layer sets is the same error."""
+    from fdl.errors import ManifestError
+    from fdl.manifest import load_manifest
+
+    _project(tmp_path, commands=40)
+    manifest = load_manifest(tmp_path, env="ci", environ={})
+    for key in (None, "commands", "commands.c1", "commands.c1.run", "commands.c4", "commands.c2"):
+        pieces: list[str] = []
+        manifest.write_explain(key, pieces.append, show_secrets=secrets)
+        expected = render_explain(manifest.explain(key), show_secrets=secrets)
+        assert "".join(pieces) == expected, key
+    with pytest.raises(ManifestError) as raised:
+        manifest.write_explain("commands.c1.nope", pieces.append)
+    with pytest.raises(ManifestError) as expected_error:
+        manifest.explain("commands.c1.nope")
+    assert str(raised.value) == str(expected_error.value)
