@@ -362,6 +362,8 @@ class _Composer:
     def close(self) -> None:
         frame = self.stack.pop()
         node = frame.node
+        if node.tag == TAG_SECRET:
+            _secret_inside(node)
         if isinstance(node, MapNode) and frame.merges:
             self.apply_merge_keys(node, frame.merges)
         if frame.anchor:
@@ -427,3 +429,19 @@ class _Composer:
             )
         parent.entries[key] = node
         parent.key_origins[key] = key_node.origin
+
+
+def _secret_inside(node: Node) -> None:
+    """``!secret`` on a list or mapping: every value inside is a secret. The tag goes on
+    each scalar, since merging and materialising keep a scalar's tag but not a
+    collection's (a `args: !secret [--token, X]` was printed by `config show`)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ScalarNode):
+            if current.tag is None:
+                current.tag = TAG_SECRET
+        elif isinstance(current, MapNode):
+            stack.extend(current.entries.values())
+        elif isinstance(current, SeqNode):
+            stack.extend(current.items)

@@ -236,3 +236,25 @@ def test_config_show_and_explain_mask_token_shaped_values_under_any_key(  # type
     assert secret not in "".join(outputs)
     shown = run_fdl(["config", "show", "--show-secrets"], cwd=tmp_path, env=env)
     assert secret in shown.output  # asked for: shown
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        f"images:\n  train:\n    env: !secret {{FOO: {PLAIN}, BAR: [x, {PLAIN}]}}\n",
+        f"deploy:\n  lab:\n    kind: slurm\n    env: !secret {{DB: {PLAIN}}}\n",
+        f"images:\n  train:\n    args: !secret [--token, {PLAIN}]\n",
+    ],
+    ids=["mapping", "deploy-env", "list"],
+)
+def test_a_secret_tag_on_a_list_or_mapping_covers_what_it_holds(
+    run_fdl, tmp_path: Path, manifest: str
+) -> None:
+    """`!secret` on a collection: every value inside is masked (show printed a tagged
+    list's values, explain a tagged mapping's) or refused where fdl writes it in clear."""
+    project = make_project(tmp_path, manifest)
+    for args in (["config", "show"], ["config", "show", "--json"], ["config", "explain"],
+                 ["config", "explain", "--json"]):  # fmt: skip
+        result = run_fdl(args, cwd=project)
+        assert result.exit_code in (0, 3), result.output
+        assert PLAIN not in result.output, (args, result.output)
