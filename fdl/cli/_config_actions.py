@@ -8,8 +8,8 @@ from fdl.cli._session import Session
 
 TYPE_CHECKING = False  # typing stays out of the fast path
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
-    from typing import Any, ParamSpec
+    from collections.abc import Callable
+    from typing import ParamSpec
 
     from fdl.images import ImageDefault
 
@@ -61,8 +61,6 @@ def explain(
     session: Session, key: str | None, *, env: str | None, as_json: bool, show_secrets: bool
 ) -> int:
     """Explain one key (or every leaf): winner, layer, what it overrode."""
-    from fdl.manifest.render import explain_data
-
     manifest = session.manifest(env)
     if key is not None and manifest.get(key) is None:
         from fdl.images import image_default
@@ -70,42 +68,11 @@ def explain(
         default = image_default(manifest, key)
         if default is not None:  # no layer sets it: fdl's default applies, from its data
             return _explain_default(session, default, as_json=as_json)
-    if not as_json:
-        console = session.console
-        manifest.write_explain(
-            key, lambda text: console.out(text, end=""), show_secrets=show_secrets
-        )
-        return 0
-    explanations = manifest.explain(key)
-    # Written in pieces: one list of dicts (or its text) of 10,000 commands' stories held
-    # at once, then copied by the write, was most of explain's memory above show's.
-    pieces = range(0, len(explanations), _PIECE)
-    _json_list(
-        session,
-        (explain_data(explanations[i : i + _PIECE], show_secrets=show_secrets) for i in pieces),
+    console = session.console
+    manifest.write_explain(
+        key, lambda text: console.out(text, end=""), show_secrets=show_secrets, as_json=as_json
     )
     return 0
-
-
-_PIECE = 500  # explanations turned into JSON at a time
-
-
-def _json_list(session: Session, pieces: Iterable[list[Any]]) -> None:
-    """Write the items of ``pieces`` as one JSON list, byte for byte what
-    ``console.json(list)`` writes, without holding the whole list or its text."""
-    import json
-
-    first = True
-    for piece in pieces:
-        parts = []
-        for item in piece:
-            text = json.dumps(item, indent=2, ensure_ascii=False, default=str)
-            # JSON text has no raw line break inside a string: every one is indentation.
-            parts.append(("[" if first else ",") + "\n  " + text.replace("\n", "\n  "))
-            first = False
-        if parts:
-            session.console.out("".join(parts), end="")
-    session.console.out("[]" if first else "\n]")
 
 
 def _explain_default(session: Session, default: ImageDefault, *, as_json: bool) -> int:

@@ -12,10 +12,16 @@ replaced by a scalar, a secret) is told by ``explain_paths`` and ``render_explai
 are the leaves the merged manifest no longer holds. The text is byte for byte
 ``render_explain(explain_paths(layers, final, explainable_paths(layers, final, prefix)))``
 (tests/unit/test_manifest_explain_scale.py).
+
+``--json`` goes the same way (:class:`_JsonWalk`): a simple story is written as the JSON
+``explain_data`` and ``json.dumps`` make of it (``explain_json``), straight from the nodes;
+there every story that shows a secret goes the long way whether or not secrets are shown
+(its ``"secret"`` is true).
 """
 
 from __future__ import annotations
 
+import math
 from itertools import repeat
 
 from fdl.manifest._explain import absent_paths, drop_covered, explain_paths
@@ -24,19 +30,33 @@ from fdl.manifest._nodes import (
     LayerKind,
     MapNode,
     Node,
+    Origin,
     ScalarNode,
     node_at,
     walk_leaves,
 )
-from fdl.manifest._secrets import is_secret_key
-from fdl.manifest.render import _layer_suffix, _looks_secret, format_scalar, render_explain
+from fdl.manifest._secrets import is_secret_key, token_kind
+from fdl.manifest.render import (
+    _layer_suffix,
+    _looks_secret,
+    explain_json,
+    format_scalar,
+    render_explain,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
     from typing import Any
 
+    from fdl.manifest._explain import Explanation
     from fdl.manifest._layers import Layer
+
+try:  # json.dumps(text, ensure_ascii=False), by the function json itself calls
+    from _json import encode_basestring as _encode
+except ImportError:  # pragma: no cover - an interpreter without CPython's accelerator
+    from json.encoder import py_encode_basestring as _encode
 
 _get = dict.get
 _LINES = 4096  # lines held before they are written
@@ -49,9 +69,11 @@ def write_explain(
     write: Callable[[str], object],
     *,
     show_secrets: bool = False,
+    as_json: bool = False,
 ) -> bool:
     """Hand ``config explain``'s text of every leaf below ``prefix`` to ``write``, in
-    pieces; False (nothing written) when the merged node at ``prefix`` is not a non-empty
+    pieces (``as_json``: the items of its JSON list, as :func:`explain_json` writes them);
+    False (nothing written) when the merged node at ``prefix`` is not a non-empty
     mapping, or some layer holds anything but plain mappings on the way to it (the
     caller renders ``explain()`` instead)."""
     start = node_at(final, prefix) if final is not None else None
@@ -70,8 +92,8 @@ def write_explain(
                 return False
         if node is not None:
             holders.append(node.entries)
-    walk = _Walk(layers, final, write, show_secrets)
-    secret = not show_secrets and any(is_secret_key(key) for key in prefix)
+    walk = (_JsonWalk if as_json else _Walk)(layers, final, write, show_secrets)
+    secret = walk.check and any(is_secret_key(key) for key in prefix)
     walk.mapping(start, prefix, holders, secret)
     absent = (
         absent_paths(layers, final, prefix) if walk.unsure else drop_covered(walk.absent_in_order())
@@ -97,6 +119,9 @@ class _Walk:
     """One rendering: the lines not yet written, what was learnt about keys and values,
     and the leaves found absent from the merged manifest."""
 
+    limit = _LINES  # lines held before they are written
+    json = False  # secrets are looked for (and their stories go the long way) even if shown
+
     def __init__(
         self,
         layers: list[Layer],
@@ -108,6 +133,7 @@ class _Walk:
         self.final = final
         self.write = write
         self.show_secrets = show_secrets
+        self.check = not show_secrets or self.json
         self.lines: list[str] = []
         self.keys: dict[str, bool] = {}
         # a source -> its layer and what follows each origin in it (the layer asked by
@@ -128,14 +154,18 @@ class _Walk:
     def objects(self, paths: list[tuple[str, ...]]) -> None:
         """The stories of ``paths`` the long way (``explain_paths``, ``render_explain``)."""
         explained = explain_paths(self.layers, self.final, paths, self.walked)
-        self.lines.append(render_explain(explained, show_secrets=self.show_secrets))
+        self.lines.append(self.render(explained))
+
+    def render(self, explanations: list[Explanation]) -> str:
+        """The stories told the long way, as text."""
+        return render_explain(explanations, show_secrets=self.show_secrets)
 
     def settle(self, pending: list[tuple[int, tuple[str, ...]]]) -> None:
         """Tell the stories of the leaves ``pending`` (where each goes in the lines, its
         path) the long way, together (their parent is walked once)."""
         explained = explain_paths(self.layers, self.final, [p for _, p in pending], self.walked)
         for (at, _), explanation in zip(pending, explained, strict=True):
-            self.lines[at] = render_explain([explanation], show_secrets=self.show_secrets)
+            self.lines[at] = self.render([explanation])
         pending.clear()
 
     def mapping(
@@ -145,7 +175,8 @@ class _Walk:
         entries of each layer's plain mapping there, lowest first; ``secret``: a key on
         ``path`` names a secret (and secrets are masked)."""
         name = ".".join(path) + "." if path else ""
-        check = not self.show_secrets
+        check = self.check
+        limit = self.limit
         keys = self.keys
         lines = self.lines
         pending: list[tuple[int, tuple[str, ...]]] = []  # leaves told the long way
@@ -177,7 +208,7 @@ class _Walk:
                         self.unsure = True  # a layer's mapping the merged manifest made a leaf
                 pending.append((len(lines), (*path, key)))
                 lines.append("")  # its story, once told
-            if len(lines) >= _LINES:
+            if len(lines) >= limit:
                 if pending:
                     self.settle(pending)
                 self.flush()
@@ -191,7 +222,7 @@ class _Walk:
         layer writes there, lowest first) when it is a simple one; False when not."""
         if node is not written[-1]:
             return False  # the merged value is not the newest layer's node itself
-        check = not self.show_secrets
+        check = self.check
         suffixes = self.suffixes
         lines: list[str] = []
         word = "  overrode      "
@@ -253,3 +284,117 @@ class _Walk:
             return index, out
 
         return [leaf for leaf, _ in sorted(self.absent.items(), key=order)]
+
+
+# what json.dumps(indent=2) writes around a contribution whose "{" is at indent 4 (the
+# winner) or 6 (in a list), after its "key" (the leaf's), "value", origin's source
+_CONTRIBUTION = {
+    depth: (
+        f'{{\n{" " * (depth + 2)}"action": "set",\n{" " * (depth + 2)}"key": ',
+        f',\n{" " * (depth + 2)}"value": ',
+    )
+    for depth in (4, 6)
+}
+
+
+class _JsonWalk(_Walk):
+    """The walk of ``config explain --json``: a leaf's story is one item of the list."""
+
+    limit = 256  # items (of some KiB each with 20 layers) held before they are written
+    json = True
+
+    def __init__(
+        self,
+        layers: list[Layer],
+        final: Node | None,
+        write: Callable[[str], object],
+        show_secrets: bool,
+    ) -> None:
+        super().__init__(layers, final, write, show_secrets)
+        # a source -> its layer, its file, and the JSON of an origin there (at indent 4
+        # and 6) before its line, between line and column, after the column
+        self.origins: dict[str, tuple[LayerKind, Path | None, tuple[str, ...]]] = {}
+
+    def render(self, explanations: list[Explanation]) -> str:
+        return explain_json(explanations, show_secrets=self.show_secrets)
+
+    def leaf(self, name: str, node: Node, written: list[Node]) -> bool:
+        """Add the JSON of the leaf ``name`` (merged: ``node``; ``written``: what each
+        layer writes there, lowest first) when its story is a simple one; False when not."""
+        if node is not written[-1]:
+            return False  # the merged value is not the newest layer's node itself
+        origins = self.origins
+        key = _encode(name)
+        head4, value4 = _CONTRIBUTION[4]
+        head6, value6 = _CONTRIBUTION[6]
+        winner = ""
+        value_text = ""
+        listed: list[str] = []  # each layer's contribution in a list, newest first
+        for index in range(len(written) - 1, -1, -1):
+            child = written[index]
+            if type(child) is not ScalarNode or child.tag is not None:
+                return False
+            text = _value_json(child.value)
+            if text is None:
+                return False
+            origin = child.origin
+            known = origins.get(origin.source)
+            if known is None or known[0] is not origin.layer or known[1] is not origin.path:
+                known = origins[origin.source] = (origin.layer, origin.path, _origin_json(origin))
+            parts = known[2]
+            line = str(origin.line) if origin.line else "null"
+            column = str(origin.column) if origin.column else "null"
+            if not winner:
+                value_text = text
+                winner = f"{head4}{key}{value4}{text}{parts[0]}{line}{parts[1]}{column}{parts[2]}"
+            listed.append(f"{head6}{key}{value6}{text}{parts[3]}{line}{parts[4]}{column}{parts[5]}")
+        overridden = (
+            "[\n      " + ",\n      ".join(listed[1:]) + "\n    ]" if len(listed) > 1 else "[]"
+        )
+        self.lines.append(
+            f',\n  {{\n    "key": {key},\n    "present": true,\n    "value": {value_text},'
+            f'\n    "secret": false,\n    "winner": {winner},'
+            f'\n    "contributions": [\n      {listed[0]}\n    ],'
+            f'\n    "overridden": {overridden},'
+            f'\n    "removed_by": null\n  }}'
+        )
+        return True
+
+
+def _value_json(value: object) -> str | None:
+    """A scalar as ``json.dumps`` writes it; None for null, a token-shaped text, and what
+    json writes only with ``default=str`` (dates): those stories go the long way."""
+    kind = type(value)
+    if kind is str:
+        assert isinstance(value, str)
+        return None if token_kind(value) is not None else _encode(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float:
+        assert isinstance(value, float)
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return float.__repr__(value)
+    return None
+
+
+def _origin_json(origin: Origin) -> tuple[str, ...]:
+    """The JSON of an origin in ``origin``'s file, as a contribution's last entry (at
+    indent 4, then 6): before its line, between line and column, after the column."""
+    source = _encode(origin.source)
+    file = _encode(str(origin.path)) if origin.path else "null"
+    layer = _encode(origin.layer.value)
+    out: list[str] = []
+    for depth in (4, 6):
+        inner, deeper = " " * (depth + 2), " " * (depth + 4)
+        out += [
+            f',\n{inner}"origin": {{\n{deeper}"source": {source},\n{deeper}"file": {file},'
+            f'\n{deeper}"line": ',
+            f',\n{deeper}"column": ',
+            f',\n{deeper}"layer": {layer}\n{inner}}}\n{" " * depth}}}',
+        ]
+    return tuple(out)

@@ -158,28 +158,40 @@ class Manifest:
             return self._explain(key, explain_paths, explainable_paths)
 
     def write_explain(
-        self, key: str | None, write: Callable[[str], object], *, show_secrets: bool = False
+        self,
+        key: str | None,
+        write: Callable[[str], object],
+        *,
+        show_secrets: bool = False,
+        as_json: bool = False,
     ) -> None:
         """Hand ``render_explain(self.explain(key))`` to ``write`` in pieces (what
-        ``config explain`` prints), without making an explanation object per leaf where
-        the stories are simple (:mod:`fdl.manifest._explain_text`).
+        ``config explain`` prints; ``as_json``: ``json.dumps(explain_data(...), indent=2,
+        ensure_ascii=False, default=str) + "\n"``, what ``config explain --json`` prints),
+        without making an explanation object per leaf where the stories are simple
+        (:mod:`fdl.manifest._explain_text`).
 
         Raises:
             ManifestError: ``key`` was never written by any layer.
         """
         from fdl.manifest._explain_text import write_explain
-        from fdl.manifest.render import render_explain
+        from fdl.manifest.render import JsonList, explain_json, render_explain
 
         prefix = split_key(key) if key else ()
+        out = JsonList(write) if as_json else write
+        render = explain_json if as_json else render_explain
         with _NoCyclicGC():
-            if write_explain(self.layers, self.tree, prefix, write, show_secrets=show_secrets):
-                return
-            explanations = self.explain(key)
-            # Rendered in pieces: one text of every story held at once, then copied by the
-            # write, was most of explain's memory above show's.
-            for start in range(0, len(explanations), _EXPLAIN_PIECE):
-                piece = explanations[start : start + _EXPLAIN_PIECE]
-                write(render_explain(piece, show_secrets=show_secrets))
+            if not write_explain(
+                self.layers, self.tree, prefix, out, show_secrets=show_secrets, as_json=as_json
+            ):
+                explanations = self.explain(key)
+                # Rendered in pieces: one text of every story held at once, then copied by
+                # the write, was most of explain's memory above show's.
+                for start in range(0, len(explanations), _EXPLAIN_PIECE):
+                    piece = explanations[start : start + _EXPLAIN_PIECE]
+                    out(render(piece, show_secrets=show_secrets))
+        if isinstance(out, JsonList):
+            out.close()
 
     def _explain(
         self, key: str | None, explain_paths: Any, explainable_paths: Any

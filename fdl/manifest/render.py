@@ -20,6 +20,7 @@ from fdl.manifest._yaml import resolve_plain
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 INLINE_WIDTH = 80
@@ -441,6 +442,42 @@ def explain_data(
             }
         )
     return out
+
+
+def explain_json(explanations: list[Explanation], *, show_secrets: bool = False) -> str:
+    """Each explanation as an item of ``config explain --json``'s list, what
+    ``json.dumps(list, indent=2, ...)`` writes for it: ``",\n  "`` then its JSON, indented
+    by two (:func:`json_list` makes the list of such pieces)."""
+    import json
+
+    parts = []
+    for item in explain_data(explanations, show_secrets=show_secrets):
+        text = json.dumps(item, indent=2, ensure_ascii=False, default=str)
+        # JSON text has no raw line break inside a string: every one is indentation.
+        parts.append(",\n  " + text.replace("\n", "\n  "))
+    return "".join(parts)
+
+
+class JsonList:
+    """A ``write`` that takes pieces of :func:`explain_json` and hands ``out`` one JSON
+    list, byte for byte ``json.dumps(items, indent=2, ...) + "\n"``, without holding the
+    list or its text; :meth:`close` ends it."""
+
+    __slots__ = ("first", "out")
+
+    def __init__(self, out: Callable[[str], object]) -> None:
+        self.out = out
+        self.first = True
+
+    def __call__(self, text: str) -> None:
+        if text:
+            if self.first:
+                text = "[" + text[1:]  # the first item's "," opens the list instead
+                self.first = False
+            self.out(text)
+
+    def close(self) -> None:
+        self.out("[]\n" if self.first else "\n]\n")
 
 
 def render_layers(candidates: list[Candidate], env: str | None) -> str:

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from fdl.manifest._explain import Contribution, Explanation, explain_path, explain_paths
 from fdl.manifest._layers import Layer
 from fdl.manifest._merge import materialize, merge
-from fdl.manifest._nodes import LayerKind, MapNode, Node, ScalarNode, SeqNode
+from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode
 from fdl.manifest._secrets import TOKEN_SHAPES
 from fdl.manifest._yaml import parse_yaml
 from fdl.manifest.render import explain_data, render_explain
@@ -310,13 +310,12 @@ def _project(root: Path, commands: int) -> None:
 def test_explain_in_pieces_writes_what_one_piece_wrote(
     run_fdl, tmp_path: Path, extra: list[str]
 ) -> None:
-    from fdl.cli import _config_actions
-    from fdl.manifest import load_manifest
+    from fdl.manifest import _manifest, load_manifest
 
     _project(tmp_path, commands=700)  # about 1,400 explanations: three pieces
     manifest = load_manifest(tmp_path, env="ci", environ={})
     explanations = manifest.explain()
-    assert len(explanations) > 2 * _config_actions._PIECE
+    assert len(explanations) > 2 * _manifest._EXPLAIN_PIECE
     secrets = "--show-secrets" in extra
     if "--json" in extra:
         expected = (
@@ -336,16 +335,15 @@ def test_explain_in_pieces_writes_what_one_piece_wrote(
     assert ("ghp_" in result.stdout) == secrets
 
 
-def test_explain_json_of_no_explanation_is_an_empty_list(run_fdl, tmp_path: Path) -> None:
-    from fdl.cli._config_actions import _json_list
-    from fdl.cli._console import Console
+def test_explain_json_of_no_explanation_is_an_empty_list() -> None:
+    from fdl.manifest.render import JsonList, explain_json
 
-    class Session:
-        console = Console(stdout=io.StringIO())
-
-    session = Session()
-    _json_list(session, iter([[], []]))  # type: ignore[arg-type]
-    assert session.console.stdout.getvalue() == "[]\n"
+    out = io.StringIO()
+    items = JsonList(out.write)
+    items(explain_json([]))
+    items("")
+    items.close()
+    assert out.getvalue() == "[]\n" == json.dumps([], indent=2) + "\n"
 
 
 # --- token shapes: the hints that let most text skip the searches ----------------------
@@ -487,36 +485,56 @@ def test_render_explain_prints_what_the_plain_rendering_printed(seed: int) -> No
 
 
 def _written(
-    layers: list[Layer], final: Node | None, prefix: tuple[str, ...], secrets: bool
+    layers: list[Layer],
+    final: Node | None,
+    prefix: tuple[str, ...],
+    secrets: bool,
+    as_json: bool = False,
 ) -> str | None:
+    """What write_explain writes (``as_json``: the JSON list it makes), None if it declined."""
     from fdl.manifest._explain_text import write_explain
+    from fdl.manifest.render import JsonList
 
     pieces: list[str] = []
-    if not write_explain(layers, final, prefix, pieces.append, show_secrets=secrets):
+    write = JsonList(pieces.append) if as_json else pieces.append
+    if not write_explain(layers, final, prefix, write, show_secrets=secrets, as_json=as_json):
         assert not pieces
         return None
+    if isinstance(write, JsonList):
+        write.close()
     return "".join(pieces)
 
 
 def _rendered(
-    layers: list[Layer], final: Node | None, prefix: tuple[str, ...], secrets: bool
+    layers: list[Layer],
+    final: Node | None,
+    prefix: tuple[str, ...],
+    secrets: bool,
+    as_json: bool = False,
 ) -> str:
+    """The long way: explanation objects, rendered (``as_json``: what ``console.json``
+    printed of ``explain_data``)."""
     from fdl.manifest._explain import explainable_paths
 
     explained = explain_paths(layers, final, explainable_paths(layers, final, prefix))
+    if as_json:
+        data = explain_data(explained, show_secrets=secrets)
+        return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
     return render_explain(explained, show_secrets=secrets)
 
 
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
 @pytest.mark.parametrize("seed", range(60))
-def test_write_explain_writes_the_text_of_the_explanations(seed: int) -> None:
+def test_write_explain_writes_the_text_of_the_explanations(seed: int, as_json: bool) -> None:
     layers = _layers(seed, count=2 + seed % 19)
     final = materialize(merge(layer.root for layer in layers))
     prefixes = {p[:n] for p in _all_paths(layers) for n in range(3)}
     for prefix in sorted(prefixes):
         for secrets in (False, True):
-            text = _written(layers, final, prefix, secrets)
+            text = _written(layers, final, prefix, secrets, as_json)
             if text is not None:
-                assert text == _rendered(layers, final, prefix, secrets), (prefix, secrets)
+                expected = _rendered(layers, final, prefix, secrets, as_json)
+                assert text == expected, (prefix, secrets)
 
 
 def test_generated_manifests_reach_every_way_of_write_explain(
@@ -559,6 +577,31 @@ def test_generated_manifests_reach_every_way_of_write_explain(
     assert all(seen.values()), seen
 
 
+@pytest.mark.parametrize("secrets", [False, True])
+def test_generated_manifests_reach_every_way_of_the_json_walk(
+    monkeypatch: pytest.MonkeyPatch, secrets: bool
+) -> None:
+    """The JSON comparison above proves little unless the JSON walk wrote stories of
+    every kind of value itself and sent others the long way, secrets shown or not."""
+    from fdl.manifest import _explain_text
+
+    seen: dict[str, int] = {"long way": 0}
+    leaf = _explain_text._JsonWalk.leaf
+
+    def counted_leaf(self: _explain_text._JsonWalk, name: str, node: Node, *rest: Any) -> bool:
+        done: bool = leaf(self, name, node, *rest)
+        kind = type(node.plain()).__name__ if done else "long way"
+        seen[kind] = seen.get(kind, 0) + 1
+        return done
+
+    monkeypatch.setattr(_explain_text._JsonWalk, "leaf", counted_leaf)
+    for seed in range(60):
+        layers = _layers(seed, count=2 + seed % 19)
+        final = materialize(merge(layer.root for layer in layers))
+        _written(layers, final, (), secrets, as_json=True)
+    assert {"long way", "str", "int", "float"} <= {k for k, n in seen.items() if n}, seen
+
+
 def _plain_layers() -> list[Layer]:
     """Three file layers, a variable and a --set, written by hand: simple stories (numbers,
     booleans, quoted text, a file of its own for each command), and every other kind."""
@@ -596,12 +639,13 @@ def _plain_layers() -> list[Layer]:
     ]
 
 
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
 @pytest.mark.parametrize("secrets", [False, True])
 @pytest.mark.parametrize(
     "prefix", [(), ("commands",), ("commands", "a"), ("commands", "b"), ("commands", "d")]
 )
 def test_write_explain_by_hand(
-    monkeypatch: pytest.MonkeyPatch, prefix: tuple[str, ...], secrets: bool
+    monkeypatch: pytest.MonkeyPatch, prefix: tuple[str, ...], secrets: bool, as_json: bool
 ) -> None:
     """Simple stories are written without an explanation object; the others (a null, an
     !append, an !replace, a secret, a removed leaf) go the long way; the text is the
@@ -613,7 +657,7 @@ def test_write_explain_by_hand(
     assert isinstance(final, MapNode)
     # the walk drops the layers' misses with filter(None): an empty mapping must be true
     assert MapNode({}, final.origin) and SeqNode([], final.origin)
-    expected = _rendered(layers, final, prefix, secrets)
+    expected = _rendered(layers, final, prefix, secrets, as_json)
     long_way: list[tuple[str, ...]] = []
     explain = _explain_text.explain_paths
 
@@ -624,31 +668,72 @@ def test_write_explain_by_hand(
         return explain(layers, final, paths, *rest)
 
     monkeypatch.setattr(_explain_text, "explain_paths", recorded)
-    assert _written(layers, final, prefix, secrets) == expected
+    assert _written(layers, final, prefix, secrets, as_json) == expected
     told = {".".join(p) for p in long_way}
     hard = {"commands.a.tags", "commands.a.old", "commands.b.gone", "commands.d.env.B",
             "commands.d.env.A", "commands.d.run"}  # fmt: skip
-    if not secrets:  # a token-shaped value, a key named like a secret
-        hard |= {"commands.c.run", "commands.c.api_token"}
+    if not secrets or as_json:  # a token-shaped value, a key named like a secret
+        hard |= {"commands.c.run", "commands.c.api_token"}  # JSON: "secret": true
     assert told == {k for k in hard if k.startswith(".".join(prefix))}
     if not secrets:
         assert "hunter2" not in expected and "ghp_" not in expected
-    assert ("commands.c.api_token = " in expected) == (prefix in ((), ("commands",)))
+    shown = '"key": "commands.c.api_token"' if as_json else "commands.c.api_token = "
+    assert (shown in expected) == (prefix in ((), ("commands",)))
 
 
+def test_write_explain_json_of_every_kind_of_scalar(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Numbers json writes its own way (NaN, Infinity, exponents), text it escapes or
+    leaves as is (quotes, control characters, non-ASCII), booleans, a JSON layer and a
+    variable without a line: the JSON walk writes them all itself, as json.dumps does."""
+    from fdl.manifest import _explain_text
+    from fdl.manifest._json import parse_json
+
+    values = [".nan", ".inf", "-.inf", "1e3", "-0.0", "3.14159265", "1e-7", "0x1F", "007", "true", "false", "-12",
+              '"say \\"hi\\"\\tand\\u0001"', "é ☃ 𝄞", "'a\\b'", "''", "1_000"]  # fmt: skip
+    base = "x:\n" + "".join(f"  k{i}: {v}\n" for i, v in enumerate(values))
+    overlay = '{"x": {"k1": 2.5, "k3": "\\u00e9"}}'
+    variable = Origin("$FDL__X__K4", 0, 0, LayerKind.ENV, None)
+    env = MapNode({"x": MapNode({"k4": ScalarNode(7, variable)}, variable)}, variable)
+    layers = [
+        Layer(LayerKind.BASE, "fdl.yml", Path("/p/fdl.yml"), parse_yaml(base, "fdl.yml", LayerKind.BASE)),
+        Layer(LayerKind.OVERLAY, "fdl.ci.json", None, parse_json(overlay, "fdl.ci.json", LayerKind.OVERLAY)),
+        Layer(LayerKind.ENV, "$FDL__X__K4", None, env),
+    ]  # fmt: skip
+    final = materialize(merge(layer.root for layer in layers))
+    monkeypatch.setattr(_explain_text, "explain_paths", None)  # no story the long way
+    for secrets in (False, True):
+        written = _written(layers, final, (), secrets, as_json=True)
+        assert written is not None and "NaN" in written and '"line": null' in written
+        assert written == _rendered(layers, final, (), secrets, as_json=True)
+        assert len(json.loads(written)) == len(values)
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
 @pytest.mark.parametrize("secrets", [False, True])
-def test_manifest_write_explain_writes_what_explain_renders(tmp_path: Path, secrets: bool) -> None:
-    """Every key (a mapping, a leaf, a removed mapping, every leaf) gives the text of
-    ``explain()``; a key no layer sets is the same error."""
+def test_manifest_write_explain_writes_what_explain_renders(
+    tmp_path: Path, secrets: bool, as_json: bool
+) -> None:
+    """Every key (a mapping, a leaf, a removed mapping, every leaf) gives the text (or
+    the JSON) of ``explain()``; a key no layer sets is the same error."""
     from fdl.errors import ManifestError
     from fdl.manifest import load_manifest
 
     _project(tmp_path, commands=40)
-    manifest = load_manifest(tmp_path, env="ci", environ={})
+    manifest = load_manifest(
+        tmp_path,
+        env="ci",
+        environ={"FDL__COMMANDS__C5__RUN": "make five"},
+        sets=["commands.c6.run=make six"],
+    )
     for key in (None, "commands", "commands.c1", "commands.c1.run", "commands.c4", "commands.c2"):
         pieces: list[str] = []
-        manifest.write_explain(key, pieces.append, show_secrets=secrets)
-        expected = render_explain(manifest.explain(key), show_secrets=secrets)
+        manifest.write_explain(key, pieces.append, show_secrets=secrets, as_json=as_json)
+        explained = manifest.explain(key)
+        if as_json:
+            data = explain_data(explained, show_secrets=secrets)
+            expected = json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+        else:
+            expected = render_explain(explained, show_secrets=secrets)
         assert "".join(pieces) == expected, key
     with pytest.raises(ManifestError) as raised:
         manifest.write_explain("commands.c1.nope", pieces.append)
