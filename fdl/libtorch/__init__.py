@@ -58,11 +58,17 @@ if TYPE_CHECKING:
         clean_caches,
         list_caches,
     )
+    from fdl.libtorch._crate_facts import (
+        FrameworkReading,
+        fetch_framework_crates,
+        read_framework_release,
+    )
     from fdl.libtorch._deps import library_checks, unresolved_libraries
     from fdl.libtorch._framework import (
         CHECK_KEY,
         FrameworkPin,
         TorchDecision,
+        UnseenFramework,
         detect_framework,
         framework_torch,
     )
@@ -159,6 +165,10 @@ _LAZY = {
     "CHECK_KEY": "_framework",
     "FrameworkPin": "_framework",
     "TorchDecision": "_framework",
+    "UnseenFramework": "_framework",
+    "FrameworkReading": "_crate_facts",
+    "fetch_framework_crates": "_crate_facts",
+    "read_framework_release": "_crate_facts",
     "detect_framework": "_framework",
     "framework_torch": "_framework",
     "InstallResult": "_install",
@@ -225,6 +235,7 @@ __all__ = [
     "DeviceScan",
     "DownloadPlan",
     "FrameworkPin",
+    "FrameworkReading",
     "FromArchive",
     "FromBuild",
     "FromCpuView",
@@ -243,6 +254,7 @@ __all__ = [
     "SharedMatch",
     "Target",
     "TorchDecision",
+    "UnseenFramework",
     "VariantInfo",
     "VariantSource",
     "VerifyReport",
@@ -260,6 +272,7 @@ __all__ = [
     "describe_view",
     "detect_abi",
     "detect_framework",
+    "fetch_framework_crates",
     "find_shared",
     "finish_info",
     "framework_torch",
@@ -282,6 +295,7 @@ __all__ = [
     "project_settings",
     "pull_variant",
     "push_variant",
+    "read_framework_release",
     "register_variant",
     "resolve_target",
     "run_download",

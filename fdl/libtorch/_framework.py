@@ -16,7 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fdl.errors import ManifestError, UsageError
-from fdl.libtorch._framework_files import CHECK_KEY, FrameworkPin, detect_framework
+from fdl.libtorch._framework_files import (
+    CHECK_KEY,
+    FrameworkPin,
+    UnseenFramework,
+    detect_framework,
+)
 from fdl.manifest import Manifest
 
 TYPE_CHECKING = False  # typing costs start-up: annotations only
@@ -27,6 +32,7 @@ __all__ = [
     "CHECK_KEY",
     "FrameworkPin",
     "TorchDecision",
+    "UnseenFramework",
     "detect_framework",
     "framework_torch",
 ]
@@ -110,8 +116,15 @@ def framework_torch(manifest: Manifest | None, directory: Path | None = None) ->
     if root is None:
         return TorchDecision(None)
     checked = manifest is None or manifest.get(CHECK_KEY) is not False
-    pins = detect_framework(root)
     wanted = manifest.get("libtorch.torch") if manifest is not None else None
+    try:
+        pins = detect_framework(root)
+    except ManifestError:
+        if checked or wanted is None:
+            raise
+        # The way out fdl offers for a release it cannot read: the user names the torch and
+        # switches the check off, so what the framework files say is not needed.
+        pins = ()
     if wanted is not None:
         full = _full(str(wanted), manifest)
         origin = manifest.origin("libtorch.torch") if manifest is not None else None

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # that read a framework's release: a project without Cargo or CMake files never loads it,
 # and a project command starts sooner.
 
-__all__ = ["CHECK_KEY", "FrameworkPin", "detect_framework"]
+__all__ = ["CHECK_KEY", "FrameworkPin", "UnseenFramework", "detect_framework"]
 
 CHECK_KEY = "libtorch.framework-check"
 _LIMIT = 4 << 20  # a Cargo.lock of a large workspace is a few hundred KiB
@@ -165,8 +165,11 @@ def _from_lock(directory: Path) -> Iterator[FrameworkPin]:
                     text, rf'name = "{re.escape(crate)}"\nversion = "({re.escape(version)})"'
                 )
                 origin = str(Location(path.name, *where))
-                row = _exact(known.name, version, origin)
-                yield _pin(row, origin, f"{crate} {version} in Cargo.lock", known.reads)
+                how = f"{crate} {version} in Cargo.lock"
+                row = _exact(known.name, version, origin, learn=directory)
+                if row.source.startswith("read by fdl at run time"):
+                    how += "; read from the crate at run time (not fdl's reviewed tables)"
+                yield _pin(row, origin, how, known.reads)
             break
 
 
@@ -411,13 +414,69 @@ def _exact_torch(version: str, origin: str) -> str:
 # --- helpers ---------------------------------------------------------------------------
 
 
-def _exact(name: str, version: str, origin: str) -> FrameworkRelease:
+def _exact(name: str, version: str, origin: str, *, learn: Path | None = None) -> FrameworkRelease:
+    """The table's row of ``name`` ``version``; with ``learn`` (the project's directory: a
+    release Cargo.lock names), a release the tables lack is read from its crates in
+    cargo's cache (:mod:`fdl.libtorch._crate_facts`)."""
     from fdl import compat
 
     try:
         return compat.framework_release(name, version)
     except compat.UnknownFrameworkRelease as exc:
-        raise _located(exc, origin) from None
+        if learn is None:
+            raise _located(exc, origin) from None
+        unknown = exc
+    from fdl.libtorch._crate_facts import CrateFactError, crates_to_read, read_framework_release
+    from fdl.libtorch._crate_source import CRATE_VERSION, CrateSourceError
+
+    if not CRATE_VERSION.fullmatch(version):
+        raise _located(unknown, origin) from None
+    title = compat.framework(name).title
+    try:
+        reading = read_framework_release(name, title, version)
+    except (CrateSourceError, CrateFactError) as exc:
+        raise ManifestError(
+            f"{title} {version} is not in fdl's tables, and its crates cannot be read: "
+            f"{exc.message}",
+            location=_as_location(origin),
+            hint=f"{exc.hint}; or set libtorch.torch in fdl.yml with {CHECK_KEY}: false",
+        ) from None
+    if reading is not None:
+        return reading.row
+    raise UnseenFramework(
+        f"{title} {version} is newer than fdl's tables ({unknown.message.rpartition('(')[2][:-1]}), "
+        f"and cargo's registry cache holds no copy of "
+        f"{' and '.join(f'{c} {v}' for c, v in crates_to_read(name, version))} to read "
+        "which torch it needs",
+        location=_as_location(origin),
+        hint=f"let fdl fetch it through cargo (any command that plans libtorch does, when the "
+        f"registry answers), or: cargo fetch; offline, set libtorch.torch in fdl.yml with "
+        f"{CHECK_KEY}: false",
+        framework=name,
+        version=version,
+        directory=learn,
+    )
+
+
+class UnseenFramework(ManifestError):
+    """A framework release the tables lack whose crates cargo has not downloaded: a command
+    may fetch them through cargo (:func:`fdl.libtorch.fetch_framework_crates`) and plan
+    again."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        location: Location,
+        hint: str,
+        framework: str,
+        version: str,
+        directory: Path,
+    ) -> None:
+        super().__init__(message, location=location, hint=hint)
+        self.framework = framework
+        self.version = version
+        self.directory = directory
 
 
 def _pin(row: FrameworkRelease, origin: str, how: str, reads: str) -> FrameworkPin:
