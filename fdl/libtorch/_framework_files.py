@@ -444,14 +444,13 @@ def _exact(name: str, version: str, origin: str, *, learn: Path | None = None) -
     if reading is not None:
         return reading.row
     raise UnseenFramework(
-        f"{title} {version} is newer than fdl's tables ({unknown.message.rpartition('(')[2][:-1]}), "
-        f"and cargo's registry cache holds no copy of "
+        f"{unknown.message}, and cargo's registry cache holds no copy of "
         f"{' and '.join(f'{c} {v}' for c, v in crates_to_read(name, version))} to read "
         "which torch it needs",
         location=_as_location(origin),
-        hint=f"let fdl fetch it through cargo (any command that plans libtorch does, when the "
-        f"registry answers), or: cargo fetch; offline, set libtorch.torch in fdl.yml with "
-        f"{CHECK_KEY}: false",
+        hint="`fdl setup --dry-run` fetches it through cargo (as does `cargo fetch` in the "
+        f"project); offline, set libtorch.torch in fdl.yml with {CHECK_KEY}: false; "
+        f"{unknown.hint}",
         framework=name,
         version=version,
         directory=learn,
