@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import shutil
 import tarfile
 import zlib
@@ -142,7 +143,7 @@ def read_tar_members(
     max_unpacked: int = 256 << 20,
 ) -> dict[str, bytes]:
     """The content of the members ``wanted`` (full names: ``torch-sys-0.26.0/build.rs``)
-    of a (gzip) tar archive such as a ``.crate``, read in one bounded pass without
+    of a gzip tar archive such as a ``.crate``, read in one bounded pass without
     extracting anything; members absent from it are absent from the result.
 
     Every member name met is checked as extraction checks it (no absolute path, no ``..``);
@@ -164,7 +165,12 @@ def read_tar_members(
     left = set(wanted)
     found: dict[str, bytes] = {}
     try:
-        with tarfile.open(path, "r|*") as archive:
+        # gzip's own reader: tarfile's stream mode takes a truncated gzip for the end
+        with (
+            path.open("rb") as raw,
+            gzip.GzipFile(fileobj=raw) as unpacked,
+            tarfile.open(fileobj=unpacked, mode="r|") as archive,
+        ):
             for member in archive:
                 member_parts(label, member.name)
                 if member.offset_data + member.size > max_unpacked:
@@ -192,6 +198,11 @@ def read_tar_members(
                 left.discard(member.name)
                 if not left:
                     break
+            else:
+                # all of it was read: a truncated archive ends in EOFError here
+                while unpacked.read(1 << 16):
+                    if unpacked.tell() > max_unpacked:
+                        raise ArchiveError(f"{path} unpacks to more than {max_unpacked} bytes")
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         raise ArchiveError(
             f"{path} is not a complete tar archive ({exc})",

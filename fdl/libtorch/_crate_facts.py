@@ -46,7 +46,10 @@ FORMAT = 1
 TORCH = re.compile(r"[1-9][0-9]?\.(0|[1-9][0-9]?)\.(0|[1-9][0-9]?)")
 _STANDARDS = (11, 14, 17, 20, 23, 26)
 # What each framework release states, file by file: (crate, file, what, pattern).
-_TORCH_CONST = r'(?m)^[ \t]*(?:pub(?:\([a-z]+\))?[ \t]+)?const[ \t]+{name}[ \t]*:[ \t]*&(?:\'static[ \t]+)?str[ \t]*=[ \t]*"([^"\n]{{0,64}})'
+_TORCH_CONST = (
+    r"(?m)^[ \t]*(?:pub(?:\([a-z]+\))?[ \t]+)?const[ \t]+{name}[ \t]*:[ \t]*"
+    r'&(?:\'static[ \t]+)?str[ \t]*=[ \t]*"([^"\n]{{0,64}})"'
+)
 _FACTS: Mapping[str, tuple[tuple[str, str, str, str], ...]] = {
     "tch": (
         ("torch-sys", "build.rs", "torch", _TORCH_CONST.format(name="TORCH_VERSION")),
@@ -65,7 +68,12 @@ _FACTS: Mapping[str, tuple[tuple[str, str, str, str], ...]] = {
             "torch",
             _TORCH_CONST.format(name="LIBTORCH_VERSION"),
         ),
-        ("flodl-cli", "src/init.rs", "torch", r"(?m)^ARG[ \t]+LIBTORCH_VERSION=([^\s]{0,64})"),
+        (
+            "flodl-cli",
+            "src/init.rs",
+            "torch",
+            r"(?m)^ARG[ \t]+LIBTORCH_VERSION=([^\s]{0,64})(?=\s|$)",
+        ),
         ("flodl-sys", "build.rs", "cxx", r'\.std\([ \t]*"c\+\+([0-9]{2,3})"[ \t]*\)'),
     ),
 }

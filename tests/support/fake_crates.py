@@ -43,7 +43,7 @@ def flodl_files(torch: str = "2.13.0", cxx: int = 17) -> dict[str, dict[str, str
         "flodl-cli": {
             "src/libtorch/download.rs": f'use std::fs;\n\nconst LIBTORCH_VERSION: &str = "{torch}";\n',
             "src/libtorch/build.rs": f'\nconst LIBTORCH_VERSION: &str = "{torch}";\n',
-            "src/init.rs": f"const DOCKERFILE: &str = r#\"\nFROM ubuntu\nARG LIBTORCH_VERSION={torch}\n\"#;\n",
+            "src/init.rs": f'const DOCKERFILE: &str = r#"\nFROM ubuntu\nARG LIBTORCH_VERSION={torch}\n"#;\n',
         },
         "flodl-sys": {"build.rs": f'fn main() {{\n    cc::Build::new().std("c++{cxx}");\n}}\n'},
     }
