@@ -23,7 +23,7 @@ from fdl.archive._plan import (
 from fdl.archive._staging import ExtractResult, check_space, make_staging, publish
 from fdl.errors import EnvironmentProblem
 
-__all__ = ["read_tar_members", "safe_extract_tar"]
+__all__ = ["TarMembers", "read_tar_members", "safe_extract_tar"]
 
 
 def _kind(label: str, member: tarfile.TarInfo) -> Kind:
@@ -134,6 +134,13 @@ def safe_extract_tar(
     )
 
 
+class TarMembers(dict[str, bytes]):
+    """Members read by :func:`read_tar_members`, and how many bytes of the archive that
+    read (``bytes_read``: less than its size when the members came early)."""
+
+    bytes_read: int = 0
+
+
 def read_tar_members(
     path: Path | str,
     wanted: Collection[str],
@@ -141,7 +148,7 @@ def read_tar_members(
     max_member: int = 4 << 20,
     max_archive: int = 64 << 20,
     max_unpacked: int = 256 << 20,
-) -> dict[str, bytes]:
+) -> TarMembers:
     """The content of the members ``wanted`` (full names: ``torch-sys-0.26.0/build.rs``)
     of a gzip tar archive such as a ``.crate``, read in one bounded pass without
     extracting anything; members absent from it are absent from the result.
@@ -163,7 +170,7 @@ def read_tar_members(
     if size > max_archive:
         raise ArchiveError(f"{path} is {size} bytes, more than the {max_archive} read")
     left = set(wanted)
-    found: dict[str, bytes] = {}
+    found = TarMembers()
     try:
         # gzip's own reader: tarfile's stream mode takes a truncated gzip for the end
         with (
@@ -203,6 +210,7 @@ def read_tar_members(
                 while unpacked.read(1 << 16):
                     if unpacked.tell() > max_unpacked:
                         raise ArchiveError(f"{path} unpacks to more than {max_unpacked} bytes")
+            found.bytes_read = raw.tell()
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         raise ArchiveError(
             f"{path} is not a complete tar archive ({exc})",

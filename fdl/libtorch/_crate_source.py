@@ -181,7 +181,7 @@ def _from_archive(crate: str, version: str, archive: Path, names: Sequence[str])
         for name in names
         if f"{base}/{name}" in members
     }
-    return CrateFiles(crate, version, archive, texts, info.st_size)
+    return CrateFiles(crate, version, archive, texts, members.bytes_read)
 
 
 def _text(path: Path, data: bytes) -> str:
