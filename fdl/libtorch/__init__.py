@@ -59,8 +59,11 @@ if TYPE_CHECKING:
         list_caches,
     )
     from fdl.libtorch._crate_facts import (
+        CrateFactError,
         FrameworkReading,
+        facts_from_texts,
         fetch_framework_crates,
+        files_to_read,
         read_framework_release,
     )
     from fdl.libtorch._deps import library_checks, unresolved_libraries
@@ -167,6 +170,9 @@ _LAZY = {
     "TorchDecision": "_framework",
     "UnseenFramework": "_framework",
     "FrameworkReading": "_crate_facts",
+    "CrateFactError": "_crate_facts",
+    "facts_from_texts": "_crate_facts",
+    "files_to_read": "_crate_facts",
     "fetch_framework_crates": "_crate_facts",
     "read_framework_release": "_crate_facts",
     "detect_framework": "_framework",
@@ -231,6 +237,7 @@ __all__ = [
     "MIRROR_ENV",
     "REGISTRY_ENV",
     "CacheEntry",
+    "CrateFactError",
     "CudaTarget",
     "DeviceScan",
     "DownloadPlan",
@@ -272,7 +279,9 @@ __all__ = [
     "describe_view",
     "detect_abi",
     "detect_framework",
+    "facts_from_texts",
     "fetch_framework_crates",
+    "files_to_read",
     "find_shared",
     "finish_info",
     "framework_torch",

@@ -37,7 +37,9 @@ __all__ = [
     "CrateFactError",
     "FrameworkReading",
     "crates_to_read",
+    "facts_from_texts",
     "fetch_framework_crates",
+    "files_to_read",
     "learned_path",
     "read_framework_release",
 ]
@@ -108,6 +110,29 @@ def crates_to_read(framework: str, version: str) -> tuple[tuple[str, str], ...]:
     return tuple(dict.fromkeys((crate, version) for crate, *_ in _FACTS[framework]))
 
 
+def files_to_read(framework: str) -> dict[str, list[str]]:
+    """Each crate whose files state ``framework``'s facts, and those files."""
+    found: dict[str, list[str]] = {}
+    for crate, name, *_ in _FACTS[framework]:
+        found.setdefault(crate, [])
+        if name not in found[crate]:
+            found[crate].append(name)
+    return found
+
+
+def facts_from_texts(
+    framework: str, title: str, version: str, texts: Mapping[str, Mapping[str, str]]
+) -> tuple[str, int, list[str]]:
+    """(torch, C++ standard, the facts as ``crate file:line ...``) that ``texts`` (crate ->
+    file -> text) state for ``framework`` ``version``.
+
+    Raises:
+        CrateFactError: a fact is not stated, stated differently twice, or not a value of
+            its grammar.
+    """
+    return _facts(framework, title, version, texts)
+
+
 def learned_path(framework: str, version: str) -> Path:
     """Where fdl's cache keeps ``framework`` ``version``'s facts read from its crates."""
     from fdl.paths import cache_dir
@@ -141,13 +166,13 @@ def read_framework_release(
         return FrameworkReading(row, True, size, round(time.monotonic() - started, 4), path)
     home = cargo_home() if home is None else home
     files: dict[str, CrateFiles] = {}
-    for crate, _ in crates_to_read(framework, version):
-        names = [name for c, name, *_ in _FACTS[framework] if c == crate]
-        found = read_crate_files(crate, version, list(dict.fromkeys(names)), home)
+    for crate, names in files_to_read(framework).items():
+        found = read_crate_files(crate, version, names, home)
         if found is None:
             return None
         files[crate] = found
-    torch, cxx, facts = _facts(framework, title, version, files)
+    texts = {crate: found.texts for crate, found in files.items()}
+    torch, cxx, facts = _facts(framework, title, version, texts)
     where = ", ".join(sorted({str(f.where) for f in files.values()}))
     source = (
         f"read by fdl at run time from crate{'s' if len(files) > 1 else ''} "
@@ -166,11 +191,11 @@ def read_framework_release(
 
 
 def _facts(
-    framework: str, title: str, version: str, files: Mapping[str, CrateFiles]
+    framework: str, title: str, version: str, texts: Mapping[str, Mapping[str, str]]
 ) -> tuple[str, int, list[str]]:
     found: dict[str, list[tuple[str, str]]] = {"torch": [], "cxx": []}
     for crate, name, what, pattern in _FACTS[framework]:
-        text = files[crate].texts.get(name)
+        text = texts.get(crate, {}).get(name)
         if text is None:
             continue
         match = re.search(pattern, text)
