@@ -66,6 +66,7 @@ if TYPE_CHECKING:
         files_to_read,
         read_framework_release,
     )
+    from fdl.libtorch._crate_source import CrateSourceError
     from fdl.libtorch._deps import library_checks, unresolved_libraries
     from fdl.libtorch._framework import (
         CHECK_KEY,
@@ -171,6 +172,7 @@ _LAZY = {
     "UnseenFramework": "_framework",
     "FrameworkReading": "_crate_facts",
     "CrateFactError": "_crate_facts",
+    "CrateSourceError": "_crate_source",
     "facts_from_texts": "_crate_facts",
     "files_to_read": "_crate_facts",
     "fetch_framework_crates": "_crate_facts",
@@ -238,6 +240,7 @@ __all__ = [
     "REGISTRY_ENV",
     "CacheEntry",
     "CrateFactError",
+    "CrateSourceError",
     "CudaTarget",
     "DeviceScan",
     "DownloadPlan",

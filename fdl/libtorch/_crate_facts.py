@@ -14,6 +14,7 @@ is a miss (the crate is read again).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
@@ -198,11 +199,14 @@ def _facts(
         text = texts.get(crate, {}).get(name)
         if text is None:
             continue
-        match = re.search(pattern, text)
-        if match is None:
-            continue
-        line = text.count("\n", 0, match.start(1)) + 1
-        found[what].append((match.group(1), f"{crate} {name}:{line}"))
+        # every statement in the file: the scaffold's three Dockerfiles must agree too
+        matches = list(itertools.islice(re.finditer(pattern, text), 16))
+        lines = "/".join(str(text.count("\n", 0, m.start(1)) + 1) for m in matches)
+        for value in dict.fromkeys(m.group(1) for m in matches):
+            at = (
+                lines if len({m.group(1) for m in matches}) == 1 else _line_of(text, matches, value)
+            )
+            found[what].append((value, f"{crate} {name}:{at}"))
     way_out = (
         f"set libtorch.torch to the torch {title} {version} needs and "
         "libtorch.framework-check: false in fdl.yml (fdl --set libtorch.torch=2.10.0 "
@@ -239,6 +243,11 @@ def _facts(
     ]
     facts += [f"{at} c++{values['cxx']}" for _, at in found["cxx"]]
     return values["torch"], int(values["cxx"]), facts
+
+
+def _line_of(text: str, matches: list[re.Match[str]], value: str) -> str:
+    first = next(m for m in matches if m.group(1) == value)
+    return str(text.count("\n", 0, first.start(1)) + 1)
 
 
 def _kept(
