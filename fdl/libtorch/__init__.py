@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from fdl.libtorch._crate_facts import (
         CrateFactError,
         FrameworkReading,
+        UnseenFramework,
         facts_from_texts,
         fetch_framework_crates,
         files_to_read,
@@ -72,7 +73,6 @@ if TYPE_CHECKING:
         CHECK_KEY,
         FrameworkPin,
         TorchDecision,
-        UnseenFramework,
         detect_framework,
         framework_torch,
     )
@@ -169,7 +169,7 @@ _LAZY = {
     "CHECK_KEY": "_framework",
     "FrameworkPin": "_framework",
     "TorchDecision": "_framework",
-    "UnseenFramework": "_framework",
+    "UnseenFramework": "_crate_facts",
     "FrameworkReading": "_crate_facts",
     "CrateFactError": "_crate_facts",
     "CrateSourceError": "_crate_source",

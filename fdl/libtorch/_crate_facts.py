@@ -22,27 +22,30 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from fdl.errors import UsageError
+from fdl.errors import Location, ManifestError, UsageError
 from fdl.libtorch._crate_source import (
     CRATE_VERSION,
     CrateFiles,
+    CrateSourceError,
     cargo_home,
     read_crate_files,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from fdl.compat import FrameworkRelease
+    from fdl.compat import FrameworkRelease, UnknownFrameworkRelease
 
 __all__ = [
     "CrateFactError",
     "FrameworkReading",
+    "UnseenFramework",
     "crates_to_read",
     "facts_from_texts",
     "fetch_framework_crates",
     "files_to_read",
     "learned_path",
     "read_framework_release",
+    "release_from_crates",
 ]
 
 FORMAT = 1
@@ -323,3 +326,72 @@ def fetch_framework_crates(framework: str, version: str, project: Path) -> None:
 
     scratch = cache_dir() / "compat" / "frameworks" / f".fetch-{os.getpid()}"
     fetch_crates(crates_to_read(framework, version), project=project, scratch=scratch)
+
+
+def release_from_crates(
+    unknown: UnknownFrameworkRelease,
+    version: str,
+    location: Location,
+    directory: Path,
+    check_key: str,
+) -> FrameworkRelease:
+    """The row of a release Cargo.lock names (at ``location``) that the tables lack
+    (``unknown``), read from its crates in cargo's cache (or fdl's cache).
+
+    Raises:
+        ManifestError: the release is not one Rust's registry writes, or its crates are
+            damaged, hostile or do not state the facts.
+        UnseenFramework: cargo holds no copy of its crates (a command fetches them).
+    """
+    from fdl.compat import framework
+
+    name = unknown.newest.framework
+    way_out = f"set libtorch.torch in fdl.yml with {check_key}: false"
+    if not CRATE_VERSION.fullmatch(version):
+        raise ManifestError(
+            unknown.message, location=location, hint=f"{unknown.hint}; or {way_out}"
+        )
+    title = framework(name).title
+    try:
+        reading = read_framework_release(name, title, version)
+    except (CrateSourceError, CrateFactError) as exc:
+        raise ManifestError(
+            f"{title} {version} is not in fdl's tables, and its crates cannot be read: "
+            f"{exc.message}",
+            location=location,
+            hint=f"{exc.hint}; or {way_out}",
+        ) from None
+    if reading is not None:
+        return reading.row
+    raise UnseenFramework(
+        f"{unknown.message}, and cargo's registry cache holds no copy of "
+        f"{' and '.join(f'{c} {v}' for c, v in crates_to_read(name, version))} to read "
+        "which torch it needs",
+        location=location,
+        hint="`fdl setup --dry-run` fetches it through cargo"
+        + (" (as does `cargo fetch` in the project)" if name == "tch" else "")
+        + f"; offline, {way_out}; {unknown.hint}",
+        framework=name,
+        version=version,
+        directory=directory,
+    )
+
+
+class UnseenFramework(ManifestError):
+    """A framework release the tables lack whose crates cargo has not downloaded: a command
+    may fetch them through cargo (:func:`fetch_framework_crates`) and plan again."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        location: Location,
+        hint: str,
+        framework: str,
+        version: str,
+        directory: Path,
+    ) -> None:
+        super().__init__(message, location=location, hint=hint)
+        self.framework = framework
+        self.version = version
+        self.directory = directory

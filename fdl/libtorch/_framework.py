@@ -16,12 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fdl.errors import ManifestError, UsageError
-from fdl.libtorch._framework_files import (
-    CHECK_KEY,
-    FrameworkPin,
-    UnseenFramework,
-    detect_framework,
-)
+from fdl.libtorch._framework_files import CHECK_KEY, FrameworkPin, detect_framework
 from fdl.manifest import Manifest
 
 TYPE_CHECKING = False  # typing costs start-up: annotations only
@@ -32,7 +27,6 @@ __all__ = [
     "CHECK_KEY",
     "FrameworkPin",
     "TorchDecision",
-    "UnseenFramework",
     "detect_framework",
     "framework_torch",
 ]

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # that read a framework's release: a project without Cargo or CMake files never loads it,
 # and a project command starts sooner.
 
-__all__ = ["CHECK_KEY", "FrameworkPin", "UnseenFramework", "detect_framework"]
+__all__ = ["CHECK_KEY", "FrameworkPin", "detect_framework"]
 
 CHECK_KEY = "libtorch.framework-check"
 _LIMIT = 4 << 20  # a Cargo.lock of a large workspace is a few hundred KiB
@@ -426,56 +426,9 @@ def _exact(name: str, version: str, origin: str, *, learn: Path | None = None) -
         if learn is None:
             raise _located(exc, origin) from None
         unknown = exc
-    from fdl.libtorch._crate_facts import CrateFactError, crates_to_read, read_framework_release
-    from fdl.libtorch._crate_source import CRATE_VERSION, CrateSourceError
+    from fdl.libtorch._crate_facts import release_from_crates
 
-    if not CRATE_VERSION.fullmatch(version):
-        raise _located(unknown, origin) from None
-    title = compat.framework(name).title
-    try:
-        reading = read_framework_release(name, title, version)
-    except (CrateSourceError, CrateFactError) as exc:
-        raise ManifestError(
-            f"{title} {version} is not in fdl's tables, and its crates cannot be read: "
-            f"{exc.message}",
-            location=_as_location(origin),
-            hint=f"{exc.hint}; or set libtorch.torch in fdl.yml with {CHECK_KEY}: false",
-        ) from None
-    if reading is not None:
-        return reading.row
-    raise UnseenFramework(
-        f"{unknown.message}, and cargo's registry cache holds no copy of "
-        f"{' and '.join(f'{c} {v}' for c, v in crates_to_read(name, version))} to read "
-        "which torch it needs",
-        location=_as_location(origin),
-        hint="`fdl setup --dry-run` fetches it through cargo (as does `cargo fetch` in the "
-        f"project); offline, set libtorch.torch in fdl.yml with {CHECK_KEY}: false; "
-        f"{unknown.hint}",
-        framework=name,
-        version=version,
-        directory=learn,
-    )
-
-
-class UnseenFramework(ManifestError):
-    """A framework release the tables lack whose crates cargo has not downloaded: a command
-    may fetch them through cargo (:func:`fdl.libtorch.fetch_framework_crates`) and plan
-    again."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        location: Location,
-        hint: str,
-        framework: str,
-        version: str,
-        directory: Path,
-    ) -> None:
-        super().__init__(message, location=location, hint=hint)
-        self.framework = framework
-        self.version = version
-        self.directory = directory
+    return release_from_crates(unknown, version, _as_location(origin), learn, CHECK_KEY)
 
 
 def _pin(row: FrameworkRelease, origin: str, how: str, reads: str) -> FrameworkPin:
