@@ -137,6 +137,17 @@ def facts_from_texts(
     return _facts(framework, title, version, texts)
 
 
+READ_AT_RUN_TIME = "read by fdl at run time"
+
+
+def facts_read(source: str) -> str | None:
+    """The facts of a row read at run time (``torch-sys build.rs:13 TORCH_VERSION
+    "2.13.0"; torch-sys build.rs:385 c++17``), from its ``source``; None for a table row."""
+    if not source.startswith(READ_AT_RUN_TIME) or "): " not in source:
+        return None
+    return source.rsplit("): ", 1)[1].split(" (kept in fdl's cache on ", maxsplit=1)[0]
+
+
 def learned_path(framework: str, version: str) -> Path:
     """Where fdl's cache keeps ``framework`` ``version``'s facts read from its crates."""
     from fdl.paths import cache_dir
@@ -179,7 +190,7 @@ def read_framework_release(
     torch, cxx, facts = _facts(framework, title, version, texts)
     where = ", ".join(sorted({str(f.where) for f in files.values()}))
     source = (
-        f"read by fdl at run time from crate{'s' if len(files) > 1 else ''} "
+        f"{READ_AT_RUN_TIME} from crate{'s' if len(files) > 1 else ''} "
         f"{' and '.join(f'{c} {version}' for c in files)} ({where}): {'; '.join(facts)}"
     )
     from fdl.compat import FrameworkRelease

@@ -168,7 +168,12 @@ def _from_lock(directory: Path) -> Iterator[FrameworkPin]:
                 how = f"{crate} {version} in Cargo.lock"
                 row = _exact(known.name, version, origin, learn=directory)
                 if row.source.startswith("read by fdl at run time"):
-                    how += "; read from the crate at run time (not fdl's reviewed tables)"
+                    from fdl.libtorch._crate_facts import facts_read
+
+                    how += (
+                        "; read from its crate at run time, not fdl's reviewed tables: "
+                        f"{facts_read(row.source)}"
+                    )
                 yield _pin(row, origin, how, known.reads)
             break
 

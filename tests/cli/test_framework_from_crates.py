@@ -84,7 +84,10 @@ def test_an_unseen_tch_release_is_planned_from_torch_sys_in_cargos_cache(fdl, ma
     assert first["torch"] == "2.11.0"  # not 2.13.0, the newest tch row's
     (pin,) = first["frameworks"]
     assert (pin["release"], pin["torch"], pin["cxx_standard"]) == ("0.99.0", "2.11.0", 17)
-    assert "read from the crate at run time" in pin["how"]
+    assert pin["how"].startswith("torch-sys 0.99.0 in Cargo.lock; read from its crate at run time")
+    assert pin["how"].endswith(
+        'torch-sys build.rs:4 TORCH_VERSION "2.11.0"; torch-sys build.rs:7 c++17'
+    )
     assert pin["source"].startswith("read by fdl at run time from crate torch-sys 0.99.0")
     assert 'torch-sys build.rs:4 TORCH_VERSION "2.11.0"' in pin["source"]
     assert "torch-sys build.rs:7 c++17" in pin["source"]
@@ -98,7 +101,10 @@ def test_an_unseen_tch_release_is_planned_from_torch_sys_in_cargos_cache(fdl, ma
     text = fdl("setup", "--dry-run")
     assert text.exit_code == 0, text.output
     assert "tch-rs 0.99.0 compiles against torch 2.11.0" in text.stdout
-    assert "read from the crate at run time" in text.stdout
+    assert (
+        "read from its crate at run time, not fdl's reviewed tables: torch-sys build.rs:4"
+        in text.stdout
+    )
 
     # The second run reads fdl's cache: the crate, now garbage, is not opened.
     archive.write_bytes(b"not a crate any more")
