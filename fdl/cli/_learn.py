@@ -159,14 +159,14 @@ def _fetch_crates(console: Console, error: UnseenFramework) -> None:
     """Have cargo download the crates that state a framework release the tables lack (the
     next plan reads them from cargo's cache)."""
     from fdl.errors import CommandFailed, EnvironmentProblem
-    from fdl.libtorch import fetch_framework_crates
+    from fdl.libtorch import CrateSourceError, fetch_framework_crates
 
     console.info(
         f"fdl: {error.message}: fetching it through cargo (the project's cargo "
         "configuration, mirrors and offline mode apply)"
     )
     way_out = (
-        "run again when cargo's registry answers (or run `cargo fetch` in the project); "
+        "run again when cargo's registry answers; "
         "offline, set libtorch.torch in fdl.yml (the torch the release needs) with "
         "libtorch.framework-check: false"
     )
@@ -179,7 +179,8 @@ def _fetch_crates(console: Console, error: UnseenFramework) -> None:
             + (" / ".join(line.strip() for line in tail)[:600] or exc.message),
             hint=way_out,
         ) from None
-    except EnvironmentProblem as exc:
+    except (EnvironmentProblem, CrateSourceError) as exc:
         raise EnvironmentProblem(
-            f"{error.location}: {error.message}, and {exc.message}", hint=way_out
+            f"{error.location}: {error.message}, and {exc.message}",
+            hint=f"{exc.hint}; or {way_out}" if exc.hint else way_out,
         ) from None

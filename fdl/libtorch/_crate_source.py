@@ -216,7 +216,8 @@ def fetch_crates(
     source replacement, ``net.offline``) applies.
 
     Raises:
-        CrateSourceError: a name or version outside the grammar.
+        CrateSourceError: a name or version outside the grammar, or ``scratch``'s directory
+            is not fdl's.
         EnvironmentProblem: cargo is not installed.
         CommandFailed: cargo could not fetch them (offline, no such release).
     """
@@ -230,9 +231,15 @@ def fetch_crates(
     cargo = runner.which("cargo")
     if cargo is None:
         raise missing_program("cargo")
-    from fdl.paths import own_cache_dir
+    from fdl.paths import is_own_cache, own_cache_dir
 
     own_cache_dir(scratch.parent)
+    if scratch.parent.is_symlink() or not is_own_cache(scratch.parent):
+        raise CrateSourceError(
+            f"{scratch.parent} is not a directory fdl made (no CACHEDIR.TAG of fdl's, or a "
+            "link): fdl writes the manifest cargo fetches only into its own cache",
+            hint=f"remove {scratch.parent} (fdl makes it again), or run `cargo fetch` yourself",
+        )
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(mode=0o700)
     try:

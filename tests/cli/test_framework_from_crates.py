@@ -351,3 +351,26 @@ def test_a_version_string_with_shell_characters_in_the_lock_is_never_a_path(
     assert refused.exit_code == 3, refused.output
     assert "unknown release of tch-rs: 0.99.0/../../x" in refused.stderr
     assert shutil.which("cargo") is None or not (tmp_path / "x").exists()
+
+
+def test_without_cargo_the_refusal_says_so_with_the_way_out(fdl, machine, tmp_path: Path) -> None:
+    machine.lock(("flodl", "0.99.0"))
+    (tmp_path / "empty").mkdir()
+    refused = fdl("setup", "--dry-run", env={"PATH": str(tmp_path / "empty")})
+    assert refused.exit_code == 4, refused.output
+    assert "unknown release of floDl: 0.99.0" in refused.stderr
+    assert "no copy of flodl-cli 0.99.0 and flodl-sys 0.99.0" in refused.stderr
+    assert "cargo" in refused.stderr and "framework-check: false" in refused.stderr
+    assert not (machine.cache / "compat" / "frameworks").exists() or not list(
+        (machine.cache / "compat" / "frameworks").iterdir()
+    )
+
+
+def test_other_commands_plan_with_the_release_read_from_the_crate(fdl, machine) -> None:
+    put_in_cache(machine.cargo, "torch-sys", "0.99.0", _torch_sys("2.11.0"))
+    machine.lock(("torch-sys", "0.99.0"))
+    download = fdl("libtorch", "download", "--cpu", "--dry-run", "--json")
+    assert download.exit_code == 0, download.output
+    assert "2.11.0" in json.loads(download.stdout)["url"]
+    diagnosed = fdl("diagnose", "--json")
+    assert "tch-rs 0.99.0" in diagnosed.stdout and "torch-sys build.rs:4" in diagnosed.stdout
