@@ -22,13 +22,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fdl._files import NotARegularFile, read_small_text
 from fdl.compat.archs import Capability
 from fdl.errors import UsageError
 
-__all__ = ["Device", "Note", "Survey", "parse_spoof", "read_kfd", "survey"]
+if TYPE_CHECKING:
+    from fdl.system.gpus import GpuReport
+
+__all__ = ["Device", "Note", "Survey", "nvidia_report", "parse_spoof", "read_kfd", "survey"]
 
 SPOOF_ENV = "FLODL_TESTING_GPU_JSON"
 AMD_VENDOR_ID = 0x1002
@@ -296,8 +299,12 @@ def survey(
     *,
     sys_root: Path = Path("/sys"),
     kfd: Path = Path("/dev/kfd"),
+    nvidia: GpuReport | None = None,
 ) -> Survey:
     """The GPUs of every vendor here (or those ``FLODL_TESTING_GPU_JSON`` describes).
+
+    Args:
+        nvidia: The NVIDIA report when the caller has it already (detected once).
 
     Raises:
         UsageError: ``FLODL_TESTING_GPU_JSON`` is set and malformed.
@@ -308,11 +315,25 @@ def survey(
         return parse_spoof(spoof)
     from fdl.system.gpus import detect_gpus
 
-    report = detect_gpus(environ=dict(env))
-    nvidia = [
+    report = nvidia if nvidia is not None else detect_gpus(environ=dict(env))
+    found = [
         Device(g.index, "nvidia", g.name, g.capability.sm, g.memory_mib or 0)
         for g in report.gpus
         if g.capability is not None
     ]
     amd, notes = read_kfd(sys_root, kfd, rocm_runtime(env))
-    return Survey(tuple(nvidia + amd), tuple(notes), nvidia_driver=report.driver)
+    return Survey(tuple(found + amd), tuple(notes), nvidia_driver=report.driver)
+
+
+def nvidia_report(found: Survey) -> GpuReport:
+    """The NVIDIA part of a survey as :func:`~fdl.system.gpus.detect_gpus` reports it (for
+    a spoofed survey: the planners read GPU reports)."""
+    from fdl.system.gpus import Gpu, GpuReport
+
+    gpus = tuple(
+        Gpu(d.index, d.name, d.capability, d.vram_mb or None, found.nvidia_driver)
+        for d in found.devices
+        if d.vendor == "nvidia"
+    )
+    reason = None if gpus else f"no NVIDIA GPU in ${SPOOF_ENV}"
+    return GpuReport(gpus, found.nvidia_driver, reason, source=found.source)

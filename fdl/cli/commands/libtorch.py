@@ -236,7 +236,6 @@ def download(
     wanted = settings.torch_for(torch)
     if rocm is not None:
         selection = select_rocm(wanted, rocm, glibc=_glibc())
-        name = name or selection.variant.replace(".", "")  # floDl's precompiled/rocm70
     else:
         report = detect_gpus()
         if wanted is None:  # fdl picks the newest release: say when PyPI has a newer one

@@ -119,7 +119,9 @@ def plan_download(
     Raises:
         UsageError: an invalid name, or no official zip for this platform.
     """
-    target = resolve_target(context, f"precompiled/{name or selection.variant}", path)
+    # a ROCm build goes where floDl's CLI puts it: precompiled/rocm70 for rocm7.0
+    default = selection.variant.replace(".", "") if selection.rocm else selection.variant
+    target = resolve_target(context, f"precompiled/{name or default}", path)
     upstream = libtorch_url(selection.torch_version, selection.variant, platform=current_platform())
     url = rebase_url(upstream, mirror) if mirror else upstream
     filename = unquote(urlsplit(upstream).path.rsplit("/", 1)[-1])
