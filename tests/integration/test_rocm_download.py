@@ -116,3 +116,34 @@ def test_a_floDl_made_rocm_variant_is_recognised(fdl, tmp_path) -> None:
     assert listed.exit_code == 0, listed.output
     assert "torch 2.10.0, ROCm 7.0 (AMD)" in listed.stdout
     assert "CPU" not in listed.stdout
+
+
+def test_verify_reads_the_gfx_targets_and_holds_them_to_the_amd_gpus(
+    fdl, faulty_server, tmp_path, monkeypatch
+) -> None:
+    path = urlsplit(libtorch_url("2.10.0", "rocm7.0")).path
+    zipped = libtorch_zip("2.10.0+rocm7.0", extra_libs={"lib/libtorch_hip.so": _hip_library()})
+    faulty_server.add(path, zipped)
+    assert fdl("libtorch", "download", "--rocm", "7.0").exit_code == 0
+    monkeypatch.setenv(
+        "FLODL_TESTING_GPU_JSON",
+        '[{"vendor":"amd","arch":"gfx90a"},{"vendor":"amd","arch":"gfx1030"}]',
+    )
+    verified = fdl("libtorch", "verify", "--json")
+    assert verified.exit_code == 1, verified.output
+    checks = {(c["group"], c["name"]): c for c in json.loads(verified.stdout)["checks"]}
+    assert checks[("archs", "gpu code")]["message"] == f"libtorch_hip.so: {' '.join(GFX)}"
+    assert checks[("gpus", "AMD GPU 0")]["severity"] == "ok"
+    uncovered = checks[("gpus", "AMD GPU 1")]
+    assert (
+        uncovered["severity"] == "error"
+        and "not covered by precompiled/rocm70" in uncovered["message"]
+    )
+    assert (
+        uncovered["fix"] == "fdl libtorch download --rocm 7.0 --torch 2.10.0"
+    )  # gfx1030: in the official list
+    hip = tmp_path / "home" / "libtorch" / "precompiled" / "rocm70" / "lib" / "libtorch_hip.so"
+    hip.write_bytes(_hip_library()[:300])  # truncated after install
+    damaged = fdl("libtorch", "verify", "--json")
+    assert damaged.exit_code == 1
+    assert any(c["name"] == "unreadable" for c in json.loads(damaged.stdout)["checks"])

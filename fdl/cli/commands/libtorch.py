@@ -616,7 +616,12 @@ def verify(
     try:
         # the fixes install the project's torch (its framework's), not the variant's
         torch = session.libtorch_settings().torch
-        report = verify_variant(directory, chosen, gpus=detect_gpus(), smoke=smoke, torch=torch)
+        from fdl.system.survey import survey
+
+        nvidia = detect_gpus()
+        found = survey(session.environ, nvidia=nvidia)
+        amd = [d.arch for d in found.devices if d.vendor == "amd"]
+        report = verify_variant(directory, chosen, gpus=nvidia, smoke=smoke, torch=torch, amd=amd)
     finally:
         progress.close()
     if report.smoke is not None and report.smoke.ok and not keep:
