@@ -117,7 +117,7 @@ def test_cluster_values_floDl_refuses_are_refused_with_the_fix(
 
 
 def test_an_empty_roster_needs_a_discovery_window(tmp_path: Path) -> None:
-    head = CLUSTER.split("  workers:")[0]
+    head = CLUSTER.split("  workers:", maxsplit=1)[0]
     errors = _errors(tmp_path, head + "  workers: []\n")
     assert "discovery: true" in errors["cluster.workers"]
     (tmp_path / "fdl.yml").write_text(
