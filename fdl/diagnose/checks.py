@@ -48,6 +48,8 @@ class Diagnosis:
     installed: tuple[str, ...]
     system: Mapping[str, Any] = field(default_factory=dict)
     variant: variants.VariantInfo | None = None
+    docker: str | None = None  # floDl's system.docker: "container", or the client's version
+    nvidia_driver_loaded: bool = False
 
     @property
     def worst(self) -> Severity:
@@ -57,7 +59,12 @@ class Diagnosis:
         """fdl's own keys (``gpus``, ``driver``, ``checks``...) and those floDl's CLI emits
         and its users script against: ``.cuda.devices`` (floDl's documented CI gate,
         docs/cli.md), ``system``, ``gpus[].vram_bytes``/``arch_compatible`` and
-        ``libtorch.path``/``version``/``cuda``/``archs``/``source``."""
+        ``libtorch.path``/``version``/``cuda``/``archs``/``source``, and 0.8.0's
+        ``system.docker``, ``gpus[].vendor``/``arch``, ``gpu_notes`` and ``libtorch.vendor``
+        (:mod:`fdl.diagnose._reference`). ``libtorch`` is null without an active variant, as
+        floDl's; the installed list is always under ``variants``."""
+        from fdl.diagnose._reference import gpu_json, gpu_notes, libtorch_vendor
+
         covered = {
             c.name
             for c in self.checks
@@ -67,6 +74,7 @@ class Diagnosis:
             {
                 "index": g.index,
                 "name": g.name,
+                **gpu_json(g),
                 "sm": g.sm,
                 "capability": str(g.capability) if g.capability else None,
                 "memory_mib": g.memory_mib,
@@ -75,20 +83,32 @@ class Diagnosis:
             }
             for g in self.gpus.gpus
         ]
+        system = dict(self.system)
+        if self.docker is not None:
+            system["docker"] = self.docker
+        libtorch: dict[str, Any] | None = None
+        if self.active is not None:
+            info = self.variant or variants.VariantInfo(name=self.active)
+            directory = self.context.libtorch_dir / self.active
+            libtorch = {
+                "active": self.active,
+                "installed": list(self.installed),
+                "path": self.active,
+                **_variant_json(self.variant),
+                "vendor": libtorch_vendor(self.active, directory, info.to_json()),
+            }
         return {
             "context": {
                 "mode": "project" if self.context.project else "global",
                 "root": str(self.context.root),
             },
-            "system": dict(self.system),
+            "system": system,
             "cuda": {"driver": self.gpus.driver, "devices": gpus},
             "gpus": gpus,
+            "gpu_notes": gpu_notes(self.gpus, driver_loaded=self.nvidia_driver_loaded),
             "driver": self.gpus.driver,
-            "libtorch": {
-                "active": self.active,
-                "installed": list(self.installed),
-                **_variant_json(self.variant),
-            },
+            "libtorch": libtorch,
+            "variants": {"active": self.active, "installed": list(self.installed)},
             "checks": [c.to_json() for c in self.checks],
             "summary": count(self.checks),
         }
@@ -324,8 +344,11 @@ def _nvcc_fits(version: str, targets: ArchList, report: GpuReport) -> list[Check
     ]
 
 
-def docker_checks(runner: Runner, environ: Mapping[str, str]) -> list[Check]:
-    """The docker client fdl would use, its daemon, BuildKit and compose."""
+def docker_checks(
+    runner: Runner, environ: Mapping[str, str], seen: dict[str, str] | None = None
+) -> list[Check]:
+    """The docker client fdl would use, its daemon, BuildKit and compose (``seen`` gets the
+    client's ``version``, for floDl's ``system.docker``)."""
     from fdl.engine import find_compose, probe_clients
 
     try:
@@ -343,6 +366,8 @@ def docker_checks(runner: Runner, environ: Mapping[str, str]) -> list[Check]:
             )
         ]
     client = selection.client
+    if seen is not None and client.version:
+        seen["version"] = client.version
     if not client.usable:
         return [
             _c(
@@ -661,8 +686,9 @@ def run_diagnose(
     if context.project:
         checks += rust_checks(context.root, run, in_containers=in_containers)
         checks += toolchain_pin_checks(context.root, image_setups or {})
+    seen: dict[str, str] = {}
     if docker:
-        checks += docker_checks(run, env)
+        checks += docker_checks(run, env, seen)
     checks += libtorch_checks(
         context, report, expected_variant, framework.torch if framework is not None else None
     )
@@ -673,6 +699,16 @@ def run_diagnose(
     info = None
     if active is not None and (context.libtorch_dir / active / "lib").is_dir():
         info = variants.read_info(context.libtorch_dir / active, active)
+    from fdl.diagnose._reference import NVIDIA_DRIVER_MARKER, docker_fact
+
     return Diagnosis(
-        context, report, tuple(checks), active, installed, system_facts(), variant=info
+        context,
+        report,
+        tuple(checks),
+        active,
+        installed,
+        system_facts(),
+        variant=info,
+        docker=docker_fact(env, seen.get("version")),
+        nvidia_driver_loaded=NVIDIA_DRIVER_MARKER.exists(),
     )
