@@ -84,3 +84,15 @@ def test_a_schema_that_is_both_a_leaf_and_a_branch_is_refused(run_fdl, tmp_path)
         helped.output
     )
     assert "Sub-commands (of the program):" not in helped.stdout
+
+
+def test_tab_completes_sub_commands_then_their_options(run_fdl, tmp_path) -> None:
+    _project(tmp_path, TREE)
+    assert run_fdl(["letters", "--refresh-schema"], cwd=tmp_path).exit_code == 0
+    subs = run_fdl(["__complete", "zsh", "--", "letters", ""], cwd=tmp_path)
+    assert "eval\tEvaluate a trained model" in subs.stdout.splitlines()
+    assert "train\tTrain a letter model \\x1b[31mnow\\x1b[0m" in subs.stdout.splitlines()
+    options = run_fdl(["__complete", "bash", "--", "letters", "train", "--"], cwd=tmp_path)
+    assert "--epochs" in options.stdout.split()
+    choices = run_fdl(["__complete", "bash", "--", "letters", "eval", ""], cwd=tmp_path)
+    assert choices.stdout.split() == ["test", "valid"]
