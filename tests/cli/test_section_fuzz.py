@@ -303,15 +303,34 @@ def test_hostile_images_ci_and_bench_many(run_fdl, tmp_path_factory, case) -> No
 # floDl 0.8.0's launcher blocks: fdl only checks and shows them (and refuses `cluster: true`
 # commands), so `config` and the refused command are what read them. A valid base lets
 # some cases past the required keys.
-_TOPOLOGY = {
-    "controller": {"host": "10.0.0.1", "path": "/srv/p"},
-    "workers": [{"host": "a", "local_devices": "all", "nccl_socket_ifname": "eth0", "path": "/p"}],
+_CONTROLLER: dict[str, Any] = {"host": "10.0.0.1", "path": "/srv/p"}
+_WORKER: dict[str, Any] = {
+    "host": "a",
+    "local_devices": "all",
+    "nccl_socket_ifname": "eth0",
+    "path": "/p",
 }
+_TOPOLOGY: dict[str, Any] = {"controller": _CONTROLLER, "workers": [_WORKER]}
 _LAUNCHER_COMMANDS = {"commands": {"train": {"run": "echo train", "cluster": True}}}
+_CLUSTER = _section("cluster")
+# Each level over a valid base, so most cases reach the checks past the required keys.
+_CONTROLLERS = from_spec(_CLUSTER.fields["controller"]).map(  # type: ignore[attr-defined]
+    lambda fields: {**_CONTROLLER, **fields}
+)
+_WORKERS = st.lists(
+    from_spec(_CLUSTER.fields["workers"].item).map(  # type: ignore[attr-defined]
+        lambda fields: {**_WORKER, **fields}
+    ),
+    max_size=3,
+)
 FLODL_BLOCKS = st.one_of(
-    from_spec(_section("cluster")).map(
+    from_spec(_CLUSTER).map(
         lambda block: {**_LAUNCHER_COMMANDS, "cluster": {**_TOPOLOGY, **block}}
     ),
+    st.fixed_dictionaries(
+        {"controller": _CONTROLLERS, "workers": _WORKERS},  # type: ignore[dict-item]
+        optional={"env": from_spec(_CLUSTER.fields["env"])},  # type: ignore[attr-defined]
+    ).map(lambda block: {**_LAUNCHER_COMMANDS, "cluster": block}),
     from_spec(_section("join")).map(lambda block: {**_LAUNCHER_COMMANDS, "join": block}),
     from_spec(_section("publish")).map(lambda block: {**_LAUNCHER_COMMANDS, "publish": block}),
 )
