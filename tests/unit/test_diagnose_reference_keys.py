@@ -12,6 +12,7 @@ from fdl.diagnose import run_diagnose
 from fdl.diagnose._reference import docker_fact, gpu_notes
 from fdl.libtorch import variants
 from fdl.paths import Context
+from fdl.runner import Completed
 from fdl.system import GpuReport
 from tests.unit.test_diagnose import install_fake, runner
 
@@ -79,3 +80,24 @@ def test_system_docker_is_container_inside_one_else_the_client_version() -> None
     assert docker_fact({"FDL_IN_CONTAINER": "1"}, "27.3.1") == "container"
     assert docker_fact({"FDL_IN_CONTAINER": "0"}, "27.3.1") == "27.3.1"
     assert docker_fact({"FDL_IN_CONTAINER": "0"}, None) is None
+
+
+def test_system_docker_is_read_from_the_client_diagnose_probes(
+    context: Context, tmp_path: Path
+) -> None:
+    """The version comes from the probe the docker checks make (no second one)."""
+    fake = tmp_path / "docker"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    probes = runner()
+    version = '{"Client":{"Version":"27.3.1"},"Server":{"Version":"27.3.1"}}'
+    probes.responses[(str(fake), "version")] = Completed([], 0, version + "\n")
+    probes.programs[str(fake)] = str(fake)
+    probes.default = Completed([], 1, "")
+    environ = {"FDL_DOCKER": str(fake), "FDL_IN_CONTAINER": "0", "PATH": "/usr/bin:/bin"}
+    data = run_diagnose(context, runner=probes, environ=environ).to_json()
+    assert data["system"]["docker"] == "27.3.1"
+    inside = run_diagnose(
+        context, runner=runner(), environ={**environ, "FDL_IN_CONTAINER": "1"}, docker=False
+    ).to_json()
+    assert inside["system"]["docker"] == "container"
