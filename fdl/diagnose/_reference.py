@@ -1,7 +1,7 @@
-"""The keys floDl 0.8.0's ``fdl diagnose --json`` added, computed from what fdl found.
+"""``fdl diagnose --json``: fdl's keys and floDl's, computed from what fdl found.
 
-Source: flodl-cli-0.8.0/src/diagnose.rs:195-273 (and flodl-hw-0.8.0 for the notes):
-``system.docker`` (``"container"`` inside one, else the docker client's version),
+The keys floDl 0.8.0 added (flodl-cli-0.8.0/src/diagnose.rs:195-273; flodl-hw-0.8.0 for the
+notes): ``system.docker`` (``"container"`` inside one, else the docker client's version),
 ``gpus[].vendor`` and ``gpus[].arch`` (``sm`` stays for older readers and is ``""`` on
 a card that is not NVIDIA), ``gpu_notes[{vendor, kind, message}]`` (what the sweep learned
 that the device list cannot say; ``[]`` on a healthy machine), ``libtorch.vendor``
@@ -14,14 +14,21 @@ is loaded but nothing can list the cards).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from fdl.checks import Severity, count
+from fdl.libtorch import variants
 from fdl.system import Gpu, GpuReport
+
+if TYPE_CHECKING:
+    from fdl.diagnose.checks import Diagnosis
 
 __all__ = [
     "NVIDIA_DRIVER_MARKER",
+    "diagnosis_json",
     "docker_fact",
     "gpu_json",
     "gpu_notes",
@@ -82,3 +89,86 @@ def libtorch_vendor(name: str, directory: Path, recorded: dict[str, Any]) -> str
 
     has_facts = (directory / INFO_FILE).is_file() or (directory / ARCH_FILE).is_file()
     return vendor_of_variant(name, recorded if has_facts else None)
+
+
+def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
+    """fdl's own keys (``gpus``, ``driver``, ``checks``...) and those floDl's CLI emits
+    and its users script against: ``.cuda.devices`` (floDl's documented CI gate,
+    docs/cli.md), ``system``, ``gpus[].vram_bytes``/``arch_compatible`` and
+    ``libtorch.path``/``version``/``cuda``/``archs``/``source``, and 0.8.0's
+    ``system.docker``, ``gpus[].vendor``/``arch``, ``gpu_notes`` and ``libtorch.vendor``
+    (the helpers above). ``libtorch`` is null without an active variant, as
+    floDl's; the installed list is always under ``variants``."""
+    covered = {
+        c.name
+        for c in diagnosis.checks
+        if c.group == "libtorch" and c.name.startswith("GPU ") and c.severity is Severity.OK
+    }
+    gpus = [
+        {
+            "index": g.index,
+            "name": g.name,
+            **gpu_json(g),
+            "sm": g.sm,
+            "capability": str(g.capability) if g.capability else None,
+            "memory_mib": g.memory_mib,
+            "vram_bytes": g.memory_mib * 1024 * 1024 if g.memory_mib else None,
+            "arch_compatible": f"GPU {g.index}" in covered,
+        }
+        for g in diagnosis.gpus.gpus
+    ]
+    system = dict(diagnosis.system)
+    if diagnosis.docker is not None:
+        system["docker"] = diagnosis.docker
+    libtorch: dict[str, Any] | None = None
+    if diagnosis.active is not None:
+        info = diagnosis.variant or variants.VariantInfo(name=diagnosis.active)
+        directory = diagnosis.context.libtorch_dir / diagnosis.active
+        libtorch = {
+            "active": diagnosis.active,
+            "installed": list(diagnosis.installed),
+            "path": diagnosis.active,
+            **_variant_json(diagnosis.variant),
+            "vendor": libtorch_vendor(diagnosis.active, directory, info.to_json()),
+        }
+    return {
+        "context": {
+            "mode": "project" if diagnosis.context.project else "global",
+            "root": str(diagnosis.context.root),
+        },
+        "system": system,
+        "cuda": {"driver": diagnosis.gpus.driver, "devices": gpus},
+        "gpus": gpus,
+        "gpu_notes": gpu_notes(diagnosis.gpus, driver_loaded=diagnosis.nvidia_driver_loaded),
+        "driver": diagnosis.gpus.driver,
+        "libtorch": libtorch,
+        "variants": {"active": diagnosis.active, "installed": list(diagnosis.installed)},
+        "checks": [c.to_json() for c in diagnosis.checks],
+        "summary": count(diagnosis.checks),
+    }
+
+
+def _variant_json(info: variants.VariantInfo | None) -> dict[str, Any]:
+    """The active variant as floDl's ``fdl diagnose --json`` names it (no keys: none)."""
+    if info is None:
+        return {}
+    archs = [_dotted(a) for a in info.archs_found.get("cubin") or info.archs_requested]
+    return {
+        "path": info.name,
+        "version": info.torch,
+        "cuda": info.cuda,
+        "archs": " ".join(archs),
+        "source": str(info.source.get("kind") or "unknown"),
+    }
+
+
+_SM = re.compile(r"sm_(\d+)(\w*)")
+
+
+def _dotted(arch: str) -> str:
+    """``sm_120`` -> ``12.0`` (floDl's spelling); other spellings are kept."""
+    found = _SM.fullmatch(arch)
+    if found is None:
+        return arch
+    number = int(found.group(1))
+    return f"{number // 10}.{number % 10}{found.group(2)}"

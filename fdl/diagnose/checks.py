@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fdl.checks import Check, Severity, count, worst
+from fdl.checks import Check, Severity, worst
 from fdl.compat import (
     ArchList,
     Target,
@@ -57,87 +57,10 @@ class Diagnosis:
 
     def to_json(self) -> dict[str, Any]:
         """fdl's own keys (``gpus``, ``driver``, ``checks``...) and those floDl's CLI emits
-        and its users script against: ``.cuda.devices`` (floDl's documented CI gate,
-        docs/cli.md), ``system``, ``gpus[].vram_bytes``/``arch_compatible`` and
-        ``libtorch.path``/``version``/``cuda``/``archs``/``source``, and 0.8.0's
-        ``system.docker``, ``gpus[].vendor``/``arch``, ``gpu_notes`` and ``libtorch.vendor``
-        (:mod:`fdl.diagnose._reference`). ``libtorch`` is null without an active variant, as
-        floDl's; the installed list is always under ``variants``."""
-        from fdl.diagnose._reference import gpu_json, gpu_notes, libtorch_vendor
+        and its users script against (:func:`fdl.diagnose._reference.diagnosis_json`)."""
+        from fdl.diagnose._reference import diagnosis_json
 
-        covered = {
-            c.name
-            for c in self.checks
-            if c.group == "libtorch" and c.name.startswith("GPU ") and c.severity is Severity.OK
-        }
-        gpus = [
-            {
-                "index": g.index,
-                "name": g.name,
-                **gpu_json(g),
-                "sm": g.sm,
-                "capability": str(g.capability) if g.capability else None,
-                "memory_mib": g.memory_mib,
-                "vram_bytes": g.memory_mib * 1024 * 1024 if g.memory_mib else None,
-                "arch_compatible": f"GPU {g.index}" in covered,
-            }
-            for g in self.gpus.gpus
-        ]
-        system = dict(self.system)
-        if self.docker is not None:
-            system["docker"] = self.docker
-        libtorch: dict[str, Any] | None = None
-        if self.active is not None:
-            info = self.variant or variants.VariantInfo(name=self.active)
-            directory = self.context.libtorch_dir / self.active
-            libtorch = {
-                "active": self.active,
-                "installed": list(self.installed),
-                "path": self.active,
-                **_variant_json(self.variant),
-                "vendor": libtorch_vendor(self.active, directory, info.to_json()),
-            }
-        return {
-            "context": {
-                "mode": "project" if self.context.project else "global",
-                "root": str(self.context.root),
-            },
-            "system": system,
-            "cuda": {"driver": self.gpus.driver, "devices": gpus},
-            "gpus": gpus,
-            "gpu_notes": gpu_notes(self.gpus, driver_loaded=self.nvidia_driver_loaded),
-            "driver": self.gpus.driver,
-            "libtorch": libtorch,
-            "variants": {"active": self.active, "installed": list(self.installed)},
-            "checks": [c.to_json() for c in self.checks],
-            "summary": count(self.checks),
-        }
-
-
-def _variant_json(info: variants.VariantInfo | None) -> dict[str, Any]:
-    """The active variant as floDl's ``fdl diagnose --json`` names it (no keys: none)."""
-    if info is None:
-        return {}
-    archs = [_dotted(a) for a in info.archs_found.get("cubin") or info.archs_requested]
-    return {
-        "path": info.name,
-        "version": info.torch,
-        "cuda": info.cuda,
-        "archs": " ".join(archs),
-        "source": str(info.source.get("kind") or "unknown"),
-    }
-
-
-_SM = re.compile(r"sm_(\d+)(\w*)")
-
-
-def _dotted(arch: str) -> str:
-    """``sm_120`` -> ``12.0`` (floDl's spelling); other spellings are kept."""
-    found = _SM.fullmatch(arch)
-    if found is None:
-        return arch
-    number = int(found.group(1))
-    return f"{number // 10}.{number % 10}{found.group(2)}"
+        return diagnosis_json(self)
 
 
 def system_facts() -> dict[str, Any]:
