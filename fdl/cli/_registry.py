@@ -66,6 +66,12 @@ BUILTINS: dict[str, Builtin] = {
             single=True,
         ),
         Builtin(
+            "probe",
+            "is this machine ready for a long job? GPUs, libtorch, NCCL, data mount (exit 1 if not)",
+            "fdl.cli.commands.probe",
+            single=True,
+        ),
+        Builtin(
             "setup",
             "detect this machine and install the libtorch that fits",
             "fdl.cli.commands.setup",
@@ -109,8 +115,8 @@ BUILTINS: dict[str, Builtin] = {
 }
 
 
-# floDl 0.8.0's built-ins that fdl does not build (flodl-cli-0.8.0/src/builtins.rs:40-386,
-# 539-557): floDl's multi-host launcher protocol and its readiness gate. `fdl NAME` says
+# floDl 0.8.0's built-ins that fdl does not build (flodl-cli-0.8.0/src/builtins.rs:78-386,
+# 539-557): floDl's multi-host launcher protocol and its NCCL build. `fdl NAME` says
 # what the command is in floDl and what to run instead (exit 2), unless the project
 # declares a command of that name: then the project's runs (floDl matches its built-ins
 # first, main.rs:159-213; fdl lets the project win, so fdl init's `start` keeps working).
@@ -145,12 +151,6 @@ FLODL_ONLY: dict[str, tuple[str, str, str]] = {
         _LAUNCHER,
         "publishes the source tree to ~/.flodl/run for floDl's walk-in workers, after a build gate",
         f"`fdl image build` to ship the code as an image; {_FLODL_CLI}",
-    ),
-    "probe": (
-        "its readiness gate for cluster hosts",
-        "checks a host before a cluster run: GPUs against the libtorch's archs, the NCCL "
-        "library, the shared data mount, toolkit headers, glibc",
-        "`fdl diagnose` (GPUs, libtorch archs, toolchain) and `fdl libtorch verify`",
     ),
     "nccl": (
         "its NCCL build",

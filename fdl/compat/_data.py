@@ -26,6 +26,8 @@ TABLES = (
     "gpus",
     "layers",
     "frameworks",
+    "rocm",
+    "nccl",
 )
 
 _VERSION = re.compile(r"^v?(\d+(?:\.\d+)*)")

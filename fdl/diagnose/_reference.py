@@ -7,9 +7,10 @@ a card that is not NVIDIA), ``gpu_notes[{vendor, kind, message}]`` (what the swe
 that the device list cannot say; ``[]`` on a healthy machine), ``libtorch.vendor``
 (``cpu``/``nvidia``/``amd``) and ``libtorch: null`` without an active variant.
 
-fdl lists NVIDIA GPUs only (``nvidia-smi``/NVML), so every device is ``nvidia`` and the notes
-are NVIDIA's: ``tool_failed`` (the tool ran and failed) and ``hardware_unusable`` (a driver
-is loaded but nothing can list the cards).
+NVIDIA GPUs are those fdl's checks list (NVML, ``nvidia-smi``), with floDl's NVIDIA notes:
+``tool_failed`` (the tool ran and failed) and ``hardware_unusable`` (a driver is loaded but
+nothing can list the cards). AMD GPUs and their notes come from the KFD topology behind
+floDl's gates (:func:`fdl.system.survey.read_kfd`); they are not in ``cuda.devices``.
 """
 
 from __future__ import annotations
@@ -17,22 +18,20 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fdl.checks import Severity, count
 from fdl.libtorch import variants
 from fdl.system import Gpu, GpuReport
 
-if TYPE_CHECKING:
-    from fdl.diagnose.checks import Diagnosis
-
 __all__ = [
     "NVIDIA_DRIVER_MARKER",
+    "amd_gpus",
+    "amd_json",
     "diagnosis_json",
     "docker_fact",
     "gpu_json",
     "gpu_notes",
-    "libtorch_vendor",
 ]
 
 # What flodl-hw's NVIDIA gate reads before it runs nvidia-smi (a loaded kernel driver).
@@ -52,6 +51,29 @@ def docker_fact(environ: Mapping[str, str], client_version: str | None) -> str |
         else any(Path(marker).exists() for marker in _CONTAINER_MARKERS)
     )
     return "container" if inside else client_version
+
+
+def amd_gpus(environ: Mapping[str, str]) -> tuple[list[Any], list[Any]]:
+    """The usable AMD GPUs here and the notes on unusable ones (as ``fdl probe`` finds them)."""
+    from fdl.system.survey import read_kfd, rocm_runtime
+
+    return read_kfd(Path("/sys"), Path("/dev/kfd"), rocm_runtime(environ))
+
+
+def amd_json(device: Any, covered: set[str]) -> dict[str, Any]:
+    """An AMD GPU (:class:`fdl.system.survey.Device`) in floDl's shape (``sm`` is ``""``);
+    ``covered``: the gfx targets of the active variant."""
+    return {
+        "index": device.index,
+        "name": device.name,
+        "vendor": "amd",
+        "arch": device.arch,
+        "sm": "",
+        "capability": None,
+        "memory_mib": device.vram_mb or None,
+        "vram_bytes": device.vram_mb * 1024 * 1024 if device.vram_mb else None,
+        "arch_compatible": device.arch in covered,
+    }
 
 
 def gpu_json(gpu: Gpu) -> dict[str, Any]:
@@ -81,17 +103,7 @@ def gpu_notes(report: GpuReport, *, driver_loaded: bool) -> list[dict[str, str]]
     return [{"vendor": "nvidia", "kind": "tool_failed", "message": reason}]
 
 
-def libtorch_vendor(name: str, directory: Path, recorded: dict[str, Any]) -> str:
-    """The active variant's vendor: fdl's recorded facts when there are any (``variant.json``
-    or floDl's ``.arch``), else its name as floDl reads it."""
-    from fdl.compat.vendors import vendor_of_variant
-    from fdl.libtorch.variants import ARCH_FILE, INFO_FILE
-
-    has_facts = (directory / INFO_FILE).is_file() or (directory / ARCH_FILE).is_file()
-    return vendor_of_variant(name, recorded if has_facts else None)
-
-
-def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
+def diagnosis_json(diagnosis: Any) -> dict[str, Any]:  # a Diagnosis (checks imports this)
     """fdl's own keys (``gpus``, ``driver``, ``checks``...) and those floDl's CLI emits
     and its users script against: ``.cuda.devices`` (floDl's documented CI gate,
     docs/cli.md), ``system``, ``gpus[].vram_bytes``/``arch_compatible`` and
@@ -117,19 +129,20 @@ def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
         }
         for g in diagnosis.gpus.gpus
     ]
+    variant = diagnosis.variant
+    gfx = set((variant.archs_found.get("gfx") or variant.archs_requested) if variant else ())
     system = dict(diagnosis.system)
     if diagnosis.docker is not None:
         system["docker"] = diagnosis.docker
     libtorch: dict[str, Any] | None = None
     if diagnosis.active is not None:
         info = diagnosis.variant or variants.VariantInfo(name=diagnosis.active)
-        directory = diagnosis.context.libtorch_dir / diagnosis.active
         libtorch = {
             "active": diagnosis.active,
             "installed": list(diagnosis.installed),
             "path": diagnosis.active,
             **_variant_json(diagnosis.variant),
-            "vendor": libtorch_vendor(diagnosis.active, directory, info.to_json()),
+            "vendor": info.vendor,
         }
     return {
         "context": {
@@ -138,8 +151,11 @@ def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:
         },
         "system": system,
         "cuda": {"driver": diagnosis.gpus.driver, "devices": gpus},
-        "gpus": gpus,
-        "gpu_notes": gpu_notes(diagnosis.gpus, driver_loaded=diagnosis.nvidia_driver_loaded),
+        "gpus": [*gpus, *(amd_json(d, gfx) for d in diagnosis.amd)],
+        "gpu_notes": [
+            *gpu_notes(diagnosis.gpus, driver_loaded=diagnosis.nvidia_driver_loaded),
+            *(note.to_json() for note in diagnosis.amd_notes),
+        ],
         "driver": diagnosis.gpus.driver,
         "libtorch": libtorch,
         "variants": {"active": diagnosis.active, "installed": list(diagnosis.installed)},

@@ -50,6 +50,9 @@ class Diagnosis:
     variant: variants.VariantInfo | None = None
     docker: str | None = None  # floDl's system.docker: "container", or the client's version
     nvidia_driver_loaded: bool = False
+    # AMD GPUs of the KFD topology (fdl.system.survey), and notes on those that are unusable
+    amd: tuple[Any, ...] = ()
+    amd_notes: tuple[Any, ...] = ()
 
     @property
     def worst(self) -> Severity:
@@ -622,7 +625,9 @@ def run_diagnose(
     info = None
     if active is not None and (context.libtorch_dir / active / "lib").is_dir():
         info = variants.read_info(context.libtorch_dir / active, active)
-    from fdl.diagnose._reference import NVIDIA_DRIVER_MARKER, docker_fact
+    from fdl.diagnose._reference import NVIDIA_DRIVER_MARKER, amd_gpus, docker_fact
+
+    amd, amd_notes = amd_gpus(env)
 
     return Diagnosis(
         context,
@@ -634,4 +639,6 @@ def run_diagnose(
         variant=info,
         docker=docker_fact(env, seen.get("version")),
         nvidia_driver_loaded=NVIDIA_DRIVER_MARKER.exists(),
+        amd=tuple(amd),
+        amd_notes=tuple(amd_notes),
     )

@@ -101,3 +101,34 @@ def test_system_docker_is_read_from_the_client_diagnose_probes(
         context, runner=runner(), environ={**environ, "FDL_IN_CONTAINER": "1"}, docker=False
     ).to_json()
     assert inside["system"]["docker"] == "container"
+
+
+def test_amd_gpus_and_their_notes_come_from_the_kfd_survey(
+    context: Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AMD cards as `fdl probe` finds them (the KFD topology behind floDl's gates): in
+    `gpus` with `sm: ""`, covered when the active variant has their gfx target; a card that
+    a gate stops is a note. `cuda.devices` stays NVIDIA's."""
+    from fdl.diagnose import _reference
+    from fdl.system.survey import Device, Note
+
+    directory = context.libtorch_dir / "precompiled" / "rocm70"
+    (directory / "lib").mkdir(parents=True)
+    (directory / ".arch").write_text("cuda=none\ntorch=2.10.0\narchs=gfx90a gfx1100\n")
+    variants.activate(context, "precompiled/rocm70")
+    unusable = Note("amd", "hardware_unusable", "1 AMD GPU(s) present (gfx1030) but no ROCm")
+    monkeypatch.setattr(
+        _reference,
+        "amd_gpus",
+        lambda environ: ([Device(0, "amd", "AMD GPU gfx90a", "gfx90a", 65536)], [unusable]),
+    )
+    data = run_diagnose(context, runner=runner("12.0"), environ={}, docker=False).to_json()
+    assert [(g["vendor"], g["arch"], g["sm"]) for g in data["gpus"]] == [
+        ("nvidia", "sm_120", "sm_120"),
+        ("amd", "gfx90a", ""),
+    ]
+    assert data["gpus"][1]["arch_compatible"] is True
+    assert data["gpus"][1]["vram_bytes"] == 65536 * 1024 * 1024
+    assert data["gpu_notes"] == [unusable.to_json()]
+    assert [d["vendor"] for d in data["cuda"]["devices"]] == ["nvidia"]
+    assert data["libtorch"]["vendor"] == "amd"
