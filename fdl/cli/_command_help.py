@@ -229,7 +229,8 @@ def render_command_help(invocation: Invocation, session: Session) -> str:
         lines += _preset_settings(invocation)
     if resolution.kind is not Kind.RUN:
         lines += _entry_commands(shown, " ".join(["fdl", resolution.name, *subs]))
-        lines += _schema_sections(shown)
+        # a probed schema's descriptions, defaults and choices are the program's text
+        lines += [printable(line, limit=4000) for line in _schema_sections(shown)]
     lines += _problems(invocation, session)
     plan = invocation.plan
     if plan is not None:

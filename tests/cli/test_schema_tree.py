@@ -14,7 +14,7 @@ TREE = {
     "commands": {
         "train": {
             "description": "Train a letter model \x1b[31mnow\x1b[0m",
-            "options": {"epochs": {"type": "int", "description": "epochs to run"}},
+            "options": {"epochs": {"type": "int", "description": "epochs \x1b]0;pwned\x07to run"}},
             "strict": True,
         },
         "eval": {
@@ -52,6 +52,7 @@ def test_help_lists_the_program_sub_commands_with_their_descriptions(run_fdl, tm
     assert sub.exit_code == 0, sub.output
     assert sub.stdout.startswith("fdl letters train - Train a letter model")
     assert "--epochs N" in sub.stdout and "Usage: fdl letters train [--dry-run]" in sub.stdout
+    assert "epochs \\x1b]0;pwned\\x07to run" in sub.stdout and "\x1b" not in sub.stdout
 
 
 def test_the_words_after_a_sub_command_are_checked_against_its_schema(run_fdl, tmp_path) -> None:
