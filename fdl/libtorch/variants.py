@@ -349,19 +349,21 @@ class VariantInfo:
 
     @property
     def vendor(self) -> str:
-        """``amd``, ``nvidia`` or ``cpu``: what the variant's GPU code is for. Read from
-        the binaries (gfx code objects, a CUDA version), else from the name as floDl's CLI
-        does (``rocm*``/``gfx*`` AMD, ``cu*``/``sm*`` NVIDIA)."""
-        if self.archs_found.get("gfx") or self.rocm:
-            return "amd"
-        if self.cuda or self.archs_found.get("cubin") or self.archs_found.get("ptx"):
-            return "nvidia"
-        base = self.name.rsplit("/", 1)[-1]
-        if base.startswith("gfx"):
-            return "amd"
-        if re.match(r"^(cu|sm)\d", base):
-            return "nvidia"
-        return "cpu"
+        """``amd``, ``nvidia`` or ``cpu``: what the variant's GPU code is for, by fdl's one
+        rule (:func:`fdl.compat.vendors.vendor_of_variant`, from :mod:`fdl._vendors`): what the binaries or floDl's
+        ``.arch`` recorded (gfx code objects, a ROCm release, a CUDA version), else the name
+        as floDl's CLI reads it (``rocm*``/``gfx*`` AMD, ``cu*``/``sm*`` NVIDIA)."""
+        from fdl._vendors import vendor_of_variant
+
+        recorded = (
+            self.cuda
+            or self.archs_found
+            or self.archs_requested
+            or self.source
+            or self.installed_at
+            or self.extra
+        )
+        return vendor_of_variant(self.name, self.to_json() if recorded else None)
 
     def arch_file(self) -> str:
         """The reference CLI's ``.arch`` key=value text.
