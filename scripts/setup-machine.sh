@@ -11,7 +11,8 @@ BASE_IMAGE="${FDL_TEST_BASE_IMAGE:-fdl-test/debian:bookworm}"
 SUITE="${FDL_TEST_SUITE:-bookworm}"
 MIRROR="${FDL_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # bubblewrap: the sandbox of the sccache-dist build server (tests/integration/test_build_sccache_dist.py)
-PACKAGES=(docker.io docker-compose debootstrap redis-server ccache bubblewrap cmake g++ make git unzip curl zsh fish)
+# hipcc: HIP code objects for the offload-bundle reader's tests (tests/integration/test_offload_hipcc.py)
+PACKAGES=(docker.io docker-compose debootstrap redis-server ccache bubblewrap cmake g++ make git unzip curl zsh fish hipcc)
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 need_docker() { [ "${FDL_REQUIRE_DOCKER:-0}" = "1" ]; }

@@ -66,6 +66,12 @@ BUILTINS: dict[str, Builtin] = {
             single=True,
         ),
         Builtin(
+            "probe",
+            "is this machine ready for a long job? GPUs, libtorch, NCCL, data mount (exit 1 if not)",
+            "fdl.cli.commands.probe",
+            single=True,
+        ),
+        Builtin(
             "setup",
             "detect this machine and install the libtorch that fits",
             "fdl.cli.commands.setup",

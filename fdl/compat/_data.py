@@ -26,6 +26,7 @@ TABLES = (
     "gpus",
     "layers",
     "frameworks",
+    "rocm",
 )
 
 _VERSION = re.compile(r"^v?(\d+(?:\.\d+)*)")

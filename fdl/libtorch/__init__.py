@@ -83,6 +83,7 @@ if TYPE_CHECKING:
         coverage_fix,
         cuda_target,
         installed_coverage,
+        select_rocm,
         select_variant,
     )
     from fdl.libtorch._settings import LibtorchSettings, project_settings
@@ -178,6 +179,7 @@ _LAZY = {
     "build_command": "_select",
     "coverage_fix": "_select",
     "installed_coverage": "_select",
+    "select_rocm": "_select",
     "select_variant": "_select",
     "LibtorchSettings": "_settings",
     "REGISTRY_ENV": "sources",
@@ -287,6 +289,7 @@ __all__ = [
     "run_download",
     "run_setup",
     "scan_device_code",
+    "select_rocm",
     "select_variant",
     "smoke_runner",
     "unresolved_libraries",
