@@ -8,7 +8,8 @@ above it may carry a marker, an HTML comment that the rendered page does not sho
     <!-- example: exit=2 -->                      the status it ends with (default 0)
     <!-- example: project=cpp -->                 run inside `fdl init demo -t cpp -m native`
     <!-- example: project=flodl mode=mounted -->  the same in another mode
-    <!-- example: rig=mixed driver=570.00 -->     a GTX 1060 beside an RTX 5060 Ti (fake nvidia-smi)
+    <!-- example: rig=mixed driver=570.00 -->     a GTX 1060 beside an RTX 5060 Ti (fake nvidia-smi;
+                                                  without rig, an nvidia-smi that lists no GPU)
 
 A ``bash`` block runs as one script (``bash -e``). A ``console`` block holds commands after
 ``$ `` and, below each, lines the command prints: each shown line must be among the lines it
