@@ -5,6 +5,8 @@ what the command prints."""
 
 from __future__ import annotations
 
+import difflib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +20,9 @@ from tests.support.doc_examples import (
     examples,
     indented_commands,
     missing_lines,
+    normalized,
     parse_marker,
+    rewrite,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,6 +80,8 @@ def _machine(tmp_path: Path, example: Example) -> dict[str, str]:
         "NO_COLOR": "1",
         "COLUMNS": "100",
         "LANG": "C.UTF-8",
+        # stdout and stderr in the order fdl writes them, as a terminal shows them
+        "PYTHONUNBUFFERED": "1",
     }
     return env
 
@@ -87,8 +93,9 @@ def _workdir(tmp_path: Path, example: Example, env: dict[str, str]) -> Path:
     if template is None:
         return work
     mode = example.options.get("mode", "native")
+    name = example.options.get("name", "demo")
     made = subprocess.run(
-        ["fdl", "init", "demo", "--template", template, "--mode", mode, "--yes"],
+        ["fdl", "init", name, "--template", template, "--mode", mode, "--yes"],
         cwd=work,
         env=env,
         capture_output=True,
@@ -97,7 +104,7 @@ def _workdir(tmp_path: Path, example: Example, env: dict[str, str]) -> Path:
         check=False,
     )
     assert made.returncode == 0, f"{example.where}: fdl init for the example failed:\n{made.stderr}"
-    return work / "demo"
+    return work / name
 
 
 def _run(command: str, cwd: Path, env: dict[str, str], timeout: int) -> subprocess.CompletedProcess:
@@ -128,7 +135,10 @@ def test_the_example_runs(example: Example, tmp_path: Path) -> None:
         return
     steps = console_steps(example)
     assert steps, f"{example.where}: a console example without a `$ ` command"
+    full = example.options.get("output") == "full"
+    generated: list[str] = []
     for n, step in enumerate(steps):
+        generated.append(f"$ {step.command}")
         if step.command.startswith("cd "):
             cwd = cwd / step.command[3:].strip()
             continue
@@ -138,11 +148,26 @@ def test_the_example_runs(example: Example, tmp_path: Path) -> None:
             f"{example.path}:{step.line}: `{step.command}` exited {done.returncode}, the page "
             f"says {expected}:\n{done.stdout}"
         )
+        if full:
+            printed = normalized(done.stdout, tmp_path / "work", tmp_path)
+            generated += printed
+            if os.environ.get("FDL_UPDATE_DOCS") == "1":
+                continue
+            diff = "\n".join(
+                difflib.unified_diff(list(step.shown), printed, "the page", "printed", lineterm="")
+            )
+            assert list(step.shown) == printed, (
+                f"{example.path}:{step.line}: `{step.command}` prints another output than the "
+                f"page shows (FDL_UPDATE_DOCS=1 writes it there):\n{diff}"
+            )
+            continue
         missing = missing_lines(step.shown, done.stdout)
         assert not missing, (
             f"{example.path}:{step.line}: `{step.command}` no longer prints these lines "
             f"(shown on the page):\n" + "\n".join(missing) + f"\n--- it printed:\n{done.stdout}"
         )
+    if full and os.environ.get("FDL_UPDATE_DOCS") == "1":
+        rewrite(example, "\n".join(generated), REPO)
 
 
 def test_every_example_not_run_says_why() -> None:
@@ -183,3 +208,20 @@ def test_a_changed_output_is_named(tmp_path: Path) -> None:
     assert missing_lines(step.shown, printed) == []
     assert missing_lines(step.shown, "error: no command 'nope'\n") == ["fix: ..."]
     assert missing_lines(("b", "a"), "a\nb\n") == ["a"]  # in order
+
+
+def test_a_full_output_is_written_by_the_test_never_typed(tmp_path: Path) -> None:
+    work, home = tmp_path / "x" / "work", tmp_path / "x"
+    printed = f"root: {work}/demo  \nhome: {home}/.fdl-home\n\n\n"
+    assert normalized(printed, work, home) == ["root: ~/work/demo", "home: ~/.fdl-home"]
+    page = tmp_path / "docs" / "p.md"
+    page.parent.mkdir()
+    page.write_text("A.\n\n<!-- example: output=full -->\n```console\n$ fdl x\nold\n```\n\nB.\n")
+    (example,) = examples(page, Path("docs/p.md"))
+    assert example.options == {"output": "full"}
+    rewrite(example, "$ fdl x\nnew\nlines", tmp_path)
+    assert page.read_text() == (
+        "A.\n\n<!-- example: output=full -->\n```console\n$ fdl x\nnew\nlines\n```\n\nB.\n"
+    )
+    with pytest.raises(MarkerError, match="the one value is output=full"):
+        parse_marker("output=some", "p.md:3")

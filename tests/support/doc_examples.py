@@ -8,13 +8,17 @@ above it may carry a marker, an HTML comment that the rendered page does not sho
     <!-- example: exit=2 -->                      the status it ends with (default 0)
     <!-- example: project=cpp -->                 run inside `fdl init demo -t cpp -m native`
     <!-- example: project=flodl mode=mounted -->  the same in another mode
+    <!-- example: project=cpp name=my-model -->   the project's directory (default: demo)
+    <!-- example: output=full -->                 the output shown is all of it, generated
     <!-- example: rig=mixed driver=570.00 -->     a GTX 1060 beside an RTX 5060 Ti (fake nvidia-smi;
                                                   without rig, an nvidia-smi that lists no GPU)
 
 A ``bash`` block runs as one script (``bash -e``). A ``console`` block holds commands after
 ``$ `` and, below each, lines the command prints: each shown line must be among the lines it
 printed, in order (``...`` stands for any text within a line, a line of ``...`` alone for
-lines left out), so an output that changed fails the test with the page and line.
+lines left out), so an output that changed fails the test with the page and line. With
+``output=full`` the shown output is the whole output, written by the test itself
+(``FDL_UPDATE_DOCS=1``), never typed: the example's directory is shown as ``~/work``.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from pathlib import Path
 SHELL = frozenset({"bash", "sh", "shell", "console"})
 _FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+|~~~+)\s*(?P<info>[\w+-]*)")
 _MARKER = re.compile(r"^\s*<!--\s*example:(?P<body>.*?)-->\s*$")
-_KEYS = frozenset({"skip", "exit", "project", "mode", "rig", "driver", "timeout"})
+_KEYS = frozenset({"skip", "exit", "project", "name", "mode", "rig", "driver", "timeout", "output"})
 
 
 class MarkerError(ValueError):
@@ -82,6 +86,10 @@ def parse_marker(text: str, where: str) -> dict[str, str]:
     for key in ("exit", "timeout"):
         if key in options and not options[key].isdigit():
             raise MarkerError(f"{where}: {key}={options[key]!r} is not a number")
+    if not re.fullmatch(r"[a-z][a-z0-9-]*", options.get("name", "demo")):
+        raise MarkerError(f"{where}: name={options['name']!r} is not a project name")
+    if options.get("output", "full") != "full":
+        raise MarkerError(f"{where}: output={options['output']!r}: the one value is output=full")
     if "driver" in options and not re.fullmatch(r"\d+(\.\d+)*", options["driver"]):
         raise MarkerError(f"{where}: driver={options['driver']!r} is not a driver version")
     return options
@@ -166,3 +174,22 @@ def missing_lines(shown: tuple[str, ...], printed: str) -> list[str]:
         else:
             at = hit + 1
     return missing
+
+
+def normalized(printed: str, work: Path, home: Path) -> list[str]:
+    """What a command printed as a page shows it: the example's directories by name, no
+    trailing spaces or blank lines."""
+    text = printed.replace(str(work), "~/work").replace(str(home), "~")
+    lines = [line.rstrip() for line in text.splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def rewrite(example: Example, body: str, repo: Path) -> None:
+    """Replace the example's text in its page (FDL_UPDATE_DOCS=1; run without xdist)."""
+    page = repo / example.path
+    text = page.read_text(encoding="utf-8")
+    old = "```console\n" + example.text + "\n```"
+    assert text.count(old) == 1, f"{example.where}: the example is not once in its page"
+    page.write_text(text.replace(old, "```console\n" + body + "\n```"), encoding="utf-8")
