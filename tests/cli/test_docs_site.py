@@ -60,6 +60,42 @@ def test_the_site_refuses_what_it_must() -> None:
     assert re.search(r"^mkdocs-material==\S+$", pins, re.MULTILINE)
 
 
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def broken_links(page: Path, root: Path) -> list[str]:
+    """Relative links of a Markdown page whose file does not exist, as page:line: target."""
+    found, fence = [], False
+    for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        if fence:
+            continue
+        for target in _LINK.findall(line):
+            path = target.split("#", 1)[0]
+            if not path or re.match(r"[a-z]+:", path):
+                continue
+            if not (page.parent / path).exists():
+                found.append(f"{page.relative_to(root)}:{n}: {target}")
+    return found
+
+
+def test_every_relative_link_of_the_manual_and_the_readme_leads_to_a_file() -> None:
+    pages = [*sorted(DOCS.rglob("*.md")), REPO / "README.md", REPO / "CHANGELOG.md"]
+    broken = [link for page in pages for link in broken_links(page, REPO)]
+    assert not broken, "links to nothing:\n" + "\n".join(broken)
+
+
+def test_a_broken_link_is_named_with_its_page_and_line(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text(
+        "# A\n\n[b](b.md) and [c](c.md#x), [w](https://x.org)\n"
+    )
+    (tmp_path / "docs" / "b.md").write_text("# B\n\n```text\n[not](a link.md)\n```\n")
+    assert broken_links(tmp_path / "docs" / "a.md", tmp_path) == ["docs/a.md:3: c.md#x"]
+    assert broken_links(tmp_path / "docs" / "b.md", tmp_path) == []
+
+
 def _build(site: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site / "out")],
