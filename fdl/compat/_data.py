@@ -27,6 +27,7 @@ TABLES = (
     "layers",
     "frameworks",
     "rocm",
+    "nccl",
 )
 
 _VERSION = re.compile(r"^v?(\d+(?:\.\d+)*)")

@@ -158,7 +158,8 @@ def plan_probe(facts: ProbeFacts) -> ProbeReport:
     _data_path(facts, issues, warnings)
     nvidia = [d for d in survey.devices if d.vendor == "nvidia"]
     if nvidia and not facts.via_docker:
-        _nccl(facts.nccl, nvidia, issues, warnings)
+        cuda = facts.variant.cuda if facts.variant is not None else None
+        _nccl(facts.nccl, nvidia, issues, warnings, cuda=cuda)
     if facts.missing_headers and facts.variant is not None:
         feature = "rocm" if facts.variant.vendor == "amd" else "cuda"
         warnings.append(
@@ -239,8 +240,37 @@ def _data_path(facts: ProbeFacts, issues: list[str], warnings: list[str]) -> Non
         issues.append(f"shared data path {facts.data_path} exists but this user cannot read it")
 
 
+def nccl_advice(gpus: Sequence[Device], cuda: str | None) -> str:
+    """Which NCCL build serves every GPU here, from the wheels fdl has read
+    (``fdl/data/compat/nccl.yaml``)."""
+    from fdl.compat.nccl import wheels_covering
+
+    caps = [d.capability for d in gpus if d.capability is not None]
+    major = cuda.split(".", 1)[0] if cuda else None
+    fitting = wheels_covering(caps)
+    same = [w for w in fitting if major is None or w.package.endswith(f"-cu{major}")]
+    if same:
+        best = same[0]
+        return (
+            f"{best.requirement} has code for every GPU here ({' '.join(best.cubins)}): pip "
+            "install it and put its nvidia/nccl/lib first on LD_LIBRARY_PATH"
+        )
+    names = " ".join(d.arch for d in gpus)
+    if fitting:
+        return (
+            f"no CUDA {major} NCCL wheel has code for {names}; {fitting[0].requirement} does: "
+            "use a CUDA 12 libtorch, or build NCCL from NVIDIA's source for these archs"
+        )
+    return f"no NCCL wheel fdl has read covers {names}: build NCCL from NVIDIA's source for them"
+
+
 def _nccl(
-    found: Sequence[NcclLibrary], gpus: Sequence[Device], issues: list[str], warnings: list[str]
+    found: Sequence[NcclLibrary],
+    gpus: Sequence[Device],
+    issues: list[str],
+    warnings: list[str],
+    *,
+    cuda: str | None = None,
 ) -> None:
     from fdl.compat import parse_archs, runs_on
 
@@ -248,8 +278,7 @@ def _nccl(
         issues.append(
             "no libnccl.so found (the variant, the NVIDIA wheels beside it, the system's "
             "library directories, $LD_LIBRARY_PATH): multi-rank training fails at its first "
-            "collective; install the NCCL of the variant's CUDA (apt-get install libnccl2, or pip "
-            "install nvidia-nccl-cu12 / -cu13) or put its directory on LD_LIBRARY_PATH"
+            f"collective. {nccl_advice(gpus, cuda)}"
         )
         return
     first = found[0]
@@ -266,9 +295,8 @@ def _nccl(
         names = ", ".join(f"{d.index} ({d.arch})" for d in missed)
         issues.append(
             f"{first.path} has no code for GPU {names} (it holds "
-            f"{' '.join([*first.cubins, *first.ptx])}): NCCL collectives fail on them; "
-            "use an NCCL build whose code covers every GPU here (NVIDIA's wheels list theirs: "
-            "fdl probe --json shows what this one holds)"
+            f"{' '.join([*first.cubins, *first.ptx])}): NCCL collectives fail on them. "
+            f"{nccl_advice(gpus, cuda)}"
         )
 
 

@@ -193,3 +193,19 @@ def test_an_nccl_on_ld_library_path_is_found(run_fdl, machine, tmp_path: Path) -
     assert report["nccl"]["library_path"] == str(custom / "libnccl.so.2")
     assert report["nccl"]["where"] == "LD_LIBRARY_PATH"
     assert not any("nccl" in i.lower() for i in report["issues"])
+
+
+def test_the_advice_names_an_nccl_wheel_that_covers_the_rig(run_fdl, machine) -> None:
+    """A CUDA 13 variant on the sm_61 + sm_120 rig: NVIDIA's cu13 NCCL wheels start at
+    sm_75, so the advice names the cu12 wheel that has both (read from PyPI's wheels)."""
+    root, env = machine
+    _variant(root, "precompiled/cu130", "2.13.0+cu130", "13.0", cubins=(61, 120), nccl=(75, 120))
+    result = run_fdl(["probe", "--skip-mount"], cwd=root / "work", env=env)
+    assert result.exit_code == 1, result.output
+    assert "has no code for GPU 0 (sm_61)" in result.stdout
+    assert "no CUDA 13 NCCL wheel has code for sm_61 sm_120; nvidia-nccl-cu12==" in result.stdout
+    cu12 = _variant(root, "precompiled/cu128", "2.10.0+cu128", "12.8", cubins=(61, 120))
+    (cu12 / "lib" / "libnccl.so.2").unlink(missing_ok=True)
+    again = run_fdl(["probe", "--skip-mount"], cwd=root / "work", env=env)
+    assert "no libnccl.so found" in again.stdout
+    assert "nvidia-nccl-cu12==" in again.stdout and "has code for every GPU here" in again.stdout

@@ -150,6 +150,6 @@ def _render(report: ProbeReport) -> str:
         "READY" if not issues else f"NOT READY ({len(issues)} issue{'s' * (len(issues) != 1)})"
     )
     lines += ["", f"verdict: {verdict}"]
-    lines += [f"  error: {printable(m)}" for m in issues]
-    lines += [f"  warning: {printable(m)}" for m in warnings]
+    lines += [f"  error: {printable(m, limit=4000)}" for m in issues]
+    lines += [f"  warning: {printable(m, limit=4000)}" for m in warnings]
     return "\n".join(lines) + "\n"
