@@ -43,6 +43,8 @@ class Variant:
         archs: GPU architectures it was built for.
         source: ``precompiled``, ``compiled``, ... when known.
         abi: ``cxx11`` or ``pre-cxx11`` (the C++ library ABI of its binaries), when known.
+        vendor: ``cpu``, ``nvidia`` or ``amd`` (:func:`fdl.libtorch.vendor.variant_vendor`),
+            None when neither its metadata nor its name says.
     """
 
     name: str
@@ -52,6 +54,7 @@ class Variant:
     archs: tuple[str, ...] = ()
     source: str | None = None
     abi: str | None = None
+    vendor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,10 +79,12 @@ def read_variant(directory: Path, name: str) -> Variant:
     the reference's ``.arch`` file).
     """
     from fdl.libtorch.variants import read_info
+    from fdl.libtorch.vendor import variant_vendor
 
     path = directory / name
     info = read_info(path, name)
     archs = info.archs_found.get("cubin") or info.archs_requested
+    recorded = info.extra.get("vendor") if isinstance(info.extra, dict) else None
     return Variant(
         name=name,
         path=path,
@@ -88,6 +93,9 @@ def read_variant(directory: Path, name: str) -> Variant:
         archs=tuple(archs),
         source=info.source.get("kind") or None,
         abi=info.abi,
+        vendor=variant_vendor(
+            name, cuda=info.cuda, recorded=recorded if isinstance(recorded, str) else None
+        ),
     )
 
 
