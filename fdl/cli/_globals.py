@@ -25,10 +25,9 @@ GLOBAL_OPTIONS_HELP = [
     ("-v, --verbose", "more output (repeat for more); tracebacks for internal errors"),
     ("-q, --quiet", "only errors and results"),
     ("--no-color, --no-ansi", "no colours (also $NO_COLOR)"),
-    ("--ansi", "colours even when not on a terminal (project commands get FLODL_COLOR=always)"),
-    ("--gpus SPEC", "project commands see only these GPUs: `0,1` or `all` (CUDA_ and "
-     "HIP_VISIBLE_DEVICES; 2+ on a `cluster: true` command: floDl's one-host cluster)"),
-    ("--no-prebuild", "accepted for floDl's CLI; fdl never pre-builds cluster binaries"),
+    ("--ansi", "colours even off a terminal (commands get FLODL_COLOR=always)"),
+    ("--gpus SPEC", "a project command sees only these GPUs (`0,1`, `all`); also after its name"),
+    ("--no-prebuild", "floDl's; fdl never pre-builds a cluster command's binaries"),
     ("--no-append", "leave out a project command's `append:` (as after its name)"),
     ("-V, --version", "print the version and exit"),
     ("-h, --help", "show this help (`fdl <command> --help` for a command)"),

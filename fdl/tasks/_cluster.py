@@ -16,12 +16,15 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from fdl.errors import Location, ManifestError, UsageError
 from fdl.tasks._contract import ALL_GPUS, gpu_mask
 from fdl.tasks._env import EnvChange
+
+TYPE_CHECKING = False  # typing costs start-up: annotations only
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 __all__ = ["ClusterRun", "cluster_run", "hex_encode", "local_cluster"]
 
@@ -115,7 +118,8 @@ class _Block:
         self.where = where
 
     def fail(self, path: str, message: str, hint: str) -> ManifestError:
-        return ManifestError(f"cluster.{path}: {message}", location=self.where, hint=hint)
+        where = f"cluster.{path}" if path else "cluster"
+        return ManifestError(f"{where}: {message}", location=self.where, hint=hint)
 
     def part(self, path: str, value: object, keys: Sequence[str]) -> dict[str, Any]:
         if not isinstance(value, dict):

@@ -336,7 +336,7 @@ def prepare(
     if resolution.kind is Kind.GROUP:
         return Invocation(resolution, None)
     exports: tuple[EnvChange, ...] = ()
-    if not resolution.help:
+    if not resolution.help and (gpus is not None or resolution.cluster):
         from fdl.tasks._cluster import cluster_run
         from fdl.tasks._contract import local_hostname
 
