@@ -32,7 +32,9 @@ _PREFIXES: tuple[tuple[str, str], ...] = (
 DEFAULT_FEATURE = "cuda"
 
 
-def variant_vendor(name: str, *, cuda: str | None = None, recorded: str | None = None) -> str | None:
+def variant_vendor(
+    name: str, *, cuda: str | None = None, recorded: str | None = None
+) -> str | None:
     """``cpu``, ``nvidia`` or ``amd`` for the variant ``name`` (``precompiled/cu128``), or
     None when neither what it records nor its name says.
 

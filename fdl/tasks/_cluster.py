@@ -88,9 +88,7 @@ def _devices(spec: str | tuple[int, ...], count_gpus: Callable[[], int]) -> tupl
         return spec
     count = count_gpus()
     if count <= 0:
-        raise UsageError(
-            "--gpus all: no GPU is visible on this machine", hint="see `fdl diagnose`"
-        )
+        raise UsageError("--gpus all: no GPU is visible on this machine", hint="see `fdl diagnose`")
     return tuple(range(min(count, 256)))
 
 
@@ -210,7 +208,9 @@ class _Block:
             else:
                 worker.pop("env", None)
             if "gpu_ram_share" in worker:
-                worker["gpu_ram_share"] = self.share(f"{path}.gpu_ram_share", worker["gpu_ram_share"])
+                worker["gpu_ram_share"] = self.share(
+                    f"{path}.gpu_ram_share", worker["gpu_ram_share"]
+                )
             if not worker.get("tunnel"):
                 worker.pop("tunnel", None)
             worker["ranks"] = list(range(rank, rank + len(devices)))

@@ -260,8 +260,10 @@ def service_gpu(service: Mapping[str, Any]) -> str | None:
     paths = [str(d).split(":", 1)[0] for d in devices] if isinstance(devices, list) else []
     if "/dev/kfd" in paths:
         return "amd"
-    if service.get("runtime") == "nvidia" or service.get("gpus") or any(
-        p.startswith("/dev/nvidia") for p in paths
+    if (
+        service.get("runtime") == "nvidia"
+        or service.get("gpus")
+        or any(p.startswith("/dev/nvidia") for p in paths)
     ):
         return "nvidia"
     deploy = service.get("deploy")

@@ -68,11 +68,11 @@ def parse_gpus(raw: str) -> str | tuple[int, ...]:
         if not entry:
             raise UsageError(f"--gpus: empty entry in {text!r}", hint=_EXAMPLE)
         if not (entry.isascii() and entry.isdigit()) or int(entry) > 255:
-            raise UsageError(
-                f"--gpus: {entry!r} is not a device index (0 to 255)", hint=_EXAMPLE
-            )
+            raise UsageError(f"--gpus: {entry!r} is not a device index (0 to 255)", hint=_EXAMPLE)
         if int(entry) in devices:
-            raise UsageError(f"--gpus: device {int(entry)} is given twice in {text!r}", hint=_EXAMPLE)
+            raise UsageError(
+                f"--gpus: device {int(entry)} is given twice in {text!r}", hint=_EXAMPLE
+            )
         devices.append(int(entry))
     return tuple(devices)
 

@@ -99,7 +99,9 @@ def test_the_logical_gpu_service_follows_the_active_variant() -> None:
 
 def test_the_gpus_of_a_compose_service() -> None:
     reserved = {"deploy": {"resources": {"reservations": {"devices": [{"driver": "nvidia"}]}}}}
-    capability = {"deploy": {"resources": {"reservations": {"devices": [{"capabilities": ["gpu"]}]}}}}
+    capability = {
+        "deploy": {"resources": {"reservations": {"devices": [{"capabilities": ["gpu"]}]}}}
+    }
     assert service_gpu(reserved) == "nvidia"
     assert service_gpu(capability) == "nvidia"
     assert service_gpu({"runtime": "nvidia"}) == "nvidia"
