@@ -107,7 +107,7 @@ def _assign(options: GlobalOptions, name: str, value: str, flag: str) -> None:
             raise UsageError(f"{flag} needs a value", hint="e.g. `fdl --gpus 0,1 train`")
         if options.gpus is not None:
             raise UsageError("--gpus is given twice", hint="give it once")
-        from fdl.tasks._contract import parse_gpus
+        from fdl.tasks import parse_gpus
 
         parse_gpus(value)  # checked here; the project command reads it
         options.gpus = value

@@ -133,7 +133,7 @@ def _from_nested_directory(
 def _contract_flags(session: Session, args: list[str]) -> tuple[list[str], Any]:
     """``args`` without floDl's global ``--gpus SPEC`` and ``--no-prebuild``, which its CLI
     takes anywhere before ``--`` (main.rs:106-124), and the parsed ``--gpus``."""
-    from fdl.tasks._contract import parse_gpus, take_gpus
+    from fdl.tasks import parse_gpus, take_gpus
 
     cut = args.index("--") if "--" in args else len(args)
     args = [a for a in args[:cut] if a != "--no-prebuild"] + args[cut:]
@@ -152,7 +152,7 @@ def _with_verbosity(session: Session) -> Mapping[str, str]:
     """The environment for the command: with ``-q``/``-v``, ``FDL_VERBOSITY`` and
     ``FLODL_VERBOSITY`` say how chatty it should be (they reach containers too); ``HOSTNAME``
     when unset; ``FLODL_COLOR`` after ``--ansi``/``--no-ansi``."""
-    from fdl.tasks._contract import hostname_change
+    from fdl.tasks import hostname_change
 
     # HOSTNAME for compose's `hostname: ${HOSTNAME}` (bash does not export it), as floDl's
     # CLI fills it (main.rs:91-99): in the environment, not the plan (it is the machine's)
