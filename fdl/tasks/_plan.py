@@ -274,7 +274,10 @@ class _Planner:
             EnvChange(name, self.environ[name]) for name in FORWARDED if name in self.environ
         ]
         contract = [gpu_feature(state.active), *self.exports]
+        # FDL_ENV for compose too, as floDl's CLI exports it to every child (main.rs:147-154)
+        selected = [EnvChange("FDL_ENV", self.overlay)] if self.overlay else []
         host_env = [
+            *selected,
             *compose_variables(state),
             *_user_variables(self.environ),
             *forwarded,
