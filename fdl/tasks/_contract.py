@@ -137,8 +137,9 @@ def gpu_service(variant: Variant | None, services: Sequence[str]) -> tuple[str, 
     service = service_of(vendor)
     if service == "cuda" or service in services:
         return service, None
+    build = {"amd": "a ROCm"}.get(vendor or "", f"an {vendor}")
     return "cuda", (
-        f"the active libtorch ({variant.name if variant else '?'}) is an {vendor} build, but "
+        f"the active libtorch ({variant.name if variant else '?'}) is {build} build, but "
         f"the compose file defines no {service!r} service: `docker: gpu` runs in 'cuda'; "
         f"define a {service!r} service, or name the service in the command's `docker:`"
     )
