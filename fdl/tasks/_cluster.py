@@ -336,9 +336,11 @@ def cluster_run(
         run.exports.append(EnvChange("FLODL_INTERNAL_HOST_USER", user))
     pairs = []
     for worker in envelope["workers"]:
-        ip, _ = _resolve_ip(worker["host"])
+        ip, warning = _resolve_ip(worker["host"])
         if ip is not None:
             pairs.append(f"{worker['host']}:{ip}")
+        if warning and not (worker.get("ssh") or {}).get("target"):  # cluster.rs:552-576
+            run.notes.append(warning)
     if pairs:
         run.exports.append(EnvChange("FLODL_INTERNAL_CLUSTER_EXTRA_HOSTS", " ".join(pairs)))
     hosts = len(envelope["workers"])
