@@ -307,7 +307,10 @@ class _Planner:
         if own is not None and self.resolution.kind is Kind.RUN:
             container_dir = own
         env = _base_exports(container_root or DEFAULT_CONTAINER_ROOT, self.overlay, self.environ)
-        env.extend(contract)
+        # the launcher's envelope (it may hold a join token) goes by name, its value in
+        # compose's environment, never on a command line (`ps` shows those)
+        by_name = [c.name for c in contract if c.name.startswith("FLODL_INTERNAL_")]
+        env.extend(c for c in contract if c.name not in by_name)
         prepend: list[EnvChange] = []
         profile = _image_profile(self.root, service)
         baked = profile is not None and profile.get("libtorch") == "baked"
@@ -353,6 +356,7 @@ class _Planner:
         prelude = [export_line(change) for change in prepend]
         inner = "\n".join([f"cd {quote(container_dir)} || exit 125", *prelude, script])
         flags = [part for change in env for part in ("-e", f"{change.name}={change.value}")]
+        flags += [part for name in by_name for part in ("-e", name)]
         compose = self.compose_command()
         host_env = [*host_env, *compose.env]
         argv = (*compose.argv, "run", "--rm", *flags, service, *_bash_in_container(inner, args))

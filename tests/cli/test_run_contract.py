@@ -30,8 +30,11 @@ words = sys.argv[1:]
 assert words[:2] == ["run", "--rm"], words
 words, env = words[2:], dict(os.environ)
 while words[0] == "-e":
-    key, _, value = words[1].partition("=")
-    env[key] = value
+    key, equals, value = words[1].partition("=")
+    if equals:
+        env[key] = value
+    else:  # a bare `-e NAME`: compose's own value
+        print("by-name=" + key, file=sys.stderr)
     words = words[2:]
 print("service=" + words[0], file=sys.stderr, flush=True)
 os.execvpe(words[1], words[1:], env)
@@ -49,7 +52,8 @@ def project(tmp_path: Path) -> Path:
         '    run: \'printf "%s\\n" "$FLODL_INTERNAL_FULL_CLUSTER_JSON" "$FLODL_INTERNAL_FDL_CMD"\'\n'
         "    cluster: true\n"
         '  brackets: {run: \'[[ -n "$FDL_GPU_FEATURE" ]] && echo "bash:$FDL_GPU_FEATURE"\', docker: gpu}\n'
-        "  cpu: {run: 'echo \"[$LIBTORCH]\"', docker: dev}\n",
+        "  cpu: {run: 'echo \"[$LIBTORCH]\"', docker: dev}\n"
+        "  dtrain: {run: 'echo \"${#FLODL_INTERNAL_FULL_CLUSTER_JSON}\"', docker: cuda, cluster: true}\n",
         encoding="utf-8",
     )
     (root / "fdl.ci.yml").write_text("commands: {}\n", encoding="utf-8")
@@ -145,6 +149,10 @@ def test_a_cluster_command_gets_floDls_envelope(fdl_process, project: Path) -> N
     data = json.loads(bytes.fromhex(envelope))
     assert data["controller"] == {"host": "127.0.0.1", "port": 1337, "path": str(project)}
     assert data["workers"][0]["ranks"] == [0, 1] and command == "train"
+    # in a container: by name, its value in compose's environment, not on a command line
+    inside = fdl_process(["--gpus", "0,1", "dtrain"], cwd=project, env=_env(project))
+    assert inside.exit_code == 0, inside.output
+    assert int(inside.stdout) > 100 and "by-name=FLODL_INTERNAL_FULL_CLUSTER_JSON" in inside.stderr
     single = fdl_process(["train"], cwd=project, env=_env(project))
     assert single.exit_code == 0 and single.stdout == "\n\n"  # no --gpus, no block: runs here
 

@@ -60,6 +60,10 @@ EXTRA_COMMANDS = """
   train:
     run: cargo run --release
     cluster: true
+  dtrain:
+    run: cargo run --release
+    cluster: true
+    docker: cuda
 """
 
 
@@ -89,7 +93,7 @@ def scaffolds(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> dic
         project = parent / f"ref-{mode}"
         manifest = (project / "fdl.yml.example").read_text(encoding="utf-8")
         if mode == "native":
-            manifest += EXTRA_COMMANDS.replace("    docker: gpu\n", "")
+            manifest += re.sub(r"    docker: \w+\n", "", EXTRA_COMMANDS)
         else:
             manifest += EXTRA_COMMANDS
         (project / "fdl.yml").write_text(manifest, encoding="utf-8")
@@ -157,6 +161,7 @@ CASES = [
     ["--gpus", "0,1", "train"],
     ["train", "--gpus", "3"],
     ["train"],
+    ["--gpus", "0,1", "dtrain"],
 ]
 
 

@@ -373,8 +373,9 @@ def _container_effects(sandbox: Sandbox, call: Call) -> list[Effect]:
         if word in _VALUE_OPTIONS:
             value = words[index + 1]
             if word in ("-e", "--env"):
-                key, _, text = value.partition("=")
-                container_env[key] = text
+                key, equals, text = value.partition("=")
+                if equals or key in call.env:  # a bare `-e NAME`: compose's own value
+                    container_env[key] = text if equals else call.env[key]
             options[word] = value
             index += 2
         else:
