@@ -174,3 +174,12 @@ def test_an_image_without_bash_runs_the_script_under_sh_and_says_so(tmp_path: Pa
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert with_bash.stdout == "bash:a b:bash\n" and with_bash.stderr == ""
+
+
+def test_completion_passes_over_the_value_of_gpus(project: Path) -> None:
+    from fdl.cli._complete import complete_words
+
+    after = [value for value, _ in complete_words(["--gpus", "0,1", ""], project, {}).candidates]
+    assert "show" in after and "train" in after
+    pending = complete_words(["--gpus", ""], project, {}).candidates
+    assert "show" not in [value for value, _ in pending]  # a value is due, not a command
