@@ -51,6 +51,12 @@ EXTRA_VARIABLES = {
     "CUDA_VISIBLE_DEVICES",  # --gpus: fdl passes the masks into the container too
     "HIP_VISIBLE_DEVICES",
     "FDL_ENV",  # fdl passes it into the container too
+    # a cluster command's envelope: floDl's CLI sets it for compose only (the container
+    # gets it where the service lists it); fdl passes it by name (-e NAME) into the container
+    "FLODL_INTERNAL_FULL_CLUSTER_JSON",
+    "FLODL_INTERNAL_FDL_CMD",
+    "FLODL_INTERNAL_HOST_USER",
+    "FLODL_INTERNAL_CLUSTER_EXTRA_HOSTS",
 }
 
 EXTRA_COMMANDS = """

@@ -31,7 +31,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -359,9 +359,12 @@ def effects(sandbox: Sandbox, calls: list[Call]) -> list[Effect]:
         if call.program != "docker":
             found.append(Effect("host", call.program, call.argv, call.cwd, call.env))
             continue
-        if call.argv[:2] != ("compose", "run"):
+        words = list(call.argv)
+        while words[:1] == ["compose"] and words[1:2] == ["-f"]:  # floDl 0.8's cluster
+            del words[1:3]  # overlay (extra_hosts): the service and its command are the same
+        if words[:2] != ["compose", "run"]:
             continue
-        found.extend(_container_effects(sandbox, call))
+        found.extend(_container_effects(sandbox, replace(call, argv=tuple(words))))
     return found
 
 
