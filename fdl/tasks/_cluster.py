@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-__all__ = ["ClusterRun", "cluster_run", "hex_encode", "local_cluster"]
+__all__ = ["ClusterRun", "cluster_run", "hex_encode", "local_cluster", "testing_envelope"]
 
 DEFAULT_PORT = 1337  # config/cluster.rs DEFAULT_CONTROLLER_PORT
 RECURSIVE = "FLODL_INTERNAL_CLUSTER_JSON"  # set by the launcher on its ranks (cluster.rs:48)
@@ -112,8 +112,9 @@ def _reserved(key: str) -> bool:
 class _Block:
     """The manifest's ``cluster:`` block read into floDl's envelope, refusals with its place."""
 
-    def __init__(self, where: Location | None) -> None:
+    def __init__(self, where: Location | None, local: Callable[[], int] | None = None) -> None:
         self.where = where
+        self.local = local  # counts `local_devices: all` here (the testing envelope) or refuses
 
     def fail(self, path: str, message: str, hint: str) -> ManifestError:
         where = f"cluster.{path}" if path else "cluster"
@@ -184,13 +185,22 @@ class _Block:
             host = self.text(f"{path}.host", worker.get("host"))
             self.text(f"{path}.path", worker.get("path"))
             devices = worker.get("local_devices")
-            if devices == "all":
+            count = len(devices) if isinstance(devices, list) else 0
+            if devices == "all" and self.local is not None:
+                count = self.local()
+                if count <= 0:
+                    raise self.fail(
+                        f"{path}.local_devices",
+                        "is 'all', but no GPU is visible here",
+                        "list the devices",
+                    )
+            elif devices == "all":
                 raise self.fail(
                     f"{path}.local_devices",
                     f"is 'all', which floDl's CLI counts over ssh on {host}; fdl does not ssh",
                     "list the devices, e.g. local_devices: [0, 1]",
                 )
-            if (
+            elif (
                 not isinstance(devices, list)
                 or not devices
                 or not all(isinstance(d, int) and 0 <= d <= 255 for d in devices)
@@ -213,8 +223,8 @@ class _Block:
                 )
             if not worker.get("tunnel"):
                 worker.pop("tunnel", None)
-            worker["ranks"] = list(range(rank, rank + len(devices)))
-            rank += len(devices)
+            worker["ranks"] = list(range(rank, rank + count))
+            rank += count
             out.append(self.order(worker, ("host", "ranks", *_WORKER[1:])))
         return out
 
@@ -227,6 +237,19 @@ class _Block:
     @staticmethod
     def order(part: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
         return {k: part[k] for k in keys if k in part}
+
+
+def testing_envelope(block: object, where: Location | None, count_gpus: Callable[[], int]) -> str:
+    """``FLODL_TESTING_CLUSTER_JSON``: the block's envelope for floDl's test binaries, which
+    floDl's CLI exports for every command of an overlay with a ``cluster:`` block
+    (config.rs:66-100, cluster.rs:340-360): ``local_devices: all`` counted here, no name
+    lookups.
+
+    Raises:
+        ManifestError: a block floDl's launcher would not take.
+    """
+    envelope = _Block(where, count_gpus).read(block)
+    return hex_encode(json.dumps(envelope, indent=2, ensure_ascii=False))
 
 
 def _net_timeout_scale(environ: Mapping[str, str]) -> None:

@@ -309,7 +309,11 @@ class _Planner:
         env = _base_exports(container_root or DEFAULT_CONTAINER_ROOT, self.overlay, self.environ)
         # the launcher's envelope (it may hold a join token) goes by name, its value in
         # compose's environment, never on a command line (`ps` shows those)
-        by_name = [c.name for c in contract if c.name.startswith("FLODL_INTERNAL_")]
+        by_name = [
+            c.name
+            for c in contract
+            if c.name.startswith("FLODL_INTERNAL_") or c.name == "FLODL_TESTING_CLUSTER_JSON"
+        ]
         env.extend(c for c in contract if c.name not in by_name)
         prepend: list[EnvChange] = []
         profile = _image_profile(self.root, service)

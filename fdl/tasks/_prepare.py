@@ -353,6 +353,8 @@ def prepare(
         )
         exports = tuple(run.exports)
         resolution.notes.extend(run.notes)
+    if not resolution.help and overlay and root.data.get("cluster") is not None:
+        exports += _testing_envelope(root, count_gpus or _count_gpus, resolution.notes)
     template = resolution.help
     script = compose_script(resolution, environ, template=template)
     plan = build_plan(
@@ -367,6 +369,23 @@ def prepare(
         exports=exports,
     )
     return Invocation(resolution, plan)
+
+
+def _testing_envelope(
+    root: Manifest, count_gpus: Callable[[], int], notes: list[str]
+) -> tuple[EnvChange, ...]:
+    """``FLODL_TESTING_CLUSTER_JSON`` for a command of an overlay with a ``cluster:`` block,
+    as floDl's CLI exports it; one it cannot build is a note (floDl's CLI warns too)."""
+    from fdl.errors import FdlError
+    from fdl.tasks._cluster import testing_envelope
+
+    where = locate(root, ("cluster",), root.directory, at_key=True)
+    try:
+        value = testing_envelope(root.data.get("cluster"), where, count_gpus)
+    except FdlError as error:
+        notes.append(f"FLODL_TESTING_CLUSTER_JSON is not set: {error}")
+        return ()
+    return (EnvChange("FLODL_TESTING_CLUSTER_JSON", value),)
 
 
 def _count_gpus() -> int:

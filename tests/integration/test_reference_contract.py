@@ -18,6 +18,7 @@ without it.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -73,6 +74,24 @@ EXTRA_COMMANDS = """
 """
 
 
+def _cluster_overlay(project: Path) -> str:
+    """A ``cluster:`` block of one worker, this machine (so that floDl's CLI has no remote
+    host to check or pre-build for), two explicit devices and what the reader orders."""
+    return f"""\
+cluster:
+  controller: {{host: 127.0.0.1, port: 4000, path: {project}, join: {{start: auto, min_rank_start: 2}}}}
+  env: {{NCCL_DEBUG: INFO, A_FIRST: "1"}}
+  gpu_ram_share: 1
+  workers:
+    - host: {os.uname().nodename}
+      local_devices: [1, 0]
+      nccl_socket_ifname: lo
+      path: {project}
+      ssh: {{user: me, port: 2222}}
+      env: {{Z: z}}
+"""
+
+
 def _rocm(project: Path) -> None:
     """floDl's ROCm 7.0 variant as its ``libtorch download --rocm 7.0`` lays it out."""
     variant = project / "libtorch" / "precompiled" / "rocm70"
@@ -104,6 +123,7 @@ def scaffolds(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> dic
             manifest += EXTRA_COMMANDS
         (project / "fdl.yml").write_text(manifest, encoding="utf-8")
         (project / "fdl.ci.yml").write_text("description: ci overlay\n", encoding="utf-8")
+        (project / "fdl.cluster.yml").write_text(_cluster_overlay(project), encoding="utf-8")
         _variants(project)
         _rocm(project)
         made[mode] = project
@@ -168,6 +188,9 @@ CASES = [
     ["train", "--gpus", "3"],
     ["train"],
     ["--gpus", "0,1", "dtrain"],
+    ["@cluster", "test"],
+    ["@cluster", "train"],
+    ["@cluster", "--no-prebuild", "dtrain"],
 ]
 
 

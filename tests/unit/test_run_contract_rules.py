@@ -273,3 +273,14 @@ def test_local_cluster_is_one_worker_with_a_rank_per_device() -> None:
     envelope = local_cluster([3, 1], "h", "/p", 1337)
     assert envelope["workers"][0]["ranks"] == [0, 1]
     assert envelope["workers"][0]["local_devices"] == [3, 1]
+
+
+def test_the_testing_envelope_counts_all_here() -> None:
+    from fdl.tasks._cluster import testing_envelope
+
+    block = {**BLOCK, "workers": [{**BLOCK["workers"][0], "local_devices": "all"}]}
+    data = json.loads(bytes.fromhex(testing_envelope(block, None, lambda: 3)))
+    assert data["workers"][0]["local_devices"] == "all"
+    assert data["workers"][0]["ranks"] == [0, 1, 2]
+    with pytest.raises(ManifestError, match="no GPU is visible here"):
+        testing_envelope(block, None, lambda: 0)
