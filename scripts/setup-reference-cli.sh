@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # floDl's own CLI, the reference fdl is measured against (tests/integration/test_reference_parity.py,
-# bench/cli_latency.py): `cargo install flodl-cli --version 0.5.3 --locked` into the tests' cache.
+# bench/cli_latency.py): `cargo install flodl-cli --version 0.5.3 --locked` into the tests' cache;
+# 0.8.0 beside it for its run-time contract (tests/integration/test_reference_contract.py).
 #
-#   bash scripts/setup-reference-cli.sh        # prints the binary's path; fast when installed
+#   bash scripts/setup-reference-cli.sh                             # 0.5.3; prints the binary's path
+#   FDL_REFERENCE_VERSION=0.8.0 bash scripts/setup-reference-cli.sh # 0.8.0 (Rust 1.91 or newer)
 #
 # Where: $FDL_TEST_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/fdl-tests)/tools/flodl-cli-0.5.3/bin/fdl,
 # with cargo's registry (cargo-home/) and target directory (cargo-target/flodl-cli-0.5.3/) in the
@@ -12,6 +14,10 @@
 set -euo pipefail
 
 VERSION="${FDL_REFERENCE_VERSION:-0.5.3}"
+case "$VERSION" in
+  0.5.*) RUST_MIN=1.85 ;;
+  *) RUST_MIN=1.91 ;;  # flodl-cli 0.8.0's rust-version
+esac
 CACHE="${FDL_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fdl-tests}"
 TOOLS="$CACHE/tools/flodl-cli-$VERSION"
 BINARY="$TOOLS/bin/fdl"
@@ -29,7 +35,7 @@ if [ -z "$CARGO" ] && [ -x "$HOME/.cargo/bin/cargo" ]; then
 fi
 if [ -z "$CARGO" ]; then
   echo "error: cargo not found (on PATH or in ~/.cargo/bin): the reference CLI flodl-cli $VERSION is built from crates.io" >&2
-  echo "  fix: install Rust 1.85 or newer (rustup from https://rustup.rs, or apt-get install cargo on Debian 13; Debian 12's 1.63 is too old), then run bash scripts/setup-reference-cli.sh" >&2
+  echo "  fix: install Rust $RUST_MIN or newer (rustup from https://rustup.rs; Debian 12's 1.63 is too old), then run FDL_REFERENCE_VERSION=$VERSION bash scripts/setup-reference-cli.sh" >&2
   exit 4
 fi
 
@@ -42,7 +48,7 @@ if ! CARGO_HOME="${FDL_REFERENCE_CARGO_HOME:-$CACHE/cargo-home}" \
      CARGO_TARGET_DIR="$CACHE/cargo-target/flodl-cli-$VERSION" \
      "$CARGO" install flodl-cli --version "$VERSION" --locked --root "$PARTIAL" --quiet >&2; then
   echo "error: cargo install flodl-cli --version $VERSION failed (its output above)" >&2
-  echo "  fix: check that crates.io answers (cargo search flodl-cli) and that rustc is 1.85 or newer (rustc --version), then run bash scripts/setup-reference-cli.sh again" >&2
+  echo "  fix: check that crates.io answers (cargo search flodl-cli) and that rustc is $RUST_MIN or newer (rustc --version), then run FDL_REFERENCE_VERSION=$VERSION bash scripts/setup-reference-cli.sh again" >&2
   exit 1
 fi
 rm -rf "$TOOLS"

@@ -16,9 +16,11 @@ PYTHON="${PYTHON:-python3}"
 # which becomes pytest below (exec keeps the PID), has ended.
 export FDL_SERVERS_OWNER=$$
 bash scripts/setup-machine.sh
-# floDl's own CLI (cargo install flodl-cli 0.5.3, cached): the reference of the parity
-# tests and bench/cli_latency.py; without it they skip here and fail in CI.
-bash scripts/setup-reference-cli.sh >/dev/null || echo "warning: floDl's CLI could not be built (above); the reference parity tests will skip" >&2
+# floDl's own CLI (cargo install flodl-cli 0.5.3 and 0.8.0, cached): the reference of the
+# parity tests and bench/cli_latency.py; without it they skip here and fail in CI.
+for version in 0.5.3 0.8.0; do
+  FDL_REFERENCE_VERSION=$version bash scripts/setup-reference-cli.sh >/dev/null || echo "warning: floDl's CLI $version could not be built (above); its parity tests will skip" >&2
+done
 
 if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"

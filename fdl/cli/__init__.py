@@ -59,7 +59,7 @@ def _main(args: list[str], *, own_process: bool) -> int:
     rest: list[str] = []
     try:
         options, rest = parse_globals(args)
-        console = from_environment(options.verbosity, options.no_color)
+        console = from_environment(options.verbosity, options.no_color, ansi=options.ansi)
         if options.version or (not options.help and rest in (["version"], ["version", "--json"])):
             # A version is instant: neither typer nor the manifest is loaded for it.
             if rest[1:] == ["--json"]:

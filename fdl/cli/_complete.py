@@ -30,7 +30,7 @@ FILES = ":files"
 DIRS = ":dirs"
 SHELLS = ("bash", "zsh", "fish")
 _GLOBAL_VALUES = {"-e": "env", "--env": "env", "-f": "file", "--manifest": "file"}
-_GLOBAL_VALUES.update({"-C": "dir", "--directory": "dir", "--set": "set"})
+_GLOBAL_VALUES.update({"-C": "dir", "--directory": "dir", "--set": "set", "--gpus": "set"})
 
 
 @dataclass

@@ -103,8 +103,9 @@ class Console:
 
 
 def from_environment(
-    verbosity: int, no_color: bool, environ: Mapping[str, str] | None = None
+    verbosity: int, no_color: bool, environ: Mapping[str, str] | None = None, *, ansi: bool = False
 ) -> Console:
-    """A console configured from the global options and the environment."""
+    """A console configured from the global options and the environment (``--ansi``:
+    colours whatever the terminal and ``NO_COLOR`` say, as floDl's CLI)."""
     env = os.environ if environ is None else environ
-    return Console(verbosity=verbosity, color=wants_color(sys.stderr, no_color, env))
+    return Console(verbosity=verbosity, color=ansi or wants_color(sys.stderr, no_color, env))

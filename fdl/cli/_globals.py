@@ -1,7 +1,9 @@
 """Global options: recognised only before the command name.
 
 Everything after the command name belongs to the command, so ``fdl test -- -v``
-passes ``-v`` to the test script (the reference strips it anywhere).
+passes ``-v`` to the test script (the reference strips it anywhere). ``--gpus`` and
+``--no-prebuild`` are also taken after a project command's name, before ``--``, as floDl's
+CLI takes them (:mod:`fdl.cli._project`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ GLOBAL_OPTIONS_HELP = [
     ("-v, --verbose", "more output (repeat for more); tracebacks for internal errors"),
     ("-q, --quiet", "only errors and results"),
     ("--no-color, --no-ansi", "no colours (also $NO_COLOR)"),
+    ("--ansi", "colours even off a terminal (commands get FLODL_COLOR=always)"),
+    ("--gpus SPEC", "a project command sees only these GPUs (`0,1`, `all`); also after its name"),
+    ("--no-prebuild", "floDl's; fdl never pre-builds a cluster command's binaries"),
     ("--no-append", "leave out a project command's `append:` (as after its name)"),
     ("-V, --version", "print the version and exit"),
     ("-h, --help", "show this help (`fdl <command> --help` for a command)"),
@@ -36,12 +41,15 @@ _VALUE_OPTIONS = {
     "-C": "directory",
     "--directory": "directory",
     "--set": "set",
+    "--gpus": "gpus",
 }
 _FLAGS = [
     "--verbose",
     "--quiet",
     "--no-color",
     "--no-ansi",
+    "--ansi",
+    "--no-prebuild",
     "--no-append",
     "--version",
     "--help",
@@ -63,6 +71,9 @@ class GlobalOptions:
         self.sets: list[str] = []
         self.verbosity = 1
         self.no_color = False
+        self.ansi = False
+        self.gpus: str | None = None
+        self.no_prebuild = False
         self.no_append = False
         self.version = False
         self.help = False
@@ -91,6 +102,15 @@ def _assign(options: GlobalOptions, name: str, value: str, flag: str) -> None:
         from pathlib import Path
 
         options.directory = Path(value)
+    elif name == "gpus":
+        if not value or value.startswith("-"):
+            raise UsageError(f"{flag} needs a value", hint="e.g. `fdl --gpus 0,1 train`")
+        if options.gpus is not None:
+            raise UsageError("--gpus is given twice", hint="give it once")
+        from fdl.tasks import parse_gpus
+
+        parse_gpus(value)  # checked here; the project command reads it
+        options.gpus = value
     else:
         options.sets.append(value)
 
@@ -137,6 +157,10 @@ def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
             options.verbosity = 0
         elif token in ("--no-color", "--no-ansi"):  # --no-ansi: floDl's name for it
             options.no_color = True
+        elif token == "--ansi":  # floDl's: colours on, whatever the terminal
+            options.ansi = True
+        elif token == "--no-prebuild":  # floDl's: fdl never pre-builds (fdl.tasks._cluster)
+            options.no_prebuild = True
         elif token == "--no-append":  # floDl's place for it: before the command
             options.no_append = True
         elif token in ("-V", "--version"):
@@ -153,4 +177,6 @@ def parse_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
             )
             raise UsageError(f"unknown global option {token}", hint=hint)
         index += 1
+    if options.ansi and options.no_color:
+        raise UsageError("--ansi and --no-ansi (--no-color) are given together", hint="give one")
     return options, argv[index:]

@@ -10,6 +10,7 @@ from fdl.errors import FdlError, UsageError
 TYPE_CHECKING = False  # typing costs start-up; annotations only
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
     from fdl.manifest import Manifest
     from fdl.tasks import Invocation
@@ -21,7 +22,8 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
     """Run the manifest command ``name`` with ``args``; return its exit code.
 
     ``--help`` (before ``--``) shows what the command runs; ``--dry-run``
-    prints the exact command line and environment instead of running it.
+    prints the exact command line and environment instead of running it. ``--gpus`` and
+    ``--no-prebuild`` before ``--`` are fdl's (floDl's global options), not the command's.
 
     Raises:
         UsageError: no such command (with a did-you-mean over built-ins and
@@ -53,6 +55,7 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
         raise UsageError(f"unknown command {name!r}{where}", hint=hint)
     from fdl.tasks import prepare
 
+    args, gpus = _contract_flags(session, args)
     environ = _with_verbosity(session)
     invocation = prepare(
         manifest,
@@ -61,6 +64,7 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
         environ=environ,
         overlay=session.env,
         no_append=session.options.no_append,
+        gpus=gpus,
     )
     if invocation.action == "refresh-schema":
         return _report_refresh(session, invocation)
@@ -132,17 +136,39 @@ def _from_nested_directory(
     return words[0], [*words[1:], name, *args]
 
 
+def _contract_flags(session: Session, args: list[str]) -> tuple[list[str], Any]:
+    """``args`` without floDl's global ``--gpus SPEC`` and ``--no-prebuild``, which its CLI
+    takes anywhere before ``--`` (main.rs:106-124), and the parsed ``--gpus``."""
+    from fdl.tasks import parse_gpus, take_gpus
+
+    cut = args.index("--") if "--" in args else len(args)
+    args = [a for a in args[:cut] if a != "--no-prebuild"] + args[cut:]
+    args, text = take_gpus(args)
+    if text is not None and session.options.gpus is not None:
+        raise UsageError("--gpus is given twice", hint="give it once")
+    text = text if text is not None else session.options.gpus
+    return args, None if text is None else parse_gpus(text)
+
+
 # fdl's -q / -v / -vv / -vvv, as floDl's own CLI passes them to programs (0 .. 4).
 _VERBOSITY_LEVELS = {0: "0", 2: "2", 3: "3", 4: "4"}
 
 
 def _with_verbosity(session: Session) -> Mapping[str, str]:
     """The environment for the command: with ``-q``/``-v``, ``FDL_VERBOSITY`` and
-    ``FLODL_VERBOSITY`` say how chatty it should be (they reach containers too)."""
+    ``FLODL_VERBOSITY`` say how chatty it should be (they reach containers too); ``HOSTNAME``
+    when unset; ``FLODL_COLOR`` after ``--ansi``/``--no-ansi``."""
+    from fdl.tasks import hostname_change
+
+    # HOSTNAME for compose's `hostname: ${HOSTNAME}` (bash does not export it), as floDl's
+    # CLI fills it (main.rs:91-99): in the environment, not the plan (it is the machine's)
+    environ = {**session.environ, **{c.name: c.value for c in hostname_change(session.environ)}}
+    if session.options.ansi or session.options.no_color:  # as floDl's CLI (main.rs:40-57)
+        environ["FLODL_COLOR"] = "always" if session.options.ansi else "never"
     level = _VERBOSITY_LEVELS.get(min(session.options.verbosity, 4))
     if level is None:
-        return session.environ
-    return {**session.environ, "FDL_VERBOSITY": level, "FLODL_VERBOSITY": level}
+        return environ
+    return {**environ, "FDL_VERBOSITY": level, "FLODL_VERBOSITY": level}
 
 
 def _report_refresh(session: Session, invocation: Invocation) -> int:

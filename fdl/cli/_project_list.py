@@ -77,7 +77,8 @@ def command_rows(manifest: Manifest, env: str | None) -> list[tuple[str, str]]:
                     f"`fdl {name}` otherwise runs this]"
                 )
         if isinstance(spec, dict) and spec.get("cluster") is True:
-            # floDl's fdl.cluster.yml marks the multi-host commands; fdl refuses them
-            text += "  [refused here: `cluster: true`; submit it with `fdl deploy`]"
+            # floDl's fdl.cluster.yml marks the multi-host commands: floDl's launcher in the
+            # program fans out, fdl exports its envelope (fdl.tasks._cluster)
+            text += "  [cluster: true: floDl's launcher fans it out]"
         rows.append((name, text))
     return rows

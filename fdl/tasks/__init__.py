@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from fdl.tasks._args import ArgDecl, CommandSchema, OptionDecl
     from fdl.tasks._compose import quote
+    from fdl.tasks._contract import hostname_change, parse_gpus, take_gpus
     from fdl.tasks._docker import ComposeProgram, compose_program, in_container
     from fdl.tasks._env import EnvChange
     from fdl.tasks._execute import execute
@@ -60,9 +61,11 @@ __all__ = [
     "failure_note",
     "find_caches",
     "format_value",
+    "hostname_change",
     "in_container",
     "load_nested",
     "nesting",
+    "parse_gpus",
     "prepare",
     "preset_problems",
     "probe_key",
@@ -70,6 +73,7 @@ __all__ = [
     "render_argv",
     "render_script",
     "schema_of",
+    "take_gpus",
 ]
 
 _HOMES = {
@@ -77,6 +81,9 @@ _HOMES = {
     "CommandSchema": "_args",
     "OptionDecl": "_args",
     "quote": "_compose",
+    "hostname_change": "_contract",
+    "parse_gpus": "_contract",
+    "take_gpus": "_contract",
     "ComposeProgram": "_docker",
     "compose_program": "_docker",
     "in_container": "_docker",

@@ -61,6 +61,8 @@ class ComposeProject:
         mounts: Bind mounts per service.
         images: The ``image:`` of each service that names one (interpolated).
         working_dirs: The ``working_dir:`` of each service that sets one (interpolated).
+        gpus: The GPU vendor each service is given devices of (``nvidia``, ``amd``);
+            a service not listed has no GPU (:func:`service_gpu`).
     """
 
     file: Path
@@ -68,6 +70,7 @@ class ComposeProject:
     mounts: dict[str, list[Mount]] = field(default_factory=dict)
     images: dict[str, str] = field(default_factory=dict)
     working_dirs: dict[str, str] = field(default_factory=dict)
+    gpus: dict[str, str] = field(default_factory=dict)
 
     @property
     def services(self) -> list[str]:
@@ -171,7 +174,7 @@ def _mount(volume: Any, directory: Path, variables: Mapping[str, str]) -> Mount 
 # under the file's path and the digest of its exact text: a `docker:` command then reads
 # an unchanged file without the YAML parser. Nothing else of the file is kept (its
 # `environment:` may hold secrets), nor its text.
-_COMPOSE_FORMAT = 1
+_COMPOSE_FORMAT = 2
 _MAX_KEPT_BYTES = 1 << 22
 _MAX_KEPT_FILES = 64
 
@@ -235,6 +238,9 @@ def _read_keys(service: object) -> dict[str, Any]:
     if not isinstance(service, dict):
         return {}
     read = {key: service[key] for key in ("image", "working_dir", "volumes") if key in service}
+    gpu = service_gpu(service)
+    if gpu is not None:
+        read["gpu"] = gpu
     volumes = read.get("volumes")
     if isinstance(volumes, list):
         read["volumes"] = [
@@ -244,6 +250,35 @@ def _read_keys(service: object) -> dict[str, Any]:
             for volume in volumes
         ]
     return read
+
+
+def service_gpu(service: Mapping[str, Any]) -> str | None:
+    """The GPU vendor a compose service is given devices of: ``nvidia`` for a device
+    reservation of the nvidia driver or with the ``gpu`` capability, ``gpus:``, ``runtime:
+    nvidia`` or ``/dev/nvidia*`` devices; ``amd`` for ``/dev/kfd`` (ROCm); else None."""
+    devices = service.get("devices")
+    paths = [str(d).split(":", 1)[0] for d in devices] if isinstance(devices, list) else []
+    if "/dev/kfd" in paths:
+        return "amd"
+    if (
+        service.get("runtime") == "nvidia"
+        or service.get("gpus")
+        or any(p.startswith("/dev/nvidia") for p in paths)
+    ):
+        return "nvidia"
+    deploy = service.get("deploy")
+    resources = deploy.get("resources") if isinstance(deploy, dict) else None
+    reservations = resources.get("reservations") if isinstance(resources, dict) else None
+    reserved = reservations.get("devices") if isinstance(reservations, dict) else None
+    for device in reserved if isinstance(reserved, list) else []:
+        if not isinstance(device, dict):
+            continue
+        capabilities = device.get("capabilities")
+        if device.get("driver") == "nvidia" or (
+            isinstance(capabilities, list) and "gpu" in capabilities
+        ):
+            return "nvidia"
+    return None
 
 
 def load_compose(path: Path, environ: Mapping[str, str]) -> ComposeProject:
@@ -272,6 +307,9 @@ def load_compose(path: Path, environ: Mapping[str, str]) -> ComposeProject:
             workdir = service.get("working_dir") if isinstance(service, dict) else None
             if isinstance(workdir, str) and workdir.strip():
                 project.working_dirs[str(name)] = interpolate(workdir, variables)
+            gpu = service.get("gpu") if isinstance(service, dict) else None
+            if isinstance(gpu, str):
+                project.gpus[str(name)] = gpu
             volumes = service.get("volumes") if isinstance(service, dict) else None
             for volume in volumes or []:
                 mount = _mount(volume, directory, variables)

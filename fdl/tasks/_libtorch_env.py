@@ -43,6 +43,8 @@ class Variant:
         archs: GPU architectures it was built for.
         source: ``precompiled``, ``compiled``, ... when known.
         abi: ``cxx11`` or ``pre-cxx11`` (the C++ library ABI of its binaries), when known.
+        vendor: ``cpu``, ``nvidia`` or ``amd`` (:attr:`fdl.libtorch.variants.VariantInfo.vendor`),
+            None when neither its metadata nor its name says.
     """
 
     name: str
@@ -52,6 +54,7 @@ class Variant:
     archs: tuple[str, ...] = ()
     source: str | None = None
     abi: str | None = None
+    vendor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ def read_variant(directory: Path, name: str) -> Variant:
         archs=tuple(archs),
         source=info.source.get("kind") or None,
         abi=info.abi,
+        vendor=info.vendor,
     )
 
 
@@ -136,7 +140,9 @@ def _cuda_changes(cuda: str | None) -> list[EnvChange]:
 _ABI_FLAG = {"cxx11": "1", "pre-cxx11": "0"}
 
 
-def variant_exports(location: str, variant: Variant) -> list[EnvChange]:
+def variant_exports(
+    location: str, variant: Variant, *, rocm_lib: str | None = None
+) -> list[EnvChange]:
     """The variables a process needs to build and run against ``variant``: where each
     framework looks for libtorch (``LIBTORCH`` tch-rs, ``LIBTORCH_PATH`` floDl,
     ``Torch_DIR``/``CMAKE_PREFIX_PATH`` CMake), the loader path, and the C++ ABI of its
@@ -147,13 +153,20 @@ def variant_exports(location: str, variant: Variant) -> list[EnvChange]:
         location: Where the process sees the variant (a host path, or the
             path inside a container).
         variant: The variant (for its CUDA version and ABI).
+        rocm_lib: The ROCm runtime's library directory where the process runs: for an AMD
+            variant it goes **before** the variant's ``lib/`` (libtorch's ROCm build bundles
+            a ROCm user space; loaded before the machine's, it "segfaults at the first GPU
+            op": flodl-cli 0.8.0 src/libtorch/detect.rs:207-300, fdl/data/compat/rocm.yaml).
     """
     abi = _ABI_FLAG.get(variant.abi or "")
+    loader = f"{location}/lib"
+    if variant.vendor == "amd" and rocm_lib:
+        loader = f"{rocm_lib}:{loader}"
     return [
         EnvChange("LIBTORCH", location),
         EnvChange("LIBTORCH_PATH", location),
         EnvChange("Torch_DIR", f"{location}/share/cmake/Torch"),
-        EnvChange("LD_LIBRARY_PATH", f"{location}/lib", prepend=True),
+        EnvChange("LD_LIBRARY_PATH", loader, prepend=True),
         EnvChange("CMAKE_PREFIX_PATH", location, prepend=True),
         *([EnvChange("LIBTORCH_CXX11_ABI", abi)] if abi else []),
         *_cuda_changes(variant.cuda),

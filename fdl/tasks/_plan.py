@@ -14,6 +14,12 @@ from pathlib import Path
 from fdl.errors import EnvironmentProblem, Location, ManifestError
 from fdl.manifest import Manifest
 from fdl.tasks._compose import quote
+from fdl.tasks._contract import (
+    BASH_PROLOGUE,
+    LOGICAL_GPU_SERVICE,
+    gpu_feature,
+    gpu_service,
+)
 from fdl.tasks._docker import ComposeProgram, compose_program, in_container
 from fdl.tasks._env import EnvChange, apply_changes, export_line
 from fdl.tasks._framework_env import build_tools, framework_env
@@ -154,10 +160,17 @@ def _user_variables(environ: Mapping[str, str]) -> list[EnvChange]:
     return [EnvChange(name, str(get())) for name, get in ids.items() if name not in environ]
 
 
+def _kind(variant: Variant) -> str:
+    """``nvidia``, ``amd`` or ``cpu``: the kind of service a variant is for."""
+    return variant.vendor if variant.vendor in ("nvidia", "amd") else "cpu"
+
+
 def _mounted_libtorch(
     project: ComposeProject, service: str, state: LibtorchState
 ) -> tuple[str, Variant] | None:
-    """Where the service sees a libtorch: an explicit mount first, else through a wider mount."""
+    """Where the service sees a libtorch: an explicit mount first, else through a wider mount
+    (the project's), then only a variant of the service's own kind: a CPU service is never
+    given a CUDA variant's paths over its image's own libtorch."""
     from fdl.tasks._compose_file import container_path
 
     mounts = project.mounts.get(service, [])
@@ -172,7 +185,7 @@ def _mounted_libtorch(
             continue
         if (mount.source / "lib").is_dir():
             return mount.target, read_variant(state.directory, name)
-    if active is not None:
+    if active is not None and _kind(active) == project.gpus.get(service, "cpu"):
         inside = container_path(mounts, active.path)
         if inside is not None:
             return inside, active
@@ -202,6 +215,12 @@ def _shell(script: str, args: tuple[str, ...]) -> tuple[str, ...]:
     return (SHELL, "-c", script, SHELL, *args) if args else (SHELL, "-c", script)
 
 
+def _bash_in_container(script: str, args: tuple[str, ...]) -> tuple[str, ...]:
+    """``SCRIPT`` under bash in a container, as floDl's CLI runs it, or under sh (said on
+    stderr) where the image has no bash: ``sh -c PROLOGUE SCRIPT ARGS...``."""
+    return (SHELL, "-c", BASH_PROLOGUE, script, *args)
+
+
 @dataclass
 class _Planner:
     resolution: Resolution
@@ -211,6 +230,7 @@ class _Planner:
     runner: Runner | None
     strict: bool
     notes: list[str] = field(default_factory=list)
+    exports: tuple[EnvChange, ...] = ()
 
     def compose_command(self) -> ComposeProgram:
         try:
@@ -228,8 +248,16 @@ class _Planner:
         self, script: str, args: tuple[str, ...], state: LibtorchState
     ) -> tuple[tuple[str, ...], Path, list[EnvChange]]:
         env = _base_exports(str(self.root.directory), self.overlay, self.environ)
+        env.append(gpu_feature(state.active))
+        env.extend(self.exports)
         if state.active is not None:
-            env.extend(variant_exports(str(state.active.path), state.active))
+            env.extend(
+                variant_exports(
+                    str(state.active.path),
+                    state.active,
+                    rocm_lib=_host_rocm_lib(self.environ) if state.active.vendor == "amd" else None,
+                )
+            )
         return _shell(script, args), self.resolution.directory, env
 
     def docker(
@@ -251,12 +279,28 @@ class _Planner:
         forwarded = [
             EnvChange(name, self.environ[name]) for name in FORWARDED if name in self.environ
         ]
-        host_env = [*compose_variables(state), *_user_variables(self.environ), *forwarded]
+        contract = [gpu_feature(state.active), *self.exports]
+        # FDL_ENV for compose too, as floDl's CLI exports it to every child (main.rs:147-154)
+        selected = [EnvChange("FDL_ENV", self.overlay)] if self.overlay else []
+        host_env = [
+            *selected,
+            *compose_variables(state),
+            *_user_variables(self.environ),
+            *forwarded,
+            *contract,
+        ]
         project = load_compose(compose_file, apply_changes(self.environ, host_env))
+        logical = ""
+        if service == LOGICAL_GPU_SERVICE:  # floDl 0.8's `docker: gpu` (run.rs:678-745)
+            service, fallback = gpu_service(state.active, project.services)
+            if fallback is not None:
+                self.notes.append(fallback)
+            active = state.active.name if state.active is not None else "none"
+            logical = f" (what `docker: gpu` stands for with the active libtorch, {active})"
         if service not in project.mounts:
             listing = ", ".join(project.services) or "none"
             raise ManifestError(
-                f"docker service {service!r} is not defined in {compose_file}",
+                f"docker service {service!r}{logical} is not defined in {compose_file}",
                 location=where,
                 hint=f"services there: {listing}",
             )
@@ -269,6 +313,14 @@ class _Planner:
         if own is not None and self.resolution.kind is Kind.RUN:
             container_dir = own
         env = _base_exports(container_root or DEFAULT_CONTAINER_ROOT, self.overlay, self.environ)
+        # the launcher's envelope (it may hold a join token) goes by name, its value in
+        # compose's environment, never on a command line (`ps` shows those)
+        by_name = [
+            c.name
+            for c in contract
+            if c.name.startswith("FLODL_INTERNAL_") or c.name == "FLODL_TESTING_CLUSTER_JSON"
+        ]
+        env.extend(c for c in contract if c.name not in by_name)
         prepend: list[EnvChange] = []
         profile = _image_profile(self.root, service)
         baked = profile is not None and profile.get("libtorch") == "baked"
@@ -292,8 +344,20 @@ class _Planner:
                 f"is not installed{instead}: {fix}"
             )
         if mounted is not None:
-            for change in variant_exports(*mounted):
+            for change in variant_exports(*mounted, rocm_lib=IMAGE_ROCM_LIB):
                 (prepend if change.prepend else env).append(change)
+        elif (
+            state.active is not None
+            and not baked
+            and container_path(mounts, state.active.path) is not None
+        ):  # seen through the project's mount, but not of the service's kind
+            builds = {"nvidia": "a CUDA build", "amd": "a ROCm build", "cpu": "a CPU build"}
+            gpu = {"nvidia": "NVIDIA GPUs", "amd": "AMD GPUs"}.get(project.gpus.get(service, ""))
+            self.notes.append(
+                f"the active libtorch ({state.active.name}) is {builds[_kind(state.active)]} and "
+                f"service {service!r} has {gpu or 'no GPU'}: it keeps its image's own libtorch "
+                "(LIBTORCH is not set inside the container)"
+            )
         elif state.active is not None and not baked:  # a baked image sets LIBTORCH itself
             self.notes.append(
                 f"the active libtorch ({state.active.name}) is not mounted into service "
@@ -302,9 +366,10 @@ class _Planner:
         prelude = [export_line(change) for change in prepend]
         inner = "\n".join([f"cd {quote(container_dir)} || exit 125", *prelude, script])
         flags = [part for change in env for part in ("-e", f"{change.name}={change.value}")]
+        flags += [part for name in by_name for part in ("-e", name)]
         compose = self.compose_command()
         host_env = [*host_env, *compose.env]
-        argv = (*compose.argv, "run", "--rm", *flags, service, *_shell(inner, args))
+        argv = (*compose.argv, "run", "--rm", *flags, service, *_bash_in_container(inner, args))
         wrap = DockerWrap(
             service,
             compose_file,
@@ -343,6 +408,7 @@ def build_plan(
     runner: Runner | None = None,
     strict: bool = True,
     run: tuple[str, tuple[str, ...]] | None = None,
+    exports: tuple[EnvChange, ...] = (),
 ) -> CommandPlan:
     """Decide how ``script`` runs: on this machine, or in the command's compose service.
 
@@ -356,12 +422,16 @@ def build_plan(
         strict: False for help and dry runs: a missing compose program becomes a note.
         run: The script that runs and its positional parameters (the user's
             arguments as ``"$@"``); default: ``script`` without parameters.
+        exports: Variables the command gets on this machine and in its container
+            (``--gpus``'s masks, a cluster command's envelope).
 
     Raises:
         ManifestError: the compose file or service is missing.
         EnvironmentProblem: no compose program (when ``strict``).
     """
-    planner = _Planner(resolution, root, environ, overlay, runner, strict, list(resolution.notes))
+    planner = _Planner(
+        resolution, root, environ, overlay, runner, strict, list(resolution.notes), exports
+    )
     state = active_libtorch(root.directory, environ)
     if state.problem:
         planner.notes.append(f"{state.problem}; libtorch variables are not set")
@@ -411,3 +481,17 @@ def build_plan(
         notes=tuple(planner.notes),
         args=tuple(args),
     )
+
+
+# Where floDl's ROCm images (Dockerfile.rocm, from ROCm's own images) keep the runtime.
+IMAGE_ROCM_LIB = "/opt/rocm/lib"
+
+
+def _host_rocm_lib(environ: Mapping[str, str] | None) -> str | None:
+    """This machine's ROCm runtime library directory (``$ROCM_PATH/lib``, ...), if any."""
+    import os
+
+    from fdl.system.survey import rocm_runtime
+
+    found = rocm_runtime(os.environ if environ is None else environ)
+    return str(found / "lib") if found is not None else None

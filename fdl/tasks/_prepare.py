@@ -16,8 +16,9 @@ from fdl.tasks._compose import (
     split_append,
     split_user_args,
 )
+from fdl.tasks._env import EnvChange
 from fdl.tasks._plan import CommandPlan, build_plan
-from fdl.tasks._resolve import Kind, Resolution, resolve
+from fdl.tasks._resolve import Kind, Resolution, locate, resolve
 
 TYPE_CHECKING = False  # typing costs start-up: annotations only
 if TYPE_CHECKING:
@@ -262,8 +263,15 @@ def prepare(
     overlay: str | None = None,
     runner: Runner | None = None,
     no_append: bool = False,
+    gpus: str | tuple[int, ...] | None = None,
+    count_gpus: Callable[[], int] | None = None,
 ) -> Invocation:
     """Resolve ``fdl <name> <tail...>`` and plan it.
+
+    ``gpus`` is ``--gpus`` (:func:`fdl.tasks._contract.parse_gpus`): the command gets
+    ``CUDA_VISIBLE_DEVICES``/``HIP_VISIBLE_DEVICES``, or, when it is marked ``cluster:
+    true``, floDl's launcher envelope (:mod:`fdl.tasks._cluster`; ``count_gpus`` answers
+    ``--gpus all``).
 
     ``no_append`` is ``fdl --no-append <name>`` (floDl's place for it): it leaves out a
     ``run:`` command's ``append:`` as ``--no-append`` after the name does, and means
@@ -327,6 +335,26 @@ def prepare(
             )
     if resolution.kind is Kind.GROUP:
         return Invocation(resolution, None)
+    exports: tuple[EnvChange, ...] = ()
+    if not resolution.help and (gpus is not None or resolution.cluster):
+        from fdl.tasks._cluster import cluster_run
+        from fdl.tasks._contract import local_hostname
+
+        run = cluster_run(
+            marked=resolution.cluster,
+            block=root.data.get("cluster"),
+            block_at=locate(root, ("cluster",), root.directory, at_key=True),
+            gpus=gpus,
+            command=name,
+            directory=root.directory,
+            environ=environ,
+            count_gpus=count_gpus or _count_gpus,
+            hostname=local_hostname(environ),
+        )
+        exports = tuple(run.exports)
+        resolution.notes.extend(run.notes)
+    if not resolution.help and overlay and root.data.get("cluster") is not None:
+        exports += _testing_envelope(root, count_gpus or _count_gpus, resolution.notes)
     template = resolution.help
     script = compose_script(resolution, environ, template=template)
     plan = build_plan(
@@ -338,5 +366,30 @@ def prepare(
         overlay=overlay,
         runner=runner,
         strict=not (resolution.help or resolution.dry_run),
+        exports=exports,
     )
     return Invocation(resolution, plan)
+
+
+def _testing_envelope(
+    root: Manifest, count_gpus: Callable[[], int], notes: list[str]
+) -> tuple[EnvChange, ...]:
+    """``FLODL_TESTING_CLUSTER_JSON`` for a command of an overlay with a ``cluster:`` block,
+    as floDl's CLI exports it; one it cannot build is a note (floDl's CLI warns too)."""
+    from fdl.errors import FdlError
+    from fdl.tasks._cluster import testing_envelope
+
+    where = locate(root, ("cluster",), root.directory, at_key=True)
+    try:
+        value = testing_envelope(root.data.get("cluster"), where, count_gpus)
+    except FdlError as error:
+        notes.append(f"FLODL_TESTING_CLUSTER_JSON is not set: {error}")
+        return ()
+    return (EnvChange("FLODL_TESTING_CLUSTER_JSON", value),)
+
+
+def _count_gpus() -> int:
+    """The GPUs on this machine, for ``--gpus all``."""
+    from fdl.system.gpus import detect_gpus
+
+    return len(detect_gpus().gpus)

@@ -13,16 +13,17 @@ def render_argv(plan: CommandPlan) -> str:
     """The exact command line, one word per shell word; docker runs broken over lines.
 
     The user's arguments follow the script as its positional parameters
-    (``sh -c 'script "$@"' sh ARGS...``); bytes that are not UTF-8 are printed
+    (``sh -c 'script "$@"' sh ARGS...``; in a container ``sh -c PROLOGUE 'script' ARGS...``,
+    which runs the script under bash); bytes that are not UTF-8 are printed
     as ``"$(printf '\\377')"``, so the line pastes into ``sh`` unchanged.
     """
     words = [quote(word) for word in plan.argv]
     if plan.docker is None:
         return " ".join(words)
-    # <service> sh -c <script> [sh ARGS...]
-    args_at = len(plan.argv) - len(plan.args) - 1 if plan.args else len(plan.argv)
-    service_at = args_at - 4
-    breaks = {service_at, args_at}
+    # <service> sh -c <prologue> <script> [ARGS...]: the script ($0) starts a line
+    script_at = len(plan.argv) - len(plan.args) - 1
+    service_at = script_at - 4
+    breaks = {service_at, script_at}
     lines: list[str] = []
     current: list[str] = []
     for index, word in enumerate(words):

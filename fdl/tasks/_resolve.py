@@ -62,6 +62,8 @@ class Resolution:
         args: The user's arguments before ``--`` (entry and preset) or after it (run).
         passthrough: Arguments after ``--`` for entries (passed on unchecked).
         notes: Remarks for the user (not errors).
+        cluster: The command is marked ``cluster: true`` (floDl's launcher mode).
+        cluster_at: Where that mark is.
     """
 
     kind: Kind
@@ -75,6 +77,8 @@ class Resolution:
     dry_run: bool = False
     no_append: bool = False
     refresh_schema: bool = False
+    cluster: bool = False
+    cluster_at: Location | None = None
     args: list[str] = field(default_factory=list)
     passthrough: list[str] | None = None
     notes: list[str] = field(default_factory=list)
@@ -285,11 +289,11 @@ class _Walk:
 
 
 def resolve(root: Manifest, name: str, tail: Sequence[str], *, env: str | None) -> Resolution:
-    """Find what ``fdl <name> <tail...>`` runs (:func:`_resolve`), refusing a command the
-    manifest marks ``cluster: true`` (floDl's multi-host fan-out, which fdl does not do).
+    """Find what ``fdl <name> <tail...>`` runs (:func:`_resolve`), and whether the manifest
+    marks it ``cluster: true`` (floDl's launcher mode: :mod:`fdl.tasks._cluster`).
 
     Raises:
-        UsageError: as :func:`_resolve`; a ``cluster: true`` command that is run.
+        UsageError: as :func:`_resolve`.
         ManifestError: as :func:`_resolve`.
     """
     resolution = _resolve(root, name, tail, env=env)
@@ -307,13 +311,8 @@ def resolve(root: Manifest, name: str, tail: Sequence[str], *, env: str | None) 
     if found is not None and found[2]:
         manifest, key, _ = found
         origin = manifest.origin(key)
-        raise UsageError(
-            f"`fdl {' '.join(resolution.words)}` is marked `cluster: true` (floDl's multi-host "
-            "fan-out), which fdl does not launch",
-            hint="run it without the cluster overlay (it then runs here), or submit the "
-            "training image to SLURM or Kubernetes with `fdl deploy`",
-            location=origin.location() if origin is not None and origin.line else None,
-        )
+        resolution.cluster = True
+        resolution.cluster_at = origin.location() if origin is not None and origin.line else None
     return resolution
 
 

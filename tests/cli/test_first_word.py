@@ -38,8 +38,10 @@ def test_a_first_word_that_names_only_an_environment_selects_it(run_fdl, project
     assert result.exit_code == 0, result.output
     assert "echo cluster-build" in result.stdout
     assert "note:" not in result.stderr  # the documented form, no clash: nothing to say
+    # a cluster command reads the block for floDl's launcher: 0.5.3's form is not 0.8's
     refused = run_fdl(["cluster", "train", "--dry-run"], cwd=project)
-    assert refused.exit_code == 2 and "is marked `cluster: true`" in refused.stderr
+    assert refused.exit_code == 3, refused.output
+    assert "fdl.cluster.yml:2:1: cluster: unknown key 'master_addr'" in refused.stderr
     # the overlay of the first word reaches nested manifests and `config show` too
     shown = run_fdl(["cluster", "config", "show", "--no-origin"], cwd=project)
     assert shown.exit_code == 0 and "host: 10.0.0.1" in shown.stdout
@@ -69,16 +71,16 @@ def test_a_name_of_a_command_and_an_environment_is_the_environment_before_a_comm
     assert explicit.exit_code == 0 and "echo project-check" in explicit.stdout
 
 
-def test_the_help_of_an_environment_marks_what_it_refuses(run_fdl, project) -> None:
+def test_the_help_of_an_environment_marks_its_cluster_commands(run_fdl, project) -> None:
     for args in (["@cluster", "--help"], ["cluster", "--help"]):
         result = run_fdl(args, cwd=project)
         assert result.exit_code == 0, result.output
         rows = {line.split()[0]: line for line in result.stdout.splitlines() if line[:2] == "  "}
-        assert "refused here: `cluster: true`" in rows["train"]
-        assert "refused" not in rows["build"]
+        assert "[cluster: true: floDl's launcher fans it out]" in rows["train"]
+        assert "cluster: true" not in rows["build"]
         assert "cluster (active)" in result.stdout
     plain = run_fdl(["--help"], cwd=project)
-    assert "refused" not in plain.stdout
+    assert "floDl's launcher fans it out" not in plain.stdout
     assert "ci (also a command)" in plain.stdout
     assert "`fdl NAME <command>`" in plain.stdout
 

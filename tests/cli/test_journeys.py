@@ -134,12 +134,15 @@ def test_flodl_user_on_the_mixed_rig(tmp_path: Path, run_fdl, index: PackageInde
     assert cuda.exit_code == 0, cuda.output
     assert (
         "# note: service 'cuda' uses libtorch builds/sm61-sm120 (images.cuda.variant), which "
-        "is not installed; it sees precompiled/cpu instead: fdl setup"
+        "is not installed: fdl setup"
     ) in cuda.stdout
+    # a GPU service is never given the active CPU variant over its image's own
+    assert "(precompiled/cpu) is a CPU build and service 'cuda' has NVIDIA GPUs" in cuda.stdout
+    assert "-e LIBTORCH=" not in cuda.stdout
     train = run_fdl(["train", "--dry-run", "--", "--epochs", "2"], cwd=project, env=env)
     assert train.exit_code == 0, train.output
     assert 'cargo run --release -- "$@"\'' in train.stdout
-    assert train.stdout.rstrip().endswith("sh --epochs 2")
+    assert train.stdout.rstrip().endswith("' --epochs 2")  # the script ($0), then its arguments
 
 
 # The source build's plan asks for an engine: nvcc 13 (this machine's) cannot compile

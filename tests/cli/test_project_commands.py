@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fdl.tasks._contract import BASH_PROLOGUE
 from tests.support.tasks_helpers import (
     ADVERSARIAL,
     PRINT_ARGV,
@@ -339,11 +340,11 @@ def test_fake_compose_receives_the_planned_argv(project: Path, fdl_process, tmp_
     assert data["cwd"] == str(project)
     assert data["argv"][:2] == ["run", "--rm"]
     # The arguments follow the script as its positional parameters ("$@").
-    assert data["argv"][-10:-7] == ["dev", "sh", "-c"]
+    # under bash (the prologue), as floDl's CLI runs it
+    assert data["argv"][-10:-6] == ["dev", "sh", "-c", BASH_PROLOGUE]
     assert data["argv"][-5:] == ["--epochs", "5", "--seed", "42", "--x"]
-    assert data["argv"][-6] == "sh"
-    assert data["argv"][-7].splitlines()[0] == "cd /workspace/train || exit 125"
-    assert data["argv"][-7].splitlines()[-1] == 'python3 ../printargv.py "$@"'
+    assert data["argv"][-6].splitlines()[0] == "cd /workspace/train || exit 125"
+    assert data["argv"][-6].splitlines()[-1] == 'python3 ../printargv.py "$@"'
     assert data["env"] == {
         "LIBTORCH_HOST_PATH": str(project / "libtorch" / "precompiled" / "cu128"),
         "CUDA_VERSION": "12.8.0",

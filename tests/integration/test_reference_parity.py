@@ -50,6 +50,8 @@ EXTRA_VARIABLES = {
     "LIBTORCH_CUDA_PATH",  # compose: the active CUDA variant
     "LIBTORCH_HOST_PATH",  # floDl's CLI leaves it out for nested run: commands
     "FDL_VERBOSITY",  # fdl's own name for FLODL_VERBOSITY (-v, -q)
+    "FDL_GPU_FEATURE",  # floDl 0.8's (test_reference_contract.py compares it with 0.8.0)
+    "HOSTNAME",  # floDl 0.6's, when unset
 }
 
 

@@ -1,7 +1,8 @@
-"""floDl's own CLI (``flodl-cli`` 0.5.3 from crates.io) beside fdl, under recording fakes.
+"""floDl's own CLI (``flodl-cli`` 0.5.3, and 0.8.0 for its run-time contract, from
+crates.io) beside fdl, under recording fakes.
 
 The reference binary is installed by ``scripts/setup-reference-cli.sh`` into
-``cache_dir()/tools/flodl-cli-0.5.3`` (asked here when it is missing: a test skips, or
+``cache_dir()/tools/flodl-cli-<version>`` (asked here when it is missing: a test skips, or
 fails in CI, when it cannot be built). It is also named ``fdl``, so it is called by its
 path and its directory never goes on PATH.
 
@@ -30,7 +31,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -49,6 +50,7 @@ __all__ = [
 ]
 
 REFERENCE_VERSION = "0.5.3"
+CONTRACT_VERSION = "0.8.0"  # --gpus, FDL_GPU_FEATURE, docker: gpu, FDL_ENV (tests/integration)
 REPO = Path(__file__).resolve().parents[2]
 SETUP_SCRIPT = REPO / "scripts" / "setup-reference-cli.sh"
 # The variables a program's build or run reads that either CLI may set.
@@ -60,6 +62,8 @@ RECORDED = (
     "Torch_DIR",
     "CMAKE_PREFIX_PATH",
     "LD_LIBRARY_PATH",
+    "HIP_VISIBLE_DEVICES",
+    "HOSTNAME",
 )
 # Set by the sandbox itself, not by either CLI.
 _SANDBOX_VARS = (
@@ -76,6 +80,15 @@ call = {{"program": os.path.basename(sys.argv[0]), "argv": sys.argv[1:], "cwd": 
         "env": env}}
 with open(os.environ["FDL_PARITY_LOG"], "a", encoding="utf-8") as log:
     log.write(json.dumps(call) + "\\n")
+if sys.argv[1:] == ["compose", "config", "--services"]:
+    # floDl's CLI 0.8.0 asks this before `docker: gpu` picks `rocm` (run.rs:733-745): the
+    # services of the compose file here (two-space keys under `services:`, as floDl writes)
+    import re
+    for name in ("compose.yaml", "compose.yml", "docker-compose.yml", "docker-compose.yaml"):
+        if os.path.isfile(name):
+            text = open(name, encoding="utf-8").read().split("\\nservices:\\n", 1)[-1]
+            print("\\n".join(re.findall(r"^  ([A-Za-z0-9_.-]+):", text, re.M)))
+            break
 """
 # curl as on a machine without network: floDl's `init` asks crates.io for floDl's newest
 # release and takes a git dependency when it cannot.
@@ -96,24 +109,24 @@ cd() {
 """
 
 
-def _answers(binary: Path) -> bool:
+def _answers(binary: Path, version: str) -> bool:
     if not os.access(binary, os.X_OK):
         return False
     env = {"PATH": os.environ.get("PATH", ""), "FDL_NO_UPDATE_CHECK": "1", "HOME": "/nonexistent"}
     got = subprocess.run(
         [str(binary), "--version"], capture_output=True, text=True, env=env, check=False
     )
-    return got.stdout.strip() == f"flodl-cli {REFERENCE_VERSION}"
+    return got.stdout.strip() == f"flodl-cli {version}"
 
 
-@functools.lru_cache(maxsize=1)
-def installed_reference() -> tuple[Path | None, str]:
-    """floDl's CLI, installed now if missing (``scripts/setup-reference-cli.sh``), or None
-    and why not."""
-    binary = cache_dir() / "tools" / f"flodl-cli-{REFERENCE_VERSION}" / "bin" / "fdl"
-    if _answers(binary):
+@functools.lru_cache(maxsize=2)
+def installed_reference(version: str = REFERENCE_VERSION) -> tuple[Path | None, str]:
+    """floDl's CLI ``version``, installed now if missing (``scripts/setup-reference-cli.sh``),
+    or None and why not."""
+    binary = cache_dir() / "tools" / f"flodl-cli-{version}" / "bin" / "fdl"
+    if _answers(binary, version):
         return binary, ""
-    env = dict(os.environ, FDL_TEST_CACHE=str(cache_dir()))
+    env = dict(os.environ, FDL_TEST_CACHE=str(cache_dir()), FDL_REFERENCE_VERSION=version)
     try:
         got = subprocess.run(
             ["bash", str(SETUP_SCRIPT)], capture_output=True, text=True, env=env,
@@ -121,17 +134,17 @@ def installed_reference() -> tuple[Path | None, str]:
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         return None, f"{SETUP_SCRIPT.name} ran for an hour"
-    if got.returncode != 0 or not _answers(binary):
+    if got.returncode != 0 or not _answers(binary, version):
         return None, f"{SETUP_SCRIPT.name} failed: {got.stderr.strip()[-1200:]}"
     return binary, ""
 
 
-def reference_binary() -> Path:
-    """floDl's ``fdl`` 0.5.3, installed once into the tests' cache (skips, or fails in CI,
-    when it cannot be built)."""
-    binary, problem = installed_reference()
+def reference_binary(version: str = REFERENCE_VERSION) -> Path:
+    """floDl's ``fdl`` ``version`` (0.5.3 unless said), installed once into the tests' cache
+    (skips, or fails in CI, when it cannot be built)."""
+    binary, problem = installed_reference(version)
     if binary is None:
-        skip_or_fail(f"floDl's CLI {REFERENCE_VERSION} is not installed: {problem}")
+        skip_or_fail(f"floDl's CLI {version} is not installed: {problem}")
     return binary
 
 
@@ -191,8 +204,9 @@ class Outcome:
 class Sandbox:
     """A HOME and recording fakes on PATH, and runners for both CLIs inside them."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, version: str = REFERENCE_VERSION) -> None:
         self.root = root
+        self.version = version
         self.home = root / "home"
         self.bin = root / "bin"
         self.home.mkdir(parents=True, exist_ok=True)
@@ -244,7 +258,7 @@ class Sandbox:
         if problem:
             skip_or_fail(problem)
         argv = [self._bwrap, *_bwrap_root(container), "--chdir", str(cwd)]
-        return self._run([*argv, str(reference_binary()), *args], cwd, self.env())
+        return self._run([*argv, str(reference_binary(self.version)), *args], cwd, self.env())
 
     def ours(self, args: list[str], cwd: Path, *, container: bool = False) -> Outcome:
         """This checkout's fdl (``python -m fdl``), told whether it is in a container.
@@ -263,11 +277,13 @@ class Sandbox:
         return self._run(["sh", "-c", text], cwd, self.env())
 
     def inside(self, script: list[str], cwd: str, env: dict[str, str]) -> list[Call]:
-        """What ``bash -c`` of a container would run: ``cd`` recorded, programs faked."""
+        """What ``bash -c`` (or ``sh -c``, by this machine's sh) of a container would run:
+        ``cd`` recorded in bash, programs faked."""
         full = self.env(BASH_ENV=str(self.bash_env), FDL_PARITY_CWD=cwd, **env)
+        shell = "/bin/sh" if script[0] == "sh" else "/bin/bash"
         self._take_calls()
         subprocess.run(
-            ["/bin/bash", *script[1:]], cwd=self.root, env=full, capture_output=True, timeout=60,
+            [shell, *script[1:]], cwd=self.root, env=full, capture_output=True, timeout=60,
             stdin=subprocess.DEVNULL, check=False,
         )  # fmt: skip
         return self._take_calls()
@@ -343,9 +359,12 @@ def effects(sandbox: Sandbox, calls: list[Call]) -> list[Effect]:
         if call.program != "docker":
             found.append(Effect("host", call.program, call.argv, call.cwd, call.env))
             continue
-        if call.argv[:2] != ("compose", "run"):
+        words = list(call.argv)
+        while words[:1] == ["compose"] and words[1:2] == ["-f"]:  # floDl 0.8's cluster
+            del words[1:3]  # overlay (extra_hosts): the service and its command are the same
+        if words[:2] != ["compose", "run"]:
             continue
-        found.extend(_container_effects(sandbox, call))
+        found.extend(_container_effects(sandbox, replace(call, argv=tuple(words))))
     return found
 
 
@@ -357,8 +376,9 @@ def _container_effects(sandbox: Sandbox, call: Call) -> list[Effect]:
         if word in _VALUE_OPTIONS:
             value = words[index + 1]
             if word in ("-e", "--env"):
-                key, _, text = value.partition("=")
-                container_env[key] = text
+                key, equals, text = value.partition("=")
+                if equals or key in call.env:  # a bare `-e NAME`: compose's own value
+                    container_env[key] = text if equals else call.env[key]
             options[word] = value
             index += 2
         else:

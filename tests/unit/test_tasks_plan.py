@@ -11,6 +11,7 @@ from fdl.errors import ManifestError, UsageError
 from fdl.manifest import load_manifest
 from fdl.runner import Completed
 from fdl.tasks import Invocation, Kind, prepare, render_script
+from fdl.tasks._contract import BASH_PROLOGUE
 from tests.support.fakes import FakeRunner
 from tests.support.tasks_helpers import fake_libtorch, write
 
@@ -25,7 +26,7 @@ FILES = {
         commands:
           greet: {run: echo hello, description: Say hello}
           test: {run: cargo test, append: "-- --nocapture"}
-          dtest: {run: cargo test, docker: dev}
+          dtest: {run: cargo test, docker: cuda}
           sub:
           other: {path: elsewhere}
           ghost:
@@ -41,6 +42,10 @@ FILES = {
               - ${LIBTORCH_CPU_PATH:-./libtorch/precompiled/cpu}:/usr/local/libtorch:ro
           nomount:
             image: y
+          cuda:
+            image: z
+            volumes: [".:/srv/proj"]
+            deploy: {resources: {reservations: {devices: [{driver: nvidia, count: all}]}}}
         """,
     "sub/fdl.yml": """\
         description: Training
@@ -193,11 +198,11 @@ def test_docker_run_wraps_into_compose_with_cd_and_env(root: Path) -> None:
     assert plan.cwd == root
     argv = list(plan.argv)
     assert argv[:3] == ["docker-compose", "run", "--rm"]
-    assert argv[-7:-4] == ["dev", "sh", "-c"]
-    assert argv[-3:] == ["sh", "-p", "it's"]
+    assert argv[-7:-3] == ["cuda", "sh", "-c", BASH_PROLOGUE]
+    assert argv[-2:] == ["-p", "it's"]
     assert "-e" in argv and "LIBTORCH=/srv/proj/libtorch/precompiled/cu128" in argv
     assert "CUDA_VERSION=12.8.0" in argv and "FDL_PROJECT_ROOT=/srv/proj" in argv
-    inner = argv[-4].splitlines()
+    inner = argv[-3].splitlines()
     assert inner[0] == "cd /srv/proj || exit 125"
     assert inner[-1] == 'cargo test "$@"'
     assert plan.script.endswith("cargo test -p " + SQ_ITS)
@@ -214,9 +219,10 @@ def test_nested_docker_commands_cd_to_their_directory_in_the_container(root: Pat
     assert plan.cwd == root  # compose runs where the compose file is
     plan = plan_of(root, ["gpu", "--x"]).plan
     assert plan is not None and plan.docker is not None
-    assert plan.argv[-2:] == ("sh", "--x")
-    assert plan.argv[-3].splitlines()[0] == "cd /srv/proj/gpu || exit 125"
-    assert plan.argv[-3].splitlines()[-1] == 'python gpu.py "$@"'
+    assert plan.argv[-5:-2] == ("sh", "-c", BASH_PROLOGUE)
+    assert plan.argv[-1:] == ("--x",)
+    assert plan.argv[-2].splitlines()[0] == "cd /srv/proj/gpu || exit 125"
+    assert plan.argv[-2].splitlines()[-1] == 'python gpu.py "$@"'
 
 
 def test_explicitly_mounted_libtorch_is_what_the_container_sees(root: Path) -> None:
@@ -241,11 +247,11 @@ def test_unmounted_libtorch_is_a_note(root: Path) -> None:
 
 
 def test_unknown_service_is_located_at_docker(root: Path) -> None:
-    write(root, {"fdl.yml": "commands:\n  t:\n    run: x\n    docker: gpu\n"})
+    write(root, {"fdl.yml": "commands:\n  t:\n    run: x\n    docker: ghost\n"})
     with pytest.raises(ManifestError) as caught:
         plan_of(root, ["t"])
-    assert str(caught.value).startswith("fdl.yml:4:13: docker service 'gpu' is not defined")
-    assert caught.value.hint == "services there: dev, lt, nomount"
+    assert str(caught.value).startswith("fdl.yml:4:13: docker service 'ghost' is not defined")
+    assert caught.value.hint == "services there: dev, lt, nomount, cuda"
 
 
 def test_missing_compose_file(tmp_path: Path) -> None:
