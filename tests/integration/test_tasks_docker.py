@@ -93,8 +93,10 @@ def project(tmp_path: Path, image: str) -> Iterator[Path]:
             "sub/fdl.yml": NESTED,
         },
     )
+    fake_libtorch(root, "precompiled/cu128", cuda="12.8")
+    # the active one: the service has no GPUs, and a service is given only a variant of
+    # its own kind (a CUDA variant would leave it its image's libtorch)
     fake_libtorch(root, "precompiled/cpu", cuda=None)
-    fake_libtorch(root, "precompiled/cu128", cuda="12.8")  # the active one
     yield root
     subprocess.run(
         ["docker-compose", "down", "--remove-orphans"],
@@ -112,13 +114,13 @@ def test_argv_arrives_verbatim_with_libtorch_environment(project: Path, fdl_proc
     cut = ADVERSARIAL.index("--")
     assert data["argv"] == [*ADVERSARIAL[:cut], "--", *ADVERSARIAL[cut + 1 :]]
     assert data["cwd"] == "/srv/proj"
-    variant = "/srv/proj/libtorch/precompiled/cu128"
+    variant = "/srv/proj/libtorch/precompiled/cpu"
     env = data["env"]
     assert env["LIBTORCH"] == env["LIBTORCH_PATH"] == variant
     assert env["LD_LIBRARY_PATH"].split(":")[0] == f"{variant}/lib"
     assert env["CMAKE_PREFIX_PATH"].split(":")[0] == variant
     assert env["Torch_DIR"] == f"{variant}/share/cmake/Torch"
-    assert (env["CUDA_VERSION"], env["CUDA_TAG"]) == ("12.8.0", "12.8")
+    assert "CUDA_VERSION" not in env and "CUDA_TAG" not in env  # a CPU build
     assert env["FDL_PROJECT_ROOT"] == "/srv/proj"
 
 

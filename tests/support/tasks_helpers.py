@@ -73,7 +73,10 @@ def fake_libtorch(root: Path, name: str = "precompiled/cu128", cuda: str | None 
     """An installed (empty) libtorch variant, made active."""
     variant = root / "libtorch" / name
     (variant / "lib").mkdir(parents=True, exist_ok=True)
-    arch = f"cuda={cuda or 'none'}\ntorch=2.10.0\narchs=7.0 8.0\nsource=precompiled\n"
+    # as floDl's CLI writes it: a ROCm build lists gfx targets, a CPU build "cpu"
+    base = name.rsplit("/", 1)[-1]
+    archs = "gfx908 gfx90a" if base.startswith("rocm") else "7.0 8.0" if cuda else "cpu"
+    arch = f"cuda={cuda or 'none'}\ntorch=2.10.0\narchs={archs}\nsource=precompiled\n"
     (variant / ".arch").write_text(arch, encoding="utf-8")
     (root / "libtorch" / ".active").write_text(name + "\n", encoding="utf-8")
     return variant
