@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from fdl._files import file_sha256
+from fdl._grammar import fill
 from fdl.archive import ArchiveError, read_member, safe_extract_zip
 from fdl.compat import release, resolve_torch_version
 from fdl.errors import EnvironmentProblem, FdlError, UsageError
@@ -63,7 +64,11 @@ __all__ = [
 TREE_DIRS = ("lib", "include", "share")
 # Python-only parts of torch/lib: the bindings and any extension module.
 _PYTHON_ONLY = re.compile(r"^(libtorch_python\.so.*|.*\.cpython-.*\.so|.*\.abi3\.so)$")
-_VERSION_PY = re.compile(r"^(\w+)\s*(?::[^=]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", re.MULTILINE)
+# name (: annotation)? = 'value' | "value" | None, on one line: [^=\n] keeps a line of a
+# thousand "a:" from being tried against every line after it (a quadratic search)
+_VERSION_PY = re.compile(
+    r"^(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|None)", re.MULTILINE
+)
 
 LineCallback = Callable[[str], None]
 
@@ -190,7 +195,8 @@ def check_wheel(
     )
 
 
-def _parse_version_py(text: str) -> dict[str, str | None]:
+def parse_version_py(text: str) -> dict[str, str | None]:
+    """``torch/version.py``'s assignments of strings (and None), read without running it."""
     return {m[1]: (m[2] if m[2] is not None else m[3]) for m in _VERSION_PY.finditer(text)}
 
 
@@ -201,8 +207,8 @@ def _from_texts(kind: str, location: Path, metadata: str, version_py: str) -> Wh
             f"{location} is not a PyTorch wheel (its name is {headers.get('Name')!r})",
             hint="pass a torch-<version>-...whl file",
         )
-    values = _parse_version_py(version_py)
-    return WheelSource(
+    values = parse_version_py(version_py)
+    source = WheelSource(
         kind=kind,
         location=location,
         version=str(headers.get("Version") or values.get("__version__") or ""),
@@ -210,6 +216,27 @@ def _from_texts(kind: str, location: Path, metadata: str, version_py: str) -> Wh
         git_version=values.get("git_version"),
         requires=tuple(headers.get_all("Requires-Dist") or ()),
     )
+    _check_facts(source)
+    return source
+
+
+def _check_facts(source: WheelSource) -> None:
+    """The version, CUDA and commit the variant records and writes (``build-version``),
+    held against their grammars where they are read."""
+    from fdl._grammar import checked
+
+    facts = [("torch-version", "its version", source.version)]
+    if source.cuda:
+        facts.append(("cuda", "version.py's cuda", source.cuda))
+    if source.git_version:
+        facts.append(("commit", "version.py's git_version", source.git_version))
+    hint = (
+        "reinstall torch in that environment with pip"
+        if source.kind == "environment"
+        else "pass a torch wheel downloaded from PyPI or download.pytorch.org"
+    )
+    for kind, what, value in facts:
+        checked(kind, value, what=what, source=str(source.location), hint=hint)
 
 
 def _metadata_member(path: Path) -> str:
@@ -406,9 +433,12 @@ def populate_from_wheel(
     say(f"copying torch/{{{','.join(TREE_DIRS)}}} from {source.location}")
     _copy_tree(source, tree, scratch)
     dropped = _drop_python_only(tree / "lib")
-    (tree / "build-version").write_text(source.build_version + "\n", encoding="utf-8")
+    how = {"source": str(source.location), "hint": "pass another torch wheel"}
+    line = fill("line", "{build_version}\n", build_version=source.build_version, **how)
+    (tree / "build-version").write_text(line, encoding="utf-8")
     if source.git_version:
-        (tree / "build-hash").write_text(source.git_version + "\n", encoding="utf-8")
+        line = fill("line", "{git_version}\n", git_version=source.git_version, **how)
+        (tree / "build-hash").write_text(line, encoding="utf-8")
     libraries = None
     if source.cuda and nvidia.bundle:
         libraries = _bring_nvidia(source, tree / "lib", scratch, runner, nvidia, say, output)
