@@ -83,7 +83,7 @@ KINDS: dict[str, Grammar] = {
     # A Dockerfile instruction's double-quoted value (quoted by fdl.images._render.quote).
     "dockerfile": Grammar("Dockerfile", _PRINTABLE),
     # An #SBATCH line: sbatch has no escape for '"' inside quotes, nor for a backslash.
-    "sbatch": Grammar("#SBATCH line", r'[^\x00-\x1f\x7f-\x9f\u2028\u2029"\\\ud800-\udfff]'),
+    "sbatch": Grammar("#SBATCH line", r'(?!["\\])' + _PRINTABLE),
     # Quoting writers: the shell's single quotes, JSON, YAML's safe dumper.
     "shell": Grammar("shell script", r"[^\x00]"),
     "json": Grammar("JSON file", r"[^\ud800-\udfff]"),

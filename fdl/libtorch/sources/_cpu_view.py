@@ -261,11 +261,7 @@ def populate_cpu_view(
     if cuda_build:
         _write_cmake(tree, view)
         _write_link_script(tree / "lib", view)
-    line = fill("line", "{build_version}\n", build_version=view.build_version, **_FILL)
-    (tree / "build-version").write_text(line, encoding="utf-8")
-    if view.git_version:
-        line = fill("line", "{git_version}\n", git_version=view.git_version, **_FILL)
-        (tree / "build-hash").write_text(line, encoding="utf-8")
+    _write_build_files(tree, view)
     return _info(view)
 
 
@@ -743,6 +739,15 @@ def _write_link_script(lib_dir: Path, view: CpuView) -> None:
     torch-sys, floDl, most hand-written build scripts)."""
     text = fill("linker", _LINK_SCRIPT, build=view.build_version, **_FILL)
     (lib_dir / "libtorch.so").write_text(text, encoding="utf-8")
+
+
+def _write_build_files(tree: Path, view: CpuView) -> None:
+    """``build-version`` and ``build-hash``: one line each."""
+    line = fill("line", "{build_version}\n", build_version=view.build_version, **_FILL)
+    (tree / "build-version").write_text(line, encoding="utf-8")
+    if view.git_version:
+        line = fill("line", "{git_version}\n", git_version=view.git_version, **_FILL)
+        (tree / "build-hash").write_text(line, encoding="utf-8")
 
 
 def _write_cmake(tree: Path, view: CpuView) -> None:
