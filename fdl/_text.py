@@ -8,7 +8,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["did_you_mean", "hide_credentials", "plural", "printable"]
+__all__ = ["did_you_mean", "hide_credentials", "plural", "printable", "public_url"]
 
 
 def did_you_mean(word: str, options: Sequence[str]) -> str | None:
@@ -55,3 +55,15 @@ def hide_credentials(text: str, *, words: bool = True) -> str:
     helper's output, an address the user typed."""
     text = _USERINFO.sub(r"\1***@", text)
     return _TOKEN_WORD.sub("***", text) if words else text
+
+
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@'\"<>]*@")
+
+
+def public_url(text: str) -> str:
+    """``text`` with the user info of every URL in it hidden (``http://user:token@host/``
+    becomes ``http://***@host/``): the one rule for what fdl prints, records (variant.json)
+    or pushes, so an index URL's credentials (``PIP_INDEX_URL``) stay where they were given."""
+    if "@" not in text or "://" not in text:
+        return text
+    return _URL_USERINFO.sub(r"\1***@", text)

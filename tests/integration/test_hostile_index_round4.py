@@ -134,3 +134,58 @@ def test_an_unused_hostile_file_name_on_the_page_does_not_stop_the_install(
     bad = f"torch-{TORCH}\n{PAYLOAD}-cp311-cp311-manylinux_2_28_aarch64.whl"
     index.add("torch", Wheel(bad, b"never read"))
     assert install(fdl, index.url).exit_code == 0
+
+
+# --- point 2: index credentials ----------------------------------------------------------
+
+TOKEN = "s3cr3t-t0ken-4242"
+
+
+def with_credentials(url: str) -> str:
+    return url.replace("http://", f"http://fdl-user:{TOKEN}@", 1)
+
+
+def sent_credentials(server: FaultyServer, host: str) -> list[bool]:
+    """For each request the server saw for ``host``: whether it carried credentials."""
+    seen = [{k.lower(): v for k, v in entry.headers.items()} for entry in server.log]
+    return ["authorization" in h for h in seen if h.get("host", "").split(":")[0] == host]
+
+
+def test_index_credentials_go_to_the_index_and_nowhere_else(
+    fdl: Fdl, faulty_server: FaultyServer, tmp_path: Path
+) -> None:
+    index = PackageIndex(faulty_server)
+    index.add_torch()
+    result = install(fdl, with_credentials(index.url), "--json")
+    assert result.exit_code == 0, result.output
+    assert sent_credentials(faulty_server, "127.0.0.1")  # the index got them, on every request
+    assert all(sent_credentials(faulty_server, "127.0.0.1"))
+    recorded = (tmp_path / "home/libtorch/precompiled/cpu/variant.json").read_text()
+    assert "127.0.0.1" in recorded and "***@127.0.0.1" in recorded
+    shown = fdl("libtorch", "info", "precompiled/cpu", "--json")
+    assert shown.exit_code == 0 and "***@127.0.0.1" in shown.stdout
+    for text in (result.output, recorded, shown.output, fdl("libtorch", "info").output):
+        assert TOKEN not in text and "fdl-user" not in text
+
+
+def test_an_index_error_does_not_print_the_token(fdl: Fdl, faulty_server: FaultyServer) -> None:
+    result = install(fdl, with_credentials(faulty_server.url("/simple")))
+    refused(result, 5, "***@127.0.0.1")
+    assert TOKEN not in result.output
+
+
+def test_credentials_do_not_follow_a_link_or_a_redirect_to_another_host(
+    fdl: Fdl, faulty_server: FaultyServer
+) -> None:
+    from tests.support.faulty_http import Status
+
+    index = PackageIndex(faulty_server)
+    index.add_torch()
+    elsewhere = faulty_server.url("/simple").replace("127.0.0.1", "localhost")
+    # the index's page is redirected to another host, which serves it
+    faulty_server.script(index.page_path("torch"), Status(302, location=f"{elsewhere}/torch/"))
+    result = install(fdl, with_credentials(index.url))
+    assert result.exit_code == 0, result.output
+    assert sent_credentials(faulty_server, "localhost") != []
+    assert not any(sent_credentials(faulty_server, "localhost"))
+    assert TOKEN not in result.output

@@ -202,3 +202,22 @@ def test_the_grammars_refuse_what_their_file_kind_cannot_hold(kind: str, value: 
 )
 def test_the_one_number_parser_is_bounded(text: str | bytes | None, number: int | None) -> None:
     assert count(text) == number
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("http://user:tok@host/simple", "http://***@host/simple"),
+        (
+            "see https://tok@h.example:8443/x and ftp://a:b@c/",
+            "see https://***@h.example:8443/x and ftp://***@c/",
+        ),
+        ('{"index": "http://u:p%40q@127.0.0.1:1/s"}', '{"index": "http://***@127.0.0.1:1/s"}'),
+        ("image@sha256:abc user@example.com", "image@sha256:abc user@example.com"),
+        ("http://host/path@v1", "http://host/path@v1"),
+    ],
+)
+def test_public_url_hides_every_url_s_user_info_and_nothing_else(text: str, shown: str) -> None:
+    from fdl._text import public_url
+
+    assert public_url(text) == shown
