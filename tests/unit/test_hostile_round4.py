@@ -1,0 +1,145 @@
+"""Issue 42 (round 4), points 4, 5 and 8, at the readers: an index page's links, PyPI's
+JSON, and the METADATA read out of a remote wheel by ranges. Each hostile answer is a
+skipped link or a documented NetworkError (exit 5), never an exception that is exit 70,
+and never a read without a bound."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import zipfile
+import zlib
+
+import pytest
+
+from fdl.errors import NetworkError
+from fdl.net._index import parse_index_page
+from fdl.refresh._wheels import pypi_wheels, wheel_metadata
+
+WHEEL = "torch-2.10.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+PAGE = "https://mirror.example/simple/torch/"
+
+
+def _page(*urls: str) -> bytes:
+    files = [{"filename": WHEEL, "url": url, "hashes": {}} for url in urls]
+    return json.dumps({"meta": {"api-version": "1.1"}, "files": files}).encode()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///etc/passwd",
+        "file:///tmp/fifo",
+        "ftp://mirror.example/x.whl",
+        "http://[not-an-ipv6/x.whl",
+        "http://mirror.example:99999999999/x.whl",
+        "http://mirror.example:x/x.whl",
+        "javascript:alert(1)",
+        "https://mirror.example/" + "a" * 10_000,
+    ],
+)
+def test_a_remote_page_s_link_fdl_does_not_follow_is_left_out(url: str) -> None:
+    honest = "../../files/" + WHEEL
+    for body, kind in (
+        (_page(url, honest), "application/vnd.pypi.simple.v1+json"),
+        (f'<a href="{url}">{WHEEL}</a><a href="{honest}">{WHEEL}</a>'.encode(), "text/html"),
+    ):
+        files = parse_index_page(body, kind, PAGE)
+        assert [f.url for f in files] == ["https://mirror.example/files/" + WHEEL]
+
+
+def test_a_page_on_disk_may_name_files_on_disk() -> None:
+    files = parse_index_page(_page("file:///srv/x.whl"), "", "file:///srv/simple/torch/")
+    assert [f.url for f in files] == ["file:///srv/x.whl"]
+
+
+def test_pypi_json_naming_file_urls_or_huge_tags_is_read_without_them() -> None:
+    good = "https://files.example/" + WHEEL
+    project = {
+        "releases": {
+            "2.10.0": [
+                {"filename": WHEEL, "url": "file:///tmp/fifo"},
+                {
+                    "filename": f"torch-2.10.0-cp3{'1' * 5000}-cp311-manylinux_x86_64.whl",
+                    "url": good,
+                },
+                "not an entry",
+                {"filename": WHEEL, "url": good},
+            ],
+            "2.9.0": 7,
+        }
+    }
+    assert pypi_wheels(project, "2.10.0") == {"linux-x86_64": good}
+    assert pypi_wheels(project, "2.9.0") == {}
+
+
+def _zip(metadata: bytes) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("torch/__init__.py", b"")
+        archive.writestr("torch-2.10.0.dist-info/METADATA", metadata)
+    return out.getvalue()
+
+
+def _reader(data: bytes):
+    reads: list[int] = []
+
+    def read(url: str, start: int, length: int | None) -> tuple[bytes, int]:
+        begin = len(data) + start if start < 0 else start
+        chunk = data[max(begin, 0) : None if length is None else begin + length]
+        reads.append(len(chunk))
+        return chunk, len(data)
+
+    return read, reads
+
+
+def test_an_honest_wheel_s_metadata_is_read() -> None:
+    read, _ = _reader(_zip(b"Name: torch\nVersion: 2.10.0\n"))
+    assert wheel_metadata("u", read) == "Name: torch\nVersion: 2.10.0\n"
+
+
+def _lying(data: bytes, declared: int) -> bytes:
+    """The zip with METADATA's declared size (central directory) set to ``declared``."""
+    at = data.rfind(b"PK\x01\x02")  # the last central entry: METADATA's
+    return data[: at + 24] + struct.pack("<I", declared) + data[at + 28 :]
+
+
+def test_a_metadata_that_inflates_beyond_its_declared_size_is_refused() -> None:
+    bomb = _lying(_zip(b"A" * (4 << 20)), 200)  # 4 MiB of 'A' declared as 200 bytes
+    read, _ = _reader(bomb)
+    with pytest.raises(NetworkError, match="inflates beyond the 200 bytes declared"):
+        wheel_metadata("u", read)
+
+
+def test_a_metadata_declared_huge_is_refused_before_it_is_read() -> None:
+    read, reads = _reader(_lying(_zip(b"Name: torch\n"), 1 << 30))
+    with pytest.raises(NetworkError, match="a METADATA of 1073741824 bytes"):
+        wheel_metadata("u", read)
+    assert len(reads) == 2  # the tail and the directory: no member read
+
+
+def test_a_directory_declared_2_gib_is_not_read() -> None:
+    data = bytearray(_zip(b"Name: torch\n"))
+    at = data.rfind(b"PK\x05\x06")
+    data[at + 12 : at + 16] = struct.pack("<I", 0x7FFFFFFF)
+    read, reads = _reader(bytes(data))
+    with pytest.raises(NetworkError, match="a zip directory of 2147483647 bytes"):
+        wheel_metadata("u", read)
+    assert reads == [len(data)]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bad-deflate"])
+def test_a_damaged_wheel_is_a_network_error_naming_it(damage: str) -> None:
+    data = _zip(zlib.compress(b"x") * 50)
+    if damage == "truncated":
+        at = data.rfind(b"PK\x05\x06")
+        data = data[: at + 8]  # the end record cut short
+    else:
+        start = data.find(b"PK\x03\x04", data.find(b"METADATA") - 60)
+        body = start + 30 + len("torch-2.10.0.dist-info/METADATA")
+        data = data[:body] + b"\xff" * 16 + data[body + 16 :]
+    read, _ = _reader(data)
+    with pytest.raises(NetworkError) as caught:
+        wheel_metadata("https://files.example/x.whl", read)
+    assert "https://files.example/x.whl" in caught.value.message
