@@ -143,3 +143,34 @@ def test_a_damaged_wheel_is_a_network_error_naming_it(damage: str) -> None:
     with pytest.raises(NetworkError) as caught:
         wheel_metadata("https://files.example/x.whl", read)
     assert "https://files.example/x.whl" in caught.value.message
+
+
+# --- numbers from the index and the wheel: one bounded parser ------------------------------
+
+
+def _files(*names: str) -> list:
+    from fdl.net import IndexFile
+
+    return [IndexFile(n, f"https://i/{n}", None, None, None, False) for n in names]
+
+
+def test_build_tags_and_versions_that_are_no_bounded_number_do_not_stop_the_choice() -> None:
+    from fdl.libtorch.sources._cpu_view import choose_wheel
+
+    tail = "-cp311-cp311-manylinux_2_28_x86_64.whl"
+    names = [f"torch-2.10.0-{'9' * 5000}{tail}", f"torch-2.10.0-3{tail}", f"torch-2.10.0{tail}"]
+    names += [f"torch-2.²{tail}", f"torch-{'1' * 5000}.0{tail}", f"torch-2.٣.0{tail}"]
+    assert choose_wheel(_files(*names), "2.10.0").filename == f"torch-2.10.0-3{tail}"
+    with pytest.raises(Exception) as refused:
+        choose_wheel(_files(*names), "2.11.0")
+    assert getattr(refused.value, "exit_code", None) == 2  # UsageError naming the newest
+
+
+@pytest.mark.parametrize("size", ["²", "٣", "1" * 5000, "-1", "0x10"])
+def test_a_record_size_that_is_no_bounded_number_is_a_line_without_a_size(size: str) -> None:
+    from fdl.libtorch.sources._cpu_view import _record
+
+    digest = "sha256=" + "A" * 43
+    assert _record(f"torch/lib/x.so,{digest},{size}\ntorch/lib/y.so,{digest},5\n".encode()) == {
+        "torch/lib/y.so": ("00" * 32, 5)
+    }

@@ -41,7 +41,7 @@ from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
-from fdl._grammar import fill
+from fdl._grammar import count, fill
 from fdl.archive import ArchiveError, Span, ZipMember, extract_span, plan_spans, zip_members
 from fdl.binaries import BinaryFormatError, read_dynamic
 from fdl.compat import runtime_libraries
@@ -173,12 +173,13 @@ def choose_wheel(files: Iterable[IndexFile], torch: str, machine: str = "x86_64"
 def _build_tag(item: IndexFile) -> int:
     found = _WHEEL.match(item.filename)
     build = found.group("build") if found else None
-    digits = re.match(r"\d+", build or "")
-    return int(digits.group()) if digits else 0
+    digits = re.match(r"[0-9]+", build or "")
+    return (count(digits.group()) or 0) if digits else 0
 
 
 def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) if p.isdigit() else -1 for p in version.split("."))
+    """Sorts releases; a part that is no bounded ASCII number (``²``, 5000 digits) first."""
+    return tuple(-1 if (n := count(p)) is None else n for p in version.split("."))
 
 
 def local_wheel(path: Path) -> ViewWheel:
@@ -358,14 +359,15 @@ def _record(text: bytes) -> dict[str, tuple[str, int]]:
     except csv.Error as exc:
         raise ArchiveError(f"the wheel's RECORD is not a CSV file: {exc}", hint=_DAMAGED) from None
     for row in rows:
-        if len(row) != 3 or not row[1].startswith("sha256=") or not row[2].isdigit():
+        size = count(row[2]) if len(row) == 3 else None
+        if size is None or not row[1].startswith("sha256="):
             continue
         encoded = row[1].removeprefix("sha256=")
         try:
             raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
         except ValueError:  # binascii.Error: not base64
             raw = b""
-        found[row[0]] = (raw.hex() if len(raw) == 32 else "", int(row[2]))
+        found[row[0]] = (raw.hex() if len(raw) == 32 else "", size)
     return found
 
 
