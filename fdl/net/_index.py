@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -103,12 +104,19 @@ def index_files(project: str, index_url: str | None = None) -> list[IndexFile]:
                 "(--index-url, $PIP_INDEX_URL)",
             )
         body = bytearray()
+        overall = time.monotonic() + deadline  # a drip ends too, not only a silence
         try:
             for chunk in response.chunks(1 << 16):
                 body += chunk
                 if len(body) > MAX_PAGE:
                     raise NetworkError(
                         f"{url}: a page over {MAX_PAGE >> 20} MiB, not read", hint=_NOT_AN_INDEX
+                    )
+                if time.monotonic() > overall:
+                    raise NetworkError(
+                        f"reading {url} took longer than {deadline:g} s ({len(body)} bytes came)",
+                        hint="run the same command again; to wait longer, set "
+                        "FDL_NET_DEADLINE=SECONDS",
                     )
         except Transient as exc:
             raise NetworkError(

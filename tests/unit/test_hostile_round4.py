@@ -174,3 +174,42 @@ def test_a_record_size_that_is_no_bounded_number_is_a_line_without_a_size(size: 
     assert _record(f"torch/lib/x.so,{digest},{size}\ntorch/lib/y.so,{digest},5\n".encode()) == {
         "torch/lib/y.so": ("00" * 32, 5)
     }
+
+
+# --- bounded reads: a 200 answer to a range, a drip -----------------------------------------
+
+from tests.support import faulty_http  # noqa: E402
+from tests.support.faulty_http import FaultyServer, IgnoreRange, Trickle  # noqa: E402
+
+faulty_server = faulty_http.faulty_server  # the fixture
+
+
+def test_a_200_answer_to_a_range_is_read_only_up_to_the_bound(
+    faulty_server: FaultyServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fdl.net import _ranges
+
+    monkeypatch.setattr(_ranges, "WHOLE_MAX", 1 << 20)
+    body = bytes(range(256)) * (64 << 10)  # 16 MiB, sixteen times the bound
+    url = faulty_server.add("/big.whl", body)
+    faulty_server.script("/big.whl", IgnoreRange())
+    with pytest.raises(NetworkError, match="ignores Range requests and sends more than 1 MiB"):
+        _ranges.read_range(url, 0, 100)
+    assert faulty_server.sent("/big.whl") < len(body) // 2  # the rest never asked for
+    # an honest answer of the same server
+    assert _ranges.read_range(url, 5, 3) == (body[5:8], len(body))
+
+
+def test_a_drip_ends_at_the_total_deadline_not_only_at_a_silence(
+    faulty_server: FaultyServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fdl.net import _ranges
+
+    monkeypatch.setenv("FDL_NET_DEADLINE", "1")
+    body = b"x" * 4000
+    url = faulty_server.add("/slow.whl", body)
+    # 10 bytes every 50 ms: never a second of silence, 20 s for the whole range
+    faulty_server.script("/slow.whl", Trickle(chunk=10, delay=0.05))
+    with pytest.raises(NetworkError, match="took longer than 1 s"):
+        _ranges.read_range(url, 0, len(body))
+    assert faulty_server.sent("/slow.whl") < len(body)
