@@ -297,8 +297,18 @@ def wheel_from_environment(python: str, runner: Runner, *, timeout: float = 60) 
             f"no torch-*.dist-info beside {torch_dir}: cannot tell which torch it is",
             hint="reinstall torch with pip in that environment",
         )
-    version_py = (torch_dir / "version.py").read_text(encoding="utf-8")
-    source = _from_texts("environment", torch_dir, infos[-1].read_text("utf-8"), version_py)
+    from fdl._files import NotARegularFile, read_text_file, reason_of
+
+    try:  # regular files only, bounded: a FIFO or /dev/zero there never hangs fdl
+        version_py = read_text_file(torch_dir / "version.py")
+        metadata = read_text_file(infos[-1])
+    except (NotARegularFile, OSError) as exc:
+        where = exc.path if isinstance(exc, NotARegularFile) else exc.filename or torch_dir
+        raise EnvironmentProblem(
+            f"{where}: {reason_of(exc)}: cannot tell which torch {python} has",
+            hint=f"reinstall torch in that environment (`{python} -m pip install --force-reinstall torch`)",
+        ) from None
+    source = _from_texts("environment", torch_dir, metadata, version_py)
     source.extra["python"] = python
     return source
 
@@ -388,10 +398,12 @@ def _drop_python_only(lib_dir: Path) -> list[str]:
 def _copy_tree(source: WheelSource, tree: Path, scratch: Path) -> None:
     """Put ``torch/{lib,include,share}`` of the source into ``tree``."""
     tree.mkdir(parents=True)
-    if source.kind == "environment":
+    if source.kind == "environment":  # as it is: no FIFO, device or link out of torch/
+        from fdl._files import copy_tree
+
         for name in TREE_DIRS:
             if (source.location / name).is_dir():
-                shutil.copytree(source.location / name, tree / name, symlinks=True)
+                copy_tree(source.location / name, tree / name, links_inside=True)
         return
 
     unpacked = scratch / "torch"
