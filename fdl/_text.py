@@ -8,7 +8,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["did_you_mean", "hide_credentials", "plural", "printable", "public_url"]
+__all__ = [
+    "did_you_mean",
+    "hide_credentials",
+    "plural",
+    "printable",
+    "public_url",
+    "terminal_text",
+]
 
 
 def did_you_mean(word: str, options: Sequence[str]) -> str | None:
@@ -67,3 +74,25 @@ def public_url(text: str) -> str:
     if "@" not in text or "://" not in text:
         return text
     return _URL_USERINFO.sub(r"\1***@", text)
+
+
+# What a message line may carry to a terminal besides printable text: line breaks, tabs, and
+# the colour codes (SGR: ESC [ digits m) fdl's console styles messages with.
+_NOT_FOR_A_TERMINAL = re.compile(
+    "\x1b(?!\\[[0-9;]*m)|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def terminal_text(text: str) -> str:
+    """A message for the terminal as fdl writes it (the console's rule, whatever the
+    message quotes from outside): every control character but a line break, a tab and a
+    colour code shown as an escape (``\\x1b]0;title``, ``\\r``, bidi controls), so no
+    text from an index, a cache or a manifest moves the cursor, clears the screen, sets
+    the title or a hyperlink, or hides what follows it. Text fdl did not write should
+    still go through :func:`printable` where it is put into a message: that also keeps it
+    on one line and short."""
+    if text.isprintable():
+        return text
+    return _NOT_FOR_A_TERMINAL.sub(
+        lambda m: m.group().encode("unicode_escape").decode("ascii"), text
+    )

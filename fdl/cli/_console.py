@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-from fdl._text import public_url
+from fdl._text import public_url, terminal_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,6 +53,12 @@ class Console:
         self.stderr = stderr or sys.stderr
         self._notes_said: set[str] = set()
 
+    @staticmethod
+    def shown(text: str) -> str:
+        """``text`` as a message line reaches the terminal: no URL's user info, no control
+        character but line breaks, tabs and colour codes (:func:`terminal_text`)."""
+        return terminal_text(public_url(text))
+
     def style(self, text: str, *styles: str) -> str:
         """``text`` wrapped in ANSI styles when colour is on."""
         if not self.color or not styles:
@@ -74,13 +80,13 @@ class Console:
     def info(self, text: str) -> None:
         """A progress or status message (hidden with -q)."""
         if self.verbosity >= 1:
-            self.stderr.write(public_url(text) + "\n")
+            self.stderr.write(self.shown(text) + "\n")
             self.stderr.flush()
 
     def debug(self, text: str) -> None:
         """A detail shown with -v."""
         if self.verbosity >= 2:
-            self.stderr.write(self.style(public_url(text), "dim") + "\n")
+            self.stderr.write(self.style(self.shown(text), "dim") + "\n")
 
     def note(self, text: str, *, once_key: str | None = None) -> None:
         """A ``note:`` line on stderr; with ``once_key``, said at most once."""
@@ -89,20 +95,20 @@ class Console:
                 return
             self._notes_said.add(once_key)
         if self.verbosity >= 1:
-            self.stderr.write(f"{self.style('note:', 'cyan')} {public_url(text)}\n")
+            self.stderr.write(f"{self.style('note:', 'cyan')} {self.shown(text)}\n")
 
     def warn(self, text: str) -> None:
         """A ``warning:`` line on stderr (shown even with -q)."""
-        self.stderr.write(f"{self.style('warning:', 'yellow', 'bold')} {public_url(text)}\n")
+        self.stderr.write(f"{self.style('warning:', 'yellow', 'bold')} {self.shown(text)}\n")
 
     def error(self, text: str) -> None:
         """An ``error:`` line on stderr."""
-        self.stderr.write(f"{self.style('error:', 'red', 'bold')} {public_url(text)}\n")
+        self.stderr.write(f"{self.style('error:', 'red', 'bold')} {self.shown(text)}\n")
         self.stderr.flush()
 
     def line(self, text: str) -> None:
         """A raw line on stderr (continuations of errors and notes)."""
-        self.stderr.write(public_url(text) + "\n")
+        self.stderr.write(self.shown(text) + "\n")
 
 
 def from_environment(

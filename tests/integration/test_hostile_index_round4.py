@@ -189,3 +189,35 @@ def test_credentials_do_not_follow_a_link_or_a_redirect_to_another_host(
     assert sent_credentials(faulty_server, "localhost") != []
     assert not any(sent_credentials(faulty_server, "localhost"))
     assert TOKEN not in result.output
+
+
+# --- point 3: escape sequences and line breaks from outside never reach the terminal raw --
+
+TITLE = "\x1b]0;pwned\x07"  # sets the terminal's title
+LINK = "\x1b]8;;http://evil.example\x07click\x1b]8;;\x07"  # a hyperlink
+CLEAR = "\x1b[2J\x1b[H"  # clears the screen
+
+
+def test_escape_sequences_in_index_file_names_are_shown_escaped(
+    fdl: Fdl, faulty_server: FaultyServer
+) -> None:
+    index = PackageIndex(faulty_server)
+    index.add_torch()
+    for hostile in (TITLE, LINK, CLEAR, "\r\u202e"):
+        name = f"torch-2.9.9{hostile}-cp311-cp311-manylinux_2_28_x86_64.whl"
+        index.add("torch", Wheel(name, b"never read"))
+    result = fdl(
+        "libtorch",
+        "install",
+        "--from-wheel",
+        "--cpu",
+        "--torch",
+        "2.11.0",
+        "--index-url",
+        index.url,
+    )
+    refused(result, 2, "no Linux x86_64 wheel of torch 2.11.0", "its newest")
+    shown = result.stderr
+    assert "its newest: 2.9.1, 2.10.0)" in shown  # what is no version is not named
+    for raw in ("\x1b]", "\x1b[2J", "\x07", "\r", "\u202e"):
+        assert raw not in shown, (raw, shown)

@@ -213,3 +213,31 @@ def test_a_drip_ends_at_the_total_deadline_not_only_at_a_silence(
     with pytest.raises(NetworkError, match="took longer than 1 s"):
         _ranges.read_range(url, 0, len(body))
     assert faulty_server.sent("/slow.whl") < len(body)
+
+
+# --- the console's rule: no control character from outside reaches the terminal ------------
+
+
+def test_every_message_line_shows_outside_control_characters_escaped() -> None:
+    from fdl.cli._console import Console
+
+    err = io.StringIO()
+    console = Console(color=True, stdout=io.StringIO(), stderr=err)
+    hostile = "torch-2.9\x1b]0;pwned\x07\x1b[2J\r\u202e\x9b31m"
+    for say in (console.error, console.warn, console.note, console.info, console.line):
+        say(f"the index lists {hostile}\n  and a second line\tindented")
+    lines = err.getvalue()
+    for raw in ("\x1b]", "\x1b[2J", "\x07", "\r", "\u202e", "\x9b"):
+        assert raw not in lines, raw
+    assert lines.count("\\x1b]0;pwned\\x07\\x1b[2J\\r\\u202e\\x9b31m") == 5
+    assert "\x1b[31;1merror:\x1b[0m" in lines  # fdl's own colours stay
+    assert lines.count("\n  and a second line\tindented") == 5
+
+
+def test_progress_lines_follow_the_same_rule() -> None:
+    from fdl.cli._console import Console
+    from fdl.cli._progress import ProgressLine
+
+    err = io.StringIO()
+    ProgressLine(Console(stderr=err), "x")._emit("reading torch\x1b]0;t\x07.whl", force=True)
+    assert "\x1b]" not in err.getvalue() and "\\x1b]0;t\\x07" in err.getvalue()

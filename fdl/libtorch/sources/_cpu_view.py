@@ -41,7 +41,7 @@ from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
-from fdl._grammar import count, fill
+from fdl._grammar import FACTS, count, fill
 from fdl.archive import ArchiveError, Span, ZipMember, extract_span, plan_spans, zip_members
 from fdl.binaries import BinaryFormatError, read_dynamic
 from fdl.compat import runtime_libraries
@@ -153,7 +153,8 @@ def choose_wheel(files: Iterable[IndexFile], torch: str, machine: str = "x86_64"
         if not found or found.group("name") != "torch" or item.yanked:
             continue
         version = found.group("version")
-        versions.add(version.split("+", 1)[0])
+        if FACTS["torch-version"].first_refused(version) is None:  # named in the refusal
+            versions.add(version.split("+", 1)[0])
         tags = found.group("tags")
         if version.split("+", 1)[0] != torch or not re.search(rf"linux\w*_{machine}", tags):
             continue
