@@ -144,7 +144,7 @@ def pypi_wheels(
     CPython manylinux wheels, from PyPI's project JSON (its ``releases``): the cp311 one,
     else the oldest CPython it publishes (a release that dropped 3.11 is still read).
     Relative file URLs are taken from ``base``, the project JSON's own URL."""
-    from fdl.net._index import file_link
+    from fdl.net import file_link
 
     releases = project_json.get("releases")
     files = releases.get(version, []) if isinstance(releases, dict) else []

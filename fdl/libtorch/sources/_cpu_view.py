@@ -322,7 +322,9 @@ def _check_facts(view: CpuView) -> None:
     never becomes CMake or linker-script code."""
     from fdl._grammar import checked
     from fdl._text import printable
+    from fdl.errors import FdlError
 
+    error: type[FdlError]
     if view.index:
         source, error = (
             f"the wheel {printable(view.wheel.filename, 120)} on {view.index}",
