@@ -241,3 +241,16 @@ def test_progress_lines_follow_the_same_rule() -> None:
     err = io.StringIO()
     ProgressLine(Console(stderr=err), "x")._emit("reading torch\x1b]0;t\x07.whl", force=True)
     assert "\x1b]" not in err.getvalue() and "\\x1b]0;t\\x07" in err.getvalue()
+
+
+@pytest.mark.parametrize(
+    "link", ["<http://[broken/v2/t/tags/list>", "<https://r.example:x/v2>", "<http://[::1/x>"]
+)
+def test_a_tags_link_with_a_broken_host_is_no_next_page(link: str) -> None:
+    """Round 3's tags ``Link`` (issue 42, 10): ``Invalid IPv6 URL`` was exit 70."""
+    from fdl.net._names import next_page
+
+    assert next_page(f'{link}; rel="next"', "https://r.example/v2/t/tags/list") is None
+    assert next_page('</v2/t/tags/list?last=a>; rel="next"', "https://r.example/v2/") == (
+        "https://r.example/v2/t/tags/list?last=a"
+    )
