@@ -98,3 +98,36 @@ def test_a_fifo_in_torch_lib_is_refused_without_a_hang(run_fdl, tmp_path: Path) 
     assert result.exit_code == 2, result.output  # copy_tree's documented refusal
     assert "libfifo.so is a FIFO" in result.stderr
     assert _variants(tmp_path) == []
+
+
+def test_setup_quotes_the_python_it_suggests(run_fdl, tmp_path: Path) -> None:
+    """Issue 42, 9: the `--python PATH` setup prints is pasted into a shell: quoted."""
+    import shlex
+
+    root = tmp_path / "my env $HOME; x"
+    python = _environment(root)
+    (tmp_path / "work").mkdir()
+    env = {
+        "VIRTUAL_ENV": str(root),
+        "FDL_HOME": str(tmp_path / "home"),
+        "FDL_CACHE_DIR": str(tmp_path / "cache"),
+        "FDL_NVML": "0",
+        "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}",  # no nvidia-smi
+        "FDL_COMPAT_MAX_AGE_DAYS": "0",  # PyPI not asked
+        "FDL_PYPI_URL": "http://127.0.0.1:9/pypi",
+        "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+    }
+    result = run_fdl(
+        ["setup", "--dry-run", "--torch", "2.10.0", "--json"], cwd=tmp_path / "work", env=env
+    )
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    command = plan["command"] if "command" in plan else plan["plan"]["command"]
+    assert shlex.split(command) == [
+        "fdl",
+        "libtorch",
+        "install",
+        "--from-wheel",
+        "--python",
+        str(python),
+    ]
