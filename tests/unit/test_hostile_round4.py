@@ -254,3 +254,29 @@ def test_a_tags_link_with_a_broken_host_is_no_next_page(link: str) -> None:
     assert next_page('</v2/t/tags/list?last=a>; rel="next"', "https://r.example/v2/") == (
         "https://r.example/v2/t/tags/list?last=a"
     )
+
+
+def test_a_member_that_inflates_past_its_declared_size_stops_at_that_size() -> None:
+    """A METADATA declared 200 bytes that inflates to 1 GiB grew fdl to 2.1 GB: each piece
+    read was inflated whole before the size was compared. Now never past the size + 1."""
+    from fdl.archive import ArchiveError, ZipMember
+    from fdl.archive._remote import _member_bytes
+
+    bomb = bytes(64 << 20)  # 64 MiB of zeros: 64 KiB deflated, one piece
+    data = _zip(bomb)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        info = archive.getinfo("torch-2.10.0.dist-info/METADATA")
+    member = ZipMember(info.filename, 8, info.compress_size, 200, info.header_offset, info.CRC)
+    import tracemalloc
+
+    given: list[int] = []
+    tracemalloc.start()
+    try:
+        with pytest.raises(ArchiveError, match="inflates past its 200 bytes"):
+            for out in _member_bytes("u", io.BytesIO(data), info.header_offset, member):
+                given.append(len(out))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert sum(given) <= 201
+    assert peak < 16 << 20  # far below the 64 MiB the bomb holds
