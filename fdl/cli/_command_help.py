@@ -29,7 +29,7 @@ _PLACEHOLDERS = {"int": "N", "float": "X", "path": "PATH", "bool": ""}
 
 
 def _rows(rows: list[tuple[str, str]], indent: int = 2) -> list[str]:
-    from fdl.manifest._secrets import shown_text  # a token-shaped description masked
+    from fdl.manifest import shown_text  # a token-shaped description masked
 
     width = max((len(left) for left, _ in rows), default=0) + 2
     return [f"{' ' * indent}{left:<{width}}{shown_text(right)}".rstrip() for left, right in rows]
@@ -43,7 +43,7 @@ def _title(invocation: Invocation) -> str:
         description = resolution.nested.data.get("description")
     if description is None:
         description = resolution.spec.get("description")
-    from fdl.manifest._secrets import shown_text
+    from fdl.manifest import shown_text
 
     return f"fdl {resolution.name}" + (f" - {shown_text(description)}" if description else "")
 

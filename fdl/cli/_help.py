@@ -16,7 +16,7 @@ __all__ = ["render_top_help"]
 
 
 def _rows(rows: list[tuple[str, str]], indent: int = 2) -> list[str]:
-    from fdl.manifest._secrets import shown_text  # a token-shaped description masked
+    from fdl.manifest import shown_text  # a token-shaped description masked
 
     width = max((len(left) for left, _ in rows), default=0) + 2
     return [f"{' ' * indent}{left:<{width}}{shown_text(right)}".rstrip() for left, right in rows]

@@ -39,7 +39,7 @@ def render_script(plan: CommandPlan) -> str:
     title = f"# fdl {plan.name}"
     if plan.description:  # a comment: one line (a line break would start a command), masked
         from fdl._text import printable
-        from fdl.manifest._secrets import shown_text
+        from fdl.manifest import shown_text
 
         title += f": {printable(shown_text(plan.description))}"
     lines = [title]
