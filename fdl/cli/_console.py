@@ -52,6 +52,7 @@ class Console:
         self.stdout = stdout or sys.stdout
         self.stderr = stderr or sys.stderr
         self._notes_said: set[str] = set()
+        self._out_terminal: bool | None = None  # stdout is a terminal (asked once)
 
     @staticmethod
     def shown(text: str) -> str:
@@ -68,7 +69,13 @@ class Console:
 
     def out(self, text: str = "", end: str = "\n") -> None:
         """Write data (what scripts consume) to stdout."""
-        self.stdout.write(public_url(text) + end)
+        if self._out_terminal is None:
+            isatty = getattr(self.stdout, "isatty", None)
+            self._out_terminal = bool(isatty and isatty())
+        # data piped on is left as it is (a --dry-run script piped into sh); on a terminal,
+        # the terminal's rule applies to it as to messages
+        shown = self.shown(text) if self._out_terminal else public_url(text)
+        self.stdout.write(shown + end)
         self.stdout.flush()
 
     def json(self, data: Any) -> None:

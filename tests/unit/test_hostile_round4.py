@@ -280,3 +280,18 @@ def test_a_member_that_inflates_past_its_declared_size_stops_at_that_size() -> N
         tracemalloc.stop()
     assert sum(given) <= 201
     assert peak < 16 << 20  # far below the 64 MiB the bomb holds
+
+
+def test_data_on_a_terminal_follows_the_rule_and_data_piped_on_is_left_as_it_is() -> None:
+    from fdl.cli._console import Console
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    text = "hello  hi \x1b]0;pwned\x07 there\n  http://u:tok@h/x"
+    terminal, pipe = Terminal(), io.StringIO()
+    Console(stdout=terminal).out(text)
+    Console(stdout=pipe).out(text)
+    assert terminal.getvalue() == "hello  hi \\x1b]0;pwned\\x07 there\n  http://***@h/x\n"
+    assert pipe.getvalue() == "hello  hi \x1b]0;pwned\x07 there\n  http://***@h/x\n"
