@@ -52,3 +52,55 @@ def test_no_except_fdlerror_or_except_exception_takes_a_signal() -> None:
         assert not isinstance(stop, (FdlError, Exception))
     assert int(Terminated().exit_code) == 128 + signal.SIGTERM
     assert int(Interrupted().exit_code) == 128 + signal.SIGINT
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_while_the_cpu_view_reads_the_index_ends_fdl(
+    tmp_path: Path, sig: signal.Signals, code: int
+) -> None:
+    """The CPU view's long phase, reading ranges of a wheel: a signal there is exit
+    143/130, with no variant or staging left (the server stalls: fdl waits on it)."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO
+    from tests.support.cpu_view_wheels import TORCH, TORCH_WHEEL, PackageIndex
+    from tests.support.faulty_http import FaultyServer, Stall
+
+    with FaultyServer() as server:
+        index = PackageIndex(server)
+        index.add_torch()
+        wheel = index.file_path(TORCH_WHEEL)
+        server.script(wheel, *[Stall(after=0, seconds=60)] * 20)
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("FDL")}
+        environ.update(
+            PYTHONPATH=str(REPO),
+            FDL_HOME=str(tmp_path / "home"),
+            FDL_CACHE_DIR=str(tmp_path / "cache"),
+        )
+        args = ["libtorch", "install", "--from-wheel", "--cpu", "--torch", TORCH]
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "fdl", *args, "--index-url", index.url],
+            env=environ,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            for _ in range(600):  # until fdl waits on the stalled wheel (at most 60 s)
+                if server.requests_to(wheel) or proc.poll() is not None:
+                    break
+                time.sleep(0.1)
+            assert server.requests_to(wheel), proc.poll()
+            proc.send_signal(sig)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == code, err
+    assert "internal error" not in err and "Traceback" not in err
+    precompiled = tmp_path / "home" / "libtorch" / "precompiled"
+    assert not precompiled.is_dir() or list(precompiled.iterdir()) == []
