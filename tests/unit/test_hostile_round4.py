@@ -295,3 +295,13 @@ def test_data_on_a_terminal_follows_the_rule_and_data_piped_on_is_left_as_it_is(
     Console(stdout=pipe).out(text)
     assert terminal.getvalue() == "hello  hi \\x1b]0;pwned\\x07 there\n  http://***@h/x\n"
     assert pipe.getvalue() == "hello  hi \x1b]0;pwned\x07 there\n  http://***@h/x\n"
+
+
+@pytest.mark.parametrize("pin", ["2.٣.0", "2." + "1" * 5000, "9" * 5000, "٢.10"])
+def test_a_pin_that_is_no_bounded_ascii_version_is_no_version(pin: str) -> None:
+    """``2.٣.0`` was read as 2.3.0 (``\\d`` takes any script's digits), 5000 digits as 2."""
+    from fdl.compat import version_key
+
+    with pytest.raises(ValueError, match="not a version"):
+        version_key(pin)
+    assert version_key("2.10.0+cu130") == (2, 10, 0) and version_key("v12.8") == (12, 8)
