@@ -131,3 +131,27 @@ def test_setup_quotes_the_python_it_suggests(run_fdl, tmp_path: Path) -> None:
         "--python",
         str(python),
     ]
+
+
+def test_a_wheel_file_whose_metadata_is_not_utf8_is_no_internal_error(
+    run_fdl, tmp_path: Path
+) -> None:
+    import io
+    import zipfile
+
+    members = torch_members(VERSION, cuda=None)
+    members["torch-2.10.0+cpu.dist-info/METADATA"] = b"Name: torch\nVersion: 2.10.0\xff\xfe\n"
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    wheel = tmp_path / "torch-2.10.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+    wheel.write_bytes(out.getvalue())
+    (tmp_path / "work").mkdir()
+    env = {"FDL_HOME": str(tmp_path / "home"), "FDL_CACHE_DIR": str(tmp_path / "cache")}
+    result = run_fdl(
+        ["libtorch", "install", "--from-wheel", str(wheel)], cwd=tmp_path / "work", env=env
+    )
+    assert result.exit_code == 4, result.output
+    assert "its version" in result.stderr and "internal error" not in result.output
+    assert _variants(tmp_path) == []

@@ -266,7 +266,9 @@ def wheel_from_file(path: Path) -> WheelSource:
             f"{path} is not a readable torch wheel: {why}",
             hint="pass a torch-<version>-...whl file downloaded from PyPI",
         ) from None
-    return _from_texts("wheel", path, metadata.decode(), version_py.decode())
+    # bytes that are not UTF-8 are no exit 70: the grammars then refuse what they spell
+    metadata_text, version_text = (b.decode("utf-8", "replace") for b in (metadata, version_py))
+    return _from_texts("wheel", path, metadata_text, version_text)
 
 
 _FIND_TORCH = (
