@@ -1,3 +1,3 @@
 """fdl: toolchain for libtorch training projects."""
 
-__version__ = "0.1.0"
+__version__ = "0.5.0"

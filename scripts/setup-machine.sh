@@ -3,18 +3,25 @@
 # system packages, a running docker engine, and a locally made base image
 # (no registry is reachable, so images start from a debootstrapped Debian).
 #
-# Idempotent. With FDL_REQUIRE_DOCKER=1 a missing docker engine is an error;
-# otherwise it is a warning and docker tests skip.
+# Idempotent. With FDL_REQUIRE_DOCKER=1 a missing docker engine is an error; with
+# FDL_REQUIRE_ALL=1 (.ci/run) anything missing is (SLURM, the registry, the tools);
+# otherwise it is a warning and the tests that need it skip.
 set -euo pipefail
 
 BASE_IMAGE="${FDL_TEST_BASE_IMAGE:-fdl-test/debian:bookworm}"
 SUITE="${FDL_TEST_SUITE:-bookworm}"
 MIRROR="${FDL_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # bubblewrap: the sandbox of the sccache-dist build server (tests/integration/test_build_sccache_dist.py)
-PACKAGES=(docker.io docker-compose debootstrap redis-server ccache bubblewrap cmake g++ make git unzip curl zsh fish)
+# hipcc: HIP code objects for the offload-bundle reader's tests (tests/integration/test_offload_hipcc.py)
+PACKAGES=(docker.io docker-compose debootstrap redis-server ccache bubblewrap cmake g++ make git unzip curl zsh fish hipcc)
 
 log() { printf '[setup] %s\n' "$*" >&2; }
-need_docker() { [ "${FDL_REQUIRE_DOCKER:-0}" = "1" ]; }
+need_all() { [ "${FDL_REQUIRE_ALL:-0}" = "1" ]; }
+need_docker() { [ "${FDL_REQUIRE_DOCKER:-0}" = "1" ] || need_all; }
+must_have() {  # a warning, or with FDL_REQUIRE_ALL=1 an error
+  if need_all; then log "error: $* (FDL_REQUIRE_ALL=1)"; exit 1; fi
+  log "warning: $*"
+}
 fail_or_warn() {
   if need_docker; then log "error: $*"; exit 1; fi
   log "warning: $* (docker tests will be skipped)"
@@ -31,7 +38,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   else
-    log "warning: missing packages ${missing[*]} (run as root to install them)"
+    must_have "missing packages ${missing[*]} (run as root to install them)"
   fi
 fi
 
@@ -42,7 +49,7 @@ if command -v npm >/dev/null && [ ! -x "$TOOLS/node_modules/.bin/yaml-language-s
   log "installing yaml-language-server into $TOOLS"
   mkdir -p "$TOOLS"
   (cd "$TOOLS" && npm install --silent --no-audit --no-fund yaml-language-server@1 >/dev/null 2>&1) \
-    || log "warning: yaml-language-server could not be installed (its test skips)"
+    || must_have "yaml-language-server could not be installed (its test skips)"
 fi
 
 # cuobjdump (NVIDIA's nvidia-cuda-cuobjdump wheel, no toolkit install) for the tests that
@@ -55,7 +62,7 @@ if [ ! -x "$TOOLS/cuda/bin/cuobjdump" ] && command -v python3 >/dev/null; then
     && unzip -o -q -j "$scratch"/nvidia_cuda_cuobjdump-*.whl '*/bin/cuobjdump' -d "$TOOLS/cuda/bin"; then
     chmod 755 "$TOOLS/cuda/bin/cuobjdump"
   else
-    log "warning: cuobjdump could not be installed (the fatbin-vs-cuobjdump tests skip)"
+    must_have "cuobjdump could not be installed (the fatbin-vs-cuobjdump tests skip)"
   fi
   rm -rf "$scratch"
 fi
@@ -70,16 +77,16 @@ if [ ! -x "$TOOLS/bin/actionlint" ]; then
     log "installing actionlint into $TOOLS/bin"
     mkdir -p "$TOOLS/bin"
     GOBIN="$TOOLS/bin" "$go_bin" install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 >/dev/null 2>&1 \
-      || log "warning: actionlint could not be built (the workflow tests skip)"
+      || must_have "actionlint could not be built (the workflow tests skip)"
   else
-    log "warning: no go to build actionlint with (the workflow tests skip)"
+    must_have "no go to build actionlint with (the workflow tests skip)"
   fi
 fi
 if [ ! -x "$TOOLS/check-jsonschema/bin/check-jsonschema" ] && command -v python3 >/dev/null; then
   log "installing check-jsonschema into $TOOLS/check-jsonschema"
   { python3 -m venv "$TOOLS/check-jsonschema" \
     && "$TOOLS/check-jsonschema/bin/pip" install --quiet "check-jsonschema==0.39.0"; } >/dev/null 2>&1 \
-    || log "warning: check-jsonschema could not be installed (the workflow tests skip)"
+    || must_have "check-jsonschema could not be installed (the workflow tests skip)"
 fi
 
 # CUDA 13.0's nvcc from NVIDIA's wheels (no toolkit installer): nvcc, cicc (nvvm), the
@@ -94,7 +101,7 @@ CUDA_SERIES="13.0"
 CUDA_ROOT="${FDL_TEST_CUDA_ROOT:-/usr/local/cuda-$CUDA_SERIES}"
 TEST_CACHE="${FDL_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fdl-tests}"
 CUDA_WHEELS=(nvidia-cuda-nvcc nvidia-nvvm nvidia-cuda-crt nvidia-cuda-runtime nvidia-cuda-cccl)
-need_artefacts() { [ "${FDL_REQUIRE_DOCKER:-0}" = "1" ] || [ "${FDL_REQUIRE_ARTEFACTS:-0}" = "1" ]; }
+need_artefacts() { need_docker || [ "${FDL_REQUIRE_ARTEFACTS:-0}" = "1" ]; }
 cuda_problem() {
   if need_artefacts; then log "error: $*"; exit 1; fi
   log "warning: $* (the tests that need nvcc skip)"
@@ -193,7 +200,7 @@ if [ -f "$CUDA_ROOT/fdl-wheels.txt" ] && [ "$CUDA_ROOT" = "/usr/local/cuda-$CUDA
 fi
 
 # A one-node SLURM cluster on 127.0.0.1 for `fdl deploy` tests (idempotent).
-"$(dirname "$0")/setup-slurm.sh" || log "warning: the local SLURM cluster did not start (its tests skip)"
+"$(dirname "$0")/setup-slurm.sh" || must_have "the local SLURM cluster did not start (its tests skip)"
 
 # The docker engine: start dockerd when nothing answers.
 if ! docker info >/dev/null 2>&1; then
@@ -229,5 +236,5 @@ if [ "$KEEP" != "all" ]; then
     || log "warning: could not trim the BuildKit cache"
 fi
 # A registry on 127.0.0.1 for the push-by-digest tests (idempotent).
-"$(dirname "$0")/setup-registry.sh" || log "warning: the local registry did not start (its tests skip)"
+"$(dirname "$0")/setup-registry.sh" || must_have "the local registry did not start (its tests skip)"
 log "docker engine ready; base image $BASE_IMAGE"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: system packages, docker engine,
-# base image, Python environment, then ruff, mypy and pytest.
+# base image, Python environment, then ruff, mypy, the manual's build, the release's
+# build and pytest.
 #
 #   bash scripts/test.sh              # docker tests skip when no engine answers
 #   FDL_REQUIRE_DOCKER=1 bash scripts/test.sh   # they fail instead (CI)
@@ -35,5 +36,15 @@ echo "== import contracts (layers, private modules, no cycles)" >&2
 "$VENV/bin/lint-imports"
 echo "== fdl ci check (the generated CI files match fdl.yml)" >&2
 "$VENV/bin/fdl" ci check
+echo "== the manual (mkdocs build --strict: broken links, pages left out of the nav)" >&2
+"$VENV/bin/python" -m pip install --quiet -r docs/requirements.txt 2>&1 | grep -v "^WARNING: Location" || true
+site="$(mktemp -d)"
+NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict --quiet --site-dir "$site"
+rm -rf "$site"
+echo "== the release (python -m build, twine check --strict)" >&2
+dist="$(mktemp -d)"
+"$VENV/bin/python" -m build --outdir "$dist/out" . >"$dist/log" 2>&1 || { cat "$dist/log" >&2; exit 1; }
+"$VENV/bin/twine" check --strict "$dist"/out/*
+rm -rf "$dist"
 echo "== pytest" >&2
 exec "$VENV/bin/python" -m pytest "$@"

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.machine import REQUIRE_ALL, require_all, required, stays
+
 REPO = Path(__file__).resolve().parent.parent
 BASE_IMAGE = os.environ.get("FDL_TEST_BASE_IMAGE", "fdl-test/debian:bookworm")
 # Tests fake nvidia-smi on PATH: NVML (a real GPU's driver library, on machines that have
@@ -20,8 +22,9 @@ os.environ["FDL_NVML"] = "0"
 
 
 def docker_required() -> bool:
-    """CI sets FDL_REQUIRE_DOCKER=1: docker tests then fail instead of skipping."""
-    return os.environ.get("FDL_REQUIRE_DOCKER") == "1"
+    """CI sets FDL_REQUIRE_ALL=1 (or FDL_REQUIRE_DOCKER=1): docker tests then fail instead
+    of skipping."""
+    return required("docker")
 
 
 def _docker_problem() -> str | None:
@@ -83,10 +86,57 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     pytest.skip(problem)
 
 
+def _refused_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
+    """Under FDL_REQUIRE_ALL=1 a skip (of a test or of a whole module) is a failure, unless
+    its reason is one of tests/support/machine.py's SKIPS_THAT_STAY."""
+    if not (report.skipped and require_all()) or hasattr(report, "wasxfail"):
+        return
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    if stays(reason):
+        return
+    report.outcome = "failed"
+    report.longrepr = (
+        f"skipped, but this machine must have it ({REQUIRE_ALL}=1): {reason}\n"
+        "bash scripts/setup-machine.sh sets the machine up; the skips that may stay are "
+        "tests/support/machine.py's SKIPS_THAT_STAY"
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    outcome = yield
+    _refused_skip(outcome.get_result())
+
+
+# Modules skipped whole (a missing import) under FDL_REQUIRE_ALL=1: a failed collection
+# would stop the run, so they are named at the end and fail it there.
+_REFUSED_MODULES: list[str] = []
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    # called in the run's own process, with pytest-xdist too (its workers send reports)
+    if report.skipped and require_all():
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        if not stays(reason):
+            _REFUSED_MODULES.append(f"{report.nodeid}: {reason}")
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    if _REFUSED_MODULES:
+        terminalreporter.section(f"skipped whole, but this machine must have it ({REQUIRE_ALL}=1)")
+        for line in _REFUSED_MODULES:
+            terminalreporter.line(line)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Remove the images this run built (builders, variants, dangling stages): each run
     makes new ones (their tags carry the test's temporary paths), and a few runs filled the
-    disk until builds were refused for want of space."""
+    disk until builds were refused for want of space. A module skipped whole under
+    FDL_REQUIRE_ALL=1 fails the run."""
+    if _REFUSED_MODULES and session.exitstatus in (0, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if not _DOCKER_STATE or _DOCKER_STATE[0] is not None or hasattr(session.config, "workerinput"):
         return
     made = {i: tags for i, tags in _images().items() if i not in _IMAGES_BEFORE}
@@ -111,7 +161,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 from hypothesis import settings as _hypothesis_settings  # noqa: E402
 
 _hypothesis_settings.register_profile("ci", derandomize=True, database=None)
-if os.environ.get("FDL_REQUIRE_DOCKER"):
+if os.environ.get("FDL_REQUIRE_DOCKER") or require_all():
     _hypothesis_settings.load_profile("ci")
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from fdl.archive._plan import ArchiveError
 from fdl.archive._remote import Span, ZipMember, extract_span, plan_spans, zip_members
 from fdl.archive._staging import ExtractResult, remove_stale_staging
-from fdl.archive._tar import safe_extract_tar
+from fdl.archive._tar import read_tar_members, safe_extract_tar
 from fdl.archive._zip import read_member, safe_extract_zip, test_zip
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "extract_span",
     "plan_spans",
     "read_member",
+    "read_tar_members",
     "remove_stale_staging",
     "safe_extract_tar",
     "safe_extract_zip",

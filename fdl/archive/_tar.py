@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
 import shutil
 import tarfile
+import zlib
+from collections.abc import Collection
 from pathlib import Path
 
 from fdl.archive._plan import (
@@ -20,7 +23,7 @@ from fdl.archive._plan import (
 from fdl.archive._staging import ExtractResult, check_space, make_staging, publish
 from fdl.errors import EnvironmentProblem
 
-__all__ = ["safe_extract_tar"]
+__all__ = ["TarMembers", "read_tar_members", "safe_extract_tar"]
 
 
 def _kind(label: str, member: tarfile.TarInfo) -> Kind:
@@ -129,3 +132,88 @@ def safe_extract_tar(
         plan.total_bytes,
         tuple(plan.skipped),
     )
+
+
+class TarMembers(dict[str, bytes]):
+    """Members read by :func:`read_tar_members`, and how many bytes of the archive that
+    read (``bytes_read``: less than its size when the members came early)."""
+
+    bytes_read: int = 0
+
+
+def read_tar_members(
+    path: Path | str,
+    wanted: Collection[str],
+    *,
+    max_member: int = 4 << 20,
+    max_archive: int = 64 << 20,
+    max_unpacked: int = 256 << 20,
+) -> TarMembers:
+    """The content of the members ``wanted`` (full names: ``torch-sys-0.26.0/build.rs``)
+    of a gzip tar archive such as a ``.crate``, read in one bounded pass without
+    extracting anything; members absent from it are absent from the result.
+
+    Every member name met is checked as extraction checks it (no absolute path, no ``..``);
+    a wanted member must be a regular file of at most ``max_member`` bytes (a link is
+    refused); the archive at most ``max_archive`` bytes, its unpacked stream at most
+    ``max_unpacked`` (a decompression bomb stops there).
+
+    Raises:
+        ArchiveError: the archive is unreadable, truncated, unsafe or over a bound.
+    """
+    path = Path(path)
+    label = str(path)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ArchiveError(f"{path} cannot be read ({exc.strerror or exc})") from None
+    if size > max_archive:
+        raise ArchiveError(f"{path} is {size} bytes, more than the {max_archive} read")
+    left = set(wanted)
+    found = TarMembers()
+    try:
+        # gzip's own reader: tarfile's stream mode takes a truncated gzip for the end
+        with (
+            path.open("rb") as raw,
+            gzip.GzipFile(fileobj=raw) as unpacked,
+            tarfile.open(fileobj=unpacked, mode="r|") as archive,
+        ):
+            for member in archive:
+                member_parts(label, member.name)
+                if member.offset_data + member.size > max_unpacked:
+                    raise ArchiveError(
+                        f"{path} unpacks to more than {max_unpacked} bytes",
+                        hint="the archive is damaged or malicious; nothing was read from it",
+                    )
+                if member.name not in left:
+                    continue
+                if not member.isreg():
+                    raise ArchiveError(
+                        f"{path}: member {member.name!r} is a link or special file, not a file",
+                        hint="the archive is damaged or malicious; nothing was read from it",
+                    )
+                if member.size > max_member:
+                    raise ArchiveError(
+                        f"{path}: member {member.name!r} is {member.size} bytes, more than "
+                        f"the {max_member} read"
+                    )
+                stream = archive.extractfile(member)
+                data = stream.read(member.size) if stream is not None else b""
+                if len(data) != member.size:
+                    raise ArchiveError(f"{path}: member {member.name!r} is truncated")
+                found[member.name] = data
+                left.discard(member.name)
+                if not left:
+                    break
+            else:
+                # all of it was read: a truncated archive ends in EOFError here
+                while unpacked.read(1 << 16):
+                    if unpacked.tell() > max_unpacked:
+                        raise ArchiveError(f"{path} unpacks to more than {max_unpacked} bytes")
+            found.bytes_read = raw.tell()
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        raise ArchiveError(
+            f"{path} is not a complete tar archive ({exc})",
+            hint="the archive is damaged; fetch it again",
+        ) from None
+    return found

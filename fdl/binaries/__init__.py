@@ -4,6 +4,8 @@
 - :mod:`fdl.binaries.fatbin`: the CUDA archs a library contains (``.nv_fatbin``).
 - :mod:`fdl.binaries.fatbin_stream`: the same, from a stream of the library's bytes (a
   member of a remote wheel) in bounded memory.
+- :mod:`fdl.binaries.offload`: the AMD gfx targets a HIP library contains (``.hip_fatbin``
+  clang offload bundles, compressed or not).
 - :mod:`fdl.binaries.closure`: the libraries a program loads, resolved like ``ld.so``.
 
 Pure Python (mmap + struct): no CUDA toolkit, no cuobjdump, no readelf needed.
@@ -26,6 +28,7 @@ from fdl.binaries.elf import (
 )
 from fdl.binaries.fatbin import DeviceCode, FatbinEntry, parse_fatbin, read_device_code
 from fdl.binaries.fatbin_stream import FatbinScanner, scan_device_code
+from fdl.binaries.offload import OffloadCode, OffloadEntry, read_offload_code
 
 __all__ = [
     "SYSTEM_DIRS",
@@ -36,6 +39,8 @@ __all__ = [
     "ElfFile",
     "FatbinEntry",
     "FatbinScanner",
+    "OffloadCode",
+    "OffloadEntry",
     "Section",
     "dependency_closure",
     "is_elf",
@@ -44,6 +49,7 @@ __all__ = [
     "parse_fatbin",
     "read_device_code",
     "read_dynamic",
+    "read_offload_code",
     "rpath",
     "runpath",
     "scan_device_code",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from fdl.binaries.fatbin import FATBIN_MAGIC, KIND_CUBIN, KIND_PTX
 
-__all__ = ["FakeEntry", "build_elf", "build_fatbin"]
+__all__ = ["FakeEntry", "build_elf", "build_fatbin", "build_offload_bundle"]
 
 _ENTRY_HEADER = 0x40
 
@@ -114,3 +114,39 @@ def build_elf(
     )
     body[:64] = ident + header
     return bytes(body)
+
+
+def build_offload_bundle(
+    triples: Sequence[str], *, code_size: int = 64, compress: str = "", version: int = 2
+) -> bytes:
+    """A clang offload bundle of ``triples`` (each with ``code_size`` bytes of code; the
+    ``host-`` entry empty), optionally compressed as ``clang-offload-bundler --compress``
+    does (``compress``: ``"zlib"`` or ``"zstd"``; ``version``: its header layout 1-3)."""
+    from fdl.binaries.offload import BUNDLE_MAGIC, COMPRESSED_MAGIC, METHOD_ZLIB, METHOD_ZSTD
+
+    sizes = [0 if t.startswith("host-") else code_size for t in triples]
+    table_size = len(BUNDLE_MAGIC) + 8 + sum(24 + len(t) for t in triples)
+    offset = table_size + (-table_size % 4096)
+    table = bytearray(BUNDLE_MAGIC + struct.pack("<Q", len(triples)))
+    codes = bytearray()
+    for triple, size in zip(triples, sizes, strict=True):
+        table += struct.pack("<QQQ", offset + len(codes) if size else 0, size, len(triple))
+        table += triple.encode()
+        codes += bytes([0x7F]) * size
+    bundle = bytes(table + bytes(offset - len(table)) + codes)
+    if not compress:
+        return bundle
+    import zlib
+
+    if compress == "zlib":
+        method, payload = METHOD_ZLIB, zlib.compress(bundle)
+    else:
+        import zstandard
+
+        method, payload = METHOD_ZSTD, zstandard.ZstdCompressor().compress(bundle)
+    common = COMPRESSED_MAGIC + struct.pack("<HH", version, method)
+    if version == 1:
+        return common + struct.pack("<IQ", len(bundle), 0) + payload
+    if version == 2:
+        return common + struct.pack("<IIQ", 24 + len(payload), len(bundle), 0) + payload
+    return common + struct.pack("<QQQ", 32 + len(payload), len(bundle), 0) + payload

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fdl._text import printable
 from fdl.cli._session import Session
 from fdl.tasks import (
     CommandPlan,
@@ -35,17 +36,36 @@ def _rows(rows: list[tuple[str, str]], indent: int = 2) -> list[str]:
     return [f"{' ' * indent}{left:<{width}}{shown_text(right)}".rstrip() for left, right in rows]
 
 
-def _title(invocation: Invocation) -> str:
+def _title(invocation: Invocation, subs: list[str], shown: CommandSchema) -> str:
     resolution = invocation.resolution
+    if subs:  # the description came from the program's --fdl-schema: printed as text
+        about = printable(shown.description) if shown.description else ""
+        return f"fdl {resolution.name} {' '.join(subs)}" + (f" - {about}" if about else "")
     plan = invocation.plan
     description = plan.description if plan is not None else None
     if description is None and resolution.nested is not None:
         description = resolution.nested.data.get("description")
     if description is None:
         description = resolution.spec.get("description")
+    if description is None and shown.description:
+        description = printable(shown.description)
     from fdl.manifest import shown_text
 
     return f"fdl {resolution.name}" + (f" - {shown_text(description)}" if description else "")
+
+
+def _entry_commands(schema: CommandSchema, base: str) -> list[str]:
+    """The program's own sub-commands (a tree --fdl-schema), as floDl 0.8.0 lists them
+    (run.rs:1176-1203)."""
+    if not schema.commands:
+        return []
+    rows = [(name, printable(child.description) or "-") for name, child in schema.commands.items()]
+    return [
+        "",
+        "Sub-commands (of the program):",
+        *_rows(rows),
+        f"  Run `{base} <sub-command> --help` for a sub-command's options.",
+    ]
 
 
 def _option_label(option: OptionDecl) -> str:
@@ -107,9 +127,9 @@ def _children(invocation: Invocation) -> list[str]:
     return lines
 
 
-def _usage(invocation: Invocation, schema: CommandSchema) -> str:
+def _usage(invocation: Invocation, schema: CommandSchema, subs: list[str]) -> str:
     resolution = invocation.resolution
-    base = f"fdl {resolution.name}"
+    base = " ".join(["fdl", resolution.name, *subs])
     if resolution.kind is Kind.RUN:
         return f"{base} [--dry-run] [--no-append] [-- ARGS... [-- RUNNER-ARGS...]]"
     nested = resolution.nested
@@ -123,6 +143,8 @@ def _usage(invocation: Invocation, schema: CommandSchema) -> str:
         slots.append(f"[{'|'.join(names)}]")
     if resolution.kind is Kind.GROUP:
         return f"{base} {' '.join(slots)}".rstrip()
+    if schema.commands:
+        slots.append("<sub-command>")
     slots.append("[--dry-run] [OPTIONS]")
     for arg in schema.args:
         label = f"<{arg.name}>" + ("..." if arg.variadic else "")
@@ -200,13 +222,19 @@ def render_command_help(invocation: Invocation, session: Session) -> str:
     resolution = invocation.resolution
     nested = resolution.nested
     schema = CommandSchema.from_data(nested.data.get("schema") if nested else None)
-    lines = [_title(invocation), "", f"Usage: {_usage(invocation, schema)}"]
-    if resolution.kind is not Kind.PRESET:
+    # `fdl <command> <sub-command> --help`: the sub-command's own schema (a tree schema)
+    subs, shown = (
+        schema.sub_command(resolution.args) if resolution.kind is Kind.ENTRY else ([], schema)
+    )
+    lines = [_title(invocation, subs, shown), "", f"Usage: {_usage(invocation, shown, subs)}"]
+    if resolution.kind is not Kind.PRESET and not subs:
         lines += _children(invocation)
     if resolution.kind is Kind.PRESET:
         lines += _preset_settings(invocation)
     if resolution.kind is not Kind.RUN:
-        lines += _schema_sections(schema)
+        lines += _entry_commands(shown, " ".join(["fdl", resolution.name, *subs]))
+        # a probed schema's descriptions, defaults and choices are the program's text
+        lines += [printable(line, limit=4000) for line in _schema_sections(shown)]
     lines += _problems(invocation, session)
     plan = invocation.plan
     if plan is not None:

@@ -358,7 +358,10 @@ def _entry_candidates(
 ) -> None:
     from fdl.tasks import CommandSchema, command_kind, schema_of
 
-    schema = CommandSchema.from_data(schema_of(nested))
+    # a tree schema (floDl 0.8's FdlArgs enum): the words after a sub-command are its
+    subs, schema = CommandSchema.from_data(schema_of(nested)).sub_command(words)
+    words = words[len(subs) :]
+    at_slot = at_slot and not subs
     pending = _pending_option(schema, words)
     if pending is not None:
         _option_values(pending, result, runner)
@@ -386,6 +389,11 @@ def _entry_candidates(
             text = (spec or {}).get("description") or ("preset" if kind == "preset" else "")
             result.add(name, text)
     positionals = [w for w in words if not w.startswith("-")]
+    if schema.commands and not positionals:
+        from fdl._text import printable
+
+        for name, child in schema.commands.items():
+            result.add(name, printable(child.description))
     if schema.args:
         index = min(len(positionals), len(schema.args) - 1)
         arg = schema.args[index]

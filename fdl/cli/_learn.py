@@ -14,7 +14,7 @@ once per cache. Offline, the refusal stays (exit 5), bounded by fdl's network ti
 
 from __future__ import annotations
 
-from fdl.errors import NetworkError, UsageError
+from fdl.errors import ManifestError, NetworkError, UsageError
 
 # Every command but the fast ones passes through here: nothing is imported for it until
 # a command meets a newer release (start-up time, bench/cli_latency.py).
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from fdl.cli._console import Console
     from fdl.compat import NewerRelease
+    from fdl.libtorch import UnseenFramework
 
 __all__ = ["PYPI_ENV", "pypi_url", "with_learning"]
 
@@ -57,6 +58,17 @@ def with_learning(
     while True:
         try:
             return run()
+        except ManifestError as error:
+            if type(error).__name__ != "UnseenFramework":
+                raise
+            from fdl.libtorch import UnseenFramework
+
+            if not isinstance(error, UnseenFramework):
+                raise
+            if (error.framework, False) in tried:
+                raise
+            tried.add((error.framework, False))
+            _fetch_crates(console, error)
         except UsageError as error:
             from fdl.compat import NewerRelease  # loaded already when one was raised
 
@@ -141,3 +153,34 @@ def _learn(console: Console, error: NewerRelease, *, pypi: str, today: str) -> N
         f"{learned.path}: planning with facts read from its artefacts, not from fdl's "
         "reviewed tables"
     )
+
+
+def _fetch_crates(console: Console, error: UnseenFramework) -> None:
+    """Have cargo download the crates that state a framework release the tables lack (the
+    next plan reads them from cargo's cache)."""
+    from fdl.errors import CommandFailed, EnvironmentProblem
+    from fdl.libtorch import CrateSourceError, fetch_framework_crates
+
+    console.info(
+        f"fdl: {error.message}: fetching it through cargo (the project's cargo "
+        "configuration, mirrors and offline mode apply)"
+    )
+    way_out = (
+        "run again when cargo's registry answers; "
+        "offline, set libtorch.torch in fdl.yml (the torch the release needs) with "
+        "libtorch.framework-check: false"
+    )
+    try:
+        fetch_framework_crates(error.framework, error.version, error.directory)
+    except CommandFailed as exc:
+        tail = (exc.details or "").strip().splitlines()[-3:]
+        raise NetworkError(
+            f"{error.location}: {error.message}, and cargo could not fetch it: "
+            + (" / ".join(line.strip() for line in tail)[:600] or exc.message),
+            hint=way_out,
+        ) from None
+    except (EnvironmentProblem, CrateSourceError) as exc:
+        raise EnvironmentProblem(
+            f"{error.location}: {error.message}, and {exc.message}",
+            hint=f"{exc.hint}; or {way_out}" if exc.hint else way_out,
+        ) from None

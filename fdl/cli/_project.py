@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fdl._text import did_you_mean
-from fdl.cli._registry import BUILTINS
+from fdl.cli._registry import BUILTINS, FLODL_ONLY
 from fdl.cli._session import Session
 from fdl.errors import FdlError, UsageError
 
@@ -32,6 +32,12 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
     commands = (manifest.data.get("commands") or {}) if manifest is not None else {}
     if manifest is not None and session.nested_words:
         name, args = _from_nested_directory(session, manifest, name, args)
+    if (manifest is None or name not in commands) and name in FLODL_ONLY:
+        part, what, instead = FLODL_ONLY[name]
+        raise UsageError(
+            f"`fdl {name}` is a command of floDl's CLI ({part}) that fdl does not have: it {what}",
+            hint=f"use {instead}",
+        )
     if manifest is None or name not in commands:
         known = [*BUILTINS, *commands]
         close = did_you_mean(name, known)

@@ -6,7 +6,7 @@ only when its group runs, so ``fdl --help`` stays fast.
 
 from __future__ import annotations
 
-__all__ = ["BUILTINS", "Builtin"]
+__all__ = ["BUILTINS", "FLODL_ONLY", "Builtin"]
 
 
 class Builtin:
@@ -66,6 +66,12 @@ BUILTINS: dict[str, Builtin] = {
             single=True,
         ),
         Builtin(
+            "probe",
+            "is this machine ready for a long job? GPUs, libtorch, NCCL, data mount (exit 1 if not)",
+            "fdl.cli.commands.probe",
+            single=True,
+        ),
+        Builtin(
             "setup",
             "detect this machine and install the libtorch that fits",
             "fdl.cli.commands.setup",
@@ -99,5 +105,57 @@ BUILTINS: dict[str, Builtin] = {
             "fdl.cli.commands.completions",
             single=True,
         ),
+        Builtin(
+            "autocomplete",
+            "install the completions into your shell's start-up file (floDl's spelling)",
+            "fdl.cli.commands.autocomplete",
+            single=True,
+        ),
     )
+}
+
+
+# floDl 0.8.0's built-ins that fdl does not build (flodl-cli-0.8.0/src/builtins.rs:78-386,
+# 539-557): floDl's multi-host launcher protocol and its NCCL build. `fdl NAME` says
+# what the command is in floDl and what to run instead (exit 2), unless the project
+# declares a command of that name: then the project's runs (floDl matches its built-ins
+# first, main.rs:159-213; fdl lets the project win, so fdl init's `start` keeps working).
+_FLODL_CLI = "floDl's own CLI (`cargo install flodl-cli`)"
+_LAUNCHER = "its cluster launcher protocol"
+FLODL_ONLY: dict[str, tuple[str, str, str]] = {
+    "status": (
+        _LAUNCHER,
+        "asks a running floDl cluster controller how its run stands (GET /state.json on the "
+        "training port, 1337)",
+        f"`fdl deploy status` for a run fdl submitted; for a floDl cluster, {_FLODL_CLI}",
+    ),
+    "start": (
+        _LAUNCHER,
+        "opens a floDl join window by hand (`cluster.controller.join.start: manual|hybrid`, "
+        "POST /start to the controller)",
+        f"{_FLODL_CLI}; or declare a `start:` command in fdl.yml",
+    ),
+    "join": (
+        _LAUNCHER,
+        "turns this machine into a walk-in worker of a floDl cluster (fetches and builds the "
+        "training program, then runs it in agent role)",
+        f"`fdl deploy submit` for multi-node runs on SLURM or Kubernetes; {_FLODL_CLI}",
+    ),
+    "join-config": (
+        _LAUNCHER,
+        "writes a floDl walk-in worker's credentials (fdl.<label>.yml with its token, an ssh "
+        "key, sshd and cloud-init files)",
+        _FLODL_CLI,
+    ),
+    "publish": (
+        _LAUNCHER,
+        "publishes the source tree to ~/.flodl/run for floDl's walk-in workers, after a build gate",
+        f"`fdl image build` to ship the code as an image; {_FLODL_CLI}",
+    ),
+    "nccl": (
+        "its NCCL build",
+        "builds NCCL from NVIDIA's source in Docker, matched to the libtorch",
+        "the NCCL that the CUDA libtorch carries (`fdl libtorch verify` lists its "
+        f"libraries); {_FLODL_CLI}",
+    ),
 }

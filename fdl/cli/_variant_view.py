@@ -40,7 +40,7 @@ def list_variants(session: Session, *, as_json: bool) -> int:
         session.console.info("Run: fdl setup   (or: fdl libtorch download)")
     for name in names:
         info = infos[name]
-        what = f"torch {info.torch or '?'}, " + (f"CUDA {info.cuda}" if info.cuda else "CPU")
+        what = f"torch {info.torch or '?'}, {gpu_code(info)}"
         mark = "*" if name == active else " "
         session.console.out(f"{mark} {name:<28} {what}{'  (active)' if name == active else ''}")
     return 0
@@ -90,7 +90,14 @@ def try_fast_path(options: GlobalOptions, rest: list[str], console: Console) -> 
 
 def variant_json(name: str, info: VariantInfo, active: bool, path: Path) -> dict[str, Any]:
     """One variant for ``--json`` output (the reference's keys first)."""
-    return {"variant": name, "active": active, "path": str(path), **info.to_json()}
+    return {
+        "variant": name,
+        "active": active,
+        "path": str(path),
+        **info.to_json(),
+        "vendor": info.vendor,
+        "rocm": info.rocm,
+    }
 
 
 def _built_from(source: dict[str, Any]) -> str:
@@ -99,12 +106,22 @@ def _built_from(source: dict[str, Any]) -> str:
     return ", ".join([str(source.get("kind") or "unknown"), *details])
 
 
+def gpu_code(info: VariantInfo) -> str:
+    """``CUDA 12.8``, ``ROCm 7.0 (AMD)`` or ``CPU``: what the variant's GPU code is for."""
+    if info.vendor == "amd":
+        return f"ROCm {info.rocm} (AMD)" if info.rocm else "ROCm (AMD)"
+    return f"CUDA {info.cuda}" if info.cuda else "CPU"
+
+
 def _render_info(name: str, info: VariantInfo, active: bool, path: Path) -> str:
     from fdl.libtorch import describe_view
 
     found = info.archs_found
-    archs = " ".join([*found.get("cubin", []), *found.get("ptx", [])]) or (
-        "none (CPU build)" if not info.cuda else "not read yet (run fdl libtorch verify)"
+    archs = " ".join([*found.get("cubin", []), *found.get("ptx", []), *found.get("gfx", [])])
+    archs = archs or (
+        "none (CPU build)"
+        if info.vendor == "cpu"
+        else " ".join(info.archs_requested) or "not read yet (run fdl libtorch verify)"
     )
     source = info.source
     pulled = source.get("registry") if isinstance(source.get("registry"), dict) else None
@@ -121,7 +138,8 @@ def _render_info(name: str, info: VariantInfo, active: bool, path: Path) -> str:
         ("Variant", f"{name}{' (active)' if active else ''}"),
         ("Path", str(path)),
         ("Torch", info.torch or "unknown"),
-        ("CUDA", info.cuda or "none (CPU)"),
+        ("GPU code", gpu_code(info)),
+        ("CUDA", info.cuda or "none"),
         ("cuDNN", info.cudnn or "-"),
         ("Archs", archs),
         ("Extra", " ".join(found.get("extra", [])) or "-"),

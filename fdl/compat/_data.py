@@ -26,6 +26,8 @@ TABLES = (
     "gpus",
     "layers",
     "frameworks",
+    "rocm",
+    "nccl",
 )
 
 _VERSION = re.compile(r"^v?([0-9]{1,18}(?:\.[0-9]{1,18})*)(?!\.?\d)")  # ASCII, bounded (issue 42)

@@ -141,7 +141,12 @@ def libtorch_url(
     else:
         if channel == "release":
             version = resolve_torch_version(torch_version)
-            release(version).variant(variant)
+            if variant.startswith("rocm"):
+                from fdl.compat.rocm import rocm_build
+
+                rocm_build(version, variant)
+            else:
+                release(version).variant(variant)
         else:
             # release candidates and nightlies are newer than the table: take the text as given
             version = (torch_version or resolve_torch_version(None)).split("+", 1)[0]

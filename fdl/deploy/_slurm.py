@@ -28,10 +28,11 @@ _RENDEZVOUS = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK")
 def sbatch_directive(option: str, value: object) -> str:
     """``--option=value`` as an ``#SBATCH`` line holds it, or a refusal.
 
-    sbatch splits a directive at whitespace and reads ``'`` and ``"`` as quotes; it has no
-    escape for a ``"`` inside quotes, and a line ends the directive. So a value with a
-    character that is not printable (a newline would start the job script's next line; a
-    tab), a ``"`` or a backslash is refused; one with a space or a ``'`` is double-quoted.
+    sbatch splits a directive at whitespace, reads ``'`` and ``"`` as quotes and an
+    unquoted ``#`` as the start of a comment (the value was cut there); it has no escape for
+    a ``"`` inside quotes, and a line ends the directive. So a value with a character that
+    is not printable (a newline would start the job script's next line; a tab), a ``"`` or
+    a backslash is refused; one with a space, a ``'`` or a ``#`` is double-quoted.
 
     Raises:
         UsageError: a value that no ``#SBATCH`` line can hold, naming the option.
@@ -47,7 +48,7 @@ def sbatch_directive(option: str, value: object) -> str:
             hint=f"rename the directory or value without it; for --{option} set on the "
             "target, change it in fdl.yml's deploy section",
         )
-    if any(c.isspace() or c == "'" for c in text):
+    if any(c.isspace() or c in "'#" for c in text):
         return f'--{option}="{text}"'
     return f"--{option}={text}"
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fdl.checks import Check, Severity, count, worst
+from fdl.checks import Check, Severity, worst
 from fdl.compat import (
     ArchList,
     Target,
@@ -48,6 +48,11 @@ class Diagnosis:
     installed: tuple[str, ...]
     system: Mapping[str, Any] = field(default_factory=dict)
     variant: variants.VariantInfo | None = None
+    docker: str | None = None  # floDl's system.docker: "container", or the client's version
+    nvidia_driver_loaded: bool = False
+    # AMD GPUs of the KFD topology (fdl.system.survey), and notes on those that are unusable
+    amd: tuple[Any, ...] = ()
+    amd_notes: tuple[Any, ...] = ()
 
     @property
     def worst(self) -> Severity:
@@ -55,69 +60,10 @@ class Diagnosis:
 
     def to_json(self) -> dict[str, Any]:
         """fdl's own keys (``gpus``, ``driver``, ``checks``...) and those floDl's CLI emits
-        and its users script against: ``.cuda.devices`` (floDl's documented CI gate,
-        docs/cli.md), ``system``, ``gpus[].vram_bytes``/``arch_compatible`` and
-        ``libtorch.path``/``version``/``cuda``/``archs``/``source``."""
-        covered = {
-            c.name
-            for c in self.checks
-            if c.group == "libtorch" and c.name.startswith("GPU ") and c.severity is Severity.OK
-        }
-        gpus = [
-            {
-                "index": g.index,
-                "name": g.name,
-                "sm": g.sm,
-                "capability": str(g.capability) if g.capability else None,
-                "memory_mib": g.memory_mib,
-                "vram_bytes": g.memory_mib * 1024 * 1024 if g.memory_mib else None,
-                "arch_compatible": f"GPU {g.index}" in covered,
-            }
-            for g in self.gpus.gpus
-        ]
-        return {
-            "context": {
-                "mode": "project" if self.context.project else "global",
-                "root": str(self.context.root),
-            },
-            "system": dict(self.system),
-            "cuda": {"driver": self.gpus.driver, "devices": gpus},
-            "gpus": gpus,
-            "driver": self.gpus.driver,
-            "libtorch": {
-                "active": self.active,
-                "installed": list(self.installed),
-                **_variant_json(self.variant),
-            },
-            "checks": [c.to_json() for c in self.checks],
-            "summary": count(self.checks),
-        }
+        and its users script against (:func:`fdl.diagnose._reference.diagnosis_json`)."""
+        from fdl.diagnose._reference import diagnosis_json
 
-
-def _variant_json(info: variants.VariantInfo | None) -> dict[str, Any]:
-    """The active variant as floDl's ``fdl diagnose --json`` names it (no keys: none)."""
-    if info is None:
-        return {}
-    archs = [_dotted(a) for a in info.archs_found.get("cubin") or info.archs_requested]
-    return {
-        "path": info.name,
-        "version": info.torch,
-        "cuda": info.cuda,
-        "archs": " ".join(archs),
-        "source": str(info.source.get("kind") or "unknown"),
-    }
-
-
-_SM = re.compile(r"sm_(\d+)(\w*)")
-
-
-def _dotted(arch: str) -> str:
-    """``sm_120`` -> ``12.0`` (floDl's spelling); other spellings are kept."""
-    found = _SM.fullmatch(arch)
-    if found is None:
-        return arch
-    number = int(found.group(1))
-    return f"{number // 10}.{number % 10}{found.group(2)}"
+        return diagnosis_json(self)
 
 
 def system_facts() -> dict[str, Any]:
@@ -324,8 +270,11 @@ def _nvcc_fits(version: str, targets: ArchList, report: GpuReport) -> list[Check
     ]
 
 
-def docker_checks(runner: Runner, environ: Mapping[str, str]) -> list[Check]:
-    """The docker client fdl would use, its daemon, BuildKit and compose."""
+def docker_checks(
+    runner: Runner, environ: Mapping[str, str], seen: dict[str, str] | None = None
+) -> list[Check]:
+    """The docker client fdl would use, its daemon, BuildKit and compose (``seen`` gets the
+    client's ``version``, for floDl's ``system.docker``)."""
     from fdl.engine import find_compose, probe_clients
 
     try:
@@ -343,6 +292,8 @@ def docker_checks(runner: Runner, environ: Mapping[str, str]) -> list[Check]:
             )
         ]
     client = selection.client
+    if seen is not None and client.version:
+        seen["version"] = client.version
     if not client.usable:
         return [
             _c(
@@ -661,8 +612,9 @@ def run_diagnose(
     if context.project:
         checks += rust_checks(context.root, run, in_containers=in_containers)
         checks += toolchain_pin_checks(context.root, image_setups or {})
+    seen: dict[str, str] = {}
     if docker:
-        checks += docker_checks(run, env)
+        checks += docker_checks(run, env, seen)
     checks += libtorch_checks(
         context, report, expected_variant, framework.torch if framework is not None else None
     )
@@ -673,6 +625,20 @@ def run_diagnose(
     info = None
     if active is not None and (context.libtorch_dir / active / "lib").is_dir():
         info = variants.read_info(context.libtorch_dir / active, active)
+    from fdl.diagnose._reference import NVIDIA_DRIVER_MARKER, amd_gpus, docker_fact
+
+    amd, amd_notes = amd_gpus(env)
+
     return Diagnosis(
-        context, report, tuple(checks), active, installed, system_facts(), variant=info
+        context,
+        report,
+        tuple(checks),
+        active,
+        installed,
+        system_facts(),
+        variant=info,
+        docker=docker_fact(env, seen.get("version")),
+        nvidia_driver_loaded=NVIDIA_DRIVER_MARKER.exists(),
+        amd=tuple(amd),
+        amd_notes=tuple(amd_notes),
     )

@@ -110,8 +110,15 @@ def framework_torch(manifest: Manifest | None, directory: Path | None = None) ->
     if root is None:
         return TorchDecision(None)
     checked = manifest is None or manifest.get(CHECK_KEY) is not False
-    pins = detect_framework(root)
     wanted = manifest.get("libtorch.torch") if manifest is not None else None
+    try:
+        pins = detect_framework(root)
+    except ManifestError:
+        if checked or wanted is None:
+            raise
+        # The way out fdl offers for a release it cannot read: the user names the torch and
+        # switches the check off, so what the framework files say is not needed.
+        pins = ()
     if wanted is not None:
         full = _full(str(wanted), manifest)
         origin = manifest.origin("libtorch.torch") if manifest is not None else None

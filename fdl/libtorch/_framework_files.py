@@ -165,8 +165,16 @@ def _from_lock(directory: Path) -> Iterator[FrameworkPin]:
                     text, rf'name = "{re.escape(crate)}"\nversion = "({re.escape(version)})"'
                 )
                 origin = str(Location(path.name, *where))
-                row = _exact(known.name, version, origin)
-                yield _pin(row, origin, f"{crate} {version} in Cargo.lock", known.reads)
+                how = f"{crate} {version} in Cargo.lock"
+                row = _exact(known.name, version, origin, learn=directory)
+                if row.source.startswith("read by fdl at run time"):
+                    from fdl.libtorch._crate_facts import facts_read
+
+                    how += (
+                        "; read from its crate at run time, not fdl's reviewed tables: "
+                        f"{facts_read(row.source)}"
+                    )
+                yield _pin(row, origin, how, known.reads)
             break
 
 
@@ -411,13 +419,21 @@ def _exact_torch(version: str, origin: str) -> str:
 # --- helpers ---------------------------------------------------------------------------
 
 
-def _exact(name: str, version: str, origin: str) -> FrameworkRelease:
+def _exact(name: str, version: str, origin: str, *, learn: Path | None = None) -> FrameworkRelease:
+    """The table's row of ``name`` ``version``; with ``learn`` (the project's directory: a
+    release Cargo.lock names), a release the tables lack is read from its crates in
+    cargo's cache (:mod:`fdl.libtorch._crate_facts`)."""
     from fdl import compat
 
     try:
         return compat.framework_release(name, version)
     except compat.UnknownFrameworkRelease as exc:
-        raise _located(exc, origin) from None
+        if learn is None:
+            raise _located(exc, origin) from None
+        unknown = exc
+    from fdl.libtorch._crate_facts import release_from_crates
+
+    return release_from_crates(unknown, version, _as_location(origin), learn, CHECK_KEY)
 
 
 def _pin(row: FrameworkRelease, origin: str, how: str, reads: str) -> FrameworkPin:

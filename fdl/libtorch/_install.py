@@ -262,7 +262,26 @@ def finish_info(tree: Path, info: variants.VariantInfo) -> variants.VariantInfo:
             info.extra["cuda_unknown"] = how
     if scan.errors:
         info.extra["unreadable_libraries"] = [f"{n}: {why}" for n, why in scan.errors]
+    _find_rocm(tree, info)
     return info
+
+
+def _find_rocm(tree: Path, info: variants.VariantInfo) -> None:
+    """An AMD build: the gfx targets of ``lib/libtorch_hip.so``'s offload bundles, and its
+    ROCm release from the build version (``2.10.0+rocm7.0``)."""
+    from fdl.binaries import BinaryFormatError, read_offload_code
+
+    library = tree / "lib" / "libtorch_hip.so"
+    if not library.is_file() or library.is_symlink():
+        return
+    try:
+        info.archs_found["gfx"] = list(read_offload_code(library).archs)
+    except (BinaryFormatError, OSError) as exc:
+        info.extra.setdefault("unreadable_libraries", []).append(f"libtorch_hip.so: {exc}")
+    version = read_build_version(tree) or ""
+    _, _, local = version.partition("+")
+    if local.startswith("rocm") and local[4:].replace(".", "").isdigit():
+        info.extra["rocm"] = local[4:]
 
 
 def installed_build_version(path: Path) -> str | None:

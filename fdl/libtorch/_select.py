@@ -81,6 +81,7 @@ class Selection:
     build: tuple[str, ...] = field(default=())
     build_cuda: str | None = None
     driver_problem: str | None = None
+    rocm: str | None = None
 
     @property
     def covers_all(self) -> bool:
@@ -117,6 +118,8 @@ class Selection:
             "build_command": " ".join(self.build) if self.build else None,
             "build_cuda": self.build_cuda,
             "driver_problem": self.driver_problem,
+            "rocm": self.rocm,
+            "vendor": "amd" if self.rocm else "nvidia" if self.cuda else "cpu",
         }
 
 
@@ -257,6 +260,42 @@ def _behind_driver(selection: Selection, driver: str, floor: str) -> Selection:
     warnings = tuple(w for w in selection.warnings if "driver" not in w)
     reason = f"{check.reason}; for driver {floor} or newer: {selection.reason}"
     return replace(selection, reason=reason, warnings=(first, *warnings), driver_problem=first)
+
+
+def select_rocm(torch: str | None, rocm: str, *, glibc: str | None = None) -> Selection:
+    """The official ROCm build ``rocm`` (``7.0``) of ``torch`` (the newest release with
+    ROCm builds when None), for ``fdl libtorch download --rocm``.
+
+    Args:
+        glibc: This machine's glibc (``2.36``), to warn when the build needs a newer one.
+
+    Raises:
+        UsageError: a malformed version, or a release without that ROCm build.
+    """
+    from fdl.compat.rocm import rocm_build, rocm_builds
+
+    if torch is None:
+        newest = max((b.torch for b in rocm_builds()), key=version_key, default=None)
+        full = newest or resolve_torch_version(None)
+    else:
+        full = resolve_torch_version(torch)
+    build = rocm_build(full, rocm)
+    warnings: list[str] = []
+    if glibc and build.glibc and version_key(glibc) < version_key(build.glibc):
+        warnings.append(
+            f"this machine's glibc {glibc} is older than the {build.glibc} that torch "
+            f"{build.torch}+{build.name}'s libraries need: they will not load here"
+        )
+    reason = f"requested (--rocm {build.rocm}): AMD GPUs {' '.join(build.gfx)}"
+    return Selection(
+        build.torch,
+        build.name,
+        None,
+        "requested",
+        reason,
+        warnings=tuple(warnings),
+        rocm=build.rocm,
+    )
 
 
 def _flag(cpu: bool, cuda: str | None) -> str:

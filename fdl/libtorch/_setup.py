@@ -30,12 +30,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fdl.compat import Capability, newer_release_covering, release
+from fdl.compat import (
+    Capability,
+    newer_release_covering,
+    release,
+    resolve_torch_version,
+    version_key,
+)
 from fdl.errors import FdlError, NetworkError, UsageError
 from fdl.libtorch import variants
 from fdl.libtorch._install import InstallResult
 from fdl.libtorch._scan import scan_device_code
-from fdl.libtorch._select import Selection, select_variant
+from fdl.libtorch._select import Selection, select_rocm, select_variant
 from fdl.libtorch.sources import (
     FromCpuView,
     ProgressCallback,
@@ -134,13 +140,124 @@ def plan_setup(
     from_wheel: bool = False,
     force: bool = False,
     platform: str = "linux-x86_64",
+    amd: tuple[str, ...] = (),
 ) -> SetupPlan:
     """Decide what setup does for these GPUs (reads the installed variants, nothing else).
 
     Args:
         platform: This machine's (``linux-arm64``): without official libtorch archives
             for it, an official build comes from the platform's PyPI wheel.
+        amd: The gfx archs of the machine's usable AMD GPUs. Without NVIDIA GPUs the plan is
+            the ROCm build that covers them; beside NVIDIA GPUs (one libtorch serves one
+            vendor) the plan is for the NVIDIA ones, as floDl's, and says so.
     """
+
+    if amd and not gpus and preferred in (None, "auto"):
+        return _plan_rocm(context, amd, torch=torch, force=force)
+    plan = _plan_nvidia(
+        context,
+        gpus,
+        driver=driver,
+        torch=torch,
+        preferred=preferred,
+        preferred_origin=preferred_origin,
+        from_wheel=from_wheel,
+        force=force,
+        platform=platform,
+    )
+    return _with_amd_left_out(plan, amd) if amd else plan
+
+
+def _with_amd_left_out(plan: SetupPlan, amd: tuple[str, ...]) -> SetupPlan:
+    """A plan for the NVIDIA GPUs of a machine that also has AMD ones: said, with the ROCm
+    variant that serves them beside it."""
+    from dataclasses import replace
+
+    from fdl.compat.rocm import choose_rocm_build, rocm_builds
+
+    torch = plan.selection.torch_version
+    choice = choose_rocm_build(torch, amd)
+    note = (
+        f"AMD GPU(s) {' '.join(amd)} left out: one libtorch serves one vendor, and with NVIDIA "
+        "GPUs present the plan is for them (floDl's rule)"
+    )
+    extra: tuple[str, ...] = ()
+    if choice.build is not None:
+        build = choice.build
+        extra = (
+            f"fdl libtorch download --rocm {build.rocm} --torch {build.torch} --no-activate   "
+            f"(a ROCm variant beside it, for the AMD GPUs: {build.directory})",
+        )
+    elif not rocm_builds(torch):
+        note += f"; torch {torch} has no official ROCm build"
+    return replace(plan, reason=f"{plan.reason}; {note}", alternatives=(*plan.alternatives, *extra))
+
+
+def _plan_rocm(
+    context: Context, amd: tuple[str, ...], *, torch: str | None, force: bool
+) -> SetupPlan:
+    """The plan for a machine whose usable GPUs are AMD's: keep or activate an installed
+    ROCm variant that covers them, else download the official ROCm build (floDl's rule:
+    the oldest 7.x build, which serves every 7.x host runtime); the CPU build when no ROCm
+    build has kernels for them."""
+    from fdl.compat.rocm import choose_rocm_build, gfx_processor, rocm_builds
+
+    newest = max((b.torch for b in rocm_builds()), key=version_key, default=None)
+    full = resolve_torch_version(torch) if torch else newest or resolve_torch_version(None)
+    choice = choose_rocm_build(full, amd)
+    if choice.build is None:
+        selection = replace_reason(select_variant((), cpu=True, torch=full), choice.reason)
+        return _official(selection, from_wheel=False)
+    build = choice.build
+    wanted = {gfx_processor(a) for a in choice.covered}
+
+    def serves(name: str) -> bool:
+        info = variants.read_info(context.libtorch_dir / name, name)
+        gfx = set(info.archs_found.get("gfx") or info.archs_requested)
+        return info.vendor == "amd" and wanted <= gfx and info.torch == build.torch
+
+    selection = replace_reason(select_rocm(full, build.rocm), choice.reason)
+    active = variants.active_name(context)
+    if not force and active and serves(active):
+        return SetupPlan(
+            "keep", f"the active variant {active} runs on every AMD GPU", selection, active
+        )
+    if not force:
+        for name in variants.list_variants(context):
+            if name != active and serves(name):
+                return SetupPlan(
+                    "activate",
+                    f"{name} is installed and runs on every AMD GPU",
+                    selection,
+                    name,
+                    ("fdl", "libtorch", "activate", name),
+                )
+    return SetupPlan(
+        "download",
+        choice.reason,
+        selection,
+        command=("fdl", "libtorch", "download", *_flags(selection)),
+    )
+
+
+def replace_reason(selection: Selection, reason: str) -> Selection:
+    from dataclasses import replace
+
+    return replace(selection, reason=reason)
+
+
+def _plan_nvidia(
+    context: Context,
+    gpus: tuple[Capability, ...],
+    *,
+    driver: str | None,
+    torch: str | None,
+    preferred: str | None,
+    preferred_origin: str | None,
+    from_wheel: bool,
+    force: bool,
+    platform: str,
+) -> SetupPlan:
     from fdl.compat import libtorch_platforms
 
     if platform not in libtorch_platforms():
@@ -181,6 +298,8 @@ def plan_setup(
 
 
 def _flags(selection: Selection) -> list[str]:
+    if selection.rocm:
+        return ["--rocm", selection.rocm, "--torch", selection.torch_version]
     flags = ["--cuda", selection.cuda] if selection.cuda else ["--cpu"]
     return [*flags, "--torch", selection.torch_version]
 
@@ -422,8 +541,8 @@ def run_setup(
                 chosen, context, on_progress=on_progress, on_message=say, transfer=transfer
             )
         except NetworkError as exc:
-            if isinstance(exc, NotFound):
-                raise
+            if isinstance(exc, NotFound) or plan.selection.rocm:
+                raise  # PyPI has no ROCm wheel to fall back to
             say(f"download failed ({exc.message}); trying the PyPI wheel instead")
             result = wheel()
     name = result.target.name or str(result.target.path)

@@ -12,7 +12,7 @@ Checks, each a :class:`~fdl.checks.Check`:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from fdl.system import Gpu, GpuReport
 __all__ = ["VerifyReport", "gpu_label", "verify_variant"]
 
 LineCallback = Callable[[str], None]
+HIP_LIBRARY = "libtorch_hip.so"
 
 
 @dataclass(frozen=True)
@@ -331,6 +332,7 @@ def verify_variant(
     gpus: GpuReport | None = None,
     smoke: Callable[[variants.VariantInfo], SmokeResult] | None = None,
     torch: str | None = None,
+    amd: Sequence[str] | None = None,
 ) -> VerifyReport:
     """Check the variant at ``path`` (see the module docstring).
 
@@ -341,10 +343,18 @@ def verify_variant(
         smoke: Runs the CMake smoke program (``--cmake``); None skips it.
         torch: The release the fixes install (the project's framework needs it); None: the
             variant's own.
+        amd: The gfx archs of the machine's usable AMD GPUs (None: not looked at); a ROCm
+            variant is held to them, and its code is read from ``libtorch_hip.so``.
     """
     info = variants.read_info(path, name)
     scan = scan_device_code(path)
-    checks = [*_files(path, info), *_archs(path, info, scan), *_gpus(info, scan, gpus, torch)]
+    checks = [*_files(path, info)]
+    if info.vendor == "amd" or (path / "lib" / HIP_LIBRARY).is_file():
+        from fdl.libtorch._verify_rocm import rocm_checks
+
+        checks += rocm_checks(path, info, amd, gpus)
+    else:
+        checks += [*_archs(path, info, scan), *_gpus(info, scan, gpus, torch)]
     if (path / "lib").is_dir():
         checks += library_checks(path, info)
     result = None

@@ -53,6 +53,8 @@ __all__ = [
 
 KINDS = ("precompiled", "builds")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+# floDl's ROCm variant names: rocm70 (its directory), rocm7.0 (its .arch variant=)
+_ROCM_NAME = re.compile(r"^rocm(\d{1,2}(?:\.\d{1,2})?)$")
 ACTIVE_FILE = ".active"
 # Room for fdl's own names beside a variant (.<name>.staging-XXXXXXXX) within NAME_MAX.
 MAX_NAME_BYTES = 200
@@ -332,6 +334,37 @@ class VariantInfo:
             "extra": self.extra,
         }
 
+    @property
+    def rocm(self) -> str | None:
+        """The ROCm release of an AMD build (``7.0``): recorded at install, else read from
+        its name as floDl names them (``rocm70``, ``rocm7.0``)."""
+        recorded = self.extra.get("rocm")
+        if isinstance(recorded, str) and recorded:
+            return recorded
+        found = _ROCM_NAME.match(self.name.rsplit("/", 1)[-1])
+        if found is None:
+            return None
+        digits = found.group(1)
+        return digits if "." in digits else f"{digits[0]}.{digits[1:]}"
+
+    @property
+    def vendor(self) -> str:
+        """``amd``, ``nvidia`` or ``cpu``: what the variant's GPU code is for, by fdl's one
+        rule (:func:`fdl.compat.vendors.vendor_of_variant`, from :mod:`fdl._vendors`): what the binaries or floDl's
+        ``.arch`` recorded (gfx code objects, a ROCm release, a CUDA version), else the name
+        as floDl's CLI reads it (``rocm*``/``gfx*`` AMD, ``cu*``/``sm*`` NVIDIA)."""
+        from fdl._vendors import vendor_of_variant
+
+        recorded = (
+            self.cuda
+            or self.archs_found
+            or self.archs_requested
+            or self.source
+            or self.installed_at
+            or self.extra
+        )
+        return vendor_of_variant(self.name, self.to_json() if recorded else None)
+
     def arch_file(self) -> str:
         """The reference CLI's ``.arch`` key=value text.
 
@@ -344,12 +377,16 @@ class VariantInfo:
             kind, kind or "unknown"
         )
         archs = _dotted(self.archs_found.get("cubin") or self.archs_requested)
+        variant = self.name.split("/", 1)[-1]
+        if self.vendor == "amd":  # as floDl writes a ROCm build's: the gfx list, rocm7.0
+            archs = list(self.archs_found.get("gfx") or self.archs_requested)
+            variant = f"rocm{self.rocm}" if self.rocm else variant
         lines = [
             f"cuda={self.cuda or 'none'}",
             f"torch={self.torch or ''}",
             f"archs={' '.join(archs) if archs else ('cpu' if not self.cuda else '')}",
             f"source={source}",
-            f"variant={self.name.split('/', 1)[-1]}",
+            f"variant={variant}",
         ]
         return "\n".join(lines) + "\n"
 
@@ -417,7 +454,7 @@ def read_info(directory: Path, name: str) -> VariantInfo:
             archs_found={
                 str(kind): _texts(found)
                 for kind, found in _mapping(data.get("archs_found")).items()
-                if kind in ("cubin", "ptx")
+                if kind in ("cubin", "ptx", "gfx")
             },
             abi=_text(data.get("abi")),
             source=_mapping(data.get("source")),
@@ -430,12 +467,14 @@ def read_info(directory: Path, name: str) -> VariantInfo:
         cuda = values.get("cuda")
         archs = [a for a in values.get("archs", "").split() if a and a != "cpu"]
         kind = {"precompiled": "download", "compiled": "build"}.get(values.get("source", ""), "")
+        rocm = _ROCM_NAME.match(values.get("variant", ""))
         return VariantInfo(
             name=name,
             torch=values.get("torch") or None,
             cuda=None if cuda in (None, "", "none") else cuda,
             archs_requested=archs,
             source={"kind": kind} if kind else {},
+            extra={"rocm": rocm.group(1)} if rocm and "." in rocm.group(1) else {},
         )
     version = (_small_text(directory / "build-version") or "").strip()
     return VariantInfo(name=name, torch=version.split("+")[0] or None)

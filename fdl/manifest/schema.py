@@ -641,7 +641,9 @@ class Obj(Spec):
                 continue
             out[key] = spec.check(child, (*path, key), checker)
         for key in self.required:
-            if out.get(key) is None:
+            # A present value refused for its contents has its own error already.
+            given = node.entries.get(key)
+            if given is None or (isinstance(given, ScalarNode) and given.value is None):
                 checker.fail(node, path, f"missing required key {key!r}")
         for validator in self.validators:
             validator(node, path, checker)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,6 +112,36 @@ def _discover_options(parser: argparse.ArgumentParser) -> None:
         help="report a new CUDA toolkit without downloading its nvcc wheel",
     )
     parser.add_argument("--pypi", default=None, help="PyPI's JSON API (https://pypi.org/pypi)")
+    parser.add_argument(
+        "--crates-index",
+        default=None,
+        help="Rust's sparse registry index, for new floDl and tch releases "
+        "(https://index.crates.io)",
+    )
+    parser.add_argument(
+        "--no-crates", action="store_true", help="do not look for new floDl and tch releases"
+    )
+
+
+def _crates(args: argparse.Namespace, tables: Any, today: str) -> tuple[Any, int]:
+    """New floDl and tch releases on Rust's registry, as rows of frameworks.yaml: (the
+    refresh or None, the exit code of a failure or 0)."""
+    from fdl.errors import FdlError
+    from fdl.net import read_range
+    from fdl.refresh._crates import INDEX, refresh_frameworks
+
+    if args.no_crates:
+        return None, 0
+    index = args.crates_index or INDEX
+    try:
+        text = (tables / "frameworks.yaml").read_text(encoding="utf-8")
+        return refresh_frameworks(read_range, text, index=index, today=today), 0
+    except FdlError as exc:
+        print(f"cannot read floDl and tch releases from {index}: {exc.message}", file=sys.stderr)
+        return None, exc.exit_code
+    except OSError as exc:
+        print(f"cannot read frameworks.yaml: {exc}", file=sys.stderr)
+        return None, 1
 
 
 def _discover(args: argparse.Namespace) -> int:
@@ -142,12 +173,19 @@ def _discover(args: argparse.Namespace) -> int:
         if exc.hint:
             print(f"  fix: {exc.hint}", file=sys.stderr)
         return exc.exit_code
+    from fdl.refresh._patch import unified_diff
+
+    today = datetime.date.today().isoformat()
+    crates, crates_failed = _crates(args, tables, today)
     diff = refreshed.diff()
+    if crates is not None and crates.after != crates.before:
+        diff += unified_diff("frameworks.yaml", crates.before, crates.after)
     if args.json:
         report = {
             "findings": [f.to_json() for f in refreshed.findings],
+            "frameworks": [f.to_json() for f in crates.findings] if crates else None,
             "diff": diff,
-            "bytes_read": refreshed.bytes_read,
+            "bytes_read": refreshed.bytes_read + (crates.bytes_read if crates else 0),
             "seconds": refreshed.seconds,
         }
         print(json.dumps(report, indent=2))
@@ -163,6 +201,14 @@ def _discover(args: argparse.Namespace) -> int:
                 f"- {item.table} {item.subject} {item.fact}: table {item.table_value!r}, "
                 f"PyPI {item.found!r}{mark}; source: {item.source}"
             )
+        for new in crates.findings if crates else []:
+            if new.error:
+                print(f"- frameworks.yaml {new.framework} {new.version}: not read: {new.error}")
+            else:
+                print(
+                    f"- frameworks.yaml {new.framework} {new.version}: torch {new.torch}, "
+                    f"C++{new.cxx_standard}; source: {new.source}"
+                )
         if diff:
             print()
             print(diff, end="")
@@ -170,9 +216,13 @@ def _discover(args: argparse.Namespace) -> int:
         for name, (before, after) in refreshed.texts.items():
             if before != after:
                 (tables / name).write_text(after)
+        if crates is not None and crates.after != crates.before:
+            (tables / "frameworks.yaml").write_text(crates.after, encoding="utf-8")
+    if crates_failed:
+        return crates_failed
     # a checked image tag with a newer patch is a note; anything else is drift to review
     drifted = [f for f in refreshed.findings if f.changed or f.fact != "image.version"]
-    return 1 if drifted else 0
+    return 1 if drifted or (crates is not None and crates.findings) else 0
 
 
 def _learn(args: argparse.Namespace) -> int:

@@ -190,7 +190,54 @@ def make_answers(name: str, given: Mapping[str, Any], recorded: Mapping[str, Any
         gpus=_gpus(str(pick("gpus", "") or "")),
         driver=_driver(str(pick("driver", "") or "")),
         hf=hf,
+        flodl=_flodl_release(pick("flodl", "")),
     )
+
+
+_RELEASE = re.compile(r"(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})")
+
+
+def _flodl_release(value: object) -> str:
+    text = str(value or "")
+    if text and not _RELEASE.fullmatch(text):
+        raise UsageError(
+            f"floDl release {text[:40]!r} is not one Rust's registry writes",
+            hint='name a release such as 0.8.0 (Cargo.toml: flodl = "0.8.0")',
+        )
+    return text
+
+
+def project_flodl_release(directory: Path) -> str | None:
+    """The floDl release the project at ``directory`` uses: the ``flodl`` package of its
+    ``Cargo.lock`` (the release Cargo resolved), else an exact ``flodl`` requirement of its
+    ``Cargo.toml`` (``"0.8.0"``, ``"=0.8.0"``, ``{ version = "0.8.0" }``); None when it
+    names none (a file that cannot be read or parsed names none)."""
+    from fdl._files import load_toml, read_small_text
+
+    def table(name: str) -> dict[str, Any]:
+        try:
+            text = read_small_text(directory / name, limit=4 << 20)
+            return load_toml(text) if text is not None else {}
+        except (OSError, ValueError):
+            return {}
+
+    packages = table("Cargo.lock").get("package")
+    for package in packages if isinstance(packages, list) else []:
+        if isinstance(package, dict) and package.get("name") == "flodl":
+            version = str(package.get("version"))
+            if _RELEASE.fullmatch(version):
+                return version
+    manifest = table("Cargo.toml")
+    for section in (
+        manifest.get("dependencies"),
+        manifest.get("workspace", {}).get("dependencies"),
+    ):
+        spec = section.get("flodl") if isinstance(section, dict) else None
+        if isinstance(spec, dict):
+            spec = spec.get("version")
+        if isinstance(spec, str) and _RELEASE.fullmatch(spec.strip().lstrip("=^")):
+            return spec.strip().lstrip("=^")
+    return None
 
 
 def _framework_torch(template_name: str) -> FrameworkRelease | None:

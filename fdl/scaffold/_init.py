@@ -365,4 +365,12 @@ def add_to_project(
             f"{recorded.get('template')} project",
             hint=f"create a {wanted} project: `fdl init NAME --template {wanted} --with-{answer}`",
         )
-    return update_project(directory, {answer: True}, recorded, dry_run=dry_run)
+    from fdl.scaffold._answers import project_flodl_release
+
+    # flodl-hf is pinned to the project's own floDl release (as floDl's `fdl add` does),
+    # not to the one the template wrote when the project was made
+    given: dict[str, Any] = {answer: True}
+    release = project_flodl_release(directory)
+    if release is not None:
+        given["flodl"] = release
+    return update_project(directory, given, recorded, dry_run=dry_run)

@@ -53,6 +53,8 @@ class Answers:
         driver: That machine's NVIDIA driver (``570.86``), when known.
         hf: The flodl template's HuggingFace playground (``flodl-hf/``), from
             ``--with-hf`` or ``fdl add flodl-hf``.
+        flodl: The floDl release the project uses when ``fdl add flodl-hf`` found one in
+            it (``0.8.0``): flodl-hf is pinned to it; empty: the template's.
     """
 
     name: str
@@ -63,6 +65,7 @@ class Answers:
     gpus: str = ""
     driver: str = ""
     hf: bool = False
+    flodl: str = ""
 
     @property
     def containers(self) -> bool:
@@ -83,6 +86,7 @@ class Answers:
             **({"gpus": self.gpus} if self.gpus else {}),
             **({"driver": self.driver} if self.driver else {}),
             **({"hf": True} if self.hf else {}),
+            **({"flodl": self.flodl} if self.flodl else {}),
         }
 
 

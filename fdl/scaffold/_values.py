@@ -166,6 +166,8 @@ def template_values(answers: Answers, chosen: Template, fdl_version: str) -> dic
         commands = flodl_commands(answers.containers)
         values.update(
             flodl_version=chosen.data["flodl_version"],
+            # the playground's pin: the project's own floDl release (fdl add flodl-hf)
+            hf_flodl_version=answers.flodl or chosen.data["flodl_version"],
             commands=commands,
             train_run=next(c["run"] for c in commands if c["name"] == "train"),
             rust=chosen.data["rust"],

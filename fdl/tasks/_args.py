@@ -66,6 +66,9 @@ class CommandSchema:
     options: dict[str, OptionDecl] = field(default_factory=dict)
     args: tuple[ArgDecl, ...] = ()
     strict: bool = False
+    description: str = ""
+    # floDl 0.8's tree schema (an FdlArgs enum): sub-command name -> its own schema.
+    commands: dict[str, CommandSchema] = field(default_factory=dict)
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any] | None) -> CommandSchema:
@@ -102,7 +105,32 @@ class CommandSchema:
             for spec in (data.get("args") or [])
             if isinstance(spec, Mapping)
         )
-        return cls(options, args, bool(data.get("strict")))
+        commands = {
+            str(name): cls.from_data(child)
+            for name, child in (data.get("commands") or {}).items()
+            if isinstance(child, Mapping) or child is None
+        }
+        description = data.get("description")
+        return cls(
+            options,
+            args,
+            bool(data.get("strict")),
+            description if isinstance(description, str) else "",
+            commands,
+        )
+
+    def sub_command(self, tokens: Sequence[str]) -> tuple[list[str], CommandSchema]:
+        """The sub-commands named at the front of ``tokens`` (``train``, ``train
+        subscan``) and the schema that applies after them."""
+        names: list[str] = []
+        schema = self
+        for token in tokens:
+            child = schema.commands.get(token)
+            if child is None:
+                break
+            names.append(token)
+            schema = child
+        return names, schema
 
     def find(self, name: str) -> OptionDecl | None:
         """The option ``--name`` (``_`` and ``-`` are interchangeable)."""
@@ -265,6 +293,8 @@ def check_args(
     Raises:
         UsageError: an argument the schema rejects.
     """
+    if schema.commands:
+        return _check_sub_command(schema, tokens, command=command, environ=environ)
     parser = _Parser(schema, command, list(tokens))
     parser.run()
     words = list(tokens)
@@ -282,3 +312,25 @@ def check_args(
         parser.check_value(option, value, f"--{option.name} (from ${option.env})")
         words.extend([f"--{option.name}", value])
     return CheckedArgs(words, parser.notes)
+
+
+def _check_sub_command(
+    schema: CommandSchema, tokens: Sequence[str], *, command: str, environ: Mapping[str, str]
+) -> CheckedArgs:
+    """A tree schema, as floDl 0.8.0 checks it (config/validation.rs:112-135): the first word
+    names the sub-command and the rest is checked against its schema. Nothing typed, or a
+    flag first, is left to the program (a flag's value could pass for a sub-command)."""
+    if not tokens or tokens[0].startswith("-"):
+        return CheckedArgs(list(tokens))
+    child = schema.commands.get(tokens[0])
+    if child is None:
+        names = list(schema.commands)
+        close = did_you_mean(tokens[0], names)
+        raise UsageError(
+            f"`{tokens[0]}` is not a sub-command of `fdl {command}`",
+            hint=f"did you mean `fdl {command} {close}`?"
+            if close
+            else f"its sub-commands: {', '.join(names)} (see `fdl {command} --help`)",
+        )
+    checked = check_args(child, tokens[1:], command=f"{command} {tokens[0]}", environ=environ)
+    return CheckedArgs([tokens[0], *checked.words], checked.notes)

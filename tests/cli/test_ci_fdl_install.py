@@ -88,9 +88,7 @@ def test_an_fdl_a_runner_cannot_install_fails_its_step_with_the_fix(
     "value",
     ["fdl==0.1.0", "fdl", "--extra-index-url https://pypi.example.com/simple fdl==0.1.0"],
 )
-def test_ci_fdl_by_name_only_is_refused_at_its_line(
-    run_fdl, tmp_path: Path, value: str
-) -> None:
+def test_ci_fdl_by_name_only_is_refused_at_its_line(run_fdl, tmp_path: Path, value: str) -> None:
     project = ci_project(tmp_path, MATRIX + f"  fdl: {value}\n")
     result = run_fdl(["ci", "generate"], cwd=project)
     assert result.exit_code == 3, result.output  # a manifest error
@@ -99,9 +97,7 @@ def test_ci_fdl_by_name_only_is_refused_at_its_line(
     assert not (project / WORKFLOW).exists()
 
 
-def test_ci_fdl_with_the_users_index_is_taken_as_pip_arguments(
-    run_fdl, tmp_path: Path
-) -> None:
+def test_ci_fdl_with_the_users_index_is_taken_as_pip_arguments(run_fdl, tmp_path: Path) -> None:
     value = "--index-url https://pypi.example.com/simple fdl==0.1.0"
     project = ci_project(tmp_path, MATRIX + f"  fdl: {value}\n")
     code, output = _generate(run_fdl, project)
@@ -146,11 +142,12 @@ def test_init_says_when_its_workflows_cannot_install_this_fdl(
     assert result.exit_code == 0, result.output
     assert "the workflows cannot install fdl" in result.output and "set ci.fdl" in result.output
     ci = (tmp_path / "my-model" / ".github" / "workflows" / "ci.yml").read_text()
-    assert "pip install \"fdl==" not in ci and "exit 1" in ci
+    assert 'pip install "fdl==' not in ci and "exit 1" in ci
     # Installed from git: the workflow installs that commit, and init says nothing.
     _installed(monkeypatch, INSTALLED)
     other = run_fdl(["init", "other", "--template", "cpp", "-m", "native"], cwd=tmp_path)
     assert "cannot install fdl" not in other.output
-    assert INSTALLED["vcs_info"]["commit_id"] in (
-        tmp_path / "other" / ".github" / "workflows" / "ci.yml"
-    ).read_text()
+    assert (
+        INSTALLED["vcs_info"]["commit_id"]
+        in (tmp_path / "other" / ".github" / "workflows" / "ci.yml").read_text()
+    )

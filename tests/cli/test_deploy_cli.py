@@ -76,7 +76,9 @@ def test_a_cpu_image_sent_to_gpus_exits_4_as_the_readme_says(  # type: ignore[no
     run_fdl, project: Path
 ) -> None:
     manifest = (project / "fdl.yml").read_text()
-    (project / "fdl.yml").write_text(manifest.replace("  train:\n", "  train:\n    variant: precompiled/cpu\n", 1))
+    (project / "fdl.yml").write_text(
+        manifest.replace("  train:\n", "  train:\n    variant: precompiled/cpu\n", 1)
+    )
     make_variant(project, "precompiled/cpu")
     result = run_fdl(["deploy", "render", "lab"], cwd=project)
     assert result.exit_code == 4, result.output

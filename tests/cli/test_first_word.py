@@ -25,7 +25,8 @@ def project(tmp_path: Path) -> Path:
     )
     (tmp_path / "fdl.cluster.yml").write_text(
         "# fdl.cluster.yml -- use: fdl cluster <command>\n"
-        "cluster:\n  master_addr: 10.0.0.1\n  hosts: [{name: a, ranks: [0]}]\n"
+        "cluster:\n  controller: {host: 10.0.0.1, path: /srv/p}\n"
+        "  workers: [{host: a, local_devices: all, nccl_socket_ifname: eth0, path: /srv/p}]\n"
         "commands:\n  build: {run: echo cluster-build}\n  train: {cluster: true}\n"
     )
     (tmp_path / "fdl.ci.yml").write_text("commands:\n  build: {run: echo ci-build}\n")
@@ -41,7 +42,7 @@ def test_a_first_word_that_names_only_an_environment_selects_it(run_fdl, project
     assert refused.exit_code == 2 and "is marked `cluster: true`" in refused.stderr
     # the overlay of the first word reaches nested manifests and `config show` too
     shown = run_fdl(["cluster", "config", "show", "--no-origin"], cwd=project)
-    assert shown.exit_code == 0 and "master_addr: 10.0.0.1" in shown.stdout
+    assert shown.exit_code == 0 and "host: 10.0.0.1" in shown.stdout
     # an explicit selection turns the form off (as in floDl's CLI): the word is a command
     explicit = run_fdl(["--env", "ci", "cluster", "build"], cwd=project)
     assert explicit.exit_code == 2 and "`fdl @cluster build`" in explicit.stderr

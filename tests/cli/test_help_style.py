@@ -6,6 +6,7 @@ never cut mid-phrase with `...`; `build --torch` says a project's pin is its def
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -18,8 +19,8 @@ def _groups() -> list[str]:
     return sorted(name for name, builtin in BUILTINS.items() if not builtin.single)
 
 
-def _commands(run_fdl, group: str) -> list[str]:
-    text = run_fdl([group, "--help"]).stdout
+def _commands(run_fdl, group: str, cwd: Path) -> list[str]:
+    text = run_fdl([group, "--help"], cwd=cwd).stdout
     listed = text.split("Commands:", 1)[1] if "Commands:" in text else ""
     return [
         line.split()[0]
@@ -29,11 +30,14 @@ def _commands(run_fdl, group: str) -> list[str]:
 
 
 @pytest.mark.parametrize("group", _groups())
-def test_placeholders_and_lists_follow_one_style(run_fdl, group: str) -> None:
-    text = run_fdl([group, "--help"]).stdout
+def test_placeholders_and_lists_follow_one_style(run_fdl, group: str, tmp_path: Path) -> None:
+    # outside a project: in fdl's own checkout `bench` is the project's command
+    text = run_fdl([group, "--help"], cwd=tmp_path).stdout
+    commands = _commands(run_fdl, group, tmp_path)
+    assert commands, text  # the group's help lists its commands
     assert not re.search(r"\w\.\.\.\s*$", text, re.M), text  # a list entry cut mid-phrase
-    for command in _commands(run_fdl, group):
-        shown = run_fdl([group, command, "--help"])
+    for command in commands:
+        shown = run_fdl([group, command, "--help"], cwd=tmp_path)
         assert shown.exit_code == 0, shown.output
         found = TYPE_NAMES.search(shown.stdout)
         assert found is None, f"fdl {group} {command} --help: {found.group(0)}\n{shown.stdout}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -30,8 +31,12 @@ def test_integer_over_the_conversion_limit_is_a_located_manifest_error(
 
 
 def test_long_integer_within_the_limit_still_reads(run_fdl, project: Path) -> None:
-    (project / "fdl.yml").write_text(f"description: x\nfoo: {'1' * 4300}\n")
+    (project / "fdl.yml").write_text(
+        f"description: x\nimages:\n  train:\n    env:\n      N: {'1' * 4300}\n"
+    )
     result = run_fdl(["config", "show"], cwd=project)
+    assert result.exit_code == 0, result.output
+    assert f"N: {'1' * 4300}  # fdl.yml:5" in result.output
     assert "integer with" not in result.output
 
 
@@ -76,8 +81,26 @@ def test_alias_bomb_is_refused_at_the_alias_quickly(run_fdl, project: Path) -> N
 
 
 def test_ordinary_aliases_still_expand(run_fdl, project: Path) -> None:
-    (project / "fdl.yml").write_text("description: x\nbase: &b {x: 1}\nother: *b\nlist: [*b, *b]\n")
-    result = run_fdl(["config", "show"], cwd=project)
+    (project / "fdl.yml").write_text(
+        "description: x\n"
+        "images:\n"
+        "  train:\n"
+        "    env: &e {A: '1', B: two}\n"
+        "  dev: &d\n"
+        "    env: *e\n"
+        "  builder: *d\n"
+        "deploy:\n"
+        "  lab:\n"
+        "    kind: slurm\n"
+        "    gpus: [&g {type: h100, product: NVIDIA-H100, capability: '9.0'}, *g]\n"
+    )
+    result = run_fdl(["config", "show", "--json"], cwd=project)
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    env = {"A": "1", "B": "two"}
+    assert [shown["images"][k]["env"] for k in ("train", "dev", "builder")] == [env] * 3
+    gpu = {"type": "h100", "product": "NVIDIA-H100", "capability": "9.0"}
+    assert shown["deploy"]["lab"]["gpus"] == [gpu, gpu]
     assert "aliases expand" not in result.output
 
 

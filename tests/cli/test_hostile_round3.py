@@ -162,4 +162,5 @@ def test_a_schema_cache_is_never_made_through_a_link_out_of_the_tool(tmp_path: P
     (tool / ".fdl").symlink_to(outside)
     result = run_fdl_process(["tool", "--rounds", "2"], cwd=project, timeout=60)
     assert result.exit_code == 0, result.output
+    assert "tool ran --rounds 2" in result.stdout
     assert list(outside.iterdir()) == []

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from fdl import __version__
 from fdl.engine import Layer, RunResult, set_default_engine
 from tests.support.fakes import FakeEngine
 from tests.support.golden import GOLDEN_DIR
@@ -48,8 +49,8 @@ def test_render_prints_one_dockerfile(run_fdl, project: Path) -> None:
     assert result.exit_code == 0, result.output
     expected = (GOLDEN_CPU / "train.Dockerfile").read_text()
     # The golden was rendered with a fixed fdl version.
-    assert result.stdout.replace("fdl 0.1.0", "fdl X").replace(
-        'version="0.1.0"', 'version="X"'
+    assert result.stdout.replace(f"fdl {__version__}", "fdl X").replace(
+        f'version="{__version__}"', 'version="X"'
     ) == (
         expected.replace("fdl 0.0.0+golden", "fdl X").replace(
             'version="0.0.0+golden"', 'version="X"'

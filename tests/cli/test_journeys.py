@@ -1,5 +1,5 @@
 """Journeys: a new user's whole path, init -> setup -> the build plan -> a training dry run,
-as the README tells it, asserting on what the user reads (issue 34).
+as the manual's journeys (docs/journeys/) tell it, asserting on what the user reads (issue 34).
 
 Personas: a floDl user on the mission's rig (a GTX 1060, sm_61, beside an RTX 5060 Ti,
 sm_120, through a fake `nvidia-smi` on PATH) on driver 570, the same on driver 560 (older

@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
@@ -99,17 +98,33 @@ def test_a_named_release_fresh_tables_or_the_check_off_ask_nothing(
     assert bad.exit_code == 2 and "FDL_COMPAT_MAX_AGE_DAYS='x'" in bad.stderr
 
 
-def test_offline_no_error_no_wait_and_not_asked_again_that_day(fdl, clock) -> None:
+def test_offline_no_error_no_wait_and_not_asked_again_that_day(
+    fdl, clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fdl import net
+
+    asked: list[tuple[str, float | None]] = []
+    read_range = net.read_range
+
+    def counted(url: str, start: int, length: int | None = None, *, timeout=None):
+        asked.append((url, timeout))
+        return read_range(url, start, length, timeout=timeout)
+
+    monkeypatch.setattr(net, "read_range", counted)
     offline = {"FDL_PYPI_URL": "http://127.0.0.1:9/pypi"}
-    started = time.monotonic()
     result = fdl("setup", "--dry-run", env=offline)
     assert result.exit_code == 0, result.output
+    assert f"--torch {LATEST}" in result.stdout  # the plan, made from the tables
     assert "PyPI has" not in result.stderr and "Traceback" not in result.output
-    assert time.monotonic() - started < _newer.TIMEOUT_S + 10
+    # asked once, with the short timeout (no retries, no default 15 s / 120 s waits)
+    assert asked == [("http://127.0.0.1:9/pypi/torch/json", _newer.TIMEOUT_S)]
     kept = json.loads(
         (Path(os.environ["FDL_CACHE_DIR"]) / "compat" / "pypi-torch.json").read_text()
     )
     assert kept["newest"] is None and kept["checked_on"] == str(REVIEWED + datetime.timedelta(40))
+    again = fdl("setup", "--dry-run", env=offline)
+    assert again.exit_code == 0, again.output
+    assert len(asked) == 1  # not asked again that day
 
 
 @pytest.mark.parametrize(
@@ -123,6 +138,8 @@ def test_a_pypi_answering_nonsense_is_no_note_and_no_error(
     pypi.add("/pypi/torch/json", body, content_type="application/json")
     result = fdl("libtorch", "download", "--cpu", "--dry-run")
     assert result.exit_code == 0, result.output
+    assert LATEST in result.stdout  # the plan, on the tables
+    assert len(pypi.requests_to("/pypi/torch/json")) == 1  # the nonsense was read
     assert "PyPI has" not in result.stderr and "Traceback" not in result.output
 
 

@@ -141,7 +141,9 @@ def test_a_cargo_entry_waits_for_compile_or_refresh(run_fdl, tmp_path: Path) -> 
     """A `cargo` entry would build to answer, so without `compile: true` it is not asked."""
     _project(tmp_path, "cargo run --release --", compile_=False)
     helped = run_fdl(["bench", "--help"], cwd=tmp_path)
-    assert helped.exit_code == 0 and "--rounds" not in helped.stdout
+    assert helped.exit_code == 0, helped.output
+    assert "quick" in helped.stdout  # the manifest's own help is shown
+    assert "--rounds" not in helped.stdout
 
 
 def test_help_of_a_docker_entry_says_how_to_learn_its_flags(run_fdl, tmp_path: Path) -> None:

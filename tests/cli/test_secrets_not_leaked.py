@@ -4,6 +4,7 @@ printed and every file it wrote."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -238,23 +239,56 @@ def test_config_show_and_explain_mask_token_shaped_values_under_any_key(  # type
     assert secret in shown.output  # asked for: shown
 
 
+def _masked(args: list[str], stdout: str, keys: tuple[str, ...]) -> bool:
+    """Whether each leaf named by ``keys`` is printed, as ``***``, in ``args``' output."""
+    if args == ["config", "explain", "--json"]:
+        items = {i["key"].rpartition(".")[2]: i["value"] for i in json.loads(stdout)}
+        return all(items.get(key) == "***" for key in keys)
+    if args == ["config", "show", "--json"]:
+        shown = json.loads(stdout)
+        section = shown["images"]["train"] if "images" in shown else shown["deploy"]["lab"]
+        return all(section["env"].get(key) == "***" for key in keys)
+    pattern = '.{} = "***"' if args[1] == "explain" else '{}: "***"'
+    return all(pattern.format(key) in stdout for key in keys)
+
+
+SHOW_ALL = (["config", "show"], ["config", "show", "--json"], ["config", "explain"],
+            ["config", "explain", "--json"])  # fmt: skip
+
+
 @pytest.mark.parametrize(
-    "manifest",
+    ("manifest", "keys"),
     [
-        f"images:\n  train:\n    env: !secret {{FOO: {PLAIN}, BAR: [x, {PLAIN}]}}\n",
-        f"deploy:\n  lab:\n    kind: slurm\n    env: !secret {{DB: {PLAIN}}}\n",
-        f"images:\n  train:\n    args: !secret [--token, {PLAIN}]\n",
+        (f"images:\n  train:\n    env: !secret {{FOO: {PLAIN}, BAR: x{PLAIN}}}\n", ("FOO", "BAR")),
+        (f"images:\n  train: !secret\n    env: {{FOO: {PLAIN}, BAR: {PLAIN}}}\n", ("FOO", "BAR")),
+        (f"deploy:\n  lab:\n    kind: slurm\n    env: !secret {{DB: {PLAIN}}}\n", ("DB",)),
     ],
-    ids=["mapping", "deploy-env", "list"],
+    ids=["mapping", "nested-mapping", "deploy-env"],
 )
-def test_a_secret_tag_on_a_list_or_mapping_covers_what_it_holds(
-    run_fdl, tmp_path: Path, manifest: str
+def test_a_secret_tag_on_a_mapping_masks_every_value_inside(
+    run_fdl, tmp_path: Path, manifest: str, keys: tuple[str, ...]
 ) -> None:
-    """`!secret` on a collection: every value inside is masked (show printed a tagged
-    list's values, explain a tagged mapping's) or refused where fdl writes it in clear."""
+    """`!secret` on a mapping, or on a mapping around it: every value inside is masked (explain
+    printed a tagged mapping's values) in show and explain, text and JSON."""
     project = make_project(tmp_path, manifest)
-    for args in (["config", "show"], ["config", "show", "--json"], ["config", "explain"],
-                 ["config", "explain", "--json"]):  # fmt: skip
+    for args in SHOW_ALL:
         result = run_fdl(args, cwd=project)
-        assert result.exit_code in (0, 3), result.output
+        assert result.exit_code == 0, (args, result.output)
+        assert _masked(args, result.stdout, keys), (args, result.output)
+        assert PLAIN not in result.output, (args, result.output)
+
+
+def test_a_secret_tag_on_a_list_of_image_args_is_refused_unprinted(run_fdl, tmp_path: Path) -> None:
+    """`!secret` on a list: each value inside is tagged, and image args are written in clear
+    into the Dockerfile, so the manifest is refused at each value (the merge kept only
+    scalars' tags: a tagged list of args reached the Dockerfile)."""
+    project = make_project(tmp_path, f"images:\n  train:\n    args: !secret [--token, {PLAIN}]\n")
+    for args in SHOW_ALL:
+        result = run_fdl(args, cwd=project)
+        assert result.exit_code == 3, (args, result.output)
+        for column, index in ((20, 0), (29, 1)):
+            assert f"fdl.yml:3:{column}: images.train.args.{index}: is tagged !secret" in (
+                result.output
+            ), (args, result.output)
+        assert "fix: take it out of the manifest" in result.output
         assert PLAIN not in result.output, (args, result.output)

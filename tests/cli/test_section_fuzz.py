@@ -7,7 +7,9 @@ commands; here each field gets a value of its type with hostile contents (empty,
 spaces, shell syntax, unknown names), so the cases get past the shape checks into the
 planners. ``images:``, ``ci:`` and ``bench:`` values are drawn from the schema itself
 (``from_spec``), so a new field is fuzzed as soon as it is declared; ``fdl image render``,
-``fdl ci matrix``/``generate --dry-run`` and ``fdl bench run --dry-run`` read them. Every run ends in a documented exit code; a SLURM script fdl accepts to render
+``fdl ci matrix``/``generate --dry-run`` and ``fdl bench run --dry-run`` read them. floDl's
+``cluster:``, ``join:`` and ``publish:`` blocks are drawn the same way and read by ``config
+show``/``explain``/``validate`` and by the refusal of a ``cluster: true`` command. Every run ends in a documented exit code; a SLURM script fdl accepts to render
 passes ``bash -n`` and shellcheck, and a Kubernetes Job it renders passes the 1.31
 schemas. ``-m "not slow"`` runs a sample; the ``slow`` cases run over a thousand.
 Derandomized: every run tries the same cases.
@@ -296,3 +298,59 @@ def test_hostile_images_ci_and_bench(run_fdl, tmp_path_factory, case) -> None:  
 def test_hostile_images_ci_and_bench_many(run_fdl, tmp_path_factory, case) -> None:  # type: ignore[no-untyped-def]
     section, manifest = case
     project_case(run_fdl, tmp_path_factory.mktemp(section), manifest, COMMANDS[section])
+
+
+# floDl 0.8.0's launcher blocks: fdl only checks and shows them (and refuses `cluster: true`
+# commands), so `config` and the refused command are what read them. A valid base lets
+# some cases past the required keys.
+_CONTROLLER: dict[str, Any] = {"host": "10.0.0.1", "path": "/srv/p"}
+_WORKER: dict[str, Any] = {
+    "host": "a",
+    "local_devices": "all",
+    "nccl_socket_ifname": "eth0",
+    "path": "/p",
+}
+_TOPOLOGY: dict[str, Any] = {"controller": _CONTROLLER, "workers": [_WORKER]}
+_LAUNCHER_COMMANDS = {"commands": {"train": {"run": "echo train", "cluster": True}}}
+_CLUSTER = _section("cluster")
+# Each level over a valid base, so most cases reach the checks past the required keys.
+_CONTROLLERS = from_spec(_CLUSTER.fields["controller"]).map(  # type: ignore[attr-defined]
+    lambda fields: {**_CONTROLLER, **fields}
+)
+_WORKERS = st.lists(
+    from_spec(_CLUSTER.fields["workers"].item).map(  # type: ignore[attr-defined]
+        lambda fields: {**_WORKER, **fields}
+    ),
+    max_size=3,
+)
+FLODL_BLOCKS = st.one_of(
+    from_spec(_CLUSTER).map(
+        lambda block: {**_LAUNCHER_COMMANDS, "cluster": {**_TOPOLOGY, **block}}
+    ),
+    st.fixed_dictionaries(
+        {"controller": _CONTROLLERS, "workers": _WORKERS},  # type: ignore[dict-item]
+        optional={"env": from_spec(_CLUSTER.fields["env"])},  # type: ignore[attr-defined]
+    ).map(lambda block: {**_LAUNCHER_COMMANDS, "cluster": block}),
+    from_spec(_section("join")).map(lambda block: {**_LAUNCHER_COMMANDS, "join": block}),
+    from_spec(_section("publish")).map(lambda block: {**_LAUNCHER_COMMANDS, "publish": block}),
+)
+FLODL_BLOCK_COMMANDS = [
+    ["config", "show"],
+    ["config", "show", "--json"],
+    ["config", "explain", "--json"],
+    ["config", "validate"],
+    ["train", "--dry-run"],
+]
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=HEALTH)
+@given(manifest=FLODL_BLOCKS)
+def test_hostile_flodl_launcher_blocks(run_fdl, tmp_path_factory, manifest) -> None:  # type: ignore[no-untyped-def]
+    project_case(run_fdl, tmp_path_factory.mktemp("flodl"), manifest, FLODL_BLOCK_COMMANDS)
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=HEALTH)
+@given(manifest=FLODL_BLOCKS)
+def test_hostile_flodl_launcher_blocks_many(run_fdl, tmp_path_factory, manifest) -> None:  # type: ignore[no-untyped-def]
+    project_case(run_fdl, tmp_path_factory.mktemp("flodl"), manifest, FLODL_BLOCK_COMMANDS)

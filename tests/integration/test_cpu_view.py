@@ -755,3 +755,22 @@ def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def test_a_download_over_the_view_says_it_holds_the_view(
+    fdl: Fdl, index: PackageIndex, tmp_path: Path
+) -> None:
+    """The view's build version is the CUDA wheel's: the refusal says "the CPU view of",
+    not a bare "libtorch 2.x.y+cuNNN" that reads as a CUDA libtorch in precompiled/cpu."""
+    view = installed(install(fdl, index))
+    assert view["variant"] == "precompiled/cpu"
+    wheel = json.loads((variant_dir(tmp_path) / "variant.json").read_text())["source"]
+    assert "+cu" in wheel["build_version"]
+
+    refused = fdl("libtorch", "download", "--cpu", "--torch", TORCH)
+    assert refused.exit_code == 2, refused.output
+    assert (
+        f"precompiled/cpu already holds the CPU view of the torch {wheel['build_version']} "
+        "wheel (CPU only)" in refused.stderr
+    )
+    assert not index.server.log or all("libtorch" not in e.path for e in index.server.log)

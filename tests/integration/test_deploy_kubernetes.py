@@ -1,5 +1,9 @@
 """The Kubernetes executor through the real `kubernetes` client against a small fake API
-server on loopback (no real cluster is available here)."""
+server on loopback (no real cluster is available here). Its answers are built from the API's
+own models (the official client's, kubeflow's for the PyTorchJob; metav1.Condition for the
+JobSet's conditions), which refuse a missing required field, and serialized as the client
+does (issue 46: they were written by hand); only the JobSet's replicatedJobsStatus has no
+model in either client."""
 
 from __future__ import annotations
 
@@ -27,7 +31,25 @@ from fdl.deploy import (
 
 pytest.importorskip("kubernetes")
 
+from kubeflow.training import models as kubeflow
+from kubernetes import client as k8s
+
 CU130 = ImageArchs("precompiled/cu130", "13.0", ("sm_90", "compute_90"))
+
+
+def _wire(model: object) -> Any:
+    """A model as the API server sends it (camelCase keys, no unset fields)."""
+    return k8s.ApiClient().sanitize_for_serialization(model)
+
+
+def _condition(kind: str) -> k8s.V1Condition:
+    """A metav1.Condition (the JobSet's), every required field set."""
+    import datetime
+
+    return k8s.V1Condition(
+        type=kind, status="True", reason="AllJobsCompleted", message="jobset completed",
+        last_transition_time=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc),
+    )  # fmt: skip
 
 
 class FakeApi(BaseHTTPRequestHandler):
@@ -60,13 +82,16 @@ class FakeApi(BaseHTTPRequestHandler):
         if "/pytorchjobs/" in path:
             job = dict(self.objects[f"PyTorchJob/{path.split('/')[-1]}"])
             state = "Succeeded" if self.complete else "Running"
-            job["status"] = {"conditions": [{"type": state, "status": "True"}]}
+            job["status"] = _wire(
+                kubeflow.KubeflowOrgV1JobStatus(
+                    conditions=[kubeflow.KubeflowOrgV1JobCondition(type=state, status="True")]
+                )
+            )
             self._send(200, job)
         elif "/jobsets/" in path:
             jobset = dict(self.objects[f"JobSet/{path.split('/')[-1]}"])
             jobset["status"] = (
-                {"terminalState": "Completed",
-                 "conditions": [{"type": "Completed", "status": "True"}]}
+                {"terminalState": "Completed", "conditions": [_wire(_condition("Completed"))]}
                 if self.complete
                 else {"replicatedJobsStatus": [
                     {"name": "train", "active": 1, "ready": 1, "failed": 0, "succeeded": 0,
@@ -76,20 +101,28 @@ class FakeApi(BaseHTTPRequestHandler):
         elif path.endswith("/status"):
             name = path.split("/")[-2]
             job = dict(self.objects[f"Job/{name}"])
-            job["status"] = (
-                {"conditions": [{"type": "Complete", "status": "True"}]}
+            job["status"] = _wire(
+                k8s.V1JobStatus(conditions=[k8s.V1JobCondition(type="Complete", status="True")])
                 if self.complete
-                else {"active": 2}
+                else k8s.V1JobStatus(active=2)
             )
             self._send(200, job)
         elif path.endswith("/pods"):
             assert re.search(r"(job|jobset)-name(%3D|=)", self.path), self.path
-            pods = [{"metadata": {"name": f"pod-{i}"}} for i in (1, 0)]
-            self._send(200, {"apiVersion": "v1", "kind": "PodList", "items": pods})
+            pods = [k8s.V1Pod(metadata=k8s.V1ObjectMeta(name=f"pod-{i}")) for i in (1, 0)]
+            self._send(200, _wire(k8s.V1PodList(api_version="v1", kind="PodList", items=pods)))
         elif path.endswith("/log"):
             self._send(200, f"hello from {path.split('/')[-2]}\n", "text/plain")
         else:
-            self._send(404, {"kind": "Status", "code": 404})
+            self._send(
+                404,
+                _wire(
+                    k8s.V1Status(
+                        api_version="v1", kind="Status", status="Failure", reason="NotFound",
+                        code=404, message=f"the server could not find {path}",
+                    )
+                ),
+            )  # fmt: skip
 
     def do_DELETE(self) -> None:
         self.requests.append(("DELETE", self.path))

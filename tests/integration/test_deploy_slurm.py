@@ -3,7 +3,6 @@ squeue, scontrol, scancel; tasks run the test base image through docker)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -23,6 +22,7 @@ from fdl.deploy import (
 from fdl.errors import UsageError
 from fdl.runner import SubprocessRunner
 from tests.conftest import BASE_IMAGE
+from tests.support.machine import skip_or_fail
 
 CPU = ImageArchs("precompiled/cpu", None, ())
 
@@ -42,9 +42,7 @@ def _slurm_problem() -> str | None:
 def slurm() -> None:
     problem = _slurm_problem()
     if problem is not None:
-        if os.environ.get("FDL_REQUIRE_SLURM") == "1":
-            pytest.fail(f"SLURM is required (FDL_REQUIRE_SLURM=1) but {problem}", pytrace=False)
-        pytest.skip(problem)
+        skip_or_fail("slurm", problem)  # FDL_REQUIRE_ALL=1 or FDL_REQUIRE_SLURM=1: a failure
 
 
 def _image_id() -> str:

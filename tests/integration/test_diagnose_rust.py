@@ -62,6 +62,7 @@ def test_a_mounted_project_needs_no_rust_on_the_host(run_fdl, tmp_path: Path) ->
 def test_other_projects_are_not_asked_about_rust(run_fdl, tmp_path: Path) -> None:
     (tmp_path / "fdl.yml").write_text("commands: {}\n")
     checks = _checks(run_fdl, tmp_path, "/usr/bin:/bin")
+    assert {"gcc", "g++", "cmake"} <= set(checks)  # the toolchain was checked
     assert "cargo" not in checks and "rustc" not in checks
 
 

@@ -339,6 +339,7 @@ def test_good_destination_is_not_fetched_again(served, tmp_path):
     download(url, tmp_path / "lt.zip", sha256=SHA)
     server.clear_log()
     result = download(url, tmp_path / "lt.zip", sha256=SHA)
+    assert (tmp_path / "lt.zip").stat().st_size == SIZE  # still there, whole
     assert server.log == [] and result.attempts == 0 and result.bytes_transferred == 0
 
 

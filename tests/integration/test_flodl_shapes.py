@@ -276,7 +276,8 @@ def test_a_cluster_overlay_refuses_only_what_it_marks(run_fdl, tmp_path: Path) -
         "entry: echo sub\ncommands:\n  quick: {options: {n: 1}}\n"
     )
     (tmp_path / "fdl.cluster.yml").write_text(
-        "cluster:\n  master_addr: 10.0.0.1\n  hosts: [{name: a, ranks: [0]}]\n"
+        "cluster:\n  controller: {host: 10.0.0.1, path: /srv/p}\n"
+        "  workers: [{host: a, local_devices: all, nccl_socket_ifname: eth0, path: /srv/p}]\n"
         "commands:\n  train: {cluster: true}\n  sub: {cluster: true}\n"
     )
     assert run_fdl(["--env", "cluster", "build", "--dry-run"], cwd=tmp_path).exit_code == 0

@@ -708,3 +708,34 @@ def test_a_mistyped_repository_is_not_found_rather_than_fitting_nothing(
     assert done.exit_code == 2, done.output
     assert f"the repository {repo}-typo is not found" in done.stderr
     assert "holds no torch" not in done.stderr
+
+
+def test_a_cpu_view_is_pushed_and_pulled_like_any_variant(run_fdl, machines, repo: str) -> None:
+    """The CPU view's lib/libtorch.so is a GNU ld script: the platform is read from the
+    libraries beside it (the push said "cannot tell the platform of lib/libtorch.so")."""
+    from fdl.libtorch.sources._cpu_view import LINK_SCRIPT_MARK
+
+    builder, teammate = machines
+    tree = make_tree(
+        builder.context().libtorch_dir / "precompiled/cpu", "2.13.0+cu130", cuda_needed=()
+    )
+    script = LINK_SCRIPT_MARK + b" of the torch 2.13.0+cu130 wheel. */\nINPUT(-ltorch_cpu -lc10)\n"
+    (tree / "lib" / "libtorch.so").write_bytes(script)
+    info = VariantInfo(
+        name="precompiled/cpu",
+        torch="2.13.0",
+        cuda=None,
+        source={"kind": "wheel", "view": "cpu", "variant": "cpu", "wheel_version": "2.13.0"},
+    )
+    variants.write_info(tree, finish_info(tree, info))
+
+    pushed = _fdl(run_fdl, builder, "libtorch", "push", "precompiled/cpu", "--to", repo, "--json")
+    assert pushed.exit_code == 0, pushed.output
+    data = json.loads(pushed.stdout)
+    assert data["tag"] == "2.13.0-cpu"
+
+    pulled = _fdl(run_fdl, teammate, "libtorch", "pull", data["reference"], "--json")
+    assert pulled.exit_code == 0, pulled.output
+    installed = teammate.context().libtorch_dir / json.loads(pulled.stdout)["variant"]
+    assert _files(installed) == _files(tree)
+    assert (installed / "lib" / "libtorch.so").read_bytes() == script

@@ -273,7 +273,9 @@ def test_reference_scaffolds_run_the_same(
 ) -> None:
     project = scaffolds[mode]
     failures = {}
-    for name in _run_commands(project / "fdl.yml"):
+    names = _run_commands(project / "fdl.yml")
+    assert names, "the scaffold has no `run:` command to compare"
+    for name in names:
         args = [name] if name != "run" else ["run", "run"]
         ref = sandbox.reference([name], project, container=container)
         ours = sandbox.ours(args, project, container=container)

@@ -35,7 +35,11 @@ def cache_dir() -> Path:
 
 def artefacts_required() -> bool:
     """Whether a missing artefact fails the test (CI) rather than skipping it."""
-    return "1" in (os.environ.get("FDL_REQUIRE_DOCKER"), os.environ.get("FDL_REQUIRE_ARTEFACTS"))
+    return "1" in (
+        os.environ.get("FDL_REQUIRE_ALL"),
+        os.environ.get("FDL_REQUIRE_DOCKER"),
+        os.environ.get("FDL_REQUIRE_ARTEFACTS"),
+    )
 
 
 def skip_or_fail(reason: str) -> NoReturn:

@@ -28,7 +28,7 @@ from fdl.engine._types import (
     RunSpec,
 )
 from fdl.errors import CommandFailed, FdlError
-from fdl.runner import Completed, Measured, missing_program
+from fdl.runner import TAIL_LINES, Completed, Measured, missing_program
 from fdl.runner import LineCallback as RunnerLineCallback
 
 
@@ -302,7 +302,8 @@ class FakeRunner:
                 args, -1, message=f"`{' '.join(args)}` printed more than {max_output} bytes"
             )
         if check and result.returncode != 0:
-            raise CommandFailed(args, result.returncode, output_tail=result.stderr or result.stdout)
+            tail = "\n".join((result.stderr or result.stdout).splitlines()[-TAIL_LINES:])
+            raise CommandFailed(args, result.returncode, output_tail=tail)
         return result
 
     def stream(
@@ -315,12 +316,22 @@ class FakeRunner:
         on_line: RunnerLineCallback | None = None,
         check: bool = True,
     ) -> Completed:
-        result = self.run(argv, cwd=cwd, env=env, check=False)
-        for line in (result.stdout + result.stderr).splitlines():
+        # As the real runner: stderr merged into stdout (a program that prints its stdout
+        # first), each line given as it comes and appended to the log, the tail returned.
+        answered = self.run(argv, cwd=cwd, env=env, check=False)
+        lines = (answered.stdout + answered.stderr).splitlines()
+        if log_file is not None:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            with log_file.open("a", encoding="utf-8") as log:
+                log.writelines(line + "\n" for line in lines)
+        for line in lines:
             if on_line is not None:
                 on_line(line)
+        result = Completed(answered.argv, answered.returncode, "\n".join(lines[-TAIL_LINES:]))
         if check and result.returncode != 0:
-            raise CommandFailed(result.argv, result.returncode, output_tail=result.stdout)
+            raise CommandFailed(
+                result.argv, result.returncode, output_tail=result.stdout, log_file=log_file
+            )
         return result
 
     def measure(

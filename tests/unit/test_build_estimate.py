@@ -126,4 +126,6 @@ def test_a_release_newer_than_the_counts_gets_no_estimate_in_the_plan(
         disk_free_gb=200.0,
     )
     request = BuildRequest(archs=Setting("8.6", "--archs"), torch=Setting("2.10.0", "--torch"))
-    assert plan_build(request, facts).estimate is None
+    plan = plan_build(request, facts)
+    assert plan.commands and plan.torch == "2.10.0", plan  # planned, without an estimate
+    assert plan.estimate is None

@@ -211,10 +211,10 @@ from fdl.deploy._slurm import sbatch_directive  # noqa: E402
 
 
 def _sbatch_reads(line: str) -> list[str]:
-    """How sbatch splits an #SBATCH line's options: at whitespace, `'` and `"` quoting."""
-    import shlex
+    """How sbatch splits an #SBATCH line's options (its own grammar: `#` is a comment)."""
+    from tests.support.sbatch_grammar import sbatch_arguments
 
-    return shlex.split(line.removeprefix("#SBATCH "), posix=True)
+    return sbatch_arguments(line.removeprefix("#SBATCH"))
 
 
 @settings(max_examples=300, deadline=None)

@@ -142,6 +142,10 @@ def test_ccache_plan_sets_the_launchers() -> None:
 
 def test_missing_cache_program_means_no_cache() -> None:
     plan = plan_cache("sccache", program=None, directory="/c", settings={}, environ={}, cuda=True)
+    found = plan_cache(
+        "sccache", program="/usr/bin/sccache", directory="/c", settings={}, environ={}, cuda=True
+    )
+    assert found.enabled and found.env["CMAKE_CXX_COMPILER_LAUNCHER"] == "/usr/bin/sccache"
     assert not plan.enabled and "CMAKE_CXX_COMPILER_LAUNCHER" not in plan.env
 
 

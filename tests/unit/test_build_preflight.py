@@ -39,11 +39,17 @@ def native(**values: object) -> BuildRequest:
     return BuildRequest(backend=Setting("native", "--native"), **given)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("cmake", ["3.25.1", None])
+@pytest.mark.parametrize("cmake", ["3.25.1", None], ids=["system CMake too old", "none"])
 def test_a_clone_build_uses_the_venvs_cmake_not_the_systems(tmp_path: Path, cmake) -> None:
+    """The same plan whatever the system has (torch 2.10 needs CMake >= 3.27; Debian 12's
+    is 3.25.1): the build venv gets pip's CMake and the build runs in that venv."""
     plan = plan_build(native(archs="8.6", torch="2.10.0"), facts(tmp_path, cmake=cmake))
-    deps = plan.command("deps")
-    assert deps is not None and any(a.startswith("cmake") for a in deps.argv)
+    assert [p for p in plan.problems if "cmake" in (p.check + p.message).lower()] == []
+    python = f"{plan.venv}/bin/python"
+    deps, build = plan.command("deps"), plan.command("build")
+    assert deps is not None and deps.argv[:4] == (python, "-m", "pip", "install")
+    assert "cmake>=3.27" in deps.argv
+    assert build is not None and build.argv[0] == python  # the venv's cmake on its PATH
 
 
 def test_source_requirements_build_txt_is_what_the_venv_gets(tmp_path: Path) -> None:

@@ -368,10 +368,9 @@ def test_generated_objects_pass_the_kubernetes_schemas(tmp_path: Path) -> None:
         kubernetes_validate.validate(bad, desired_version="1.31", strict=True)
 
 
-def test_the_readme_example_is_a_valid_manifest(tmp_path: Path) -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    section = readme.split("### `fdl deploy`", 1)[1]
-    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+def test_the_manuals_example_is_a_valid_manifest(tmp_path: Path) -> None:
+    page = (Path(__file__).parents[2] / "docs" / "commands" / "deploy.md").read_text()
+    example = page.split("```yaml\n", 1)[1].split("```", 1)[0]
     manifest = load_manifest(_project(tmp_path, example))
     lab, k8s = load_target(manifest, "lab"), load_target(manifest, "k8s")
     assert (lab.runtime, lab.gpu_type, k8s.nodes, k8s.shm) == ("pyxis", "h100", 4, "16Gi")

@@ -191,4 +191,7 @@ def test_full_run() -> None:
 
 
 def test_kept_container_has_no_rm() -> None:
-    assert "--rm" not in run_command(BUILDKIT, RunSpec("img", remove=False))
+    argv = run_command(BUILDKIT, RunSpec("img", remove=False))
+    assert argv[:2] == ["/d/docker", "run"] and argv[-1] == "img", argv
+    assert "--rm" in run_command(BUILDKIT, RunSpec("img"))
+    assert "--rm" not in argv

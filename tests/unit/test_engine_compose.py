@@ -76,6 +76,7 @@ def test_compose_v1_leaves_path_alone_when_the_chosen_client_is_first(tmp_path: 
 
     compose = find_compose(select_client(RUNNER, env), RUNNER, env, tmp_path / "shim")
 
+    assert compose.argv == (str(v1),) and compose.env["DOCKER_BUILDKIT"] == "1"
     assert "PATH" not in compose.env
 
 

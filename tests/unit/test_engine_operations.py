@@ -120,6 +120,8 @@ def test_a_failing_container_is_a_result_not_an_error(
 def test_image_exists_answers_no_for_a_missing_image(
     docker: FakeDocker, engine: DockerEngine
 ) -> None:
+    docker.respond("image", stdout="[{}]\n")
+    assert engine.image_exists("there:1") is True
     docker.respond("image", stderr="Error: No such image: nope:1", rc=1)
     assert engine.image_exists("nope:1") is False
     assert engine.remove_image("nope:1") is False

@@ -70,7 +70,8 @@ def test_each_row_names_a_release_fdl_knows_and_its_source(name: str, row) -> No
     assert resolve_torch_version(row.torch) == row.torch or release(row.torch)
     assert row.torch in release(row.torch).patches or row.torch == release(row.torch).latest
     repo = {"flodl": "flodl-labs/flodl", "tch": "LaurentMazare/tch-rs"}[name]
-    assert repo in row.source
+    crate = {"flodl": "crates flodl-cli", "tch": "crate torch-sys"}[name]
+    assert repo in row.source or (row.source.startswith(crate) and row.version in row.source)
     # the framework's own -std must be enough for the headers of the torch it pins
     assert headers_cxx_standard(row.torch) <= row.cxx_standard
 
@@ -92,7 +93,7 @@ def test_an_unknown_release_is_said_plainly_with_the_newest_row() -> None:
     with pytest.raises(UnknownFrameworkRelease) as caught:
         framework_release("flodl", "0.5.4")
     assert "unknown release of floDl: 0.5.4" in caught.value.message
-    assert "floDl 0.5.3 (torch 2.10.0)" in (caught.value.hint or "")
+    assert "floDl 0.8.0 (torch 2.10.0)" in (caught.value.hint or "")
     with pytest.raises(UnknownFrameworkRelease, match="unknown release of tch-rs"):
         matching_release("tch", "0.30")
 
@@ -107,7 +108,7 @@ def test_an_unknown_release_is_said_plainly_with_the_newest_row() -> None:
         ("=0.5.1", "0.5.1"),
         (">=0.2, <0.4", "0.3.0"),
         ("0.1.*", "0.1.5"),
-        ("*", "0.5.3"),
+        ("*", "0.8.0"),
     ],
 )
 def test_cargo_requirements_read_as_cargo_reads_them(requirement: str, version: str) -> None:
@@ -213,13 +214,19 @@ def test_a_git_dependency_without_a_lock_is_refused_with_the_fix(tmp_path: Path)
     assert "cargo generate-lockfile" in (caught.value.hint or "")
 
 
-def test_an_unknown_release_in_the_lock_is_refused_at_its_line(tmp_path: Path) -> None:
+def test_an_unknown_release_in_the_lock_is_refused_at_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # cargo holds no copy of its crates to read (the command fetches them: test_crate_facts)
+    monkeypatch.setenv("CARGO_HOME", str(tmp_path / "cargo"))
+    monkeypatch.setenv("FDL_CACHE_DIR", str(tmp_path / "cache"))
     _write(tmp_path, {"Cargo.lock": _lock(("flodl", "0.9.0"))})
     with pytest.raises(ManifestError) as caught:
         framework_torch(None, tmp_path)
     assert str(caught.value.location) == "Cargo.lock:10:12"
     assert "unknown release of floDl: 0.9.0" in caught.value.message
-    assert "floDl 0.5.3 (torch 2.10.0)" in (caught.value.hint or "")
+    assert "no copy of flodl-cli 0.9.0 and flodl-sys 0.9.0" in caught.value.message
+    assert "floDl 0.8.0 (torch 2.10.0)" in (caught.value.hint or "")
 
 
 def test_cmake_find_package_torch(tmp_path: Path) -> None:

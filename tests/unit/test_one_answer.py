@@ -151,15 +151,19 @@ def test_builtin_cuda_recipes_keep_what_floDl_needs(tmp_path: Path) -> None:
     from fdl.libtorch.recipes import list_recipes
     from fdl.libtorch.source import build_request
 
+    checked = []
     for recipe in list_recipes():
         request = build_request(None, {"recipe": (recipe.name, "--recipe")}, tmp_path)
         if request.value("cpu", False):
             continue
+        checked.append(recipe.name)
         request = replace(request, backend=Setting("docker", "--docker"))
         plan = plan_build(request, replace(_facts(tmp_path, "570.86"), framework="flodl"))
         assert not [p for p in plan.problems if p.check == "switches"], recipe.name
         lost = [c for c in plan.switch_costs if c.name.startswith("USE_") and "ATTENTION" in c.name]
         assert not lost, (recipe.name, lost)
+        assert plan.commands and plan.cuda, recipe.name  # a CUDA build was planned
+    assert len(checked) >= 2, checked  # the CUDA recipes were reached
 
 
 def test_the_projects_torch_is_what_its_builds_build(tmp_path: Path) -> None:

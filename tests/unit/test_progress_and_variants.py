@@ -42,6 +42,11 @@ def test_quiet_progress_prints_nothing() -> None:
     progress = ProgressLine(Console(verbosity=0, stderr=err), "x")
     progress.bytes(1, 1)
     progress.close("done")
+    shown = io.StringIO()
+    normal = ProgressLine(Console(verbosity=1, stderr=shown), "x")
+    normal.bytes(1, 1)
+    normal.close("done")
+    assert "x: 1 B / 1 B (100%)" in shown.getvalue()  # the same progress, not quiet
     assert err.getvalue() == ""
 
 

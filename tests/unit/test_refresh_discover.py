@@ -218,8 +218,21 @@ def test_write_applies_the_diff_to_the_tables_it_read(
     before = {p.name: p.read_text() for p in real.glob("*.yaml")}
     shutil.copytree(real, tmp_path / "compat")
     monkeypatch.setattr(fdl._assets, "data_dir", lambda: tmp_path)
+    from tests.support.fake_crates import TORCH_SYS_BUILD, crate, serve_registry
+
+    build = TORCH_SYS_BUILD.format(torch="2.13.0", cxx=17)
+    index = serve_registry(
+        pypi,
+        {
+            ("flodl", "0.8.0"): crate("flodl", "0.8.0", {}),  # in the table: not read
+            ("tch", "0.27.0"): crate("tch", "0.27.0", {}),
+            ("torch-sys", "0.27.0"): crate("torch-sys", "0.27.0", {"build.rs": build}),
+        },
+    ).removeprefix("sparse+")
     argv = ["--pypi", pypi.url("/pypi"), "--metadata-only", "--no-toolkit-wheels", "--write"]
-    assert main(argv) == 1
+    assert main([*argv, "--crates-index", index]) == 1
+    frameworks = yaml.safe_load((tmp_path / "compat" / "frameworks.yaml").read_text())
+    assert frameworks["frameworks"]["tch"]["releases"][-1]["versions"] == ["0.27.0"]
     written = yaml.safe_load((tmp_path / "compat" / "pytorch.yaml").read_text())
     assert {r["version"] for r in written["releases"]} >= {"2.15", "2.16"}
     assert (tmp_path / "compat" / "cuda.yaml").read_text() != before["cuda.yaml"]

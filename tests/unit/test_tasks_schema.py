@@ -110,6 +110,8 @@ def test_env_fallback_values_are_checked() -> None:
 
 
 def test_env_fallback_skips_options_a_preset_sets() -> None:
+    unset = check_args(SCHEMA, [], command="train", environ={"BATCH": "8"})
+    assert unset.words == ["--batch-size", "8"]  # the fallback, where no preset sets it
     checked = check_args(
         SCHEMA, [], command="train", environ={"BATCH": "8"}, preset_options=["batch_size"]
     )

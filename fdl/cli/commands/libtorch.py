@@ -154,6 +154,17 @@ def remove(
         session.console.info("set one with: fdl libtorch activate <variant>")
 
 
+def _glibc() -> str | None:
+    """This machine's glibc release (``2.36``), None where it is not glibc."""
+    import os
+
+    try:
+        found = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (ValueError, OSError):
+        return None
+    return found.split()[-1] if found.startswith("glibc ") else None
+
+
 @app.command()
 def download(
     ctx: typer.Context,
@@ -161,6 +172,13 @@ def download(
     cuda: Annotated[
         str | None,
         typer.Option("--cuda", help="The build for this CUDA version (12.6, 13.0, ...)."),
+    ] = None,
+    rocm: Annotated[
+        str | None,
+        typer.Option(
+            "--rocm",
+            help="The ROCm build for AMD GPUs (7.0, 7.1), installed as precompiled/rocm70.",
+        ),
     ] = None,
     torch: Annotated[
         str | None,
@@ -191,32 +209,46 @@ def download(
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Download an official libtorch zip; without --cpu/--cuda, the one that fits the GPUs.
+    """Download an official libtorch zip; without --cpu/--cuda/--rocm, the one that fits
+    the GPUs.
 
     Example: fdl libtorch download --cuda 12.6 --torch 2.13
     """
     from fdl.cli._learn import pypi_url
     from fdl.cli._newer import newer_release_note
-    from fdl.libtorch import check_download_target, plan_download, run_download, select_variant
+    from fdl.libtorch import (
+        check_download_target,
+        plan_download,
+        run_download,
+        select_rocm,
+        select_variant,
+    )
     from fdl.system import detect_gpus
 
     session: Session = ctx.obj
     console = session.console
     context = session.libtorch_context()
     settings = session.libtorch_settings()
-    report = detect_gpus()
+    if rocm is not None and (cpu or cuda):
+        raise UsageError(
+            "--rocm cannot be combined with --cpu or --cuda", hint="pass one of them, or none"
+        )
     wanted = settings.torch_for(torch)
-    if wanted is None:  # fdl picks the newest release: say when PyPI has a newer one
-        newer_release_note(console, session.environ, pypi=pypi_url(session.environ))
-    selection = select_variant(
-        report.capabilities,
-        cpu=cpu,
-        cuda=cuda,
-        torch=wanted,
-        preferred=None if (cpu or cuda) else settings.variant,
-        driver=report.driver,
-        preferred_origin=settings.variant_origin,
-    )
+    if rocm is not None:
+        selection = select_rocm(wanted, rocm, glibc=_glibc())
+    else:
+        report = detect_gpus()
+        if wanted is None:  # fdl picks the newest release: say when PyPI has a newer one
+            newer_release_note(console, session.environ, pypi=pypi_url(session.environ))
+        selection = select_variant(
+            report.capabilities,
+            cpu=cpu,
+            cuda=cuda,
+            torch=wanted,
+            preferred=None if (cpu or cuda) else settings.variant,
+            driver=report.driver,
+            preferred_origin=settings.variant_origin,
+        )
     plan = plan_download(
         selection,
         context,
@@ -584,7 +616,12 @@ def verify(
     try:
         # the fixes install the project's torch (its framework's), not the variant's
         torch = session.libtorch_settings().torch
-        report = verify_variant(directory, chosen, gpus=detect_gpus(), smoke=smoke, torch=torch)
+        from fdl.system.survey import survey
+
+        nvidia = detect_gpus()
+        found = survey(session.environ, nvidia=nvidia)
+        amd = [d.arch for d in found.devices if d.vendor == "amd"]
+        report = verify_variant(directory, chosen, gpus=nvidia, smoke=smoke, torch=torch, amd=amd)
     finally:
         progress.close()
     if report.smoke is not None and report.smoke.ok and not keep:
@@ -717,7 +754,13 @@ app.command("build")(build)
 
 def _render_download(plan: DownloadPlan, *, dry_run: bool) -> str:
     selection = plan.selection
-    what = f"CUDA {selection.cuda}" if selection.cuda else "CPU"
+    what = (
+        f"ROCm {selection.rocm}"
+        if selection.rocm
+        else f"CUDA {selection.cuda}"
+        if selection.cuda
+        else "CPU"
+    )
     lines = [
         f"libtorch {selection.torch_version} ({selection.variant}, {what})",
         f"  variant:  {plan.target.name or '(outside the variant root)'}",

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from fdl._text import printable
 from fdl.cli._progress import ProgressLine
 from fdl.cli._render import render_install, render_selection, warn_unresolved
 from fdl.cli._session import Session
@@ -14,6 +15,9 @@ from fdl.compat import check_gpu_driver
 from fdl.libtorch import SetupPlan, plan_setup, run_setup
 from fdl.paths import Context, cache_dir
 from fdl.system import GpuReport, detect_gpus
+
+if TYPE_CHECKING:
+    from fdl.system.survey import Survey
 
 app = group("setup")
 
@@ -58,7 +62,8 @@ def setup(
     session: Session = ctx.obj
     context = session.libtorch_context()
     settings = session.libtorch_settings()
-    report = detect_gpus()
+    found, report = _gpus(session)
+    amd = tuple(d.arch for d in found.devices if d.vendor == "amd")
     wanted = settings.torch_for(torch)
     if wanted is None:  # fdl picks the newest release: say when PyPI has a newer one
         from fdl.cli._learn import pypi_url
@@ -75,12 +80,13 @@ def setup(
         from_wheel=from_wheel,
         force=force,
         platform=_platform(),
+        amd=amd,
     )
-    if not from_wheel:  # asked for the wheel: that is what it gets
+    if not from_wheel and not plan.selection.rocm:  # asked for the wheel: that is what it gets
         plan = _team_first(session, plan, report)
     plan = _installed_first(session, plan)
     if not as_json:
-        lines = _machine_lines(context, report)
+        lines = _machine_lines(context, report, found)
         if settings.framework.why and not torch:
             lines.append(f"torch {settings.torch}: {settings.framework.why}")
         session.console.out("\n".join([*lines, "", *_plan_lines(plan)]))
@@ -105,7 +111,19 @@ def _installed_first(session: Session, plan: SetupPlan) -> SetupPlan:
     return prefer_installed(plan, found)
 
 
-def _machine_lines(context: Context, report: GpuReport) -> list[str]:
+def _gpus(session: Session) -> tuple[Survey, GpuReport]:
+    """Every vendor's GPUs, and the NVIDIA report the planners read (both from
+    ``FLODL_TESTING_GPU_JSON`` when it is set, as in floDl)."""
+    from fdl.system.survey import SPOOF_ENV, nvidia_report, survey
+
+    if session.environ.get(SPOOF_ENV, "").strip():
+        found = survey(session.environ)
+        return found, nvidia_report(found)
+    report = detect_gpus()
+    return survey(session.environ, nvidia=report), report
+
+
+def _machine_lines(context: Context, report: GpuReport, found: Survey) -> list[str]:
     lines = [f"libtorch root: {context.label()}"]
     if not context.project:  # the README's order is init, then setup in the project
         lines.append(
@@ -113,7 +131,8 @@ def _machine_lines(context: Context, report: GpuReport) -> list[str]:
             "fdl setup in it, or take a variant from here with fdl libtorch install "
             f"--from-dir {context.libtorch_dir}/NAME)"
         )
-    if not report.gpus:
+    amd = [d for d in found.devices if d.vendor == "amd"]
+    if not report.gpus and not amd:
         lines.append(f"GPUs: none ({report.reason or 'no NVIDIA GPU'}): the CPU build")
     for gpu in report.gpus:
         cap = gpu.capability.label() if gpu.capability else "capability unknown"
@@ -123,6 +142,9 @@ def _machine_lines(context: Context, report: GpuReport) -> list[str]:
         lines.append(f"GPU {gpu.index}: {gpu.name}, {cap}")
     if report.driver:
         lines.append(f"NVIDIA driver {report.driver}")
+    for device in amd:
+        lines.append(f"GPU {device.index} (AMD): {printable(device.name)}, {device.arch}")
+    lines += [f"note: {printable(n.message, limit=2000)}" for n in found.notes]
     return lines
 
 

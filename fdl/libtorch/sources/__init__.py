@@ -167,9 +167,17 @@ def install_source(
 
 
 def occupied(target: Target, holds: str, wanted: str, *, hint: str = REPLACE_HINT) -> UsageError:
-    """The refusal of a target that holds another libtorch (``holds``) than ``wanted``."""
+    """The refusal of a target that holds another libtorch (``holds``, its build version)
+    than ``wanted``. A CPU view is said as one: its build version is the CUDA wheel's
+    (``2.13.0+cu130``), which alone reads as a CUDA libtorch."""
     where = target.name or str(target.path)
-    return UsageError(f"{where} already holds libtorch {holds}, not {wanted}", hint=hint)
+    info = variants.read_info(target.path, target.name or "")
+    if info.source.get("view") == "cpu":
+        wheel = info.source.get("build_version") or holds
+        holds = f"the CPU view of the torch {wheel} wheel (CPU only)"
+    else:
+        holds = f"libtorch {holds}"
+    return UsageError(f"{where} already holds {holds}, not {wanted}", hint=hint)
 
 
 _LAZY = {

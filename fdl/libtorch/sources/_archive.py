@@ -119,7 +119,9 @@ def plan_download(
     Raises:
         UsageError: an invalid name, or no official zip for this platform.
     """
-    target = resolve_target(context, f"precompiled/{name or selection.variant}", path)
+    # a ROCm build goes where floDl's CLI puts it: precompiled/rocm70 for rocm7.0
+    default = selection.variant.replace(".", "") if selection.rocm else selection.variant
+    target = resolve_target(context, f"precompiled/{name or default}", path)
     upstream = libtorch_url(selection.torch_version, selection.variant, platform=current_platform())
     url = rebase_url(upstream, mirror) if mirror else upstream
     filename = unquote(urlsplit(upstream).path.rsplit("/", 1)[-1])
@@ -158,7 +160,9 @@ class FromArchive:
     on_progress: ProgressCallback | None = None
     on_message: MessageCallback | None = None
     transfer: Mapping[str, Any] = field(default_factory=dict)
-    _fetched: tuple[DownloadResult, Variant] | None = field(default=None, init=False, repr=False)
+    _fetched: tuple[DownloadResult, Variant | None] | None = field(
+        default=None, init=False, repr=False
+    )
 
     kind = "archive"
 
@@ -187,7 +191,7 @@ class FromArchive:
         """Download and test the zip (nothing when this source fetched it already)."""
         self._checked()
 
-    def _checked(self) -> tuple[DownloadResult, Variant]:
+    def _checked(self) -> tuple[DownloadResult, Variant | None]:
         if self._fetched is not None:
             return self._fetched
         plan, say = self.plan, self.on_message or _ignore
@@ -201,7 +205,10 @@ class FromArchive:
             raise
         # Verified: a run killed from here on (extraction, install) reuses the file.
         _record_verified(plan, result.sha256, result.size)
-        variant = release(plan.selection.torch_version).variant(plan.selection.variant)
+        selection = plan.selection
+        variant = (
+            None if selection.rocm else release(selection.torch_version).variant(selection.variant)
+        )
         self._fetched = (result, variant)
         return self._fetched
 
@@ -210,16 +217,27 @@ class FromArchive:
         plan = self.plan
         (self.on_message or _ignore)(f"extracting into {plan.target.path}")
         safe_extract_zip(plan.archive, tree, strip_prefix=archive_layout().top)
+        if variant is None:  # a ROCm build: its gfx list is the table's, the binaries' later
+            from fdl.compat.rocm import rocm_build
+
+            cudnn = None
+            requested = list(rocm_build(plan.selection.torch_version, plan.selection.variant).gfx)
+        else:
+            cudnn = variant.cudnn
+            # a release read from its METADATA only: its archs are unknown (not guessed)
+            requested = (
+                []
+                if variant.archs_unread
+                else variant.targets_for(plan.selection.torch_version).codes()
+            )
         return variants.VariantInfo(
             name=plan.target.name or plan.target.path.name,
             torch=plan.selection.torch_version,
             cuda=plan.selection.cuda,
-            cudnn=variant.cudnn,
-            # a release read from its METADATA only: its archs are unknown (not guessed)
-            archs_requested=[]
-            if variant.archs_unread
-            else variant.targets_for(plan.selection.torch_version).codes(),
+            cudnn=cudnn,
+            archs_requested=requested,
             abi="cxx11",
+            extra={"rocm": plan.selection.rocm} if plan.selection.rocm else {},
             source={
                 "kind": "download",
                 "variant": plan.selection.variant,

@@ -92,20 +92,29 @@ class Described:
         return " ".join(archs) if archs else "CPU only"
 
 
+# The libraries whose ELF header says the platform, first found first: a CPU view's
+# lib/libtorch.so is a GNU ld script (it stands in for the CUDA wheel's libtorch.so), so
+# the libraries every libtorch holds come next.
+_PLATFORM_LIBRARIES = ("libtorch.so", "libtorch_cpu.so", "libc10.so")
+
+
 def platform_of(tree: Path) -> str:
-    """``linux/amd64``: the architecture read from ``lib/libtorch.so``'s ELF header."""
-    library = tree / "lib" / "libtorch.so"
-    try:
-        with library.open("rb") as handle:
-            header = handle.read(20)
-    except OSError:
-        header = b""
-    if len(header) == 20 and header[:4] == b"\x7fELF":
-        machine = int.from_bytes(header[18:20], "little" if header[5] == 1 else "big")
-        if machine in _MACHINES:
-            return f"linux/{_MACHINES[machine]}"
+    """``linux/amd64``: the architecture read from the ELF header of ``lib/libtorch.so``
+    (or, where that is a linker script, of ``libtorch_cpu.so`` or ``libc10.so``)."""
+    for name in _PLATFORM_LIBRARIES:
+        library = tree / "lib" / name
+        try:
+            with library.open("rb") as handle:
+                header = handle.read(20)
+        except OSError:
+            continue
+        if len(header) == 20 and header[:4] == b"\x7fELF":
+            machine = int.from_bytes(header[18:20], "little" if header[5] == 1 else "big")
+            if machine in _MACHINES:
+                return f"linux/{_MACHINES[machine]}"
     raise EnvironmentProblem(
-        f"cannot tell the platform of {library} (not an ELF library fdl knows)",
+        f"cannot tell the platform of {tree / 'lib'}: none of "
+        f"{', '.join(_PLATFORM_LIBRARIES)} is an ELF library fdl knows",
         hint="push a libtorch tree installed by fdl (fdl libtorch list)",
     )
 

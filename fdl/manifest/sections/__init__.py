@@ -45,7 +45,7 @@ SCHEMASTORE_ENTRY = {
 # fdl's YAML tags, as the YAML language server's `yaml.customTags` setting declares them.
 CUSTOM_TAGS = ("!append sequence", "!replace mapping", "!secret scalar", "!secret mapping")
 
-_MODULES = ("core", "libtorch", "images", "ci", "bench", "deploy")
+_MODULES = ("core", "libtorch", "images", "ci", "bench", "deploy", "cluster")
 
 
 @cache

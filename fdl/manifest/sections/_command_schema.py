@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "MAX_SUBCOMMAND_DEPTH",
     "OPTION_TYPES",
     "RESERVED_LONG",
     "RESERVED_SHORT",
@@ -249,14 +250,59 @@ ARG = Obj(
     required=("name",),
 )
 
-SCHEMA = Obj(
-    {
+# floDl 0.8.0's schema may be a tree: `#[derive(FdlArgs)]` on an enum of sub-commands answers
+# --fdl-schema with `commands: {name: Schema}` and a `description` per node
+# (flodl-cli-0.8.0/src/config/schema.rs:335-352, flodl-cli-macros-0.8.0/src/lib.rs:66-110).
+# The tree is bounded here (a spec cannot refer to itself: the JSON Schema export would not
+# end); floDl's own examples nest two levels.
+MAX_SUBCOMMAND_DEPTH = 4
+SUBCOMMAND_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+
+
+def _check_tree(node: MapNode, path: tuple[str, ...], checker: Checker) -> None:
+    """A node is a leaf (args/options) or a branch (commands), never both (schema.rs:436)."""
+    commands = node.entries.get("commands")
+    if not isinstance(commands, MapNode) or not commands.entries:
+        return
+    for key in ("args", "options"):
+        given = node.entries.get(key)
+        if isinstance(given, (MapNode, SeqNode)) and (
+            given.entries if isinstance(given, MapNode) else given.items
+        ):
+            checker.fail(
+                given,
+                (*path, key),
+                "a schema with `commands` (sub-commands) cannot also have its own "
+                f"`{key}` (floDl: a node is a leaf or a branch)",
+                "move the options and arguments onto the sub-commands",
+            )
+
+
+def _schema(depth: int) -> Obj:
+    fields = {
         "args": ListOf(ARG, "Positional arguments, in order."),
         "options": MapOf(
             OPTION, "Options by long name.", key_pattern=LONG_NAME, key_example="`model`"
         ),
         "strict": Bool("Reject flags the schema does not declare (default: pass them through)."),
-    },
-    description="The entry's command-line interface, checked before it starts.",
-    validators=[_check_schema],
-)
+        "description": Str("What the entry (or this sub-command) does; shown in help."),
+    }
+    if depth < MAX_SUBCOMMAND_DEPTH:
+        fields["commands"] = MapOf(
+            _schema(depth + 1),
+            "The entry's sub-commands (`fdl <command> <sub-command> ...`), each with its "
+            "own schema (floDl 0.8's FdlArgs derive on an enum).",
+            key_pattern=SUBCOMMAND_NAME,
+            key_example="`train`, `eval`",
+            key_rule="letters, digits, '_', '.' and '-', starting with a letter or digit",
+        )
+    return Obj(
+        fields,
+        description="The entry's command-line interface, checked before it starts."
+        if depth == 0
+        else "A sub-command's interface.",
+        validators=[_check_schema, _check_tree],
+    )
+
+
+SCHEMA = _schema(0)

@@ -163,11 +163,6 @@ SECTIONS: dict[str, Spec] = {
         rule="letters, digits, '_', '.' and '-', starting with a letter or digit",
     ),
     "description": Str("What this project is (shown in `fdl --help`)."),
-    "cluster": MapOf(
-        AnyValue(),
-        "floDl's multi-host topology (fdl.cluster.yml, fdl.cluster-test.yml): kept as data "
-        "for the reference CLI and floDl's tests; fdl launches nothing from it.",
-    ),
     "commands": commands_spec("Commands run with `fdl <name>`."),
 }
 

@@ -1,0 +1,164 @@
+"""Every test that checks an absence first shows what the code did (issue 46): a test whose
+only asserts are absences (`not in`, `is None`, `== []`, `not x`), alone or beside an exit
+code, passes when the command failed for an unrelated reason (three did: they exited 3 on
+an unknown key and "proved" that aliases expand). The scan reads the tests' source."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent.parent
+
+# Tests whose absence is the answer of the function under test (it declines, finds no
+# problem, returns nothing), each beside tests of the positive answer in its file; or whose
+# positive checks sit in a helper or inside one assert's condition.
+ABSENCE_IS_THE_ANSWER = {
+    "cli/test_fastpath.py::test_fast_path_declines_other_forms": "None is declining",
+    "cli/test_fastpath.py::test_variant_fast_path_declines_other_forms": "None is declining",
+    "cli/test_import_budget.py::test_short_answers_import_nothing_heavy": "_imported "
+    "asserts exit 0",
+    "cli/test_import_budget.py::test_project_commands_and_libtorch_list_import_what_they_use": (
+        "_imported asserts exit 0"
+    ),
+    "cli/test_registry_fuzz.py::test_every_hostile_registry_case_ends_in_its_documented_exit": (
+        "`wrong` holds each case's exit code and message"
+    ),
+    "integration/test_test_servers.py::test_the_watchdog_stops_servers_once_their_test_runs_end": (
+        "server.wait() is the positive check"
+    ),
+    "unit/test_deploy_layers.py::test_an_auths_entry_that_is_not_a_mapping_is_no_credentials": (
+        "None is 'no credentials'"
+    ),
+    "unit/test_framework_files_round3.py::test_a_plain_toolchain_file_lets_rustup_run": (
+        "None is 'no problem'"
+    ),
+    "unit/test_gpu_nvml.py::test_nvml_that_cannot_start_falls_back_to_nvidia_smi": "None is "
+    "the fallback",
+    "unit/test_gpu_nvml.py::test_the_real_binding_without_a_driver_library_is_not_an_error": (
+        "None is the fallback"
+    ),
+    "unit/test_manifest_merge.py::test_deleting_twice_stays_deleted": "{} is the merge",
+    "unit/test_manifest_parse.py::test_empty_document_is_none": "None is an empty document",
+    "unit/test_net_retry.py::test_client_errors_are_not_retried": "False is the answer",
+    "unit/test_tasks_env.py::test_no_active_variant_exports_nothing": "None, None is the state",
+    "unit/test_tasks_kinds.py::test_missing_nested_manifest_is_none": "None is 'no manifest'",
+    "integration/test_tasks_signals.py::test_sigint_stops_the_script_and_its_children_exit_130": (
+        "exit 130 is the positive result"
+    ),
+    "unit/test_builder_tools.py::test_nothing_missing_installs_nothing": "exit 0 of the "
+    "install step is the positive result",
+}
+
+
+def _empty(node: ast.expr) -> bool:
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return not node.elts
+    if isinstance(node, ast.Dict):
+        return not node.keys
+    return isinstance(node, ast.Constant) and (node.value in ("", None) or node.value is False)
+
+
+def absence(test: ast.expr) -> bool:
+    """Whether an assert's condition only says that something is not there."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return True
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return all(absence(value) for value in test.values)
+    if not isinstance(test, ast.Compare):
+        return False
+    if all(isinstance(op, (ast.NotIn, ast.IsNot)) for op in test.ops):
+        return True
+    if all(isinstance(op, (ast.Is, ast.Eq)) for op in test.ops):
+        last = test.comparators[-1]
+        if _empty(last):
+            return True
+        counted = ast.unparse(test.left).startswith("len(")
+        return counted and isinstance(last, ast.Constant) and last.value == 0
+    return False
+
+
+def exit_code(test: ast.expr) -> bool:
+    """An assert on an exit code alone (`result.exit_code == 0`)."""
+    return (
+        isinstance(test, ast.Compare)
+        and all(isinstance(op, ast.Eq) for op in test.ops)
+        and ast.unparse(test.left).endswith(("exit_code", "returncode"))
+    )
+
+
+def _conditions(function: ast.FunctionDef) -> list[ast.expr]:
+    found: list[ast.expr] = []
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assert):
+            test = node.test
+            both = isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
+            found += test.values if both else [test]  # type: ignore[attr-defined]
+    return found
+
+
+def _raises(function: ast.FunctionDef) -> bool:
+    return any(
+        isinstance(node, ast.With)
+        and any("raises" in ast.unparse(item.context_expr) for item in node.items)
+        for node in ast.walk(function)
+    )
+
+
+def negative_only(source: str) -> list[str]:
+    """The test functions in ``source`` whose asserts are absences (or exit codes beside
+    absences) only."""
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test")):
+            continue
+        conditions = _conditions(node)
+        if not any(absence(c) for c in conditions) or _raises(node):
+            continue
+        if all(absence(c) or exit_code(c) for c in conditions):
+            names.append(node.name)
+    return names
+
+
+def test_the_scan_finds_an_absence_checked_on_a_failed_command() -> None:
+    caught = (
+        "def test_a(run_fdl):\n"
+        "    result = run_fdl(['config', 'show'])\n"
+        "    assert 'aliases expand' not in result.output\n"
+        "def test_b(run_fdl):\n"
+        "    result = run_fdl(['config', 'show'])\n"
+        "    assert result.exit_code == 0 and 'x' not in result.output\n"
+        "def test_c(value):\n"
+        "    assert value is None\n"
+    )
+    shown = (
+        "def test_d(run_fdl):\n"
+        "    result = run_fdl(['config', 'show'])\n"
+        "    assert result.exit_code == 0\n"
+        "    assert 'a: 1' in result.stdout\n"
+        "    assert 'aliases expand' not in result.output\n"
+    )
+    assert negative_only(caught) == ["test_a", "test_b", "test_c"]
+    assert negative_only(shown) == []
+
+
+def test_no_test_checks_only_an_absence() -> None:
+    found = []
+    scanned = 0
+    for path in sorted(TESTS.rglob("test_*.py")):
+        scanned += 1
+        for name in negative_only(path.read_text(encoding="utf-8")):
+            key = f"{path.relative_to(TESTS).as_posix()}::{name}"
+            if key not in ABSENCE_IS_THE_ANSWER:
+                found.append(key)
+    assert scanned > 100  # the suite was read
+    assert found == [], "show the positive result first (exit 0 and the value), then the absence"
+
+
+def test_every_exception_still_exists() -> None:
+    """An exception for a test since renamed or fixed is taken out of the list."""
+    still = set()
+    for path in sorted(TESTS.rglob("test_*.py")):
+        for name in negative_only(path.read_text(encoding="utf-8")):
+            still.add(f"{path.relative_to(TESTS).as_posix()}::{name}")
+    assert set(ABSENCE_IS_THE_ANSWER) - still == set()
