@@ -305,3 +305,27 @@ def test_a_pin_that_is_no_bounded_ascii_version_is_no_version(pin: str) -> None:
     with pytest.raises(ValueError, match="not a version"):
         version_key(pin)
     assert version_key("2.10.0+cu130") == (2, 10, 0) and version_key("v12.8") == (12, 8)
+
+
+def test_version_py_of_70000_annotation_lines_is_read_in_one_pass() -> None:
+    """Issue 42, 6: ``a:`` on 70,000 lines met a regex tried against every line after each
+    one (minutes); read line by line it takes milliseconds. The bound (60 s, in a child
+    process so a regression cannot hang the suite) is far from either."""
+    import subprocess
+    import sys
+
+    code = (
+        "from fdl.libtorch.sources._wheel import parse_version_py\n"
+        "print(parse_version_py('a:\\n' * 70000))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "{}"
+
+
+def test_an_annotation_never_reaches_into_the_next_line() -> None:
+    from fdl.libtorch.sources._wheel import parse_version_py
+
+    text = "a:\nb: str\ncuda: Optional[str] = '12.8'\ngit_version = 'abc'\n"
+    assert parse_version_py(text) == {"cuda": "12.8", "git_version": "abc"}
