@@ -188,14 +188,18 @@ class _CopyFailed(Exception):
         self.error = error
 
 
-def copy_tree(source: Path, destination: Path) -> None:
+def copy_tree(source: Path, destination: Path, *, links_inside: bool = False) -> None:
     """Copy a tree (symlinks as symlinks), stopping at the first failure.
 
     A FIFO, a socket or a device in the tree is refused before anything is copied:
-    copying one would block (a FIFO) or never end (``/dev/zero``).
+    copying one would block (a FIFO) or never end (``/dev/zero``). With ``links_inside``
+    (a tree fdl did not make, such as an installed torch), so is a link that leads out of
+    ``source`` (to ``/etc/passwd``, to ``/``): the copy would carry it into a variant that
+    may be pushed.
 
     Raises:
         UsageError: the tree holds such a file (named, with the fix).
+        EnvironmentProblem: a link leads out of the tree (with ``links_inside``).
         OSError: the first file that could not be copied, with its errno (ENOSPC...).
     """
     import shutil
@@ -209,6 +213,16 @@ def copy_tree(source: Path, destination: Path) -> None:
             f"{path} is {kind}, not a file, directory or link: fdl copies {source} only "
             "when it holds nothing else",
             hint=f"remove it from {source} (or copy the tree without it) and run again",
+        )
+    outside = _link_out(source) if links_inside else None
+    if outside is not None:
+        from fdl.errors import EnvironmentProblem
+
+        link, target = outside
+        raise EnvironmentProblem(
+            f"{link} is a link to {target}, outside {source}: fdl does not copy it into a "
+            "variant (nothing was installed)",
+            hint=f"remove the link, or reinstall the package that holds {source}",
         )
 
     def copy(src: str, dst: str) -> object:
@@ -234,6 +248,20 @@ def _special_file(root: Path) -> tuple[Path, str] | None:
                 continue
             if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
                 return path, _kind(mode)
+    return None
+
+
+def _link_out(root: Path) -> tuple[Path, str] | None:
+    """The first link under ``root`` whose target (resolved) is not under ``root``."""
+    inside = os.path.realpath(root)
+    for directory, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            path = Path(directory) / name
+            if not path.is_symlink():
+                continue
+            target = os.path.realpath(path)
+            if os.path.commonpath([inside, target]) != inside:
+                return path, target
     return None
 
 

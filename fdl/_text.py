@@ -8,7 +8,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["did_you_mean", "hide_credentials", "plural", "printable"]
+__all__ = [
+    "did_you_mean",
+    "hide_credentials",
+    "plural",
+    "printable",
+    "public_url",
+    "terminal_text",
+]
 
 
 def did_you_mean(word: str, options: Sequence[str]) -> str | None:
@@ -55,3 +62,37 @@ def hide_credentials(text: str, *, words: bool = True) -> str:
     helper's output, an address the user typed."""
     text = _USERINFO.sub(r"\1***@", text)
     return _TOKEN_WORD.sub("***", text) if words else text
+
+
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@'\"<>]*@")
+
+
+def public_url(text: str) -> str:
+    """``text`` with the user info of every URL in it hidden (``http://user:token@host/``
+    becomes ``http://***@host/``): the one rule for what fdl prints, records (variant.json)
+    or pushes, so an index URL's credentials (``PIP_INDEX_URL``) stay where they were given."""
+    if "@" not in text or "://" not in text:
+        return text
+    return _URL_USERINFO.sub(r"\1***@", text)
+
+
+# What a message line may carry to a terminal besides printable text: line breaks, tabs, and
+# the colour codes (SGR: ESC [ digits m) fdl's console styles messages with.
+_NOT_FOR_A_TERMINAL = re.compile(
+    "\x1b(?!\\[[0-9;]*m)|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def terminal_text(text: str) -> str:
+    """A message for the terminal as fdl writes it (the console's rule, whatever the
+    message quotes from outside): every control character but a line break, a tab and a
+    colour code shown as an escape (``\\x1b]0;title``, ``\\r``, bidi controls), so no
+    text from an index, a cache or a manifest moves the cursor, clears the screen, sets
+    the title or a hyperlink, or hides what follows it. Text fdl did not write should
+    still go through :func:`printable` where it is put into a message: that also keeps it
+    on one line and short."""
+    if text.isprintable():
+        return text
+    return _NOT_FOR_A_TERMINAL.sub(
+        lambda m: m.group().encode("unicode_escape").decode("ascii"), text
+    )

@@ -199,13 +199,26 @@ class CommandFailed(FdlError):
         self.log_file = log_file
 
 
-class Interrupted(FdlError):
-    """The user pressed Ctrl-C (or the process got SIGINT/SIGTERM)."""
+class Interrupted(BaseException):
+    """The user pressed Ctrl-C (or the process got SIGINT/SIGTERM).
 
-    exit_code = ExitCode.INTERRUPTED
+    Not an :class:`FdlError`, nor an ``Exception``: a signal is never a failure that an
+    ``except FdlError`` (or ``except Exception``) around a probe or a fallback takes for a
+    miss and goes on after (issue 42: setup's look at the installed torch turned SIGTERM
+    into exit 5). It unwinds like ``KeyboardInterrupt`` (``finally`` blocks run) and the
+    CLI exits 130 (143 for :class:`Terminated`). It carries FdlError's attributes, so it
+    is reported the same way.
+    """
+
+    exit_code: ExitCode = ExitCode.INTERRUPTED
+    hint: str | None = None
+    location: Location | None = None
+    details: str | None = None
+    verbose_details: str | None = None
 
     def __init__(self, message: str = "interrupted") -> None:
         super().__init__(message)
+        self.message = message
 
 
 class Terminated(Interrupted):

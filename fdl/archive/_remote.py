@@ -222,15 +222,17 @@ def _member_bytes(label: str, handle: BinaryIO, at: int, member: ZipMember) -> I
         if not piece:
             raise _bad(label, f"{member.name} ends {left} bytes early")
         left -= len(piece)
-        try:
-            out = inflate.decompress(piece) if inflate is not None else piece
-        except zlib.error as exc:
-            raise _bad(label, f"{member.name} does not inflate: {exc}") from None
-        size += len(out)
-        if size > member.size:
-            raise _bad(label, f"{member.name} inflates past its {member.size} bytes")
-        crc = zlib.crc32(out, crc)
-        yield out
+        while piece:
+            try:  # never more than the size declared, and one byte: a bomb stops there
+                out = inflate.decompress(piece, member.size - size + 1) if inflate else piece
+            except zlib.error as exc:
+                raise _bad(label, f"{member.name} does not inflate: {exc}") from None
+            piece = inflate.unconsumed_tail if inflate is not None else b""
+            size += len(out)
+            if size > member.size:
+                raise _bad(label, f"{member.name} inflates past its {member.size} bytes")
+            crc = zlib.crc32(out, crc)
+            yield out
     if inflate is not None:
         rest = inflate.flush()
         size += len(rest)

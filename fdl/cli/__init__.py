@@ -112,7 +112,7 @@ def _main(args: list[str], *, own_process: bool) -> int:
         finally:
             signal.signal(signal.SIGINT, previous[0])
             signal.signal(signal.SIGTERM, previous[1])
-    except FdlError as error:
+    except (FdlError, Interrupted) as error:
         if _wants_json(rest):
             console.json({"error": error_json(error)})
         return report(console, error)
@@ -199,7 +199,7 @@ def try_fast_path(options: GlobalOptions, rest: list[str], console: Console) -> 
 MAX_LISTED = 20
 
 
-def _one(console: Console, error: FdlError) -> None:
+def _one(console: Console, error: FdlError | Interrupted) -> None:
     console.error(str(error))
     if error.details:
         for line in error.details.strip("\n").splitlines():
@@ -215,7 +215,7 @@ def _one(console: Console, error: FdlError) -> None:
         console.line("  (run again with -v for the tool's own output)")
 
 
-def report(console: Console, error: FdlError) -> int:
+def report(console: Console, error: FdlError | Interrupted) -> int:
     """Print ``error`` (what, where, how to fix) and return its exit code."""
     if isinstance(error, ManifestErrors):
         for item in error.errors[:MAX_LISTED]:
@@ -249,7 +249,7 @@ def _wants_json(rest: list[str]) -> bool:
     return "--json" in own
 
 
-def error_json(error: FdlError) -> dict[str, object]:
+def error_json(error: FdlError | Interrupted) -> dict[str, object]:
     """An error as data: what scripts reading ``--json`` get when the command is refused."""
     if isinstance(error, ManifestErrors):
         return {
@@ -271,8 +271,8 @@ def error_json(error: FdlError) -> dict[str, object]:
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
-    # An FdlError rather than KeyboardInterrupt: click would turn the latter
-    # into "Aborted!" with exit status 1.
+    # Interrupted rather than KeyboardInterrupt: click would turn the latter into
+    # "Aborted!" with exit status 1. Never an FdlError (fdl.errors.Interrupted).
     raise Interrupted()
 
 

@@ -30,8 +30,10 @@ _PLACEHOLDERS = {"int": "N", "float": "X", "path": "PATH", "bool": ""}
 
 
 def _rows(rows: list[tuple[str, str]], indent: int = 2) -> list[str]:
+    from fdl.manifest import shown_text  # a token-shaped description masked
+
     width = max((len(left) for left, _ in rows), default=0) + 2
-    return [f"{' ' * indent}{left:<{width}}{right}".rstrip() for left, right in rows]
+    return [f"{' ' * indent}{left:<{width}}{shown_text(right)}".rstrip() for left, right in rows]
 
 
 def _title(invocation: Invocation, subs: list[str], shown: CommandSchema) -> str:
@@ -47,7 +49,9 @@ def _title(invocation: Invocation, subs: list[str], shown: CommandSchema) -> str
         description = resolution.spec.get("description")
     if description is None and shown.description:
         description = printable(shown.description)
-    return f"fdl {resolution.name}" + (f" - {description}" if description else "")
+    from fdl.manifest import shown_text
+
+    return f"fdl {resolution.name}" + (f" - {shown_text(description)}" if description else "")
 
 
 def _entry_commands(schema: CommandSchema, base: str) -> list[str]:

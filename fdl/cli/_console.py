@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import sys
 
+from fdl._text import public_url, terminal_text
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -31,6 +33,7 @@ def wants_color(stream: TextIO, no_color: bool, environ: Mapping[str, str]) -> b
 
 class Console:
     """Where the CLI writes. The core never prints; it returns values or reports progress.
+    Every URL's user info is hidden on the way out (:func:`fdl._text.public_url`).
 
     Args:
         verbosity: 0 quiet, 1 normal, 2+ verbose.
@@ -49,6 +52,13 @@ class Console:
         self.stdout = stdout or sys.stdout
         self.stderr = stderr or sys.stderr
         self._notes_said: set[str] = set()
+        self._out_terminal: bool | None = None  # stdout is a terminal (asked once)
+
+    @staticmethod
+    def shown(text: str) -> str:
+        """``text`` as a message line reaches the terminal: no URL's user info, no control
+        character but line breaks, tabs and colour codes (:func:`terminal_text`)."""
+        return terminal_text(public_url(text))
 
     def style(self, text: str, *styles: str) -> str:
         """``text`` wrapped in ANSI styles when colour is on."""
@@ -59,7 +69,13 @@ class Console:
 
     def out(self, text: str = "", end: str = "\n") -> None:
         """Write data (what scripts consume) to stdout."""
-        self.stdout.write(text + end)
+        if self._out_terminal is None:
+            isatty = getattr(self.stdout, "isatty", None)
+            self._out_terminal = bool(isatty and isatty())
+        # data piped on is left as it is (a --dry-run script piped into sh); on a terminal,
+        # the terminal's rule applies to it as to messages
+        shown = self.shown(text) if self._out_terminal else public_url(text)
+        self.stdout.write(shown + end)
         self.stdout.flush()
 
     def json(self, data: Any) -> None:
@@ -71,13 +87,13 @@ class Console:
     def info(self, text: str) -> None:
         """A progress or status message (hidden with -q)."""
         if self.verbosity >= 1:
-            self.stderr.write(text + "\n")
+            self.stderr.write(self.shown(text) + "\n")
             self.stderr.flush()
 
     def debug(self, text: str) -> None:
         """A detail shown with -v."""
         if self.verbosity >= 2:
-            self.stderr.write(self.style(text, "dim") + "\n")
+            self.stderr.write(self.style(self.shown(text), "dim") + "\n")
 
     def note(self, text: str, *, once_key: str | None = None) -> None:
         """A ``note:`` line on stderr; with ``once_key``, said at most once."""
@@ -86,20 +102,20 @@ class Console:
                 return
             self._notes_said.add(once_key)
         if self.verbosity >= 1:
-            self.stderr.write(f"{self.style('note:', 'cyan')} {text}\n")
+            self.stderr.write(f"{self.style('note:', 'cyan')} {self.shown(text)}\n")
 
     def warn(self, text: str) -> None:
         """A ``warning:`` line on stderr (shown even with -q)."""
-        self.stderr.write(f"{self.style('warning:', 'yellow', 'bold')} {text}\n")
+        self.stderr.write(f"{self.style('warning:', 'yellow', 'bold')} {self.shown(text)}\n")
 
     def error(self, text: str) -> None:
         """An ``error:`` line on stderr."""
-        self.stderr.write(f"{self.style('error:', 'red', 'bold')} {text}\n")
+        self.stderr.write(f"{self.style('error:', 'red', 'bold')} {self.shown(text)}\n")
         self.stderr.flush()
 
     def line(self, text: str) -> None:
         """A raw line on stderr (continuations of errors and notes)."""
-        self.stderr.write(text + "\n")
+        self.stderr.write(self.shown(text) + "\n")
 
 
 def from_environment(

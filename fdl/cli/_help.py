@@ -16,8 +16,10 @@ __all__ = ["render_top_help"]
 
 
 def _rows(rows: list[tuple[str, str]], indent: int = 2) -> list[str]:
+    from fdl.manifest import shown_text  # a token-shaped description masked
+
     width = max((len(left) for left, _ in rows), default=0) + 2
-    return [f"{' ' * indent}{left:<{width}}{right}".rstrip() for left, right in rows]
+    return [f"{' ' * indent}{left:<{width}}{shown_text(right)}".rstrip() for left, right in rows]
 
 
 def _here_rows(session: Session, manifest: Manifest) -> list[str]:

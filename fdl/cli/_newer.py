@@ -71,14 +71,16 @@ def newest_on_pypi(
 
     try:
         kept = read_json((read_small_text(cache) or "{}").encode())
-    except ValueError:  # not text fdl wrote
+    except (ValueError, OSError):  # not text fdl wrote, a FIFO, a device: a miss
         kept = None
     if isinstance(kept, dict) and kept.get("checked_on") == today.isoformat():
         newest = kept.get("newest")
-        return str(newest) if newest else None
+        if newest is None or _release(newest) is not None:  # else damaged: asked again
+            return _release(newest)
     try:
         project = read_json(fetch(f"{pypi}/torch/json"))  # None: malformed, or too deep
         newest = newest_release(project, pypi) if isinstance(project, dict) else None
+        newest = _release(newest)
     except (FdlError, ValueError):
         newest = None
     try:
@@ -87,6 +89,21 @@ def newest_on_pypi(
     except OSError:
         pass  # a read-only cache: asked again next time, no error
     return newest
+
+
+def _release(value: object) -> str | None:
+    """``value`` when it is a release fdl can compare (a bounded version, from a cache or
+    PyPI), else None."""
+    from fdl._grammar import FACTS
+    from fdl.compat import version_key
+
+    if not isinstance(value, str) or FACTS["torch-version"].first_refused(value) is not None:
+        return None
+    try:
+        version_key(value)
+    except ValueError:
+        return None
+    return value
 
 
 def newer_release_note(

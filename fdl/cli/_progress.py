@@ -55,6 +55,7 @@ class ProgressLine:
         if self._tty:
             if not force and self._last_print is not None and now - self._last_print < 0.1:
                 return
+            text = self.console.shown(text)
             pad = max(self._width - len(text), 0)
             self.console.stderr.write("\r" + text + " " * pad)
             self.console.stderr.flush()
@@ -66,7 +67,7 @@ class ProgressLine:
                 and now - self._last_print < self.interval
             ):
                 return
-            self.console.stderr.write(text + "\n")
+            self.console.stderr.write(self.console.shown(text) + "\n")
             self.console.stderr.flush()
         self._last_print = now
 

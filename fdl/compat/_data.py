@@ -30,7 +30,7 @@ TABLES = (
     "nccl",
 )
 
-_VERSION = re.compile(r"^v?(\d+(?:\.\d+)*)")
+_VERSION = re.compile(r"^v?([0-9]{1,18}(?:\.[0-9]{1,18})*)(?!\.?\d)")  # ASCII, bounded (issue 42)
 
 
 class CompatDataError(RuntimeError):

@@ -385,7 +385,15 @@ def learned_release(version: str) -> Release | None:
     from fdl._files import read_small_text
 
     path = learned_path(version)
-    text = read_small_text(path)
+    try:
+        text = read_small_text(path)
+    except OSError as exc:  # a FIFO, a device, a directory: not a file fdl wrote
+        from fdl._files import reason_of
+
+        raise UsageError(
+            f"{path}: {reason_of(exc)}, not the facts of a torch release as fdl keeps them",
+            hint=f"remove it and read them again: python -m fdl.refresh learn {version}",
+        ) from None
     if text is None:
         return None
     try:
@@ -413,7 +421,14 @@ def learned_release(version: str) -> Release | None:
                 "not from fdl's reviewed tables"
             ),
         )
-    except (ValueError, KeyError, TypeError, RecursionError, CompatDataError) as exc:
+    except (
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,  # a variant that is no mapping ("variants": [1, 2])
+        RecursionError,
+        CompatDataError,
+    ) as exc:
         raise UsageError(
             f"{path}: not the facts of a torch release as fdl keeps them ({exc})",
             hint=f"read them again: python -m fdl.refresh learn {version}",

@@ -18,7 +18,7 @@ from fdl.runner import Runner
 __all__ = ["HELPER_TIMEOUT_ENV", "docker_config_path", "registry_credentials"]
 
 HELPER_TIMEOUT_ENV = "FDL_CREDENTIAL_HELPER_TIMEOUT"
-_HELPER_TIMEOUT = 60.0
+_HELPER_TIMEOUT = 15.0  # a helper that has not answered by then is waiting for a person
 # A helper's answer is a small JSON object; more is not credentials.
 _HELPER_OUTPUT = 64 << 10
 

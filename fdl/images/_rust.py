@@ -117,15 +117,27 @@ class HostRust:
 
 
 def rust_pin(directory: Path) -> RustPin | None:
-    """The Rust the crate in ``directory`` asks for (None: any)."""
-    from fdl._files import load_toml
+    """The Rust the crate in ``directory`` asks for (None: any).
+
+    Raises:
+        EnvironmentProblem: ``rust-toolchain.toml`` or ``Cargo.toml`` is a FIFO, a device
+            or a directory (reading it, here or by rustup and cargo, would never end).
+    """
+    from fdl._files import NotARegularFile, load_toml, read_small_text
 
     for name, table, key in (
         ("rust-toolchain.toml", "toolchain", "channel"),
         ("Cargo.toml", "package", "rust-version"),
     ):
         try:
-            data = load_toml((directory / name).read_text(encoding="utf-8"))
+            data = load_toml(read_small_text(directory / name, limit=1 << 22) or "")
+        except NotARegularFile as exc:
+            if not exc.reason.endswith("not a file"):  # too large, not UTF-8: no pin read
+                continue
+            raise EnvironmentProblem(
+                f"{exc.path} {exc.reason}: rustup and cargo would wait on it forever",
+                hint=f"replace {exc.path} with the file it should be, or remove it",
+            ) from None
         except (OSError, ValueError):
             continue  # missing or unreadable: `fdl diagnose` reports a broken file
         section = data.get(table)

@@ -94,12 +94,20 @@ class SetupPlan:
     alternatives: tuple[str, ...] = ()
     python: str | None = None
 
+    @property
+    def command_line(self) -> str:
+        """The command as a shell reads it back (a ``--python`` path with a space or a
+        ``$`` quoted: it is shown to be pasted)."""
+        import shlex
+
+        return shlex.join(self.command)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "action": self.action,
             "reason": self.reason,
             "variant": self.variant,
-            "command": " ".join(self.command),
+            "command": self.command_line,
             "alternatives": list(self.alternatives),
             "python": self.python,
             "selection": self.selection.to_json(),
@@ -400,7 +408,7 @@ def prefer_installed(plan: SetupPlan, installed: WheelSource | None) -> SetupPla
     python = str(installed.extra.get("python") or "")
     if not python:
         return plan
-    instead = (f"{' '.join(plan.command)}   (a download: {plan.reason})",) if plan.command else ()
+    instead = (f"{plan.command_line}   (a download: {plan.reason})",) if plan.command else ()
     return SetupPlan(
         "wheel",
         f"{selection.reason}; torch {installed.version} is installed for {python}: copied "
@@ -418,9 +426,7 @@ def prefer_shared(plan: SetupPlan, match: SharedMatch | None) -> SetupPlan:
     if match is None or plan.action in ("keep", "activate"):
         return plan
     instead = (
-        (f"{' '.join(plan.command)}   (without the registry: {plan.reason})",)
-        if plan.command
-        else ()
+        (f"{plan.command_line}   (without the registry: {plan.reason})",) if plan.command else ()
     )
     return SetupPlan(
         "pull",
@@ -488,7 +494,7 @@ def run_setup(
     if plan.action not in ("download", "wheel"):
         raise UsageError(
             f"a {plan.action!r} setup plan has nothing to carry out",
-            hint=" ".join(plan.command) or "nothing to do",
+            hint=plan.command_line or "nothing to do",
         )
 
     def wheel() -> InstallResult:

@@ -417,13 +417,15 @@ def now_iso() -> str:
 
 
 def write_info(directory: Path, info: VariantInfo) -> None:
-    """Write ``variant.json`` and ``.arch`` into a variant directory."""
+    """Write ``variant.json`` and ``.arch`` into a variant directory; the user info of
+    every URL in them hidden (an index URL's token is never recorded, so never pushed)."""
+    from fdl._text import public_url
+
     if not info.installed_at:
         info.installed_at = now_iso()
-    atomic_write_text(
-        directory / INFO_FILE, json.dumps(info.to_json(), indent=2, sort_keys=True) + "\n"
-    )
-    atomic_write_text(directory / ARCH_FILE, info.arch_file())
+    text = json.dumps(info.to_json(), indent=2, sort_keys=True) + "\n"
+    atomic_write_text(directory / INFO_FILE, public_url(text))
+    atomic_write_text(directory / ARCH_FILE, public_url(info.arch_file()))
 
 
 def _parse_arch_file(text: str) -> dict[str, str]:

@@ -38,7 +38,14 @@ from fdl.manifest._manifest import (
     split_key,
 )
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode, node_at
-from fdl.manifest._secrets import MASK, is_secret_key, is_secret_node, redact, token_kind
+from fdl.manifest._secrets import (
+    MASK,
+    is_secret_key,
+    is_secret_node,
+    redact,
+    shown_text,
+    token_kind,
+)
 
 __all__ = [
     "BASE_NAMES",
@@ -73,6 +80,7 @@ __all__ = [
     "parse_text",
     "read_layer",
     "redact",
+    "shown_text",
     "split_key",
     "token_kind",
     "value_layer",

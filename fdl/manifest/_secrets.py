@@ -119,6 +119,12 @@ def token_kind(value: str) -> str | None:
     return None
 
 
+def shown_text(text: str) -> str:
+    """``text`` as help and listings show a manifest's words (a description, a ``run``):
+    the mask when it has a token shape, as ``config show`` prints it."""
+    return MASK if token_kind(text) is not None else text
+
+
 def looks_secret(value: object) -> bool:
     """True when ``value`` (a string, or a list or mapping holding one) has a token shape."""
     if isinstance(value, str):

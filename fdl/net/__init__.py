@@ -20,7 +20,7 @@ from __future__ import annotations
 from fdl.net._deadline import DEADLINE_ENV, net_deadline
 from fdl.net._download import download
 from fdl.net._errors import ChecksumMismatch, NotFound, RetriesExhausted, SizeMismatch
-from fdl.net._index import PYPI_SIMPLE, IndexFile, default_index, index_files
+from fdl.net._index import PYPI_SIMPLE, IndexFile, default_index, file_link, index_files
 from fdl.net._limits import (
     MAX_BODY,
     MAX_LAYER,
@@ -64,6 +64,7 @@ __all__ = [
     "default_user_agent",
     "download",
     "fetch_range",
+    "file_link",
     "file_url_path",
     "index_files",
     "is_digest",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from fdl._files import file_sha256
+from fdl._grammar import count
 from fdl.errors import EnvironmentProblem, NetworkError
 from fdl.locking import FileLock
 from fdl.net._deadline import DEFAULT_DEADLINE, deadline_error, net_deadline
@@ -305,7 +306,7 @@ class _Transfer:
             self.spliced = False
         length = response.header("Content-Length")
         encoded = self._encoded(response)
-        total = int(length) if length and length.isdigit() and not encoded else None
+        total = count(length) if not encoded else None
         self._note_first(0)
         self._set_total(total)
         self.resumable = not encoded

@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 from fdl.errors import NetworkError
 from fdl.net._deadline import net_deadline
@@ -26,7 +27,14 @@ from fdl.net._transport import (
     open_transport,
 )
 
-__all__ = ["PYPI_SIMPLE", "IndexFile", "default_index", "index_files", "parse_index_page"]
+__all__ = [
+    "PYPI_SIMPLE",
+    "IndexFile",
+    "default_index",
+    "file_link",
+    "index_files",
+    "parse_index_page",
+]
 
 PYPI_SIMPLE = "https://pypi.org/simple/"
 MAX_PAGE = 32 << 20  # torch's page is ~0.4 MB
@@ -96,12 +104,19 @@ def index_files(project: str, index_url: str | None = None) -> list[IndexFile]:
                 "(--index-url, $PIP_INDEX_URL)",
             )
         body = bytearray()
+        overall = time.monotonic() + deadline  # a drip ends too, not only a silence
         try:
             for chunk in response.chunks(1 << 16):
                 body += chunk
                 if len(body) > MAX_PAGE:
                     raise NetworkError(
                         f"{url}: a page over {MAX_PAGE >> 20} MiB, not read", hint=_NOT_AN_INDEX
+                    )
+                if time.monotonic() > overall:
+                    raise NetworkError(
+                        f"reading {url} took longer than {deadline:g} s ({len(body)} bytes came)",
+                        hint="run the same command again; to wait longer, set "
+                        "FDL_NET_DEADLINE=SECONDS",
                     )
         except Transient as exc:
             raise NetworkError(
@@ -129,9 +144,28 @@ def parse_index_page(body: bytes, content_type: str, page_url: str) -> list[Inde
     if not parser.files and "<a" not in text.lower():
         raise NetworkError(f"{page_url} is not a package index page", hint=_NOT_AN_INDEX)
     return [
-        IndexFile(f.filename, urljoin(page_url, f.url), f.sha256, None, f.requires_python, f.yanked)
+        IndexFile(f.filename, link, f.sha256, None, f.requires_python, f.yanked)
         for f in parser.files
+        if (link := file_link(page_url, f.url)) is not None
     ]
+
+
+def file_link(page_url: str, url: str) -> str | None:
+    """Where a page's file link points, or None for a link fdl does not follow: one that
+    is no URL (a broken bracketed host), another scheme than the page's (a remote page
+    naming ``file://`` never makes fdl read this machine's files; ``ftp://``), or one
+    longer than any index writes. The rule for every link an index page gives."""
+    if len(url) > 8192:
+        return None
+    try:
+        link = urljoin(page_url, url)
+        scheme, page_scheme = urlsplit(link).scheme.lower(), urlsplit(page_url).scheme.lower()
+        urlsplit(link).port  # noqa: B018 (a port that is no number raises here)
+    except ValueError:
+        return None
+    if page_scheme == "file":
+        return link if scheme in ("file", "http", "https") else None
+    return link if scheme in ("http", "https") else None
 
 
 def _from_json(text: str, page_url: str) -> list[IndexFile]:
@@ -149,6 +183,9 @@ def _from_json(text: str, page_url: str) -> list[IndexFile]:
         name, url = item.get("filename"), item.get("url")
         if not isinstance(name, str) or not isinstance(url, str):
             continue
+        link = file_link(page_url, url)
+        if link is None:
+            continue
         hashes = item.get("hashes")
         digest = hashes.get("sha256") if isinstance(hashes, dict) else None
         size = item.get("size")
@@ -156,7 +193,7 @@ def _from_json(text: str, page_url: str) -> list[IndexFile]:
         found.append(
             IndexFile(
                 name,
-                urljoin(page_url, url),
+                link,
                 digest if isinstance(digest, str) and _HEX64.fullmatch(digest) else None,
                 size if isinstance(size, int) and size >= 0 else None,
                 python if isinstance(python, str) else None,

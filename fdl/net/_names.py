@@ -84,8 +84,13 @@ def next_page(link: str, page: str) -> str | None:
     match = re.search(r'<([^>]+)>\s*;\s*rel="?next"?', link[:4096])
     if match is None:
         return None
-    target = urljoin(page, match.group(1))
-    return target if urlsplit(target).scheme in ("http", "https") else None
+    try:  # a broken bracketed host ("http://[x") or port is no next page (was exit 70)
+        target = urljoin(page, match.group(1))
+        scheme = urlsplit(target).scheme
+        urlsplit(target).port  # noqa: B018 (raises on a port that is no number)
+    except ValueError:
+        return None
+    return target if scheme in ("http", "https") else None
 
 
 def origin(url: str) -> str:

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
+from fdl._grammar import count
 from fdl.errors import NetworkError
-from fdl.net._deadline import net_deadline
+from fdl.net._deadline import DEADLINE_ENV, net_deadline
 from fdl.net._results import Progress, ProgressCallback, RateMeter
 from fdl.net._retry import RetryPolicy
 from fdl.net._transport import Fatal, Transient, default_user_agent, open_transport
@@ -43,6 +44,28 @@ def read_range(
         transport.close()
 
 
+# A server that ignores Range answers 200 with the whole file (or an endless body): read
+# that far and no further. The files read whole this way are a wheel's tail, METADATA,
+# RECORD; a whole wheel is hundreds of MB.
+WHOLE_MAX = 32 << 20
+
+
+def _body(response: object, url: str, limit: int, overall: float) -> bytes:
+    """The body, at most ``limit`` bytes, within ``overall`` (a time.monotonic() instant):
+    a drip of a byte a second ends too, not only a silence."""
+    data = bytearray()
+    for chunk in response.chunks(1 << 16):  # type: ignore[attr-defined]
+        data += chunk
+        if len(data) >= limit:
+            break
+        if time.monotonic() > overall:
+            raise NetworkError(
+                f"reading {url} took longer than {net_deadline():g} s ({len(data)} bytes came)",
+                hint=f"run the same command again; to wait longer, set {DEADLINE_ENV}=SECONDS",
+            )
+    return bytes(data)
+
+
 def _read(transport: object, url: str, start: int, length: int | None) -> tuple[bytes, int]:
     # a bounded range: an open one (bytes=N-) has the server send the rest of the file,
     # hundreds of MB of a wheel, until the connection is dropped
@@ -55,8 +78,15 @@ def _read(transport: object, url: str, start: int, length: int | None) -> tuple[
     except Fatal as exc:
         raise NetworkError(f"cannot read {url}: {exc}", hint=exc.hint) from None
     try:
+        overall = time.monotonic() + net_deadline()
         if response.status == 200 and start == 0:  # no range support: the whole body
-            whole = b"".join(response.chunks(1 << 16))
+            whole = _body(response, url, WHOLE_MAX + 1, overall)
+            if len(whole) > WHOLE_MAX:
+                raise NetworkError(
+                    f"{url} ignores Range requests and sends more than {WHOLE_MAX >> 20} MiB: "
+                    "not read",
+                    hint="the server must support HTTP Range (PyPI's file host does)",
+                )
             return (whole if length is None else whole[:length]), len(whole)
         if response.status != 206:
             raise NetworkError(
@@ -65,18 +95,16 @@ def _read(transport: object, url: str, start: int, length: int | None) -> tuple[
             )
         announced = str(response.header("Content-Range") or "")
         total_text = announced.rsplit("/", 1)[-1]
-        if not announced.startswith(f"bytes {start}-") or not total_text.isdigit():
+        total = count(total_text)
+        if not announced.startswith(f"bytes {start}-") or total is None:
             raise NetworkError(
                 f"{url} sent the range {announced!r}, not bytes {start}-{last}",
                 hint="the server must support HTTP Range (PyPI's file host does)",
             )
-        total = int(total_text)
-        data = bytearray()
-        for chunk in response.chunks(1 << 16):
-            data += chunk
-            if length is not None and len(data) >= length:
-                break
-        return bytes(data if length is None else data[:length]), total
+        data = _body(response, url, WHOLE_MAX + 1 if length is None else length, overall)
+        if length is None and len(data) > WHOLE_MAX:
+            raise NetworkError(f"{url} sends more than {WHOLE_MAX >> 20} MiB for a range: not read")
+        return data[:length] if length is not None else data, total
     except Transient as exc:
         raise NetworkError(
             f"reading {url} broke off: {exc}", hint="run the same command again"

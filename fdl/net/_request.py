@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from fdl._grammar import count
 from fdl.errors import NetworkError
 from fdl.net._errors import ChecksumMismatch, NotFound, RetriesExhausted, SizeMismatch
 from fdl.net._results import ProgressCallback
@@ -24,10 +25,11 @@ def content_range(value: str | None) -> tuple[int | None, int | None, int | None
     if not value or not value.startswith("bytes "):
         return None, None, None
     span, _, total_text = value[len("bytes ") :].partition("/")
-    total = int(total_text) if total_text.strip().isdigit() else None
+    total = count(total_text)
     first, dash, last = span.partition("-")
-    if dash and first.strip().isdigit() and last.strip().isdigit():
-        return int(first), int(last), total
+    start, end = count(first), count(last)
+    if dash and start is not None and end is not None:
+        return start, end, total
     return None, None, total
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from fdl._grammar import count
+
 __all__ = ["RETRY_STATUSES", "RetryPolicy", "is_retryable_status", "parse_retry_after"]
 
 # 408 Request Timeout and 429 Too Many Requests are the only 4xx worth repeating.
@@ -70,8 +72,9 @@ def parse_retry_after(value: str | None) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
-        return float(value)
+    seconds = count(value)
+    if seconds is not None:
+        return float(seconds)
     from email.utils import parsedate_to_datetime
 
     try:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fdl._text import printable
 from fdl.errors import NetworkError
 from fdl.net import read_json
 from fdl.refresh import _patch
@@ -214,7 +215,9 @@ def _torch(
         if floor != rel.source.python_min:
             item = floors[floor]
             source = (
-                f"Requires-Python of torch {item.version}'s wheels is {item.requires_python} "
+                # PyPI's text into a YAML comment of the tables: one line (fdl._text.printable)
+                f"Requires-Python of torch {item.version}'s wheels is "
+                f"{printable(item.requires_python or '', 120)} "
                 f"and it publishes {tags_text(item.python_tags)} "
                 f"({pypi}/torch/json, {today}; it was {rel.source.python_min} here)"
             )

@@ -30,8 +30,20 @@ def wheel_metadata(url: str, read: ReadRange) -> str:
             the end (:func:`fdl.net.read_range`).
 
     Raises:
-        NetworkError: the wheel cannot be read, or holds no METADATA.
+        NetworkError: the wheel cannot be read, is no zip (truncated structures, bad
+            deflate data), or holds no METADATA, or one over 1 MiB (declared or inflated).
     """
+    try:
+        return _metadata(url, read)
+    except (struct.error, zlib.error, IndexError, UnicodeError) as exc:
+        raise NetworkError(
+            f"{url}: not a wheel fdl can read ({type(exc).__name__}: {exc})",
+            hint="run the same command again; if it fails the same way, the index serves a "
+            "damaged or crafted wheel",
+        ) from None
+
+
+def _metadata(url: str, read: ReadRange) -> str:
     tail, _total = read(url, -(1 << 16), None)
     at = tail.rfind(_EOCD)
     if at < 0:
@@ -42,10 +54,12 @@ def wheel_metadata(url: str, read: ReadRange) -> str:
         record = struct.unpack("<Q", tail[locator + 8 : locator + 16])[0]
         zip64, _ = read(url, record, 56)
         size, offset = struct.unpack("<QQ", zip64[40:56])
+    if size > _DIRECTORY_MAX:  # a lie: torch's directory is under 2 MiB
+        raise NetworkError(f"{url}: a zip directory of {size} bytes, not read")
     directory, _ = read(url, offset, size)
     position = 0
     while directory.startswith(_CENTRAL, position):
-        method, _, _, crc, compressed, _, name_len, extra_len, comment_len = struct.unpack(
+        method, _, _, _crc, compressed, inflated, name_len, extra_len, comment_len = struct.unpack(
             "<HHHIIIHHH", directory[position + 10 : position + 34]
         )
         local = struct.unpack("<I", directory[position + 42 : position + 46])[0]
@@ -53,13 +67,23 @@ def wheel_metadata(url: str, read: ReadRange) -> str:
         position += 46 + name_len + extra_len + comment_len
         if not re.fullmatch(r"[^/]+\.dist-info/METADATA", name):
             continue
+        if max(compressed, inflated) > _METADATA_MAX:  # refused before a byte is inflated
+            raise NetworkError(f"{url}: a METADATA of {max(compressed, inflated)} bytes, not read")
         header, _ = read(url, local, 30)
         skip = 30 + sum(struct.unpack("<HH", header[26:30]))
         body, _ = read(url, local + skip, compressed)
-        text = zlib.decompress(body, -15) if method == 8 else body
-        del crc
+        if method != 8:
+            return body[:inflated].decode("utf-8", "replace")
+        inflater = zlib.decompressobj(-15)
+        text = inflater.decompress(body, inflated + 1)  # never more than it declared, and 1
+        if len(text) > inflated or inflater.unconsumed_tail:
+            raise NetworkError(f"{url}: its METADATA inflates beyond the {inflated} bytes declared")
         return text.decode("utf-8", "replace")
     raise NetworkError(f"{url}: the wheel holds no *.dist-info/METADATA")
+
+
+_DIRECTORY_MAX = 16 << 20
+_METADATA_MAX = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -120,20 +144,24 @@ def pypi_wheels(
     CPython manylinux wheels, from PyPI's project JSON (its ``releases``): the cp311 one,
     else the oldest CPython it publishes (a release that dropped 3.11 is still read).
     Relative file URLs are taken from ``base``, the project JSON's own URL."""
-    from urllib.parse import urljoin
+    from fdl.net import file_link
 
     releases = project_json.get("releases")
     files = releases.get(version, []) if isinstance(releases, dict) else []
+    files = files if isinstance(files, list) else []
     chosen: dict[str, tuple[tuple[int, int], str]] = {}
     for item in files:
+        if not isinstance(item, dict):
+            continue
         name = str(item.get("filename", ""))
-        tag = re.search(r"-cp3(\d+)-cp3\d+-", name)
-        if tag is None or "manylinux" not in name or item.get("yanked"):
+        tag = re.search(r"-cp3([0-9]{1,4})-cp3[0-9]{1,4}-", name)
+        link = file_link(base, str(item.get("url", "")))  # http(s) only: never file://
+        if tag is None or "manylinux" not in name or item.get("yanked") or link is None:
             continue
         rank = (0 if tag.group(1) == "11" else 1, int(tag.group(1)))
         platform = "linux-aarch64" if name.endswith("_aarch64.whl") else "linux-x86_64"
         if platform not in chosen or rank < chosen[platform][0]:
-            chosen[platform] = (rank, urljoin(base, str(item.get("url", ""))))
+            chosen[platform] = (rank, link)
     return {platform: url for platform, (_, url) in chosen.items()}
 
 

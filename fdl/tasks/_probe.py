@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from fdl._files import atomic_write_text, leaves
-from fdl.errors import EnvironmentProblem, FdlError, Interrupted, ManifestError, ManifestErrors
+from fdl.errors import EnvironmentProblem, FdlError, ManifestError, ManifestErrors
 from fdl.manifest import LayerKind, Manifest, MapNode, parse_text
 from fdl.manifest.schema import Checker
 from fdl.manifest.sections import COMMAND_SCHEMA
@@ -373,7 +373,7 @@ def effective_schema(
     try:
         schema, invocation = probe(nested)
     except FdlError as exc:
-        if refresh or isinstance(exc, Interrupted):  # Ctrl-C / SIGTERM stop fdl, not the probe
+        if refresh:  # (Ctrl-C / SIGTERM are no FdlError: they stop fdl, not the probe)
             raise
         if on_warning is not None:
             where = "the inline schema" if inline else "no schema (options pass unchecked)"

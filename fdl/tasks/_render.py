@@ -38,8 +38,11 @@ def render_argv(plan: CommandPlan) -> str:
 def render_script(plan: CommandPlan) -> str:
     """The plan as a POSIX shell script with comments saying what and where."""
     title = f"# fdl {plan.name}"
-    if plan.description:
-        title += f": {plan.description}"
+    if plan.description:  # a comment: one line (a line break would start a command), masked
+        from fdl._text import printable
+        from fdl.manifest import shown_text
+
+        title += f": {printable(shown_text(plan.description))}"
     lines = [title]
     if plan.declared_at is not None:
         lines.append(f"# declared at {plan.declared_at}")

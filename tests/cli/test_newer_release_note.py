@@ -141,3 +141,27 @@ def test_a_pypi_answering_nonsense_is_no_note_and_no_error(
     assert LATEST in result.stdout  # the plan, on the tables
     assert len(pypi.requests_to("/pypi/torch/json")) == 1  # the nonsense was read
     assert "PyPI has" not in result.stderr and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    "damage", ["fifo", "garbage", "5000 digits", "a list", "escapes"], ids=lambda d: d
+)
+def test_a_damaged_cache_of_the_day_s_answer_is_a_miss(
+    fdl, clock, pypi: FaultyServer, tmp_path: Path, damage: str
+) -> None:
+    """Issue 42, 4: the day's answer kept in the cache, damaged or crafted, is asked again
+    (it was exit 70: a FIFO, a "newest" that is no version)."""
+    cache = tmp_path / "cache" / "compat" / "pypi-torch.json"
+    cache.parent.mkdir(parents=True)
+    today = str(REVIEWED + datetime.timedelta(40))
+    newest = {"garbage": "garbage", "5000 digits": "1" * 5000, "a list": [1, 2]}.get(
+        damage, "2.99.0\x1b]0;pwned\x07"
+    )
+    if damage == "fifo":
+        os.mkfifo(cache)
+    else:
+        cache.write_text(json.dumps({"checked_on": today, "newest": newest}))
+    result = fdl("libtorch", "download", "--cpu", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "PyPI has torch 2.16.0" in result.stderr  # asked again, said
+    assert len(pypi.requests_to("/pypi/torch/json")) == 1

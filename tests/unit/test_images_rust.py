@@ -80,6 +80,22 @@ def test_the_pin_is_rust_toolchain_toml_then_cargo_rust_version(tmp_path: Path) 
     assert exact.refusal("1.94.0") == "rust-toolchain.toml pins 1.95.0"
 
 
+@pytest.mark.parametrize("name", ["rust-toolchain.toml", "Cargo.toml"])
+def test_a_toolchain_file_that_is_a_fifo_is_refused_without_a_hang(
+    project: Path, tmp_path: Path, name: str
+) -> None:
+    """Issue 42, 6: `toolchain: host` read rust-toolchain.toml as a FIFO and waited."""
+    import os
+
+    (project / "rust-toolchain.toml").unlink()  # read first: the other one stays unread
+    os.mkfifo(project / name)
+    runner = rust_runner(sysroot(tmp_path))
+    with pytest.raises(EnvironmentProblem) as refused:
+        probe_host_rust(project, runner, WHERE)
+    assert f"{project / name} is a FIFO" in refused.value.message
+    assert runner.calls == []  # rustc, which would read it too, was not started
+
+
 def test_probe_finds_the_pinned_toolchain(project: Path, tmp_path: Path) -> None:
     root = sysroot(tmp_path)
     host = probe_host_rust(project, rust_runner(root), WHERE)

@@ -56,3 +56,20 @@ def test_annotations_read_back_and_a_foreign_image_is_refused() -> None:
     assert described.covers_text == "sm_61"
     with pytest.raises(VariantMismatch, match="not a libtorch variant pushed by fdl"):
         describe({"org.opencontainers.image.title": "x"}, "here")
+
+
+def test_an_index_token_recorded_before_fdl_hid_it_is_never_pushed() -> None:
+    """Issue 42, 2: a variant.json written by an older fdl may hold the index URL with its
+    credentials; the annotations (and labels) a push publishes hold ``***@`` instead."""
+    secret = "s3cr3t-t0ken-4242"
+    source = {
+        "kind": "wheel",
+        "view": "cpu",
+        "index": f"https://fdl-user:{secret}@mirror.example/simple",
+        "wheel": f"https://fdl-user:{secret}@mirror.example/files/torch.whl",
+        "fetched_by": f"pip download torch --index-url https://u:{secret}@mirror.example/s",
+    }
+    info = VariantInfo("precompiled/cpu", torch="2.10.0", source=source)
+    labels = image_annotations(info, {}, platform="linux/amd64", tag="t")
+    assert "***@mirror.example" in labels["dev.fdl.libtorch.variant"]
+    assert not [key for key, value in labels.items() if secret in value or "fdl-user" in value]

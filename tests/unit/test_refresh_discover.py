@@ -237,3 +237,25 @@ def test_write_applies_the_diff_to_the_tables_it_read(
     assert {r["version"] for r in written["releases"]} >= {"2.15", "2.16"}
     assert (tmp_path / "compat" / "cuda.yaml").read_text() != before["cuda.yaml"]
     assert {p.name: p.read_text() for p in real.glob("*.yaml")} == before
+
+
+def test_a_requires_python_with_a_line_break_stays_in_its_yaml_comment() -> None:
+    """Issue 42, 1 and 3: PyPI's Requires-Python is written into pytorch.yaml's comment of
+    the row's source; a line break in it (``>=3.12,\\n<4`` is a valid specifier set) would
+    start a YAML line of its own."""
+    with FaultyServer() as server:
+        publish(server)
+        body = read_range(server.url("/pypi/torch/json"), 0, None)[0]
+        hostile = body.replace(b'">=3.12"', b'">=3.12,\\n<4"')
+        assert hostile != body
+        server.add("/pypi/torch/json", hostile, content_type="application/json")
+        tables = data_dir() / "compat"
+        done = refresh_tables(
+            read_range, tables, pypi=server.url("/pypi"), today=TODAY, derive=_derive
+        )
+    text = done.texts["pytorch.yaml"][1]
+    rows = {r["version"]: r for r in yaml.safe_load(text)["releases"]}
+    assert rows["2.15"]["source"]["python_min"] == "3.12"
+    line = next(line for line in text.splitlines() if "Requires-Python of torch 2.15" in line)
+    assert line.lstrip().startswith("#") and "<4" in line
+    assert not [other for other in text.splitlines() if other.lstrip().startswith("<4")]

@@ -78,8 +78,20 @@ def test_a_release_the_tables_know_or_pypi_lacks_is_not_read(
     assert not (cache / "compat").exists()
 
 
+_CRAFTED = {
+    "version": "2.16",
+    "patches": ["2.16.0"],
+    "source": {"cmake_min": "3.27", "cxx_standard": 17, "python_min": "3.10"},
+    "variants": [1, 2],
+    "read_from": "x",
+    "read_on": "y",
+}
+
+
 @pytest.mark.parametrize(
-    "text", [json.dumps({"version": "2.16"}), "[" * 200_000], ids=["fields missing", "nested"]
+    "text",
+    [json.dumps({"version": "2.16"}), "[" * 200_000, json.dumps(_CRAFTED)],
+    ids=["fields missing", "nested", "variants that are no mappings"],
 )
 def test_a_damaged_cache_file_is_named_with_the_fix(cache: Path, text: str) -> None:
     path = learned_path("2.16")
@@ -89,6 +101,18 @@ def test_a_damaged_cache_file_is_named_with_the_fix(cache: Path, text: str) -> N
         release("2.16")
     assert str(path) in damaged.value.message
     assert damaged.value.hint == "read them again: python -m fdl.refresh learn 2.16"
+
+
+def test_a_cache_file_that_is_a_fifo_is_named_without_a_hang(cache: Path) -> None:
+    import os
+
+    path = learned_path("2.16")
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    with pytest.raises(UsageError) as damaged:
+        release("2.16")
+    assert str(path) in damaged.value.message and "FIFO" in damaged.value.message
+    assert "python -m fdl.refresh learn 2.16" in (damaged.value.hint or "")
 
 
 def test_metadata_only_facts_refuse_their_archs_rather_than_guess(

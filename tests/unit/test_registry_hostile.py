@@ -316,3 +316,12 @@ def test_bodies_and_pages_are_bounded_and_say_how_to_raise_the_bound(
             RegistryClient(registry.address, "team/libtorch").tags()
     assert "more than 65536 bytes" in endless.value.message
     assert "FDL_REGISTRY_MAX_BODY=256K (now 64K bytes)" in (endless.value.hint or "")
+
+
+def test_a_silent_credential_helper_is_given_15_seconds_by_default() -> None:
+    """Issue 42, 10: docker waits for a helper forever, fdl 60 s before; a helper that has
+    not answered in 15 s is waiting for a person, and the refusal names the setting."""
+    from fdl.engine._credentials import _helper_timeout
+
+    assert _helper_timeout({}) == 15
+    assert _helper_timeout({"FDL_CREDENTIAL_HELPER_TIMEOUT": "120"}) == 120

@@ -151,7 +151,7 @@ def _machine_lines(context: Context, report: GpuReport, found: Survey) -> list[s
 def _plan_lines(plan: SetupPlan) -> list[str]:
     lines = [f"plan: {plan.action}: {plan.reason}"]
     if plan.command:
-        lines.append(f"  command:  {' '.join(plan.command)}")
+        lines.append(f"  command:  {plan.command_line}")
     if plan.action not in ("keep", "activate"):
         lines += render_selection(plan.selection)
     lines += [f"  or:       {a}" for a in plan.alternatives]
@@ -165,8 +165,8 @@ def _carry_out(
     if plan.action == "keep":
         return {"done": "nothing to do"}
     if plan.action == "build":
-        say(f"next step (takes hours): {' '.join(plan.command)}")
-        return {"done": "described", "next": " ".join(plan.command)}
+        say(f"next step (takes hours): {plan.command_line}")
+        return {"done": "described", "next": plan.command_line}
     if dry_run:
         say("[dry-run] nothing changed")
         return {"done": "dry-run"}

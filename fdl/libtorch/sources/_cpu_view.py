@@ -41,6 +41,7 @@ from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
+from fdl._grammar import FACTS, count, fill
 from fdl.archive import ArchiveError, Span, ZipMember, extract_span, plan_spans, zip_members
 from fdl.binaries import BinaryFormatError, read_dynamic
 from fdl.compat import runtime_libraries
@@ -75,7 +76,6 @@ _VERSION_FILE = "TorchConfigVersion.cmake"
 _WHEEL = re.compile(
     r"^(?P<name>[^-]+)-(?P<version>[^-]+)(?:-(?P<build>\d[^-]*))?-(?P<tags>[^-]+-[^-]+-[^-]+)\.whl$"
 )
-_VERSION_PY = re.compile(r"^(\w+)\s*(?::[^=]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", re.MULTILINE)
 _SMALL = 16 << 20  # METADATA, version.py, RECORD: far smaller
 
 
@@ -153,7 +153,8 @@ def choose_wheel(files: Iterable[IndexFile], torch: str, machine: str = "x86_64"
         if not found or found.group("name") != "torch" or item.yanked:
             continue
         version = found.group("version")
-        versions.add(version.split("+", 1)[0])
+        if FACTS["torch-version"].first_refused(version) is None:  # named in the refusal
+            versions.add(version.split("+", 1)[0])
         tags = found.group("tags")
         if version.split("+", 1)[0] != torch or not re.search(rf"linux\w*_{machine}", tags):
             continue
@@ -173,12 +174,13 @@ def choose_wheel(files: Iterable[IndexFile], torch: str, machine: str = "x86_64"
 def _build_tag(item: IndexFile) -> int:
     found = _WHEEL.match(item.filename)
     build = found.group("build") if found else None
-    digits = re.match(r"\d+", build or "")
-    return int(digits.group()) if digits else 0
+    digits = re.match(r"[0-9]+", build or "")
+    return (count(digits.group()) or 0) if digits else 0
 
 
 def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) if p.isdigit() else -1 for p in version.split("."))
+    """Sorts releases; a part that is no bounded ASCII number (``²``, 5000 digits) first."""
+    return tuple(-1 if (n := count(p)) is None else n for p in version.split("."))
 
 
 def local_wheel(path: Path) -> ViewWheel:
@@ -261,9 +263,7 @@ def populate_cpu_view(
     if cuda_build:
         _write_cmake(tree, view)
         _write_link_script(tree / "lib", view)
-    (tree / "build-version").write_text(view.build_version + "\n", encoding="utf-8")
-    if view.git_version:
-        (tree / "build-hash").write_text(view.git_version + "\n", encoding="utf-8")
+    _write_build_files(tree, view)
     return _info(view)
 
 
@@ -308,9 +308,43 @@ def _read_metadata(view: CpuView, reader: _Reader, members: dict[str, ZipMember]
     values: dict[str, str | None] = {}
     if version_py is not None:
         text = reader.small(view.wheel, members, version_py).decode("utf-8", "replace")
-        values = {m[1]: (m[2] if m[2] is not None else m[3]) for m in _VERSION_PY.finditer(text)}
+        from fdl.libtorch.sources._wheel import parse_version_py
+
+        values = parse_version_py(text)
     view.wheel_cuda = values.get("cuda") or None
     view.git_version = values.get("git_version") or None
+    _check_facts(view)
+
+
+def _check_facts(view: CpuView) -> None:
+    """The wheel's version (its file name's) and ``version.py``'s CUDA and commit, held
+    against their grammars before any of them is written into the variant: index text
+    never becomes CMake or linker-script code."""
+    from fdl._grammar import checked
+    from fdl._text import printable
+    from fdl.errors import FdlError
+
+    error: type[FdlError]
+    if view.index:
+        source, error = (
+            f"the wheel {printable(view.wheel.filename, 120)} on {view.index}",
+            NetworkError,
+        )
+    else:
+        source, error = str(Path(view.wheel.url.removeprefix("file://"))), EnvironmentProblem
+    hint = (
+        "the index serves a crafted or damaged torch wheel: pass another index (--index-url)"
+        if view.index
+        else "pass a torch wheel downloaded from PyPI or download.pytorch.org"
+    )
+    facts = [("torch-version", "its version", view.wheel.version)]
+    facts += [("torch-version", "its release", view.torch)]
+    if view.wheel_cuda:
+        facts.append(("cuda", "version.py's cuda", view.wheel_cuda))
+    if view.git_version:
+        facts.append(("commit", "version.py's git_version", view.git_version))
+    for kind, what, value in facts:
+        checked(kind, value, what=what, source=source, hint=hint, error=error)
 
 
 def _record(text: bytes) -> dict[str, tuple[str, int]]:
@@ -328,14 +362,15 @@ def _record(text: bytes) -> dict[str, tuple[str, int]]:
     except csv.Error as exc:
         raise ArchiveError(f"the wheel's RECORD is not a CSV file: {exc}", hint=_DAMAGED) from None
     for row in rows:
-        if len(row) != 3 or not row[1].startswith("sha256=") or not row[2].isdigit():
+        size = count(row[2]) if len(row) == 3 else None
+        if size is None or not row[1].startswith("sha256="):
             continue
         encoded = row[1].removeprefix("sha256=")
         try:
             raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
         except ValueError:  # binascii.Error: not base64
             raw = b""
-        found[row[0]] = (raw.hex() if len(raw) == 32 else "", int(row[2]))
+        found[row[0]] = (raw.hex() if len(raw) == 32 else "", size)
     return found
 
 
@@ -707,8 +742,17 @@ INPUT(-ltorch_cpu -lc10)
 def _write_link_script(lib_dir: Path, view: CpuView) -> None:
     """``lib/libtorch.so`` for the linkers of programs that link ``-ltorch`` (tch-rs's
     torch-sys, floDl, most hand-written build scripts)."""
-    text = _LINK_SCRIPT.format(build=view.build_version)
+    text = fill("linker", _LINK_SCRIPT, build=view.build_version, **_FILL)
     (lib_dir / "libtorch.so").write_text(text, encoding="utf-8")
+
+
+def _write_build_files(tree: Path, view: CpuView) -> None:
+    """``build-version`` and ``build-hash``: one line each."""
+    line = fill("line", "{build_version}\n", build_version=view.build_version, **_FILL)
+    (tree / "build-version").write_text(line, encoding="utf-8")
+    if view.git_version:
+        line = fill("line", "{git_version}\n", git_version=view.git_version, **_FILL)
+        (tree / "build-hash").write_text(line, encoding="utf-8")
 
 
 def _write_cmake(tree: Path, view: CpuView) -> None:
@@ -717,17 +761,27 @@ def _write_cmake(tree: Path, view: CpuView) -> None:
     folder = tree / "share" / "cmake" / "Torch"
     folder.mkdir(parents=True, exist_ok=True)
     abi = "0" if detect_abi(tree) == "pre-cxx11" else "1"
-    text = _CMAKE_CONFIG.format(build=view.build_version, abi=abi)
+    text = fill("cmake", _CMAKE_CONFIG, build=view.build_version, abi=abi, **_FILL)
     (folder / "TorchConfig.cmake").write_text(text, encoding="utf-8")
     if not (folder / _VERSION_FILE).is_file():
-        (folder / _VERSION_FILE).write_text(
-            f'set(PACKAGE_VERSION "{view.torch}")\n'
-            "if(PACKAGE_FIND_VERSION VERSION_EQUAL PACKAGE_VERSION)\n"
-            "  set(PACKAGE_VERSION_EXACT TRUE)\nendif()\n"
-            "if(NOT PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)\n"
-            "  set(PACKAGE_VERSION_COMPATIBLE TRUE)\nendif()\n",
-            encoding="utf-8",
-        )
+        text = fill("cmake", _CMAKE_VERSION, torch=view.torch, **_FILL)
+        (folder / _VERSION_FILE).write_text(text, encoding="utf-8")
+
+
+_CMAKE_VERSION = """\
+set(PACKAGE_VERSION "{torch}")
+if(PACKAGE_FIND_VERSION VERSION_EQUAL PACKAGE_VERSION)
+  set(PACKAGE_VERSION_EXACT TRUE)
+endif()
+if(NOT PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+endif()
+"""
+# the facts were checked where they were read (_check_facts); this is the writers' own rule
+_FILL = {
+    "source": "the CPU view's wheel",
+    "hint": "pass another torch wheel (--torch, --index-url or a .whl file)",
+}
 
 
 def _info(view: CpuView) -> variants.VariantInfo:

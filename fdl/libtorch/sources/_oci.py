@@ -170,12 +170,15 @@ def _built_by(info: variants.VariantInfo) -> str:
 def image_annotations(
     info: variants.VariantInfo, found: Mapping[str, list[str]], *, platform: str, tag: str
 ) -> dict[str, str]:
-    """The manifest's annotations (and the config's labels): what the variant is."""
+    """The manifest's annotations (and the config's labels): what the variant is; no
+    URL's user info (a variant.json written before fdl hid it may hold an index token)."""
+    from fdl._text import public_url
+
     record = info.to_json()
     record["source"] = shareable_source(info.source)
     record["archs_found"] = dict(found)
     record.pop("installed_at", None)
-    return {
+    shown = {
         f"{ANNOTATION}torch": info.torch or "",
         f"{ANNOTATION}cuda": info.cuda or "",
         f"{ANNOTATION}cudnn": info.cudnn or "",
@@ -189,6 +192,7 @@ def image_annotations(
         "org.opencontainers.image.title": f"libtorch {tag}",
         "org.opencontainers.image.version": info.torch or "",
     }
+    return {key: public_url(value) for key, value in shown.items()}
 
 
 def describe(found: Mapping[str, Any], where: str) -> Described:

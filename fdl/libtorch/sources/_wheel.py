@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from fdl._files import file_sha256
+from fdl._grammar import fill
 from fdl.archive import ArchiveError, read_member, safe_extract_zip
 from fdl.compat import release, resolve_torch_version
 from fdl.errors import EnvironmentProblem, FdlError, UsageError
@@ -63,7 +64,11 @@ __all__ = [
 TREE_DIRS = ("lib", "include", "share")
 # Python-only parts of torch/lib: the bindings and any extension module.
 _PYTHON_ONLY = re.compile(r"^(libtorch_python\.so.*|.*\.cpython-.*\.so|.*\.abi3\.so)$")
-_VERSION_PY = re.compile(r"^(\w+)\s*(?::[^=]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", re.MULTILINE)
+# name (: annotation)? = 'value' | "value" | None, on one line: [^=\n] keeps a line of a
+# thousand "a:" from being tried against every line after it (a quadratic search)
+_VERSION_PY = re.compile(
+    r"^(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|None)", re.MULTILINE
+)
 
 LineCallback = Callable[[str], None]
 
@@ -190,7 +195,8 @@ def check_wheel(
     )
 
 
-def _parse_version_py(text: str) -> dict[str, str | None]:
+def parse_version_py(text: str) -> dict[str, str | None]:
+    """``torch/version.py``'s assignments of strings (and None), read without running it."""
     return {m[1]: (m[2] if m[2] is not None else m[3]) for m in _VERSION_PY.finditer(text)}
 
 
@@ -201,8 +207,8 @@ def _from_texts(kind: str, location: Path, metadata: str, version_py: str) -> Wh
             f"{location} is not a PyTorch wheel (its name is {headers.get('Name')!r})",
             hint="pass a torch-<version>-...whl file",
         )
-    values = _parse_version_py(version_py)
-    return WheelSource(
+    values = parse_version_py(version_py)
+    source = WheelSource(
         kind=kind,
         location=location,
         version=str(headers.get("Version") or values.get("__version__") or ""),
@@ -210,6 +216,27 @@ def _from_texts(kind: str, location: Path, metadata: str, version_py: str) -> Wh
         git_version=values.get("git_version"),
         requires=tuple(headers.get_all("Requires-Dist") or ()),
     )
+    _check_facts(source)
+    return source
+
+
+def _check_facts(source: WheelSource) -> None:
+    """The version, CUDA and commit the variant records and writes (``build-version``),
+    held against their grammars where they are read."""
+    from fdl._grammar import checked
+
+    facts = [("torch-version", "its version", source.version)]
+    if source.cuda:
+        facts.append(("cuda", "version.py's cuda", source.cuda))
+    if source.git_version:
+        facts.append(("commit", "version.py's git_version", source.git_version))
+    hint = (
+        "reinstall torch in that environment with pip"
+        if source.kind == "environment"
+        else "pass a torch wheel downloaded from PyPI or download.pytorch.org"
+    )
+    for kind, what, value in facts:
+        checked(kind, value, what=what, source=str(source.location), hint=hint)
 
 
 def _metadata_member(path: Path) -> str:
@@ -239,7 +266,9 @@ def wheel_from_file(path: Path) -> WheelSource:
             f"{path} is not a readable torch wheel: {why}",
             hint="pass a torch-<version>-...whl file downloaded from PyPI",
         ) from None
-    return _from_texts("wheel", path, metadata.decode(), version_py.decode())
+    # bytes that are not UTF-8 are no exit 70: the grammars then refuse what they spell
+    metadata_text, version_text = (b.decode("utf-8", "replace") for b in (metadata, version_py))
+    return _from_texts("wheel", path, metadata_text, version_text)
 
 
 _FIND_TORCH = (
@@ -270,8 +299,18 @@ def wheel_from_environment(python: str, runner: Runner, *, timeout: float = 60) 
             f"no torch-*.dist-info beside {torch_dir}: cannot tell which torch it is",
             hint="reinstall torch with pip in that environment",
         )
-    version_py = (torch_dir / "version.py").read_text(encoding="utf-8")
-    source = _from_texts("environment", torch_dir, infos[-1].read_text("utf-8"), version_py)
+    from fdl._files import NotARegularFile, read_text_file, reason_of
+
+    try:  # regular files only, bounded: a FIFO or /dev/zero there never hangs fdl
+        version_py = read_text_file(torch_dir / "version.py")
+        metadata = read_text_file(infos[-1])
+    except (NotARegularFile, OSError) as exc:
+        where = exc.path if isinstance(exc, NotARegularFile) else exc.filename or torch_dir
+        raise EnvironmentProblem(
+            f"{where}: {reason_of(exc)}: cannot tell which torch {python} has",
+            hint=f"reinstall torch in that environment (`{python} -m pip install --force-reinstall torch`)",
+        ) from None
+    source = _from_texts("environment", torch_dir, metadata, version_py)
     source.extra["python"] = python
     return source
 
@@ -361,10 +400,12 @@ def _drop_python_only(lib_dir: Path) -> list[str]:
 def _copy_tree(source: WheelSource, tree: Path, scratch: Path) -> None:
     """Put ``torch/{lib,include,share}`` of the source into ``tree``."""
     tree.mkdir(parents=True)
-    if source.kind == "environment":
+    if source.kind == "environment":  # as it is: no FIFO, device or link out of torch/
+        from fdl._files import copy_tree
+
         for name in TREE_DIRS:
             if (source.location / name).is_dir():
-                shutil.copytree(source.location / name, tree / name, symlinks=True)
+                copy_tree(source.location / name, tree / name, links_inside=True)
         return
 
     unpacked = scratch / "torch"
@@ -406,9 +447,12 @@ def populate_from_wheel(
     say(f"copying torch/{{{','.join(TREE_DIRS)}}} from {source.location}")
     _copy_tree(source, tree, scratch)
     dropped = _drop_python_only(tree / "lib")
-    (tree / "build-version").write_text(source.build_version + "\n", encoding="utf-8")
+    how = {"source": str(source.location), "hint": "pass another torch wheel"}
+    line = fill("line", "{build_version}\n", build_version=source.build_version, **how)
+    (tree / "build-version").write_text(line, encoding="utf-8")
     if source.git_version:
-        (tree / "build-hash").write_text(source.git_version + "\n", encoding="utf-8")
+        line = fill("line", "{git_version}\n", git_version=source.git_version, **how)
+        (tree / "build-hash").write_text(line, encoding="utf-8")
     libraries = None
     if source.cuda and nvidia.bundle:
         libraries = _bring_nvidia(source, tree / "lib", scratch, runner, nvidia, say, output)
