@@ -9,15 +9,25 @@ Plan, then execute::
     print(plan.text)                                  # the sbatch script or the YAML
 
 ``plan_deploy`` refuses (before anything is pushed) a target whose GPUs the image's
-libtorch binaries cannot run on (:func:`check_placement`).
+libtorch binaries cannot run on (:func:`check_placement`). What differs between SLURM
+and Kubernetes is each one's backend (:data:`BACKENDS`, :class:`DeployBackend`).
 """
 
 from __future__ import annotations
 
+from fdl.deploy._backend import BACKENDS, DeployBackend, backend
 from fdl.deploy._build_job import BuildJob, build_job_dir, plan_build_job, read_build_result
-from fdl.deploy._jobs import cancel_of, job_state_of, job_status_of, logs_of
+from fdl.deploy._jobs import (
+    cancel_of,
+    follow_job,
+    job_completed,
+    job_state_of,
+    job_status_of,
+    logs_of,
+    read_record,
+)
 from fdl.deploy._kube import affinity, render_kubernetes, to_yaml
-from fdl.deploy._kube_exec import kube_check, submit_kubernetes
+from fdl.deploy._kube_exec import kube_check
 from fdl.deploy._layers import (
     OCI_MANIFEST,
     ZSTD_LAYER,
@@ -31,11 +41,11 @@ from fdl.deploy._layers import (
     push_zstd,
     split_reference,
 )
+from fdl.deploy._load import load_target, target_names
 from fdl.deploy._placement import GpuVerdict, ImageArchs, Placement, check_placement, place
 from fdl.deploy._plan import (
     DeployPlan,
     plan_deploy,
-    pyxis_image,
     remote_name,
     runs_local_images,
     unmounted_outputs,
@@ -50,30 +60,36 @@ from fdl.deploy._prepare import (
     push_image,
     state_dir,
 )
+from fdl.deploy._record import JobRecord, JobStatus
 from fdl.deploy._runtime import check_runtime
-from fdl.deploy._slurm import launcher_argv, render_sbatch, sbatch_options
+from fdl.deploy._slurm import launcher_argv, pyxis_image, render_sbatch, sbatch_options
 from fdl.deploy._slurm_exec import (
     FINISHED,
-    JobRecord,
-    JobStatus,
     cancel_job,
     follow_output,
     job_state,
     job_status,
-    read_record,
-    submit_sbatch,
     submit_script,
 )
-from fdl.deploy._submit import Submitted, check_registry, submit_target
-from fdl.deploy._target import DeployTarget, GpuOffer, load_target, target_names
+from fdl.deploy._submit import (
+    Submitted,
+    check_registry,
+    submit_kubernetes,
+    submit_plan,
+    submit_sbatch,
+    submit_target,
+)
+from fdl.deploy._target import DeployTarget, GpuOffer
 
 __all__ = [
+    "BACKENDS",
     "FINISHED",
     "OCI_MANIFEST",
     "ZSTD_LAYER",
     "ZSTD_LEVEL",
     "BuildJob",
     "Compression",
+    "DeployBackend",
     "DeployPlan",
     "DeployTarget",
     "GpuOffer",
@@ -90,6 +106,7 @@ __all__ = [
     "ZstdUnavailable",
     "affinity",
     "archs_of_image",
+    "backend",
     "build_for_deploy",
     "build_job_dir",
     "cancel_job",
@@ -98,8 +115,10 @@ __all__ = [
     "check_registry",
     "check_runtime",
     "choose_compression",
+    "follow_job",
     "follow_output",
     "image_archs",
+    "job_completed",
     "job_state",
     "job_state_of",
     "job_status",
@@ -126,6 +145,7 @@ __all__ = [
     "split_reference",
     "state_dir",
     "submit_kubernetes",
+    "submit_plan",
     "submit_sbatch",
     "submit_script",
     "submit_target",

@@ -4,16 +4,25 @@ dependency, imported only here and only when a Kubernetes target is used)."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from fdl._files import atomic_write_text
-from fdl.deploy._plan import DeployPlan
-from fdl.deploy._slurm_exec import JobRecord, write_record
+from fdl.deploy._record import JobRecord, write_record
+from fdl.deploy._target import DeployTarget
 from fdl.errors import EnvironmentProblem
 
-__all__ = ["kube_cancel", "kube_check", "kube_logs", "kube_state", "submit_kubernetes"]
+__all__ = [
+    "OBJECT_NAME",
+    "RECORD_KINDS",
+    "kube_cancel",
+    "kube_check",
+    "kube_logs",
+    "kube_state",
+    "kube_submit",
+]
 
 
 def _client(context: str | None) -> Any:
@@ -55,6 +64,10 @@ _CUSTOM = {
     ),
 }  # fmt: skip
 _BY_RECORD = {entry[3]: entry for entry in _CUSTOM.values()}
+# The record's kind by the target's controller, and the form of its job ids (the object's name).
+_RECORD_KIND = {"pytorchjob": "kubernetes-pytorchjob", "jobset": "kubernetes-jobset"}
+OBJECT_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+RECORD_KINDS = ("kubernetes", *_RECORD_KIND.values())
 
 
 def kube_check(context: str | None) -> None:
@@ -66,32 +79,36 @@ def kube_check(context: str | None) -> None:
     _client(context)
 
 
-def submit_kubernetes(plan: DeployPlan, state_dir: Path) -> JobRecord:
-    """Create the plan's objects (Service first, then the Job) and record the job."""
+def kube_submit(
+    target: DeployTarget,
+    text: str,
+    state_dir: Path,
+    *,
+    filename: str,
+    job_name: str,
+    image: str,
+) -> JobRecord:
+    """Create the objects of ``text`` (Service first, then the Job) and record the job."""
     import yaml
 
-    k8s = _client(plan.target.context)
+    k8s = _client(target.context)
     state_dir.mkdir(parents=True, exist_ok=True)
-    path = state_dir / plan.filename
-    atomic_write_text(path, plan.text, mode=0o600)  # the job's environment: private
+    path = state_dir / filename
+    atomic_write_text(path, text, mode=0o600)  # the job's environment: private
     api = k8s.client.ApiClient()
-    for obj in yaml.safe_load_all(plan.text):
+    for obj in yaml.safe_load_all(text):
         if not obj:
             continue
         custom = _CUSTOM.get(obj.get("kind", ""))
         if custom:  # a custom resource: the typed helpers lack it
             group, version, plural, kind, _ = custom
             k8s.client.CustomObjectsApi(api).create_namespaced_custom_object(
-                group, version, plan.target.namespace, plural, obj
+                group, version, target.namespace, plural, obj
             )
         else:
-            k8s.utils.create_from_dict(api, obj, namespace=plan.target.namespace)
-    kind = {"pytorchjob": "kubernetes-pytorchjob", "jobset": "kubernetes-jobset"}.get(
-        plan.target.controller, "kubernetes"
-    )
-    record = JobRecord(
-        plan.target.name, kind, plan.job_name, plan.image, str(path), plan.target.namespace
-    )
+            k8s.utils.create_from_dict(api, obj, namespace=target.namespace)
+    kind = _RECORD_KIND.get(target.controller, "kubernetes")
+    record = JobRecord(target.name, kind, job_name, image, str(path), target.namespace)
     write_record(state_dir, record)
     return record
 

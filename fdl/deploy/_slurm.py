@@ -15,6 +15,7 @@ from fdl.errors import UsageError
 
 __all__ = [
     "launcher_argv",
+    "pyxis_image",
     "render_sbatch",
     "sbatch_directive",
     "sbatch_options",
@@ -55,6 +56,14 @@ def sbatch_directive(option: str, value: object) -> str:
 def _describe(char: str) -> str:
     names = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", '"': 'a "'}
     return names.get(char, "a backslash" if char == "\\" else f"the unprintable character {char!r}")
+
+
+def pyxis_image(reference: str) -> str:
+    """enroot's form: the registry host is separated by ``#`` (``host:5000#ns/name@sha256:..``)."""
+    first, sep, rest = reference.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        return f"{first}#{rest}"
+    return reference
 
 
 def slurm_literal(path: str) -> str:
