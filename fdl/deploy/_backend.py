@@ -78,10 +78,12 @@ class DeployBackend(Protocol):
         args: list[str],
         mounts: tuple[str, ...],
         allowed: tuple[GpuOffer, ...],
+        probe: tuple[str, ...],
     ) -> str:
         """The job as text (pure). ``args`` are the image's default arguments (the
         target's own replace them); ``mounts`` the profile's carried ones; ``allowed``
-        the GPUs the image covers."""
+        the GPUs the image covers; ``probe`` the readiness gate each node runs before
+        training (empty: none)."""
 
     def submit(
         self,

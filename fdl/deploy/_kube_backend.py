@@ -78,10 +78,13 @@ class KubernetesBackend:
         args: list[str],
         mounts: tuple[str, ...],
         allowed: tuple[GpuOffer, ...],
+        probe: tuple[str, ...],
     ) -> str:
         # The container keeps the image's entrypoint and, without the target's, its CMD.
         given = list(target.args) if target.args is not None else None
-        objects = render_kubernetes(target, image=image, name=job_name, args=given, allowed=allowed)
+        objects = render_kubernetes(
+            target, image=image, name=job_name, args=given, allowed=allowed, probe=probe
+        )
         return to_yaml(objects)
 
     def submit(

@@ -136,5 +136,7 @@ def load_target(manifest: Manifest, name: str | None) -> DeployTarget:
         shm=str(raw.get("shm") or "8Gi"),
         controller=str(raw.get("controller") or "job"),
         compression=str(raw.get("compression") or "auto"),
+        probe=raw.get("probe") is not False,
+        probe_image=raw.get("probe-image"),
         origin=str(origin.location()) if origin else manifest.source,
     )

@@ -14,6 +14,7 @@ from fdl.deploy._target import DeployTarget
 __all__ = [
     "DeployPlan",
     "plan_deploy",
+    "probe_command",
     "remote_name",
     "runs_local_images",
     "unmounted_outputs",
@@ -119,6 +120,28 @@ def unmounted_outputs(args: list[str], mounts: tuple[str, ...]) -> list[str]:
     return lost
 
 
+def probe_command(target: DeployTarget, image: str, archs: ImageArchs) -> tuple[str, ...]:
+    """The readiness gate a job runs on its nodes before training: ``fdl probe`` judging
+    the node's GPUs and driver against the image's libtorch (its labels), NCCL being the
+    image's. Empty when the target turns it off (``probe: false``) or the image holds no
+    GPU code (a CPU job: nothing for the probe to judge)."""
+    if not target.probe or archs.cuda is None:
+        return ()
+    return (
+        "fdl",
+        "probe",
+        "--skip-mount",
+        "--image",
+        image,
+        "--variant",
+        archs.variant,
+        "--cuda",
+        archs.cuda,
+        "--archs",
+        " ".join(archs.codes),
+    )
+
+
 def plan_deploy(
     target: DeployTarget,
     *,
@@ -178,6 +201,7 @@ def plan_deploy(
         args=args,
         mounts=carried,
         allowed=placement.allowed,
+        probe=probe_command(target, image, archs),
     )
     return DeployPlan(
         target, local_image, remote, image, job_name, placement, text, carried, warnings

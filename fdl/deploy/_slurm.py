@@ -14,6 +14,7 @@ from fdl.deploy._target import DeployTarget
 from fdl.errors import UsageError
 
 __all__ = [
+    "PROBE_REFUSED",
     "launcher_argv",
     "pyxis_image",
     "render_sbatch",
@@ -21,6 +22,10 @@ __all__ = [
     "sbatch_options",
     "slurm_literal",
 ]
+
+# The job's exit status when `fdl probe` found a node not ready (sysexits' EX_UNAVAILABLE):
+# apart from the program's own failures, and from what SLURM reports of a killed job.
+PROBE_REFUSED = 69
 
 # Variables each runtime passes into the container (docker/podman need them named).
 _RENDEZVOUS = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK")
@@ -135,6 +140,7 @@ def render_sbatch(
     job_name: str,
     command: list[str],
     mounts: tuple[str, ...] = (),
+    probe: tuple[str, ...] = (),
 ) -> str:
     """The sbatch script for ``target`` running ``image`` (a reference by digest).
 
@@ -146,6 +152,7 @@ def render_sbatch(
             arguments, the entrypoint runs; pyxis: the whole command, entrypoint first).
         mounts: The image profile's mounts, sources absolute (the cluster shares the
             project's filesystem); the target's ``mounts:`` follow.
+        probe: ``fdl probe ...``, run on every node before the training step (empty: none).
     """
     launcher = launcher_argv(target, mounts)
     if target.runtime in ("docker", "podman"):
@@ -164,6 +171,8 @@ def render_sbatch(
         mounts=shlex.quote(",".join(every_mount)) if every_mount else "",
         launcher=" ".join(words),
         command=" ".join(shlex.quote(word) for word in command),
+        probe=" ".join(shlex.quote(word) for word in probe[1:]),
+        probe_refused=PROBE_REFUSED,
     )
 
 

@@ -70,6 +70,7 @@ class SlurmBackend:
         args: list[str],
         mounts: tuple[str, ...],
         allowed: tuple[GpuOffer, ...],
+        probe: tuple[str, ...],
     ) -> str:
         program_args = list(target.args) if target.args is not None else list(args)
         pyxis = target.runtime == "pyxis"  # pyxis runs the command: the entrypoint first
@@ -79,6 +80,7 @@ class SlurmBackend:
             job_name=job_name,
             command=[*entrypoint, *program_args] if pyxis else program_args,
             mounts=mounts,
+            probe=probe,
         )
 
     def submit(

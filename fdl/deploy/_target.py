@@ -67,6 +67,8 @@ class DeployTarget:
     shm: str = "8Gi"
     controller: str = "job"
     compression: str = "auto"
+    probe: bool = True
+    probe_image: str | None = None
     origin: str = field(default="", compare=False)
 
     @property

@@ -55,10 +55,13 @@ CASES: dict[str, tuple[str, dict[str, object]]] = {
     "slurm-apptainer.sbatch": ("slurm", {**_SLURM, "runtime": "apptainer"}),
     "slurm-pyxis.sbatch": ("slurm", {**_SLURM, "runtime": "pyxis"}),
     "slurm-cpu.sbatch": ("slurm", {"tasks_per_node": 2}),
+    # `probe: false`: the script as it was before the readiness gate
+    "slurm-docker-no-probe.sbatch": ("slurm", {**_SLURM, "runtime": "docker", "probe": False}),
     "kube-job-one.yaml": ("kubernetes", {**_KUBE, "nodes": 1}),
     "kube-job-indexed.yaml": ("kubernetes", _KUBE),
     "kube-pytorchjob.yaml": ("kubernetes", {**_KUBE, "controller": "pytorchjob"}),
     "kube-jobset.yaml": ("kubernetes", {**_KUBE, "controller": "jobset"}),
+    "kube-job-probe.yaml": ("kubernetes", {**_KUBE, "probe_image": "ghcr.io/acme/fdl:0.9"}),
 }
 
 

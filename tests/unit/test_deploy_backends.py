@@ -57,6 +57,7 @@ class _Toy:
     carries_profile_mounts = False
     done = "DONE"
     record_ids: Mapping[str, re.Pattern[str]] = {"toy": re.compile(r"t[0-9]+")}
+
     def __init__(self) -> None:
         self.jobs: dict[str, str] = {}
 
