@@ -143,3 +143,30 @@ def test_a_record_of_a_kind_no_backend_writes_is_refused(tmp_path: Path) -> None
     write_record(tmp_path, JobRecord("play", "toy", "t1", "img", "play.toy", "-"))
     with pytest.raises(EnvironmentProblem, match="unknown kind 'toy'"):
         read_record(tmp_path, "play")
+
+
+def test_the_packages_names_are_where_its_table_says() -> None:
+    from importlib import import_module
+
+    import fdl.deploy
+
+    homes = fdl.deploy._HOMES
+    assert sorted(fdl.deploy.__all__) == sorted(homes)
+    for name, home in homes.items():
+        assert name in import_module(f"fdl.deploy.{home}").__all__, (name, home)
+
+
+def test_a_slurm_plan_loads_no_kubernetes_module() -> None:
+    import subprocess
+
+    code = (
+        "import sys\n"
+        "from fdl.deploy import DeployTarget, ImageArchs, plan_deploy\n"
+        "plan_deploy(DeployTarget('lab', 'slurm'), project='p', local_image='p:1',\n"
+        "            archs=ImageArchs('precompiled/cpu', None, ()), entrypoint=[], args=[])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('fdl.deploy._')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = done.stdout
+    assert "fdl.deploy._slurm_backend" in loaded and "fdl.deploy._slurm'" in loaded
+    assert "_kube" not in loaded, loaded
