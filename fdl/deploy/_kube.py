@@ -17,8 +17,12 @@ from typing import Any
 
 from fdl.deploy._target import DeployTarget, GpuOffer
 
+# The readiness probe's init container (its log is read before the training container's).
+PROBE_CONTAINER = "fdl-probe"
+
 __all__ = [
     "JOBSET_REPLICATED_JOB",
+    "PROBE_CONTAINER",
     "affinity",
     "render_jobset",
     "render_kubernetes",
@@ -116,7 +120,7 @@ def _probe_container(target: DeployTarget, probe: tuple[str, ...]) -> dict[str, 
     """The readiness gate: ``fdl probe`` in the target's ``probe-image``, on the GPUs the
     training container gets (the device plugin gives an init container's devices to the
     pod's containers after it)."""
-    container: dict[str, Any] = {"name": "fdl-probe", "image": target.probe_image}
+    container: dict[str, Any] = {"name": PROBE_CONTAINER, "image": target.probe_image}
     container["command"] = list(probe)
     if target.gpus_per_node:
         container["resources"] = {"limits": {"nvidia.com/gpu": str(target.gpus_per_node)}}

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fdl._files import atomic_write_text
+from fdl.deploy._kube import PROBE_CONTAINER
 from fdl.deploy._record import JobRecord, write_record
 from fdl.deploy._target import DeployTarget
 from fdl.errors import EnvironmentProblem
@@ -151,21 +152,35 @@ def _custom_state(status: dict[str, Any]) -> str:
 
 
 def kube_logs(record: JobRecord, context: str | None) -> Iterator[str]:
-    """Each pod's log, in pod-name order."""
+    """Each pod's log, in pod-name order: the readiness probe's (its init container) first,
+    then the training container's (for a pod the probe stopped, a line saying it did not
+    start)."""
     k8s = _client(context)
     core = k8s.client.CoreV1Api()
     custom = _BY_RECORD.get(record.kind)
     label = custom[4] if custom else "job-name"
     pods = core.list_namespaced_pod(record.output, label_selector=f"{label}={record.job_id}")
     for pod in sorted(pods.items, key=lambda p: p.metadata.name):
-        # Streamed: a pod's log can be gigabytes; only a line (or 64 KiB of one) is held.
-        response = core.read_namespaced_pod_log(
-            pod.metadata.name, record.output, _preload_content=False
-        )
+        name = pod.metadata.name
+        inits = [c.name for c in (pod.spec.init_containers or ())] if pod.spec else []
+        if PROBE_CONTAINER in inits:
+            yield from _pod_log(core, name, record.output, PROBE_CONTAINER)
         try:
-            yield from _lines(response.stream(1 << 16))
-        finally:
-            response.release_conn()
+            yield from _pod_log(core, name, record.output, None)
+        except k8s.client.exceptions.ApiException as exc:
+            if exc.status != 400 or PROBE_CONTAINER not in inits:
+                raise
+            yield f"fdl: the training container of pod {name} did not start (fdl probe above)"
+
+
+def _pod_log(core: Any, pod: str, namespace: str, container: str | None) -> Iterator[str]:
+    # Streamed: a pod's log can be gigabytes; only a line (or 64 KiB of one) is held.
+    given = {"container": container} if container else {}
+    response = core.read_namespaced_pod_log(pod, namespace, _preload_content=False, **given)
+    try:
+        yield from _lines(response.stream(1 << 16))
+    finally:
+        response.release_conn()
 
 
 def _lines(chunks: Iterator[bytes], limit: int = 1 << 16) -> Iterator[str]:

@@ -7,6 +7,7 @@ import json
 import re
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -36,6 +37,7 @@ class FakeApi(BaseHTTPRequestHandler):
     objects: ClassVar[dict[str, dict[str, Any]]] = {}
     requests: ClassVar[list[tuple[str, str]]] = []
     complete = False
+    probe_refused = False  # pods whose fdl-probe init container failed
 
     def log_message(self, *args: object) -> None:
         pass
@@ -84,8 +86,22 @@ class FakeApi(BaseHTTPRequestHandler):
             self._send(200, job)
         elif path.endswith("/pods"):
             assert re.search(r"(job|jobset)-name(%3D|=)", self.path), self.path
-            pods = [{"metadata": {"name": f"pod-{i}"}} for i in (1, 0)]
+            pods: list[dict[str, Any]] = [{"metadata": {"name": f"pod-{i}"}} for i in (1, 0)]
+            if self.probe_refused:
+                for pod in pods:
+                    pod["spec"] = {
+                        "initContainers": [{"name": "fdl-probe", "image": "fdl"}],
+                        "containers": [{"name": "train", "image": "train"}],
+                    }
             self._send(200, {"apiVersion": "v1", "kind": "PodList", "items": pods})
+        elif path.endswith("/log") and "container=fdl-probe" in self.path:
+            self._send(
+                200, "verdict: NOT READY (1 issue)\n  error: no code for GPU 0\n", "text/plain"
+            )
+        elif path.endswith("/log") and self.probe_refused:
+            pod = path.split("/")[-2]
+            why = f'container "train" in pod "{pod}" is waiting to start: PodInitializing'
+            self._send(400, {"kind": "Status", "code": 400, "message": why})
         elif path.endswith("/log"):
             self._send(200, f"hello from {path.split('/')[-2]}\n", "text/plain")
         else:
@@ -108,6 +124,7 @@ class FakeApi(BaseHTTPRequestHandler):
 @pytest.fixture
 def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[type[FakeApi]]:
     FakeApi.objects, FakeApi.requests, FakeApi.complete = {}, [], False
+    FakeApi.probe_refused = False
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApi)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -240,4 +257,30 @@ def test_a_jobset_through_the_custom_objects_api(api: type[FakeApi], tmp_path: P
     cancel_of(record)
     assert [r[1] for r in api.requests if r[0] == "DELETE"] == [
         f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/ml/jobsets/{plan.job_name}"
+    ]
+
+
+def test_a_pod_the_probe_stopped_shows_the_probes_words(api: type[FakeApi], tmp_path: Path) -> None:
+    plan = _two_node_plan("k8s")
+    target = replace(plan.target, probe_image="ghcr.io/acme/fdl:0.9")
+    plan = plan_deploy(
+        target,
+        project="cpp-train",
+        local_image="cpp-train-train:latest",
+        archs=CU130,
+        entrypoint=["/opt/app/bin/train"],
+        args=[],
+        digest="sha256:" + "c" * 64,
+    )
+    record = submit_kubernetes(plan, tmp_path)
+    pod = api.objects[f"Job/{plan.job_name}"]["spec"]["template"]["spec"]
+    assert pod["initContainers"][0]["command"][:2] == ["fdl", "probe"]
+    api.probe_refused = True
+    assert list(logs_of(record)) == [
+        "verdict: NOT READY (1 issue)",
+        "  error: no code for GPU 0",
+        "fdl: the training container of pod pod-0 did not start (fdl probe above)",
+        "verdict: NOT READY (1 issue)",
+        "  error: no code for GPU 0",
+        "fdl: the training container of pod pod-1 did not start (fdl probe above)",
     ]
