@@ -9,71 +9,170 @@ Plan, then execute::
     print(plan.text)                                  # the sbatch script or the YAML
 
 ``plan_deploy`` refuses (before anything is pushed) a target whose GPUs the image's
-libtorch binaries cannot run on (:func:`check_placement`).
+libtorch binaries cannot run on (:func:`check_placement`). What differs between SLURM
+and Kubernetes is each one's backend (:data:`BACKENDS`, :class:`DeployBackend`).
 """
 
 from __future__ import annotations
 
-from fdl.deploy._build_job import BuildJob, build_job_dir, plan_build_job, read_build_result
-from fdl.deploy._jobs import cancel_of, job_state_of, job_status_of, logs_of
-from fdl.deploy._kube import affinity, render_kubernetes, to_yaml
-from fdl.deploy._kube_exec import kube_check, submit_kubernetes
-from fdl.deploy._layers import (
-    OCI_MANIFEST,
-    ZSTD_LAYER,
-    ZSTD_LEVEL,
-    Compression,
-    PushedBlob,
-    PushResult,
-    ZstdPuller,
-    ZstdUnavailable,
-    choose_compression,
-    push_zstd,
-    split_reference,
-)
-from fdl.deploy._placement import GpuVerdict, ImageArchs, Placement, check_placement, place
-from fdl.deploy._plan import (
-    DeployPlan,
-    plan_deploy,
-    pyxis_image,
-    remote_name,
-    runs_local_images,
-    unmounted_outputs,
-)
-from fdl.deploy._prepare import (
-    Prepared,
-    archs_of_image,
-    build_for_deploy,
-    image_archs,
-    prepare,
-    push_by_digest,
-    push_image,
-    state_dir,
-)
-from fdl.deploy._runtime import check_runtime
-from fdl.deploy._slurm import launcher_argv, render_sbatch, sbatch_options
-from fdl.deploy._slurm_exec import (
-    FINISHED,
-    JobRecord,
-    JobStatus,
-    cancel_job,
-    follow_output,
-    job_state,
-    job_status,
-    read_record,
-    submit_sbatch,
-    submit_script,
-)
-from fdl.deploy._submit import Submitted, check_registry, submit_target
-from fdl.deploy._target import DeployTarget, GpuOffer, load_target, target_names
+from fdl._lazy import lazy_attribute
+
+TYPE_CHECKING = False  # typing costs start-up: annotations only
+if TYPE_CHECKING:
+    from typing import Any
+
+    from fdl.deploy._backend import BACKENDS, DeployBackend, backend
+    from fdl.deploy._build_job import BuildJob, build_job_dir, plan_build_job, read_build_result
+    from fdl.deploy._jobs import (
+        cancel_of,
+        follow_job,
+        job_completed,
+        job_state_of,
+        job_status_of,
+        logs_of,
+        read_record,
+    )
+    from fdl.deploy._kube import affinity, render_kubernetes, to_yaml
+    from fdl.deploy._kube_exec import kube_check
+    from fdl.deploy._layers import (
+        OCI_MANIFEST,
+        ZSTD_LAYER,
+        ZSTD_LEVEL,
+        Compression,
+        PushedBlob,
+        PushResult,
+        ZstdPuller,
+        ZstdUnavailable,
+        choose_compression,
+        push_zstd,
+        split_reference,
+    )
+    from fdl.deploy._load import load_target, target_names
+    from fdl.deploy._placement import GpuVerdict, ImageArchs, Placement, check_placement, place
+    from fdl.deploy._plan import (
+        DeployPlan,
+        plan_deploy,
+        probe_command,
+        remote_name,
+        runs_local_images,
+        unmounted_outputs,
+    )
+    from fdl.deploy._prepare import (
+        Prepared,
+        archs_of_image,
+        build_for_deploy,
+        image_archs,
+        prepare,
+        push_by_digest,
+        push_image,
+        state_dir,
+    )
+    from fdl.deploy._record import JobRecord, JobStatus
+    from fdl.deploy._runtime import check_runtime
+    from fdl.deploy._slurm import launcher_argv, pyxis_image, render_sbatch, sbatch_options
+    from fdl.deploy._slurm_exec import (
+        FINISHED,
+        cancel_job,
+        follow_output,
+        job_state,
+        job_status,
+        submit_script,
+    )
+    from fdl.deploy._submit import (
+        Submitted,
+        check_registry,
+        submit_kubernetes,
+        submit_plan,
+        submit_sbatch,
+        submit_target,
+    )
+    from fdl.deploy._target import DeployTarget, GpuOffer
+
+# Where each name lives: a module is imported when one of its names is first asked for
+# (`fdl deploy submit` of a SLURM target never loads the Kubernetes modules).
+_HOMES: dict[str, str] = {
+    "affinity": "_kube",
+    "archs_of_image": "_prepare",
+    "backend": "_backend",
+    "BACKENDS": "_backend",
+    "build_for_deploy": "_prepare",
+    "build_job_dir": "_build_job",
+    "BuildJob": "_build_job",
+    "cancel_job": "_slurm_exec",
+    "cancel_of": "_jobs",
+    "check_placement": "_placement",
+    "check_registry": "_submit",
+    "check_runtime": "_runtime",
+    "choose_compression": "_layers",
+    "Compression": "_layers",
+    "DeployBackend": "_backend",
+    "DeployPlan": "_plan",
+    "DeployTarget": "_target",
+    "FINISHED": "_slurm_exec",
+    "follow_job": "_jobs",
+    "follow_output": "_slurm_exec",
+    "GpuOffer": "_target",
+    "GpuVerdict": "_placement",
+    "image_archs": "_prepare",
+    "ImageArchs": "_placement",
+    "job_completed": "_jobs",
+    "job_state": "_slurm_exec",
+    "job_state_of": "_jobs",
+    "job_status": "_slurm_exec",
+    "job_status_of": "_jobs",
+    "JobRecord": "_record",
+    "JobStatus": "_record",
+    "kube_check": "_kube_exec",
+    "launcher_argv": "_slurm",
+    "load_target": "_load",
+    "logs_of": "_jobs",
+    "OCI_MANIFEST": "_layers",
+    "place": "_placement",
+    "Placement": "_placement",
+    "plan_build_job": "_build_job",
+    "plan_deploy": "_plan",
+    "prepare": "_prepare",
+    "Prepared": "_prepare",
+    "probe_command": "_plan",
+    "push_by_digest": "_prepare",
+    "push_image": "_prepare",
+    "push_zstd": "_layers",
+    "PushedBlob": "_layers",
+    "PushResult": "_layers",
+    "pyxis_image": "_slurm",
+    "read_build_result": "_build_job",
+    "read_record": "_jobs",
+    "remote_name": "_plan",
+    "render_kubernetes": "_kube",
+    "render_sbatch": "_slurm",
+    "runs_local_images": "_plan",
+    "sbatch_options": "_slurm",
+    "split_reference": "_layers",
+    "state_dir": "_prepare",
+    "submit_kubernetes": "_submit",
+    "submit_plan": "_submit",
+    "submit_sbatch": "_submit",
+    "submit_script": "_slurm_exec",
+    "submit_target": "_submit",
+    "Submitted": "_submit",
+    "target_names": "_load",
+    "to_yaml": "_kube",
+    "unmounted_outputs": "_plan",
+    "ZSTD_LAYER": "_layers",
+    "ZSTD_LEVEL": "_layers",
+    "ZstdPuller": "_layers",
+    "ZstdUnavailable": "_layers",
+}
 
 __all__ = [
+    "BACKENDS",
     "FINISHED",
     "OCI_MANIFEST",
     "ZSTD_LAYER",
     "ZSTD_LEVEL",
     "BuildJob",
     "Compression",
+    "DeployBackend",
     "DeployPlan",
     "DeployTarget",
     "GpuOffer",
@@ -90,6 +189,7 @@ __all__ = [
     "ZstdUnavailable",
     "affinity",
     "archs_of_image",
+    "backend",
     "build_for_deploy",
     "build_job_dir",
     "cancel_job",
@@ -98,8 +198,10 @@ __all__ = [
     "check_registry",
     "check_runtime",
     "choose_compression",
+    "follow_job",
     "follow_output",
     "image_archs",
+    "job_completed",
     "job_state",
     "job_state_of",
     "job_status",
@@ -112,6 +214,7 @@ __all__ = [
     "plan_build_job",
     "plan_deploy",
     "prepare",
+    "probe_command",
     "push_by_digest",
     "push_image",
     "push_zstd",
@@ -126,6 +229,7 @@ __all__ = [
     "split_reference",
     "state_dir",
     "submit_kubernetes",
+    "submit_plan",
     "submit_sbatch",
     "submit_script",
     "submit_target",
@@ -133,3 +237,7 @@ __all__ = [
     "to_yaml",
     "unmounted_outputs",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _HOMES, globals(), name)

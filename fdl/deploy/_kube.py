@@ -5,7 +5,10 @@ asks, a Kubeflow PyTorchJob or a JobSet.
 Pods get ``nvidia.com/gpu`` limits, a memory-backed ``/dev/shm`` (PyTorch's data loaders
 and NCCL use shared memory; a container's default is 64 MiB), and node affinity to the
 nodes whose GPUs the image's binaries cover (GPU feature discovery labels
-``nvidia.com/gpu.compute.major``/``minor`` and ``nvidia.com/gpu.product``).
+``nvidia.com/gpu.compute.major``/``minor`` and ``nvidia.com/gpu.product``). With a
+``probe-image`` (an image with fdl: the train image holds only the program), each pod first
+runs ``fdl probe`` as an init container on the same GPUs: a node that cannot run the image
+fails the pod in seconds, with the probe's words in that container's log.
 """
 
 from __future__ import annotations
@@ -14,8 +17,12 @@ from typing import Any
 
 from fdl.deploy._target import DeployTarget, GpuOffer
 
+# The readiness probe's init container (its log is read before the training container's).
+PROBE_CONTAINER = "fdl-probe"
+
 __all__ = [
     "JOBSET_REPLICATED_JOB",
+    "PROBE_CONTAINER",
     "affinity",
     "render_jobset",
     "render_kubernetes",
@@ -109,6 +116,17 @@ def _container(
     return container
 
 
+def _probe_container(target: DeployTarget, probe: tuple[str, ...]) -> dict[str, Any]:
+    """The readiness gate: ``fdl probe`` in the target's ``probe-image``, on the GPUs the
+    training container gets (the device plugin gives an init container's devices to the
+    pod's containers after it)."""
+    container: dict[str, Any] = {"name": PROBE_CONTAINER, "image": target.probe_image}
+    container["command"] = list(probe)
+    if target.gpus_per_node:
+        container["resources"] = {"limits": {"nvidia.com/gpu": str(target.gpus_per_node)}}
+    return container
+
+
 def _pod_spec(
     target: DeployTarget,
     image: str,
@@ -117,6 +135,7 @@ def _pod_spec(
     *,
     master_addr: str | None = None,
     subdomain: str | None = None,
+    probe: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     volumes: list[dict[str, Any]] = [
         {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": target.shm}}
@@ -129,6 +148,8 @@ def _pod_spec(
         "containers": [_container(target, image, args, master_addr)],
         "volumes": volumes,
     }
+    if probe and target.probe_image:
+        spec["initContainers"] = [_probe_container(target, probe)]
     if subdomain:
         spec["subdomain"] = subdomain
     if target.service_account:
@@ -176,6 +197,7 @@ def render_pytorchjob(
     name: str,
     args: list[str] | None,
     allowed: tuple[GpuOffer, ...] = (),
+    probe: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     """A Kubeflow ``PyTorchJob`` (kubeflow.org/v1): one Master and ``nodes - 1`` Workers.
 
@@ -185,7 +207,7 @@ def render_pytorchjob(
     """
 
     def replica(count: int) -> dict[str, Any]:
-        spec = _pod_spec(target, image, args, allowed)
+        spec = _pod_spec(target, image, args, allowed, probe=probe)
         container = spec["containers"][0]
         container["name"] = "pytorch"
         container["ports"] = [{"containerPort": target.master_port, "name": "pytorchjob-port"}]
@@ -220,6 +242,7 @@ def render_jobset(
     name: str,
     args: list[str] | None,
     allowed: tuple[GpuOffer, ...] = (),
+    probe: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     """A ``JobSet`` (jobset.x-k8s.io/v1alpha2) with one replicated Job: an Indexed Job
     of ``nodes`` pods (for one node, a plain one-pod Job).
@@ -231,7 +254,7 @@ def render_jobset(
     """
     several = target.nodes > 1
     master = f"{name}-{JOBSET_REPLICATED_JOB}-0-0.{name}" if several else None
-    pod = _pod_spec(target, image, args, allowed, master_addr=master)
+    pod = _pod_spec(target, image, args, allowed, master_addr=master, probe=probe)
     jobset = _object("jobset.x-k8s.io/v1alpha2", "JobSet", target, name)
     jobset["spec"] = {
         "failurePolicy": {"maxRestarts": 0},
@@ -261,6 +284,7 @@ def render_kubernetes(
     name: str,
     args: list[str] | None,
     allowed: tuple[GpuOffer, ...] = (),
+    probe: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     """The objects to apply: ``[Job]`` for one node, ``[Service, Job]`` for several, or
     a ``PyTorchJob`` / ``JobSet`` when the target's ``controller`` says so.
@@ -271,11 +295,17 @@ def render_kubernetes(
         name: The Job's name (a DNS label).
         args: The program's arguments (None: the image's default).
         allowed: GPUs the binaries cover (node affinity); empty for none.
+        probe: ``fdl probe ...``, each pod's init container when the target has a
+            ``probe-image`` (empty: none).
     """
     if target.controller == "pytorchjob":
-        return render_pytorchjob(target, image=image, name=name, args=args, allowed=allowed)
+        return render_pytorchjob(
+            target, image=image, name=name, args=args, allowed=allowed, probe=probe
+        )
     if target.controller == "jobset":
-        return render_jobset(target, image=image, name=name, args=args, allowed=allowed)
+        return render_jobset(
+            target, image=image, name=name, args=args, allowed=allowed, probe=probe
+        )
     several = target.nodes > 1
     # Indexed Job pods are named <job>-<index>; the headless Service gives them DNS names.
     pod = _pod_spec(
@@ -285,6 +315,7 @@ def render_kubernetes(
         allowed,
         master_addr=f"{name}-0.{name}" if several else None,
         subdomain=name if several else None,
+        probe=probe,
     )
     job = _object("batch/v1", "Job", target, name)
     job["spec"] = _indexed_job_spec(target, name, pod)

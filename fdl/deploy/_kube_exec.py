@@ -4,16 +4,26 @@ dependency, imported only here and only when a Kubernetes target is used)."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from fdl._files import atomic_write_text
-from fdl.deploy._plan import DeployPlan
-from fdl.deploy._slurm_exec import JobRecord, write_record
+from fdl.deploy._kube import PROBE_CONTAINER
+from fdl.deploy._record import JobRecord, write_record
+from fdl.deploy._target import DeployTarget
 from fdl.errors import EnvironmentProblem
 
-__all__ = ["kube_cancel", "kube_check", "kube_logs", "kube_state", "submit_kubernetes"]
+__all__ = [
+    "OBJECT_NAME",
+    "RECORD_KINDS",
+    "kube_cancel",
+    "kube_check",
+    "kube_logs",
+    "kube_state",
+    "kube_submit",
+]
 
 
 def _client(context: str | None) -> Any:
@@ -55,6 +65,10 @@ _CUSTOM = {
     ),
 }  # fmt: skip
 _BY_RECORD = {entry[3]: entry for entry in _CUSTOM.values()}
+# The record's kind by the target's controller, and the form of its job ids (the object's name).
+_RECORD_KIND = {"pytorchjob": "kubernetes-pytorchjob", "jobset": "kubernetes-jobset"}
+OBJECT_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
+RECORD_KINDS = ("kubernetes", *_RECORD_KIND.values())
 
 
 def kube_check(context: str | None) -> None:
@@ -66,32 +80,36 @@ def kube_check(context: str | None) -> None:
     _client(context)
 
 
-def submit_kubernetes(plan: DeployPlan, state_dir: Path) -> JobRecord:
-    """Create the plan's objects (Service first, then the Job) and record the job."""
+def kube_submit(
+    target: DeployTarget,
+    text: str,
+    state_dir: Path,
+    *,
+    filename: str,
+    job_name: str,
+    image: str,
+) -> JobRecord:
+    """Create the objects of ``text`` (Service first, then the Job) and record the job."""
     import yaml
 
-    k8s = _client(plan.target.context)
+    k8s = _client(target.context)
     state_dir.mkdir(parents=True, exist_ok=True)
-    path = state_dir / plan.filename
-    atomic_write_text(path, plan.text, mode=0o600)  # the job's environment: private
+    path = state_dir / filename
+    atomic_write_text(path, text, mode=0o600)  # the job's environment: private
     api = k8s.client.ApiClient()
-    for obj in yaml.safe_load_all(plan.text):
+    for obj in yaml.safe_load_all(text):
         if not obj:
             continue
         custom = _CUSTOM.get(obj.get("kind", ""))
         if custom:  # a custom resource: the typed helpers lack it
             group, version, plural, kind, _ = custom
             k8s.client.CustomObjectsApi(api).create_namespaced_custom_object(
-                group, version, plan.target.namespace, plural, obj
+                group, version, target.namespace, plural, obj
             )
         else:
-            k8s.utils.create_from_dict(api, obj, namespace=plan.target.namespace)
-    kind = {"pytorchjob": "kubernetes-pytorchjob", "jobset": "kubernetes-jobset"}.get(
-        plan.target.controller, "kubernetes"
-    )
-    record = JobRecord(
-        plan.target.name, kind, plan.job_name, plan.image, str(path), plan.target.namespace
-    )
+            k8s.utils.create_from_dict(api, obj, namespace=target.namespace)
+    kind = _RECORD_KIND.get(target.controller, "kubernetes")
+    record = JobRecord(target.name, kind, job_name, image, str(path), target.namespace)
     write_record(state_dir, record)
     return record
 
@@ -134,21 +152,35 @@ def _custom_state(status: dict[str, Any]) -> str:
 
 
 def kube_logs(record: JobRecord, context: str | None) -> Iterator[str]:
-    """Each pod's log, in pod-name order."""
+    """Each pod's log, in pod-name order: the readiness probe's (its init container) first,
+    then the training container's (for a pod the probe stopped, a line saying it did not
+    start)."""
     k8s = _client(context)
     core = k8s.client.CoreV1Api()
     custom = _BY_RECORD.get(record.kind)
     label = custom[4] if custom else "job-name"
     pods = core.list_namespaced_pod(record.output, label_selector=f"{label}={record.job_id}")
     for pod in sorted(pods.items, key=lambda p: p.metadata.name):
-        # Streamed: a pod's log can be gigabytes; only a line (or 64 KiB of one) is held.
-        response = core.read_namespaced_pod_log(
-            pod.metadata.name, record.output, _preload_content=False
-        )
+        name = pod.metadata.name
+        inits = [c.name for c in (pod.spec.init_containers or ())] if pod.spec else []
+        if PROBE_CONTAINER in inits:
+            yield from _pod_log(core, name, record.output, PROBE_CONTAINER)
         try:
-            yield from _lines(response.stream(1 << 16))
-        finally:
-            response.release_conn()
+            yield from _pod_log(core, name, record.output, None)
+        except k8s.client.exceptions.ApiException as exc:
+            if exc.status != 400 or PROBE_CONTAINER not in inits:
+                raise
+            yield f"fdl: the training container of pod {name} did not start (fdl probe above)"
+
+
+def _pod_log(core: Any, pod: str, namespace: str, container: str | None) -> Iterator[str]:
+    # Streamed: a pod's log can be gigabytes; only a line (or 64 KiB of one) is held.
+    given = {"container": container} if container else {}
+    response = core.read_namespaced_pod_log(pod, namespace, _preload_content=False, **given)
+    try:
+        yield from _lines(response.stream(1 << 16))
+    finally:
+        response.release_conn()
 
 
 def _lines(chunks: Iterator[bytes], limit: int = 1 << 16) -> Iterator[str]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fdl.compat.layers import ZstdPuller, zstd_puller
+from fdl.deploy._backend import backend
 from fdl.deploy._target import DeployTarget
 from fdl.engine import Engine, LineCallback
 from fdl.errors import EnvironmentProblem, UsageError
@@ -69,8 +70,7 @@ def choose_compression(target: DeployTarget) -> Compression:
     requested = target.compression
     if requested in ("gzip", "zstd"):
         return Compression(requested, requested, f"compression: {requested} in the target")
-    runtime = "kubernetes" if target.kind == "kubernetes" else target.runtime
-    puller = zstd_puller(runtime)
+    puller = zstd_puller(backend(target.kind).puller(target))
     method = "zstd" if puller.pulls_zstd else "gzip"
     return Compression(method, "auto", puller.note)
 

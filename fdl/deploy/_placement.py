@@ -22,6 +22,7 @@ from fdl.compat import (
     runs_on,
     version_key,
 )
+from fdl.deploy._backend import backend
 from fdl.deploy._target import DeployTarget, GpuOffer
 from fdl.errors import EnvironmentProblem, FdlError
 
@@ -132,7 +133,7 @@ def check_placement(target: DeployTarget, image: ImageArchs) -> Placement:
         )
     placement = place(target, image)
     bad = [v for v in placement.verdicts if not v.ok]
-    everywhere = target.kind == "slurm"
+    everywhere = backend(target.kind).lands_anywhere
     if (everywhere and bad) or not placement.allowed:
         lines = "\n".join(f"  {v.gpu.name} ({v.gpu.capability}): {v.reason}" for v in bad)
         raise EnvironmentProblem(
@@ -158,7 +159,8 @@ def _fix(target: DeployTarget, image: ImageArchs, bad: list[GpuVerdict]) -> str:
     from fdl.compat import choose_variant
 
     # A SLURM job may land on any offered GPU; a Kubernetes pod needs only one to fit.
-    gpus = target.offered() if target.kind == "slurm" else tuple(v.gpu for v in bad)
+    anywhere = backend(target.kind).lands_anywhere
+    gpus = target.offered() if anywhere else tuple(v.gpu for v in bad)
     drivers = sorted(
         (g.driver for g in gpus if g.driver), key=lambda d: tuple(map(int, d.split(".")))
     )
@@ -204,6 +206,6 @@ def _fix(target: DeployTarget, image: ImageArchs, bad: list[GpuVerdict]) -> str:
             )
         if any("driver" in v.reason for v in bad):
             advice.append("or update the nodes' driver and its `driver:` in the target")
-    if target.kind == "slurm" and target.gpu_type is None and len(target.gpus) > 1:
+    if anywhere and target.gpu_type is None and len(target.gpus) > 1:
         advice.append("or pin `gpu-type:` to a GPU the image covers")
     return "; ".join(advice)

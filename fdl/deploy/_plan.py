@@ -6,16 +6,15 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from fdl.deploy._kube import render_kubernetes, to_yaml
+from fdl.deploy._backend import backend
 from fdl.deploy._layers import choose_compression
 from fdl.deploy._placement import ImageArchs, Placement, check_placement
-from fdl.deploy._slurm import render_sbatch
 from fdl.deploy._target import DeployTarget
 
 __all__ = [
     "DeployPlan",
     "plan_deploy",
-    "pyxis_image",
+    "probe_command",
     "remote_name",
     "runs_local_images",
     "unmounted_outputs",
@@ -51,11 +50,7 @@ class DeployPlan:
 
     @property
     def filename(self) -> str:
-        return (
-            f"{self.target.name}.sbatch"
-            if self.target.kind == "slurm"
-            else f"{self.target.name}.yaml"
-        )
+        return f"{self.target.name}{backend(self.target.kind).suffix}"
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -88,15 +83,7 @@ def remote_name(target: DeployTarget, local_image: str) -> str:
 
 def runs_local_images(target: DeployTarget) -> bool:
     """Whether the target can run an image of this host's store (docker/podman on SLURM)."""
-    return target.kind == "slurm" and target.runtime in ("docker", "podman")
-
-
-def pyxis_image(reference: str) -> str:
-    """enroot's form: the registry host is separated by ``#`` (``host:5000#ns/name@sha256:..``)."""
-    first, sep, rest = reference.partition("/")
-    if sep and ("." in first or ":" in first or first == "localhost"):
-        return f"{first}#{rest}"
-    return reference
+    return backend(target.kind).runs_local_images(target)
 
 
 def _job_name(project: str, target: DeployTarget) -> str:
@@ -131,6 +118,28 @@ def unmounted_outputs(args: list[str], mounts: tuple[str, ...]) -> list[str]:
         if path.is_absolute() and not any(path == t or t in path.parents for t in targets):
             lost.append(value)
     return lost
+
+
+def probe_command(target: DeployTarget, image: str, archs: ImageArchs) -> tuple[str, ...]:
+    """The readiness gate a job runs on its nodes before training: ``fdl probe`` judging
+    the node's GPUs and driver against the image's libtorch (its labels), NCCL being the
+    image's. Empty when the target turns it off (``probe: false``) or the image holds no
+    GPU code (a CPU job: nothing for the probe to judge)."""
+    if not target.probe or archs.cuda is None:
+        return ()
+    return (
+        "fdl",
+        "probe",
+        "--skip-mount",
+        "--image",
+        image,
+        "--variant",
+        archs.variant,
+        "--cuda",
+        archs.cuda,
+        "--archs",
+        " ".join(archs.codes),
+    )
 
 
 def plan_deploy(
@@ -175,7 +184,8 @@ def plan_deploy(
         image = remote
     job_name = _job_name(project, target)
     program_args = list(target.args) if target.args is not None else list(args)
-    carried = mounts if target.kind == "slurm" else ()
+    via = backend(target.kind)
+    carried = mounts if via.carries_profile_mounts else ()
     lost = unmounted_outputs(program_args, (*carried, *target.mounts))
     warnings = tuple(
         f"the program writes to {path} (its arguments), which no mount of target "
@@ -183,24 +193,16 @@ def plan_deploy(
         f"directory there (`mounts:` in the target, or the image profile's)"
         for path in lost
     )
-    if target.kind == "slurm":
-        pyxis = target.runtime == "pyxis"
-        text = render_sbatch(
-            target,
-            image=pyxis_image(image) if pyxis else image,
-            job_name=job_name,
-            command=[*entrypoint, *program_args] if pyxis else program_args,
-            mounts=carried,
-        )
-    else:
-        objects = render_kubernetes(
-            target,
-            image=image,
-            name=job_name,
-            args=list(target.args) if target.args is not None else None,
-            allowed=placement.allowed,
-        )
-        text = to_yaml(objects)
+    text = via.render(
+        target,
+        image=image,
+        job_name=job_name,
+        entrypoint=entrypoint,
+        args=args,
+        mounts=carried,
+        allowed=placement.allowed,
+        probe=probe_command(target, image, archs),
+    )
     return DeployPlan(
         target, local_image, remote, image, job_name, placement, text, carried, warnings
     )

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fdl.deploy._layers import PushResult, ZstdUnavailable, choose_compression, push_zstd
+from fdl.deploy._load import load_target
 from fdl.deploy._placement import ImageArchs
 from fdl.deploy._plan import DeployPlan, plan_deploy
-from fdl.deploy._target import DeployTarget, load_target
+from fdl.deploy._target import DeployTarget
 from fdl.engine import Engine, LineCallback
 from fdl.errors import EnvironmentProblem, UsageError
 from fdl.images import ImageSpec, VariantRef, build_images, plan_images, project_name

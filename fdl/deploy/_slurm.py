@@ -14,12 +14,18 @@ from fdl.deploy._target import DeployTarget
 from fdl.errors import UsageError
 
 __all__ = [
+    "PROBE_REFUSED",
     "launcher_argv",
+    "pyxis_image",
     "render_sbatch",
     "sbatch_directive",
     "sbatch_options",
     "slurm_literal",
 ]
+
+# The job's exit status when `fdl probe` found a node not ready (sysexits' EX_UNAVAILABLE):
+# apart from the program's own failures, and from what SLURM reports of a killed job.
+PROBE_REFUSED = 69
 
 # Variables each runtime passes into the container (docker/podman need them named).
 _RENDEZVOUS = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK")
@@ -56,6 +62,14 @@ def sbatch_directive(option: str, value: object) -> str:
 def _describe(char: str) -> str:
     names = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", '"': 'a "'}
     return names.get(char, "a backslash" if char == "\\" else f"the unprintable character {char!r}")
+
+
+def pyxis_image(reference: str) -> str:
+    """enroot's form: the registry host is separated by ``#`` (``host:5000#ns/name@sha256:..``)."""
+    first, sep, rest = reference.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        return f"{first}#{rest}"
+    return reference
 
 
 def slurm_literal(path: str) -> str:
@@ -127,6 +141,7 @@ def render_sbatch(
     job_name: str,
     command: list[str],
     mounts: tuple[str, ...] = (),
+    probe: tuple[str, ...] = (),
 ) -> str:
     """The sbatch script for ``target`` running ``image`` (a reference by digest).
 
@@ -138,6 +153,7 @@ def render_sbatch(
             arguments, the entrypoint runs; pyxis: the whole command, entrypoint first).
         mounts: The image profile's mounts, sources absolute (the cluster shares the
             project's filesystem); the target's ``mounts:`` follow.
+        probe: ``fdl probe ...``, run on every node before the training step (empty: none).
     """
     launcher = launcher_argv(target, mounts)
     if target.runtime in ("docker", "podman"):
@@ -156,6 +172,8 @@ def render_sbatch(
         mounts=shlex.quote(",".join(every_mount)) if every_mount else "",
         launcher=" ".join(words),
         command=" ".join(shlex.quote(word) for word in command),
+        probe=" ".join(shlex.quote(word) for word in probe[1:]),
+        probe_refused=PROBE_REFUSED,
     )
 
 

@@ -3,15 +3,13 @@ output file, ``scancel``. Every program runs through :class:`fdl.runner.Runner`.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fdl._files import atomic_write_text, read_small_text, reason_of
-from fdl.deploy._plan import DeployPlan
+from fdl._files import atomic_write_text
+from fdl.deploy._record import JobRecord, JobStatus, write_record
 from fdl.deploy._target import DeployTarget
 from fdl.errors import CommandFailed, EnvironmentProblem, UsageError
 from fdl.locking import FileLock
@@ -19,17 +17,12 @@ from fdl.runner import Runner
 
 __all__ = [
     "FINISHED",
-    "JobRecord",
-    "JobStatus",
+    "JOB_ID",
     "cancel_job",
     "follow_output",
     "job_state",
     "job_status",
-    "read_record",
-    "record_path",
-    "submit_sbatch",
     "submit_script",
-    "write_record",
 ]
 
 # Job states after which nothing more happens (squeue/scontrol/sacct names).
@@ -47,107 +40,8 @@ FINISHED = frozenset(
     }
 )
 
-
-@dataclass(frozen=True)
-class JobRecord:
-    """What ``submit`` recorded under ``<project>/.fdl/deploy/<target>.json``."""
-
-    target: str
-    kind: str
-    job_id: str
-    image: str
-    script: str
-    output: str
-
-    def to_json(self) -> dict[str, str]:
-        return asdict(self)
-
-
-# The kinds of recorded jobs and the form of their ids: SLURM's (``123``, an array task
-# ``123_4``, a heterogeneous component ``123+1``), or the Kubernetes object's name.
-_K8S_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
-RECORD_KINDS = {
-    "slurm": re.compile(r"[0-9]+(?:[_+][0-9]+)?"),
-    "kubernetes": _K8S_NAME,
-    "kubernetes-pytorchjob": _K8S_NAME,
-    "kubernetes-jobset": _K8S_NAME,
-}
-
-
-def record_path(state_dir: Path, target: str, job_id: str | None = None) -> Path:
-    """The last job's record (``<target>.json``), or one job's (``jobs/<target>-<id>.json``)."""
-    if job_id is None:
-        return state_dir / f"{target}.json"
-    return state_dir / "jobs" / f"{target}-{job_id}.json"
-
-
-def write_record(state_dir: Path, record: JobRecord) -> None:
-    """Keep ``record`` as its job's own file and as the target's last job.
-
-    Every job keeps its record: two submits at once each leave theirs, and a job the
-    target's last record no longer names stays reachable (``--job ID``).
-    """
-    text = json.dumps(record.to_json(), indent=2) + "\n"
-    own = record_path(state_dir, record.target, record.job_id)
-    own.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(own, text)
-    atomic_write_text(record_path(state_dir, record.target), text)
-
-
-def read_record(state_dir: Path, target: str, job_id: str | None = None) -> JobRecord:
-    """The last job submitted to ``target`` (or its job ``job_id``).
-
-    Raises:
-        UsageError: nothing was submitted from this project (or no such job).
-    """
-    if job_id is not None and not any(f.fullmatch(job_id) for f in RECORD_KINDS.values()):
-        raise UsageError(
-            f"{job_id!r} is not a job id",
-            hint=f"the ids fdl recorded for {target!r} are in {state_dir / 'jobs'}",
-        )
-    path = record_path(state_dir, target, job_id)
-    try:
-        text = read_small_text(path, limit=1 << 16)
-        data = json.loads(text) if text is not None else None
-    except (OSError, ValueError, RecursionError) as exc:
-        raise _not_a_record(path, target, reason_of(exc)) from None
-    if text is None:
-        if job_id is not None:
-            raise UsageError(
-                f"fdl recorded no job {job_id} of {target!r} in this project (no {path})",
-                hint=f"the last one: fdl deploy status {target}",
-            )
-        raise UsageError(
-            f"no job was submitted to {target!r} from this project (no {path})",
-            hint=f"submit one: fdl deploy submit {target}",
-        )
-    fields = tuple(JobRecord.__dataclass_fields__)
-    if not isinstance(data, dict):
-        raise _not_a_record(path, target, "it is not a JSON object")
-    missing = [key for key in fields if not isinstance(data.get(key), str)]
-    if missing:
-        raise _not_a_record(path, target, f"no text for {', '.join(missing)}")
-    record = JobRecord(**{key: data[key] for key in fields})
-    # What status and cancel pass to scancel or the API must be a job id fdl got back:
-    # `scancel --user=me` from an edited record would cancel every job of the user.
-    id_form = RECORD_KINDS.get(record.kind)
-    if id_form is None:
-        raise _not_a_record(path, target, f"unknown kind {record.kind!r}")
-    if not id_form.fullmatch(record.job_id):
-        raise _not_a_record(path, target, f"{record.job_id!r} is not a {record.kind} job id")
-    if record.target != target or (job_id is not None and record.job_id != job_id):
-        raise _not_a_record(path, target, f"it names job {record.job_id} of {record.target!r}")
-    return record
-
-
-def _not_a_record(path: Path, target: str, reason: str) -> EnvironmentProblem:
-    return EnvironmentProblem(
-        f"{path} is not a record of a job fdl submitted to {target!r}: {reason}",
-        hint=(
-            "move it away (a job it named keeps running: squeue or kubectl get jobs finds "
-            f"it), then `fdl deploy submit {target}` records a new one"
-        ),
-    )
+# SLURM's job ids: ``123``, an array task ``123_4``, a heterogeneous component ``123+1``.
+JOB_ID = re.compile(r"[0-9]+(?:[_+][0-9]+)?")
 
 
 # sbatch's messages a user can fix, and the fix.
@@ -206,27 +100,6 @@ def _cluster_nodes(runner: Runner, partition: str | None) -> str:
     return f"; the cluster has {len(nodes)} node(s): {shown}{more}"
 
 
-def submit_sbatch(plan: DeployPlan, state_dir: Path, runner: Runner) -> JobRecord:
-    """Ask SLURM whether it can ever run the job (``sbatch --test-only``), submit it,
-    record it. One submit per target at a time (a lock beside the records), and every
-    job keeps its own record (:func:`write_record`).
-
-    Raises:
-        EnvironmentProblem: sbatch is not installed.
-        UsageError: SLURM refused a value of the target (partition, gres, more nodes or
-            CPUs than the cluster has, ...), with its reason and the fix.
-    """
-    return submit_script(
-        plan.target,
-        plan.text,
-        state_dir,
-        runner,
-        filename=plan.filename,
-        job_name=plan.job_name,
-        image=plan.image,
-    )
-
-
 def submit_script(
     target: DeployTarget,
     text: str,
@@ -237,9 +110,16 @@ def submit_script(
     job_name: str,
     image: str,
 ) -> JobRecord:
-    """Submit the sbatch script ``text`` of ``target`` as :func:`submit_sbatch` does
-    (``--test-only`` first, one submit per target at a time, a record per job); ``image``
-    is what the record names as the job's image."""
+    """Ask SLURM whether it can ever run the job (``sbatch --test-only``), submit the
+    sbatch script ``text`` of ``target``, record it. One submit per target at a time (a
+    lock beside the records), and every job keeps its own record (:func:`write_record`);
+    ``image`` is what the record names as the job's image.
+
+    Raises:
+        EnvironmentProblem: sbatch is not installed.
+        UsageError: SLURM refused a value of the target (partition, gres, more nodes or
+            CPUs than the cluster has, ...), with its reason and the fix.
+    """
     if runner.which("sbatch") is None:
         raise EnvironmentProblem(
             "`sbatch` was not found on PATH (fdl submits SLURM jobs from a login node)",
@@ -283,21 +163,6 @@ def _scontrol(runner: Runner, job_id: str) -> dict[str, str]:
 
 def _output_file(runner: Runner, job_id: str) -> str | None:
     return _scontrol(runner, job_id).get("StdOut")
-
-
-@dataclass(frozen=True)
-class JobStatus:
-    """A job's state, and why it is in it.
-
-    Attributes:
-        state: SLURM's name (PENDING, RUNNING, COMPLETED, ...), or UNKNOWN.
-        reason: Why it waits (squeue's ``%r``: Resources, Priority, ...), or None.
-        note: What UNKNOWN means here, or None.
-    """
-
-    state: str
-    reason: str | None = None
-    note: str | None = None
 
 
 def job_status(record: JobRecord, runner: Runner) -> JobStatus:

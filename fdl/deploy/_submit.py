@@ -7,16 +7,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from fdl.deploy._kube_exec import kube_check, submit_kubernetes
+from fdl.deploy._backend import backend
 from fdl.deploy._plan import DeployPlan, runs_local_images
 from fdl.deploy._prepare import Prepared, build_for_deploy, push_image
-from fdl.deploy._runtime import check_runtime
-from fdl.deploy._slurm_exec import JobRecord, submit_sbatch
+from fdl.deploy._record import JobRecord
 from fdl.engine import Engine
 from fdl.errors import UsageError
 from fdl.runner import Runner
 
-__all__ = ["Submitted", "check_registry", "submit_target"]
+__all__ = [
+    "Submitted",
+    "check_registry",
+    "submit_kubernetes",
+    "submit_plan",
+    "submit_sbatch",
+    "submit_target",
+]
 
 Say = Callable[[str], None]
 
@@ -47,28 +53,55 @@ def submit_target(
             placement of what was built.
     """
     target = prepared.target
+    via = backend(target.kind)
     say, caution = info or (lambda _: None), warn or (lambda _: None)
     check_registry(prepared)
     # The runtime, the client and the context before anything is built or pushed.
-    if target.kind == "slurm":
-        for text in check_runtime(target, runner):
-            caution(text)
-    else:
-        kube_check(target.context)
+    for text in via.check(target, runner):
+        caution(text)
     archs = build_for_deploy(prepared, engine, environ=environ, on_status=say)
     plan = prepared.plan(archs=archs)  # placement again, by what the image holds
     for text in plan.warnings:
         caution(text)
-    if target.kind == "slurm":
+    if via.carries_profile_mounts:
         _make_mount_sources(prepared)
     if target.registry is None:
         digest = engine.inspect_image(plan.local_image).id
     else:
         digest = push_image(engine, target, plan.local_image, plan.remote, on_line=say).digest
     plan = prepared.plan(digest, archs=archs)
-    if target.kind == "slurm":
-        return Submitted(plan, submit_sbatch(plan, state_dir, runner))
-    return Submitted(plan, submit_kubernetes(plan, state_dir))
+    return Submitted(plan, submit_plan(plan, state_dir, runner))
+
+
+def submit_plan(plan: DeployPlan, state_dir: Path, runner: Runner) -> JobRecord:
+    """Submit a rendered plan through its target's backend and record the job (kept as
+    ``plan.filename`` under ``state_dir``).
+
+    Raises:
+        UsageError: the cluster refused a value of the target, with its reason and the fix.
+        EnvironmentProblem: the cluster's tools or client are missing.
+    """
+    return backend(plan.target.kind).submit(
+        plan.target,
+        plan.text,
+        state_dir,
+        runner,
+        filename=plan.filename,
+        job_name=plan.job_name,
+        image=plan.image,
+    )
+
+
+def submit_sbatch(plan: DeployPlan, state_dir: Path, runner: Runner) -> JobRecord:
+    """:func:`submit_plan` of a SLURM plan: ``sbatch --test-only``, then the submit."""
+    return submit_plan(plan, state_dir, runner)
+
+
+def submit_kubernetes(plan: DeployPlan, state_dir: Path) -> JobRecord:
+    """:func:`submit_plan` of a Kubernetes plan: its objects created through the API."""
+    from fdl.runner import default_runner
+
+    return submit_plan(plan, state_dir, default_runner())
 
 
 def check_registry(prepared: Prepared) -> None:

@@ -80,6 +80,7 @@ class ProbeFacts:
     glibc: str | None
     missing_headers: tuple[str, ...] = ()
     toolkit_root: str | None = None
+    image: str | None = None  # the job runs in this image (fdl deploy): its libtorch is judged
 
 
 @dataclass(frozen=True)
@@ -206,7 +207,19 @@ def _libtorch(
                 f"has {facts.glibc}: its libraries will not load here (use an image, fdl image build)"
             )
     uncovered = [str(g) for g, ok in matches if not ok]
-    if uncovered:
+    if uncovered and facts.image is not None:
+        code = " ".join([*info.archs_found.get("cubin", []), *info.archs_found.get("ptx", [])])
+        names = ", ".join(
+            f"{d.index} ({d.name}, {d.arch})"
+            for d in facts.survey.devices
+            if str(d.index) in uncovered
+        )
+        issues.append(
+            f"the image's libtorch {info.name} ({code or 'no GPU code'}) has no code for GPU "
+            f"{names} of this node: build the image with a variant that covers it "
+            "(`fdl deploy render` names one), or keep the job off this node"
+        )
+    elif uncovered:
         issues.append(
             f"the active libtorch {info.name} has no code for GPU {', '.join(uncovered)}: "
             "fdl setup plans the variant that covers every GPU"
@@ -312,6 +325,7 @@ def gather(
     data_path: str | None,
     skip_mount: bool,
     via_docker: str | None,
+    image: str | None = None,
 ) -> ProbeFacts:
     """Ask the machine what :func:`plan_probe` needs (bounded: directory listings and ELF
     headers, nothing is loaded)."""
@@ -321,7 +335,8 @@ def gather(
     nccl: tuple[NcclLibrary, ...] = ()
     if any(d.vendor == "nvidia" for d in survey.devices) and not via_docker:
         nccl = find_nccl(libtorch_path, environ)
-    headers, root = _missing_headers(variant, environ)
+    # A job's image brings its own toolkit: the host's headers are not its concern.
+    headers, root = _missing_headers(variant, environ) if image is None else ((), None)
     return ProbeFacts(
         host=environ.get("FLODL_HOST_NAME") or socket.gethostname(),
         survey=survey,
@@ -338,6 +353,7 @@ def gather(
         glibc=_glibc(),
         missing_headers=headers,
         toolkit_root=root,
+        image=image,
     )
 
 

@@ -209,3 +209,44 @@ def test_the_advice_names_an_nccl_wheel_that_covers_the_rig(run_fdl, machine) ->
     again = run_fdl(["probe", "--skip-mount"], cwd=root / "work", env=env)
     assert "no libnccl.so found" in again.stdout
     assert "nvidia-nccl-cu12==" in again.stdout and "has code for every GPU here" in again.stdout
+
+
+IMAGE = "127.0.0.1:5000/acme/train@sha256:" + "ab" * 32
+IMAGE_LIBTORCH = ["--variant", "precompiled/cu130", "--cuda", "13.0"]
+
+
+def test_a_deploy_jobs_image_is_judged_against_this_nodes_gpus(run_fdl, machine) -> None:
+    # What an `fdl deploy` job runs on its node: the image's libtorch as its labels say it,
+    # no active variant and no NCCL here (both are the image's).
+    root, env = machine
+    argv = ["probe", "--json", "--skip-mount", "--image", IMAGE, *IMAGE_LIBTORCH]
+    refused = run_fdl([*argv, "--archs", "sm_75 sm_120 compute_120"], cwd=root / "work", env=env)
+    assert refused.exit_code == 1, refused.output
+    report = json.loads(refused.stdout)
+    assert report["libtorch"]["archs_match"] == [
+        {"gpu": 0, "covered": False},
+        {"gpu": 1, "covered": True},
+    ]
+    assert report["nccl"] == {"via_docker": IMAGE} and report["ready"] is False
+    assert report["issues"] == [
+        "the image's libtorch precompiled/cu130 (sm_75 sm_120 compute_120) has no code for "
+        "GPU 0 (NVIDIA GeForce GTX 1060 6GB, sm_61) of this node: build the image with a "
+        "variant that covers it (`fdl deploy render` names one), or keep the job off this node"
+    ]
+    ready = run_fdl([*argv, "--archs", "sm_61 sm_120"], cwd=root / "work", env=env)
+    assert ready.exit_code == 0, ready.output
+    assert json.loads(ready.stdout)["issues"] == []
+
+
+def test_the_image_options_are_refused_without_an_image_or_with_a_bad_arch(
+    run_fdl, machine
+) -> None:
+    root, env = machine
+    alone = run_fdl(["probe", "--archs", "sm_90"], cwd=root / "work", env=env)
+    assert alone.exit_code == 2 and "describe the libtorch of an --image" in alone.stderr
+    bad = run_fdl(
+        ["probe", "--image", IMAGE, *IMAGE_LIBTORCH, "--archs", "sm_90;rm -rf /"],
+        cwd=root / "work",
+        env=env,
+    )
+    assert bad.exit_code == 2 and "'rm'" in bad.stderr, bad.output

@@ -11,6 +11,7 @@ import json
 import re
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -58,6 +59,7 @@ class FakeApi(BaseHTTPRequestHandler):
     objects: ClassVar[dict[str, dict[str, Any]]] = {}
     requests: ClassVar[list[tuple[str, str]]] = []
     complete = False
+    probe_refused = False  # pods whose fdl-probe init container failed
 
     def log_message(self, *args: object) -> None:
         pass
@@ -109,8 +111,24 @@ class FakeApi(BaseHTTPRequestHandler):
             self._send(200, job)
         elif path.endswith("/pods"):
             assert re.search(r"(job|jobset)-name(%3D|=)", self.path), self.path
-            pods = [k8s.V1Pod(metadata=k8s.V1ObjectMeta(name=f"pod-{i}")) for i in (1, 0)]
+            spec = None
+            if self.probe_refused:
+                spec = k8s.V1PodSpec(
+                    init_containers=[k8s.V1Container(name="fdl-probe", image="fdl")],
+                    containers=[k8s.V1Container(name="train", image="train")],
+                )
+            pods = [
+                k8s.V1Pod(metadata=k8s.V1ObjectMeta(name=f"pod-{i}"), spec=spec) for i in (1, 0)
+            ]
             self._send(200, _wire(k8s.V1PodList(api_version="v1", kind="PodList", items=pods)))
+        elif path.endswith("/log") and "container=fdl-probe" in self.path:
+            self._send(
+                200, "verdict: NOT READY (1 issue)\n  error: no code for GPU 0\n", "text/plain"
+            )
+        elif path.endswith("/log") and self.probe_refused:
+            pod = path.split("/")[-2]
+            why = f'container "train" in pod "{pod}" is waiting to start: PodInitializing'
+            self._send(400, {"kind": "Status", "code": 400, "message": why})
         elif path.endswith("/log"):
             self._send(200, f"hello from {path.split('/')[-2]}\n", "text/plain")
         else:
@@ -141,6 +159,7 @@ class FakeApi(BaseHTTPRequestHandler):
 @pytest.fixture
 def api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[type[FakeApi]]:
     FakeApi.objects, FakeApi.requests, FakeApi.complete = {}, [], False
+    FakeApi.probe_refused = False
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApi)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -273,4 +292,30 @@ def test_a_jobset_through_the_custom_objects_api(api: type[FakeApi], tmp_path: P
     cancel_of(record)
     assert [r[1] for r in api.requests if r[0] == "DELETE"] == [
         f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/ml/jobsets/{plan.job_name}"
+    ]
+
+
+def test_a_pod_the_probe_stopped_shows_the_probes_words(api: type[FakeApi], tmp_path: Path) -> None:
+    plan = _two_node_plan("k8s")
+    target = replace(plan.target, probe_image="ghcr.io/acme/fdl:0.9")
+    plan = plan_deploy(
+        target,
+        project="cpp-train",
+        local_image="cpp-train-train:latest",
+        archs=CU130,
+        entrypoint=["/opt/app/bin/train"],
+        args=[],
+        digest="sha256:" + "c" * 64,
+    )
+    record = submit_kubernetes(plan, tmp_path)
+    pod = api.objects[f"Job/{plan.job_name}"]["spec"]["template"]["spec"]
+    assert pod["initContainers"][0]["command"][:2] == ["fdl", "probe"]
+    api.probe_refused = True
+    assert list(logs_of(record)) == [
+        "verdict: NOT READY (1 issue)",
+        "  error: no code for GPU 0",
+        "fdl: the training container of pod pod-0 did not start (fdl probe above)",
+        "verdict: NOT READY (1 issue)",
+        "  error: no code for GPU 0",
+        "fdl: the training container of pod pod-1 did not start (fdl probe above)",
     ]

@@ -80,7 +80,7 @@ def submit(
 
     Example: fdl deploy submit lab --wait
     """
-    from fdl.deploy import check_registry, prepare, state_dir, submit_target
+    from fdl.deploy import check_registry, job_completed, prepare, state_dir, submit_target
     from fdl.engine import default_engine
     from fdl.runner import default_runner
 
@@ -127,7 +127,7 @@ def submit(
     state = _wait(session, record, context, quiet=as_json) if wait else None
     if as_json:
         session.console.json({**plan.to_json(), "job": record.to_json(), "state": state})
-    raise typer.Exit(0 if state in (None, "COMPLETED", "Complete") else 1)
+    raise typer.Exit(0 if state is None or job_completed(record, state) else 1)
 
 
 def _wait(session: Any, record: Any, context: str | None, *, quiet: bool) -> str:
@@ -174,22 +174,14 @@ def _cancel_abandoned(session: Any, record: Any, context: str | None) -> None:
 
 
 def _follow(session: Any, record: Any, context: str | None, *, quiet: bool) -> str:
-    import time
+    from fdl.deploy import follow_job, job_completed
 
-    from fdl.deploy import job_state_of, logs_of
+    def show(line: str) -> None:
+        if not quiet:
+            session.console.out(line)
 
-    if record.kind == "slurm":  # the output file, as it grows
-        for line in logs_of(record, follow=True, context=context):
-            if not quiet:
-                session.console.out(line)
-        state = job_state_of(record, context=context)
-    else:  # Kubernetes: the pods' logs once the job has ended
-        while (state := job_state_of(record, context=context)) not in ("Complete", "Failed"):
-            time.sleep(2)
-        for line in logs_of(record, context=context):
-            if not quiet:
-                session.console.out(line)
-    if state not in ("COMPLETED", "Complete"):
+    state = follow_job(record, show, context=context)
+    if not job_completed(record, state):
         session.console.error(f"job {record.job_id} on {record.target} ended {state}")
     return str(state)
 

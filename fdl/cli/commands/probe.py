@@ -14,6 +14,7 @@ from fdl.errors import ExitCode
 
 if TYPE_CHECKING:
     from fdl.diagnose.probe import ProbeReport
+    from fdl.libtorch.variants import VariantInfo
     from fdl.system.survey import Survey
 
 app = group("probe")
@@ -44,6 +45,27 @@ def probe(
             "--docker", help="NCCL comes inside this compose service's image: skip the host scan."
         ),
     ] = None,
+    image: Annotated[
+        str | None,
+        typer.Option(
+            "--image",
+            help="The job runs in this image (what an fdl deploy job passes): its libtorch is "
+            "the one --variant, --cuda and --archs describe (the image's dev.fdl.* labels), "
+            "and NCCL comes inside it (the host is not scanned).",
+        ),
+    ] = None,
+    variant: Annotated[
+        str | None, typer.Option("--variant", help="With --image: its libtorch variant.")
+    ] = None,
+    cuda: Annotated[
+        str | None, typer.Option("--cuda", help="With --image: its libtorch's CUDA (none: CPU).")
+    ] = None,
+    archs: Annotated[
+        str | None,
+        typer.Option(
+            "--archs", help="With --image: the code its libtorch holds (sm_90 compute_120)."
+        ),
+    ] = None,
 ) -> None:
     """Check that the GPUs, the active libtorch, NCCL and the shared data path are ready
     for training; exit 1 when anything is not (a gate before a long job).
@@ -55,10 +77,13 @@ def probe(
     from fdl.system.survey import survey
 
     session: Session = ctx.obj
+    given = _image_libtorch(image, variant, cuda, archs)
     found = survey(session.environ)
     masked = _visible(found, session.environ)
     path, info = libtorch_path, None
-    if path is None:
+    if given is not None:
+        path, info, docker = Path(f"image:{image}"), given, image
+    elif path is None:
         context = session.libtorch_context()
         active = variants.active_name(context)
         if active is not None:
@@ -74,6 +99,7 @@ def probe(
         data_path=data_path,
         skip_mount=skip_mount,
         via_docker=docker,
+        image=image,
     )
     report = plan_probe(facts)
     if as_json:
@@ -82,6 +108,49 @@ def probe(
         session.console.out(_render(report))
     if not report.ready:
         raise typer.Exit(int(ExitCode.FAILURE))
+
+
+def _image_libtorch(
+    image: str | None, variant: str | None, cuda: str | None, archs: str | None
+) -> VariantInfo | None:
+    """The libtorch of the job's image as ``--variant/--cuda/--archs`` say it, or None
+    without ``--image``.
+
+    Raises:
+        UsageError: one of them without --image, --image without --variant, an arch or a
+            CUDA version that is not one.
+    """
+    import re
+
+    from fdl.compat import parse_archs
+    from fdl.errors import UsageError
+    from fdl.libtorch.variants import VariantInfo
+
+    if image is None:
+        if variant or cuda or archs:
+            raise UsageError(
+                "--variant, --cuda and --archs describe the libtorch of an --image",
+                hint="fdl probe --image REF --variant precompiled/cu130 --cuda 13.0 --archs sm_90",
+            )
+        return None
+    if not variant or not variant.isprintable():
+        raise UsageError(
+            "--image needs --variant: the image's libtorch variant (its dev.fdl.variant label)",
+            hint=f"fdl probe --image {image} --variant precompiled/cu130 --cuda 13.0 --archs sm_90",
+        )
+    if cuda not in (None, "none") and not re.fullmatch(r"[0-9]+\.[0-9]+", cuda):
+        raise UsageError(f"--cuda {cuda!r} is not a CUDA version", hint="e.g. --cuda 13.0")
+    codes = (archs or "").split()
+    if codes:
+        parse_archs(codes)  # refuses what is not an arch, naming it
+    return VariantInfo(
+        name=variant,
+        cuda=None if cuda in (None, "none") else cuda,
+        archs_found={
+            "cubin": [c for c in codes if c.startswith("sm_")],
+            "ptx": [c for c in codes if c.startswith("compute_")],
+        },
+    )
 
 
 def _visible(found: Survey, environ: Mapping[str, str]) -> Survey:
@@ -139,8 +208,10 @@ def _render(report: ProbeReport) -> str:
     if nccl is None:
         lines.append("  (no libnccl.so found, or no NVIDIA GPU)")
     elif nccl.get("via_docker"):
+        job = libtorch is not None and str(libtorch["path"]).startswith("image:")
         lines.append(
-            f"  in the image of service {printable(nccl['via_docker'])} (host not scanned)"
+            f"  in the image{'' if job else ' of service'} {printable(nccl['via_docker'])} "
+            "(host not scanned)"
         )
     else:
         code = " ".join(nccl["cubins"] + nccl["ptx"]) or "no GPU code read"

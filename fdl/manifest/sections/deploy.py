@@ -27,6 +27,7 @@ targets like any other section.
 from __future__ import annotations
 
 from fdl.manifest.schema import (
+    Bool,
     Enum,
     Int,
     ListOf,
@@ -110,6 +111,19 @@ TARGET: Spec = Obj(
             example="ghcr.io/acme",
         ),
         "args": ListOf(Str(), "Arguments of the training program (default: the image's)."),
+        "probe": Bool(
+            "Run `fdl probe` on the job's nodes before training (default true, for an image "
+            "with GPU code): a node whose GPUs or driver cannot run the image stops the job in "
+            "seconds with the probe's words. SLURM: the fdl on the job's PATH (exit 69); "
+            "Kubernetes: an init container of `probe-image`."
+        ),
+        "probe-image": Str(
+            "Kubernetes: an image with fdl installed, run as the pods' init container for the "
+            "probe (the train image holds only the program).",
+            pattern=r"[a-z0-9][a-z0-9._/:@-]*",
+            example="ghcr.io/acme/fdl:0.9",
+            rule="an image reference: lowercase letters, digits and . _ / : @ -",
+        ),
         "env": MapOf(
             Str(),
             "Environment of the job (written into the script or Job: no secrets; use pass-env "
