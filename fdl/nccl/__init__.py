@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fdl.nccl._build import build_nccl, check_library
-from fdl.nccl._builds import BuiltNccl, built_for, builds_dir, list_builds
+from fdl.nccl._builds import BuiltNccl, builds_dir, built_for, list_builds
 from fdl.nccl._plan import DEFAULT_SOURCE, NcclFacts, NcclPlan, NcclRequest, plan_nccl_build
 
 if TYPE_CHECKING:

@@ -23,6 +23,7 @@ from fdl.tasks._libtorch_env import (
     Variant,
     active_libtorch,
     compose_variables,
+    nccl_exports,
     read_variant,
     variant_exports,
 )
@@ -230,6 +231,7 @@ class _Planner:
         env = _base_exports(str(self.root.directory), self.overlay, self.environ)
         if state.active is not None:
             env.extend(variant_exports(str(state.active.path), state.active))
+            env.extend(nccl_exports(state))
         return _shell(script, args), self.resolution.directory, env
 
     def docker(
