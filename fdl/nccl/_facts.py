@@ -34,9 +34,10 @@ def scan_nccl_version(library: Path, *, limit: int = SCAN_LIMIT) -> str | None:
         fd = os.open(library, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
         tail = b""
         read = 0
         while read < limit:

@@ -183,8 +183,12 @@ def plan_nccl_build(request: NcclRequest, facts: NcclFacts) -> NcclPlan:
     )
     notes = []
     if facts.cuda is None:
-        which = f"the active libtorch ({facts.variant})" if facts.variant else "no active libtorch"
-        notes.append(f"{which} names no CUDA version: CUDA {cuda} is assumed")
+        which = (
+            f"the active libtorch ({facts.variant}) names no"
+            if facts.variant
+            else "no active libtorch, so no"
+        )
+        notes.append(f"{which} CUDA version: CUDA {cuda} is assumed")
     return NcclPlan(
         tag=tag,
         version=version,
