@@ -103,7 +103,7 @@ def test_nothing_to_take_version_or_archs_from(tmp_path: Path) -> None:
         plan_nccl_build(NcclRequest(tag="v2.27.5-1"), facts(tmp_path))
     with pytest.raises(EnvironmentProblem, match="no active libtorch"):
         plan_nccl_build(NcclRequest(archs="6.1"), facts(tmp_path, variant=None, torch=None))
-    with pytest.raises(EnvironmentProblem, match="libtorch_cuda.so: no NCCL version banner"):
+    with pytest.raises(EnvironmentProblem, match=r"libtorch_cuda\.so: no NCCL version banner"):
         plan_nccl_build(NcclRequest(archs="6.1"), facts(tmp_path, torch="1.0.0"))
 
 
