@@ -68,7 +68,7 @@ def built_for(libtorch_dir: Path, variant: str | None) -> BuiltNccl | None:
     """The build made for ``variant`` (the newest NCCL when several were)."""
     if variant is None:
         return None
-    from fdl.compat._data import version_key
+    from fdl.compat import version_key
 
     matching = [b for b in list_builds(libtorch_dir) if b.variant == variant]
     if not matching:
