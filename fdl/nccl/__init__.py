@@ -46,11 +46,11 @@ def gather_facts(request: NcclRequest, context: Context, environ: Mapping[str, s
 
     libtorch_dir = context.libtorch_dir
     variant = variants.active_name(context)
-    cuda = torch = banner = None
+    cuda = torch = banner = vendor = None
     banner_file = None
     if variant is not None:
         info = variants.read_info(libtorch_dir / variant, variant)
-        cuda, torch = info.cuda, info.torch
+        cuda, torch, vendor = info.cuda, info.torch, info.vendor
         if request.tag is None:
             banner_file = libtorch_dir / variant / "lib" / "libtorch_cuda.so"
             banner = scan_nccl_version(banner_file)
@@ -69,6 +69,7 @@ def gather_facts(request: NcclRequest, context: Context, environ: Mapping[str, s
         banner_version=banner,
         banner_file=banner_file,
         gpus=gpus,
+        vendor=vendor,
         cpus=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 4,
         source_is_dir=is_dir,
         source_has_makefile=is_dir and source is not None and (source / "Makefile").is_file(),

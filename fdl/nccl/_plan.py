@@ -71,6 +71,7 @@ class NcclFacts:
         banner_file: That file (for the message when nothing was read).
         gpus: The NVIDIA GPUs here, as ``sm_61`` names.
         cpus: CPU cores here (the default ``--jobs``).
+        vendor: The active variant's GPU vendor (``nvidia``, ``amd``), when known.
         source_is_dir: ``request.source`` names a directory here.
         source_has_makefile: ... and that directory has a ``Makefile``.
     """
@@ -83,6 +84,7 @@ class NcclFacts:
     banner_file: Path | None = None
     gpus: tuple[str, ...] = ()
     cpus: int = 4
+    vendor: str | None = None
     source_is_dir: bool = False
     source_has_makefile: bool = False
 
@@ -163,10 +165,17 @@ def plan_nccl_build(request: NcclRequest, facts: NcclFacts) -> NcclPlan:
         UsageError: a bad ``--tag``, ``--archs``, ``--jobs``, ``--source`` or ``--base-image``.
         EnvironmentProblem: nothing to take the version, the archs or the toolkit from.
     """
+    if facts.vendor == "amd":
+        raise EnvironmentProblem(
+            f"the active libtorch ({facts.variant}) is a ROCm build: it carries RCCL, AMD's "
+            "NCCL, and NVIDIA's NCCL has no code for AMD GPUs",
+            hint="activate a CUDA variant first (fdl libtorch list; fdl libtorch activate NAME)",
+        )
     tag, version, tag_from = _tag(request, facts)
     archs, archs_from = _archs(request, facts)
     cuda = _cuda(facts)
     base = _base_image(request, cuda)
+    notes = _toolkit_check(request, cuda, archs)
     source, kind = _source(request, facts)
     jobs = _jobs(request, facts)
     output = facts.libtorch_dir / "nccl" / "builds" / f"v{version}-{archs.dir_name()}"
@@ -181,7 +190,6 @@ def plan_nccl_build(request: NcclRequest, facts: NcclFacts) -> NcclPlan:
         clone=source if kind == "git" else None,
         arch_text=archs.torch_cuda_arch_list(),
     )
-    notes = []
     if facts.cuda is None:
         which = (
             f"the active libtorch ({facts.variant}) names no"
@@ -261,6 +269,36 @@ def _cuda(facts: NcclFacts) -> str:
     if facts.cuda is not None:
         return facts.cuda
     return str(load_table("nccl")["build"]["default_cuda"])
+
+
+def _toolkit_check(request: NcclRequest, cuda: str, archs: ArchList) -> list[str]:
+    """The default builder's nvcc must emit every arch (CUDA 13 has no sm_61); a given
+    ``--base-image`` has a toolkit fdl does not know: said, not checked."""
+    if request.base_image is not None:
+        return [f"the toolkit inside {request.base_image} is not checked against the archs"]
+    from fdl.compat.cuda import toolkit
+
+    problems = toolkit(cuda).problems(archs)
+    if problems:
+        older = _toolkits_for(archs)
+        fix = (
+            f"build with a toolkit that has them: --base-image {older[-1]} (the library links "
+            "the CUDA runtime statically; the driver must serve both)"
+            if older
+            else "leave those archs out (--archs)"
+        )
+        raise EnvironmentProblem(
+            f"the variant's CUDA {cuda} cannot build NCCL for every arch: " + "; ".join(problems),
+            hint=fix,
+        )
+    return []
+
+
+def _toolkits_for(archs: ArchList) -> list[str]:
+    """The devel images of the toolkits that can emit every one of ``archs``, oldest first."""
+    from fdl.compat.cuda import image_tag, toolkits
+
+    return [image_tag(t.version, "devel") for t in toolkits() if not t.problems(archs)]
 
 
 def _base_image(request: NcclRequest, cuda: str) -> str:

@@ -58,13 +58,13 @@ def test_without_a_banner_the_wheel_torch_pins_gives_the_version(tmp_path: Path)
 def test_given_tag_archs_and_source_dir(tmp_path: Path) -> None:
     request = NcclRequest(tag="v2.26.2-1", archs="sm_61,compute_120", source=str(tmp_path), jobs=3)
     plan = plan_nccl_build(
-        request, facts(tmp_path, source_is_dir=True, source_has_makefile=True, cuda="12.6")
+        request, facts(tmp_path, source_is_dir=True, source_has_makefile=True, cuda="12.9")
     )
     assert (plan.tag, plan.version, plan.archs) == ("v2.26.2-1", "2.26.2", ("sm_61", "compute_120"))
     assert plan.output.name == "v2.26.2-sm61-ptx120"
     assert plan.source_kind == "dir" and "git clone" not in plan.dockerfile
     assert "--mount=type=bind,source=src" in plan.dockerfile
-    assert plan.base_image == "nvidia/cuda:12.6.3-devel-ubuntu24.04"
+    assert plan.base_image == "nvidia/cuda:12.9.1-devel-ubuntu24.04"
 
 
 @pytest.mark.parametrize(
@@ -125,3 +125,27 @@ def test_a_fifo_is_not_read(tmp_path: Path) -> None:
     fifo = tmp_path / "libtorch_cuda.so"
     os.mkfifo(fifo)
     assert scan_nccl_version(fifo) is None
+
+
+def test_a_toolkit_that_cannot_emit_an_arch_is_said_with_one_that_can(tmp_path: Path) -> None:
+    # torch 2.11 pins CUDA 13, whose nvcc has no Pascal: the rig's sm_61 cannot be built
+    with pytest.raises(EnvironmentProblem, match="CUDA 13.0 cannot build NCCL") as caught:
+        plan_nccl_build(
+            NcclRequest(tag="v2.28.9-1", archs="6.1;12.0"), facts(tmp_path, cuda="13.0")
+        )
+    assert caught.value.hint is not None
+    assert "--base-image nvidia/cuda:12.9.1-devel-ubuntu24.04" in caught.value.hint
+    given = plan_nccl_build(
+        NcclRequest(tag="v2.28.9-1", archs="6.1;12.0", base_image="my/cuda:12.9"),
+        facts(tmp_path, cuda="13.0"),
+    )
+    assert given.base_image == "my/cuda:12.9"
+    assert "the toolkit inside my/cuda:12.9 is not checked against the archs" in given.notes
+
+
+def test_a_rocm_variant_gets_no_nccl_build(tmp_path: Path) -> None:
+    with pytest.raises(EnvironmentProblem, match="ROCm build: it carries RCCL"):
+        plan_nccl_build(
+            NcclRequest(tag="v2.27.5-1", archs="6.1"),
+            facts(tmp_path, variant="precompiled/rocm70", vendor="amd", cuda=None),
+        )
