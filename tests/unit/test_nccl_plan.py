@@ -129,7 +129,7 @@ def test_a_fifo_is_not_read(tmp_path: Path) -> None:
 
 def test_a_toolkit_that_cannot_emit_an_arch_is_said_with_one_that_can(tmp_path: Path) -> None:
     # torch 2.11 pins CUDA 13, whose nvcc has no Pascal: the rig's sm_61 cannot be built
-    with pytest.raises(EnvironmentProblem, match="CUDA 13.0 cannot build NCCL") as caught:
+    with pytest.raises(EnvironmentProblem, match=r"CUDA 13\.0 cannot build NCCL") as caught:
         plan_nccl_build(
             NcclRequest(tag="v2.28.9-1", archs="6.1;12.0"), facts(tmp_path, cuda="13.0")
         )
