@@ -12,14 +12,27 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from fdl.nccl._build import build_nccl, check_library
+from fdl._lazy import lazy_attribute
 from fdl.nccl._builds import BuiltNccl, builds_dir, built_for, list_builds
-from fdl.nccl._plan import DEFAULT_SOURCE, NcclFacts, NcclPlan, NcclRequest, plan_nccl_build
 
 if TYPE_CHECKING:
+    from fdl.nccl._build import build_nccl, check_library
+    from fdl.nccl._plan import DEFAULT_SOURCE, NcclFacts, NcclPlan, NcclRequest, plan_nccl_build
     from fdl.paths import Context
+
+# What commands and fdl probe ask on every run (built_for) is imported at once; the
+# planner and the executor only when a build is planned.
+_HOMES = {
+    "DEFAULT_SOURCE": "_plan",
+    "NcclFacts": "_plan",
+    "NcclPlan": "_plan",
+    "NcclRequest": "_plan",
+    "plan_nccl_build": "_plan",
+    "build_nccl": "_build",
+    "check_library": "_build",
+}
 
 __all__ = [
     "DEFAULT_SOURCE",
@@ -37,12 +50,17 @@ __all__ = [
 ]
 
 
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _HOMES, globals(), name)
+
+
 def gather_facts(request: NcclRequest, context: Context, environ: Mapping[str, str]) -> NcclFacts:
     """What the plan needs from this machine: the active variant (its CUDA, its torch and,
     unless ``--tag`` is given, the NCCL banner in ``libtorch_cuda.so``), the NVIDIA GPUs
     (unless ``--archs`` is given), the CPU count and what ``--source`` names."""
     from fdl.libtorch import variants
     from fdl.nccl._facts import scan_nccl_version
+    from fdl.nccl._plan import NcclFacts
 
     libtorch_dir = context.libtorch_dir
     variant = variants.active_name(context)
