@@ -10,10 +10,14 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fdl.errors import EnvironmentProblem, FdlError
 from fdl.nccl._builds import RECORD, BuiltNccl
 from fdl.nccl._plan import CONTAINER, NcclPlan
+
+if TYPE_CHECKING:
+    from fdl.engine import Engine
 
 __all__ = ["build_nccl", "check_library"]
 
@@ -90,11 +94,11 @@ def build_nccl(
 
     Raises:
         EnvironmentProblem: no docker engine, or one without BuildKit.
+        LockBusy: another fdl nccl build of the same output is running.
         CommandFailed: the image build failed (the log file has everything).
         FdlError: the library lacks code for a planned arch (nothing is installed).
     """
-    from fdl.engine import BuildSpec, default_engine
-    from fdl.paths import owner_labels
+    from fdl.engine import default_engine
 
     engine = default_engine()
     if not engine.describe().client.builder.has_buildkit:
@@ -102,7 +106,23 @@ def build_nccl(
             "the docker client has no BuildKit; the NCCL builder needs RUN --mount",
             hint="install the buildx plugin, or set FDL_DOCKER to a docker client with BuildKit",
         )
+    from fdl.locking import FileLock
+
     log_file.parent.mkdir(parents=True, exist_ok=True)
+    plan.output.parent.mkdir(parents=True, exist_ok=True)
+    # beside the variants' locks (libtorch/.locks/), not among the builds
+    lock = plan.output.parents[2] / ".locks" / f"nccl-{plan.output.name}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(lock, timeout=0, purpose=f"fdl nccl build of {plan.output.name}"):
+        return _build_locked(engine, plan, log_file, on_line)
+
+
+def _build_locked(
+    engine: Engine, plan: NcclPlan, log_file: Path, on_line: Callable[[str], None] | None
+) -> BuiltNccl:
+    from fdl.engine import BuildSpec
+    from fdl.paths import owner_labels
+
     with tempfile.TemporaryDirectory(prefix="fdl-nccl-build-") as scratch_name:
         context = Path(scratch_name) / "context"
         context.mkdir()
@@ -119,7 +139,6 @@ def build_nccl(
         engine.build(
             replace(spec, target="compile", network="none"), on_line=on_line, log_file=log_file
         )
-    plan.output.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{plan.output.name}.part-", dir=plan.output.parent))
     try:
         engine.copy_out(plan.image, CONTAINER["output"], staging)

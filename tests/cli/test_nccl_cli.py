@@ -81,3 +81,23 @@ def test_nccl_is_no_longer_a_floDl_only_command(run_fdl, tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     assert "build" in result.stdout and "floDl's CLI" not in result.output
     assert fake_nccl_tree  # the tree the Docker tests build (tests/integration)
+
+
+def test_a_project_command_runs_with_the_built_nccl_preloaded(tmp_path: Path, fdl_process) -> None:
+    from tests.support.tasks_helpers import fake_libtorch, last_json, write
+
+    show = "import json, os\nprint(json.dumps({k: os.environ.get(k) for k in ('LD_PRELOAD', 'LD_LIBRARY_PATH')}))\n"
+    project = write(
+        tmp_path, {"show.py": show, "fdl.yml": "commands:\n  argv: {run: python3 show.py}\n"}
+    )
+    variant = fake_libtorch(project)
+    build = project / "libtorch/nccl/builds/v2.27.5-sm61-sm120"
+    (build / "lib").mkdir(parents=True)
+    # a real loadable library is not needed: the loader says it ignores this one, and runs
+    (build / "lib" / "libnccl.so.2").write_bytes(fake_libnccl(["sm_61", "sm_120"]))
+    record = {"tag": "v2.27.5-1", "version": "2.27.5", "variant": "precompiled/cu128"}
+    (build / "nccl.json").write_text(json.dumps(record))
+    result = fdl_process(["argv"], cwd=project, env={"LD_LIBRARY_PATH": "/usr/local/lib"})
+    env = last_json(result.stdout)
+    assert env["LD_PRELOAD"].split(":")[0] == f"{build}/lib/libnccl.so.2"
+    assert env["LD_LIBRARY_PATH"] == f"{build}/lib:{variant}/lib:/usr/local/lib"

@@ -88,4 +88,20 @@ def test_a_failing_compile_writes_nothing(run_fdl, tmp_path: Path, toolchain_ima
     result = run_fdl(_args(source, toolchain_image, archs="7.5"), env=_env(tmp_path), cwd=tmp_path)
     assert result.exit_code == 1, result.output
     assert "fake nvcc: cannot compile for sm_75" in result.output
-    assert not (tmp_path / "home" / "libtorch").exists()
+    builds = tmp_path / "home" / "libtorch" / "nccl" / "builds"
+    assert list(builds.iterdir()) == []
+
+
+def test_a_second_build_of_the_same_output_stops_at_once(
+    run_fdl, tmp_path: Path, toolchain_image: str
+) -> None:
+    from fdl.locking import FileLock
+
+    source = fake_nccl_tree(tmp_path / "nccl", {"sm_61-sm_120": ["sm_61", "sm_120"]})
+    lock = tmp_path / "home/libtorch/.locks/nccl-v2.27.5-sm61-sm120.lock"
+    lock.parent.mkdir(parents=True)
+    with FileLock(lock, purpose="fdl nccl build of v2.27.5-sm61-sm120"):
+        result = run_fdl(_args(source, toolchain_image), env=_env(tmp_path), cwd=tmp_path)
+    assert result.exit_code == 1, result.output
+    assert "fdl nccl build of v2.27.5-sm61-sm120" in result.stderr
+    assert not (tmp_path / "home/libtorch/nccl/builds/v2.27.5-sm61-sm120").exists()

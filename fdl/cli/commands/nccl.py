@@ -81,8 +81,22 @@ def build(
         return
     if not as_json:
         session.console.out(_render(plan, planned=False))
+    from fdl.cli._progress import ProgressLine
+
     log_file = cache_dir(session.environ) / "nccl" / "logs" / f"{plan.output.name}.log"
-    built = build_nccl(plan, log_file=log_file)
+    progress = ProgressLine(session.console, f"building NCCL {plan.tag}")
+
+    def on_line(line: str) -> None:
+        session.console.debug(line)
+        progress.status(line.strip()[-100:])
+
+    try:
+        built = build_nccl(plan, log_file=log_file, on_line=on_line)
+    except BaseException:
+        progress.close()
+        session.console.info(f"full log: {log_file}")
+        raise
+    progress.close(f"built NCCL {plan.tag}")
     if as_json:
         session.console.json({**plan.to_json(), "installed": str(built.path), "log": str(log_file)})
         return
