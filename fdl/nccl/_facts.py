@@ -15,6 +15,7 @@ __all__ = ["SCAN_LIMIT", "gpu_capabilities", "scan_nccl_version"]
 # tells it from PyTorch's messages that name a version floor (``NCCL version 2.27.0 or
 # later``) -- floDl's rule (flodl-cli 0.8.0 src/nccl/build.rs, detect_nccl_tag_...).
 _BANNER = re.compile(rb"NCCL version (\d{1,3}\.\d{1,3}\.\d{1,4})\+")
+_WORDS = b"NCCL version "
 _CHUNK = 8 << 20
 _OVERLAP = 64
 # libtorch_cuda.so of torch 2.10 is about 1.1 GB; a file beyond this is not read to its end.
@@ -37,19 +38,35 @@ def scan_nccl_version(library: Path, *, limit: int = SCAN_LIMIT) -> str | None:
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         return None
-    with os.fdopen(fd, "rb") as handle:
+    # one buffer, read into again and again: no new 8 MiB object (and its page faults) per chunk
+    buffer = bytearray(_CHUNK)
+    view = memoryview(buffer)
+    with os.fdopen(fd, "rb", buffering=0) as handle:
         tail = b""
         read = 0
         while read < limit:
-            chunk = handle.read(min(_CHUNK, limit - read))
-            if not chunk:
+            size = handle.readinto(view[: min(_CHUNK, limit - read)])
+            if not size:
                 return None
-            read += len(chunk)
-            window = tail + chunk
-            found = _BANNER.search(window)
-            if found:
-                return found.group(1).decode()
-            tail = window[-_OVERLAP:]
+            read += size
+            chunk = view[:size]
+            # a banner across the chunk boundary, then within the chunk
+            found = _search(tail + bytes(chunk[:_OVERLAP])) or _search(buffer, size)
+            if found is not None:
+                return found
+            tail = bytes(chunk[-_OVERLAP:])
+    return None
+
+
+def _search(window: bytes | bytearray, end: int | None = None) -> str | None:
+    # find runs at memory speed; the regex only where the words are
+    stop = len(window) if end is None else end
+    start = window.find(_WORDS, 0, stop)
+    while start != -1:
+        found = _BANNER.match(window, start, stop)
+        if found:
+            return found.group(1).decode()
+        start = window.find(_WORDS, start + 1, stop)
     return None
 
 

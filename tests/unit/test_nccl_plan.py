@@ -149,3 +149,10 @@ def test_a_rocm_variant_gets_no_nccl_build(tmp_path: Path) -> None:
             NcclRequest(tag="v2.27.5-1", archs="6.1"),
             facts(tmp_path, variant="precompiled/rocm70", vendor="amd", cuda=None),
         )
+
+
+def test_a_banner_across_the_chunk_boundary_is_read(tmp_path: Path) -> None:
+    library = tmp_path / "libtorch_cuda.so"
+    banner = b"NCCL version 2.26.2+cuda12.6"
+    library.write_bytes(b"\0" * ((8 << 20) - 10) + banner + b"\0")
+    assert scan_nccl_version(library) == "2.26.2"
