@@ -342,6 +342,12 @@ def _jobs(request: NcclRequest, facts: NcclFacts) -> int:
     return request.jobs
 
 
+def _short_hash(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 def render_dockerfile(
     *,
     base_image: str,
@@ -371,6 +377,7 @@ def render_dockerfile(
         jobs=jobs,
         clone=shlex.quote(clone) if clone else None,
         tools=[f"{tool}={pkg}" for tool, pkg in sorted(tools.items())],
-        cache_id=f"fdl-nccl-src-{tag}",
+        # one checkout per tag and repository: a fork's v2.27.5-1 is not NVIDIA's
+        cache_id=f"fdl-nccl-src-{tag}-{_short_hash(clone or '')}",
         paths=CONTAINER,
     )

@@ -156,3 +156,19 @@ def test_a_banner_across_the_chunk_boundary_is_read(tmp_path: Path) -> None:
     banner = b"NCCL version 2.26.2+cuda12.6"
     library.write_bytes(b"\0" * ((8 << 20) - 10) + banner + b"\0")
     assert scan_nccl_version(library) == "2.26.2"
+
+
+def test_each_repository_keeps_its_own_checkout(tmp_path: Path) -> None:
+    nvidia = plan_nccl_build(NcclRequest(tag="v2.27.5-1", archs="6.1"), facts(tmp_path))
+    fork = plan_nccl_build(
+        NcclRequest(tag="v2.27.5-1", archs="6.1", source="https://git.example.org/me/nccl.git"),
+        facts(tmp_path),
+    )
+    ids = [
+        next(w for w in p.dockerfile.split() if w.startswith("--mount=type=cache,id="))
+        for p in (nvidia, fork)
+    ]
+    assert ids[0] != ids[1]
+    assert "git clone --depth 1 --branch v2.27.5-1 https://git.example.org/me/nccl.git" in (
+        fork.dockerfile
+    )

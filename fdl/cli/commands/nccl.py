@@ -70,6 +70,10 @@ def build(
     from fdl.paths import cache_dir
 
     session: Session = ctx.obj
+    if source is not None and "://" not in source:
+        from pathlib import Path
+
+        source = str(Path(source).absolute())  # the plan names the tree wherever it is read
     request = NcclRequest(tag=tag, archs=archs, jobs=jobs, source=source, base_image=base_image)
     facts = gather_facts(request, session.libtorch_context(), session.environ)
     plan = plan_nccl_build(request, facts)
