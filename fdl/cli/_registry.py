@@ -72,6 +72,11 @@ BUILTINS: dict[str, Builtin] = {
             single=True,
         ),
         Builtin(
+            "nccl",
+            "build NVIDIA's NCCL for every GPU of the rig, matched to the libtorch (LD_PRELOAD)",
+            "fdl.cli.commands.nccl",
+        ),
+        Builtin(
             "setup",
             "detect this machine and install the libtorch that fits",
             "fdl.cli.commands.setup",
@@ -116,7 +121,7 @@ BUILTINS: dict[str, Builtin] = {
 
 
 # floDl 0.8.0's built-ins that fdl does not build (flodl-cli-0.8.0/src/builtins.rs:78-386,
-# 539-557): floDl's multi-host launcher protocol and its NCCL build. `fdl NAME` says
+# 539-557): floDl's multi-host launcher protocol (its NCCL build is `fdl nccl build`). `fdl NAME` says
 # what the command is in floDl and what to run instead (exit 2), unless the project
 # declares a command of that name: then the project's runs (floDl matches its built-ins
 # first, main.rs:159-213; fdl lets the project win, so fdl init's `start` keeps working).
@@ -151,11 +156,5 @@ FLODL_ONLY: dict[str, tuple[str, str, str]] = {
         _LAUNCHER,
         "publishes the source tree to ~/.flodl/run for floDl's walk-in workers, after a build gate",
         f"`fdl image build` to ship the code as an image; {_FLODL_CLI}",
-    ),
-    "nccl": (
-        "its NCCL build",
-        "builds NCCL from NVIDIA's source in Docker, matched to the libtorch",
-        "the NCCL that the CUDA libtorch carries (`fdl libtorch verify` lists its "
-        f"libraries); {_FLODL_CLI}",
     ),
 }

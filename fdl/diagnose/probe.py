@@ -55,7 +55,7 @@ class NcclLibrary:
     """A ``libnccl.so*`` found where the run will look, and the GPU code it holds."""
 
     path: str
-    where: str  # "variant", "wheel", "system", "LD_LIBRARY_PATH"
+    where: str  # "fdl nccl build", "variant", "wheel", "system", "LD_LIBRARY_PATH"
     cubins: tuple[str, ...] = ()
     ptx: tuple[str, ...] = ()
     unreadable: str | None = None
@@ -272,9 +272,19 @@ def nccl_advice(gpus: Sequence[Device], cuda: str | None) -> str:
     if fitting:
         return (
             f"no CUDA {major} NCCL wheel has code for {names}; {fitting[0].requirement} does: "
-            "use a CUDA 12 libtorch, or build NCCL from NVIDIA's source for these archs"
+            "use a CUDA 12 libtorch, or build NCCL from NVIDIA's source for these archs "
+            f"(fdl nccl build --archs {_arch_list(gpus)})"
         )
-    return f"no NCCL wheel fdl has read covers {names}: build NCCL from NVIDIA's source for them"
+    return (
+        f"no NCCL wheel fdl has read covers {names}: build NCCL from NVIDIA's source for them "
+        f"(fdl nccl build --archs {_arch_list(gpus)})"
+    )
+
+
+def _arch_list(gpus: Sequence[Device]) -> str:
+    """``"6.1;12.0"``: the NVIDIA GPUs' capabilities, for ``fdl nccl build --archs``."""
+    caps = sorted({d.capability for d in gpus if d.capability is not None}, key=lambda c: c.number)
+    return '"' + ";".join(str(c) for c in caps) + '"'
 
 
 def _nccl(
@@ -361,6 +371,9 @@ def find_nccl(libtorch: Path | None, environ: Mapping[str, str]) -> tuple[NcclLi
     """Every ``libnccl.so*`` the run may load, in the order the loader would meet them."""
     places: list[tuple[str, Path]] = []
     if libtorch is not None:
+        built = _built_nccl(libtorch)
+        if built is not None:  # LD_PRELOAD'ed by project commands: loaded before any other
+            places.append(("fdl nccl build", built))
         places.append(("variant", libtorch / "lib"))
         places.append(("wheel", libtorch / "nvidia" / "nccl" / "lib"))
         places.append(("wheel", libtorch.parent / "nvidia" / "nccl" / "lib"))
@@ -383,6 +396,15 @@ def find_nccl(libtorch: Path | None, environ: Mapping[str, str]) -> tuple[NcclLi
             seen.add(key)
             found.append(_read_nccl(library, where))
     return tuple(found)
+
+
+def _built_nccl(libtorch: Path) -> Path | None:
+    """The ``lib/`` of the NCCL ``fdl nccl build`` made for this variant, when one was:
+    ``<root>/libtorch/nccl/builds/`` beside ``<root>/libtorch/<kind>/<name>``."""
+    from fdl.nccl import built_for
+
+    build = built_for(libtorch.parent.parent, f"{libtorch.parent.name}/{libtorch.name}")
+    return build.library.parent if build is not None else None
 
 
 def _read_nccl(library: Path, where: str) -> NcclLibrary:

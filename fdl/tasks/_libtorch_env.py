@@ -24,6 +24,7 @@ __all__ = [
     "Variant",
     "active_libtorch",
     "compose_variables",
+    "nccl_exports",
     "read_variant",
     "variant_exports",
 ]
@@ -170,6 +171,27 @@ def variant_exports(
         EnvChange("CMAKE_PREFIX_PATH", location, prepend=True),
         *([EnvChange("LIBTORCH_CXX11_ABI", abi)] if abi else []),
         *_cuda_changes(variant.cuda),
+    ]
+
+
+def nccl_exports(state: LibtorchState) -> list[EnvChange]:
+    """``LD_PRELOAD`` and ``LD_LIBRARY_PATH`` for the NCCL ``fdl nccl build`` made for the
+    active variant (``libtorch/nccl/builds/``), when one was; nothing otherwise.
+
+    Preloaded as floDl wires it (``worker.env.LD_PRELOAD``): libtorch_cuda.so's own NCCL
+    symbols then resolve to the build with code for every GPU of the rig. Host commands
+    only: a container does not see the build directory.
+    """
+    if state.active is None:
+        return []
+    from fdl.nccl import built_for
+
+    build = built_for(state.directory, state.active.name)
+    if build is None:
+        return []
+    return [
+        EnvChange("LD_LIBRARY_PATH", str(build.library.parent), prepend=True),
+        EnvChange("LD_PRELOAD", str(build.library), prepend=True),
     ]
 
 

@@ -29,6 +29,7 @@ from fdl.tasks._libtorch_env import (
     Variant,
     active_libtorch,
     compose_variables,
+    nccl_exports,
     read_variant,
     variant_exports,
 )
@@ -258,6 +259,7 @@ class _Planner:
                     rocm_lib=_host_rocm_lib(self.environ) if state.active.vendor == "amd" else None,
                 )
             )
+            env.extend(nccl_exports(state))
         return _shell(script, args), self.resolution.directory, env
 
     def docker(

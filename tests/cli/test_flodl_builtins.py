@@ -1,6 +1,6 @@
 """floDl 0.8.0's built-ins fdl answers: `fdl autocomplete` (its spelling of installing
 `fdl completions`, flodl-cli-0.8.0/src/completions/mod.rs:367-480) and the launcher
-commands fdl does not build (`status`, `start`, `join`, `join-config`, `publish`, `nccl`),
+commands fdl does not build (`status`, `start`, `join`, `join-config`, `publish`; `nccl` is `fdl nccl build` now),
 which say what they are and what to run instead; a project command of such a
 name still runs."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from fdl.cli._rc_block import MARKER, detect_shell, with_block
 
-FLODL_ONLY = ["status", "start", "join", "join-config", "publish", "nccl"]
+FLODL_ONLY = ["status", "start", "join", "join-config", "publish"]
 
 
 def test_autocomplete_adds_one_block_and_replaces_an_earlier_one(run_fdl, tmp_path) -> None:

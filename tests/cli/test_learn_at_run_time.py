@@ -240,7 +240,9 @@ def test_init_with_a_newer_release_reads_it_and_says_its_notes_once(fdl, machine
 
 
 def test_a_ci_pin_is_read_at_run_time_too(run_fdl, machine) -> None:
-    manifest = MATRIX.replace("  variants: [cpu, cu130, build:pascal-blackwell]", "  variants: [cpu]")
+    manifest = MATRIX.replace(
+        "  variants: [cpu, cu130, build:pascal-blackwell]", "  variants: [cpu]"
+    )
     manifest = manifest.replace("ci:\n", 'ci:\n  torch: "2.16.0"\n')
     project = ci_project(machine.cwd, manifest)
     result = run_fdl(["ci", "matrix", "--json"], cwd=project, env=machine.env)

@@ -40,7 +40,15 @@ def _run(run_fdl, base: Path, *args: str) -> dict:
 def test_cpu_build_is_registered_activated_and_usable(run_fdl, tmp_path: Path) -> None:
     source = copy_source(tmp_path / "pytorch")
     result = _run(
-        run_fdl, tmp_path, "--cpu", "--native", "--source", str(source), "--disk-gb", "1", "--no-flash-attention"
+        run_fdl,
+        tmp_path,
+        "--cpu",
+        "--native",
+        "--source",
+        str(source),
+        "--disk-gb",
+        "1",
+        "--no-flash-attention",
     )
     variant = Path(result["path"])
     context = Context(tmp_path / "home", False)

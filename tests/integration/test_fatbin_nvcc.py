@@ -81,7 +81,11 @@ def test_reader_lists_exactly_what_nvcc_built(
     "flags",
     [
         ("-Xfatbin", "-compress-all"),  # official builds since CUDA 11.8
-        ("-Xfatbin", "-compress-all", "-compress-mode=size"),  # official builds add it from CUDA 12.8 on
+        (
+            "-Xfatbin",
+            "-compress-all",
+            "-compress-mode=size",
+        ),  # official builds add it from CUDA 12.8 on
     ],
     ids=["compress-all", "compress-mode-size"],
 )

@@ -54,7 +54,17 @@ def test_build_on_slurm_builds_pushes_and_another_machine_pulls(
     project = _project(builder.root / "project", repo)
     source = copy_source(builder.root / "pytorch")
     env = {**builder.env, "PATH": os.environ["PATH"], "FAKE_TORCH_UNITS": "4"}
-    args = ["--on", "local", "--cpu", "--native", "--source", str(source), "--disk-gb", "1", "--no-flash-attention"]
+    args = [
+        "--on",
+        "local",
+        "--cpu",
+        "--native",
+        "--source",
+        str(source),
+        "--disk-gb",
+        "1",
+        "--no-flash-attention",
+    ]
     built = run_fdl(["libtorch", "build", *args, "--json"], cwd=project, env=env)
     assert built.exit_code == 0, built.output
     data = json.loads(built.stdout)

@@ -162,5 +162,7 @@ def test_the_spoof_wins_over_the_hardware(tmp_path: Path) -> None:
     found = survey(env, sys_root=sys_root, kfd=kfd)
     assert [d.arch for d in found.devices] == ["sm_86"]
     real = survey({"PATH": "", "FDL_NVML": "0", "ROCM_PATH": str(rocm)}, sys_root=sys_root, kfd=kfd)
-    amd = [d.arch for d in real.devices if d.vendor == "amd"]  # a GPU machine lists its NVIDIA ones too
+    amd = [
+        d.arch for d in real.devices if d.vendor == "amd"
+    ]  # a GPU machine lists its NVIDIA ones too
     assert amd == ["gfx90a", "gfx1100"] and real.source == "hardware"
