@@ -22,11 +22,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fdl.engine._client import candidate_paths, which_on
-from fdl.engine._types import Builder, ClientSelection, ComposeCommand, DockerClient
+from fdl.engine._paths import candidate_paths, which_on
 from fdl.errors import FdlError
 
-__all__ = ["forget", "recall", "remember"]
+TYPE_CHECKING = False  # the types' dataclasses cost start-up: recall_compose needs none
+if TYPE_CHECKING:
+    from fdl.engine._types import ClientSelection, ComposeCommand, DockerClient
+
+__all__ = ["forget", "recall", "recall_compose", "remember"]
 
 FORMAT = 1
 _LIMIT = 64 << 10  # a record is about 1 kB
@@ -94,6 +97,8 @@ def _file(key: str, environ: Mapping[str, str]) -> Path:
 
 
 def _client(data: Any) -> DockerClient:
+    from fdl.engine._types import Builder, DockerClient
+
     if not isinstance(data, dict):
         raise ValueError("a client is an object")
     path, version, builder = data["path"], data["version"], Builder(data["builder"])
@@ -111,9 +116,8 @@ def _texts(data: Any) -> tuple[str, ...]:
     return tuple(data)
 
 
-def _compose(data: Any) -> ComposeCommand | None:
-    if data is None:
-        return None
+def _compose_parts(data: Any) -> tuple[tuple[str, ...], str, str, dict[str, str], tuple[str, ...]]:
+    """(argv, version, flavour, env, notes) of a kept compose choice, checked."""
     env = data["env"]
     if not isinstance(env, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in env.items()
@@ -128,13 +132,19 @@ def _compose(data: Any) -> ComposeCommand | None:
     shim = env.get("PATH", "").split(os.pathsep)[0]
     if shim and not os.path.lexists(os.path.join(shim, "docker")):
         raise ValueError("compose v1's docker link is gone")
-    return ComposeCommand(argv, version, flavour, env, _texts(data["notes"]))
+    return argv, version, flavour, env, _texts(data["notes"])
 
 
-def recall(
-    environ: Mapping[str, str],
-) -> tuple[ClientSelection, ComposeCommand | None] | None:
-    """The answers kept for this engine, or None (never asked, changed, or unreadable)."""
+def _compose(data: Any) -> ComposeCommand | None:
+    if data is None:
+        return None
+    from fdl.engine._types import ComposeCommand
+
+    return ComposeCommand(*_compose_parts(data))
+
+
+def _read(environ: Mapping[str, str]) -> dict[str, Any] | None:
+    """The record kept for this engine, when it is one (its key this engine's)."""
     key = _key(environ)
     if key is None:
         return None
@@ -148,15 +158,56 @@ def recall(
         if text is None:
             return None
         data = json.loads(text)
-        if not isinstance(data, dict) or data.get("key") != key:
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("key") != key:
+        return None
+    return data
+
+
+def recall_compose(environ: Mapping[str, str]) -> tuple[tuple[str, ...], dict[str, str]] | None:
+    """The kept compose program (its argv and variables) alone: what a ``docker:`` project
+    command needs, without the engine's modules (start-up time)."""
+    data = _read(environ)
+    try:
+        if data is None or data["compose"] is None:
             return None
-        chosen = _client(data["client"])
-        tried = tuple(_client(item) for item in data["tried"])
-        source = data["source"]
-        if not chosen.usable or source not in ("PATH", "FDL_DOCKER"):
+        client = data["client"]
+        if not (
+            isinstance(client, dict)
+            and isinstance(client.get("path"), str)
+            and isinstance(client.get("server_version"), str)  # a daemon answered
+            and data["source"] in ("PATH", "FDL_DOCKER")
+        ):
             return None
-        return ClientSelection(chosen, tried, source), _compose(data.get("compose"))
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        argv, _, _, env, _ = _compose_parts(data["compose"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    return argv, env
+
+
+def _selection(data: dict[str, Any]) -> ClientSelection | None:
+    from fdl.engine._types import ClientSelection
+
+    chosen = _client(data["client"])
+    tried = tuple(_client(item) for item in data["tried"])
+    source = data["source"]
+    if not chosen.usable or source not in ("PATH", "FDL_DOCKER"):
+        return None
+    return ClientSelection(chosen, tried, source)
+
+
+def recall(
+    environ: Mapping[str, str],
+) -> tuple[ClientSelection, ComposeCommand | None] | None:
+    """The answers kept for this engine, or None (never asked, changed, or unreadable)."""
+    data = _read(environ)
+    if data is None:
+        return None
+    try:
+        selection = _selection(data)
+        return None if selection is None else (selection, _compose(data.get("compose")))
+    except (ValueError, KeyError, TypeError):
         return None
 
 

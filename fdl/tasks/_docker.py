@@ -91,19 +91,33 @@ def compose_program(
     if forced:
         return ComposeProgram(_split_forced(forced), [])
     if engine is None:
-        from fdl.engine import DockerEngine
-        from fdl.runner import default_runner
+        from fdl.runner import SubprocessRunner, default_runner
 
-        engine = DockerEngine(runner=runner or default_runner(), environ=environ)
+        runner = runner or default_runner()
+        if isinstance(runner, SubprocessRunner):
+            # what an earlier run learned, without the engine's modules (start-up time)
+            from fdl.engine import recall_compose
+
+            kept = recall_compose(os.environ if environ is None else environ)
+            if kept is not None:
+                return ComposeProgram(list(kept[0]), _changes(kept[1]), remembered=True)
+        from fdl.engine import DockerEngine
+
+        engine = DockerEngine(runner=runner, environ=environ)
     command = engine.compose()
+    remembered = getattr(engine, "remembered", False)
+    return ComposeProgram(list(command.argv), _changes(command.env), remembered)
+
+
+def _changes(variables: Mapping[str, str]) -> list[EnvChange]:
     changes: list[EnvChange] = []
-    for name, value in sorted(command.env.items()):
+    for name, value in sorted(variables.items()):
         if name == "PATH":
             # The engine puts its shim directory first: keep only that entry.
             changes.append(EnvChange("PATH", value.split(os.pathsep)[0], prepend=True))
         else:
             changes.append(EnvChange(name, value))
-    return ComposeProgram(list(command.argv), changes, getattr(engine, "remembered", False))
+    return changes
 
 
 def recheck_engine(argv: list[str], environ: Mapping[str, str]) -> str | None:

@@ -7,11 +7,13 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_fdl_process
+from tests.conftest import REPO, run_fdl_process
 
 # A docker CLI whose state (up, down: no daemon, nocompose: the plugin removed) is a file
 # beside it, so it can change without the binary changing; it logs every call.
@@ -245,3 +247,38 @@ def test_a_version_answer_of_garbage_is_never_kept(project: Path, env, tmp_path:
         assert calls[0] == "version --format"
         assert COMPOSE_RUN not in calls
     assert _records(env) == []
+
+
+# The import budget of a project command's second run: the compose program comes from the
+# kept answers, so none of the engine's modules (probes, builds, the types' dataclasses) loads.
+BUDGET = """
+import sys
+from fdl.cli import main
+code = main(["hi"])
+print("ENGINE=" + ",".join(sorted(m for m in sys.modules if m.startswith("fdl.engine."))),
+      file=sys.stderr)
+raise SystemExit(code)
+"""
+
+
+def test_the_second_run_loads_none_of_the_engines_modules(
+    project: Path, env, tmp_path: Path
+) -> None:
+    _fake(tmp_path / "bin")
+    loaded = []
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-c", BUDGET],
+            cwd=project,
+            env={**env, "PYTHONPATH": str(REPO), "NO_COLOR": "1"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "ran in dev" in proc.stdout
+        line = [x for x in proc.stderr.splitlines() if x.startswith("ENGINE=")][-1]
+        loaded.append(set(filter(None, line[len("ENGINE=") :].split(","))))
+    assert "fdl.engine._docker" in loaded[0]  # the first run asks docker
+    assert loaded[1] == {"fdl.engine._memory", "fdl.engine._paths"}
