@@ -176,8 +176,9 @@ def main() -> None:
                 runs.append((f"{label} [floDl's CLI]", project, [str(reference), *asked], {}))
         limits = {LARGE_SHOW: args.large_runs, LARGE_EXPLAIN: args.large_runs}
         wall, cpu = _measure(runs, projects, env, rounds=args.runs, limits=limits)
-    calls = len(fake.calls_of("compose run"))
-    print(f"the fake docker: {len(fake.calls())} calls, {calls} of them `compose run`")
+        # the docker: command's runs (its warm-up, then `runs` rounds): one call each
+        docker_calls, docker_runs = len(fake.calls()), len(fake.calls_of("compose run"))
+    print(f"the fake docker: {docker_calls} calls in {docker_runs} runs of the docker: command")
     base = median_ms(wall["python -c pass"])
     print(f"median (min-max) ms of {args.runs} interleaved rounds; interpreter {sys.executable}")
     print(f"fdl = {' '.join(fdl)}; load average before: {os.getloadavg()[0]:.2f}")
