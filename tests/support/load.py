@@ -13,7 +13,15 @@ import pytest
 
 __all__ = ["busy_cores"]
 
-SPIN = "while True: pass"
+# Spins until stopped, and by itself once the test process is gone (killed by a timeout)
+# or after 15 minutes, so that a load never outlives its test run.
+SPIN = """
+import os, time
+parent, end = os.getppid(), time.monotonic() + 900
+while os.getppid() == parent and time.monotonic() < end:
+    for _ in range(100_000):
+        pass
+"""
 
 
 @pytest.fixture
