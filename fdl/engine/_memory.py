@@ -246,9 +246,11 @@ def remember(
         },
     }
     from fdl._files import atomic_write_text
+    from fdl.paths import own_cache_dir
 
     path = _file(key, environ)
     with contextlib.suppress(OSError):
+        own_cache_dir(path.parent)  # `fdl cache clean engine` may remove it
         atomic_write_text(path, json.dumps(data, sort_keys=True) + "\n")
         _prune(path.parent)
 

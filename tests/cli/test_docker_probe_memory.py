@@ -94,7 +94,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 def _records(env: dict[str, str]) -> list[Path]:
     folder = Path(env["FDL_CACHE_DIR"]) / "engine-probes"
-    return sorted(folder.iterdir()) if folder.is_dir() else []
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
 
 
 def _hi(project: Path, env: dict[str, str], **extra: str):
