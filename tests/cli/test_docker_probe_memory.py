@@ -282,3 +282,54 @@ def test_the_second_run_loads_none_of_the_engines_modules(
         loaded.append(set(filter(None, line[len("ENGINE=") :].split(","))))
     assert "fdl.engine._docker" in loaded[0]  # the first run asks docker
     assert loaded[1] == {"fdl.engine._memory", "fdl.engine._paths"}
+
+
+COMPOSE_V1 = """#!/bin/sh
+{{ printf 'docker-compose %s' "$*" | tr '\\n' ' '; echo; }} >> {dir}/calls
+if [ "$1" = version ]; then echo "1.29.2"; exit 0; fi
+echo "ran in v1"
+"""
+
+
+def test_a_docker_compose_installed_since_is_noticed_before_the_run(
+    project: Path, env, tmp_path: Path
+) -> None:
+    bin_dir = tmp_path / "bin"
+    _fake(bin_dir)
+    assert _hi(project, env).exit_code == 0
+    (bin_dir / "state").write_text("nocompose\n")  # and the plugin removed
+    standalone = bin_dir / "docker-compose"
+    standalone.write_text(COMPOSE_V1.format(dir=shlex.quote(str(bin_dir))))
+    standalone.chmod(0o755)
+    _calls(bin_dir)
+    result = _hi(project, env)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "ran in v1\n"
+    calls = _calls(bin_dir)
+    assert calls[:3] == ["version --format", "buildx version", "compose version"]
+    assert calls[-1] == "docker-compose run"
+    again = _hi(project, env)
+    assert again.exit_code == 0, again.output
+    assert _calls(bin_dir) == ["docker-compose run"]
+
+
+def test_a_compose_change_no_file_shows_is_said_after_the_failure(
+    project: Path, env, tmp_path: Path
+) -> None:
+    bin_dir = tmp_path / "bin"
+    _fake(bin_dir)
+    standalone = bin_dir / "docker-compose"
+    standalone.write_text(COMPOSE_V1.format(dir=shlex.quote(str(bin_dir))))
+    standalone.chmod(0o755)
+    assert _hi(project, env).stdout == "ran in dev\n"  # the plugin first
+    (bin_dir / "state").write_text("nocompose\n")  # gone, in a way no stat sees
+    _calls(bin_dir)
+    changed = _hi(project, env)
+    assert changed.exit_code == 1, changed.output  # compose's own status, then the news
+    assert f"compose is now `{standalone}`" in changed.stderr
+    assert "run it again" in changed.stderr
+    _calls(bin_dir)
+    again = _hi(project, env)
+    assert again.exit_code == 0, again.output
+    assert again.stdout == "ran in v1\n"
+    assert _calls(bin_dir) == ["docker-compose run"]
