@@ -61,6 +61,8 @@ EXAMPLE: list[Row] = [
     # a project command: what `--dry-run` prints, and fdl's overhead around a real run
     ("test --dry-run (project command)", "example", ["--env", "ci", "test", "--dry-run"], None, {}),
     ("noop (project command, run: true)", "example", ["noop"], None, {}),
+    # docker: dev through a fake docker (a shell script): fdl's cost around its one call
+    ("hi (docker: project command)", "example", ["hi"], None, {"FDL_COMPOSE": ""}),
     (
         "--help, first run after an edit",
         "example",
@@ -95,6 +97,9 @@ GOALS = [
     ("--help / python -c pass", "--help", "python -c pass", 3.0),
     ("version / python -c pass", "version", "python -c pass", 2.0),
     ("config explain / config show", "config explain", "config show", 1.5),
+    # issue 44: a project command's own cost; a docker: one's includes its one docker call
+    ("noop / python -c pass", "noop (project command, run: true)", "python -c pass", 2.5),
+    ("docker: command / python -c pass", "hi (docker: project command)", "python -c pass", 3.0),
     ("10k x 20: config explain / config show", LARGE_EXPLAIN, LARGE_SHOW, 1.5),
 ]
 
@@ -147,6 +152,15 @@ def main() -> None:
         shutil.copytree(REPO / "tests" / "fixtures" / "manifest-project", projects["example"])
         with (projects["example"] / "fdl.yml").open("a", encoding="utf-8") as manifest:
             manifest.write('  noop:\n    description: fdl\'s own cost\n    run: "true"\n')
+            manifest.write("  hi:\n    run: echo hi\n    docker: dev\n")
+        (projects["example"] / "docker-compose.yml").write_text(
+            "services:\n  dev:\n    image: debian\n    volumes: ['.:/workspace']\n"
+        )
+        sys.path.insert(0, str(REPO))
+        from tests.support.fake_docker import make_fake_docker
+
+        fake = make_fake_docker(root / "fake-docker", buildx=True, compose=True)
+        env["PATH"] = os.pathsep.join([str(fake.folder), env.get("PATH", "")])
         if reference is not None:
             projects["flodl"] = _flodl_project(root)
         if args.large:
@@ -162,6 +176,9 @@ def main() -> None:
                 runs.append((f"{label} [floDl's CLI]", project, [str(reference), *asked], {}))
         limits = {LARGE_SHOW: args.large_runs, LARGE_EXPLAIN: args.large_runs}
         wall, cpu = _measure(runs, projects, env, rounds=args.runs, limits=limits)
+        # the docker: command's runs (its warm-up, then `runs` rounds): one call each
+        docker_calls, docker_runs = len(fake.calls()), len(fake.calls_of("compose run"))
+    print(f"the fake docker: {docker_calls} calls in {docker_runs} runs of the docker: command")
     base = median_ms(wall["python -c pass"])
     print(f"median (min-max) ms of {args.runs} interleaved rounds; interpreter {sys.executable}")
     print(f"fdl = {' '.join(fdl)}; load average before: {os.getloadavg()[0]:.2f}")

@@ -8,7 +8,10 @@ Who gets a signal depends on how fdl was started:
   forwards only signals sent to it by another process (``kill``).
 - Without a terminal (CI, pipes, supervisors), the child gets its own process
   group, and every SIGINT/SIGTERM/SIGHUP/SIGQUIT fdl receives is forwarded to
-  that whole group, so ``sh -c`` scripts and their children stop too.
+  that whole group, so ``sh -c`` scripts and their children stop too. The child
+  takes the time it needs (a checkpoint on SIGTERM); once it has exited, what
+  is left of its group gets a moment, then SIGKILL, and fdl returns only when
+  none of it runs.
 
 The exit status is the child's; a child killed by signal N gives 128 + N.
 """
@@ -24,14 +27,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 
-__all__ = ["FORWARDED", "run_foreground"]
+__all__ = ["FORWARDED", "has_terminal", "run_foreground"]
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 SI_KERNEL = 0x80  # si_code of signals the kernel sends (terminal keys, hang-up)
 _POLL = 0.5
 
 
-def _has_terminal() -> bool:
+def has_terminal() -> bool:
     try:
         return os.isatty(sys.stdin.fileno())
     except (AttributeError, OSError, ValueError):
@@ -74,7 +77,7 @@ def run_foreground(
     Raises:
         FileNotFoundError: the program does not exist.
     """
-    share = _has_terminal()
+    share = has_terminal()
     if threading.current_thread() is not threading.main_thread():
         proc = _spawn(argv, cwd, env, share)
         return _status(proc.wait())
@@ -103,22 +106,39 @@ def _drain(proc: subprocess.Popen[bytes], share: bool, pending: list[int]) -> No
         _forward(proc, pending.pop(0), share)
 
 
+def _running(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the child runs, without reaping it: its zombie keeps its process group's id
+    from being taken while what it left in the group is ended."""
+    return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+
+
 def _wait_linux(
     proc: subprocess.Popen[bytes], share: bool, pending: list[int], forwarded: Sequence[int]
 ) -> None:
-    """Wait with the signals blocked and taken synchronously, so their origin is known."""
+    """Wait with the signals blocked and taken synchronously, so their origin is known.
+
+    Once the child has exited after a signal fdl forwarded to its group, the rest of the
+    group gets a moment, then SIGKILL; fdl returns when none of it runs."""
     watched = {*forwarded, signal.SIGCHLD}
     old = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
+    signalled = bool(pending)
     try:
         _drain(proc, share, pending)
-        while proc.poll() is None:
+        while _running(proc):
             info = signal.sigtimedwait(watched, _POLL)
+            signalled = signalled or bool(pending)
             _drain(proc, share, pending)
             if info is None or info.si_signo == signal.SIGCHLD:
                 continue
             if share and info.si_code == SI_KERNEL:
                 continue  # from the terminal: the child, in our group, got it too
+            signalled = True
             _forward(proc, info.si_signo, share)
+        if signalled and not share:
+            from fdl._group import end_group
+
+            end_group(proc.pid, first=None)
+        proc.wait()
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 

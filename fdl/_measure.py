@@ -10,9 +10,7 @@ round leaves processes behind (re-parented to PID 1).
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import tempfile
 import threading
@@ -20,6 +18,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, NamedTuple
+
+from fdl._group import end_group
 
 __all__ = ["OUTPUT_LIMIT", "Outcome", "end_group", "measure"]
 
@@ -38,49 +38,6 @@ class Outcome(NamedTuple):
 
 # The most of a round's output kept (its end, where figures are printed last).
 OUTPUT_LIMIT = 16 << 20
-# How long the group gets between SIGTERM and SIGKILL.
-GRACE_S = 2.0
-
-
-def _alive(pgid: int) -> bool:
-    """Whether a process of the group is still running (a zombie is not)."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:  # no /proc: ask the kernel, zombies included
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # after "(comm)": state, ppid, pgrp, ...
-        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] != b"Z":
-            return True
-    return False
-
-
-def end_group(pgid: int, grace: float = GRACE_S) -> None:
-    """SIGTERM what runs in the process group, then SIGKILL what is left after ``grace``."""
-    if not _alive(pgid):
-        return
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if not _alive(pgid):
-            return
-        time.sleep(0.02)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 def _tail(stream: IO[bytes]) -> str:

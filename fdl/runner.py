@@ -198,6 +198,11 @@ class SubprocessRunner:
             # Line-buffered: `tail -f` on a long build log shows it as it happens.
             log = log_file.open("a", encoding="utf-8", buffering=1)
         try:
+            from fdl._foreground import has_terminal
+
+            # Without a terminal (whose Ctrl-C reaches fdl's whole group), the program gets
+            # a group of its own, ended with all its children when fdl is stopped.
+            own_group = not has_terminal()
             try:
                 proc = subprocess.Popen(
                     args,
@@ -209,6 +214,7 @@ class SubprocessRunner:
                     text=True,
                     errors="replace",
                     bufsize=1,
+                    start_new_session=own_group,
                 )
             except FileNotFoundError:
                 raise missing_program(args[0]) from None
@@ -223,7 +229,7 @@ class SubprocessRunner:
                         on_line(text)
                 returncode = proc.wait()
             except BaseException:
-                _terminate(proc)
+                _terminate(proc, own_group)
                 raise
         finally:
             if log is not None:
@@ -296,6 +302,8 @@ def _run_bounded(
     import signal
     import time
 
+    from fdl._group import wait_ended
+
     try:
         proc = subprocess.Popen(
             args,
@@ -355,10 +363,12 @@ def _run_bounded(
                 problem = f"`{' '.join(args)}` did not finish within {timeout:g} s"
     finally:
         # The whole group, always: the program's children too, even once it has exited
-        # (and on an interrupt or SIGTERM of fdl, which arrive here as exceptions).
+        # (and on an interrupt or SIGTERM of fdl, which arrive here as exceptions); fdl
+        # goes on once none of them runs (a killed process may run on for a moment).
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        wait_ended(proc.pid)
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
@@ -368,8 +378,15 @@ def _run_bounded(
     return Completed(args, proc.returncode, out, err)
 
 
-def _terminate(proc: subprocess.Popen[str]) -> None:
-    """Stop a child that we are abandoning (interrupt or error)."""
+def _terminate(proc: subprocess.Popen[str], own_group: bool = False) -> None:
+    """Stop a child that we are abandoning (interrupt or error): its whole group when it has
+    one of its own (SIGTERM, SIGKILL after a moment; returns once none of it runs)."""
+    if own_group:
+        from fdl._group import end_group
+
+        end_group(proc.pid)
+        proc.wait()
+        return
     if proc.poll() is not None:
         return
     proc.terminate()

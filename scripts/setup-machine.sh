@@ -13,7 +13,8 @@ SUITE="${FDL_TEST_SUITE:-bookworm}"
 MIRROR="${FDL_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 # bubblewrap: the sandbox of the sccache-dist build server (tests/integration/test_build_sccache_dist.py)
 # hipcc: HIP code objects for the offload-bundle reader's tests (tests/integration/test_offload_hipcc.py)
-PACKAGES=(docker.io docker-compose debootstrap redis-server ccache bubblewrap cmake g++ make git unzip curl zsh fish hipcc)
+# busybox-static: the tiny root of the faulty debootstrap in tests/integration/test_base_image.py
+PACKAGES=(docker.io docker-compose debootstrap busybox-static redis-server ccache bubblewrap cmake g++ make git unzip curl zsh fish hipcc)
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 need_all() { [ "${FDL_REQUIRE_ALL:-0}" = "1" ]; }
@@ -215,18 +216,12 @@ if ! docker info >/dev/null 2>&1; then
 fi
 docker info >/dev/null 2>&1 || fail_or_warn "no docker engine answers"
 
-# A local base image: debootstrap a minimal Debian and import it.
+# A local base image: debootstrap a minimal Debian and import it (nothing stays mounted
+# or behind in /tmp, whatever debootstrap leaves: scripts/make-base-image.sh).
 if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
   command -v debootstrap >/dev/null || fail_or_warn "debootstrap is not installed"
-  root="$(mktemp -d /tmp/fdl-rootfs.XXXXXX)"
-  log "debootstrapping $SUITE into $root (about 30 s)"
-  debootstrap --variant=minbase "$SUITE" "$root" "$MIRROR" >/tmp/fdl-debootstrap.log 2>&1 \
-    || { tail -20 /tmp/fdl-debootstrap.log >&2; fail_or_warn "debootstrap failed"; }
-  # Leave apt lists out of the image, as a registry image would.
-  rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin
-  tar -C "$root" -c . | docker import -c 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
-  rm -rf "$root"
-  log "imported $BASE_IMAGE"
+  "$(dirname "$0")/make-base-image.sh" "$BASE_IMAGE" "$SUITE" "$MIRROR" \
+    || fail_or_warn "the base image $BASE_IMAGE could not be made (the reason is above)"
 fi
 # The tests build many images; BuildKit keeps their cache until told otherwise
 # (docker 20.10 has no GC by default). Keep the newest part, bounded.

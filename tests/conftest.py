@@ -15,6 +15,8 @@ import pytest
 from tests.support.machine import REQUIRE_ALL, require_all, required, stays
 
 REPO = Path(__file__).resolve().parent.parent
+# busy_cores: a `stress`-like load for the tests of leftover processes and timing
+pytest_plugins = ["tests.support.load"]
 BASE_IMAGE = os.environ.get("FDL_TEST_BASE_IMAGE", "fdl-test/debian:bookworm")
 # Tests fake nvidia-smi on PATH: NVML (a real GPU's driver library, on machines that have
 # one) must not answer instead. fdl processes the tests start inherit it.

@@ -104,6 +104,14 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
         session.console.info(f"fdl: {where}{plan.script}")
     session.console.debug(f"fdl: running {' '.join(plan.argv)} (in {plan.cwd})")
     status = execute(plan, environ=environ)
+    if plan.docker is not None and plan.docker.remembered and 0 < status < 128:
+        # compose ran on answers kept from an earlier run without asking docker first: a
+        # failure may be the engine's (stopped, removed, plugin gone); asking now says so
+        from fdl.tasks import recheck_engine
+
+        changed = recheck_engine(list(plan.docker.compose), environ)
+        if changed:
+            session.console.note(changed)
     if status != 0:
         from fdl.tasks import failure_note
 

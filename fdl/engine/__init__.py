@@ -16,30 +16,42 @@ Example::
 
 from __future__ import annotations
 
-from fdl.engine._argv import build_command, buildkit_reasons, run_command
-from fdl.engine._client import candidate_paths, probe_clients, select_client
-from fdl.engine._compose import find_compose
-from fdl.engine._credentials import registry_credentials
-from fdl.engine._docker import DockerEngine
-from fdl.engine._facts import translate_failure
-from fdl.engine._types import (
-    Builder,
-    BuildResult,
-    BuildSpec,
-    BuildStep,
-    ClientSelection,
-    ComposeCommand,
-    DiskUsage,
-    DockerClient,
-    Engine,
-    ImageInfo,
-    Layer,
-    LineCallback,
-    Mount,
-    RunResult,
-    RunSpec,
-    Secret,
-)
+from fdl._lazy import lazy_attribute
+
+TYPE_CHECKING = False  # names are imported on first use (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from fdl.engine._argv import (
+        build_command,
+        buildkit_reasons,
+        run_command,
+    )
+    from fdl.engine._client import probe_clients, select_client
+    from fdl.engine._compose import find_compose
+    from fdl.engine._credentials import registry_credentials
+    from fdl.engine._docker import DockerEngine
+    from fdl.engine._facts import translate_failure
+    from fdl.engine._memory import recall_compose
+    from fdl.engine._paths import candidate_paths
+    from fdl.engine._types import (
+        Builder,
+        BuildResult,
+        BuildSpec,
+        BuildStep,
+        ClientSelection,
+        ComposeCommand,
+        DiskUsage,
+        DockerClient,
+        Engine,
+        ImageInfo,
+        Layer,
+        LineCallback,
+        Mount,
+        RunResult,
+        RunSpec,
+        Secret,
+    )
 
 __all__ = [
     "BuildResult",
@@ -65,6 +77,7 @@ __all__ = [
     "default_engine",
     "find_compose",
     "probe_clients",
+    "recall_compose",
     "registry_credentials",
     "run_command",
     "select_client",
@@ -72,12 +85,48 @@ __all__ = [
     "translate_failure",
 ]
 
+_HOMES = {
+    "build_command": "_argv",
+    "buildkit_reasons": "_argv",
+    "run_command": "_argv",
+    "candidate_paths": "_paths",
+    "probe_clients": "_client",
+    "select_client": "_client",
+    "find_compose": "_compose",
+    "registry_credentials": "_credentials",
+    "DockerEngine": "_docker",
+    "translate_failure": "_facts",
+    "recall_compose": "_memory",
+    "Builder": "_types",
+    "BuildResult": "_types",
+    "BuildSpec": "_types",
+    "BuildStep": "_types",
+    "ClientSelection": "_types",
+    "ComposeCommand": "_types",
+    "DiskUsage": "_types",
+    "DockerClient": "_types",
+    "Engine": "_types",
+    "ImageInfo": "_types",
+    "Layer": "_types",
+    "LineCallback": "_types",
+    "Mount": "_types",
+    "RunResult": "_types",
+    "RunSpec": "_types",
+    "Secret": "_types",
+}
+
 _DEFAULT: list[Engine] = []
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _HOMES, globals(), name)
 
 
 def default_engine() -> Engine:
     """The process-wide engine (a :class:`DockerEngine` on the default runner)."""
     if not _DEFAULT:
+        from fdl.engine._docker import DockerEngine
+
         _DEFAULT.append(DockerEngine())
     return _DEFAULT[0]
 

@@ -20,8 +20,8 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from fdl.engine._client import which_on
 from fdl.engine._facts import docker_facts
+from fdl.engine._paths import which_on
 from fdl.engine._types import ClientSelection, ComposeCommand
 from fdl.errors import EnvironmentProblem, FdlError
 from fdl.runner import Runner

@@ -40,7 +40,7 @@ from fdl.engine._types import (
     RunSpec,
 )
 from fdl.errors import CommandFailed, EnvironmentProblem
-from fdl.runner import Completed, Runner, default_runner
+from fdl.runner import Completed, Runner, SubprocessRunner, default_runner
 
 __all__ = ["DockerEngine"]
 
@@ -64,12 +64,21 @@ class DockerEngine:
         runner: Runner | None = None,
         environ: Mapping[str, str] | None = None,
         selection: ClientSelection | None = None,
+        *,
+        remember: bool | None = None,
     ) -> None:
         self._runner = runner or default_runner()
         self._environ = dict(os.environ if environ is None else environ)
         self._selection = selection
         self._compose: ComposeCommand | None = None
         self._address: list[str | None] = []
+        # What the probes learned is kept between runs (fdl.engine._memory) when this engine
+        # asks through the real runner (a test's fake answers are never kept, nor used)
+        if remember is None:
+            remember = selection is None and isinstance(self._runner, SubprocessRunner)
+        self._remember = remember
+        #: Whether the client and compose choice came from an earlier run's probes.
+        self.remembered = False
 
     # -- the client ---------------------------------------------------------
 
@@ -79,9 +88,23 @@ class DockerEngine:
         Raises:
             EnvironmentProblem: No docker client, or no daemon answers.
         """
+        if self._selection is None and self._remember:
+            from fdl.engine._memory import recall
+
+            kept = recall(self._environ)
+            if kept is not None:
+                self._selection, self._compose = kept
+                self.remembered = True
         if self._selection is None:
             self._selection = select_client(self._runner, self._environ)
+            self._keep()
         return self._selection
+
+    def _keep(self) -> None:
+        if self._remember and self._selection is not None:
+            from fdl.engine._memory import remember
+
+            remember(self._environ, self._selection, self._compose)
 
     @property
     def client(self) -> DockerClient:
@@ -368,9 +391,19 @@ class DockerEngine:
     def compose(self) -> ComposeCommand:
         """How to run docker compose with the chosen client (see :func:`find_compose`);
         asked once per engine (``docker-compose version`` alone takes about 0.4 s)."""
+        selection = self.describe()
         if self._compose is None:
-            self._compose = find_compose(self.describe(), self._runner, self._environ)
+            self._compose = find_compose(selection, self._runner, self._environ)
+            self._keep()
         return self._compose
+
+    def forget(self) -> None:
+        """Drop what this engine learned, here and in fdl's cache: the next use asks anew."""
+        if self._remember:
+            from fdl.engine._memory import forget
+
+            forget(self._environ)
+        self._selection, self._compose, self.remembered = None, None, False
 
 
 def _layers(entries: list[dict[str, Any]]) -> tuple[Layer, ...]:

@@ -66,6 +66,11 @@ _DIRECTORIES = {
         "what fdl reads of compose files (services' images, working directories, volumes), "
         "so a docker: command reads an unchanged file without the YAML parser (at most 64)",
     ),
+    "engine": (
+        "engine-probes",
+        "what fdl learned by asking docker (its client, buildx, compose), so a docker: "
+        "command calls docker once (at most 32 small files)",
+    ),
 }
 IMAGES = "fdl-libtorch*"
 _KEYED = re.compile(r"-[0-9a-f]{16}$")  # a shared image's content key (not a project's name)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from fdl.tasks._args import ArgDecl, CommandSchema, OptionDecl
     from fdl.tasks._compose import quote
     from fdl.tasks._contract import hostname_change, parse_gpus, take_gpus
-    from fdl.tasks._docker import ComposeProgram, compose_program, in_container
+    from fdl.tasks._docker import ComposeProgram, compose_program, in_container, recheck_engine
     from fdl.tasks._env import EnvChange
     from fdl.tasks._execute import execute
     from fdl.tasks._images import ensure_service_image
@@ -70,6 +70,7 @@ __all__ = [
     "preset_problems",
     "probe_key",
     "quote",
+    "recheck_engine",
     "render_argv",
     "render_script",
     "schema_of",
@@ -87,6 +88,7 @@ _HOMES = {
     "ComposeProgram": "_docker",
     "compose_program": "_docker",
     "in_container": "_docker",
+    "recheck_engine": "_docker",
     "EnvChange": "_env",
     "execute": "_execute",
     "ensure_service_image": "_images",

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from fdl.engine import Engine
     from fdl.runner import Runner
 
-__all__ = ["ComposeProgram", "compose_program", "in_container"]
+__all__ = ["ComposeProgram", "compose_program", "in_container", "recheck_engine"]
 
 _MARKERS = ("/.dockerenv", "/run/.containerenv")
 
@@ -39,13 +39,15 @@ def in_container(environ: Mapping[str, str], markers: tuple[str, ...] = _MARKERS
 
 
 class ComposeProgram:
-    """The compose command line prefix and the variables it must run with."""
+    """The compose command line prefix and the variables it must run with; ``remembered``
+    when it came from an earlier run's probes (fdl.engine._memory), not asked this run."""
 
-    __slots__ = ("argv", "env")
+    __slots__ = ("argv", "env", "remembered")
 
-    def __init__(self, argv: list[str], env: list[EnvChange]) -> None:
+    def __init__(self, argv: list[str], env: list[EnvChange], remembered: bool = False) -> None:
         self.argv = argv
         self.env = env
+        self.remembered = remembered
 
 
 def _split_forced(text: str) -> list[str]:
@@ -89,16 +91,58 @@ def compose_program(
     if forced:
         return ComposeProgram(_split_forced(forced), [])
     if engine is None:
-        from fdl.engine import DockerEngine
-        from fdl.runner import default_runner
+        from fdl.runner import SubprocessRunner, default_runner
 
-        engine = DockerEngine(runner=runner or default_runner(), environ=environ)
+        runner = runner or default_runner()
+        if isinstance(runner, SubprocessRunner):
+            # what an earlier run learned, without the engine's modules (start-up time)
+            from fdl.engine import recall_compose
+
+            kept = recall_compose(os.environ if environ is None else environ)
+            if kept is not None:
+                return ComposeProgram(list(kept[0]), _changes(kept[1]), remembered=True)
+        from fdl.engine import DockerEngine
+
+        engine = DockerEngine(runner=runner, environ=environ)
     command = engine.compose()
+    remembered = getattr(engine, "remembered", False)
+    return ComposeProgram(list(command.argv), _changes(command.env), remembered)
+
+
+def _changes(variables: Mapping[str, str]) -> list[EnvChange]:
     changes: list[EnvChange] = []
-    for name, value in sorted(command.env.items()):
+    for name, value in sorted(variables.items()):
         if name == "PATH":
             # The engine puts its shim directory first: keep only that entry.
             changes.append(EnvChange("PATH", value.split(os.pathsep)[0], prepend=True))
         else:
             changes.append(EnvChange(name, value))
-    return ComposeProgram(list(command.argv), changes)
+    return changes
+
+
+def recheck_engine(argv: list[str], environ: Mapping[str, str]) -> str | None:
+    """After ``compose run`` failed on remembered answers: ask docker again, so that what is
+    wrong with the engine is said with its fix (the command's own failure needs nothing).
+
+    Args:
+        argv: The compose program the command ran with.
+        environ: The environment it ran in.
+
+    Returns:
+        A note when docker's answers have changed since they were kept (run again), else
+        None.
+
+    Raises:
+        EnvironmentProblem: no docker client or daemon answers, or no compose works.
+    """
+    from fdl.engine import DockerEngine
+
+    engine = DockerEngine(environ=environ, remember=True)
+    engine.forget()
+    now = engine.compose()
+    if list(now.argv) == argv:
+        return None
+    return (
+        f"docker changed since fdl last asked it: compose is now `{' '.join(now.argv)}`, "
+        f"the command ran `{' '.join(argv)}`; run it again"
+    )

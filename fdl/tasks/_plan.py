@@ -63,6 +63,9 @@ class DockerWrap:
         profile: The manifest's image profile of the same name (``images.<service>``),
             whose image fdl builds before running when it is missing.
         image: The service's ``image:`` in the compose file.
+        compose: The compose program's prefix (``docker compose``).
+        remembered: The compose program came from an earlier run's probes: a failure is
+            explained by asking docker again (``fdl.tasks.recheck_engine``).
     """
 
     service: str
@@ -72,6 +75,8 @@ class DockerWrap:
     prepend: tuple[EnvChange, ...]
     profile: str | None = None
     image: str | None = None
+    compose: tuple[str, ...] = ()
+    remembered: bool = False
 
 
 @dataclass(frozen=True)
@@ -380,6 +385,8 @@ class _Planner:
             tuple(prepend),
             profile=service if profile is not None else None,
             image=project.images.get(service),
+            compose=tuple(compose.argv),
+            remembered=compose.remembered,
         )
         return argv, project.directory, host_env, wrap
 

@@ -119,6 +119,7 @@ def _pid(path: Path) -> int:
     raise AssertionError(f"{path} never written")
 
 
+@pytest.mark.usefixtures("busy_cores")
 @pytest.mark.parametrize("args", [["tool", "--rounds", "2"], ["tool", "--help"]])
 def test_a_probe_that_leaves_a_child_holding_its_output_is_ended_with_it(
     tmp_path: Path, args: list[str]
@@ -133,6 +134,7 @@ def test_a_probe_that_leaves_a_child_holding_its_output_is_ended_with_it(
     assert _gone(_pid(pidfile)), "the probe's child was left running"
 
 
+@pytest.mark.usefixtures("busy_cores")
 def test_sigterm_during_a_probe_ends_fdl_and_the_probe(tmp_path: Path) -> None:
     pidfile = tmp_path / "probe.pid"
     _tool(tmp_path, f"echo $$ > {pidfile}; sleep 300")

@@ -92,6 +92,7 @@ def _ours(token: str) -> list[tuple[int, str]]:
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+@pytest.mark.usefixtures("busy_cores")
 def test_ctrl_c_during_a_build_leaves_no_process(tmp_path: Path) -> None:
     """SIGINT to fdl's process group while a build script runs (as Ctrl-C in a shell
     without job control, or a CI runner's cancel): fdl forwards it to cargo's group."""
@@ -121,10 +122,7 @@ def test_ctrl_c_during_a_build_leaves_no_process(tmp_path: Path) -> None:
         _, err = fdl.communicate(timeout=60)
         assert fdl.returncode == 130, err
         assert b"Traceback" not in err
-        deadline = time.monotonic() + 15
-        while _ours(token) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert _ours(token) == []
+        assert _ours(token) == []  # the instant fdl is gone: it waits for cargo's group
     finally:
         for pid, _ in _ours(token):
             os.kill(pid, signal.SIGKILL)

@@ -17,6 +17,8 @@ from tests.support.tasks_helpers import write
 
 REPO = Path(__file__).resolve().parents[2]
 WAIT = 60.0  # readiness waits only; nothing asserts on durations
+# What is left running is checked the instant fdl has exited, with every core busy.
+pytestmark = pytest.mark.usefixtures("busy_cores")
 
 # The process that must receive the signal writes the readiness file itself: a shell's
 # `touch started; sleep 300` could take the signal between the two commands, start the

@@ -42,17 +42,20 @@ class FakeDocker:
         (self.folder / f"err.{command}").write_text(stderr)
         (self.folder / f"rc.{command}").write_text(f"{rc}\n")
 
-    def calls(self) -> list[list[str]]:
-        """Every invocation's arguments (without the executable), in order."""
+    def _records(self) -> list[list[str]]:
+        """Each invocation's DOCKER_BUILDKIT and arguments (an argument may hold newlines,
+        as `compose run`'s script does: a record ends with SEP and a newline)."""
         if not self.log.exists():
             return []
-        return [line.split(SEP)[1:-1] for line in self.log.read_text().splitlines()]
+        return [record.split(SEP) for record in self.log.read_text().split(SEP + "\n")[:-1]]
+
+    def calls(self) -> list[list[str]]:
+        """Every invocation's arguments (without the executable), in order."""
+        return [record[1:] for record in self._records()]
 
     def buildkit_env(self) -> list[str]:
         """DOCKER_BUILDKIT as each invocation saw it (empty when unset)."""
-        if not self.log.exists():
-            return []
-        return [line.split(SEP)[0] for line in self.log.read_text().splitlines()]
+        return [record[0] for record in self._records()]
 
     def calls_of(self, command: str) -> list[list[str]]:
         """The invocations whose arguments start with ``command`` (e.g. ``buildx build``)."""
