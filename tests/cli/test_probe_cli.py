@@ -250,3 +250,21 @@ def test_the_image_options_are_refused_without_an_image_or_with_a_bad_arch(
         env=env,
     )
     assert bad.exit_code == 2 and "'rm'" in bad.stderr, bad.output
+
+
+def test_the_gpus_option_narrows_what_is_probed(run_fdl, machine) -> None:
+    """floDl's global --gpus: the probe looks at those devices only (both vendors)."""
+    root, env = machine
+    _variant(root, "precompiled/cu130", "2.10.0+cu130", "13.0", cubins=(75, 120), nccl=(75, 120))
+    narrowed = run_fdl(
+        ["--gpus", "1", "probe", "--json", "--skip-mount"], cwd=root / "work", env=env
+    )
+    assert narrowed.exit_code == 0, narrowed.output  # the GTX 1060 (GPU 0) is not looked at
+    assert [g["index"] for g in json.loads(narrowed.stdout)["gpus"]] == [1]
+    everything = run_fdl(
+        ["--gpus", "all", "probe", "--json", "--skip-mount"],
+        cwd=root / "work",
+        env={**env, "CUDA_VISIBLE_DEVICES": "1"},
+    )
+    assert everything.exit_code == 1  # all: GPU 0 (sm_61) is back, and cu130 has no code for it
+    assert [g["index"] for g in json.loads(everything.stdout)["gpus"]] == [0, 1]

@@ -79,7 +79,7 @@ def probe(
     session: Session = ctx.obj
     given = _image_libtorch(image, variant, cuda, archs)
     found = survey(session.environ)
-    masked = _visible(found, session.environ)
+    masked = _visible(found, _masks(session))
     path, info = libtorch_path, None
     if given is not None:
         path, info, docker = Path(f"image:{image}"), given, image
@@ -151,6 +151,21 @@ def _image_libtorch(
             "ptx": [c for c in codes if c.startswith("compute_")],
         },
     )
+
+
+def _masks(session: Session) -> Mapping[str, str]:
+    """The visibility masks the probe honours: ``fdl --gpus SPEC probe`` sets both vendors'
+    as it does for a project command, else the environment's."""
+    environ = session.environ
+    if session.options.gpus is None:
+        return environ
+    from fdl.tasks import parse_gpus
+
+    spec = parse_gpus(session.options.gpus)
+    if isinstance(spec, str):  # all
+        return {k: v for k, v in environ.items() if not k.endswith("_VISIBLE_DEVICES")}
+    text = ",".join(str(i) for i in spec)
+    return {**environ, "CUDA_VISIBLE_DEVICES": text, "HIP_VISIBLE_DEVICES": text}
 
 
 def _visible(found: Survey, environ: Mapping[str, str]) -> Survey:
