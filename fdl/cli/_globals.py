@@ -26,7 +26,10 @@ GLOBAL_OPTIONS_HELP = [
     ("-q, --quiet", "only errors and results"),
     ("--no-color, --no-ansi", "no colours (also $NO_COLOR)"),
     ("--ansi", "colours even off a terminal (commands get FLODL_COLOR=always)"),
-    ("--gpus SPEC", "a project command (and fdl probe) sees only these GPUs (`0,1`, `all`); also after its name"),
+    (
+        "--gpus SPEC",
+        "a project command (and fdl probe) sees only these GPUs (`0,1`, `all`); also after its name",
+    ),
     ("--no-prebuild", "floDl's; fdl never pre-builds a cluster command's binaries"),
     ("--no-append", "leave out a project command's `append:` (as after its name)"),
     ("-V, --version", "print the version and exit"),
