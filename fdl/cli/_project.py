@@ -166,6 +166,6 @@ def _renamed(name: str, commands: dict[str, Any]) -> str | None:
         return None
     chosen, now = found
     return (
-        f"the {chosen} template calls it `{now}` now (floDl 0.8's names; "
-        f"`fdl init --update` renamed it): run `fdl {now}`"
+        f"the {chosen} template names it `{now}` now (`fdl init --update` renames it in "
+        f"older projects): run `fdl {now}`"
     )
