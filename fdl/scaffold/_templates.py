@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 __all__ = [
     "TEMPLATES",
     "Template",
-    "render",
     "renamed_command",
+    "render",
     "scaffold_data",
     "template",
     "template_files",

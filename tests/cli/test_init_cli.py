@@ -293,7 +293,11 @@ def test_the_old_command_names_say_the_new_ones(tmp_path: Path, run_fdl) -> None
     """floDl 0.8's names: `fdl cuda-build` in a project of the new template names
     `gpu-build`; `fdl start` (floDl's built-in cluster start) names `train-debug`."""
     assert run_fdl(["init", "p", "-t", "flodl", "-m", "native"], cwd=tmp_path).exit_code == 0
-    for old, now in (("cuda-build", "gpu-build"), ("cuda-start", "gpu-run"), ("start", "train-debug")):
+    for old, now in (
+        ("cuda-build", "gpu-build"),
+        ("cuda-start", "gpu-run"),
+        ("start", "train-debug"),
+    ):
         result = run_fdl([old], cwd=tmp_path / "p")
         assert result.exit_code == 2, result.output
         assert f"unknown command '{old}' in fdl.yml" in result.stderr
@@ -460,7 +464,9 @@ def test_update_moves_a_flodl_v1_project_to_flodl_0_8(tmp_path: Path, run_fdl) -
     answers.write_text(answers.read_text().replace("template_version: 2", "template_version: 1"))
     mine = "  lint-all:\n    description: mine\n    run: cargo clippy --all-targets\n"
     manifest = project / "fdl.yml"
-    manifest.write_text(manifest.read_text().replace("  # --- CPU ---\n", "  # --- CPU ---\n" + mine))
+    manifest.write_text(
+        manifest.read_text().replace("  # --- CPU ---\n", "  # --- CPU ---\n" + mine)
+    )
     assert "cuda-build" in run_fdl(["--help"], cwd=project).stdout
 
     done = run_fdl(["init", ".", "--update"], cwd=project)
