@@ -129,13 +129,17 @@ def test_flodl_user_on_the_mixed_rig(tmp_path: Path, run_fdl, index: PackageInde
     )
     assert f"export LIBTORCH_CPU_PATH={project}/libtorch/precompiled/cpu\n" in build.stdout
     assert "-e LIBTORCH_PATH=/opt/libtorch" in build.stdout and "# note" not in build.stdout
-    # the GPU commands (`docker: gpu`: cuda here) say their build is not there yet, and how
+    # the GPU commands (`docker: gpu`, resolved to cuda for an NVIDIA rig; floDl 0.8's
+    # contract, branch contract-run) say their build is not there yet, and how to get it
     cuda = run_fdl(["gpu-train", "--dry-run"], cwd=project, env=env)
     assert cuda.exit_code == 0, cuda.output
+    assert "# runs in docker compose service cuda (docker-compose.yml)" in cuda.stdout
     assert (
         "# note: service 'cuda' uses libtorch builds/sm61-sm120 (images.cuda.variant), which "
-        "is not installed; it sees precompiled/cpu instead: fdl setup"
+        "is not installed"
     ) in cuda.stdout
+    assert "export FDL_GPU_FEATURE=cuda\n" in cuda.stdout
+    assert 'cargo run --release --features "$FDL_GPU_FEATURE" --' in cuda.stdout
     train = run_fdl(["train", "--dry-run", "--", "--epochs", "2"], cwd=project, env=env)
     assert train.exit_code == 0, train.output
     assert 'cargo run --release -- "$@"\'' in train.stdout
