@@ -612,6 +612,21 @@ def test_init_refuses_a_project_of_another_template(
     assert set(_tree(project)) == set(before) - {".fdl-answers.yml"}
 
 
+def test_a_cargo_toml_alone_does_not_tell_the_rust_templates_apart(tmp_path: Path, run_fdl) -> None:
+    """flodl and tch both mark a project with Cargo.toml: without an answers file, either
+    may complete a Cargo project (yours kept), and the recorded one refuses the other."""
+    project = tmp_path / "p"
+    project.mkdir()
+    mine = '[package]\nname = "p"\nversion = "0.1.0"\nedition = "2021"\n'
+    (project / "Cargo.toml").write_text(mine)
+    made = run_fdl(["init", "p", "-t", "tch", "-m", "native", "--force"], cwd=tmp_path)
+    assert made.exit_code == 0, made.output
+    assert (project / "Cargo.toml").read_text() == mine
+    assert "template: tch" in (project / ".fdl-answers.yml").read_text()
+    refused = run_fdl(["init", "p", "-t", "flodl", "--force"], cwd=tmp_path)
+    assert refused.exit_code == 2 and "records template tch" in refused.stderr, refused.output
+
+
 # --- fdl ci right after fdl init ------------------------------------------------------------
 
 
