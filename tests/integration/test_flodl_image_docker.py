@@ -20,7 +20,8 @@ Last, a change to main.rs (named per run) is built again: cargo compiles the pro
 crate only (its target directory is a BuildKit cache), every step before the project's
 files is reused, and the new program runs.
 
-Cost (2 shared cores, floDl 0.5.3): cold about 10 min (floDl's release build with thin LTO about
+Cost (2 shared cores): with floDl 0.8.0, cold, the module took 11 min 45 s at load 12-14
+(three other builds beside it). With floDl 0.5.3: cold about 10 min (floDl's release build with thin LTO about
 6 min, the build stage's apt step about 2); BuildKit keeps its apt caches, the cargo
 target directory (keyed by the project's fixed name) and the images of the variant and
 the toolchain, so a second run reuses every layer of the template's program (about
