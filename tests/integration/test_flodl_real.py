@@ -11,7 +11,10 @@ everything fits, and `fdl build` with another torch release active is stopped by
 Cost: cargo's registry, target directory and the project's path are cached under
 ``$FDL_TEST_CACHE/cargo`` (``tests/support/cargo.py``, key ``flodl-<release>-torch-2.10.0``,
 about 0.7 GB of target), the CPU view's byte ranges under ``$FDL_TEST_CACHE/fdl`` (127 MiB).
-Measured with floDl 0.5.3 on 2 cores shared with other builds (load 10-14): cold, the debug build took
+With floDl 0.8.0, cold, at load 11-14 (three other builds beside it): set-up 28 s, the
+debug build 954 s wall (179 s CPU), `fdl train` 366 s (107 s CPU; the release build, then
+3 epochs), a rebuild after an edit 2 s, the flodl-hf playground 1082 s (549 s CPU); 41 min
+for the module. Measured with floDl 0.5.3 on 2 cores shared with other builds (load 10-14): cold, the debug build took
 17 min wall, the release build 6 min, the flodl-hf playground 14 min (325 s CPU; the
 integrator's idle machine: 62 s for the debug build; at load 4-8, with the crates already
 downloaded, 108 s wall and 109 s CPU). Warm, only the project's own crates
