@@ -3,9 +3,9 @@
 In a fresh project: `fdl init demo --template flodl --mode native`, the set-up line the
 project's README gives (the CPU libtorch of torch 2.10.0 from PyPI's wheel), then
 `fdl build`, `fdl test` and `fdl train -- --epochs 3`: the template's floDl (0.8.0) and
-flodl-sys from crates.io compile against the libtorch fdl installed and the loss of the last epoch is
-below the first's. Then the HuggingFace playground (`fdl add flodl-hf`, the same files
-as `fdl init --with-hf`) builds against the same libtorch, `fdl diagnose --json` says
+flodl-sys from crates.io compile against the libtorch fdl installed and the loss of the
+last epoch is below the first's. Then the HuggingFace playground (`fdl add flodl-hf`, the
+same files as `fdl init --with-hf`) builds against the same libtorch, `fdl diagnose --json` says
 everything fits, and `fdl build` with another torch release active is stopped by fdl.
 
 Cost: cargo's registry, target directory and the project's path are cached under
@@ -14,8 +14,8 @@ about 0.7 GB of target), the CPU view's byte ranges under ``$FDL_TEST_CACHE/fdl`
 With floDl 0.8.0, cold, at load 11-14 (three other builds beside it): set-up 28 s, the
 debug build 954 s wall (179 s CPU), `fdl train` 366 s (107 s CPU; the release build, then
 3 epochs), a rebuild after an edit 2 s, the flodl-hf playground 1082 s (549 s CPU); 41 min
-for the module. Measured with floDl 0.5.3 on 2 cores shared with other builds (load 10-14): cold, the debug build took
-17 min wall, the release build 6 min, the flodl-hf playground 14 min (325 s CPU; the
+for the module. Measured with floDl 0.5.3 on 2 cores shared with other builds (load
+10-14): cold, the debug build took 17 min wall, the release build 6 min, the flodl-hf playground 14 min (325 s CPU; the
 integrator's idle machine: 62 s for the debug build; at load 4-8, with the crates already
 downloaded, 108 s wall and 109 s CPU). Warm, only the project's own crates
 compile (load 3): set-up 5 s, `fdl build` 1 s, `fdl train` 7 s (the release build of the
