@@ -44,6 +44,9 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
         known = [*BUILTINS, *commands]
         close = did_you_mean(name, known)
         hint = f"did you mean `fdl {close}`?" if close else "run `fdl --help` to list the commands"
+        renamed = _renamed(name, commands)
+        if renamed:
+            hint = renamed
         if manifest is not None and name in manifest.environments():
             # floDl's older docs select an overlay by a bare first word (`fdl cluster CMD`).
             rest = " ".join(args) or "<command>"
@@ -191,3 +194,17 @@ def _report_refresh(session: Session, invocation: Invocation) -> int:
     session.console.info(f"cached the schema of `fdl {invocation.resolution.name}` at {shown}")
     session.console.out(f"{len(schema.options)} options, {len(schema.args)} positional arguments")
     return 0
+
+
+def _renamed(name: str, commands: dict[str, Any]) -> str | None:
+    """The hint for a command an earlier template wrote under another name (cuda-build)."""
+    from fdl.scaffold import renamed_command
+
+    found = renamed_command(name)
+    if found is None or found[1] not in commands:
+        return None
+    chosen, now = found
+    return (
+        f"the {chosen} template names it `{now}` now (`fdl init --update` renames it in "
+        f"older projects): run `fdl {now}`"
+    )

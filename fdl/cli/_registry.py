@@ -32,7 +32,7 @@ BUILTINS: dict[str, Builtin] = {
     for b in (
         Builtin(
             "init",
-            "create a project that builds and trains (flodl or cpp; containers or native)",
+            "create a project that builds and trains (flodl, tch or cpp; containers or native)",
             "fdl.cli.commands.init",
             single=True,
         ),

@@ -286,7 +286,14 @@ def _service(spec: ImageSpec, context: str, dockerfile_dir: str) -> dict[str, An
         "shm_size": _yaml(spec.shm_size) if spec.shm_size else None,
         "interactive": spec.kind == "dev",
         "gpus": spec.variant is not None and spec.variant.cuda is not None,
+        "amd": spec.variant is not None and _amd(spec.variant.name),
     }
+
+
+def _amd(variant: str) -> bool:
+    """A ROCm build, by the variant's basename as floDl names them (`rocm70`, `gfx90a`;
+    flodl-cli 0.8.0 src/libtorch/detect.rs:158-205): its container needs AMD's devices."""
+    return variant.rsplit("/", 1)[-1].startswith(("rocm", "gfx"))
 
 
 def _join(directory: str, name: str) -> str:

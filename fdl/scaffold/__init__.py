@@ -35,7 +35,7 @@ from fdl.scaffold._project_files import (
     FileSpec,
     WriteReport,
 )
-from fdl.scaffold._templates import TEMPLATES, template
+from fdl.scaffold._templates import TEMPLATES, renamed_command, template
 from fdl.scaffold._write import check_target, read_existing, write_project
 
 __all__ = [
@@ -62,6 +62,7 @@ __all__ = [
     "plan_project",
     "read_answers",
     "read_existing",
+    "renamed_command",
     "suggest_name",
     "template",
     "update_project",

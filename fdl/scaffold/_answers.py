@@ -57,7 +57,7 @@ def validate_name(name: str, template_name: str) -> str:
     if name in chosen.reserved_names or crate in chosen.reserved_names:
         raise UsageError(
             f"invalid project name {name!r}: the {template_name} template reserves it "
-            f"({'a Rust keyword or crate' if template_name == 'flodl' else 'a target it defines'})",
+            f"({'a Rust keyword or crate' if chosen.data.get('language') == 'rust' else 'a target it defines'})",
             hint=f"e.g. {name + '-model'!r}",
         )
     return name
@@ -242,11 +242,12 @@ def project_flodl_release(directory: Path) -> str | None:
 
 def _framework_torch(template_name: str) -> FrameworkRelease | None:
     """The framework release a template writes into the project (the flodl template's
-    ``flodl_version``), whose torch the project must use; None for a free template."""
+    floDl, the tch template's tch-rs), whose torch the project must use; None for a free
+    template."""
     from fdl.compat import framework_release
 
-    version = template(template_name).data.get("flodl_version")
-    return framework_release("flodl", str(version)) if version else None
+    pin = template(template_name).framework
+    return framework_release(*pin) if pin else None
 
 
 def _gpus(text: str) -> str:

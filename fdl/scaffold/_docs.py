@@ -31,6 +31,11 @@ def next_steps(answers: Answers, *, directory: str | None = None) -> list[tuple[
                 f"the CPU libtorch of torch {answers.torch}, from its wheel (or: fdl setup)",
             )
         )
+    elif answers.template == "tch":
+        # torch-sys demands one release: the project pins it (and the CPU build without a GPU)
+        steps.append(
+            ("fdl setup", f"the libtorch tch-rs needs (torch {answers.torch}) for this machine")
+        )
     else:
         # the CPU commands' libtorch (the dev service's, in container modes), read out of
         # PyPI's wheel, then the one for this machine's GPUs beside it
@@ -68,9 +73,18 @@ def layout(answers: Answers, chosen: Template, dockerfile_dir: str) -> list[tupl
             ("src/train.cpp", "the training program"),
             ("tests/model_test.cpp", "a test: training lowers the loss"),
         ]
+    elif answers.template == "tch":
+        rows += [
+            ("Cargo.toml", "the package: the tch dependency (an exact pin), profiles"),
+            ("src/main.rs", "the model, its synthetic data, the training loop and a test"),
+            ("rust-toolchain.toml", "the pinned Rust toolchain (the images install the same)"),
+        ]
     else:
         rows += [
-            ("Cargo.toml", "the package: the flodl dependency, profiles, the `cuda` feature"),
+            (
+                "Cargo.toml",
+                "the package: the flodl dependency, profiles, the `cuda` and `rocm` features",
+            ),
             ("src/main.rs", "the model, its data and the training loop"),
             ("rust-toolchain.toml", "the pinned Rust toolchain (the images install the same)"),
         ]

@@ -43,7 +43,9 @@ def _cuda_variants(answers: Answers) -> dict[str, tuple[str, bool]]:
         for variant in release(answers.torch).variants
         if variant.cuda is not None
     }
-    if answers.template == "flodl":
+    from fdl.scaffold._templates import template
+
+    if template(answers.template).framework is not None:
         from fdl.scaffold._values import cuda_service
 
         target = cuda_service(answers)

@@ -90,6 +90,8 @@ def _own_files(chosen: Template, values: dict[str, Any]) -> list[FileSpec]:
         for relative, source in template_files(chosen, part):
             if relative.endswith(".j2"):
                 text = render(f"{chosen.name}/{part}/{relative}", values)
+                if not text.strip():  # a file of some modes only (.env.example)
+                    continue
                 path = prefix + relative.removesuffix(".j2")
                 files.append(FileSpec(path, text, kind=USER))
             else:

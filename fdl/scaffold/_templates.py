@@ -19,9 +19,17 @@ from fdl.errors import UsageError
 if TYPE_CHECKING:
     import jinja2
 
-__all__ = ["TEMPLATES", "Template", "render", "scaffold_data", "template", "template_files"]
+__all__ = [
+    "TEMPLATES",
+    "Template",
+    "renamed_command",
+    "render",
+    "scaffold_data",
+    "template",
+    "template_files",
+]
 
-TEMPLATES = ("flodl", "cpp")
+TEMPLATES = ("flodl", "cpp", "tch")
 
 
 def _root() -> Path:
@@ -48,6 +56,8 @@ class Template:
         build_dir: Where the project's build goes (ignored by git and docker).
         reserved_names: Project names the template refuses.
         markers: Files that make a directory a project of this kind (``Cargo.toml``).
+        framework: The framework release the template writes (``("flodl", "0.8.0")``),
+            whose torch the project must use; None for a free template (``cpp``).
         data: The whole ``template.yml``.
         directory: The template's directory.
     """
@@ -58,6 +68,7 @@ class Template:
     build_dir: str
     reserved_names: tuple[str, ...]
     markers: tuple[str, ...]
+    framework: tuple[str, str] | None
     data: dict[str, Any]
     directory: Path
 
@@ -81,16 +92,32 @@ def template(name: str) -> Template:
         )
     directory = _root() / name
     data = _read_yaml(directory / "template.yml")
+    reserved = list(data.get("reserved_names") or ())
+    if data.get("language") == "rust":
+        data["rust"] = scaffold_data()["rust"]
+        reserved += data["rust"]["reserved_names"]
+    pin = data.get("framework")
     return Template(
         name=name,
         version=int(data["version"]),
         description=str(data["description"]),
         build_dir=str(data["build_dir"]),
-        reserved_names=tuple(str(n) for n in data.get("reserved_names") or ()),
+        reserved_names=tuple(str(n) for n in reserved),
         markers=tuple(str(n) for n in data.get("markers") or ()),
+        framework=(str(pin["name"]), str(pin["version"])) if pin else None,
         data=data,
         directory=directory,
     )
+
+
+def renamed_command(name: str) -> tuple[str, str] | None:
+    """(template, the name now) when an earlier version of a template wrote a command
+    called ``name`` (its ``renamed_commands``: ``cuda-build`` is ``gpu-build``)."""
+    for chosen in TEMPLATES:
+        now = (template(chosen).data.get("renamed_commands") or {}).get(name)
+        if now:
+            return chosen, str(now)
+    return None
 
 
 def template_files(chosen: Template, part: str = "files") -> list[tuple[str, Path]]:

@@ -26,13 +26,16 @@ def cuda_service(answers: Answers) -> Any:
     try:
         return cuda_target(gpus, answers.torch, answers.driver or None)
     except UsageError as exc:
-        version = template(answers.template).data.get("flodl_version")
-        if not version:
+        pin = template(answers.template).framework
+        if not pin:
             raise
-        # Another torch release would serve these GPUs, but floDl cannot compile against it.
+        from fdl.compat import framework
+
+        # Another torch release would serve these GPUs, but the framework cannot compile
+        # against it.
         raise UsageError(
-            f"{exc.message}; floDl {version} (the release the {answers.template} template "
-            f"writes) compiles against torch {answers.torch} only",
+            f"{exc.message}; {framework(pin[0]).title} {pin[1]} (the release the "
+            f"{answers.template} template writes) compiles against torch {answers.torch} only",
             hint="name other --gpus (or --gpus none)",
         ) from None
 
@@ -47,29 +50,41 @@ def _command(
         run=run,
         append=append,
         docker=docker,
-        cuda=name.startswith("cuda-"),
+        gpu=name.startswith("gpu-"),
     )
 
 
+# floDl 0.8's spelling of the GPU feature: fdl exports FDL_GPU_FEATURE (`cuda` or `rocm`,
+# from the active libtorch variant) to the commands and into their containers.
+GPU_FEATURE = '--features "$FDL_GPU_FEATURE"'
+# fdl's logical service: `cuda` or `rocm`, from the active variant (floDl 0.8 run.rs:678-745).
+GPU_SERVICE = "gpu"
+
+
 def flodl_commands(containers: bool) -> list[dict[str, Any]]:
-    """The floDl project's commands: CPU ones, then the same with ``--features cuda``.
+    """The floDl project's commands: CPU ones, then GPU ones under floDl 0.8's names
+    (``gpu-build``, ``gpu-test``, ``gpu-run``, ``gpu-shell``, and ``gpu-train``).
 
     ``-- --nocapture`` goes in ``append:`` (after the user's arguments), so that
     ``fdl test -p foo`` runs ``cargo test -p foo -- --nocapture``.
     """
     cpu = "dev" if containers else None
-    gpu = "cuda" if containers else None
+    gpu = GPU_SERVICE if containers else None
     commands = [
         _command("build", "Build (debug)", "cargo build", docker=cpu),
         _command("test", "Run the tests", "cargo test", append="-- --nocapture", docker=cpu),
-        # `start`, not `run`: `fdl run NAME` is the built-in that reaches shadowed commands.
-        _command(
-            "start", "Run the program (debug build; arguments go to it)", "cargo run --", docker=cpu
-        ),
         _command(
             "train",
             "Train (release build), e.g. fdl train -- --epochs 20",
             "cargo run --release --",
+            docker=cpu,
+        ),
+        # Neither `run` (fdl's built-in that reaches shadowed commands) nor `start`
+        # (floDl 0.8's built-in cluster start, matched before project commands).
+        _command(
+            "train-debug",
+            "Train with the debug build (quicker to compile; arguments go to the program)",
+            "cargo run --",
             docker=cpu,
         ),
         _command("check", "Type-check without building", "cargo check", docker=cpu),
@@ -80,32 +95,30 @@ def flodl_commands(containers: bool) -> list[dict[str, Any]]:
             _command("shell", "An interactive shell in the dev container", "bash", docker=cpu)
         )
     commands += [
+        _command("gpu-build", "Build with GPU support", f"cargo build {GPU_FEATURE}", docker=gpu),
         _command(
-            "cuda-build", "Build with the cuda feature", "cargo build --features cuda", docker=gpu
-        ),
-        _command(
-            "cuda-test",
-            "Run the tests with the cuda feature",
-            "cargo test --features cuda",
+            "gpu-test",
+            "Run the tests with GPU support",
+            f"cargo test {GPU_FEATURE}",
             append="-- --nocapture",
             docker=gpu,
         ),
         _command(
-            "cuda-start",
-            "Run the program with the cuda feature (debug build)",
-            "cargo run --features cuda --",
+            "gpu-run",
+            "Run the program with GPU support (debug build; arguments go to it)",
+            f"cargo run {GPU_FEATURE} --",
             docker=gpu,
         ),
         _command(
-            "cuda-train",
+            "gpu-train",
             "Train on the GPU (release build)",
-            "cargo run --release --features cuda --",
+            f"cargo run --release {GPU_FEATURE} --",
             docker=gpu,
         ),
     ]
     if containers:
         commands.append(
-            _command("cuda-shell", "An interactive shell in the CUDA container", "bash", docker=gpu)
+            _command("gpu-shell", "An interactive shell in the GPU container", "bash", docker=gpu)
         )
     return commands
 
@@ -162,19 +175,30 @@ def template_values(answers: Answers, chosen: Template, fdl_version: str) -> dic
         "ci_tests": json.dumps(chosen.data["ci_train_args"]),
         "image_libtorch": images_data().paths["libtorch"],
     }
+    if chosen.data.get("language") == "rust":
+        rust = chosen.data["rust"]
+        values.update(
+            rust=rust,
+            rust_setup=_rust_setup(rust),
+            rust_packages=[*rust["packages"], *chosen.data.get("packages", [])],
+            rust_version=chosen.data.get("rust_version"),
+            framework_version=chosen.framework[1] if chosen.framework else None,
+        )
+    if chosen.name == "tch":
+        values["train_run"] = "cargo run --release --"
     if chosen.name == "flodl":
         commands = flodl_commands(answers.containers)
         values.update(
-            flodl_version=chosen.data["flodl_version"],
+            flodl_version=values["framework_version"],
             # the playground's pin: the project's own floDl release (fdl add flodl-hf)
-            hf_flodl_version=answers.flodl or chosen.data["flodl_version"],
+            hf_flodl_version=answers.flodl or values["framework_version"],
             commands=commands,
             train_run=next(c["run"] for c in commands if c["name"] == "train"),
-            rust=chosen.data["rust"],
-            rust_setup=_rust_setup(chosen.data["rust"]),
-            rust_packages=list(chosen.data["rust"]["packages"]),
             hf_data=chosen.data["hf"],
+            rocm=chosen.data["rocm"],
+            pass_env=list(chosen.data["pass_env"]),
         )
+    if chosen.framework is not None:
         target = cuda_service(answers)
         values.update(
             cuda_variant=target.variant,

@@ -65,8 +65,9 @@ def check_template(directory: Path, chosen: str, recorded: str | None) -> None:
     if recorded and recorded != chosen:
         other, why = recorded, f"{answers_path(directory).name} records template {recorded}"
     elif not recorded:
+        own = set(template(chosen).markers)  # a Cargo.toml tells no Rust template apart
         for name in (n for n in TEMPLATES if n != chosen):
-            found = [m for m in template(name).markers if (directory / m).exists()]
+            found = [m for m in template(name).markers if m not in own and (directory / m).exists()]
             if found:
                 other, why = name, f"it holds {', '.join(found)}"
                 break

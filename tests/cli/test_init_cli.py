@@ -274,7 +274,7 @@ def test_your_own_manifest_is_kept_and_the_images_follow_it(tmp_path: Path, run_
             """'cargo clippy "$@" -- -W clippy::all' sh --all-targets""",
         ),
         (["train", "--", "--epochs", "5"], """'cargo run --release -- "$@"' sh --epochs 5"""),
-        (["cuda-test"], "'cargo test --features cuda -- --nocapture'"),
+        (["gpu-test"], """'cargo test --features "$FDL_GPU_FEATURE" -- --nocapture'"""),
         (["--env", "ci", "train"], "'cargo run --release -- --epochs 3'"),
     ],
 )
@@ -287,6 +287,21 @@ def test_flodl_commands_put_the_users_arguments_where_cargo_wants_them(
     result = run_fdl([*global_args, rest[0], "--dry-run", *rest[1:]], cwd=tmp_path / "p")
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[-1] == f"sh -c {script}"
+
+
+def test_the_old_command_names_say_the_new_ones(tmp_path: Path, run_fdl) -> None:
+    """floDl 0.8's names: `fdl cuda-build` in a project of the new template names
+    `gpu-build`; `fdl start` (floDl's built-in cluster start) names `train-debug`."""
+    assert run_fdl(["init", "p", "-t", "flodl", "-m", "native"], cwd=tmp_path).exit_code == 0
+    for old, now in (
+        ("cuda-build", "gpu-build"),
+        ("cuda-start", "gpu-run"),
+        ("start", "train-debug"),
+    ):
+        result = run_fdl([old], cwd=tmp_path / "p")
+        assert result.exit_code == 2, result.output
+        assert f"unknown command '{old}' in fdl.yml" in result.stderr
+        assert f"run `fdl {now}`" in result.stderr and "fdl init --update" in result.stderr
 
 
 # --- the cuda service gets the libtorch fdl setup would pick ---------------------------------
@@ -311,7 +326,7 @@ def _cuda_service(project: Path) -> tuple[str, str]:
 def test_the_cuda_service_follows_this_machines_gpus_and_driver(tmp_path: Path, run_fdl) -> None:
     """GTX 1060 + RTX 5060 Ti on driver 570: no official build covers both, so the cuda
     service uses the source build fdl setup plans (CUDA 12.9), not cu130 (no sm_61, needs
-    driver 580), of torch 2.10.0: the release floDl 0.5.3 compiles against."""
+    driver 580), of torch 2.10.0: the release floDl 0.8.0 compiles against."""
     env = _fake_gpus(
         tmp_path,
         "0, NVIDIA GeForce GTX 1060 6GB, 6.1, 6144, 570.86\\n"
@@ -329,7 +344,7 @@ def test_the_cuda_service_follows_this_machines_gpus_and_driver(tmp_path: Path, 
     assert "# Get it with: fdl libtorch build --archs 6.1,12.0 --torch 2.10.0" in text
     setup = run_fdl(["setup", "--dry-run", "--json"], cwd=tmp_path / "p", env=env)
     selection = json.loads(setup.stdout)["plan"]["selection"]
-    # the project's torch (2.10.0, floDl 0.5.3's) is older than the newest known: the
+    # the project's torch (2.10.0, floDl 0.8.0's) is older than the newest known: the
     # build names it, as the fdl.yml comment does
     assert selection["build_command"] == "fdl libtorch build --archs 6.1,12.0 --torch 2.10.0"
     assert selection["build_cuda"] == "12.9"
@@ -376,7 +391,7 @@ def test_setup_in_a_fresh_flodl_project_plans_for_the_gpus(
 @pytest.mark.parametrize(
     ("gpus", "driver", "variant", "base"),
     [
-        # torch 2.10.0 (floDl 0.5.3's): its cu126 build is the one with Pascal code
+        # torch 2.10.0 (floDl 0.8.0's): its cu126 build is the one with Pascal code
         ("6.1", "570.86", "precompiled/cu126", "nvidia/cuda:12.6.3-cudnn-devel-ubuntu24.04"),
         ("8.6", "580.65", "precompiled/cu128", "nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04"),
         ("none", "", "precompiled/cu128", "nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04"),
@@ -396,12 +411,12 @@ def test_declared_gpus_pick_the_cuda_service(
 def test_gpus_no_build_can_serve_are_refused_with_the_release_that_can(
     tmp_path: Path, run_fdl
 ) -> None:
-    # Kepler: torch 2.10.0 (floDl 0.5.3's) has no build for it, and only an older torch,
+    # Kepler: torch 2.10.0 (floDl 0.8.0's) has no build for it, and only an older torch,
     # which floDl cannot compile against, could be built for it
     refused = run_fdl(["init", "p", "--yes", "--gpus", "3.7"], cwd=tmp_path)
     assert refused.exit_code == 2, refused.output
     assert "torch 2.10.0 has no CUDA build for sm_37" in refused.stderr
-    assert "floDl 0.5.3" in refused.stderr and "--gpus" in refused.stderr
+    assert "floDl 0.8.0" in refused.stderr and "--gpus" in refused.stderr
     assert not (tmp_path / "p").exists()
     bad = run_fdl(["init", "p", "--yes", "--gpus", "sm_9x"], cwd=tmp_path)
     assert bad.exit_code == 2 and "--gpus" in bad.stderr
@@ -429,6 +444,50 @@ def test_update_merges_the_template_change_with_yours(tmp_path: Path, run_fdl) -
     assert done.exit_code == 0, done.output
     assert (project / "README.md").read_text() == readme + "\nMy notes.\n"
     assert (base / "README.md").read_text() == readme  # the next base is this template
+
+
+def test_update_moves_a_flodl_v1_project_to_flodl_0_8(tmp_path: Path, run_fdl) -> None:
+    """A project of the flodl template's version 1 (floDl 0.5.3, `start` and `cuda-*`),
+    as fdl wrote it, plus a command of the user's: `fdl init --update` gives it floDl
+    0.8.0, its command names, the rocm feature, service and Dockerfile and .env.example,
+    and keeps the user's command; the old names then say the new ones."""
+    made = run_fdl(["init", "my-model", "-t", "flodl", "-m", "mounted"], cwd=tmp_path)
+    assert made.exit_code == 0, made.output
+    project, v1 = tmp_path / "my-model", REPO / "tests" / "fixtures" / "scaffold-flodl-v1"
+    base = project / ".fdl" / "template"
+    for name in ("fdl.yml", "Cargo.toml"):
+        (base / name).write_text((v1 / name).read_text())
+        (project / name).write_text((v1 / name).read_text())
+    for gone in (".env.example", "docker/rocm.Dockerfile", ".fdl/template/.env.example"):
+        (project / gone).unlink()
+    answers = project / ".fdl-answers.yml"
+    answers.write_text(answers.read_text().replace("template_version: 2", "template_version: 1"))
+    mine = "  lint-all:\n    description: mine\n    run: cargo clippy --all-targets\n"
+    manifest = project / "fdl.yml"
+    manifest.write_text(
+        manifest.read_text().replace("  # --- CPU ---\n", "  # --- CPU ---\n" + mine)
+    )
+    assert "cuda-build" in run_fdl(["--help"], cwd=project).stdout
+
+    done = run_fdl(["init", ".", "--update"], cwd=project)
+    assert done.exit_code == 0, done.output
+    commands = yaml.safe_load(manifest.read_text())["commands"]
+    assert {"gpu-build", "gpu-test", "gpu-run", "gpu-train", "gpu-shell", "train-debug"} <= set(
+        commands
+    )
+    assert commands["lint-all"] == {"description": "mine", "run": "cargo clippy --all-targets"}
+    assert commands["gpu-build"]["docker"] == "gpu"
+    cargo = (project / "Cargo.toml").read_text()
+    assert 'flodl = "0.8.0"' in cargo and 'rust-version = "1.91"' in cargo
+    assert 'rocm = ["flodl/rocm"]' in cargo
+    assert (project / ".env.example").is_file()
+    compose = yaml.safe_load((project / "docker-compose.yml").read_text())["services"]
+    assert compose["rocm"]["devices"] == ["/dev/kfd", "/dev/dri"]
+    assert (project / "docker" / "rocm.Dockerfile").is_file()
+    assert "template_version: 2" in answers.read_text()
+    assert not {"start", "cuda-build", "cuda-test", "cuda-start", "cuda-train"} & set(commands)
+    old = run_fdl(["cuda-train"], cwd=project)
+    assert old.exit_code == 2 and "run `fdl gpu-train`" in old.stderr, old.output
 
 
 def test_update_marks_conflicts_and_keeps_both_sides(tmp_path: Path, run_fdl) -> None:
@@ -551,6 +610,21 @@ def test_init_refuses_a_project_of_another_template(
     assert f"holds a {marker}" not in result.stderr and f"it holds {marker}" in result.stderr
     assert "--update" not in result.stderr
     assert set(_tree(project)) == set(before) - {".fdl-answers.yml"}
+
+
+def test_a_cargo_toml_alone_does_not_tell_the_rust_templates_apart(tmp_path: Path, run_fdl) -> None:
+    """flodl and tch both mark a project with Cargo.toml: without an answers file, either
+    may complete a Cargo project (yours kept), and the recorded one refuses the other."""
+    project = tmp_path / "p"
+    project.mkdir()
+    mine = '[package]\nname = "p"\nversion = "0.1.0"\nedition = "2021"\n'
+    (project / "Cargo.toml").write_text(mine)
+    made = run_fdl(["init", "p", "-t", "tch", "-m", "native", "--force"], cwd=tmp_path)
+    assert made.exit_code == 0, made.output
+    assert (project / "Cargo.toml").read_text() == mine
+    assert "template: tch" in (project / ".fdl-answers.yml").read_text()
+    refused = run_fdl(["init", "p", "-t", "flodl", "--force"], cwd=tmp_path)
+    assert refused.exit_code == 2 and "records template tch" in refused.stderr, refused.output
 
 
 # --- fdl ci right after fdl init ------------------------------------------------------------

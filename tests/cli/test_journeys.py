@@ -102,7 +102,7 @@ def test_flodl_user_on_the_mixed_rig(tmp_path: Path, run_fdl, index: PackageInde
     assert plan.exit_code == 0, plan.output
     assert "GPU 0: NVIDIA GeForce GTX 1060 6GB, sm_61 (Pascal)\n" in plan.stdout
     assert "GPU 1: NVIDIA GeForce RTX 5060 Ti, sm_120 (Blackwell)\n" in plan.stdout
-    assert "torch 2.10.0: libtorch.torch (fdl.yml:" in plan.stdout  # floDl 0.5.3's, pinned by init
+    assert "torch 2.10.0: libtorch.torch (fdl.yml:" in plan.stdout  # floDl 0.8.0's, pinned by init
     assert (
         "plan: build: no official libtorch 2.10.0 covers sm_61 + sm_120: a source build does\n"
         in plan.stdout
@@ -129,9 +129,11 @@ def test_flodl_user_on_the_mixed_rig(tmp_path: Path, run_fdl, index: PackageInde
     )
     assert f"export LIBTORCH_CPU_PATH={project}/libtorch/precompiled/cpu\n" in build.stdout
     assert "-e LIBTORCH_PATH=/opt/libtorch" in build.stdout and "# note" not in build.stdout
-    # the CUDA commands say their build is not there yet, and how to get it
-    cuda = run_fdl(["cuda-train", "--dry-run"], cwd=project, env=env)
+    # the GPU commands (`docker: gpu`, resolved to cuda for an NVIDIA rig; floDl 0.8's
+    # contract, branch contract-run) say their build is not there yet, and how to get it
+    cuda = run_fdl(["gpu-train", "--dry-run"], cwd=project, env=env)
     assert cuda.exit_code == 0, cuda.output
+    assert "# runs in docker compose service cuda (docker-compose.yml)" in cuda.stdout
     assert (
         "# note: service 'cuda' uses libtorch builds/sm61-sm120 (images.cuda.variant), which "
         "is not installed: fdl setup"
@@ -139,6 +141,8 @@ def test_flodl_user_on_the_mixed_rig(tmp_path: Path, run_fdl, index: PackageInde
     # a GPU service is never given the active CPU variant over its image's own
     assert "(precompiled/cpu) is a CPU build and service 'cuda' has NVIDIA GPUs" in cuda.stdout
     assert "-e LIBTORCH=" not in cuda.stdout
+    assert "export FDL_GPU_FEATURE=cuda\n" in cuda.stdout
+    assert 'cargo run --release --features "$FDL_GPU_FEATURE" --' in cuda.stdout
     train = run_fdl(["train", "--dry-run", "--", "--epochs", "2"], cwd=project, env=env)
     assert train.exit_code == 0, train.output
     assert 'cargo run --release -- "$@"\'' in train.stdout

@@ -2,17 +2,20 @@
 
 In a fresh project: `fdl init demo --template flodl --mode native`, the set-up line the
 project's README gives (the CPU libtorch of torch 2.10.0 from PyPI's wheel), then
-`fdl build`, `fdl test` and `fdl train -- --epochs 3`: floDl 0.5.3 and flodl-sys from
-crates.io compile against the libtorch fdl installed and the loss of the last epoch is
-below the first's. Then the HuggingFace playground (`fdl add flodl-hf`, the same files
-as `fdl init --with-hf`) builds against the same libtorch, `fdl diagnose --json` says
+`fdl build`, `fdl test` and `fdl train -- --epochs 3`: the template's floDl (0.8.0) and
+flodl-sys from crates.io compile against the libtorch fdl installed and the loss of the
+last epoch is below the first's. Then the HuggingFace playground (`fdl add flodl-hf`, the
+same files as `fdl init --with-hf`) builds against the same libtorch, `fdl diagnose --json` says
 everything fits, and `fdl build` with another torch release active is stopped by fdl.
 
 Cost: cargo's registry, target directory and the project's path are cached under
-``$FDL_TEST_CACHE/cargo`` (``tests/support/cargo.py``, key ``flodl-0.5.3-torch-2.10.0``,
+``$FDL_TEST_CACHE/cargo`` (``tests/support/cargo.py``, key ``flodl-<release>-torch-2.10.0``,
 about 0.7 GB of target), the CPU view's byte ranges under ``$FDL_TEST_CACHE/fdl`` (127 MiB).
-Measured on 2 cores shared with other builds (load 10-14): cold, the debug build took
-17 min wall, the release build 6 min, the flodl-hf playground 14 min (325 s CPU; the
+With floDl 0.8.0, cold, at load 11-14 (three other builds beside it): set-up 28 s, the
+debug build 954 s wall (179 s CPU), `fdl train` 366 s (107 s CPU; the release build, then
+3 epochs), a rebuild after an edit 2 s, the flodl-hf playground 1082 s (549 s CPU); 41 min
+for the module. Measured with floDl 0.5.3 on 2 cores shared with other builds (load
+10-14): cold, the debug build took 17 min wall, the release build 6 min, the flodl-hf playground 14 min (325 s CPU; the
 integrator's idle machine: 62 s for the debug build; at load 4-8, with the crates already
 downloaded, 108 s wall and 109 s CPU). Warm, only the project's own crates
 compile (load 3): set-up 5 s, `fdl build` 1 s, `fdl train` 7 s (the release build of the
@@ -32,6 +35,8 @@ from pathlib import Path
 
 import pytest
 
+from fdl.compat import framework_release
+from fdl.scaffold import template
 from tests.conftest import Result, run_fdl_process
 from tests.support.cargo import CargoProject, cargo_project, skip_if_unreachable
 from tests.support.cpu_view import artefact_missing, cpu_view_env, install_cpu_view
@@ -39,8 +44,8 @@ from tests.support.images import link_variant
 
 pytestmark = pytest.mark.slow
 
-FLODL = "0.5.3"  # the template's flodl_version
-TORCH = "2.10.0"  # the torch floDl 0.5.3 compiles against (frameworks.yaml)
+_NAME, FLODL = template("flodl").framework or ("flodl", "")  # the release the template writes
+TORCH = framework_release(_NAME, FLODL).torch  # 2.10.0 (fdl/data/compat/frameworks.yaml)
 KEY = f"flodl-{FLODL}-torch-{TORCH}"
 BUILD_TIMEOUT = 2400  # a cold build took 17 min on 2 cores shared with other builds
 EPOCH = re.compile(r"^\s*epoch\s+(\d+)/(\d+)\s+loss=([0-9.eE+-]+)", re.M)

@@ -27,6 +27,7 @@ COUNTERPARTS = {
 PURPOSE = {
     "fdl": "floDl: a bootstrap script that downloads floDl's CLI (`./fdl setup`)",
     ".dockerignore": "keeps the build context small",
+    ".env.example": "compose's local overrides (floDl's own since 0.7.0)",
     ".fdl-answers.yml": "the template, its version and the answers (`fdl init --update`)",
     ".fdl/fdl.schema.json": "the manifest's JSON Schema for editors",
     ".fdl/template/": "what fdl wrote, the base of `fdl init --update`'s three-way merge",
@@ -35,6 +36,7 @@ PURPOSE = {
     ".vscode/settings.json": "fdl's YAML tags for the YAML extension",
     "README.md": "how to build, test and train the project",
     "ci/": "what `fdl ci generate` writes for the `ci:` section",
+    "docker/rocm.Dockerfile": "the rocm service, AMD GPUs (floDl's own since 0.8.0)",
     "docker/train.Dockerfile": "the slim training image (`fdl image build train`)",
     "fdl.ci.yml": "the CI overlay (CPU, a short run)",
     "rust-toolchain.toml": "the Rust toolchain, pinned (images install the same)",

@@ -9,14 +9,16 @@ from fdl.scaffold import Answers, FileSpec, make_answers, plan_project
 VERSION = "0.0.0+test"
 TORCH = "2.13.0"
 CASES = [
-    (template, mode) for template in ("cpp", "flodl") for mode in ("mounted", "baked", "native")
+    (template, mode)
+    for template in ("cpp", "flodl", "tch")
+    for mode in ("mounted", "baked", "native")
 ]
 
 
 def answers(template: str, mode: str, name: str = "demo", **more: object) -> Answers:
     """Answers for ``template`` and ``mode`` (torch 2.13.0, the local wheel's, where the
-    template leaves torch free; the flodl template pins its floDl release's)."""
-    torch = {} if template == "flodl" else {"torch": TORCH}
+    template leaves torch free; the flodl and tch templates pin their framework release's)."""
+    torch = {} if template in ("flodl", "tch") else {"torch": TORCH}
     return make_answers(name, {"template": template, "mode": mode, **torch, **more}, {})
 
 

@@ -77,7 +77,7 @@ def test_torch_versions_are_completed_from_fdls_tables() -> None:
 
 
 def test_the_flodl_template_pins_the_torch_of_its_flodl_release() -> None:
-    """floDl 0.5.3 (the release the template writes) compiles against libtorch 2.10.0 only;
+    """floDl 0.8.0 (the release the template writes) compiles against libtorch 2.10.0 only;
     a C++ project stays free (the newest release)."""
     from fdl.compat import default_torch_version
 
@@ -88,7 +88,7 @@ def test_the_flodl_template_pins_the_torch_of_its_flodl_release() -> None:
     assert make_answers("m", {}, {"torch": "2.15.0"}).torch == "2.10.0"
     with pytest.raises(UsageError) as caught:
         make_answers("m", {"torch": "2.15.0"}, {})
-    assert "floDl 0.5.3, which compiles against torch 2.10.0 only" in caught.value.message
+    assert "floDl 0.8.0, which compiles against torch 2.10.0 only" in caught.value.message
     assert 'libtorch.torch: "2.10.0"' in (caught.value.hint or "")
 
 

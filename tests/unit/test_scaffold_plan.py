@@ -40,7 +40,11 @@ COMMON = {
 OWN = {
     "cpp": {"CMakeLists.txt", "src/model.h", "src/train.cpp", "tests/model_test.cpp"},
     "flodl": {"Cargo.toml", "rust-toolchain.toml", "src/main.rs"},
+    "tch": {"Cargo.toml", "rust-toolchain.toml", "src/main.rs"},
 }
+# What the flodl template adds in container modes: its GPU services and .env.example
+# (floDl's own projects keep one since 0.7.0).
+FLODL_CONTAINER_FILES = {"docker/cuda.Dockerfile", "docker/rocm.Dockerfile", ".env.example"}
 
 
 @pytest.mark.parametrize(("template", "mode"), CASES)
@@ -48,7 +52,7 @@ def test_each_template_and_mode_plans_exactly_its_files(template: str, mode: str
     files = planned(template, mode)
     expected = COMMON | OWN[template]
     if mode != "native":
-        expected |= CONTAINER_FILES | ({"docker/cuda.Dockerfile"} if template == "flodl" else set())
+        expected |= CONTAINER_FILES | (FLODL_CONTAINER_FILES if template == "flodl" else set())
     assert set(files) == expected
     assert list(files) == sorted(files)
     generated = {p for p, f in files.items() if f.kind == GENERATED}
@@ -58,7 +62,7 @@ def test_each_template_and_mode_plans_exactly_its_files(template: str, mode: str
         if p.startswith(("docker", ".dockerignore", ".github", ".fdl-answers", ".fdl/", "ci/"))
     }
     # The manifest, overlay, README, .gitignore and sources are the user's.
-    assert {"fdl.yml", "fdl.ci.yml", "README.md", ".gitignore"} <= {
+    assert {"fdl.yml", "fdl.ci.yml", "README.md", ".gitignore", *OWN[template]} <= {
         p for p, f in files.items() if f.kind == USER
     }
 
@@ -91,7 +95,8 @@ def test_yaml_files_parse_and_the_manifest_validates_with_its_overlay(
         if mode == "native":
             assert "docker" not in spec, name
         else:
-            assert spec["docker"] in ("dev", "cuda"), name
+            # `gpu`: fdl's logical service, `cuda` or `rocm` from the active variant
+            assert spec["docker"] in ("dev", "gpu"), name
     # CI runs everything on the machine itself, the training run is short.
     ci_commands = ci.get("commands")
     for name in ("build", "test", "train"):
@@ -102,6 +107,8 @@ def test_yaml_files_parse_and_the_manifest_validates_with_its_overlay(
     # build on a GPU machine); the cpp template's quick start stays on the CPU build
     if template == "flodl":
         assert base.get("libtorch") == {"torch": "2.10.0"}
+    elif template == "tch":  # tch 0.26.0's torch-sys demands 2.13.0
+        assert base.get("libtorch") == {"torch": "2.13.0", "variant": "cpu"}
     else:
         assert base.get("libtorch") == {"torch": TORCH, "variant": "cpu"}
 
@@ -165,28 +172,96 @@ def _features(command: str) -> set[str]:
 
 
 @pytest.mark.parametrize("mode", ["mounted", "baked", "native"])
-def test_flodl_cuda_commands_and_cargo_features_agree(mode: str) -> None:
+def test_flodl_gpu_commands_and_cargo_features_agree(mode: str) -> None:
+    """floDl 0.8's scaffold contract: gpu-build, gpu-test, gpu-run, gpu-shell (and our
+    gpu-train) over `--features "$FDL_GPU_FEATURE"` in the `gpu` service, and both
+    features that variable can name declared (floDl's own scaffold forgets `rocm`)."""
     files = planned("flodl", mode, name="my-model")
     cargo = tomllib.loads(files["Cargo.toml"].content)
     assert cargo["package"]["name"] == "my_model"
     assert cargo["package"]["edition"] == "2024"
-    assert cargo["dependencies"]["flodl"]
-    declared = set(cargo["features"])
-    commands = yaml.safe_load(files["fdl.yml"].content)["commands"]
-    used = {f for spec in commands.values() for f in _features(spec["run"])}
-    assert used == {"cuda"} <= declared
+    assert cargo["dependencies"]["flodl"] == "0.8.0"
     assert cargo["features"]["cuda"] == ["flodl/cuda"]
-    cuda = {name for name in commands if name.startswith("cuda-")}
-    assert {"cuda-build", "cuda-test", "cuda-start", "cuda-train"} <= cuda
-    assert "run" not in commands  # `fdl run NAME` is a built-in
-    for name in cuda - {"cuda-shell"}:
-        assert _features(commands[name]["run"]) == {"cuda"}
-        assert commands[name].get("docker") == ("cuda" if mode != "native" else None)
+    assert cargo["features"]["rocm"] == ["flodl/rocm"]
+    commands = yaml.safe_load(files["fdl.yml"].content)["commands"]
+    gpu = {name for name in commands if name.startswith("gpu-")}
+    expected = {"gpu-build", "gpu-test", "gpu-run", "gpu-train"}
+    assert gpu == (expected | {"gpu-shell"} if mode != "native" else expected)
+    for name in gpu - {"gpu-shell"}:
+        assert '--features "$FDL_GPU_FEATURE"' in commands[name]["run"], name
+        assert commands[name].get("docker") == ("gpu" if mode != "native" else None)
+    assert commands["gpu-run"]["run"] == 'cargo run --features "$FDL_GPU_FEATURE" --'
+    assert {f for spec in commands.values() for f in _features(spec["run"])} == {
+        '"$FDL_GPU_FEATURE"'
+    }
+    # neither fdl's built-in `run` nor floDl 0.8's built-in `start` (a cluster start);
+    # none of the old cuda-* names
+    assert not {"run", "start"} & set(commands)
+    assert not any(name.startswith("cuda-") for name in commands)
+    assert commands["train-debug"]["run"] == "cargo run --"
     # `-- --nocapture` is appended after the user's arguments, not part of `run:`.
-    for name in ("test", "cuda-test"):
+    for name in ("test", "gpu-test"):
         assert "--nocapture" not in commands[name]["run"]
         assert commands[name]["append"] == "-- --nocapture"
     assert cargo["profile"]["release"]["lto"] == "thin"
+
+
+def test_flodl_rocm_service_has_amds_devices_and_env_example_its_knobs() -> None:
+    files = planned("flodl", "mounted")
+    compose = yaml.safe_load(files["docker-compose.yml"].content)["services"]
+    rocm = compose["rocm"]
+    assert rocm["devices"] == ["/dev/kfd", "/dev/dri"]
+    assert rocm["group_add"] == ["video", "render"]
+    assert "./libtorch/precompiled/rocm70:/opt/libtorch:ro" in rocm["volumes"]
+    assert "deploy" not in rocm and "devices" not in compose["cuda"]
+    assert "devices" not in compose["dev"]
+    for service in ("dev", "cuda", "rocm"):  # as floDl 0.8's compose forwards them
+        assert {"FDL_GPU_FEATURE", "FLODL_VERBOSITY", "FLODL_NET_TIMEOUT_SCALE"} <= set(
+            compose[service]["environment"]
+        ), service
+    dockerfile = files["docker/rocm.Dockerfile"].content
+    assert "ARG BASE_IMAGE=rocm/dev-ubuntu-24.04:7.0-complete" in dockerfile
+    # ROCm's libraries first: libtorch's bundled ROCm does not match the host's driver
+    assert 'LD_LIBRARY_PATH="/opt/rocm/lib:/opt/libtorch/lib"' in dockerfile
+    env = files[".env.example"].content
+    lines = [line for line in env.splitlines() if line.startswith("#") and "=" in line]
+    knobs = {line[1:].split("=", 1)[0] for line in lines if line[1:2].isupper()}
+    assert knobs == {
+        "FDL_UID",
+        "FDL_GID",
+        "LIBTORCH_CUDA_PATH",
+        "CARGO_BUILD_JOBS",
+        "FLODL_VERBOSITY",
+        "FLODL_NET_TIMEOUT_SCALE",
+    }
+    assert "!.env.example" in files[".gitignore"].content  # `.env.*` would hide it
+    assert "LIBTORCH_CUDA_PATH" not in planned("flodl", "baked")[".env.example"].content
+    assert ".env.example" not in planned("flodl", "native")
+
+
+def test_tch_template_pins_tch_and_the_torch_its_torch_sys_checks() -> None:
+    files = planned("tch", "native", name="my-model")
+    cargo = tomllib.loads(files["Cargo.toml"].content)
+    assert cargo["package"]["name"] == "my_model"
+    assert cargo["dependencies"] == {"tch": "=0.26.0"}
+    manifest = yaml.safe_load(files["fdl.yml"].content)
+    assert manifest["libtorch"] == {"torch": "2.13.0", "variant": "cpu"}
+    assert manifest["commands"]["train"]["run"] == "cargo run --release --"
+    overlay = yaml.safe_load(files["fdl.ci.yml"].content)
+    assert overlay["commands"]["train"]["run"] == "cargo run --release -- --epochs 3"
+    train = files["docker/train.Dockerfile"].content
+    assert "LIBTORCH=/opt/libtorch cargo build --release" in train
+    readme = files["README.md"].content
+    assert "fdl setup " in readme and "torch 2.13.0" in readme
+    assert "flodl" not in readme.lower()
+    with_gpus = yaml.safe_load(planned("tch", "native", gpus="8.0")["fdl.yml"].content)
+    assert with_gpus["libtorch"] == {"torch": "2.13.0"}  # fdl setup picks the GPU build
+    with pytest.raises(
+        UsageError, match=re.escape("tch-rs 0.26.0, which compiles against torch 2.13.0")
+    ):
+        planned("tch", "native", torch="2.10.0")
+    with pytest.raises(UsageError, match="reserves it"):
+        planned("tch", "native", name="torch-sys")
 
 
 def test_flodl_images_install_rust_and_point_the_build_at_libtorch() -> None:
@@ -195,7 +270,7 @@ def test_flodl_images_install_rust_and_point_the_build_at_libtorch() -> None:
     assert "sh /tmp/rustup-init.sh -y" in dev and "ln -s /opt/cargo/bin/* /usr/local/bin/" in dev
     assert 'RUSTUP_HOME="/opt/rustup"' in dev and 'LIBTORCH_PATH="/opt/libtorch"' in dev
     cuda = files["docker/cuda.Dockerfile"].content
-    # floDl 0.5.3 -> torch 2.10.0, whose PyPI default CUDA build is cu128
+    # floDl 0.8.0 -> torch 2.10.0, whose PyPI default CUDA build is cu128
     assert re.search(r"ARG BASE_IMAGE=nvidia/cuda:12\.8\.\d+-cudnn-devel-ubuntu", cuda)
     compose = yaml.safe_load(files["docker-compose.yml"].content)
     assert (
@@ -214,12 +289,12 @@ def test_flodl_pins_one_rust_toolchain_that_the_images_install() -> None:
     files = planned("flodl", "mounted")
     pin = tomllib.loads(files["rust-toolchain.toml"].content)["toolchain"]
     assert re.fullmatch(r"1\.\d+\.\d+", pin["channel"])  # a release, not `stable`
-    for profile in ("dev", "cuda", "train"):
+    for profile in ("dev", "cuda", "rocm", "train"):
         text = files[f"docker/{profile}.Dockerfile"].content
         assert f"--default-toolchain {pin['channel']} " in text, profile
         assert "error: cannot fetch rustup from https://sh.rustup.rs" in text, profile
     cargo = tomllib.loads(files["Cargo.toml"].content)
-    assert cargo["package"]["rust-version"] == "1.85"
+    assert cargo["package"]["rust-version"] == "1.91"  # floDl 0.8.0's
 
 
 def test_the_train_image_caches_what_cargo_reuses() -> None:
@@ -303,7 +378,7 @@ def test_the_hf_playground_is_a_crate_of_its_own_reached_by_a_command() -> None:
         "flodl-hf/src/main.rs",
     }
     cargo = files["flodl-hf/Cargo.toml"].content
-    assert 'flodl = "=0.5.3"' in cargo and 'flodl-hf = "=0.5.3"' in cargo
+    assert 'flodl = "=0.8.0"' in cargo and 'flodl-hf = "=0.8.0"' in cargo
     assert files["Cargo.toml"].content == without["Cargo.toml"].content  # untouched
     manifest = yaml.safe_load(files["fdl.yml"].content)
     assert manifest["commands"]["flodl-hf"] == {

@@ -30,7 +30,11 @@ def init(
     ],
     template: Annotated[
         str | None,
-        typer.Option("--template", "-t", help="flodl (floDl, Rust; the default) or cpp (C++)."),
+        typer.Option(
+            "--template",
+            "-t",
+            help="flodl (floDl, Rust; the default), tch (tch-rs, Rust) or cpp (C++).",
+        ),
     ] = None,
     mode: Annotated[
         str | None,
