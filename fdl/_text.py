@@ -64,7 +64,9 @@ def hide_credentials(text: str, *, words: bool = True) -> str:
     return _TOKEN_WORD.sub("***", text) if words else text
 
 
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@'\"<>]*@")
+# `sshfs://[user@]host` (a bracket right after `//`: an IPv6 host or, in a description, a
+# placeholder) holds no credentials
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(?!\[)[^\s/?#@'\"<>]*@")
 
 
 def public_url(text: str) -> str:

@@ -46,6 +46,7 @@ def show(
     """Print the merged manifest (YAML with origins, or JSON)."""
     from fdl.manifest.render import render_show, show_data
 
+    session.console.reveal_secrets = show_secrets
     manifest = session.manifest(env)
     if as_json:
         session.console.json(show_data(manifest.tree, show_secrets=show_secrets))
@@ -61,6 +62,7 @@ def explain(
     session: Session, key: str | None, *, env: str | None, as_json: bool, show_secrets: bool
 ) -> int:
     """Explain one key (or every leaf): winner, layer, what it overrode."""
+    session.console.reveal_secrets = show_secrets
     manifest = session.manifest(env)
     if key is not None and manifest.get(key) is None:
         from fdl.images import image_default

@@ -53,6 +53,8 @@ class Console:
         self.stderr = stderr or sys.stderr
         self._notes_said: set[str] = set()
         self._out_terminal: bool | None = None  # stdout is a terminal (asked once)
+        # `config show --show-secrets`: the user asked to see them, URL passwords too
+        self.reveal_secrets = False
 
     @staticmethod
     def shown(text: str) -> str:
@@ -74,7 +76,8 @@ class Console:
             self._out_terminal = bool(isatty and isatty())
         # data piped on is left as it is (a --dry-run script piped into sh); on a terminal,
         # the terminal's rule applies to it as to messages
-        shown = self.shown(text) if self._out_terminal else public_url(text)
+        hidden = text if self.reveal_secrets else public_url(text)
+        shown = terminal_text(hidden) if self._out_terminal else hidden
         self.stdout.write(shown + end)
         self.stdout.flush()
 

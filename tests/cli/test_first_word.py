@@ -38,10 +38,12 @@ def test_a_first_word_that_names_only_an_environment_selects_it(run_fdl, project
     assert result.exit_code == 0, result.output
     assert "echo cluster-build" in result.stdout
     assert "note:" not in result.stderr  # the documented form, no clash: nothing to say
-    # a cluster command reads the block for floDl's launcher: 0.5.3's form is not 0.8's
+    # a cluster command builds floDl's launcher envelope from the block: fdl counts no
+    # host's GPUs over ssh, so `local_devices: all` is refused with the fix
     refused = run_fdl(["cluster", "train", "--dry-run"], cwd=project)
     assert refused.exit_code == 3, refused.output
-    assert "fdl.cluster.yml:2:1: cluster: unknown key 'master_addr'" in refused.stderr
+    assert "fdl.cluster.yml:2:1: cluster.workers[0].local_devices: is 'all'" in refused.stderr
+    assert "fix: list the devices, e.g. local_devices: [0, 1]" in refused.stderr
     # the overlay of the first word reaches nested manifests and `config show` too
     shown = run_fdl(["cluster", "config", "show", "--no-origin"], cwd=project)
     assert shown.exit_code == 0 and "host: 10.0.0.1" in shown.stdout

@@ -221,3 +221,15 @@ def test_public_url_hides_every_url_s_user_info_and_nothing_else(text: str, show
     from fdl._text import public_url
 
     assert public_url(text) == shown
+
+
+def test_public_url_hides_user_info_and_leaves_placeholders() -> None:
+    from fdl._text import public_url
+
+    assert public_url("pip: http://bob:t0k3n@mirror/simple") == "pip: http://***@mirror/simple"
+    assert public_url("https://u:p[w@h/x") == "https://***@h/x"  # odd passwords too
+    # floDl's documented forms: `[user@]` is a placeholder, not user info
+    assert public_url("sshfs://[user@]host[:port]/abs") == "sshfs://[user@]host[:port]/abs"
+    assert public_url("rsync://[user@]host:/p or git+https://host/o/r#ref") == (
+        "rsync://[user@]host:/p or git+https://host/o/r#ref"
+    )
