@@ -36,9 +36,10 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
         name, args = _from_nested_directory(session, manifest, name, args)
     if (manifest is None or name not in commands) and name in FLODL_ONLY:
         part, what, instead = FLODL_ONLY[name]
+        renamed = _renamed(name, commands)  # fdl's template had a `start` of its own
         raise UsageError(
             f"`fdl {name}` is a command of floDl's CLI ({part}) that fdl does not have: it {what}",
-            hint=f"use {instead}",
+            hint=f"{renamed}; for floDl's, use {instead}" if renamed else f"use {instead}",
         )
     if manifest is None or name not in commands:
         known = [*BUILTINS, *commands]
