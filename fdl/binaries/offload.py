@@ -28,7 +28,9 @@ import struct
 import zlib
 from collections import Counter
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 from fdl.binaries.elf import BinaryFormatError, ElfFile
 
@@ -160,9 +162,15 @@ def parse_offload_bundles(
     entries: list[OffloadEntry] = []
     bundles = 0
     offset = start
+    # where each magic next occurs at or after `offset` (-1: nowhere): each is searched for
+    # again only once passed, so a section of many bundles of one kind is scanned once
+    plain: int | None = None
+    packed: int | None = None
     while offset < stop:
-        plain = data.find(BUNDLE_MAGIC, offset, stop)
-        packed = data.find(COMPRESSED_MAGIC, offset, stop)
+        if plain is None or -1 < plain < offset:
+            plain = data.find(BUNDLE_MAGIC, offset, stop)
+        if packed is None or -1 < packed < offset:
+            packed = data.find(COMPRESSED_MAGIC, offset, stop)
         found = min(x for x in (plain, packed) if x >= 0) if max(plain, packed) >= 0 else -1
         if found < 0:
             break
@@ -225,7 +233,9 @@ def _inflate(data: Buffer, at: int, stop: int, where: str, base: int) -> tuple[s
     total = values[0] if sized else stop - at
     if total < header_end - at or total > stop - at:
         raise _malformed(where, at - base, f"a compressed size of {total} bytes")
-    payload = bytes(data[header_end : at + total])
+    # the entry table is at the start of the inflated bundle: a bounded prefix of the
+    # compressed bytes holds it (the whole payload is never copied)
+    payload = bytes(data[header_end : min(at + total, header_end + TABLE_BYTES)])
     if method == METHOD_ZLIB:
         compression, inflated = "zlib", _zlib_head(payload, where, at - base)
     elif method == METHOD_ZSTD:
@@ -251,13 +261,18 @@ def _zstd_head(payload: bytes, where: str, offset: int) -> bytes:
             f"{where}: its GPU code is zstd-compressed and the zstandard module is missing",
             hint="pip install 'fdl[zstd]' (or pip install zstandard), then run it again",
         ) from None
-    import io
-
     try:
-        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(payload))
-        return reader.read(TABLE_BYTES)
+        # bounded: a stream read of the table's size, never the whole (maybe huge) bundle
+        return bytes(_zstd_decompressor().stream_reader(payload).read(TABLE_BYTES))
     except zstandard.ZstdError as exc:
         raise _malformed(where, offset, f"zstd data that does not inflate ({exc})") from None
+
+
+@cache
+def _zstd_decompressor() -> Any:
+    import zstandard
+
+    return zstandard.ZstdDecompressor()
 
 
 def read_offload_code(path: Path | str) -> OffloadCode:
