@@ -98,6 +98,6 @@ def _uncovered_fix(arch: str) -> str:
         build = next((b for b in reversed(official) if b.default), official[-1])
         return f"fdl libtorch download --rocm {build.rocm} --torch {build.torch}"
     return (
-        f"no official ROCm build has kernels for {arch}: PyTorch built from source with "
-        f"PYTORCH_ROCM_ARCH={arch} (ROCm's compilers needed; fdl does not plan it yet)"
+        f"no official ROCm build has kernels for {arch}: a source build for it, planned and "
+        f"checked against this machine's ROCm: fdl libtorch build --rocm-archs {arch} --dry-run"
     )

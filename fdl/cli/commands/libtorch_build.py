@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from fdl.cli._session import Session
     from fdl.deploy import BuildJob
     from fdl.libtorch import PushResult, SharedMatch
-    from fdl.libtorch.source import BuildPlan, BuildResult
+    from fdl.libtorch.source import BuildPlan, BuildResult, RocmBuildPlan
 
 __all__ = ["build", "render_plan", "render_result"]
 
@@ -115,6 +115,17 @@ def _parameters() -> list[inspect.Parameter]:
     params.append(
         inspect.Parameter("on", keyword, default=None, annotation=Annotated[str | None, on])
     )
+    rocm = typer.Option(
+        "--rocm-archs",
+        help='A build for these AMD GPUs (PYTORCH_ROCM_ARCH, "gfx90a;gfx1100"): planned and '
+        "checked against this machine's ROCm; fdl does not run it yet.",
+        metavar="GFX",
+    )
+    params.append(
+        inspect.Parameter(
+            "rocm_archs", keyword, default=None, annotation=Annotated[str | None, rocm]
+        )
+    )
     for dest, flag, help_text in _OWN_OPTIONS:
         params.append(
             inspect.Parameter(
@@ -175,6 +186,10 @@ def build(ctx: typer.Context, **values: Any) -> None:
         _list_recipes(console, project_dir, as_json)
         return
     dry_run = bool(values.pop("dry_run"))
+    rocm_archs = values.pop("rocm_archs")
+    if rocm_archs is not None:
+        _rocm_build(session, rocm_archs, values, manifest, dry_run=dry_run, as_json=as_json)
+        return
     push, no_registry = bool(values.pop("push")), bool(values.pop("no_registry"))
     on, no_pull = values.pop("on"), bool(values.pop("no_pull"))
     registry = team_registry(session)
@@ -507,6 +522,59 @@ def _list_recipes(console: Console, project_dir: Path | None, as_json: bool) -> 
     for recipe in recipes:
         where = "" if recipe.builtin else f"  ({recipe.path})"
         console.out(f"{recipe.name.ljust(width)}  {recipe.description}{where}")
+
+
+def _rocm_build(
+    session: Session,
+    text: str,
+    values: dict[str, Any],
+    manifest: Any,
+    *,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """``--rocm-archs``: the ROCm build's plan and this machine's problems with it (exit 4
+    while there are any); fdl does not run it yet, so without ``--dry-run`` it says so."""
+    from fdl.errors import EnvironmentProblem
+    from fdl.libtorch.source import parse_rocm_archs, plan_rocm_build, rocm_build_facts
+
+    archs = parse_rocm_archs(text)
+    source = values.get("source")
+    torch = values.get("torch") or session.libtorch_settings().torch
+    if torch is None:
+        from fdl.compat import resolve_torch_version
+
+        torch = resolve_torch_version(None)
+    facts = rocm_build_facts(session.environ, Path(source) if source else None)
+    plan = plan_rocm_build(str(torch), archs, facts)
+    if as_json:
+        session.console.json({**plan.to_json(), "dry_run": dry_run})
+    else:
+        session.console.out(_render_rocm(plan), end="")
+    if not plan.ready:
+        first, fix = plan.problems[0]
+        more = f" (and {len(plan.problems) - 1} more, above)" if len(plan.problems) > 1 else ""
+        raise EnvironmentProblem(f"the ROCm build cannot run here: {first}{more}", hint=fix)
+    if not dry_run:
+        raise UsageError(
+            "fdl plans and checks a ROCm source build but does not run it yet",
+            hint="run the plan's steps in a PyTorch tree with its environment (shown above), "
+            "or take an official ROCm build: fdl libtorch download --rocm 7.0",
+        )
+
+
+def _render_rocm(plan: RocmBuildPlan) -> str:
+    env = " ".join(f"{k}={v}" for k, v in plan.env.items())
+    lines = [
+        f"libtorch {plan.torch} for AMD GPUs {' '.join(plan.archs)} (ROCm source build)",
+        f"  ROCm:      {plan.facts.root or 'none found'}"
+        + (f" (compiler {plan.facts.compiler})" if plan.facts.compiler else ""),
+        f"  env:       {env}",
+        *(f"  step:      {' '.join(step)}" for step in plan.steps),
+    ]
+    lines += [f"  problem:   {p}\n    fix:     {f}" for p, f in plan.problems]
+    lines.append("  ready:     yes" if plan.ready else "  ready:     no")
+    return "\n".join(lines) + "\n"
 
 
 def render_plan(plan: BuildPlan, *, dry_run: bool) -> str:

@@ -44,6 +44,13 @@ from fdl.libtorch.source._request import (
     build_spec,
     request_from_mapping,
 )
+from fdl.libtorch.source._rocm import (
+    RocmBuildFacts,
+    RocmBuildPlan,
+    parse_rocm_archs,
+    plan_rocm_build,
+    rocm_build_facts,
+)
 from fdl.libtorch.source._run import BuildResult, fetch_sources, run_build
 from fdl.libtorch.source._sources import (
     build_request,
@@ -68,6 +75,8 @@ __all__ = [
     "MachineFacts",
     "Nvcc",
     "Problem",
+    "RocmBuildFacts",
+    "RocmBuildPlan",
     "Setting",
     "SourceFacts",
     "StatusParser",
@@ -84,11 +93,14 @@ __all__ = [
     "fetch_sources",
     "manifest_request",
     "mask",
+    "parse_rocm_archs",
     "plan_build",
+    "plan_rocm_build",
     "probe_machine",
     "probe_source",
     "project_framework",
     "request_from_mapping",
+    "rocm_build_facts",
     "run_build",
     "tree_request",
 ]
