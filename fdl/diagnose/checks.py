@@ -589,6 +589,7 @@ def run_diagnose(
     image_setups: Mapping[str, str] | None = None,
     framework: TorchDecision | None = None,
     in_containers: bool = False,
+    visible: tuple[int, ...] | None = None,
 ) -> Diagnosis:
     """Run every check group.
 
@@ -603,10 +604,16 @@ def run_diagnose(
         framework: The torch the project's framework needs (checked against the active
             variant).
         in_containers: The project's cargo commands all run in compose services.
+        visible: The device indices floDl's ``--gpus`` leaves (None: every GPU), for both
+            vendors, as a project command would see them.
     """
     run = runner or default_runner()
     env = os.environ if environ is None else environ
     report = detect_gpus(run)
+    if visible is not None:
+        from dataclasses import replace
+
+        report = replace(report, gpus=tuple(g for g in report.gpus if g.index in visible))
     checks = [*system_checks(context), *gpu_checks(report)]
     checks += toolchain_checks(probe_toolchain(run), report)
     if context.project:
@@ -628,6 +635,8 @@ def run_diagnose(
     from fdl.diagnose._reference import NVIDIA_DRIVER_MARKER, amd_gpus, docker_fact
 
     amd, amd_notes = amd_gpus(env)
+    if visible is not None:
+        amd = [device for device in amd if device.index in visible]
 
     return Diagnosis(
         context,

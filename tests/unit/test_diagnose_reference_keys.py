@@ -132,3 +132,17 @@ def test_amd_gpus_and_their_notes_come_from_the_kfd_survey(
     assert data["gpu_notes"] == [unusable.to_json()]
     assert [d["vendor"] for d in data["cuda"]["devices"]] == ["nvidia"]
     assert data["libtorch"]["vendor"] == "amd"
+
+
+def test_the_gpus_option_narrows_the_gpus_looked_at(context: Context) -> None:
+    """floDl's global --gpus (`fdl --gpus 1 diagnose`): only those devices are checked."""
+    install_fake(context, "precompiled/cu130", "2.14.1+cu130", "13.0", cubins=[75, 120])
+    variants.activate(context, "precompiled/cu130")
+    every = run_diagnose(context, runner=runner("12.0", "6.1"), environ={}, docker=False)
+    assert [g["index"] for g in every.to_json()["gpus"]] == [0, 1]
+    assert any("sm_61" in c.message and c.severity.name == "ERROR" for c in every.checks)
+    one = run_diagnose(
+        context, runner=runner("12.0", "6.1"), environ={}, docker=False, visible=(0,)
+    )
+    assert [g["index"] for g in one.to_json()["gpus"]] == [0]
+    assert not any(c.severity.name == "ERROR" and "sm_61" in c.message for c in one.checks)

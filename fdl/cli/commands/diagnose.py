@@ -60,6 +60,7 @@ def diagnose(
         image_setups=setups,
         framework=framework,
         in_containers=in_containers,
+        visible=_visible(session),
     )
     checks += result.checks
     if as_json:
@@ -72,6 +73,16 @@ def diagnose(
         session.console.out(f"\n{summary_line(checks)}")
     if strict and any(c.severity is Severity.ERROR for c in checks):
         raise typer.Exit(int(ExitCode.FAILURE))
+
+
+def _visible(session: Session) -> tuple[int, ...] | None:
+    """The devices floDl's global ``--gpus`` leaves (``fdl --gpus 1 diagnose``)."""
+    if session.options.gpus is None:
+        return None
+    from fdl.tasks import parse_gpus
+
+    spec = parse_gpus(session.options.gpus)
+    return None if isinstance(spec, str) else spec
 
 
 def _cargo_in_containers(commands: object) -> bool:
