@@ -265,9 +265,12 @@ def test_a_project_command_named_like_a_built_in_group_still_runs(run_fdl, proje
     )
 
 
-def test_a_cluster_overlay_refuses_only_what_it_marks(run_fdl, tmp_path: Path) -> None:
-    """floDl's fdl.cluster.yml: a topology fdl does not launch; the commands it marks
-    `cluster: true` are refused where they are marked, the others run."""
+def test_a_cluster_overlay_gives_its_marked_commands_floDls_envelope(
+    run_fdl, tmp_path: Path
+) -> None:
+    """floDl's fdl.cluster.yml: the commands it marks `cluster: true` (nested ones too) get
+    the envelope floDl's launcher reads (fdl does not fan out itself); the others run as
+    they are; `local_devices: all`, which floDl counts over ssh, is refused with the fix."""
     (tmp_path / "fdl.yml").write_text(
         "commands:\n  build: {run: echo build}\n  train: {run: echo train}\n  sub:\n"
     )
@@ -275,23 +278,26 @@ def test_a_cluster_overlay_refuses_only_what_it_marks(run_fdl, tmp_path: Path) -
     (tmp_path / "sub" / "fdl.yml").write_text(
         "entry: echo sub\ncommands:\n  quick: {options: {n: 1}}\n"
     )
-    (tmp_path / "fdl.cluster.yml").write_text(
-        "cluster:\n  controller: {host: 10.0.0.1, path: /srv/p}\n"
-        "  workers: [{host: a, local_devices: all, nccl_socket_ifname: eth0, path: /srv/p}]\n"
+    overlay = tmp_path / "fdl.cluster.yml"
+    overlay.write_text(
+        "cluster:\n  controller: {host: 127.0.0.1, path: /srv/p}\n"
+        "  workers: [{host: 127.0.0.1, local_devices: [0, 1], nccl_socket_ifname: lo, path: /srv/p}]\n"
         "commands:\n  train: {cluster: true}\n  sub: {cluster: true}\n"
     )
-    assert run_fdl(["--env", "cluster", "build", "--dry-run"], cwd=tmp_path).exit_code == 0
-    refused = run_fdl(["--env", "cluster", "train", "--dry-run"], cwd=tmp_path)
-    assert refused.exit_code == 2
-    assert "fdl.cluster.yml:5:20: `fdl train` is marked `cluster: true`" in refused.stderr
-    assert "fdl deploy" in refused.stderr
+    plain = run_fdl(["--env", "cluster", "build", "--dry-run"], cwd=tmp_path)
+    assert plain.exit_code == 0 and "FLODL_INTERNAL" not in plain.stdout
+    marked = run_fdl(["--env", "cluster", "train", "--dry-run"], cwd=tmp_path)
+    assert marked.exit_code == 0, marked.output
+    assert "export FLODL_INTERNAL_FULL_CLUSTER_JSON=" in marked.stdout
+    assert "export FLODL_INTERNAL_FDL_CMD=train" in marked.stdout
     nested = run_fdl(["--env", "cluster", "sub", "quick", "--dry-run"], cwd=tmp_path)
-    assert nested.exit_code == 2 and "fdl.cluster.yml:6:18" in nested.stderr
-    assert run_fdl(["--env", "cluster", "train", "--help"], cwd=tmp_path).exit_code == 0
-    assert run_fdl(["train", "--dry-run"], cwd=tmp_path).exit_code == 0  # no overlay: runs
-    # floDl's first-argument form selects the overlay too (tests/cli/test_first_word.py)
-    assert run_fdl(["cluster", "build", "--dry-run"], cwd=tmp_path).exit_code == 0
-    assert run_fdl(["cluster", "train", "--dry-run"], cwd=tmp_path).exit_code == 2
+    assert nested.exit_code == 0 and "FLODL_INTERNAL_FULL_CLUSTER_JSON=" in nested.stdout
+    alone = run_fdl(["train", "--dry-run"], cwd=tmp_path)  # no overlay: no envelope
+    assert alone.exit_code == 0 and "FLODL_INTERNAL" not in alone.stdout
+    overlay.write_text(overlay.read_text().replace("[0, 1]", "all"))
+    refused = run_fdl(["cluster", "train", "--dry-run"], cwd=tmp_path)  # floDl's first word
+    assert refused.exit_code == 3, refused.output
+    assert "local_devices: is 'all'" in refused.stderr and "local_devices: [0, 1]" in refused.stderr
 
 
 def test_presets_are_checked_against_the_probed_schema(run_fdl, project) -> None:
