@@ -192,8 +192,9 @@ CLUSTER = Obj(
         "gpu_ram_share": Float("Fleet default for integrated GPUs' share of host RAM."),
     },
     "floDl's multi-host topology (usually fdl.cluster.yml), read by floDl's own CLI and "
-    "launcher. fdl checks it as floDl 0.8.0 does and launches nothing from it: a command "
-    "marked `cluster: true` is refused with the fix (fdl deploy).",
+    "launcher. fdl checks it as floDl 0.8.0 does and fans nothing out itself: a command "
+    "marked `cluster: true` gets the envelope floDl's launcher reads "
+    "(FLODL_INTERNAL_FULL_CLUSTER_JSON), and the program's launcher starts the ranks.",
     required=("controller", "workers"),
     validators=[_checks, _workers_or_discovery],
 )
