@@ -18,6 +18,7 @@ def local(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """Artefacts optional, the cache in tmp_path."""
     monkeypatch.delenv("FDL_REQUIRE_DOCKER", raising=False)
     monkeypatch.delenv("FDL_REQUIRE_ARTEFACTS", raising=False)
+    monkeypatch.delenv("FDL_REQUIRE_ALL", raising=False)  # .ci/run's: it requires them too
     monkeypatch.setenv("FDL_TEST_CACHE", str(tmp_path / "cache"))
     return tmp_path / "cache"
 

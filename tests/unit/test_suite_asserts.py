@@ -48,6 +48,38 @@ ABSENCE_IS_THE_ANSWER = {
     ),
     "unit/test_builder_tools.py::test_nothing_missing_installs_nothing": "exit 0 of the "
     "install step is the positive result",
+    "cli/test_docs_examples.py::test_no_shell_example_hides_outside_a_fence": "[] is the "
+    "answer: the fenced examples run in test_the_example_runs",
+    "cli/test_docs_site.py::test_every_relative_link_of_the_manual_and_the_readme_leads_to_a_file": (
+        "[] is the answer: no link leads to nothing"
+    ),
+    "integration/test_hostile_index_round4.py::test_a_wheel_version_that_carries_code_is_refused_naming_the_index": (
+        "`refused` asserts the exit code and the message naming the index"
+    ),
+    "integration/test_hostile_index_round4.py::test_version_py_s_cuda_that_carries_code_is_refused": (
+        "`refused` asserts the exit code and the message naming the index"
+    ),
+    "integration/test_hostile_index_round4.py::test_an_index_error_does_not_print_the_token": (
+        "`refused` asserts exit 5 and the URL shown as ***@host"
+    ),
+    "integration/test_reference_contract.py::test_the_run_time_contract_is_floDls": "{} is "
+    "the answer: `_same` compares fdl's run with floDl's CLI's, case by case",
+    "integration/test_signal_ends_the_group.py::test_sigterm_ends_a_project_commands_stubborn_helper_before_fdl_exits": (
+        "exit 143 is the positive result"
+    ),
+    "integration/test_signal_ends_the_group.py::test_sigterm_during_a_streamed_build_ends_the_builds_whole_group": (
+        "exit 143 is the positive result"
+    ),
+    "unit/test_generated_files_fuzz.py::test_every_hostile_class_is_refused_by_the_cpu_view_s_generators": (
+        "the honest value's files (is not None) are the positive result"
+    ),
+    "unit/test_generated_files_fuzz.py::test_any_local_version_is_refused_or_written_as_one_piece": (
+        "the honest value's files, and _assert_like_honest on what is written"
+    ),
+    "unit/test_nccl_plan.py::test_a_fifo_is_not_read": "None is the answer: nothing read",
+    "unit/test_nccl_wiring.py::test_a_build_for_another_variant_or_half_installed_is_not_loaded": (
+        "built_for(cu126) is not None is the positive check"
+    ),
 }
 
 
