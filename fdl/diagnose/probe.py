@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fdl.system.resources import glibc_version
 from fdl.system.survey import Device, Survey
 
 __all__ = ["DEFAULT_DATA_PATH", "NcclLibrary", "ProbeFacts", "ProbeReport", "gather", "plan_probe"]
@@ -360,7 +361,7 @@ def gather(
         skip_mount=skip_mount,
         nccl=nccl,
         via_docker=via_docker,
-        glibc=_glibc(),
+        glibc=glibc_version(),
         missing_headers=headers,
         toolkit_root=root,
         image=image,
@@ -458,11 +459,3 @@ def _missing_headers(
     include = [Path(root) / "include", Path("/usr/include")]
     missing = tuple(h for h in headers if not any((d / h).is_file() for d in include))
     return missing, root
-
-
-def _glibc() -> str | None:
-    try:
-        found = os.confstr("CS_GNU_LIBC_VERSION") or ""
-    except (ValueError, OSError):
-        return None
-    return found.split()[-1] if found.startswith("glibc ") else None

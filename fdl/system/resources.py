@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fdl.system.probe import Probe
 
-__all__ = ["Cpu", "Memory", "cpu", "disk_free", "memory"]
+__all__ = ["Cpu", "Memory", "cpu", "disk_free", "glibc_version", "memory"]
 
 _MIB = 1024 * 1024
 
@@ -102,3 +102,12 @@ def cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> Probe[Cpu]:
     except (AttributeError, OSError):
         usable = logical
     return Probe(Cpu(logical, usable, _cpu_model(cpuinfo)))
+
+
+def glibc_version() -> str | None:
+    """This machine's glibc release (``2.36``); None where the C library is not glibc."""
+    try:
+        found = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (ValueError, OSError):
+        return None
+    return found.split()[-1] if found.startswith("glibc ") else None

@@ -154,17 +154,6 @@ def remove(
         session.console.info("set one with: fdl libtorch activate <variant>")
 
 
-def _glibc() -> str | None:
-    """This machine's glibc release (``2.36``), None where it is not glibc."""
-    import os
-
-    try:
-        found = os.confstr("CS_GNU_LIBC_VERSION") or ""
-    except (ValueError, OSError):
-        return None
-    return found.split()[-1] if found.startswith("glibc ") else None
-
-
 @app.command()
 def download(
     ctx: typer.Context,
@@ -235,7 +224,9 @@ def download(
         )
     wanted = settings.torch_for(torch)
     if rocm is not None:
-        selection = select_rocm(wanted, rocm, glibc=_glibc())
+        from fdl.system.resources import glibc_version
+
+        selection = select_rocm(wanted, rocm, glibc=glibc_version())
     else:
         report = detect_gpus()
         if wanted is None:  # fdl picks the newest release: say when PyPI has a newer one
