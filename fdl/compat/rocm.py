@@ -19,12 +19,13 @@ from fdl.errors import UsageError
 __all__ = [
     "RocmBuild",
     "RocmChoice",
+    "RocmRuntime",
     "choose_rocm_build",
     "gfx_processor",
     "rocm_build",
     "rocm_builds",
     "rocm_directory",
-    "rocm_library_dirs",
+    "rocm_runtime_facts",
 ]
 
 _GFX = re.compile(r"gfx[0-9a-f]{3,5}")
@@ -186,13 +187,24 @@ def _names(archs: Iterable[str]) -> str:
     return ", ".join(archs)
 
 
-def rocm_library_dirs(environ: dict[str, str] | None = None) -> tuple[str, ...]:
-    """The machine's ROCm library directories, in the order they go **before** libtorch's
-    on ``LD_LIBRARY_PATH`` (``$ROCM_PATH/lib``, ``$ROCM_PATH/lib64``)."""
-    import os
+@dataclass(frozen=True)
+class RocmRuntime:
+    """Where a machine's ROCm runtime is looked for, and its library directory, which goes
+    before a ROCm libtorch's own ``lib/`` (``rocm.yaml``'s ``runtime``)."""
 
-    env = os.environ if environ is None else environ
+    path_env: tuple[str, ...]
+    default_root: str
+    library_dir: str
+
+    def library(self, root: str) -> str:
+        return self.library_dir.format(rocm=root.rstrip("/"))
+
+
+@cache
+def rocm_runtime_facts() -> RocmRuntime:
     runtime = load_table("rocm")["runtime"]
-    root = next((env[k] for k in runtime["rocm_path_env"] if env.get(k)), None)
-    root = root or str(runtime["rocm_path_default"])
-    return tuple(str(d).format(rocm=root.rstrip("/")) for d in runtime["library_dirs"])
+    return RocmRuntime(
+        tuple(str(k) for k in runtime["rocm_path_env"]),
+        str(runtime["rocm_path_default"]),
+        str(runtime["library_dir"]),
+    )

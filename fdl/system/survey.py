@@ -281,10 +281,13 @@ def _memory_mb(node: Path) -> int:
 
 
 def rocm_runtime(environ: Mapping[str, str]) -> Path | None:
-    """The ROCm installation whose ``lib/libhsa-runtime64.so*`` exists, in floDl's order:
-    ``$ROCM_PATH``, ``$HIP_PATH``, ``$HSA_PATH``, ``/opt/rocm``."""
-    roots = [environ.get(k, "") for k in ("ROCM_PATH", "HIP_PATH", "HSA_PATH")]
-    for root in [*(r for r in roots if r), "/opt/rocm"]:
+    """The ROCm installation whose ``lib/libhsa-runtime64.so*`` exists, in floDl's order
+    (``rocm.yaml``'s ``runtime``): ``$ROCM_PATH``, ``$HIP_PATH``, ``$HSA_PATH``, ``/opt/rocm``."""
+    from fdl.compat.rocm import rocm_runtime_facts
+
+    facts = rocm_runtime_facts()
+    roots = [environ.get(k, "") for k in facts.path_env]
+    for root in [*(r for r in roots if r), facts.default_root]:
         lib = Path(root) / "lib"
         try:
             if any(p.name.startswith("libhsa-runtime64.so") for p in lib.iterdir()):

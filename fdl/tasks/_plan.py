@@ -351,7 +351,8 @@ class _Planner:
                 f"is not installed{instead}: {fix}"
             )
         if mounted is not None:
-            for change in variant_exports(*mounted, rocm_lib=IMAGE_ROCM_LIB):
+            rocm_lib = _image_rocm_lib() if mounted[1].vendor == "amd" else None
+            for change in variant_exports(*mounted, rocm_lib=rocm_lib):
                 (prepend if change.prepend else env).append(change)
         elif (
             state.active is not None
@@ -492,15 +493,21 @@ def build_plan(
     )
 
 
-# Where floDl's ROCm images (Dockerfile.rocm, from ROCm's own images) keep the runtime.
-IMAGE_ROCM_LIB = "/opt/rocm/lib"
+def _image_rocm_lib() -> str:
+    """The runtime's library directory in floDl's ROCm images (ROCm's own, at the default
+    root: ``/opt/rocm/lib``)."""
+    from fdl.compat.rocm import rocm_runtime_facts
+
+    facts = rocm_runtime_facts()
+    return facts.library(facts.default_root)
 
 
 def _host_rocm_lib(environ: Mapping[str, str] | None) -> str | None:
     """This machine's ROCm runtime library directory (``$ROCM_PATH/lib``, ...), if any."""
     import os
 
+    from fdl.compat.rocm import rocm_runtime_facts
     from fdl.system.survey import rocm_runtime
 
     found = rocm_runtime(os.environ if environ is None else environ)
-    return str(found / "lib") if found is not None else None
+    return rocm_runtime_facts().library(str(found)) if found is not None else None
