@@ -45,3 +45,14 @@ def checked_output(path: Path, option: str = "-o", *, directory: bool = False) -
         what = "a directory" if directory else "a file"
         raise UsageError(problem, hint=f"give {option} {what} under your project or home")
     return path
+
+
+def visible_devices(gpus: str | None) -> tuple[int, ...] | None:
+    """The device indices floDl's global ``--gpus SPEC`` leaves (``fdl --gpus 1 probe``),
+    both vendors alike; None for every GPU (no ``--gpus``, or ``all``)."""
+    if gpus is None:
+        return None
+    from fdl.tasks import parse_gpus
+
+    spec = parse_gpus(gpus)
+    return None if isinstance(spec, str) else spec

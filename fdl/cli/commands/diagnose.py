@@ -8,7 +8,7 @@ import typer
 
 from fdl.cli._render import render_checks, summary_line
 from fdl.cli._session import Session
-from fdl.cli.commands._common import JsonOption, group
+from fdl.cli.commands._common import JsonOption, group, visible_devices
 from fdl.diagnose import Check, Severity, run_diagnose
 from fdl.errors import ExitCode, ManifestError
 
@@ -60,7 +60,7 @@ def diagnose(
         image_setups=setups,
         framework=framework,
         in_containers=in_containers,
-        visible=_visible(session),
+        visible=visible_devices(session.options.gpus),
     )
     checks += result.checks
     if as_json:
@@ -73,16 +73,6 @@ def diagnose(
         session.console.out(f"\n{summary_line(checks)}")
     if strict and any(c.severity is Severity.ERROR for c in checks):
         raise typer.Exit(int(ExitCode.FAILURE))
-
-
-def _visible(session: Session) -> tuple[int, ...] | None:
-    """The devices floDl's global ``--gpus`` leaves (``fdl --gpus 1 diagnose``)."""
-    if session.options.gpus is None:
-        return None
-    from fdl.tasks import parse_gpus
-
-    spec = parse_gpus(session.options.gpus)
-    return None if isinstance(spec, str) else spec
 
 
 def _cargo_in_containers(commands: object) -> bool:

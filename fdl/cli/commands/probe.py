@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fdl.cli._session import Session
-from fdl.cli.commands._common import JsonOption, group
+from fdl.cli.commands._common import JsonOption, group, visible_devices
 from fdl.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -159,12 +159,10 @@ def _masks(session: Session) -> Mapping[str, str]:
     environ = session.environ
     if session.options.gpus is None:
         return environ
-    from fdl.tasks import parse_gpus
-
-    spec = parse_gpus(session.options.gpus)
-    if isinstance(spec, str):  # all
+    devices = visible_devices(session.options.gpus)
+    if devices is None:  # all
         return {k: v for k, v in environ.items() if not k.endswith("_VISIBLE_DEVICES")}
-    text = ",".join(str(i) for i in spec)
+    text = ",".join(str(i) for i in devices)
     return {**environ, "CUDA_VISIBLE_DEVICES": text, "HIP_VISIBLE_DEVICES": text}
 
 
