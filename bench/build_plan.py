@@ -35,7 +35,7 @@ from fdl.compat import (
     parse_archs,
     variant_targets,
 )
-from fdl.libtorch.source import estimate_build, estimate_table
+from fdl.libtorch.build import estimate_build, estimate_table
 
 REPO = Path(__file__).resolve().parent.parent
 TREE = REPO / "tests" / "fixtures" / "fake-pytorch"

@@ -43,7 +43,17 @@ DOCS = [
 ]
 LINE = re.compile(r"(?:^|`|\$ |^[ \t]+)((?:cd [^ `]+ && )?fdl [a-z@-][^`#|\n]*)", re.MULTILINE)
 PLACEHOLDER = re.compile(r"[<>…]|\.\.\.|\[env\]|\\$|/ info|list/clear|\s>\s")
-MACHINE = {"setup", "libtorch", "init", "add", "install", "api-ref", "skill", "autocomplete", "diagnose"}
+MACHINE = {
+    "setup",
+    "libtorch",
+    "init",
+    "add",
+    "install",
+    "api-ref",
+    "skill",
+    "autocomplete",
+    "diagnose",
+}
 BUILTIN_AS_WRITTEN = {"config", "schema", "completions", "version"}
 EXPECTED_ERROR = {"fdl test-live -p flodl-hf": 2}  # docs/cli.md documents the refusal
 NOT_THIS_REPO = {
@@ -102,7 +112,10 @@ def run(fdl: list[str], tree: Path, line: str) -> tuple[object, list[str], str]:
     as_written = (
         "config" in words
         or command in BUILTIN_AS_WRITTEN
-        or (command == "bench" and words[index + 1 : index + 2] in (["run"], ["report"], ["compare"]))
+        or (
+            command == "bench"
+            and words[index + 1 : index + 2] in (["run"], ["report"], ["compare"])
+        )
     )
     if command is not None and not as_written and not {"--help", "-h"} & set(args):
         args.insert(args.index("--") if "--" in args else len(args), "--dry-run")
@@ -110,7 +123,9 @@ def run(fdl: list[str], tree: Path, line: str) -> tuple[object, list[str], str]:
 
     def once(argv: list[str]) -> tuple[object, list[str]]:
         try:
-            done = subprocess.run([*fdl, *argv], cwd=tree, env=env, capture_output=True, text=True, timeout=60)
+            done = subprocess.run(
+                [*fdl, *argv], cwd=tree, env=env, capture_output=True, text=True, timeout=60
+            )
         except subprocess.TimeoutExpired:
             return "timeout", []
         return done.returncode, done.stderr.strip().splitlines()
@@ -147,8 +162,12 @@ def main() -> int:
             continue
         checked += 1
         passed += code == 0
-        print(f"{code!s:>7}  {line}  [{doc}]" + (f"  {err[0][:150] if err else ''}" if code else ""))
-    print(f"\n{passed} of {checked} documented command lines work ({skipped} left out: not this repository, or not a dry run)")
+        print(
+            f"{code!s:>7}  {line}  [{doc}]" + (f"  {err[0][:150] if err else ''}" if code else "")
+        )
+    print(
+        f"\n{passed} of {checked} documented command lines work ({skipped} left out: not this repository, or not a dry run)"
+    )
     if options.keep is None:
         shutil.rmtree(tree, ignore_errors=True)
     return 0 if passed == checked else 1

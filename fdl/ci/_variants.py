@@ -158,7 +158,7 @@ def _official_variant(manifest: Manifest, config: CiConfig, key: str, where: str
 
 
 def _recipe_variant(manifest: Manifest, config: CiConfig, key: str, where: str) -> MatrixVariant:
-    from fdl.libtorch.source import build_request
+    from fdl.libtorch.build import build_request
     from fdl.manifest import LayerKind, Origin
 
     recipe = key.removeprefix(RECIPE_PREFIX)
@@ -181,7 +181,7 @@ def _recipe_variant(manifest: Manifest, config: CiConfig, key: str, where: str) 
         ):
             # Not pinned by the recipe or libtorch.build: the matrix's release (ci.torch,
             # else libtorch.torch), as for the official variants.
-            from fdl.libtorch.source import Setting
+            from fdl.libtorch.build import Setting
 
             torch, torch_key = torch_version(manifest)
             request = replace(request, torch=Setting(torch, torch_key))
@@ -225,7 +225,7 @@ def _hosted_estimate(request: Any, torch: str, archs: tuple[str, ...]) -> tuple[
     """The build's estimate on a GitHub-hosted runner (None: no counts for the release)."""
     from fdl.ci._data import ci_data
     from fdl.compat import CompatDataError
-    from fdl.libtorch.source import BuildEstimate, estimate_build
+    from fdl.libtorch.build import BuildEstimate, estimate_build
 
     machine = ci_data().hosted_machine
     cores, ram = int(machine["cores"]), machine["ram_gb"]

@@ -128,7 +128,7 @@ def plan_build_job(
     for _, flag in given.values():
         if flag in _REFUSED:
             raise UsageError(f"{flag} cannot be used with --on", hint=_REFUSED[flag])
-    from fdl.libtorch.source import build_settings
+    from fdl.libtorch.build import build_settings
 
     takes_value = {flag for setting in build_settings() for flag in setting.option}
     argv: list[str] = []

@@ -14,7 +14,7 @@ from the binaries, atomic rename, activation). The six sources and their functio
 - a team's OCI registry (``registry``): :func:`push_variant` and :func:`pull_variant`
   (``fdl libtorch push``/``pull``: the variant as an OCI image, pulled without a docker
   engine), :func:`find_shared` to look for one that fits;
-- source builds (``build``): the builder (:mod:`fdl.libtorch.source`) calls
+- source builds (``build``): the builder (:mod:`fdl.libtorch.build`) calls
   :func:`register_variant` with its finished tree;
 - a tree on disk (``directory``): :func:`install_dir`.
 

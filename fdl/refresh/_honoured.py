@@ -35,7 +35,7 @@ from fdl.compat import load_table, version_key
 
 __all__ = ["TREE_FILES", "Honoured", "honoured_table", "where_honoured"]
 
-# Files of the tree a plan runs or reads (fdl.libtorch.source's checks and scripts).
+# Files of the tree a plan runs or reads (fdl.libtorch.build's checks and scripts).
 TREE_FILES = (
     "tools/build_libtorch.py",
     "version.txt",
@@ -355,7 +355,7 @@ def _file_row(tree: Path, relative: str, needed: bool, torch: str | None) -> Hon
 
 
 def _submodule_row(tree: Path) -> Honoured | None:
-    from fdl.libtorch.source import declared_submodules
+    from fdl.libtorch.build import declared_submodules
 
     if not (tree / ".gitmodules").is_file():
         return None

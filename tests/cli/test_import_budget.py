@@ -116,7 +116,7 @@ PROJECT_HEAVY = {
     "fdl.tasks._presets": "2 ms (json): an entry's presets",
     "fdl.tasks._compose_file": "2 ms: the compose file's reader, for `docker:` commands",
     "fdl.diagnose": "59 ms (system probe, binaries, install machinery): nothing is checked",
-    "fdl.libtorch.source": "24 ms: the source builder (`libtorch build` takes its options "
+    "fdl.libtorch.build": "24 ms: the source builder (`libtorch build` takes its options "
     "from the manifest's settings table)",
     "fdl.system": "11 ms (concurrent.futures, logging): no machine probe",
     "fdl.binaries": "5 ms: no binary is read",

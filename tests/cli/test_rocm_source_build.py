@@ -11,7 +11,7 @@ import pytest
 
 from fdl.compat import load_table
 from fdl.errors import UsageError
-from fdl.libtorch.source import parse_rocm_archs, plan_rocm_build, rocm_build_facts
+from fdl.libtorch.build import parse_rocm_archs, plan_rocm_build, rocm_build_facts
 
 
 def _rocm(root: Path, *, isas: tuple[str, ...] = ("906", "90a", "1100"), skip: str = "") -> Path:
@@ -99,7 +99,7 @@ def test_a_source_tree_of_another_release_is_a_problem(tmp_path: Path) -> None:
 
 
 def test_no_rocm_at_all() -> None:
-    from fdl.libtorch.source import RocmBuildFacts
+    from fdl.libtorch.build import RocmBuildFacts
 
     facts = RocmBuildFacts(root=None, packages={}, isas=frozenset(), compiler=None)
     plan = plan_rocm_build("2.10.0", ("gfx90a",), facts)

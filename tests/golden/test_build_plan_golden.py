@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fdl.cli.commands.libtorch_build import render_plan
-from fdl.libtorch.source import BuildRequest, MachineFacts, Setting, plan_build
+from fdl.libtorch.build import BuildRequest, MachineFacts, Setting, plan_build
 from tests.support.golden import assert_golden
 from tests.unit.test_one_answer import _facts
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from fdl.libtorch.source import compiled_objects
+from fdl.libtorch.build import compiled_objects
 from tests.conftest import REPO
 from tests.support.build_helpers import copy_source
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from fdl.binaries import read_device_code
-from fdl.libtorch.source._cache import (
+from fdl.libtorch.build._cache import (
     CachePlan,
     CacheStats,
     cache_stats,
@@ -35,7 +35,7 @@ from fdl.libtorch.source._cache import (
     start_cache,
     stop_cache,
 )
-from fdl.libtorch.source._dist import DistPlan, DistSettings
+from fdl.libtorch.build._dist import DistPlan, DistSettings
 from fdl.runner import default_runner
 from fdl.system import probe_nvcc
 from tests.support.artefacts import require_nvcc, skip_or_fail

@@ -9,7 +9,7 @@ import pytest
 
 from fdl.compat import toolkit
 from fdl.errors import EnvironmentProblem
-from fdl.libtorch.source import BuildRequest, MachineFacts, Nvcc, Setting, plan_build
+from fdl.libtorch.build import BuildRequest, MachineFacts, Nvcc, Setting, plan_build
 from fdl.runner import SubprocessRunner
 from fdl.system import find_cuda_home
 from tests.support.artefacts import require_nvcc

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from fdl.errors import ManifestError, ManifestErrors, UsageError
-from fdl.libtorch.source import MachineFacts, Setting, build_request, plan_build
-from fdl.libtorch.source._cache import _sccache_stats, cache_stats, start_cache
-from fdl.libtorch.source._dist import DistPlan, DistSettings, client_config, dist_status
+from fdl.libtorch.build import MachineFacts, Setting, build_request, plan_build
+from fdl.libtorch.build._cache import _sccache_stats, cache_stats, start_cache
+from fdl.libtorch.build._dist import DistPlan, DistSettings, client_config, dist_status
 from fdl.manifest import load_manifest
 from fdl.runner import Completed
 from tests.support.fakes import FakeRunner

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fdl.compat import toolkit
-from fdl.libtorch.source import (
+from fdl.libtorch.build import (
     BuildEstimate,
     BuildRequest,
     MachineFacts,
@@ -108,7 +108,7 @@ def test_the_table_states_how_it_counted() -> None:
 def test_a_release_newer_than_the_counts_gets_no_estimate_in_the_plan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import fdl.libtorch.source._estimate as module
+    import fdl.libtorch.build._estimate as module
 
     table = dict(estimate_table())
     table["releases"] = [dict(r, until_torch="2.9") for r in table["releases"]]

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from fdl.errors import ManifestError, UsageError
+from fdl.libtorch.build import BuildRequest, Setting, StatusParser, build_request, compiled_objects
+from fdl.libtorch.build._cache import CacheStats, _ccache_stats, _sccache_stats, plan_cache
 from fdl.libtorch.recipes import find_recipe, list_recipes, load_recipe
-from fdl.libtorch.source import BuildRequest, Setting, StatusParser, build_request, compiled_objects
-from fdl.libtorch.source._cache import CacheStats, _ccache_stats, _sccache_stats, plan_cache
 from fdl.manifest import load_manifest
 
 
@@ -188,8 +188,8 @@ def test_verification_reads_the_fatbins(tmp_path: Path) -> None:
 
     from fdl.binaries.synthetic import FakeEntry
     from fdl.compat import toolkit
-    from fdl.libtorch.source import MachineFacts, Nvcc, VerificationFailed, plan_build
-    from fdl.libtorch.source._finish import verify
+    from fdl.libtorch.build import MachineFacts, Nvcc, VerificationFailed, plan_build
+    from fdl.libtorch.build._finish import verify
 
     facts = MachineFacts(
         libtorch_dir=tmp_path / "libtorch",

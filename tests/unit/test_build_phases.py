@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from fdl.libtorch.source import BuildRequest, Setting, plan_build
+from fdl.libtorch.build import BuildRequest, Setting, plan_build
 from tests.unit.test_one_answer import _facts
 
 
@@ -48,7 +48,7 @@ def test_native_fetches_the_optional_dependencies_before_compiling(tmp_path: Pat
 
 
 def test_fetch_only_natively_fetches_and_builds_nothing(tmp_path: Path) -> None:
-    from fdl.libtorch.source import fetch_sources
+    from fdl.libtorch.build import fetch_sources
     from tests.support.fakes import Completed, FakeRunner
 
     facts = replace(_facts(tmp_path, None), nvcc=None)
@@ -94,7 +94,7 @@ def test_a_failed_fetch_names_the_log_and_what_to_do(tmp_path: Path) -> None:
     import pytest
 
     from fdl.errors import CommandFailed
-    from fdl.libtorch.source import fetch_sources
+    from fdl.libtorch.build import fetch_sources
     from tests.support.fakes import Completed, FakeRunner
 
     facts = replace(_facts(tmp_path, None), nvcc=None)

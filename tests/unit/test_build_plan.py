@@ -12,7 +12,7 @@ import pytest
 
 from fdl.compat import parse_archs, toolkit
 from fdl.errors import EnvironmentProblem, Location, ManifestError, UsageError
-from fdl.libtorch.source import (
+from fdl.libtorch.build import (
     BuildRequest,
     MachineFacts,
     Nvcc,
@@ -500,7 +500,7 @@ def test_the_cmake_the_build_runs_decides_the_policy(facts: MachineFacts, tmp_pa
 def test_the_docker_context_copy_is_checked_too(facts: MachineFacts, tmp_path: Path) -> None:
     """A submodule linked to a directory elsewhere builds natively, but the Docker build
     context would hold a dangling link: refused when the context is made."""
-    from fdl.libtorch.source._docker import _context
+    from fdl.libtorch.build._docker import _context
 
     source = _tree(tmp_path / "pytorch", "2.11.0a0", modules=("third_party/eigen",))
     elsewhere = tmp_path / "eigen-checkout"

@@ -10,7 +10,7 @@ import pytest
 
 from fdl.compat import toolkit
 from fdl.errors import EnvironmentProblem
-from fdl.libtorch.source import BuildRequest, MachineFacts, Nvcc, Setting, plan_build, probe_source
+from fdl.libtorch.build import BuildRequest, MachineFacts, Nvcc, Setting, plan_build, probe_source
 
 FAKE = Path(__file__).resolve().parent.parent / "fixtures" / "fake-pytorch"
 

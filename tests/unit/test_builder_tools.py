@@ -9,7 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from fdl.libtorch.source._dockerfile import build_tools, render_dockerfile
+from fdl.libtorch.build._dockerfile import build_tools, render_dockerfile
 
 COMMON = dict(
     base_image="base",

@@ -315,7 +315,7 @@ def flodl_project(tmp_path: Path) -> Path:
 def test_flodl_053_on_gtx1060_and_rtx5060ti_plans_a_2_10_source_build(
     flodl_project: Path,
 ) -> None:
-    from fdl.libtorch.source import build_request, plan_build
+    from fdl.libtorch.build import build_request, plan_build
     from tests.unit.test_one_answer import _facts
 
     torch = project_settings(_manifest(flodl_project), {}).torch
@@ -350,7 +350,7 @@ def test_flodl_053_without_gpu_is_2_10_cpu(flodl_project: Path) -> None:
 
 
 def test_a_manifest_torch_the_framework_refuses_stops_the_build(flodl_project: Path) -> None:
-    from fdl.libtorch.source import build_request
+    from fdl.libtorch.build import build_request
 
     manifest = _manifest(flodl_project, 'libtorch:\n  build:\n    torch: "2.14"\n')
     with pytest.raises(ManifestError) as caught:
@@ -514,7 +514,7 @@ def test_a_fifo_for_a_lock_file_is_refused_without_blocking(tmp_path: Path) -> N
 
 
 def test_a_source_checkout_of_another_release_is_refused(flodl_project: Path) -> None:
-    from fdl.libtorch.source import BuildRequest, Setting, check_source_release
+    from fdl.libtorch.build import BuildRequest, Setting, check_source_release
 
     request = BuildRequest(source=Setting("/src/pytorch", "--source"))
     manifest = _manifest(flodl_project)

@@ -13,8 +13,8 @@ from fdl._files import NotARegularFile, read_small_text
 from fdl.bench import load_results
 from fdl.ci import GeneratedFile, find_drift
 from fdl.errors import ManifestError, UsageError
-from fdl.libtorch.source import project_framework
-from fdl.libtorch.source._dist import DistSettings, read_token
+from fdl.libtorch.build import project_framework
+from fdl.libtorch.build._dist import DistSettings, read_token
 from fdl.tasks._compose_file import load_compose
 
 NOT_UTF8 = b"services:\n  dev: {image: \xff}\n"

@@ -11,7 +11,7 @@ import pytest
 from fdl.compat import parse_archs, parse_capability, preferred_toolkit
 from fdl.errors import EnvironmentProblem
 from fdl.libtorch import select_variant
-from fdl.libtorch.source import BuildRequest, MachineFacts, Setting, plan_build
+from fdl.libtorch.build import BuildRequest, MachineFacts, Setting, plan_build
 from tests.unit.test_build_plan import NVCC13, TOOLS
 
 PASCAL_BLACKWELL = (parse_capability("6.1"), parse_capability("12.0"))
@@ -131,7 +131,7 @@ def test_a_switch_the_project_needs_is_a_located_warning(tmp_path: Path) -> None
     (tmp_path / "recipes" / "small.yml").write_text(
         'description: small\narchs: "6.1;12.0"\nswitches:\n  USE_DISTRIBUTED: 0\n'
     )
-    from fdl.libtorch.source import build_request
+    from fdl.libtorch.build import build_request
 
     request = build_request(
         None, {"recipe": (str(tmp_path / "recipes/small.yml"), "--recipe")}, tmp_path
@@ -148,8 +148,8 @@ def test_a_switch_the_project_needs_is_a_located_warning(tmp_path: Path) -> None
 
 
 def test_builtin_cuda_recipes_keep_what_floDl_needs(tmp_path: Path) -> None:
+    from fdl.libtorch.build import build_request
     from fdl.libtorch.recipes import list_recipes
-    from fdl.libtorch.source import build_request
 
     checked = []
     for recipe in list_recipes():
@@ -167,7 +167,7 @@ def test_builtin_cuda_recipes_keep_what_floDl_needs(tmp_path: Path) -> None:
 
 
 def test_the_projects_torch_is_what_its_builds_build(tmp_path: Path) -> None:
-    from fdl.libtorch.source import build_request
+    from fdl.libtorch.build import build_request
     from fdl.manifest import load_manifest
 
     (tmp_path / "fdl.yml").write_text('libtorch:\n  torch: "2.10.0"\n  build:\n    archs: "8.6"\n')
@@ -182,7 +182,7 @@ def test_the_projects_torch_is_what_its_builds_build(tmp_path: Path) -> None:
 
 
 def test_project_framework_is_read_from_its_files(tmp_path: Path) -> None:
-    from fdl.libtorch.source import project_framework
+    from fdl.libtorch.build import project_framework
 
     assert project_framework(None) is None
     assert project_framework(tmp_path) is None

@@ -20,7 +20,7 @@ from fdl.compat import (
     toolkit,
 )
 from fdl.errors import EnvironmentProblem, UsageError
-from fdl.libtorch.source import BuildRequest, MachineFacts, Nvcc, Setting, plan_build
+from fdl.libtorch.build import BuildRequest, MachineFacts, Nvcc, Setting, plan_build
 
 TOOLS = {"gcc": "12.2.0", "g++": "12.2.0", "cmake": "3.28.3", "python3": "3.11.2", "git": "2.39"}
 

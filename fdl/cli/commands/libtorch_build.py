@@ -1,7 +1,7 @@
 """``fdl libtorch build``: libtorch from source for exactly the GPU archs you have.
 
 Its options are made from the settings table that also makes the ``libtorch.build``
-schema (:func:`fdl.libtorch.source.build_settings`): each is declared once, with its type
+schema (:func:`fdl.libtorch.build.build_settings`): each is declared once, with its type
 and help. What the command line gave becomes the top layer of the request, over
 ``libtorch.build`` in fdl.yml and over a recipe, each value with its origin.
 """
@@ -22,13 +22,13 @@ from fdl.manifest.schema import Enum, Int, Spec, Version
 from fdl.manifest.sections.libtorch_build import BuildSetting, build_settings
 
 # The settings' table comes from the manifest's section, where it is declared: the source
-# builder (fdl.libtorch.source) is imported only when a build is planned or run.
+# builder (fdl.libtorch.build) is imported only when a build is planned or run.
 if TYPE_CHECKING:
     from fdl.cli._console import Console
     from fdl.cli._session import Session
     from fdl.deploy import BuildJob
     from fdl.libtorch import PushResult, SharedMatch
-    from fdl.libtorch.source import BuildPlan, BuildResult, RocmBuildPlan
+    from fdl.libtorch.build import BuildPlan, BuildResult, RocmBuildPlan
 
 __all__ = ["build", "render_plan", "render_result"]
 
@@ -170,7 +170,7 @@ def build(ctx: typer.Context, **values: Any) -> None:
 
     Example: fdl libtorch build --archs "6.1;12.0" --dry-run
     """
-    from fdl.libtorch.source import (
+    from fdl.libtorch.build import (
         build_request,
         check_source_release,
         plan_build,
@@ -445,7 +445,7 @@ build.__annotations__ = {p.name: p.annotation for p in _params}
 
 def _fetch_only(session: Session, plan: BuildPlan, *, as_json: bool) -> None:
     """--fetch-only: every download of the build, and nothing else."""
-    from fdl.libtorch.source import fetch_sources
+    from fdl.libtorch.build import fetch_sources
 
     console = session.console
     progress = ProgressLine(console, f"fetching the sources of {plan.variant}")
@@ -473,7 +473,7 @@ def _fetch_only(session: Session, plan: BuildPlan, *, as_json: bool) -> None:
 
 
 def _execute(session: Session, plan: BuildPlan) -> BuildResult:
-    from fdl.libtorch.source import StatusParser, run_build
+    from fdl.libtorch.build import StatusParser, run_build
 
     console = session.console
     progress = ProgressLine(console, f"building {plan.variant}")
@@ -536,7 +536,7 @@ def _rocm_build(
     """``--rocm-archs``: the ROCm build's plan and this machine's problems with it (exit 4
     while there are any); fdl does not run it yet, so without ``--dry-run`` it says so."""
     from fdl.errors import EnvironmentProblem
-    from fdl.libtorch.source import parse_rocm_archs, plan_rocm_build, rocm_build_facts
+    from fdl.libtorch.build import parse_rocm_archs, plan_rocm_build, rocm_build_facts
 
     archs = parse_rocm_archs(text)
     source = values.get("source")
@@ -579,7 +579,7 @@ def _render_rocm(plan: RocmBuildPlan) -> str:
 
 def render_plan(plan: BuildPlan, *, dry_run: bool) -> str:
     """The plan for people (``--dry-run`` without ``--json``, and before a real build)."""
-    from fdl.libtorch.source import mask
+    from fdl.libtorch.build import mask
 
     archs = (
         f"{plan.arch_list}  ({' '.join(plan.archs.codes())})" if plan.archs else "none (CPU build)"

@@ -13,7 +13,7 @@ kind            source                 installed by
 ``wheel``       :class:`FromWheel`     :func:`wheel_source` + :func:`install_wheel`
 ``cpu-view``    :class:`FromCpuView`   :func:`install_cpu_view`
 ``registry``    :class:`FromRegistry`  :func:`pull_variant` (:func:`find_shared` looks)
-``build``       :class:`FromBuild`     :func:`register_variant` (:mod:`fdl.libtorch.source`)
+``build``       :class:`FromBuild`     :func:`register_variant` (:mod:`fdl.libtorch.build`)
 ``directory``   :class:`FromDirectory` :func:`install_dir`
 ==============  =====================  =====================================================
 

@@ -1,6 +1,6 @@
 """A source build's finished tree as a source: the ``build`` source.
 
-:mod:`fdl.libtorch.source` plans and runs the build (hours; docker or native), verifies the
+:mod:`fdl.libtorch.build` plans and runs the build (hours; docker or native), verifies the
 libraries it made, then hands their tree to :func:`~fdl.libtorch.register_variant`, which
 installs it as a :class:`FromBuild`.
 """

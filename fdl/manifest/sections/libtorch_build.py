@@ -1,7 +1,7 @@
 """``libtorch.build``: defaults of ``fdl libtorch build`` (an extension of ``libtorch:``).
 
 Only schema here (no build machinery is imported), so loading a manifest stays fast;
-:mod:`fdl.libtorch.source._request` turns the validated values into a request.
+:mod:`fdl.libtorch.build._request` turns the validated values into a request.
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fdl.errors import CommandFailed, EnvironmentProblem
-from fdl.libtorch.source._buildplan import BuildPlan
-from fdl.libtorch.source._cache import CacheStats, cache_stats, start_cache, stop_cache
-from fdl.libtorch.source._dist import read_token
+from fdl.libtorch.build._buildplan import BuildPlan
+from fdl.libtorch.build._cache import CacheStats, cache_stats, start_cache, stop_cache
+from fdl.libtorch.build._dist import read_token
 from fdl.runner import Runner
 
 __all__ = ["NativeResult", "build_environment", "build_natively", "collect_installed"]

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from fdl.compat import ArchList
-from fdl.libtorch.source._buildplan import BuildPlan
-from fdl.libtorch.source._cache import CacheStats, _ccache_stats, _sccache_stats
+from fdl.libtorch.build._buildplan import BuildPlan
+from fdl.libtorch.build._cache import CacheStats, _ccache_stats, _sccache_stats
 from fdl.runner import Runner, default_runner
 
 __all__ = ["BuildResult", "run_build"]
@@ -87,12 +87,12 @@ def fetch_sources(
     """
     line = on_line or (lambda _: None)
     if plan.backend == "docker":
-        from fdl.libtorch.source._docker import build_in_docker
+        from fdl.libtorch.build._docker import build_in_docker
 
         assert plan.docker is not None
         build_in_docker(plan, plan.output_dir, on_line=line, fetch_only=True)
         return Path(f"{plan.docker.tag}-fetch")
-    from fdl.libtorch.source._native import fetch_natively
+    from fdl.libtorch.build._native import fetch_natively
 
     run = runner or default_runner()
     fetch_natively(plan, run, dict(os.environ if environ is None else environ), on_line=line)
@@ -118,7 +118,7 @@ def run_build(
         VerificationFailed: the libraries lack a requested arch.
         EnvironmentProblem: docker/BuildKit or the venv are not usable.
     """
-    from fdl.libtorch.source._finish import build_info, install_variant, read_facts, verify
+    from fdl.libtorch.build._finish import build_info, install_variant, read_facts, verify
 
     run = runner or default_runner()
     env = dict(os.environ if environ is None else environ)
@@ -131,12 +131,12 @@ def run_build(
     warning = None
     try:
         if plan.backend == "docker":
-            from fdl.libtorch.source._docker import build_in_docker
+            from fdl.libtorch.build._docker import build_in_docker
 
             stats = _docker_stats(build_in_docker(plan, staging, on_line=line))
             facts = read_facts(staging)
         else:
-            from fdl.libtorch.source._native import build_natively, collect_installed
+            from fdl.libtorch.build._native import build_natively, collect_installed
 
             native = build_natively(plan, run, env, on_line=line, on_note=note)
             stats, warning, facts = native.stats, native.cache_warning, native.facts

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from fdl._assets import asset_dir
 from fdl.errors import EnvironmentProblem
-from fdl.libtorch.source._buildplan import BuildPlan
-from fdl.libtorch.source._dockerfile import SCRIPTS
+from fdl.libtorch.build._buildplan import BuildPlan
+from fdl.libtorch.build._dockerfile import SCRIPTS
 from fdl.paths import owner_labels
 
 __all__ = ["build_in_docker"]
@@ -54,7 +54,7 @@ def _context(plan: BuildPlan, scratch: Path) -> Path:
 def _check_copied_submodules(source: Path, copy: Path) -> None:
     """The planner's submodule check again, on what the image will see: a submodule that
     is a link to a directory outside the tree is a dangling link in the build context."""
-    from fdl.libtorch.source._facts import declared_submodules
+    from fdl.libtorch.build._facts import declared_submodules
 
     missing = [name for name, present in declared_submodules(copy, within=copy) if not present]
     if missing:

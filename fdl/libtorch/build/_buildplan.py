@@ -14,9 +14,9 @@ from typing import Any
 
 from fdl.compat.archs import ArchList
 from fdl.compat.build import SwitchCost
-from fdl.libtorch.source._cache import CachePlan, mask
-from fdl.libtorch.source._checks import Problem
-from fdl.libtorch.source._estimate import BuildEstimate
+from fdl.libtorch.build._cache import CachePlan, mask
+from fdl.libtorch.build._checks import Problem
+from fdl.libtorch.build._estimate import BuildEstimate
 
 __all__ = ["BuildPlan", "Command", "DockerPart"]
 

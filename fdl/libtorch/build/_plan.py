@@ -1,7 +1,7 @@
 """Planning a source build: request + machine facts -> :class:`BuildPlan` (pure).
 
 Nothing here runs a program or touches the disk: the facts are probed beforehand
-(:func:`fdl.libtorch.source.probe_machine`) or written by hand in tests. Every problem that
+(:func:`fdl.libtorch.build.probe_machine`) or written by hand in tests. Every problem that
 would doom the build is found here, before any work, and raised with its fix.
 """
 
@@ -40,18 +40,18 @@ from fdl.compat import (
     version_key,
 )
 from fdl.errors import EnvironmentProblem, FdlError, UsageError
-from fdl.libtorch.source import _checks as checks
-from fdl.libtorch.source._buildplan import BuildPlan
-from fdl.libtorch.source._checks import Problem
-from fdl.libtorch.source._estimate import BuildEstimate, estimate_build
-from fdl.libtorch.source._facts import MachineFacts, SourceFacts
-from fdl.libtorch.source._ingredients import (
+from fdl.libtorch.build import _checks as checks
+from fdl.libtorch.build._buildplan import BuildPlan
+from fdl.libtorch.build._checks import Problem
+from fdl.libtorch.build._estimate import BuildEstimate, estimate_build
+from fdl.libtorch.build._facts import MachineFacts, SourceFacts
+from fdl.libtorch.build._ingredients import (
     Toolchoice,
     configure_downloads,
     source_build_table,
 )
-from fdl.libtorch.source._layout import assemble
-from fdl.libtorch.source._request import BuildRequest, Setting, located_error
+from fdl.libtorch.build._layout import assemble
+from fdl.libtorch.build._request import BuildRequest, Setting, located_error
 
 __all__ = ["Toolchoice", "plan_build", "source_build_table"]
 

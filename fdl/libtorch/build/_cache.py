@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fdl.errors import FdlError
-from fdl.libtorch.source._dist import (
+from fdl.libtorch.build._dist import (
     DistPlan,
     check_token,
     client_config,
@@ -222,7 +222,7 @@ def start_cache(
 
     Args:
         probe: Checks the token with the scheduler: (url, token) -> None or why it was
-            refused (default: :func:`fdl.libtorch.source._dist.check_token`).
+            refused (default: :func:`fdl.libtorch.build._dist.check_token`).
 
     Raises:
         UsageError: the farm's token variable is unset or its file unreadable.

@@ -12,7 +12,7 @@ from typing import Any
 
 from fdl.compat import ArchList
 from fdl.errors import FdlError
-from fdl.libtorch.source._buildplan import BuildPlan
+from fdl.libtorch.build._buildplan import BuildPlan
 
 __all__ = ["FACTS_FILE", "VerificationFailed", "found_targets", "install_variant", "verify"]
 

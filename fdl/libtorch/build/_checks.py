@@ -21,7 +21,7 @@ from fdl.compat import (
 )
 from fdl.compat.cuda import Toolkit
 from fdl.errors import Location
-from fdl.libtorch.source._request import Setting
+from fdl.libtorch.build._request import Setting
 
 __all__ = [
     "Problem",

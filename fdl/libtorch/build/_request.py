@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from fdl.errors import FdlError, Location, ManifestError, UsageError
-from fdl.libtorch.source._dist import DistSettings
+from fdl.libtorch.build._dist import DistSettings
 from fdl.manifest.sections.libtorch_build import (
     BACKENDS,
     CACHES,

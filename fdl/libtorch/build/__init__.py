@@ -8,7 +8,7 @@ Plan, then execute::
     plan = plan_build(request, facts)                    # pure; raises before any work
     result = run_build(plan, on_line=print)              # native or Docker, then verified
 
-- :mod:`._request` / :mod:`._sources`: what was asked, read from the merged manifest
+- :mod:`._request` / :mod:`._from_manifest`: what was asked, read from the merged manifest
   (recipe < ``libtorch.build`` in fdl.yml < the command line's options).
 - :mod:`._facts`: what the machine has (GPUs, nvcc, compilers, docker, RAM, disk).
 - :mod:`._plan`: the planner, in stages read top to bottom (request -> facts of the build ->
@@ -20,11 +20,11 @@ Plan, then execute::
 
 from __future__ import annotations
 
-from fdl.libtorch.source._buildplan import BuildPlan, Command, DockerPart
-from fdl.libtorch.source._cache import CachePlan, CacheStats, mask
-from fdl.libtorch.source._checks import Problem
-from fdl.libtorch.source._estimate import BuildEstimate, estimate_build, estimate_table
-from fdl.libtorch.source._facts import (
+from fdl.libtorch.build._buildplan import BuildPlan, Command, DockerPart
+from fdl.libtorch.build._cache import CachePlan, CacheStats, mask
+from fdl.libtorch.build._checks import Problem
+from fdl.libtorch.build._estimate import BuildEstimate, estimate_build, estimate_table
+from fdl.libtorch.build._facts import (
     MachineFacts,
     Nvcc,
     SourceFacts,
@@ -33,9 +33,15 @@ from fdl.libtorch.source._facts import (
     probe_source,
     project_framework,
 )
-from fdl.libtorch.source._finish import VerificationFailed
-from fdl.libtorch.source._plan import plan_build
-from fdl.libtorch.source._request import (
+from fdl.libtorch.build._finish import VerificationFailed
+from fdl.libtorch.build._from_manifest import (
+    build_request,
+    check_source_release,
+    manifest_request,
+    tree_request,
+)
+from fdl.libtorch.build._plan import plan_build
+from fdl.libtorch.build._request import (
     BuildRequest,
     BuildSetting,
     Setting,
@@ -44,21 +50,15 @@ from fdl.libtorch.source._request import (
     build_spec,
     request_from_mapping,
 )
-from fdl.libtorch.source._rocm import (
+from fdl.libtorch.build._rocm import (
     RocmBuildFacts,
     RocmBuildPlan,
     parse_rocm_archs,
     plan_rocm_build,
     rocm_build_facts,
 )
-from fdl.libtorch.source._run import BuildResult, fetch_sources, run_build
-from fdl.libtorch.source._sources import (
-    build_request,
-    check_source_release,
-    manifest_request,
-    tree_request,
-)
-from fdl.libtorch.source._status import BuildStatus, StatusParser, compiled_objects
+from fdl.libtorch.build._run import BuildResult, fetch_sources, run_build
+from fdl.libtorch.build._status import BuildStatus, StatusParser, compiled_objects
 
 __all__ = [
     "FIELDS",

@@ -18,19 +18,19 @@ from pathlib import Path
 
 from fdl.compat import ArchList, image_tag, in_range
 from fdl.errors import UsageError
-from fdl.libtorch.source._buildplan import BuildPlan, Command, DockerPart
-from fdl.libtorch.source._cache import CachePlan
-from fdl.libtorch.source._checks import Problem
-from fdl.libtorch.source._dockerfile import CONTAINER, render_dockerfile
-from fdl.libtorch.source._facts import MachineFacts
-from fdl.libtorch.source._ingredients import (
+from fdl.libtorch.build._buildplan import BuildPlan, Command, DockerPart
+from fdl.libtorch.build._cache import CachePlan
+from fdl.libtorch.build._checks import Problem
+from fdl.libtorch.build._dockerfile import CONTAINER, render_dockerfile
+from fdl.libtorch.build._facts import MachineFacts
+from fdl.libtorch.build._ingredients import (
     Toolchoice,
     cache_for,
     config_key,
     environment_leaks,
     source_build_table,
 )
-from fdl.libtorch.source._request import BuildRequest, located_error
+from fdl.libtorch.build._request import BuildRequest, located_error
 
 __all__ = ["CONTAINER", "assemble", "variant_name"]
 

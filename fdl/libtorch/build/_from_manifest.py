@@ -13,8 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from fdl.errors import Location, ManifestErrors
+from fdl.libtorch.build._request import BuildRequest, Setting, build_spec, request_from_mapping
 from fdl.libtorch.recipes import recipe_layer
-from fdl.libtorch.source._request import BuildRequest, Setting, build_spec, request_from_mapping
 from fdl.manifest import (
     LayerKind,
     Manifest,
@@ -45,7 +45,7 @@ def check_source_release(
     if request.source is None:
         return
     from fdl.libtorch import framework_torch
-    from fdl.libtorch.source._request import located_error
+    from fdl.libtorch.build._request import located_error
 
     decision = framework_torch(manifest, None if manifest is not None else cwd)
     reason = decision.refusal(torch)
@@ -68,7 +68,7 @@ def _framework_torch(
     from fdl.compat import resolve_torch_version
     from fdl.errors import UsageError
     from fdl.libtorch import framework_torch
-    from fdl.libtorch.source._request import located_error
+    from fdl.libtorch.build._request import located_error
 
     decision = framework_torch(manifest, None if manifest is not None else cwd)
     if request.torch is not None:

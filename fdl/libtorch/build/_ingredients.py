@@ -10,10 +10,10 @@ from pathlib import Path
 
 from fdl.compat import ArchList, load_table, version_key
 from fdl.compat.cuda import Toolkit
-from fdl.libtorch.source._cache import CachePlan, plan_cache
-from fdl.libtorch.source._dist import DistPlan
-from fdl.libtorch.source._facts import MachineFacts
-from fdl.libtorch.source._request import BuildRequest
+from fdl.libtorch.build._cache import CachePlan, plan_cache
+from fdl.libtorch.build._dist import DistPlan
+from fdl.libtorch.build._facts import MachineFacts
+from fdl.libtorch.build._request import BuildRequest
 
 __all__ = [
     "Toolchoice",
@@ -84,7 +84,7 @@ def cache_for(
     directory: str,
     state_dir: Path | None = None,
 ) -> CachePlan:
-    """The compiler cache plan (see :func:`fdl.libtorch.source._cache.plan_cache`).
+    """The compiler cache plan (see :func:`fdl.libtorch.build._cache.plan_cache`).
 
     Args:
         state_dir: The build's own directory (native): the sccache-dist client config goes
