@@ -23,7 +23,6 @@ zstd needs the ``zstandard`` module (``pip install 'fdl[zstd]'``); zlib is the s
 from __future__ import annotations
 
 import mmap
-import re
 import struct
 import zlib
 from collections import Counter
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from fdl.binaries.elf import BinaryFormatError, ElfFile
+from fdl.compat.rocm import gfx_processor, gfx_sort_key
 
 __all__ = ["OffloadCode", "OffloadEntry", "parse_offload_bundles", "read_offload_code"]
 
@@ -55,7 +55,6 @@ MAX_ENTRIES = 4096
 MAX_TRIPLE = 1024
 # What is inflated of a compressed bundle to read its entry table: the table comes first.
 TABLE_BYTES = 32 + MAX_ENTRIES * 64
-_GFX = re.compile(r"gfx[0-9a-f]{3,5}")
 
 Buffer = bytes | bytearray | mmap.mmap
 
@@ -91,8 +90,7 @@ class OffloadEntry:
     @property
     def arch(self) -> str:
         """``gfx90a``: the processor, without target features (``""`` when none)."""
-        found = _GFX.match(self.target_id)
-        return found.group(0) if found else ""
+        return gfx_processor(self.target_id)
 
 
 @dataclass(frozen=True)
@@ -127,16 +125,6 @@ class OffloadCode:
     def summary(self) -> str:
         """One line: ``gfx90a gfx1030`` or ``no GPU code``."""
         return " ".join(self.archs) if self.archs else "no GPU code"
-
-
-def gfx_sort_key(arch: str) -> tuple[int, int, int]:
-    """gfx names sort by generation (``gfx908`` < ``gfx90a`` < ``gfx942`` < ``gfx1030``):
-    the last two characters are hex digits, the rest the major version."""
-    digits = arch[3:]
-    try:
-        return (int(digits[:-2]), int(digits[-2], 16), int(digits[-1], 16))
-    except ValueError:
-        return (1 << 30, 0, 0)
 
 
 def _malformed(where: str, offset: int, why: str) -> BinaryFormatError:

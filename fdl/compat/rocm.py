@@ -17,18 +17,28 @@ from fdl.compat._data import load_table, version_key
 from fdl.errors import UsageError
 
 __all__ = [
+    "GfxTarget",
     "RocmBuild",
     "RocmChoice",
     "RocmRuntime",
     "choose_rocm_build",
     "gfx_processor",
+    "gfx_sort_key",
+    "parse_gfx",
     "rocm_build",
     "rocm_builds",
     "rocm_directory",
     "rocm_runtime_facts",
 ]
 
-_GFX = re.compile(r"gfx[0-9a-f]{3,5}")
+# An AMD GPU target id as LLVM writes it (AMDGPUUsage, "Target ID"): gfx, the major version
+# (one or two digits), the minor (one digit), the stepping (one hex digit), then its target
+# features in alphabetical order, each at most once (gfx90a:sramecc+:xnack-). The one parser
+# of gfx names: offload bundles, the KFD survey, FLODL_TESTING_GPU_JSON, --rocm-archs.
+_GFX = re.compile(
+    r"gfx(?P<major>[1-9]|1[0-9])(?P<minor>[0-9])(?P<step>[0-9a-f])"
+    r"(?P<features>(?::sramecc[+-])?(?::xnack[+-])?)"
+)
 _ROCM = re.compile(r"^(?:rocm)?(\d{1,2})\.(\d{1,2})$")
 
 
@@ -82,10 +92,46 @@ class RocmChoice:
     reason: str
 
 
+@dataclass(frozen=True)
+class GfxTarget:
+    """An AMD GPU target id: ``gfx90a:sramecc+:xnack-`` is processor ``gfx90a`` (major 9,
+    minor 0, stepping 10) with features ``("sramecc+", "xnack-")``."""
+
+    major: int
+    minor: int
+    stepping: int
+    features: tuple[str, ...] = ()
+
+    @property
+    def processor(self) -> str:
+        return f"gfx{self.major}{self.minor}{self.stepping:x}"
+
+    def __str__(self) -> str:
+        return ":".join((self.processor, *self.features))
+
+
+def parse_gfx(text: str) -> GfxTarget | None:
+    """The target id ``text`` names (``gfx1030``, ``GFX90A:xnack-``; surrounding blanks
+    ignored), or None when it is not exactly one."""
+    found = _GFX.fullmatch(text.strip().lower()) if len(text) < 64 else None
+    if found is None:
+        return None
+    features = tuple(f for f in found.group("features").split(":") if f)
+    major, minor, step = (found.group(k) for k in ("major", "minor", "step"))
+    return GfxTarget(int(major), int(minor), int(step, 16), features)
+
+
 def gfx_processor(arch: str) -> str:
     """``gfx90a`` from a target id (``gfx90a:sramecc+:xnack-``); ``""`` when not a gfx name."""
-    found = _GFX.match(arch.strip().lower())
-    return found.group(0) if found else ""
+    target = parse_gfx(arch)
+    return target.processor if target else ""
+
+
+def gfx_sort_key(arch: str) -> tuple[int, int, int]:
+    """gfx names sort by generation (``gfx908`` < ``gfx90a`` < ``gfx942`` < ``gfx1030``);
+    what is not a gfx name sorts last."""
+    target = parse_gfx(arch)
+    return (target.major, target.minor, target.stepping) if target else (1 << 30, 0, 0)
 
 
 def rocm_directory(name: str) -> str:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from fdl._files import NotARegularFile, read_small_text
 from fdl.compat.archs import Capability
+from fdl.compat.rocm import parse_gfx
 from fdl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -39,7 +40,6 @@ _DEVICE_KEYS = {"index", "vendor", "name", "arch", "sm", "vram_mb"}
 _NOTE_KEYS = {"vendor", "kind", "message"}
 _VENDORS = ("nvidia", "amd")
 _SM = re.compile(r"^(?:sm_?)?(\d{1,2})\.?(\d)([af]?)$")
-_GFX = re.compile(r"^gfx[0-9a-f]{3,5}$")
 _MAX_SPOOF = 1 << 20
 _MAX_NODES = 256
 
@@ -189,7 +189,8 @@ def _spoofed_device(entry: object, position: int) -> Device:
 def _arch(vendor: str, raw: str) -> str | None:
     text = raw.strip().lower()
     if vendor == "amd":
-        return text if _GFX.match(text) else None
+        target = parse_gfx(text)
+        return str(target) if target else None
     found = _SM.match(text)
     return f"sm_{found.group(1)}{found.group(2)}{found.group(3)}" if found else None
 
@@ -220,11 +221,12 @@ def _properties(path: Path) -> dict[str, int]:
 
 def _gfx(version: int) -> str | None:
     """``gfx90a`` from ``gfx_target_version`` 90010 (major*10000 + minor*100 + step, the
-    step written in hex); None for 0 (not published)."""
+    step written in hex); None for 0 (not published) or a version no gfx name spells."""
     if version <= 0:
         return None
     major, minor, step = version // 10000, (version // 100) % 100, version % 100
-    return f"gfx{major}{minor}{step:x}"
+    target = parse_gfx(f"gfx{major}{minor}{step:x}")
+    return target.processor if target else None
 
 
 def read_kfd(sys_root: Path, kfd: Path, rocm: Path | None) -> tuple[list[Device], list[Note]]:

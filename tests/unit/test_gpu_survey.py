@@ -145,9 +145,12 @@ def test_hostile_sysfs_entries_read_as_nothing(tmp_path: Path) -> None:
     (huge / "properties").write_text("simd_count 1\n" * 100_000)
     _node(sys_root, 5, "simd_count 9" + "9" * 5000 + "\nvendor_id 4098\ngfx_target_version 90010\n")
     _node(sys_root, 6, "\x1b[2J garbage \x00\nvendor_id 4098\nsimd_count 4\ngfx_target_version 1\n")
-    (sys_root / "class/kfd/kfd/topology/nodes/7").mkdir()  # no properties at all
+    _node(sys_root, 7, "vendor_id 4098\nsimd_count 4\ngfx_target_version 1011299\n")
+    _node(sys_root, 8, "junk\nvendor_id 4098\nsimd_count 4\ngfx_target_version 120001\n")
+    (sys_root / "class/kfd/kfd/topology/nodes/9").mkdir()  # no properties at all
     devices, _ = read_kfd(sys_root, kfd, rocm)
-    assert [d.arch for d in devices] == ["gfx90a", "gfx1100", "gfx001"]
+    # versions that spell no gfx name (gfx001, gfx101299) are not GPUs
+    assert [d.arch for d in devices] == ["gfx90a", "gfx1100", "gfx1201"]
 
 
 def test_the_rocm_runtime_is_found_in_floDls_order(tmp_path: Path) -> None:

@@ -17,11 +17,11 @@ from fdl.binaries.offload import (
     BUNDLE_MAGIC,
     COMPRESSED_MAGIC,
     MAX_ENTRIES,
-    gfx_sort_key,
     parse_offload_bundles,
     read_offload_code,
 )
 from fdl.binaries.synthetic import build_elf, build_offload_bundle
+from fdl.compat.rocm import gfx_sort_key
 
 HOST = "host-x86_64-unknown-linux-gnu-"
 TRIPLES = [

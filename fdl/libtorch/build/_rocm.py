@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fdl.compat.rocm import gfx_processor, gfx_sort_key, parse_gfx
 from fdl.errors import UsageError
 
 __all__ = [
@@ -29,7 +30,6 @@ __all__ = [
     "rocm_build_facts",
 ]
 
-_GFX = re.compile(r"^gfx[0-9]{1,2}[0-9a-f]{2}$")
 _ISA = re.compile(r"^oclc_isa_version_([0-9a-f]{3,5})\.bc$")
 _ROOT_ENV = ("ROCM_PATH", "HIP_PATH")
 # Where a ROCm installation keeps its CMake configurations and device libraries (ROCm's own
@@ -102,7 +102,8 @@ def parse_rocm_archs(text: str) -> tuple[str, ...]:
             "--rocm-archs needs gfx processors", hint='e.g. --rocm-archs "gfx90a;gfx1100"'
         )
     for part in parts:
-        if not _GFX.match(part):
+        target = parse_gfx(part)
+        if target is None or target.features:
             raise UsageError(
                 f"--rocm-archs: {part[:40]!r} is not an AMD GPU processor (gfx906, gfx90a, gfx1100)",
                 hint="list the processors (target features such as :xnack- are left to PyTorch)",
@@ -134,8 +135,10 @@ def rocm_build_facts(environ: Mapping[str, str], source: Path | None = None) -> 
         for sub in _BITCODE_DIRS:
             try:
                 isas |= {
-                    f"gfx{m.group(1)}" for p in (base / sub).iterdir() if (m := _ISA.match(p.name))
-                }
+                    gfx_processor(f"gfx{m.group(1)}")
+                    for p in (base / sub).iterdir()
+                    if (m := _ISA.match(p.name))
+                } - {""}
             except OSError:
                 continue
         compiler = next((str(base / c) for c in _COMPILERS if (base / c).is_file()), None)
@@ -216,8 +219,6 @@ def plan_rocm_build(torch: str, archs: Sequence[str], facts: RocmBuildFacts) -> 
 
 
 def _sorted(isas: frozenset[str]) -> list[str]:
-    from fdl.binaries.offload import gfx_sort_key
-
     return sorted(isas, key=gfx_sort_key)
 
 
