@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from fdl.compat.rocm import gfx_processor
 from fdl.deploy._layers import PushResult, ZstdUnavailable, choose_compression, push_zstd
 from fdl.deploy._load import load_target
 from fdl.deploy._placement import ImageArchs
@@ -100,7 +101,14 @@ def archs_of_image(labels: Mapping[str, str], image: str, manifest: ImageArchs) 
             "label): fdl did not build it",
             hint="build it with fdl: fdl image build train",
         )
-    codes = tuple(sorted(set(labels.get("dev.fdl.archs", "").split()) - {"cpu"}))
+    # nvcc's codes only: a CPU build says `cpu`, a ROCm one its gfx targets or `rocm`
+    codes = tuple(
+        sorted(
+            c
+            for c in set(labels.get("dev.fdl.archs", "").split()) - {"cpu", "rocm"}
+            if not gfx_processor(c)
+        )
+    )
     found = ImageArchs(
         variant, None if cuda == "none" else cuda, codes, labels.get("dev.fdl.torch")
     )

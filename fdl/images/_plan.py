@@ -466,7 +466,9 @@ class _Planner:
                 {
                     "dev.fdl.variant": variant.name,
                     "dev.fdl.torch": variant.torch or "unknown",
-                    "dev.fdl.archs": " ".join(variant.archs) or ("cpu" if not cuda else ""),
+                    # a ROCm build: its gfx targets (floDl's `rocm` when unrecorded)
+                    "dev.fdl.archs": " ".join(variant.archs)
+                    or ("rocm" if variant.vendor == "amd" else "cpu" if not cuda else ""),
                 }
             )
         labels.update({str(k): str(v) for k, v in (raw.get("labels") or {}).items()})

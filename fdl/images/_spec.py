@@ -34,11 +34,13 @@ class VariantRef:
         torch: The PyTorch version, when known.
         cuda: The CUDA version, None for CPU.
         cudnn: Whether it uses cuDNN.
-        archs: The GPU archs it contains (``sm_86``...), sorted.
+        archs: The GPU archs it contains (``sm_86``...; ``gfx90a``... for a ROCm build), sorted.
         image: The stable name of the image fdl makes from it (the Dockerfile's
             default for ``LIBTORCH_IMAGE``).
         pinned: Named by the profile (True) rather than the active variant (False):
             the compose file then mounts exactly it, whatever is active.
+        vendor: The GPU stack it targets (``cpu``, ``nvidia``, ``amd``;
+            :func:`fdl.compat.vendors.vendor_of_variant`).
     """
 
     name: str
@@ -49,6 +51,7 @@ class VariantRef:
     archs: tuple[str, ...]
     image: str
     pinned: bool = False
+    vendor: str = "cpu"
 
     @property
     def slug(self) -> str:

@@ -21,6 +21,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from fdl.compat.rocm import gfx_sort_key
+from fdl.compat.vendors import vendor_of_variant
 from fdl.errors import UsageError
 from fdl.images._data import images_data
 from fdl.images._spec import VariantRef
@@ -43,9 +45,11 @@ VariantResolver = Callable[[str | None], VariantRef]
 def variant_ref(name: str, directory: Path | None, *, pinned: bool = False) -> VariantRef:
     """What an image needs to know about an installed variant."""
     info = variants.read_info(directory, name) if directory is not None else None
+    vendor = info.vendor if info is not None else vendor_of_variant(name)
     archs: list[str] = []
     if info is not None:
-        archs = list(info.archs_found.get("cubin") or info.archs_requested)
+        kind = "gfx" if vendor == "amd" else "cubin"
+        archs = list(info.archs_found.get(kind) or info.archs_requested)
     cuda = info.cuda if info is not None else None
     cudnn = bool(info is not None and info.cudnn)
     if cuda and not cudnn and directory is not None:
@@ -57,9 +61,10 @@ def variant_ref(name: str, directory: Path | None, *, pinned: bool = False) -> V
         torch=info.torch if info is not None else None,
         cuda=cuda,
         cudnn=cudnn,
-        archs=tuple(sorted(set(archs))),
+        archs=tuple(sorted(set(archs), key=gfx_sort_key if vendor == "amd" else None)),
         image=f"{images_data().paths['libtorch_image']}:{slug}",
         pinned=pinned,
+        vendor=vendor,
     )
 
 

@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from fdl.deploy._placement import ImageArchs
+from fdl.deploy._prepare import archs_of_image
 from fdl.errors import ManifestError, ManifestErrors, UsageError
 from fdl.images import ImageSpec, MountSpec, plan_images
+from fdl.libtorch.variants import read_info, write_info
 from fdl.manifest import load_manifest
 from tests.support.images import make_project, make_variant
 
@@ -62,6 +65,32 @@ def test_labels_record_manifest_fdl_torch_cuda_archs_variant(cpu_project: Path) 
     assert labels["org.opencontainers.image.description"] == "demo"
     assert labels["org.opencontainers.image.base.name"] == "debian:bookworm-slim"
     assert [name for name, _ in train.labels] == sorted(labels)
+
+
+def test_a_rocm_images_labels_say_its_gfx_targets_not_cpu(tmp_path: Path) -> None:
+    project = make_project(tmp_path, TRAIN)
+    # as `fdl libtorch download --rocm 7.0` records it: the gfx read from libtorch_hip.so
+    directory = make_variant(project, "precompiled/rocm70", torch="2.10.0")
+    info = read_info(directory, "precompiled/rocm70")
+    assert info is not None
+    info.archs_found["gfx"] = ["gfx90a", "gfx1030"]
+    write_info(directory, info)
+    labels = dict(plan(project, "train")[0].labels)
+    assert (labels["dev.fdl.archs"], labels["dev.fdl.cuda"]) == ("gfx90a gfx1030", "none")
+    # floDl's .arch file says the same; a ROCm tree with neither (copied in by hand): `rocm`,
+    # never `cpu`
+    (directory / "variant.json").unlink()
+    assert dict(plan(project, "train")[0].labels)["dev.fdl.archs"] == "gfx90a gfx1030"
+    (directory / ".arch").unlink()
+    assert dict(plan(project, "train")[0].labels)["dev.fdl.archs"] == "rocm"
+    # deploy reads no nvcc codes from either
+    manifest = ImageArchs("precompiled/rocm70", None, ())
+    for archs in ("gfx90a gfx1030", "rocm"):
+        found = archs_of_image(
+            {"dev.fdl.variant": "precompiled/rocm70", "dev.fdl.cuda": "none",
+             "dev.fdl.archs": archs}, "img", manifest
+        )  # fmt: skip
+        assert (found.cuda, found.codes) == (None, ())
 
 
 def test_manifest_hash_follows_the_image_sections_but_not_secret_values(
