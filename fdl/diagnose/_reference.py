@@ -54,10 +54,14 @@ def docker_fact(environ: Mapping[str, str], client_version: str | None) -> str |
 
 
 def amd_gpus(environ: Mapping[str, str]) -> tuple[list[Any], list[Any]]:
-    """The usable AMD GPUs here and the notes on unusable ones (as ``fdl probe`` finds them)."""
-    from fdl.system.survey import read_kfd, rocm_runtime
+    """The usable AMD GPUs here and the notes on unusable ones (as ``fdl probe`` finds them:
+    KFD, named by ``amd-smi``/``rocm-smi`` where present)."""
+    from fdl.runner import default_runner
+    from fdl.system.survey import read_kfd, rocm_runtime, with_smi
 
-    return read_kfd(Path("/sys"), Path("/dev/kfd"), rocm_runtime(environ))
+    devices, notes = read_kfd(Path("/sys"), Path("/dev/kfd"), rocm_runtime(environ))
+    devices, smi_notes, _ = with_smi(devices, default_runner())
+    return devices, notes + smi_notes
 
 
 def amd_json(device: Any, covered: set[str]) -> dict[str, Any]:

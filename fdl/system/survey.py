@@ -5,7 +5,10 @@ from the kernel's KFD topology (``/sys/class/kfd/kfd/topology/nodes/*/properties
 with AMD's PCI vendor id and a non-zero ``simd_count``; its ``gfx_target_version`` encodes
 the gfx name), behind the gates floDl's ``flodl-hw`` 0.8.0 applies (``src/amd.rs``): the
 device node ``/dev/kfd``, a ROCm runtime (``libhsa-runtime64.so``), and permission to open
-it. An AMD card that fails a gate is not a device but a *note* saying why.
+it. An AMD card that fails a gate is not a device but a *note* saying why. Where
+``amd-smi`` or ``rocm-smi`` is on PATH, it adds what KFD lacks (the marketing name, VRAM,
+the driver's version; :mod:`fdl.system._smi`), matched by PCI address; KFD still says
+which GPUs exist.
 
 ``FLODL_TESTING_GPU_JSON`` replaces the hardware, in floDl's format (``flodl-hw``
 ``src/testing.rs``): a JSON list of ``{vendor, arch, vram_mb, name, index}`` (``sm`` an
@@ -20,7 +23,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,9 +33,19 @@ from fdl.compat.rocm import parse_gfx
 from fdl.errors import UsageError
 
 if TYPE_CHECKING:
+    from fdl.runner import Runner
     from fdl.system.gpus import GpuReport
 
-__all__ = ["Device", "Note", "Survey", "nvidia_report", "parse_spoof", "read_kfd", "survey"]
+__all__ = [
+    "Device",
+    "Note",
+    "Survey",
+    "nvidia_report",
+    "parse_spoof",
+    "read_kfd",
+    "survey",
+    "with_smi",
+]
 
 SPOOF_ENV = "FLODL_TESTING_GPU_JSON"
 AMD_VENDOR_ID = 0x1002
@@ -54,6 +67,8 @@ class Device:
         name: ``NVIDIA GeForce GTX 1060 6GB``; ``AMD GPU gfx90a`` (KFD has no marketing name).
         arch: ``sm_61`` or ``gfx90a``.
         vram_mb: Total memory in MiB (0: not reported).
+        pci: Its PCI address (``0000:23:00.0``; ``""``: not known), how a management
+            tool's GPU is matched to KFD's.
     """
 
     index: int
@@ -61,6 +76,7 @@ class Device:
     name: str
     arch: str
     vram_mb: int
+    pci: str = ""
 
     @property
     def capability(self) -> Capability | None:
@@ -106,12 +122,14 @@ class Survey:
         notes: Findings (an AMD card without the ROCm runtime, ...).
         source: ``hardware`` or ``FLODL_TESTING_GPU_JSON``.
         nvidia_driver: The NVIDIA driver version, when there is one.
+        amd_driver: The amdgpu driver's version, when ``amd-smi``/``rocm-smi`` said it.
     """
 
     devices: tuple[Device, ...] = ()
     notes: tuple[Note, ...] = ()
     source: str = "hardware"
     nvidia_driver: str | None = None
+    amd_driver: str | None = None
 
     def vendors(self) -> set[str]:
         return {d.vendor for d in self.devices} | {n.vendor for n in self.notes}
@@ -246,7 +264,13 @@ def read_kfd(sys_root: Path, kfd: Path, rocm: Path | None) -> tuple[list[Device]
         arch = _gfx(props.get("gfx_target_version", 0))
         if arch is None:
             continue
-        found.append(Device(len(found), "amd", f"AMD GPU {arch}", arch, _memory_mb(node)))
+        pci = ""
+        if "location_id" in props:
+            from fdl.system._smi import pci_address
+
+            pci = pci_address(props.get("domain", 0), props["location_id"])
+        name = f"AMD GPU {arch}"
+        found.append(Device(len(found), "amd", name, arch, _memory_mb(node), pci))
     if not found:
         return [], []
     archs = ", ".join(d.arch for d in found)
@@ -282,6 +306,32 @@ def _memory_mb(node: Path) -> int:
     return max(sizes, default=0) // (1 << 20)
 
 
+def with_smi(devices: list[Device], run: Runner) -> tuple[list[Device], list[Note], str | None]:
+    """``devices`` (usable AMD GPUs of KFD) with what ``amd-smi``/``rocm-smi`` adds: the
+    marketing name, VRAM where KFD has none; the notes (a tool whose output was ignored);
+    the driver's version. Nothing is asked when there is no device."""
+    if not devices:
+        return devices, [], None
+    from fdl.system._smi import ask_smi
+
+    report = ask_smi(run)
+    if report.problem is not None:
+        return devices, [Note("amd", "smi_unreadable", report.problem)], None
+    merged = []
+    for device in devices:
+        said = report.gpus.get(device.pci) if device.pci else None
+        merged.append(
+            device
+            if said is None
+            else replace(
+                device,
+                name=said.name or device.name,
+                vram_mb=device.vram_mb or said.vram_mb or 0,
+            )
+        )
+    return merged, [], report.driver
+
+
 def rocm_runtime(environ: Mapping[str, str]) -> Path | None:
     """The ROCm installation whose ``lib/libhsa-runtime64.so*`` exists, in floDl's order
     (``rocm.yaml``'s ``runtime``): ``$ROCM_PATH``, ``$HIP_PATH``, ``$HSA_PATH``, ``/opt/rocm``."""
@@ -305,11 +355,13 @@ def survey(
     sys_root: Path = Path("/sys"),
     kfd: Path = Path("/dev/kfd"),
     nvidia: GpuReport | None = None,
+    runner: Runner | None = None,
 ) -> Survey:
     """The GPUs of every vendor here (or those ``FLODL_TESTING_GPU_JSON`` describes).
 
     Args:
         nvidia: The NVIDIA report when the caller has it already (detected once).
+        runner: Runs ``amd-smi``/``rocm-smi`` (default: the process-wide runner).
 
     Raises:
         UsageError: ``FLODL_TESTING_GPU_JSON`` is set and malformed.
@@ -327,7 +379,15 @@ def survey(
         if g.capability is not None
     ]
     amd, notes = read_kfd(sys_root, kfd, rocm_runtime(env))
-    return Survey(tuple(found + amd), tuple(notes), nvidia_driver=report.driver)
+    from fdl.runner import default_runner
+
+    amd, smi_notes, amd_driver = with_smi(amd, runner or default_runner())
+    return Survey(
+        tuple(found + amd),
+        tuple(notes + smi_notes),
+        nvidia_driver=report.driver,
+        amd_driver=amd_driver,
+    )
 
 
 def nvidia_report(found: Survey) -> GpuReport:

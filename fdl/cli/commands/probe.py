@@ -195,6 +195,8 @@ def _render(report: ProbeReport) -> str:
             f"  [{gpu['index']}] {printable(gpu['name'])}: {gpu['vendor']} {gpu['arch']}, "
             f"{gpu['vram_mb']} MB"
         )
+    if report.facts.survey.amd_driver:
+        lines.append(f"  amdgpu driver {printable(report.facts.survey.amd_driver)}")
     libtorch = data["libtorch"]
     lines += ["", "libtorch:"]
     if libtorch is None:
