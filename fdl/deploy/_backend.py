@@ -64,6 +64,9 @@ class DeployBackend(Protocol):
     def puller(self, target: DeployTarget) -> str:
         """What pulls the image (a row of ``fdl/data/compat/layers.yaml``)."""
 
+    def visible_note(self, target: DeployTarget, spec: str) -> str:
+        """What ``fdl --gpus SPEC`` does in this backend's jobs, in one sentence."""
+
     def check(self, target: DeployTarget, runner: Runner) -> list[str]:
         """Refuse what this host shows cannot work, before anything is built; return
         warnings about what it cannot see from here."""

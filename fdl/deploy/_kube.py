@@ -81,6 +81,7 @@ def _container(
         env += [{"name": "MASTER_ADDR", "value": "127.0.0.1"}, {"name": "RANK", "value": "0"}]
     env.append({"name": "LOCAL_RANK", "value": "0"})
     env += [{"name": k, "value": v} for k, v in target.env]
+    env += _visible_env(target)
     env += [
         {
             "name": k,
@@ -116,12 +117,22 @@ def _container(
     return container
 
 
+def _visible_env(target: DeployTarget) -> list[dict[str, Any]]:
+    """floDl's ``--gpus``: both vendors' masks, positions within the pod's GPUs."""
+    if target.visible is None:
+        return []
+    spec = ",".join(str(i) for i in target.visible)
+    return [{"name": n, "value": spec} for n in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES")]
+
+
 def _probe_container(target: DeployTarget, probe: tuple[str, ...]) -> dict[str, Any]:
     """The readiness gate: ``fdl probe`` in the target's ``probe-image``, on the GPUs the
     training container gets (the device plugin gives an init container's devices to the
     pod's containers after it)."""
     container: dict[str, Any] = {"name": PROBE_CONTAINER, "image": target.probe_image}
     container["command"] = list(probe)
+    if target.visible is not None:
+        container["env"] = _visible_env(target)
     if target.gpus_per_node:
         container["resources"] = {"limits": {"nvidia.com/gpu": str(target.gpus_per_node)}}
     return container

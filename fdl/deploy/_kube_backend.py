@@ -64,6 +64,13 @@ class KubernetesBackend:
     def puller(self, target: DeployTarget) -> str:
         return "kubernetes"
 
+    def visible_note(self, target: DeployTarget, spec: str) -> str:
+        return (
+            f"--gpus {spec}: the device plugin gives each pod {target.gpus_per_node} GPU(s), "
+            f"numbered from 0 inside it; CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES={spec} "
+            "in the training and probe containers leave the program and the probe those"
+        )
+
     def check(self, target: DeployTarget, runner: Runner) -> list[str]:
         kube_check(target.context)
         return []

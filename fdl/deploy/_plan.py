@@ -36,6 +36,7 @@ class DeployPlan:
         text: The sbatch script or the YAML stream.
         mounts: The image profile's mounts carried into a SLURM job (absolute sources).
         warnings: What the job would lose (an output directory no mount keeps).
+        gpus: What ``fdl --gpus`` does on this target (None: not given).
     """
 
     target: DeployTarget
@@ -47,6 +48,7 @@ class DeployPlan:
     text: str
     mounts: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    gpus: str | None = None
 
     @property
     def filename(self) -> str:
@@ -67,6 +69,9 @@ class DeployPlan:
             "file": self.filename,
             "mounts": [*self.mounts, *self.target.mounts],
             "warnings": list(self.warnings),
+            "gpus": None
+            if self.target.visible is None
+            else {"devices": list(self.target.visible), "note": self.gpus},
             "text": self.text,
         }
 
@@ -142,6 +147,32 @@ def probe_command(target: DeployTarget, image: str, archs: ImageArchs) -> tuple[
     )
 
 
+def visible_note(target: DeployTarget) -> str | None:
+    """What ``fdl --gpus`` does on ``target`` (None: not given), said plainly.
+
+    Raises:
+        UsageError: the target asks for no GPUs, or an index is not below its
+            ``gpus-per-node`` (a job's programs see only the GPUs it is given).
+    """
+    from fdl.errors import UsageError
+
+    if target.visible is None:
+        return None
+    spec = ",".join(str(i) for i in target.visible)
+    if target.gpus_per_node == 0:
+        raise UsageError(
+            f"--gpus {spec}: deploy target {target.name!r} asks for no GPUs (gpus-per-node: 0)",
+            hint=f"set gpus-per-node in the target at {target.origin}, or drop --gpus",
+        )
+    if target.visible[-1] >= target.gpus_per_node:
+        raise UsageError(
+            f"--gpus {spec}: target {target.name!r} gives its job {target.gpus_per_node} "
+            f"GPU(s) per node, numbered 0-{target.gpus_per_node - 1} within them",
+            hint="--gpus names positions within the job's GPUs, not the node's",
+        )
+    return backend(target.kind).visible_note(target, spec)
+
+
 def plan_deploy(
     target: DeployTarget,
     *,
@@ -172,6 +203,7 @@ def plan_deploy(
         EnvironmentProblem, UsageError: the binaries cannot run on the target's GPUs.
     """
     placement = check_placement(target, archs)
+    gpus = visible_note(target)
     remote = remote_name(target, local_image)
     repository = remote.rsplit(":", 1)[0]
     # Without a registry the image stays on this host: its ID is the content digest
@@ -204,5 +236,5 @@ def plan_deploy(
         probe=probe_command(target, image, archs),
     )
     return DeployPlan(
-        target, local_image, remote, image, job_name, placement, text, carried, warnings
+        target, local_image, remote, image, job_name, placement, text, carried, warnings, gpus
     )

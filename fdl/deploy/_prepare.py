@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from fdl.compat.rocm import gfx_processor
@@ -146,9 +146,14 @@ def build_for_deploy(
     return archs_of_image(labels, prepared.spec.tag, prepared.archs)
 
 
-def prepare(manifest: Manifest, name: str | None) -> Prepared:
-    """Load the target and plan its image profile (no program runs)."""
+def prepare(
+    manifest: Manifest, name: str | None, *, visible: tuple[int, ...] | None = None
+) -> Prepared:
+    """Load the target and plan its image profile (no program runs); ``visible``: floDl's
+    global ``--gpus`` (the devices of the job's GPUs its programs see; None: all)."""
     target = load_target(manifest, name)
+    if visible is not None:
+        target = replace(target, visible=tuple(sorted(set(visible))))
     specs = plan_images(manifest, [target.profile])
     spec = specs[0]
     if spec.kind != "train":

@@ -117,6 +117,8 @@ def launcher_argv(target: DeployTarget, mounts: tuple[str, ...] = ()) -> list[st
     """
     gpus = target.gpus_per_node > 0
     env_names = [*_RENDEZVOUS, *(name for name, _ in target.env), *target.pass_env]
+    if target.visible is not None:  # fdl --gpus: the masks each task picks (sbatch.sh.j2)
+        env_names += ["CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"]
     every_mount = (*mounts, *target.mounts)
     if target.runtime == "apptainer":
         argv = ["apptainer", "run"] + (["--nv"] if gpus else [])
@@ -174,6 +176,9 @@ def render_sbatch(
         command=" ".join(shlex.quote(word) for word in command),
         probe=" ".join(shlex.quote(word) for word in probe[1:]),
         probe_refused=PROBE_REFUSED,
+        gpus=",".join(str(i) for i in target.visible) if target.visible is not None else "",
+        # fdl --gpus: the probe judges the GPUs the tasks will see (fdl_gpus, in the script)
+        probe_wrap="bash -c 'fdl_gpus && exec \"$@\"' fdl-probe " if target.visible else "",
     )
 
 

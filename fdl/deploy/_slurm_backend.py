@@ -57,6 +57,14 @@ class SlurmBackend:
     def puller(self, target: DeployTarget) -> str:
         return target.runtime
 
+    def visible_note(self, target: DeployTarget, spec: str) -> str:
+        return (
+            f"--gpus {spec}: SLURM's gres gives each task the job's {target.gpus_per_node} "
+            f"GPU(s) of its node (it sets CUDA_VISIBLE_DEVICES); the tasks' programs and the "
+            f"probe see GPU(s) {spec} by position within those (fdl picks them from SLURM's "
+            "mask, and HIP_VISIBLE_DEVICES alike), not the node's own numbering"
+        )
+
     def check(self, target: DeployTarget, runner: Runner) -> list[str]:
         return check_runtime(target, runner)
 

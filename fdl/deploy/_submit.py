@@ -63,6 +63,8 @@ def submit_target(
     plan = prepared.plan(archs=archs)  # placement again, by what the image holds
     for text in plan.warnings:
         caution(text)
+    if plan.gpus:
+        say(plan.gpus)
     if via.carries_profile_mounts:
         _make_mount_sources(prepared)
     if target.registry is None:

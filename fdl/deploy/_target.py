@@ -69,6 +69,9 @@ class DeployTarget:
     compression: str = "auto"
     probe: bool = True
     probe_image: str | None = None
+    # floDl's global `fdl --gpus SPEC deploy ...`: the devices each task's program (and the
+    # probe) sees, by position within the GPUs the job gets on its node; None: all of them
+    visible: tuple[int, ...] | None = None
     origin: str = field(default="", compare=False)
 
     @property

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from fdl.cli.commands._common import JsonOption, group
+from fdl.cli.commands._common import JsonOption, group, visible_devices
 
 app = group(
     "deploy",
@@ -34,6 +34,12 @@ def _session(ctx: typer.Context) -> Any:
     return ctx.obj
 
 
+def _visible(session: Any) -> tuple[int, ...] | None:
+    """floDl's global ``fdl --gpus SPEC deploy ...``: the devices the job's programs and its
+    probe see, within the GPUs the job gets (None: all)."""
+    return visible_devices(session.options.gpus)
+
+
 @app.command()
 def render(ctx: typer.Context, target: TargetArg = None, as_json: JsonOption = False) -> None:
     """Print the target's sbatch script or Kubernetes YAML, the image named by the tag
@@ -45,11 +51,13 @@ def render(ctx: typer.Context, target: TargetArg = None, as_json: JsonOption = F
     from fdl.deploy import prepare
 
     session = _session(ctx)
-    plan = prepare(session.manifest(), target).plan()
+    plan = prepare(session.manifest(), target, visible=_visible(session)).plan()
     if as_json:
         session.console.json(plan.to_json())
     else:
         session.console.out(plan.text, end="")
+        if plan.gpus:
+            session.console.info(plan.gpus)
         session.console.info(
             f"the image is named by its tag {plan.image}: nothing is pushed yet; "
             f"`fdl deploy submit {plan.target.name}` pushes it and submits it by the digest "
@@ -86,7 +94,7 @@ def submit(
 
     session = _session(ctx)
     manifest = session.manifest()
-    prepared = prepare(manifest, target)
+    prepared = prepare(manifest, target, visible=_visible(session))
     plan = prepared.plan()  # placement by the manifest first: refused before any build
     if dry_run:
         check_registry(prepared)  # what submit would refuse, refused here too
@@ -95,6 +103,8 @@ def submit(
         else:
             for text in plan.warnings:
                 session.console.warn(text)
+            if plan.gpus:
+                session.console.info(plan.gpus)
             if prepared.target.registry is None:
                 where = (
                     f"would build {plan.local_image} and run it from this host's image store "
