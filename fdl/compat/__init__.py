@@ -40,97 +40,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from fdl.compat.archs import (
-        ArchList,
-        Capability,
-        Kind,
-        Target,
-        capability_info,
-        family_names,
-        gpu_driver_floor,
-        known_capabilities,
-        parse_archs,
-        parse_capability,
-    )
-    from fdl.compat.build import (
-        BuildSwitch,
-        CudnnLimit,
-        SwitchCost,
-        build_switches,
-        cmake_policy_env,
-        cudnn_limit,
-        fatbin_compression_flags,
-        max_parallel_jobs,
-        memory_per_job_gb,
-        pip_cmake,
-        switch_costs,
-        torch_nvcc_flags,
-    )
-    from fdl.compat.cuda import (
-        CudaImage,
-        DriverCheck,
-        HostCompilers,
-        PtxJitFloor,
-        Toolkit,
-        check_driver,
-        check_gpu_driver,
-        choose_toolkit,
-        compilable_toolkits,
-        host_compilers,
-        image_tag,
-        ptx_jit_driver,
-        ptx_jit_floor,
-        toolkit,
-        toolkits,
-        uncompilable_reason,
-    )
-    from fdl.compat.downloads import (
-        ArchiveLayout,
-        archive_layout,
-        current_platform,
-        libtorch_filename,
-        libtorch_platforms,
-        libtorch_url,
-        needs_user_agent,
-    )
-    from fdl.compat.gpus import capability_from_name
-    from fdl.compat.pytorch import (
-        BuildConstraints,
-        NewerRelease,
-        Observation,
-        Release,
-        SourceRequirements,
-        ToolkitChoice,
-        Variant,
-        VariantChoice,
-        build_constraints,
-        buildable_toolkits,
-        choose_variant,
-        default_torch_version,
-        learned_path,
-        learned_release,
-        newer_release_covering,
-        older_release_covering,
-        preferred_toolkit,
-        release,
-        releases,
-        releases_that_build,
-        resolve_torch_version,
-        source_requirements,
-        tables_reviewed,
-        tested_cuda,
-        variant_targets,
-        wheel_variant_problem,
-    )
-    from fdl.compat.rules import Match, Verdict, covers, runs_on
-    from fdl.compat.runtime import (
-        RuntimeLibrary,
-        image_flavour_libraries,
-        injected_libraries,
-        is_switched_off,
-        library_for_soname,
-        runtime_libraries,
-    )
 
 __all__ = [
     "ArchList",
@@ -231,6 +140,99 @@ __all__ = [
     "wheel_variant_problem",
 ]
 
+# <lazy-exports> generated from the modules' __all__ by `python -m fdl._lazy_tables --write`
+if TYPE_CHECKING:
+    from fdl.compat.archs import (
+        ArchList,
+        Capability,
+        Kind,
+        Target,
+        capability_info,
+        family_names,
+        gpu_driver_floor,
+        known_capabilities,
+        parse_archs,
+        parse_capability,
+    )
+    from fdl.compat.build import (
+        BuildSwitch,
+        CudnnLimit,
+        SwitchCost,
+        build_switches,
+        cmake_policy_env,
+        cudnn_limit,
+        fatbin_compression_flags,
+        max_parallel_jobs,
+        memory_per_job_gb,
+        pip_cmake,
+        switch_costs,
+        torch_nvcc_flags,
+    )
+    from fdl.compat.cuda import (
+        CudaImage,
+        DriverCheck,
+        HostCompilers,
+        PtxJitFloor,
+        Toolkit,
+        check_driver,
+        check_gpu_driver,
+        choose_toolkit,
+        compilable_toolkits,
+        host_compilers,
+        image_tag,
+        ptx_jit_driver,
+        ptx_jit_floor,
+        toolkit,
+        toolkits,
+        uncompilable_reason,
+    )
+    from fdl.compat.downloads import (
+        ArchiveLayout,
+        archive_layout,
+        current_platform,
+        libtorch_filename,
+        libtorch_platforms,
+        libtorch_url,
+        needs_user_agent,
+    )
+    from fdl.compat.gpus import capability_from_name
+    from fdl.compat.pytorch import (
+        BuildConstraints,
+        NewerRelease,
+        Observation,
+        Release,
+        SourceRequirements,
+        ToolkitChoice,
+        Variant,
+        VariantChoice,
+        build_constraints,
+        buildable_toolkits,
+        choose_variant,
+        default_torch_version,
+        learned_path,
+        learned_release,
+        newer_release_covering,
+        older_release_covering,
+        preferred_toolkit,
+        release,
+        releases,
+        releases_that_build,
+        resolve_torch_version,
+        source_requirements,
+        tables_reviewed,
+        tested_cuda,
+        variant_targets,
+        wheel_variant_problem,
+    )
+    from fdl.compat.rules import Match, Verdict, covers, runs_on
+    from fdl.compat.runtime import (
+        RuntimeLibrary,
+        image_flavour_libraries,
+        injected_libraries,
+        is_switched_off,
+        library_for_soname,
+        runtime_libraries,
+    )
 _HOMES = {
     "ArchList": "archs",
     "Capability": "archs",
@@ -315,6 +317,7 @@ _HOMES = {
     "library_for_soname": "runtime",
     "runtime_libraries": "runtime",
 }
+# </lazy-exports>
 
 
 def __getattr__(name: str) -> Any:
