@@ -8,7 +8,9 @@ Modules:
     archs: parse/render arch lists (``6.1;12.0+PTX``, gencode flags, ``sm61-sm120``).
     rules: whether code for some targets runs on a GPU (:func:`runs_on`).
     cuda: toolkits, which can compile what, host compilers, driver floor, image tags.
-    pytorch: releases, official variants and their archs, :func:`choose_variant`.
+    pytorch: releases, official variants and their archs.
+    choice: which official variant runs on some GPUs, :func:`choose_variant`.
+    source_build: what building a release from source accepts, the toolkit to build with.
     downloads: libtorch URLs and archive layout.
     runtime: run-time libraries of a CUDA libtorch and where they come from.
     build: source-build switches, memory per job, fatbin compression, cuDNN limits.
@@ -168,6 +170,12 @@ if TYPE_CHECKING:
         switch_costs,
         torch_nvcc_flags,
     )
+    from fdl.compat.choice import (
+        VariantChoice,
+        choose_variant,
+        newer_release_covering,
+        older_release_covering,
+    )
     from fdl.compat.cuda import (
         CudaImage,
         DriverCheck,
@@ -197,30 +205,19 @@ if TYPE_CHECKING:
     )
     from fdl.compat.gpus import capability_from_name
     from fdl.compat.pytorch import (
-        BuildConstraints,
         NewerRelease,
         Observation,
         Release,
         SourceRequirements,
-        ToolkitChoice,
         Variant,
-        VariantChoice,
-        build_constraints,
-        buildable_toolkits,
-        choose_variant,
         default_torch_version,
         learned_path,
         learned_release,
-        newer_release_covering,
-        older_release_covering,
-        preferred_toolkit,
         release,
         releases,
-        releases_that_build,
         resolve_torch_version,
         source_requirements,
         tables_reviewed,
-        tested_cuda,
         variant_targets,
         wheel_variant_problem,
     )
@@ -232,6 +229,15 @@ if TYPE_CHECKING:
         is_switched_off,
         library_for_soname,
         runtime_libraries,
+    )
+    from fdl.compat.source_build import (
+        BuildConstraints,
+        ToolkitChoice,
+        build_constraints,
+        buildable_toolkits,
+        preferred_toolkit,
+        releases_that_build,
+        tested_cuda,
     )
 _HOMES = {
     "ArchList": "archs",
@@ -256,6 +262,10 @@ _HOMES = {
     "pip_cmake": "build",
     "switch_costs": "build",
     "torch_nvcc_flags": "build",
+    "VariantChoice": "choice",
+    "choose_variant": "choice",
+    "newer_release_covering": "choice",
+    "older_release_covering": "choice",
     "CudaImage": "cuda",
     "DriverCheck": "cuda",
     "HostCompilers": "cuda",
@@ -280,30 +290,19 @@ _HOMES = {
     "libtorch_url": "downloads",
     "needs_user_agent": "downloads",
     "capability_from_name": "gpus",
-    "BuildConstraints": "pytorch",
     "NewerRelease": "pytorch",
     "Observation": "pytorch",
     "Release": "pytorch",
     "SourceRequirements": "pytorch",
-    "ToolkitChoice": "pytorch",
     "Variant": "pytorch",
-    "VariantChoice": "pytorch",
-    "build_constraints": "pytorch",
-    "buildable_toolkits": "pytorch",
-    "choose_variant": "pytorch",
     "default_torch_version": "pytorch",
     "learned_path": "pytorch",
     "learned_release": "pytorch",
-    "newer_release_covering": "pytorch",
-    "older_release_covering": "pytorch",
-    "preferred_toolkit": "pytorch",
     "release": "pytorch",
     "releases": "pytorch",
-    "releases_that_build": "pytorch",
     "resolve_torch_version": "pytorch",
     "source_requirements": "pytorch",
     "tables_reviewed": "pytorch",
-    "tested_cuda": "pytorch",
     "variant_targets": "pytorch",
     "wheel_variant_problem": "pytorch",
     "Match": "rules",
@@ -316,6 +315,13 @@ _HOMES = {
     "is_switched_off": "runtime",
     "library_for_soname": "runtime",
     "runtime_libraries": "runtime",
+    "BuildConstraints": "source_build",
+    "ToolkitChoice": "source_build",
+    "build_constraints": "source_build",
+    "buildable_toolkits": "source_build",
+    "preferred_toolkit": "source_build",
+    "releases_that_build": "source_build",
+    "tested_cuda": "source_build",
 }
 # </lazy-exports>
 
