@@ -1,7 +1,7 @@
 """The lazy packages' export tables, generated from their modules' ``__all__``.
 
 A lazy package (:mod:`fdl._lazy`) keeps its public names in ``__all__`` (written by hand:
-what it promises) and, between the markers below, a generated section: the imports its type
+what it promises) and, between the markers :data:`BEGIN` and :data:`END`, a generated section: the imports its type
 checker reads and ``_HOMES``, the module each name is imported from on first use. The home
 of a name is the child module (or subpackage) whose ``__all__`` lists it; where several do,
 the one that defines it. Nothing is imported: the modules are read as text (start-up pays
@@ -169,8 +169,11 @@ def refresh(package: Path, *, write: bool) -> bool:
     """True when ``package``'s section is current; with ``write``, make it so."""
     init = package / "__init__.py"
     text = init.read_text(encoding="utf-8")
-    start = text.index(BEGIN)
-    stop = text.index(END, start) + len(END) + 1
+    start = text.find(BEGIN)
+    stop = text.find(END, start) if start >= 0 else -1
+    if stop < 0:
+        raise TableError(f"{_dotted(package)}: no {BEGIN} ... {END} section")
+    stop += len(END) + 1
     fresh = text[:start] + generated_section(package) + text[stop:]
     if fresh == text:
         return True

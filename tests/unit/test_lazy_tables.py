@@ -97,3 +97,11 @@ def test_a_name_two_modules_define_is_refused(tmp_path: Path) -> None:
 
 def test_the_check_passes_on_this_tree(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--check"]) == 0, capsys.readouterr()
+
+
+def test_a_section_without_its_end_marker_is_refused(tmp_path: Path) -> None:
+    package = _package(
+        tmp_path, INIT.replace("# </lazy-exports>\n", ""), _things='__all__ = ["Thing"]\n'
+    )
+    with pytest.raises(TableError, match="no # <lazy-exports>"):
+        refresh(package, write=True)
