@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from fdl._upward import EXAMPLE_SUFFIXES, MANIFEST_NAMES, upward
+from fdl._upward import EXAMPLE_SUFFIXES, MANIFEST_NAMES, only_one, upward
 from fdl.errors import Location, ManifestError, ManifestNotFound, UsageError
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode
 
@@ -183,30 +183,27 @@ def find_in_directory(directory: Path) -> Discovered | None:
     Raises:
         ManifestError: when two candidates of the same rank exist.
     """
-    real = [directory / name for name in BASE_NAMES if is_file(directory / name)]
-    if len(real) > 1:
-        names = " and ".join(p.name for p in real)
-        raise ManifestError(
-            f"{directory}: found both {names}; fdl will not pick one silently",
-            hint="remove or rename one of them, or choose one with -f/--manifest",
-        )
-    if real:
-        return Discovered(real[0])
+    real = only_one(
+        [directory / name for name in BASE_NAMES if is_file(directory / name)],
+        str(directory),
+        "; fdl will not pick one silently",
+        hint="remove or rename one of them, or choose one with -f/--manifest",
+    )
+    if real is not None:
+        return Discovered(real)
     examples = [
         directory / (name + suffix)
         for name in BASE_NAMES
         for suffix in EXAMPLE_SUFFIXES
         if is_file(directory / (name + suffix))
     ]
-    if len(examples) > 1:
-        names = " and ".join(p.name for p in examples)
-        raise ManifestError(
-            f"{directory}: found both {names} and no fdl.yml",
-            hint="keep one example file, or create fdl.yml",
-        )
-    if examples:
-        return Discovered(examples[0], example=True)
-    return None
+    example = only_one(
+        examples,
+        str(directory),
+        " and no fdl.yml",
+        hint="keep one example file, or create fdl.yml",
+    )
+    return Discovered(example, example=True) if example is not None else None
 
 
 def discover(start: Path, explicit: Path | None = None) -> Discovered:
@@ -285,15 +282,14 @@ def find_overlay(directory: Path, env: str, *, required: bool) -> Path | None:
             f"invalid environment name {_short(repr(env))}",
             hint="use up to 100 letters, digits, '-' and '_' (e.g. `--env ci`)",
         )
-    existing = [p for p in overlay_candidates(directory, env) if is_file(p, "overlay")]
-    if len(existing) > 1:
-        names = " and ".join(p.name for p in existing)
-        raise ManifestError(
-            f"{directory}: found both {names} for environment {env!r}",
-            hint="keep one of them",
-        )
-    if existing:
-        return existing[0]
+    existing = only_one(
+        [p for p in overlay_candidates(directory, env) if is_file(p, "overlay")],
+        str(directory),
+        f" for environment {env!r}",
+        hint="keep one of them",
+    )
+    if existing is not None:
+        return existing
     if required:
         for candidate in overlay_candidates(directory, env):
             kind = _not_a_file(candidate)
