@@ -19,6 +19,7 @@ __all__ = [
     "file_sha256",
     "first_line",
     "leaves",
+    "link_tree",
     "load_toml",
     "output_refusal",
     "read_small_text",
@@ -235,6 +236,25 @@ def copy_tree(source: Path, destination: Path, *, links_inside: bool = False) ->
         shutil.copytree(source, destination, symlinks=True, copy_function=copy)
     except _CopyFailed as failed:
         raise failed.error from None
+
+
+def link_tree(source: Path, destination: Path, *, skip: frozenset[str]) -> None:
+    """Copy ``source`` into a build context at ``destination`` (not yet existing): files
+    hard-linked where the file system allows (else copied), links kept as links, and the
+    names in ``skip`` left out at the top (``build``, ``.git``)."""
+    import shutil
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        return set(skip & set(names)) if Path(directory) == source else set()
+
+    def link(src: str, dst: str) -> object:
+        try:
+            os.link(src, dst)
+            return dst
+        except OSError:
+            return shutil.copy2(src, dst)
+
+    shutil.copytree(source, destination, symlinks=True, ignore=ignore, copy_function=link)
 
 
 def _special_file(root: Path) -> tuple[Path, str] | None:

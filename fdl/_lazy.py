@@ -1,6 +1,7 @@
 """A package's names imported on first use (PEP 562's module ``__getattr__``): a package
 lists where each name lives and imports none of its modules until one is asked for, so a
-command pays only for the modules it uses (start-up time)."""
+command pays only for the modules it uses (start-up time). The tables are generated from the
+modules' ``__all__`` (:mod:`fdl._lazy_tables`)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["EXAMPLE_SUFFIXES", "MANIFEST_NAMES", "upward"]
+from fdl.errors import ManifestError
+
+__all__ = ["EXAMPLE_SUFFIXES", "MANIFEST_NAMES", "only_one", "upward"]
 
 # The names a project manifest has, and the suffixes of its read-only examples.
 MANIFEST_NAMES = ("fdl.yml", "fdl.yaml", "fdl.json")
@@ -21,3 +23,16 @@ def upward(start: Path) -> Iterator[Path]:
     current = start.resolve()
     yield current
     yield from current.parents
+
+
+def only_one(found: list[Path], where: str, why: str, hint: str) -> Path | None:
+    """The one file of ``found`` (None when there is none): where two compete (``fdl.yml``
+    beside ``fdl.yaml``), fdl does not pick one silently.
+
+    Raises:
+        ManifestError: ``{where}: found both {names}{why}``, with ``hint``.
+    """
+    if len(found) > 1:
+        names = " and ".join(p.name for p in found)
+        raise ManifestError(f"{where}: found both {names}{why}", hint=hint)
+    return found[0] if found else None

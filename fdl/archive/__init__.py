@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from fdl.archive._plan import ArchiveError
 from fdl.archive._remote import Span, ZipMember, extract_span, plan_spans, zip_members
-from fdl.archive._staging import ExtractResult, remove_stale_staging
+from fdl.archive._staging import ExtractResult, make_staging, publish, remove_stale_staging
 from fdl.archive._tar import read_tar_members, safe_extract_tar
 from fdl.archive._zip import read_member, safe_extract_zip, test_zip
 
@@ -28,7 +28,9 @@ __all__ = [
     "Span",
     "ZipMember",
     "extract_span",
+    "make_staging",
     "plan_spans",
+    "publish",
     "read_member",
     "read_tar_members",
     "remove_stale_staging",

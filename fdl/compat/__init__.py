@@ -8,7 +8,9 @@ Modules:
     archs: parse/render arch lists (``6.1;12.0+PTX``, gencode flags, ``sm61-sm120``).
     rules: whether code for some targets runs on a GPU (:func:`runs_on`).
     cuda: toolkits, which can compile what, host compilers, driver floor, image tags.
-    pytorch: releases, official variants and their archs, :func:`choose_variant`.
+    pytorch: releases, official variants and their archs.
+    choice: which official variant runs on some GPUs, :func:`choose_variant`.
+    source_build: what building a release from source accepts, the toolkit to build with.
     downloads: libtorch URLs and archive layout.
     runtime: run-time libraries of a CUDA libtorch and where they come from.
     build: source-build switches, memory per job, fatbin compression, cuDNN limits.
@@ -40,97 +42,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from fdl.compat.archs import (
-        ArchList,
-        Capability,
-        Kind,
-        Target,
-        capability_info,
-        family_names,
-        gpu_driver_floor,
-        known_capabilities,
-        parse_archs,
-        parse_capability,
-    )
-    from fdl.compat.build import (
-        BuildSwitch,
-        CudnnLimit,
-        SwitchCost,
-        build_switches,
-        cmake_policy_env,
-        cudnn_limit,
-        fatbin_compression_flags,
-        max_parallel_jobs,
-        memory_per_job_gb,
-        pip_cmake,
-        switch_costs,
-        torch_nvcc_flags,
-    )
-    from fdl.compat.cuda import (
-        CudaImage,
-        DriverCheck,
-        HostCompilers,
-        PtxJitFloor,
-        Toolkit,
-        check_driver,
-        check_gpu_driver,
-        choose_toolkit,
-        compilable_toolkits,
-        host_compilers,
-        image_tag,
-        ptx_jit_driver,
-        ptx_jit_floor,
-        toolkit,
-        toolkits,
-        uncompilable_reason,
-    )
-    from fdl.compat.downloads import (
-        ArchiveLayout,
-        archive_layout,
-        current_platform,
-        libtorch_filename,
-        libtorch_platforms,
-        libtorch_url,
-        needs_user_agent,
-    )
-    from fdl.compat.gpus import capability_from_name
-    from fdl.compat.pytorch import (
-        BuildConstraints,
-        NewerRelease,
-        Observation,
-        Release,
-        SourceRequirements,
-        ToolkitChoice,
-        Variant,
-        VariantChoice,
-        build_constraints,
-        buildable_toolkits,
-        choose_variant,
-        default_torch_version,
-        learned_path,
-        learned_release,
-        newer_release_covering,
-        older_release_covering,
-        preferred_toolkit,
-        release,
-        releases,
-        releases_that_build,
-        resolve_torch_version,
-        source_requirements,
-        tables_reviewed,
-        tested_cuda,
-        variant_targets,
-        wheel_variant_problem,
-    )
-    from fdl.compat.rules import Match, Verdict, covers, runs_on
-    from fdl.compat.runtime import (
-        RuntimeLibrary,
-        image_flavour_libraries,
-        injected_libraries,
-        is_switched_off,
-        library_for_soname,
-        runtime_libraries,
-    )
 
 __all__ = [
     "ArchList",
@@ -231,6 +142,103 @@ __all__ = [
     "wheel_variant_problem",
 ]
 
+# <lazy-exports> generated from the modules' __all__ by `python -m fdl._lazy_tables --write`
+if TYPE_CHECKING:
+    from fdl.compat.archs import (
+        ArchList,
+        Capability,
+        Kind,
+        Target,
+        capability_info,
+        family_names,
+        gpu_driver_floor,
+        known_capabilities,
+        parse_archs,
+        parse_capability,
+    )
+    from fdl.compat.build import (
+        BuildSwitch,
+        CudnnLimit,
+        SwitchCost,
+        build_switches,
+        cmake_policy_env,
+        cudnn_limit,
+        fatbin_compression_flags,
+        max_parallel_jobs,
+        memory_per_job_gb,
+        pip_cmake,
+        switch_costs,
+        torch_nvcc_flags,
+    )
+    from fdl.compat.choice import (
+        VariantChoice,
+        choose_variant,
+        newer_release_covering,
+        older_release_covering,
+    )
+    from fdl.compat.cuda import (
+        CudaImage,
+        DriverCheck,
+        HostCompilers,
+        PtxJitFloor,
+        Toolkit,
+        check_driver,
+        check_gpu_driver,
+        choose_toolkit,
+        compilable_toolkits,
+        host_compilers,
+        image_tag,
+        ptx_jit_driver,
+        ptx_jit_floor,
+        toolkit,
+        toolkits,
+        uncompilable_reason,
+    )
+    from fdl.compat.downloads import (
+        ArchiveLayout,
+        archive_layout,
+        current_platform,
+        libtorch_filename,
+        libtorch_platforms,
+        libtorch_url,
+        needs_user_agent,
+    )
+    from fdl.compat.gpus import capability_from_name
+    from fdl.compat.pytorch import (
+        NewerRelease,
+        Observation,
+        Release,
+        SourceRequirements,
+        Variant,
+        default_torch_version,
+        learned_path,
+        learned_release,
+        release,
+        releases,
+        resolve_torch_version,
+        source_requirements,
+        tables_reviewed,
+        variant_targets,
+        wheel_variant_problem,
+    )
+    from fdl.compat.rules import Match, Verdict, covers, runs_on
+    from fdl.compat.runtime import (
+        RuntimeLibrary,
+        image_flavour_libraries,
+        injected_libraries,
+        is_switched_off,
+        library_for_soname,
+        runtime_libraries,
+    )
+    from fdl.compat.source_build import (
+        BuildConstraints,
+        ToolkitChoice,
+        build_constraints,
+        buildable_toolkits,
+        preferred_toolkit,
+        releases_that_build,
+        tested_cuda,
+    )
 _HOMES = {
     "ArchList": "archs",
     "Capability": "archs",
@@ -254,6 +262,10 @@ _HOMES = {
     "pip_cmake": "build",
     "switch_costs": "build",
     "torch_nvcc_flags": "build",
+    "VariantChoice": "choice",
+    "choose_variant": "choice",
+    "newer_release_covering": "choice",
+    "older_release_covering": "choice",
     "CudaImage": "cuda",
     "DriverCheck": "cuda",
     "HostCompilers": "cuda",
@@ -278,30 +290,19 @@ _HOMES = {
     "libtorch_url": "downloads",
     "needs_user_agent": "downloads",
     "capability_from_name": "gpus",
-    "BuildConstraints": "pytorch",
     "NewerRelease": "pytorch",
     "Observation": "pytorch",
     "Release": "pytorch",
     "SourceRequirements": "pytorch",
-    "ToolkitChoice": "pytorch",
     "Variant": "pytorch",
-    "VariantChoice": "pytorch",
-    "build_constraints": "pytorch",
-    "buildable_toolkits": "pytorch",
-    "choose_variant": "pytorch",
     "default_torch_version": "pytorch",
     "learned_path": "pytorch",
     "learned_release": "pytorch",
-    "newer_release_covering": "pytorch",
-    "older_release_covering": "pytorch",
-    "preferred_toolkit": "pytorch",
     "release": "pytorch",
     "releases": "pytorch",
-    "releases_that_build": "pytorch",
     "resolve_torch_version": "pytorch",
     "source_requirements": "pytorch",
     "tables_reviewed": "pytorch",
-    "tested_cuda": "pytorch",
     "variant_targets": "pytorch",
     "wheel_variant_problem": "pytorch",
     "Match": "rules",
@@ -314,7 +315,15 @@ _HOMES = {
     "is_switched_off": "runtime",
     "library_for_soname": "runtime",
     "runtime_libraries": "runtime",
+    "BuildConstraints": "source_build",
+    "ToolkitChoice": "source_build",
+    "build_constraints": "source_build",
+    "buildable_toolkits": "source_build",
+    "preferred_toolkit": "source_build",
+    "releases_that_build": "source_build",
+    "tested_cuda": "source_build",
 }
+# </lazy-exports>
 
 
 def __getattr__(name: str) -> Any:

@@ -1,7 +1,8 @@
-"""Official PyTorch releases: CUDA variants, the archs they contain, source-build needs.
+"""Official PyTorch releases: their CUDA variants and the archs they contain.
 
-Read from ``fdl/data/compat/pytorch.yaml``. :func:`choose_variant` answers "which official
-build runs on these GPUs" with the reason, and says so when none does (sm_61 + sm_120).
+Read from ``fdl/data/compat/pytorch.yaml``. Which official build runs on some GPUs is
+:mod:`fdl.compat.choice`; what building a release from source accepts,
+:mod:`fdl.compat.source_build`.
 """
 
 from __future__ import annotations
@@ -20,36 +21,26 @@ from fdl.compat._data import (
     verified,
     version_key,
 )
-from fdl.compat.archs import ArchList, Capability, Target, parse_archs, parse_capability
-from fdl.compat.cuda import check_driver, compilable_toolkits, uncompilable_reason
-from fdl.compat.rules import Match, Verdict, covers
+from fdl.compat.archs import ArchList, parse_archs
 from fdl.errors import UsageError
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 __all__ = [
-    "BuildConstraints",
     "NewerRelease",
     "Observation",
     "Release",
     "SourceRequirements",
     "Variant",
-    "VariantChoice",
-    "build_constraints",
-    "buildable_toolkits",
-    "choose_variant",
     "default_torch_version",
     "learned_path",
     "learned_release",
-    "preferred_toolkit",
     "release",
     "releases",
-    "releases_that_build",
     "resolve_torch_version",
     "source_requirements",
     "tables_reviewed",
-    "tested_cuda",
     "variant_targets",
     "wheel_variant_problem",
 ]
@@ -59,7 +50,7 @@ X86 = "linux-x86_64"
 # How an official build is published: LibTorch zips (archives) and torch wheels.
 FORMS = ("archive", "wheel")
 # Platforms whose builds are the `releases` entries (the libtorch zips' variant names).
-_X86_LIKE = (X86, "windows-x86_64")
+X86_LIKE = (X86, "windows-x86_64")
 
 
 class NewerRelease(UsageError):
@@ -171,7 +162,7 @@ class Release:
         LibTorch zips, what fdl downloads; ``wheel``: the torch wheels, which include
         wheel-only CUDA variants); ``linux-arm64``: the PyPI aarch64 wheel's build; a
         platform the tables do not list has none."""
-        if platform in _X86_LIKE:
+        if platform in X86_LIKE:
             return tuple(v for v in self.variants if form in v.forms)
         return dict(self.others).get(platform, ())
 
@@ -187,8 +178,8 @@ class Release:
             if variant.name == name:
                 return variant
         names = ", ".join(v.name for v in found) or "none"
-        on = "" if platform in _X86_LIKE else f" for {platform}"
-        other = next((v for v in self.variants if v.name == name and platform in _X86_LIKE), None)
+        on = "" if platform in X86_LIKE else f" for {platform}"
+        other = next((v for v in self.variants if v.name == name and platform in X86_LIKE), None)
         if other is not None:
             raise UsageError(
                 f"PyTorch {_patches_text(self, other)} publishes {name} only as "
@@ -237,31 +228,6 @@ def wheel_variant_problem(version: str, variant: str) -> str | None:
         return None
     listed = ", ".join(v.name for v in wheels) or "none"
     return f"PyTorch {full} has no {variant} wheel (its wheels: {listed})"
-
-
-@dataclass(frozen=True)
-class VariantChoice:
-    """The official build chosen for a set of GPUs, or why there is none.
-
-    Attributes:
-        torch_version: The full torch version considered (``2.14.1``).
-        variant: The chosen build, None when no official build covers every GPU.
-        verdicts: How each GPU runs the chosen build.
-        reason: One line for a user.
-        rejected: (variant name, why) for every build not chosen.
-        build_toolkits: When none fits, the CUDA versions that can compile all the GPUs.
-    """
-
-    torch_version: str
-    variant: Variant | None
-    verdicts: tuple[Verdict, ...]
-    reason: str
-    rejected: tuple[tuple[str, str], ...] = ()
-    build_toolkits: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return self.variant is not None
 
 
 def _variant(release_version: str, entry: dict[str, Any]) -> Variant:
@@ -475,341 +441,3 @@ def variant_targets(version: str | None, variant: str) -> ArchList:
     """The archs the official ``variant`` binary of ``version`` contains."""
     full = resolve_torch_version(version)
     return release(full).variant(variant).targets_for(full)
-
-
-def _quality(verdicts: list[Verdict]) -> int:
-    return max(v.match.rank for v in verdicts)
-
-
-def choose_variant(
-    gpus: Iterable[Capability | str],
-    torch_version: str | None = None,
-    *,
-    driver: str | None = None,
-    platform: str = X86,
-) -> VariantChoice:
-    """The official build that runs on every GPU, or why none does.
-
-    Preference among builds that cover every GPU: native cubins over compatible cubins over
-    PTX JIT, then PyPI's default build, then the newest CUDA. Builds the driver is too old
-    for are rejected. No GPU: the CPU build.
-
-    Args:
-        gpus: Capabilities of the GPUs (``"6.1"``, ``Capability(12, 0)``).
-        torch_version: ``2.14`` / ``2.14.1``; the newest known when None.
-        driver: The NVIDIA driver version, to reject builds that need a newer one.
-        platform: ``linux-x86_64`` (default), ``linux-arm64``, ``macos-arm64``: only that
-            platform's builds are considered.
-    """
-    full = resolve_torch_version(torch_version)
-    rel = release(full)
-    caps = sorted({parse_capability(g) if isinstance(g, str) else g for g in gpus})
-    if not caps:
-        cpu = next(v for v in rel.variants_on(platform) if v.is_cpu)
-        return VariantChoice(full, cpu, (), "no NVIDIA GPU: the CPU build")
-    fitting, rejected = _ranked(full, caps, driver, platform)
-    if fitting:
-        _, chosen, verdicts = fitting[0]
-        chosen_rejects = [(v.name, "covers the GPUs, but ranked lower") for _, v, _ in fitting[1:]]
-        return VariantChoice(
-            full, chosen, tuple(verdicts), _why(chosen, verdicts), tuple(rejected + chosen_rejects)
-        )
-    if platform not in _X86_LIKE and not rejected:
-        return VariantChoice(
-            full, None, (), f"PyTorch {full} has no official CUDA build for {platform}"
-        )
-    return _none_fits(full, caps, rejected, driver, platform)
-
-
-def _ranked(
-    full: str, caps: list[Capability], driver: str | None, platform: str
-) -> tuple[list[tuple[_Rank, Variant, list[Verdict]]], list[tuple[str, str]]]:
-    """The CUDA builds of ``full`` on ``platform`` that run on every GPU, best first, and
-    (name, why) for the others."""
-    fitting: list[tuple[_Rank, Variant, list[Verdict]]] = []
-    rejected: list[tuple[str, str]] = []
-    for variant in release(full).variants_on(platform):
-        if variant.is_cpu:
-            continue
-        assessed = _assess(variant, full, caps, driver)
-        if isinstance(assessed, str):
-            rejected.append((variant.name, assessed))
-        else:
-            fitting.append((assessed[0], variant, assessed[1]))
-    fitting.sort(key=lambda item: item[0])
-    return fitting, rejected
-
-
-_Rank = tuple[int, int, tuple[int, ...]]
-
-
-def _assess(
-    variant: Variant, full: str, caps: list[Capability], driver: str | None
-) -> tuple[_Rank, list[Verdict]] | str:
-    """How well ``variant`` fits the GPUs (lower rank is better), or why it does not."""
-    assert variant.cuda is not None
-    verdicts = covers(variant.targets_for(full), caps)
-    missing = [v for v in verdicts if not v.ok]
-    if missing:
-        return f"no code for {', '.join(v.gpu.label() for v in missing)}"
-    ptx = any(v.match is Match.PTX for v in verdicts)
-    if driver is not None and not (check := check_driver(driver, variant.cuda, ptx=ptx)).ok:
-        return check.reason
-    cuda = tuple(-p for p in version_key(variant.cuda))
-    return (_quality(verdicts), 0 if variant.default else 1, cuda), verdicts
-
-
-def _or_join(items: list[str], word: str) -> str:
-    if len(items) <= 1:
-        return "".join(items)
-    return f"{', '.join(items[:-1])} {word} {items[-1]}"
-
-
-def _why(variant: Variant, verdicts: list[Verdict]) -> str:
-    how = "; ".join(f"{v.gpu.sm}: {v.reason}" for v in verdicts)
-    return f"{variant.name} runs on every GPU ({how})"
-
-
-def _none_fits(
-    full: str,
-    caps: list[Capability],
-    rejected: list[tuple[str, str]],
-    driver: str | None,
-    platform: str,
-) -> VariantChoice:
-    archs = ArchList.of(Target(c) for c in caps)
-    able = tuple(
-        t.version
-        for t in reversed(buildable_toolkits(full, archs))
-        if driver is None or check_driver(driver, t.version).ok
-    )
-    names = _or_join([c.sm for c in caps], "and")
-    together = " together" if len(caps) > 1 else ""
-    why = "; ".join(f"{name}: {text}" for name, text in rejected)
-    reason = f"no official PyTorch {full} build covers {names}{together} ({why})"
-    newer = newer_release_covering(caps, full, driver, platform)
-    if able:
-        choice = preferred_toolkit(full, archs, driver)
-        reason += f"; build from source with CUDA {choice.version} ({choice.why})"
-    elif newer is not None:
-        version, variant = newer
-        reason += (
-            f"; torch {full} cannot be built for them either: use torch {version} or newer "
-            f"({variant} covers {names})"
-        )
-    elif compilable_toolkits(archs):
-        others = releases_that_build(archs)
-        instead = f": build torch {others[0]} from source" if others else ""
-        reason += f"; torch {full} cannot be built for them{instead}"
-    else:
-        reason += f"; no CUDA toolkit compiles them together ({uncompilable_reason(archs)})"
-    return VariantChoice(full, None, (), reason, tuple(rejected), able)
-
-
-def newer_release_covering(
-    gpus: Iterable[Capability], version: str, driver: str | None = None, platform: str = X86
-) -> tuple[str, str] | None:
-    """The oldest release newer than ``version`` with an official build for every GPU:
-    (its newest patch, the build), or None."""
-    caps = list(gpus)
-    for candidate in releases():
-        if version_key(candidate.latest) <= version_key(version):
-            continue
-        fitting, _ = _ranked(candidate.latest, caps, driver, platform)
-        if fitting:
-            return candidate.latest, fitting[0][1].name
-    return None
-
-
-def older_release_covering(
-    gpus: Iterable[Capability], version: str, driver: str | None = None, platform: str = X86
-) -> tuple[str, str] | None:
-    """The newest release older than ``version`` with an official build for every GPU:
-    (its newest patch, the build), or None. For GPUs a release dropped (Pascal in 2.15)."""
-    caps = list(gpus)
-    for candidate in reversed(releases()):
-        if version_key(candidate.latest) >= version_key(version):
-            continue
-        fitting, _ = _ranked(candidate.latest, caps, driver, platform)
-        if fitting:
-            return candidate.latest, fitting[0][1].name
-    return None
-
-
-# --- what building a release from source accepts ----------------------------------------------
-
-
-@dataclass(frozen=True)
-class BuildConstraints:
-    """What building PyTorch ``torch`` from source accepts (``build_constraints`` in
-    pytorch.yaml), each rule with its source.
-
-    Attributes:
-        torch: The release (``2.10.0``).
-        cuda_min: The oldest CUDA its CMake accepts.
-        cuda_major_max: The newest CUDA major it builds with.
-        two_digit_major: Whether TORCH_CUDA_ARCH_LIST takes ``10.0``/``12.0``.
-        suffixes: The arch suffixes its parser takes (``a``; no release takes ``f``).
-        sources: Where each rule comes from, for messages and ``--json``.
-    """
-
-    torch: str
-    cuda_min: str
-    cuda_major_max: int
-    two_digit_major: bool
-    suffixes: frozenset[str]
-    sources: tuple[str, ...]
-
-    def cuda_problem(self, cuda: str) -> str | None:
-        """Why toolkit ``cuda`` cannot build this release, or None."""
-        if version_key(cuda) < version_key(self.cuda_min):
-            return f"torch {self.torch} needs CUDA {self.cuda_min} or newer (its CMake stops)"
-        if version_key(cuda)[0] > self.cuda_major_max:
-            return f"torch {self.torch} builds with CUDA {self.cuda_major_max}.x at most"
-        return None
-
-    def arch_problem(self, target: Target) -> str | None:
-        """Why this release's TORCH_CUDA_ARCH_LIST cannot name ``target``, or None."""
-        if target.capability.major >= 10 and not self.two_digit_major:
-            return (
-                f"torch {self.torch}'s TORCH_CUDA_ARCH_LIST takes one-digit majors only, so "
-                f"{target.capability} is an unknown arch to it"
-            )
-        if target.suffix and target.suffix not in self.suffixes:
-            kind = "family" if target.suffix == "f" else "arch-specific"
-            return (
-                f"torch {self.torch}'s TORCH_CUDA_ARCH_LIST takes no {kind} targets "
-                f"({target.capability}{target.suffix})"
-            )
-        return None
-
-
-def _in_force(entries: Iterable[dict[str, Any]], version: str) -> dict[str, Any]:
-    """The entry of a ``since``-ordered list that applies to ``version``."""
-    chosen: dict[str, Any] | None = None
-    for entry in entries:
-        since = version_key(str(entry["since"]))
-        if version_key(version) >= since and (
-            chosen is None or since >= version_key(str(chosen["since"]))
-        ):
-            chosen = entry
-    if chosen is None:
-        raise UsageError(
-            f"fdl's tables have no source-build rules for torch {version}",
-            hint="build a release fdl knows (fdl libtorch build --torch 2.10, ...)",
-        )
-    return chosen
-
-
-def build_constraints(version: str | None = None) -> BuildConstraints:
-    """The source-build rules of PyTorch ``version`` (the newest known when None)."""
-    full = resolve_torch_version(version)
-    table = load_table("pytorch")["build_constraints"]
-    cuda_min = _in_force(table["cuda_min"], full)
-    major = _in_force(table["cuda_major_max"], full)
-    grammar = _in_force(table["arch_list"], full)
-    return BuildConstraints(
-        torch=full,
-        cuda_min=str(cuda_min["value"]),
-        cuda_major_max=int(major["value"]),
-        two_digit_major=bool(grammar["two_digit_major"]),
-        suffixes=frozenset(str(grammar.get("suffixes", ""))),
-        sources=tuple(" ".join(str(e["source"]).split()) for e in (cuda_min, major, grammar)),
-    )
-
-
-def buildable_toolkits(version: str | None, archs: ArchList) -> list[Any]:
-    """The toolkits that compile every target of ``archs`` and build ``version``, newest
-    first (empty when the release cannot target one of them at all)."""
-    rules = build_constraints(version)
-    if any(rules.arch_problem(t) for t in archs):
-        return []
-    return [kit for kit in compilable_toolkits(archs) if rules.cuda_problem(kit.version) is None]
-
-
-def tested_cuda(version: str | None) -> str | None:
-    """The newest CUDA of the release's official builds: the newest toolkit PyTorch's own
-    release builds were made (and tested) with."""
-    cudas = [v.cuda for v in release(version).variants if v.cuda]
-    return max(cudas, key=version_key) if cudas else None
-
-
-@dataclass(frozen=True)
-class ToolkitChoice:
-    """The toolkit a source build of a release for some archs uses, and why.
-
-    Every place that names a source build's CUDA (the build plan, ``fdl setup``,
-    ``fdl diagnose``, the native preflight's fix) asks :func:`preferred_toolkit`, so they all
-    give the same toolkit with the same reason.
-
-    Attributes:
-        kit: The toolkit.
-        why: One line: why this one.
-        note: A caveat (only a toolkit newer than the release's own builds can, or the
-            driver runs none of them), or None.
-        driver_needed: The driver the chosen toolkit's code needs when this machine's is
-            older, else None.
-    """
-
-    kit: Any
-    why: str
-    note: str | None = None
-    driver_needed: str | None = None
-
-    @property
-    def version(self) -> str:
-        return str(self.kit.version)
-
-
-def preferred_toolkit(
-    version: str | None, archs: ArchList, driver: str | None = None
-) -> ToolkitChoice:
-    """The toolkit to build ``version`` for ``archs`` with: the newest that compiles them,
-    builds the release, is no newer than its official builds' and (when ``driver`` is
-    given) runs on that driver.
-
-    Raises:
-        IndexError: nothing builds it (check with :func:`buildable_toolkits` first).
-    """
-    full = resolve_torch_version(version)
-    kits = buildable_toolkits(full, archs)
-    newest_tested = tested_cuda(full)
-    tested = [
-        k
-        for k in kits
-        if newest_tested is None or version_key(k.version) <= version_key(newest_tested)
-    ]
-    codes = " ".join(archs.codes())
-    note: str | None = None
-    if tested:
-        chosen = tested
-        why = (
-            f"the newest toolkit that compiles {codes} and is no newer than torch {full}'s "
-            f"release builds (CUDA {newest_tested})"
-        )
-    else:
-        chosen = kits[:1]
-        why = f"the only toolkits that compile {codes} and build torch {full} are newer than its release builds"
-        note = (
-            f"CUDA {kits[0].version} is newer than any official build of torch {full} (CUDA "
-            f"{newest_tested} at most): PyTorch's own release builds never used it"
-        )
-    kit = chosen[0]
-    if driver is None:
-        return ToolkitChoice(kit, why, note)
-    runs = [k for k in chosen if check_driver(driver, k.version).ok]
-    if runs:  # newer toolkits need newer drivers: the first that runs is the newest
-        if runs[0] is not kit:
-            why = (
-                f"the newest toolkit that compiles {codes}, builds torch {full} and runs on "
-                f"driver {driver}"
-            )
-        return ToolkitChoice(runs[0], why, note)
-    needed = check_driver(driver, kit.version).required
-    return ToolkitChoice(kit, why, note, needed)
-
-
-def releases_that_build(archs: ArchList) -> list[str]:
-    """The newest patch of every known release that can be built for ``archs``, newest
-    first: what to suggest when the asked-for release cannot."""
-    return [r.latest for r in reversed(releases()) if buildable_toolkits(r.latest, archs)]

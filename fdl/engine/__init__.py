@@ -22,36 +22,6 @@ TYPE_CHECKING = False  # names are imported on first use (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
-    from fdl.engine._argv import (
-        build_command,
-        buildkit_reasons,
-        run_command,
-    )
-    from fdl.engine._client import probe_clients, select_client
-    from fdl.engine._compose import find_compose
-    from fdl.engine._credentials import registry_credentials
-    from fdl.engine._docker import DockerEngine
-    from fdl.engine._facts import translate_failure
-    from fdl.engine._memory import recall_compose
-    from fdl.engine._paths import candidate_paths
-    from fdl.engine._types import (
-        Builder,
-        BuildResult,
-        BuildSpec,
-        BuildStep,
-        ClientSelection,
-        ComposeCommand,
-        DiskUsage,
-        DockerClient,
-        Engine,
-        ImageInfo,
-        Layer,
-        LineCallback,
-        Mount,
-        RunResult,
-        RunSpec,
-        Secret,
-    )
 
 __all__ = [
     "BuildResult",
@@ -85,11 +55,38 @@ __all__ = [
     "translate_failure",
 ]
 
+# <lazy-exports> generated from the modules' __all__ by `python -m fdl._lazy_tables --write`
+if TYPE_CHECKING:
+    from fdl.engine._argv import build_command, buildkit_reasons, run_command
+    from fdl.engine._client import probe_clients, select_client
+    from fdl.engine._compose import find_compose
+    from fdl.engine._credentials import registry_credentials
+    from fdl.engine._docker import DockerEngine
+    from fdl.engine._facts import translate_failure
+    from fdl.engine._memory import recall_compose
+    from fdl.engine._paths import candidate_paths
+    from fdl.engine._types import (
+        Builder,
+        BuildResult,
+        BuildSpec,
+        BuildStep,
+        ClientSelection,
+        ComposeCommand,
+        DiskUsage,
+        DockerClient,
+        Engine,
+        ImageInfo,
+        Layer,
+        LineCallback,
+        Mount,
+        RunResult,
+        RunSpec,
+        Secret,
+    )
 _HOMES = {
     "build_command": "_argv",
     "buildkit_reasons": "_argv",
     "run_command": "_argv",
-    "candidate_paths": "_paths",
     "probe_clients": "_client",
     "select_client": "_client",
     "find_compose": "_compose",
@@ -97,6 +94,7 @@ _HOMES = {
     "DockerEngine": "_docker",
     "translate_failure": "_facts",
     "recall_compose": "_memory",
+    "candidate_paths": "_paths",
     "Builder": "_types",
     "BuildResult": "_types",
     "BuildSpec": "_types",
@@ -114,6 +112,7 @@ _HOMES = {
     "RunSpec": "_types",
     "Secret": "_types",
 }
+# </lazy-exports>
 
 _DEFAULT: list[Engine] = []
 

@@ -189,13 +189,18 @@ class DockerEngine:
     def image_exists(self, ref: str) -> bool:
         """Whether ``ref`` is in the local image store."""
         argv = self._docker("image", "inspect", "--format", "{{.Id}}", ref)
+        return self._found(argv, f"looking up image {ref}")
+
+    def _found(self, argv: list[str], action: str, hint: str | None = None) -> bool:
+        """Run ``argv``: True when it succeeds, False when docker says the image is not
+        there; another failure is raised as the error a user should see."""
         done = self._runner.run(argv, check=False, env=self._env())
         if done.ok:
             return True
         if any(word in done.stderr.lower() for word in _NO_SUCH):
             return False
         failed = CommandFailed(argv, done.returncode, output_tail=done.stderr)
-        raise translate_failure(failed, f"looking up image {ref}")
+        raise translate_failure(failed, action, hint=hint)
 
     def _api_address(self) -> str | None:
         """The daemon the Engine API calls go to: the CLI's, when it is docker's and
@@ -261,14 +266,8 @@ class DockerEngine:
     def remove_image(self, ref: str, *, force: bool = False) -> bool:
         """Remove ``ref`` (its tag, and the image when no tag is left); False if absent."""
         argv = self._docker("image", "rm", *(["--force"] if force else []), ref)
-        done = self._runner.run(argv, check=False, env=self._env())
-        if done.ok:
-            return True
-        if any(word in done.stderr.lower() for word in _NO_SUCH):
-            return False
-        failed = CommandFailed(argv, done.returncode, output_tail=done.stderr)
-        raise translate_failure(
-            failed, f"removing image {ref}", hint="stop the containers using it, or use force"
+        return self._found(
+            argv, f"removing image {ref}", hint="stop the containers using it, or use force"
         )
 
     def tag(self, source: str, target: str) -> None:

@@ -22,7 +22,6 @@ import hashlib
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,32 +294,6 @@ def installed_build_version(path: Path) -> str | None:
     return str(recorded) if recorded else None
 
 
-def _remove_leftovers(target: Path) -> None:
-    """Staging and swapped-out directories a crashed run left (call under the lock)."""
-    if not target.parent.is_dir():
-        return
-    prefixes = (f".{target.name}.staging-", f".{target.name}.old-")
-    for child in target.parent.iterdir():
-        if child.name.startswith(prefixes) and child.is_dir():
-            shutil.rmtree(child, ignore_errors=True)
-
-
-def _publish(tree: Path, target: Path) -> bool:
-    """Rename ``tree`` to ``target``; returns True when an older target was swapped out."""
-    if not target.exists():
-        os.rename(tree, target)
-        return False
-    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
-    os.rename(target, old / "content")
-    try:
-        os.rename(tree, target)
-    except OSError:
-        os.rename(old / "content", target)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
-    return True
-
-
 def variant_lock(
     target: Target,
     *,
@@ -387,11 +360,12 @@ def _install_locked(
     if (target.path / "lib").is_dir() and is_current is not None and is_current(target.path):
         existing = variants.read_info(target.path, name)
         return InstallResult(target, existing, False, activate_target(context, target, activate))
+    from fdl.archive import make_staging, publish, remove_stale_staging
+
     check_replaceable(target.path, force=force, protected=protected)
-    _remove_leftovers(target.path)
+    remove_stale_staging(target.path)  # what a crashed run left (we hold the lock)
     previous = _previous_version(target.path, name)
-    target.path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.path.name}.staging-", dir=target.path.parent))
+    staging = make_staging(target.path)
     try:
         tree = staging / "tree"
         info = populate(tree)
@@ -399,7 +373,7 @@ def _install_locked(
         info.name = name
         info.installed_at = variants.now_iso()
         variants.write_info(tree, finish_info(tree, info))
-        _publish(tree, target.path)
+        publish(tree, target.path, replace=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return InstallResult(target, info, True, activate_target(context, target, activate), previous)

@@ -46,6 +46,7 @@ __all__ = [
     "cuda_target",
     "cuda_variant_name",
     "installed_coverage",
+    "select_rocm",
     "select_variant",
 ]
 

@@ -65,6 +65,7 @@ __all__ = [
     "SetupResult",
     "covers_gpus",
     "plan_setup",
+    "prefer_installed",
     "prefer_shared",
     "run_setup",
 ]

@@ -23,10 +23,8 @@ from fdl.manifest._layers import (
     find_in_directory,
     find_overlay,
     list_environments,
-    nested_layer,
     parse_text,
     read_layer,
-    value_layer,
     working_directory,
 )
 from fdl.manifest._manifest import (
@@ -38,6 +36,7 @@ from fdl.manifest._manifest import (
     split_key,
 )
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode, node_at
+from fdl.manifest._overrides import nested_layer, value_layer
 from fdl.manifest._secrets import (
     MASK,
     is_secret_key,

@@ -16,16 +16,15 @@ from fdl.manifest._layers import (
     dedupe,
     discover,
     display_name,
-    env_layer,
     find_in_directory,
     find_overlay,
     list_environments,
     load_chain,
     overlay_candidates,
-    set_layer,
 )
 from fdl.manifest._merge import compose, materialize, merge
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, dotted, node_at
+from fdl.manifest._overrides import env_layer, set_layer
 from fdl.manifest.schema import Checker, Obj, did_you_mean
 
 TYPE_CHECKING = False

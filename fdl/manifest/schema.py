@@ -13,7 +13,13 @@ from collections.abc import Callable, Mapping, Sequence
 
 from fdl._text import did_you_mean
 from fdl.errors import ManifestError
+from fdl.manifest._generated import (
+    OWN_SECRET_CHECKS,
+    generated_file_problem,
+    secret_problem,
+)
 from fdl.manifest._nodes import MapNode, Node, ScalarNode, SeqNode, dotted
+from fdl.manifest._spec import Checker, LazyPattern, Path, Spec
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,90 +43,6 @@ __all__ = [
     "for_generated_files",
     "generated_file_problem",
 ]
-
-Path = tuple[str, ...]
-
-
-def describe(node: Node) -> str:
-    """A short name for what a node holds (for type errors)."""
-    if isinstance(node, MapNode):
-        return "a mapping"
-    if isinstance(node, SeqNode):
-        return "a list"
-    assert isinstance(node, ScalarNode)
-    value = node.value
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"a boolean ({node.text})"
-    if isinstance(value, int):
-        return f"an integer ({node.text})"
-    if isinstance(value, float):
-        return f"a number ({node.text})"
-    return f"a string ({value!r})" if len(value) < 40 else "a string"
-
-
-class Checker:
-    """Collects problems while a spec walks the merged tree."""
-
-    def __init__(self) -> None:
-        self.errors: list[ManifestError] = []
-
-    def fail(self, node: Node, path: Path, message: str, hint: str | None = None) -> None:
-        # An error quotes the value it refuses: never a secret's (by key or !secret tag),
-        # never a token-shaped one whatever the key is called.
-        from fdl.manifest._secrets import MASK, is_secret_node, is_secret_path, redact
-
-        value = node.value if isinstance(node, ScalarNode) else None
-        if isinstance(value, str) and value and (is_secret_path(path) or is_secret_node(node)):
-            message = message.replace(repr(value), MASK).replace(value, MASK)
-        message = redact(message)
-        hint = redact(hint) if hint else hint
-        self.errors.append(
-            ManifestError(f"{dotted(path)}: {message}", location=node.origin.location(), hint=hint)
-        )
-
-    def wrong_type(self, node: Node, path: Path, spec: Spec) -> None:
-        self.fail(node, path, f"expected {spec.type_name()}, got {describe(node)}")
-
-
-class _LazyPattern:
-    """A regular expression compiled on first use.
-
-    Building the root schema would otherwise compile ~40 patterns (~8 ms) on
-    every manifest load, most of them for sections the manifest does not use.
-    """
-
-    __slots__ = ("_compiled", "pattern")
-
-    def __init__(self, pattern: str) -> None:
-        self.pattern = pattern
-        self._compiled: re.Pattern[str] | None = None
-
-    def fullmatch(self, text: str) -> bool:
-        if self._compiled is None:
-            self._compiled = re.compile(self.pattern)
-        return self._compiled.fullmatch(text) is not None
-
-
-class Spec:
-    """Base of all specs. ``check`` returns the normalised value."""
-
-    description: str = ""
-
-    def check(self, node: Node, path: Path, checker: Checker) -> Any:
-        raise NotImplementedError
-
-    def type_name(self) -> str:
-        raise NotImplementedError
-
-    def json_schema(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def _doc(self, schema: dict[str, Any]) -> dict[str, Any]:
-        if self.description:
-            schema["description"] = self.description
-        return schema
 
 
 class AnyValue(Spec):
@@ -155,7 +77,7 @@ class Str(Spec):
         a multi-line script whose lines fdl joins itself (newlines allowed)."""
         self.multiline_script = script
         self.description = description
-        self.pattern = _LazyPattern(pattern) if pattern else None
+        self.pattern = LazyPattern(pattern) if pattern else None
         self.example = example
         self.rule = rule
 
@@ -177,8 +99,8 @@ class Str(Spec):
                 if self.single_line or self.no_expressions
                 else None
             )
-            if problem is None and self.no_secrets and path[-2:-1] not in _OWN_SECRET_CHECKS:
-                problem = _secret_problem(node, path)
+            if problem is None and self.no_secrets and path[-2:-1] not in OWN_SECRET_CHECKS:
+                problem = secret_problem(node, path)
             if problem is not None:
                 checker.fail(node, path, problem[0], problem[1])
                 return node.value
@@ -334,79 +256,6 @@ class Enum(Spec):
         return self._doc({"enum": list(self.choices)})
 
 
-def control_character(text: str, *, newlines: bool = False) -> str | None:
-    """The first control character of ``text`` as ``U+000A``, or None (a line break,
-    a carriage return, an escape... : each can start a new line or instruction). A tab
-    is not one; with ``newlines``, ``\\n`` is not either (a multi-line script whose lines
-    fdl joins itself)."""
-    for char in text:
-        code = ord(char)
-        if char == "\t" or (newlines and char == "\n"):
-            continue
-        if code < 0x20 or 0x7F <= code <= 0x9F or char in "\u2028\u2029":
-            return f"U+{code:04X}"
-    return None
-
-
-def generated_file_problem(
-    text: str, *, expressions: bool = False, newlines: bool = False
-) -> tuple[str, str] | None:
-    """What is wrong with ``text`` as a value fdl writes into a generated file, with the
-    fix, or None: a control character (a newline would start a new Dockerfile instruction
-    or script line); with ``expressions``, ``${{`` (GitHub evaluates it in a workflow
-    before any shell runs: script injection)."""
-    char = control_character(text, newlines=newlines)
-    if char is not None:
-        return (
-            f"holds a control character ({char}); the value is written into a generated "
-            "Dockerfile, script or workflow, where a line break starts a new instruction",
-            "write it on one line (join commands with &&, or put them in a script of the "
-            "project and run that)",
-        )
-    if expressions and "${{" in text:
-        return (
-            "holds `${{`, which GitHub Actions would evaluate inside the generated workflow "
-            "before any shell runs (an event's text could run as code)",
-            "remove the expression; give the workflow's values through its env: "
-            "(e.g. an environment variable the command reads)",
-        )
-    return None
-
-
-# Maps whose secrets their planners refuse with the fix of that place (`env:`), or whose
-# values say where a secret is kept (`secret-env: {HF_TOKEN: secret/key}`).
-_OWN_SECRET_CHECKS = (("env",), ("secret-env",))
-
-
-def _secret_problem(node: ScalarNode, path: Path) -> tuple[str, str] | None:
-    """What makes a value of a generated file a secret written in clear: a ``!secret``
-    tag, a key named like a secret, or a token's shape (never quoting the value).
-    ``env:`` maps are left to their planners, whose refusals name the fix of that place
-    (``images.<p>.pass-env``, ``deploy.<t>.pass-env``)."""
-    from fdl.manifest._nodes import TAG_SECRET
-    from fdl.manifest._secrets import is_secret_key, token_kind
-
-    value = node.value
-    if not isinstance(value, str) or not value:
-        return None
-    if node.tag == TAG_SECRET:
-        what = "is tagged !secret"
-    elif path and is_secret_key(path[-1]):
-        what = f"is named like a secret ({path[-1]})"
-    else:
-        kind = token_kind(value)
-        if kind is None:
-            return None
-        what = f"looks like {kind}"
-    return (
-        f"{what}, and this value is written in clear where fdl writes it (a generated "
-        "Dockerfile, script or workflow, the results file) and printed by --dry-run",
-        "take it out of the manifest (revoke it if it was committed) and give it at run "
-        "time: `pass-env:` (images, SLURM targets), `secret-env:` (Kubernetes targets), "
-        "`secrets:` (image builds), or a file the program reads",
-    )
-
-
 def for_generated_files(spec: Spec, *, expressions: bool = False, lines: bool = True) -> Spec:
     """Mark every string (and free mapping key) under ``spec`` as written into generated
     files: secrets refused (outside ``env:``), control characters too unless ``lines`` is
@@ -529,7 +378,7 @@ class MapOf(Spec):
     ) -> None:
         self.value = value
         self.description = description
-        self.key_pattern = _LazyPattern(key_pattern) if key_pattern else None
+        self.key_pattern = LazyPattern(key_pattern) if key_pattern else None
         self.key_example = key_example
         self.key_rule = key_rule
 

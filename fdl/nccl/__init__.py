@@ -18,21 +18,24 @@ from fdl._lazy import lazy_attribute
 from fdl.nccl._builds import BuiltNccl, builds_dir, built_for, list_builds
 
 if TYPE_CHECKING:
-    from fdl.nccl._build import build_nccl, check_library
-    from fdl.nccl._plan import DEFAULT_SOURCE, NcclFacts, NcclPlan, NcclRequest, plan_nccl_build
     from fdl.paths import Context
 
 # What commands and fdl probe ask on every run (built_for) is imported at once; the
 # planner and the executor only when a build is planned.
+# <lazy-exports> generated from the modules' __all__ by `python -m fdl._lazy_tables --write`
+if TYPE_CHECKING:
+    from fdl.nccl._build import build_nccl, check_library
+    from fdl.nccl._plan import DEFAULT_SOURCE, NcclFacts, NcclPlan, NcclRequest, plan_nccl_build
 _HOMES = {
+    "build_nccl": "_build",
+    "check_library": "_build",
     "DEFAULT_SOURCE": "_plan",
     "NcclFacts": "_plan",
     "NcclPlan": "_plan",
     "NcclRequest": "_plan",
     "plan_nccl_build": "_plan",
-    "build_nccl": "_build",
-    "check_library": "_build",
 }
+# </lazy-exports>
 
 __all__ = [
     "DEFAULT_SOURCE",

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fdl._files import link_tree
 from fdl.errors import EnvironmentProblem, FdlError
 from fdl.nccl._builds import RECORD, BuiltNccl
 from fdl.nccl._plan import CONTAINER, NcclPlan
@@ -24,18 +25,7 @@ __all__ = ["build_nccl", "check_library"]
 
 def _copy_source(source: Path, dest: Path) -> None:
     """The source tree into the build context (hard links where possible; no build tree)."""
-
-    def ignore(directory: str, names: list[str]) -> set[str]:
-        return {"build", ".git"} & set(names) if Path(directory) == source else set()
-
-    def link(src: str, dst: str) -> object:
-        try:
-            os.link(src, dst)
-            return dst
-        except OSError:
-            return shutil.copy2(src, dst)
-
-    shutil.copytree(source, dest, symlinks=True, ignore=ignore, copy_function=link)
+    link_tree(source, dest, skip=frozenset({"build", ".git"}))
 
 
 def check_library(library: Path, wanted: tuple[str, ...], *, within: Path) -> list[str]:

@@ -22,22 +22,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from fdl.tasks._args import ArgDecl, CommandSchema, OptionDecl
-    from fdl.tasks._compose import quote
-    from fdl.tasks._contract import hostname_change, parse_gpus, take_gpus
-    from fdl.tasks._docker import ComposeProgram, compose_program, in_container, recheck_engine
-    from fdl.tasks._env import EnvChange
-    from fdl.tasks._execute import execute
-    from fdl.tasks._images import ensure_service_image
-    from fdl.tasks._nested import command_kind, load_nested, preset_problems
-    from fdl.tasks._nesting import enclosing_manifest, nesting
-    from fdl.tasks._plan import CommandPlan, DockerWrap
-    from fdl.tasks._preflight import check_before_run, failure_note
-    from fdl.tasks._prepare import Invocation, prepare
-    from fdl.tasks._presets import format_value
-    from fdl.tasks._probe import CachedSchema, cache_file, find_caches, probe_key, schema_of
-    from fdl.tasks._render import render_argv, render_script
-    from fdl.tasks._resolve import Kind, Resolution
 
 __all__ = [
     "ArgDecl",
@@ -77,6 +61,24 @@ __all__ = [
     "take_gpus",
 ]
 
+# <lazy-exports> generated from the modules' __all__ by `python -m fdl._lazy_tables --write`
+if TYPE_CHECKING:
+    from fdl.tasks._args import ArgDecl, CommandSchema, OptionDecl
+    from fdl.tasks._compose import quote
+    from fdl.tasks._contract import hostname_change, parse_gpus, take_gpus
+    from fdl.tasks._docker import ComposeProgram, compose_program, in_container, recheck_engine
+    from fdl.tasks._env import EnvChange
+    from fdl.tasks._execute import execute
+    from fdl.tasks._images import ensure_service_image
+    from fdl.tasks._nested import command_kind, load_nested, preset_problems
+    from fdl.tasks._nesting import enclosing_manifest, nesting
+    from fdl.tasks._plan import CommandPlan, DockerWrap
+    from fdl.tasks._preflight import check_before_run, failure_note
+    from fdl.tasks._prepare import Invocation, prepare
+    from fdl.tasks._presets import format_value
+    from fdl.tasks._probe import CachedSchema, cache_file, find_caches, probe_key, schema_of
+    from fdl.tasks._render import render_argv, render_script
+    from fdl.tasks._resolve import Kind, Resolution
 _HOMES = {
     "ArgDecl": "_args",
     "CommandSchema": "_args",
@@ -92,6 +94,9 @@ _HOMES = {
     "EnvChange": "_env",
     "execute": "_execute",
     "ensure_service_image": "_images",
+    "command_kind": "_nested",
+    "load_nested": "_nested",
+    "preset_problems": "_nested",
     "enclosing_manifest": "_nesting",
     "nesting": "_nesting",
     "CommandPlan": "_plan",
@@ -100,20 +105,18 @@ _HOMES = {
     "failure_note": "_preflight",
     "Invocation": "_prepare",
     "prepare": "_prepare",
-    "render_script": "_render",
-    "render_argv": "_render",
     "format_value": "_presets",
     "CachedSchema": "_probe",
     "cache_file": "_probe",
     "find_caches": "_probe",
     "probe_key": "_probe",
     "schema_of": "_probe",
+    "render_argv": "_render",
+    "render_script": "_render",
     "Kind": "_resolve",
     "Resolution": "_resolve",
-    "command_kind": "_nested",
-    "load_nested": "_nested",
-    "preset_problems": "_nested",
 }
+# </lazy-exports>
 
 
 def __getattr__(name: str) -> Any:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fdl.errors import Location, ManifestError, UsageError
+from fdl.manifest.sections.cluster import reserved_env_key
 from fdl.tasks._contract import ALL_GPUS, gpu_mask
 from fdl.tasks._env import EnvChange
 
@@ -30,15 +31,6 @@ __all__ = ["ClusterRun", "cluster_run", "hex_encode", "local_cluster", "testing_
 
 DEFAULT_PORT = 1337  # config/cluster.rs DEFAULT_CONTROLLER_PORT
 RECURSIVE = "FLODL_INTERNAL_CLUSTER_JSON"  # set by the launcher on its ranks (cluster.rs:48)
-_RESERVED = {
-    "CUDA_VISIBLE_DEVICES",
-    "CUDA_DEVICE_ORDER",
-    "HIP_VISIBLE_DEVICES",
-    "ROCR_VISIBLE_DEVICES",
-    "GPU_DEVICE_ORDINAL",
-    "FLODL_HOST_NAME",
-    "FDL_ENV",
-}  # and every FLODL_INTERNAL_* (cluster.rs:107-122)
 
 # The keys of each part in the order floDl serialises them (config/cluster.rs:89-222, 563-700).
 _CONTROLLER = ("host", "port", "path", "docker", "arch", "data_path", "join")
@@ -105,10 +97,6 @@ def local_cluster(devices: Sequence[int], host: str, path: str, port: int) -> di
     return {"controller": {"host": "127.0.0.1", "port": port, "path": path}, "workers": [worker]}
 
 
-def _reserved(key: str) -> bool:
-    return key.startswith("FLODL_INTERNAL_") or key in _RESERVED
-
-
 class _Block:
     """The manifest's ``cluster:`` block read into floDl's envelope, refusals with its place."""
 
@@ -139,7 +127,7 @@ class _Block:
         if not isinstance(value, dict):
             raise self.fail(path, "must be a mapping of names to values", "fix it")
         for key in value:
-            if _reserved(str(key)):
+            if reserved_env_key(str(key)):
                 raise self.fail(
                     f"{path}.{key}",
                     "is reserved (the launcher sets it per rank)",

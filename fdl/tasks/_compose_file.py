@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from fdl._files import NotARegularFile, read_small_text, read_text_file, reason_of
+from fdl._upward import only_one
 from fdl.errors import ManifestError
 
 __all__ = [
@@ -85,15 +86,14 @@ def find_compose_file(start: Path) -> Path | None:
     """
     current = start.resolve()
     while True:
-        found = [current / name for name in COMPOSE_NAMES if (current / name).is_file()]
-        if len(found) > 1:
-            names = " and ".join(p.name for p in found)
-            raise ManifestError(
-                f"{current}: found both {names}; fdl will not guess which one compose uses",
-                hint="keep one compose file in that directory",
-            )
-        if found:
-            return found[0]
+        found = only_one(
+            [current / name for name in COMPOSE_NAMES if (current / name).is_file()],
+            str(current),
+            "; fdl will not guess which one compose uses",
+            hint="keep one compose file in that directory",
+        )
+        if found is not None:
+            return found
         if current.parent == current:
             return None
         current = current.parent

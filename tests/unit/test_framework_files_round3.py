@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fdl.diagnose.checks import toolchain_pin_checks
+from fdl.diagnose._project import toolchain_pin_checks
 from fdl.errors import ManifestError
 from fdl.libtorch._framework_files import detect_framework
 from fdl.system import rust_toolchain_file_problem

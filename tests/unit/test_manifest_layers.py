@@ -30,7 +30,27 @@ def test_two_candidates_in_one_directory_is_an_error(tmp_path: Path) -> None:
     write(tmp_path, {"fdl.yml": "a: 1\n", "fdl.json": "{}"})
     with pytest.raises(ManifestError) as info:
         discover(tmp_path)
-    assert "fdl.yml" in info.value.message and "fdl.json" in info.value.message
+    assert info.value.message == (
+        f"{tmp_path}: found both fdl.yml and fdl.json; fdl will not pick one silently"
+    )
+
+
+def test_two_examples_or_two_overlays_are_refused_with_both_names(tmp_path: Path) -> None:
+    from fdl.manifest._layers import find_overlay
+
+    write(tmp_path, {"fdl.yml.example": "a: 1\n", "fdl.yaml.dist": "a: 2\n"})
+    with pytest.raises(ManifestError) as info:
+        discover(tmp_path)
+    assert info.value.message == (
+        f"{tmp_path}: found both fdl.yml.example and fdl.yaml.dist and no fdl.yml"
+    )
+    write(tmp_path, {"fdl.yml": "a: 1\n", "fdl.ci.yml": "a: 2\n", "fdl.ci.json": "{}"})
+    with pytest.raises(ManifestError) as info:
+        find_overlay(tmp_path, "ci", required=True)
+    assert info.value.message == (
+        f"{tmp_path}: found both fdl.ci.yml and fdl.ci.json for environment 'ci'"
+    )
+    assert info.value.hint == "keep one of them"
 
 
 def test_explicit_manifest(tmp_path: Path) -> None:

@@ -203,8 +203,8 @@ WORD_ALPHABET = "Aaz09_./+~=@%-:#&!*|>'\" ,[]{}?`<xe"
 )
 def test_a_plain_word_from_the_environment_is_what_the_parser_reads(text: str) -> None:
     """FDL__ and --set values of one plain word skip PyYAML: same value, type and text."""
-    from fdl.manifest._layers import _PLAIN_WORD, _value_node
     from fdl.manifest._nodes import Origin
+    from fdl.manifest._overrides import _PLAIN_WORD, _value_node
 
     origin = Origin("$FDL__X", layer=LayerKind.ENV)
     try:

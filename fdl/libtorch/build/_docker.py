@@ -8,7 +8,6 @@ resumes the compile instead of starting over.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from fdl._assets import asset_dir
+from fdl._files import link_tree
 from fdl.errors import EnvironmentProblem
 from fdl.libtorch.build._buildplan import BuildPlan
 from fdl.libtorch.build._dockerfile import SCRIPTS
@@ -26,18 +26,7 @@ __all__ = ["build_in_docker"]
 
 def _copy_source(source: Path, dest: Path) -> None:
     """Copy a --source tree into the context (hard links when possible; no build trees)."""
-
-    def ignore(directory: str, names: list[str]) -> set[str]:
-        return {"build"} & set(names) if Path(directory) == source else set()
-
-    def link(src: str, dst: str) -> object:
-        try:
-            os.link(src, dst)
-            return dst
-        except OSError:
-            return shutil.copy2(src, dst)
-
-    shutil.copytree(source, dest, symlinks=True, ignore=ignore, copy_function=link)
+    link_tree(source, dest, skip=frozenset({"build"}))
 
 
 def _context(plan: BuildPlan, scratch: Path) -> Path:

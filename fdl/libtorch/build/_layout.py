@@ -62,7 +62,7 @@ def _source(
 ) -> tuple[Path, bool]:
     if request.source is None or facts.source is None:
         return cache_root / "src" / f"pytorch-v{torch}", False
-    return facts.source.path, True  # checked by the planner (_plan._source)
+    return facts.source.path, True  # checked by the planner (_understand._source)
 
 
 def _deps(

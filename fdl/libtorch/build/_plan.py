@@ -9,42 +9,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from fdl.compat import (
     ArchList,
     CompatDataError,
-    Kind,
-    Match,
-    NewerRelease,
     SwitchCost,
-    Target,
-    build_constraints,
-    buildable_toolkits,
-    check_driver,
-    choose_toolkit,
     cmake_policy_env,
-    compilable_toolkits,
-    covers,
     max_parallel_jobs,
     memory_per_job_gb,
-    parse_archs,
     pip_cmake,
-    preferred_toolkit,
-    releases_that_build,
-    resolve_torch_version,
     switch_costs,
-    toolkit,
     torch_nvcc_flags,
-    version_key,
 )
-from fdl.errors import EnvironmentProblem, FdlError, UsageError
+from fdl.errors import EnvironmentProblem, FdlError
 from fdl.libtorch.build import _checks as checks
 from fdl.libtorch.build._buildplan import BuildPlan
 from fdl.libtorch.build._checks import Problem
 from fdl.libtorch.build._estimate import BuildEstimate, estimate_build
-from fdl.libtorch.build._facts import MachineFacts, SourceFacts
+from fdl.libtorch.build._facts import MachineFacts
 from fdl.libtorch.build._ingredients import (
     Toolchoice,
     configure_downloads,
@@ -52,6 +35,8 @@ from fdl.libtorch.build._ingredients import (
 )
 from fdl.libtorch.build._layout import assemble
 from fdl.libtorch.build._request import BuildRequest, Setting, located_error
+from fdl.libtorch.build._toolchoice import choose_backend
+from fdl.libtorch.build._understand import Asked, understand
 
 __all__ = ["Toolchoice", "plan_build", "source_build_table"]
 
@@ -63,10 +48,11 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
     """Decide everything about a build and check that it can succeed, in four stages a
     reader follows top to bottom, each called once:
 
-    1. :func:`_understand`: the request (the --source tree, the release, the archs),
-       refused at once when it cannot be understood or built at all;
-    2. :func:`_decide`: the facts of the build (backend and toolkit, jobs, environment,
-       switch costs, disk);
+    1. :func:`~fdl.libtorch.build._understand.understand`: the request (the --source tree,
+       the release, the archs), refused at once when it cannot be understood or built;
+    2. :func:`_decide`: the facts of the build (backend and toolkit:
+       :func:`~fdl.libtorch.build._toolchoice.choose_backend`; jobs, environment, switch
+       costs, disk);
     3. :func:`_check`: every precondition against the machine (each with its fix);
     4. :func:`_make_plan`: the refusal listing every blocking problem, or the plan.
 
@@ -77,40 +63,10 @@ def plan_build(request: BuildRequest, facts: MachineFacts) -> BuildPlan:
             compiler, CMake, Python, cuDNN, disk, RAM, missing tools, no docker); every
             blocking problem is listed.
     """
-    asked = _understand(request, facts)
+    asked = understand(request, facts)
     decided = _decide(request, facts, asked)
     problems = _check(request, facts, asked, decided)
     return _make_plan(request, facts, asked, decided, problems)
-
-
-# --- 1. the request ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Asked:
-    """The request, understood: what is built, for which GPUs."""
-
-    source: SourceFacts | None
-    torch: str
-    archs: ArchList
-    flash: bool
-
-
-def _understand(request: BuildRequest, facts: MachineFacts) -> _Asked:
-    """The --source tree (complete, the truth about the release), the release and the
-    archs; archs that no toolkit, or no toolkit of this release, compiles are refused."""
-    source = _source(request, facts)
-    torch = _torch(request, source)
-    cpu = bool(request.value("cpu", False))
-    archs = ArchList() if cpu else _archs(request, facts)
-    if archs:
-        try:
-            choose_toolkit(archs)  # no toolkit at all: say so whatever the backend
-        except UsageError as exc:
-            raise located_error(request.archs, exc.message, exc.hint) from None
-        _check_release(request, torch, archs)
-    flash = not cpu and bool(request.value("flash_attention", True))
-    return _Asked(source, torch, archs, flash)
 
 
 # --- 2. the facts of the build -------------------------------------------------------------
@@ -130,8 +86,8 @@ class _Decided:
     disk_gb: float
 
 
-def _decide(request: BuildRequest, facts: MachineFacts, asked: _Asked) -> _Decided:
-    choice, choice_problems = _choose(request, facts, asked.archs, asked.torch)
+def _decide(request: BuildRequest, facts: MachineFacts, asked: Asked) -> _Decided:
+    choice, choice_problems = choose_backend(request, facts, asked.archs, asked.torch)
     cuda = bool(asked.archs)
     jobs, jobs_reason = _jobs(request, facts, asked.flash, cuda)
     env = _environment(request, facts, choice, asked.archs, asked.flash, jobs, asked.torch)
@@ -153,7 +109,7 @@ def _decide(request: BuildRequest, facts: MachineFacts, asked: _Asked) -> _Decid
 
 
 def _check(
-    request: BuildRequest, facts: MachineFacts, asked: _Asked, decided: _Decided
+    request: BuildRequest, facts: MachineFacts, asked: Asked, decided: _Decided
 ) -> list[Problem]:
     """Every precondition of the decided build on this machine, in the order shown."""
     cuda = bool(asked.archs)
@@ -178,7 +134,7 @@ def _check(
 def _make_plan(
     request: BuildRequest,
     facts: MachineFacts,
-    asked: _Asked,
+    asked: Asked,
     decided: _Decided,
     problems: list[Problem],
 ) -> BuildPlan:
@@ -211,334 +167,6 @@ def _make_plan(
             *_dist_problems(request, plan, facts.environ),
         ),
     )
-
-
-# --- helpers of stage 1. the request ---------------------------------------------------------
-
-
-def _source(request: BuildRequest, facts: MachineFacts) -> SourceFacts | None:
-    """The probed ``--source`` checkout (planning reads no file itself), refused when it is
-    not a complete PyTorch tree: no build script, or submodules not checked out (the build
-    would stop at the first of them, seconds or half an hour in)."""
-    if request.source is None:
-        return None
-    probed = facts.source
-    if probed is None or probed.path != Path(request.source.value).resolve():
-        raise ValueError(f"{request.source.value} was not probed: probe_machine(source=...)")
-    if not probed.has_script:
-        script = str(source_build_table()["script"])
-        raise located_error(
-            request.source,
-            f"{request.source.value} is not a PyTorch source tree (no {script})",
-            "pass the root of a PyTorch checkout (git clone --recurse-submodules)",
-        )
-    if probed.missing_submodules:
-        raise _incomplete_tree(request.source, probed)
-    return probed
-
-
-def _incomplete_tree(setting: Setting[Path], source: SourceFacts) -> FdlError:
-    """The refusal of a tree whose submodules are not there, with the command that fetches
-    them."""
-    missing = source.missing_submodules
-    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-    message = (
-        f"{setting.value} lacks {len(missing)} of its {max(source.submodules, len(missing))} "
-        f"submodules (.gitmodules lists them; their directories are missing or empty): {shown}"
-    )
-    release = f" --torch {source.version}" if source.version else ""
-    fetch = (
-        f"`fdl libtorch build --fetch-only{release}` (without --source) on a machine with "
-        "network clones that release with every submodule into fdl's build cache"
-    )
-    if source.git_checkout:
-        hint = f"run `git -C {source.path} submodule update --init --recursive`, or {fetch}"
-    else:
-        hint = f"the tree is not a git checkout (no .git to fetch them with): {fetch}"
-    where = setting.location
-    return EnvironmentProblem(
-        f"{setting.origin}: {message}" if where is None else message, hint=hint, location=where
-    )
-
-
-def _torch(request: BuildRequest, source: SourceFacts | None) -> str:
-    """The release being built: a ``--source`` tree's ``version.txt`` (what will be
-    compiled), else the requested one. A request that contradicts the tree is refused: the
-    CUDA range, C++ standard and estimate of the wrong release would be planned."""
-    wanted = request.value("torch")
-    tree = source.version if source is not None else None
-    if tree is not None and wanted is not None and not _same_release(str(wanted), tree):
-        assert source is not None
-        raise located_error(
-            request.torch,
-            f"torch {wanted} was asked for, but the --source tree {source.path} is torch "
-            f"{tree} (its version.txt)",
-            f"drop the torch setting to build {tree} from this tree, or pass --source a "
-            f"checkout of v{wanted}",
-        )
-    try:
-        return resolve_torch_version(tree or wanted)
-    except NewerRelease as exc:
-        # the command reads the release at run time (fdl.cli._learn) and plans again
-        exc.location = located_error(request.torch, exc.message, exc.hint).location
-        raise
-    except UsageError as exc:
-        raise located_error(request.torch, exc.message, exc.hint) from None
-
-
-def _same_release(wanted: str, tree: str) -> bool:
-    """``2.11`` names the tree ``2.11.0`` (a prefix); ``2.15`` or ``2.11.1`` does not."""
-    try:
-        asked, have = version_key(wanted), version_key(tree)
-    except ValueError:
-        return False
-    return have[: len(asked)] == asked
-
-
-def _check_release(request: BuildRequest, torch: str, archs: ArchList) -> None:
-    """Refuse, before anything else, archs this release cannot target at all: its
-    TORCH_CUDA_ARCH_LIST grammar, or no toolkit in its CUDA range compiles them."""
-    rules = build_constraints(torch)
-    codes = " + ".join(archs.codes())
-    others = releases_that_build(archs)
-    instead = (
-        f"use torch {others[-1]} or newer (--torch {others[0]})"
-        if others and version_key(others[-1]) > version_key(torch)
-        else f"use torch {others[0]} (--torch {others[0]})"
-        if others
-        else "no release fdl knows can: build separate variants for these GPUs"
-    )
-    for target in archs:
-        why = rules.arch_problem(target)
-        if why is None:
-            continue
-        if target.suffix == "f":
-            plain = f"{target.capability}"
-            raise located_error(
-                request.archs,
-                f"torch {torch} cannot target {target.code}: {why}; no PyTorch release's "
-                "arch list takes family targets",
-                f"ask for {plain} (code for exactly that GPU) or {plain}a",
-            )
-        raise located_error(
-            request.torch or request.archs,
-            f"torch {torch} cannot target {target.code}: {why}",
-            instead,
-        )
-    if not buildable_toolkits(torch, archs):
-        able = compilable_toolkits(archs)
-        span = (
-            "no CUDA toolkit"
-            if not able
-            else f"only CUDA {able[0].version}"
-            if len(able) == 1
-            else f"CUDA {able[-1].version} to {able[0].version}"
-        )
-        raise located_error(
-            request.torch or request.archs,
-            f"nothing builds torch {torch} for {codes}: torch {torch} needs CUDA "
-            f"{rules.cuda_min} to {rules.cuda_major_max}.x, and {span} compiles {codes}",
-            instead,
-        )
-
-
-def _archs(request: BuildRequest, facts: MachineFacts) -> ArchList:
-    if request.archs is not None:
-        try:
-            archs = parse_archs(str(request.archs.value))
-        except UsageError as exc:
-            raise located_error(request.archs, exc.message, exc.hint) from None
-    elif facts.capabilities:
-        archs = ArchList.of(Target(cap) for cap in facts.capabilities)
-    else:
-        reason = f" ({facts.gpu_reason})" if facts.gpu_reason else ""
-        raise UsageError(
-            f"no NVIDIA GPU detected{reason}, and no --archs given: fdl does not guess archs "
-            "(PyTorch's own fallback inside Docker is a list recent nvcc rejects)",
-            hint='name them: --archs "6.1;12.0" (or --cpu for a CPU-only build)',
-        )
-    if request.value("ptx", False) and archs.cubins:
-        newest = max(archs.cubins, key=lambda t: (t.capability, t.suffix))
-        archs = archs | ArchList.of([Target(newest.capability, Kind.PTX, newest.suffix)])
-    return archs
-
-
-# --- helpers of stage 2. backend and toolkit -------------------------------------------------
-
-
-def _choose(
-    request: BuildRequest, facts: MachineFacts, archs: ArchList, torch: str
-) -> tuple[Toolchoice, list[Problem]]:
-    backend = str(request.value("backend", "auto"))
-    if backend == "native":
-        return _native(request, facts, archs, torch)
-    if backend == "docker":
-        return _docker(request, facts, archs, torch)
-    native, native_problems = _native(request, facts, archs, torch)
-    if not [p for p in native_problems if p.severity == "error"]:
-        return native, native_problems
-    if facts.docker == "buildkit":
-        docker, docker_problems = _docker(request, facts, archs, torch)
-        note = native_problems[0]
-        reason = f"docker (native is not possible: {note.message})"
-        return Toolchoice("docker", docker.kit, f"{reason}; {docker.description}"), docker_problems
-    return native, native_problems + checks.check_docker(facts.docker, facts.docker_reason)
-
-
-def _native(
-    request: BuildRequest, facts: MachineFacts, archs: ArchList, torch: str
-) -> tuple[Toolchoice, list[Problem]]:
-    clone = request.source is None
-    # The build runs the CMake of its venv when its requirements install one (the table's
-    # packages for a clone; the tree's requirements file for --source): check that, not
-    # the system's.
-    pip_cmake = clone or (facts.source is not None and facts.source.requirements_cmake)
-    problems = checks.check_native_tools(
-        dict(facts.tools), clone=clone, cuda=bool(archs), pip_cmake=pip_cmake
-    )
-    if not pip_cmake:
-        problems += checks.check_cmake(
-            facts.tools.get("cmake"),
-            torch,
-            where="this machine",
-            need=facts.source.cmake_minimum if facts.source is not None else None,
-        )
-    problems += checks.check_python(facts.tools.get("python3"), torch, where="this machine")
-    if not archs:
-        return Toolchoice("native", None, "host compilers (CPU build)"), problems
-    nvcc = facts.nvcc
-    if nvcc is None:
-        why = facts.nvcc_reason or "nvcc not found"
-        fix = checks.toolkit_fix(archs, native=True, torch=torch, driver=facts.driver)
-        return Toolchoice("native", None, "no local CUDA"), [
-            *problems,
-            Problem("toolkit", f"a native CUDA build needs nvcc: {why}", fix),
-        ]
-    try:
-        kit = toolkit(nvcc.version)
-    except UsageError:
-        kit = None
-    what = f"the local nvcc {nvcc.version} ({nvcc.path})"
-    wanted = request.cuda
-    if wanted is not None and (kit is None or toolkit(str(wanted.value)).version != kit.version):
-        problems.append(
-            Problem(
-                "toolkit",
-                f"{wanted.origin}: CUDA {wanted.value} was asked for, but a native build uses "
-                f"{what}",
-                f"build with --docker --cuda {wanted.value}, or install CUDA {wanted.value} "
-                "and put its nvcc first on PATH",
-                location=wanted.location,
-            )
-        )
-    problems += _release_cuda(None, nvcc.version, torch, archs, native=True)
-    problems += _driver_problems(facts, nvcc.version, archs)
-    if not nvcc.cuda_home:
-        problems.append(
-            Problem(
-                "toolkit",
-                f"the CUDA toolkit of {nvcc.path} was not found: "
-                f"{nvcc.home_reason or 'no toolkit root'}",
-                "set CUDA_HOME to the toolkit's root (the directory holding "
-                "include/cuda_runtime.h and lib64/libcudart.so), or build with --docker",
-            )
-        )
-    if kit is not None:
-        problems += checks.check_toolkit(
-            kit, nvcc.targets, archs, native=True, what=what, torch=torch, driver=facts.driver
-        )
-        gcc = facts.tools.get("gcc") or facts.tools.get("g++")
-        problems += checks.check_host_compiler(gcc, kit.version, where="the host")
-    else:
-        accepted = {(t.capability, t.suffix) for t in nvcc.targets}
-        missing = [t.code for t in archs if (t.capability, t.suffix) not in accepted]
-        if missing:
-            problems.append(
-                Problem(
-                    "toolkit",
-                    f"{what} does not accept {' '.join(missing)}",
-                    checks.toolkit_fix(archs, native=True, torch=torch, driver=facts.driver),
-                )
-            )
-    description = f"local nvcc {nvcc.full_version} at {nvcc.path}"
-    return Toolchoice("native", kit, description), problems
-
-
-def _docker(
-    request: BuildRequest, facts: MachineFacts, archs: ArchList, torch: str
-) -> tuple[Toolchoice, list[Problem]]:
-    problems = checks.check_docker(facts.docker, facts.docker_reason)
-    if not archs:
-        return Toolchoice("docker", None, "the base image's compilers (CPU build)"), problems
-    wanted = request.cuda
-    if wanted is not None:
-        try:
-            kit = toolkit(str(wanted.value))
-        except UsageError as exc:
-            raise located_error(wanted, exc.message, exc.hint) from None
-        problems += [
-            _locate(p, wanted)
-            for p in checks.check_toolkit(
-                kit, kit.targets, archs, native=False, what=f"CUDA {kit.version}", torch=torch
-            )
-        ]
-        problems += _release_cuda(wanted, kit.version, torch, archs, native=False)
-        problems += _driver_problems(facts, kit.version, archs)
-        return Toolchoice("docker", kit, f"CUDA {kit.version} ({wanted.origin})"), problems
-    choice = preferred_toolkit(torch, archs, facts.driver)  # _check_release made sure of one
-    if choice.note is not None:
-        problems.append(Problem("toolkit", choice.note, "pin another --torch or --cuda", "warning"))
-    problems += _driver_problems(facts, choice.version, archs)
-    return Toolchoice("docker", choice.kit, f"CUDA {choice.version}: {choice.why}"), problems
-
-
-def _driver_problems(facts: MachineFacts, cuda: str, archs: ArchList) -> list[Problem]:
-    """A build whose CUDA this machine's driver cannot run on its GPUs (it may be meant for
-    another machine, so a warning), with the driver it needs: the toolkit's floor, the
-    GPUs' own (no driver before R570 knows Blackwell), and the toolkit's own driver where a
-    GPU would run the build's PTX."""
-    if not facts.driver:
-        return []
-    gpus = facts.capabilities
-    ptx = any(v.match is Match.PTX for v in covers(archs, gpus)) if archs else False
-    check = check_driver(facts.driver, cuda, gpus=gpus, ptx=ptx)
-    if check.ok:
-        return []
-    # A GPU's own floor: no --cuda, older or newer, helps; only the driver does.
-    fix = (
-        f"{check.fix}; the build itself may go on (fine when it is for another machine)"
-        if check.gpu_floor
-        else f"{check.fix}, or build with an older --cuda (fine when the build is for "
-        "another machine)"
-    )
-    return [
-        Problem(
-            "driver",
-            f"{check.reason}: the result would not run on this machine's GPUs",
-            fix,
-            "warning",
-        )
-    ]
-
-
-def _release_cuda(
-    wanted: object, cuda: str, torch: str, archs: ArchList, *, native: bool
-) -> list[Problem]:
-    """The toolkit ``cuda`` against the CUDA range of the release being built."""
-    why = build_constraints(torch).cuda_problem(cuda)
-    if why is None:
-        return []
-    origin = getattr(wanted, "origin", None)
-    message = f"{origin}: {why}" if origin else why
-    problem = Problem("toolkit", message, checks.toolkit_fix(archs, native=native, torch=torch))
-    return [_locate(problem, wanted)]
-
-
-def _locate(problem: Problem, setting: object) -> Problem:
-    from dataclasses import replace
-
-    location = getattr(setting, "location", None)
-    return replace(problem, location=location) if location is not None else problem
 
 
 # --- helpers of stage 2. jobs, environment, disk ---------------------------------------------

@@ -35,39 +35,6 @@ from fdl.libtorch import variants
 from fdl.libtorch._install import InstallResult, Target, install_tree, resolve_target
 from fdl.paths import Context
 
-if TYPE_CHECKING:
-    from fdl.libtorch.sources._archive import (
-        MIRROR_ENV,
-        DownloadPlan,
-        FromArchive,
-        ProgressCallback,
-        check_download_target,
-        plan_download,
-        run_download,
-    )
-    from fdl.libtorch.sources._build import FromBuild
-    from fdl.libtorch.sources._cpu_view import FromCpuView, install_cpu_view, local_wheel
-    from fdl.libtorch.sources._directory import FromDirectory, install_dir, register_variant
-    from fdl.libtorch.sources._registry import (
-        REGISTRY_ENV,
-        FromRegistry,
-        PullResult,
-        PushResult,
-        choose_compression,
-        parse_reference,
-        pull_variant,
-        push_variant,
-    )
-    from fdl.libtorch.sources._team import RepositoryNotFound, SharedMatch, find_shared
-    from fdl.libtorch.sources._wheel import (
-        FromWheel,
-        WheelSource,
-        check_wheel,
-        install_wheel,
-        installed_torch,
-        wheel_source,
-    )
-
 KINDS = ("archive", "wheel", "cpu-view", "registry", "build", "directory")
 """The sources' kinds (:attr:`VariantSource.kind`)."""
 
@@ -180,7 +147,40 @@ def occupied(target: Target, holds: str, wanted: str, *, hint: str = REPLACE_HIN
     return UsageError(f"{where} already holds {holds}, not {wanted}", hint=hint)
 
 
-_LAZY = {
+# <lazy-exports> generated from the modules' __all__ by `python -m fdl._lazy_tables --write`
+if TYPE_CHECKING:
+    from fdl.libtorch.sources._archive import (
+        MIRROR_ENV,
+        DownloadPlan,
+        FromArchive,
+        ProgressCallback,
+        check_download_target,
+        plan_download,
+        run_download,
+    )
+    from fdl.libtorch.sources._build import FromBuild
+    from fdl.libtorch.sources._cpu_view import FromCpuView, install_cpu_view, local_wheel
+    from fdl.libtorch.sources._directory import FromDirectory, install_dir, register_variant
+    from fdl.libtorch.sources._registry import (
+        REGISTRY_ENV,
+        FromRegistry,
+        PullResult,
+        PushResult,
+        choose_compression,
+        parse_reference,
+        pull_variant,
+        push_variant,
+    )
+    from fdl.libtorch.sources._team import RepositoryNotFound, SharedMatch, find_shared
+    from fdl.libtorch.sources._wheel import (
+        FromWheel,
+        WheelSource,
+        check_wheel,
+        install_wheel,
+        installed_torch,
+        wheel_source,
+    )
+_HOMES = {
     "MIRROR_ENV": "_archive",
     "DownloadPlan": "_archive",
     "FromArchive": "_archive",
@@ -213,6 +213,7 @@ _LAZY = {
     "installed_torch": "_wheel",
     "wheel_source": "_wheel",
 }
+# </lazy-exports>
 
 __all__ = [
     "KINDS",
@@ -255,4 +256,4 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    return lazy_attribute(__name__, _LAZY, None, name)
+    return lazy_attribute(__name__, _HOMES, None, name)

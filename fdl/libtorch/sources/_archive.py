@@ -42,6 +42,7 @@ __all__ = [
     "MIRROR_ENV",
     "DownloadPlan",
     "FromArchive",
+    "ProgressCallback",
     "check_download_target",
     "plan_download",
     "run_download",

@@ -54,6 +54,7 @@ __all__ = [
     "WheelSource",
     "check_wheel",
     "install_wheel",
+    "installed_torch",
     "populate_from_wheel",
     "wheel_from_environment",
     "wheel_from_file",
