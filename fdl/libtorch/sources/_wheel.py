@@ -23,18 +23,18 @@ import sys
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
 from fdl._files import file_sha256
-from fdl._grammar import fill
 from fdl.archive import ArchiveError, read_member, safe_extract_zip
 from fdl.compat import release, resolve_torch_version
 from fdl.errors import EnvironmentProblem, FdlError, UsageError
+from fdl.formats.wheel import dist_info_member, parse_metadata, parse_version_py
 from fdl.libtorch import variants
 from fdl.libtorch._install import InstallResult, Target, installed_build_version
 from fdl.libtorch.sources import install_source, occupied
+from fdl.libtorch.sources._generated import write_build_files
 from fdl.libtorch.sources._nvidia import (
     NvidiaLibraries,
     copy_environment_libraries,
@@ -64,11 +64,6 @@ __all__ = [
 TREE_DIRS = ("lib", "include", "share")
 # Python-only parts of torch/lib: the bindings and any extension module.
 _PYTHON_ONLY = re.compile(r"^(libtorch_python\.so.*|.*\.cpython-.*\.so|.*\.abi3\.so)$")
-# name (: annotation)? = 'value' | "value" | None, on one line: [^=\n] keeps a line of a
-# thousand "a:" from being tried against every line after it (a quadratic search)
-_VERSION_PY = re.compile(
-    r"^(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|None)", re.MULTILINE
-)
 
 LineCallback = Callable[[str], None]
 
@@ -195,26 +190,21 @@ def check_wheel(
     )
 
 
-def parse_version_py(text: str) -> dict[str, str | None]:
-    """``torch/version.py``'s assignments of strings (and None), read without running it."""
-    return {m[1]: (m[2] if m[2] is not None else m[3]) for m in _VERSION_PY.finditer(text)}
-
-
 def _from_texts(kind: str, location: Path, metadata: str, version_py: str) -> WheelSource:
-    headers = HeaderParser().parsestr(metadata)
-    if (headers.get("Name") or "").lower() != "torch":
+    headers = parse_metadata(metadata)
+    if (headers.name or "").lower() != "torch":
         raise UsageError(
-            f"{location} is not a PyTorch wheel (its name is {headers.get('Name')!r})",
+            f"{location} is not a PyTorch wheel (its name is {headers.name!r})",
             hint="pass a torch-<version>-...whl file",
         )
     values = parse_version_py(version_py)
     source = WheelSource(
         kind=kind,
         location=location,
-        version=str(headers.get("Version") or values.get("__version__") or ""),
+        version=str(headers.version or values.get("__version__") or ""),
         cuda=values.get("cuda") or None,
         git_version=values.get("git_version"),
-        requires=tuple(headers.get_all("Requires-Dist") or ()),
+        requires=headers.requires,
     )
     _check_facts(source)
     return source
@@ -242,11 +232,8 @@ def _check_facts(source: WheelSource) -> None:
 def _metadata_member(path: Path) -> str:
     """The wheel's ``<name>-<version>.dist-info/METADATA`` member (from the zip's index)."""
     with zipfile.ZipFile(path) as archive:
-        for name in archive.namelist():
-            parts = name.split("/")
-            if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "METADATA":
-                return name
-    return "METADATA"  # read_member then names what is missing
+        found = dist_info_member(archive.namelist(), "METADATA")
+    return found or "METADATA"  # read_member then names what is missing
 
 
 def wheel_from_file(path: Path) -> WheelSource:
@@ -447,12 +434,10 @@ def populate_from_wheel(
     say(f"copying torch/{{{','.join(TREE_DIRS)}}} from {source.location}")
     _copy_tree(source, tree, scratch)
     dropped = _drop_python_only(tree / "lib")
-    how = {"source": str(source.location), "hint": "pass another torch wheel"}
-    line = fill("line", "{build_version}\n", build_version=source.build_version, **how)
-    (tree / "build-version").write_text(line, encoding="utf-8")
-    if source.git_version:
-        line = fill("line", "{git_version}\n", git_version=source.git_version, **how)
-        (tree / "build-hash").write_text(line, encoding="utf-8")
+    write_build_files(
+        tree, source.build_version, source.git_version,
+        source=str(source.location), hint="pass another torch wheel",
+    )  # fmt: skip
     libraries = None
     if source.cuda and nvidia.bundle:
         libraries = _bring_nvidia(source, tree / "lib", scratch, runner, nvidia, say, output)
