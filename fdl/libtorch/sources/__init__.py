@@ -48,15 +48,13 @@ if TYPE_CHECKING:
     from fdl.libtorch.sources._build import FromBuild
     from fdl.libtorch.sources._cpu_view import FromCpuView, install_cpu_view, local_wheel
     from fdl.libtorch.sources._directory import FromDirectory, install_dir, register_variant
+    from fdl.libtorch.sources._push import PushResult, choose_compression, push_variant
     from fdl.libtorch.sources._registry import (
         REGISTRY_ENV,
         FromRegistry,
         PullResult,
-        PushResult,
-        choose_compression,
         parse_reference,
         pull_variant,
-        push_variant,
     )
     from fdl.libtorch.sources._team import RepositoryNotFound, SharedMatch, find_shared
     from fdl.libtorch.sources._wheel import (
@@ -198,11 +196,11 @@ _LAZY = {
     "REGISTRY_ENV": "_registry",
     "FromRegistry": "_registry",
     "PullResult": "_registry",
-    "PushResult": "_registry",
-    "choose_compression": "_registry",
+    "PushResult": "_push",
+    "choose_compression": "_push",
     "parse_reference": "_registry",
     "pull_variant": "_registry",
-    "push_variant": "_registry",
+    "push_variant": "_push",
     "RepositoryNotFound": "_team",
     "SharedMatch": "_team",
     "find_shared": "_team",
