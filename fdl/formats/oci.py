@@ -32,6 +32,7 @@ from fdl.net import MAX_LAYER, MAX_RATIO, RATIO_FLOOR, is_digest, is_tag
 
 __all__ = [
     "ACCEPT",
+    "ARCHITECTURES",
     "DOCKER_MANIFEST",
     "LAYER_TYPES",
     "OCI_CONFIG",
@@ -66,7 +67,8 @@ GZIP_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
 ZSTD_LAYER = "application/vnd.oci.image.layer.v1.tar+zstd"
 LAYER_TYPES = {"gzip": GZIP_LAYER, "zstd": ZSTD_LAYER}
 ZSTD_LEVEL = 3  # BuildKit's default for compression=zstd, as fdl deploy pushes
-_CHUNK = 1 << 20
+# ELF e_machine -> the OCI platform's architecture.
+ARCHITECTURES = {62: "amd64", 183: "arm64", 21: "ppc64le", 22: "s390x"}
 
 
 class ImageMismatch(EnvironmentProblem):

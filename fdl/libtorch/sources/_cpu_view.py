@@ -51,6 +51,7 @@ from fdl.libtorch._install import InstallResult, Target, installed_build_version
 from fdl.libtorch.sources import install_source, occupied
 from fdl.libtorch.sources._generated import (
     LINK_SCRIPT_MARK,
+    check_wheel_facts,
     write_build_files,
     write_cmake_package,
     write_link_script,
@@ -291,7 +292,6 @@ def _check_facts(view: CpuView) -> None:
     """The wheel's version (its file name's) and ``version.py``'s CUDA and commit, held
     against their grammars before any of them is written into the variant: index text
     never becomes CMake or linker-script code."""
-    from fdl._grammar import checked
     from fdl._text import printable
     from fdl.errors import FdlError
 
@@ -308,14 +308,10 @@ def _check_facts(view: CpuView) -> None:
         if view.index
         else "pass a torch wheel downloaded from PyPI or download.pytorch.org"
     )
-    facts = [("torch-version", "its version", view.wheel.version)]
-    facts += [("torch-version", "its release", view.torch)]
-    if view.wheel_cuda:
-        facts.append(("cuda", "version.py's cuda", view.wheel_cuda))
-    if view.git_version:
-        facts.append(("commit", "version.py's git_version", view.git_version))
-    for kind, what, value in facts:
-        checked(kind, value, what=what, source=source, hint=hint, error=error)
+    check_wheel_facts(
+        view.wheel.version, view.wheel_cuda, view.git_version,
+        source=source, hint=hint, release=view.torch, error=error,
+    )  # fmt: skip
 
 
 def _record(text: bytes) -> dict[str, tuple[str, int]]:

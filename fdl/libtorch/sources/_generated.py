@@ -10,14 +10,50 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fdl._grammar import fill
+from fdl._grammar import checked, fill
+from fdl.errors import EnvironmentProblem, FdlError
 from fdl.formats.templates import render
 
-__all__ = ["LINK_SCRIPT_MARK", "write_build_files", "write_cmake_package", "write_link_script"]
+__all__ = [
+    "LINK_SCRIPT_MARK",
+    "check_wheel_facts",
+    "write_build_files",
+    "write_cmake_package",
+    "write_link_script",
+]
 
 # How a CPU view's lib/libtorch.so (the linker script) starts.
 LINK_SCRIPT_MARK = b"/* fdl: CPU view"
 _VERSION_FILE = "TorchConfigVersion.cmake"
+
+
+def check_wheel_facts(
+    version: str,
+    cuda: str | None,
+    git_version: str | None,
+    *,
+    source: str,
+    hint: str,
+    release: str | None = None,
+    error: type[FdlError] = EnvironmentProblem,
+) -> None:
+    """A wheel's version (and the ``release`` it was asked as), and ``version.py``'s CUDA
+    and commit, held against their grammars where they are read, before any of them is
+    written into the variant: text from a wheel or an index never becomes code.
+
+    Raises:
+        FdlError: ``error`` (EnvironmentProblem for a local file, NetworkError for what an
+            index served), naming the fact and ``source``.
+    """
+    facts = [("torch-version", "its version", version)]
+    if release is not None:
+        facts.append(("torch-version", "its release", release))
+    if cuda:
+        facts.append(("cuda", "version.py's cuda", cuda))
+    if git_version:
+        facts.append(("commit", "version.py's git_version", git_version))
+    for kind, what, value in facts:
+        checked(kind, value, what=what, source=source, hint=hint, error=error)
 
 
 def write_build_files(

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from fdl._text import printable
+from fdl.binaries import elf_machine
 from fdl.errors import EnvironmentProblem
-from fdl.formats.oci import ImageMismatch
+from fdl.formats.oci import ARCHITECTURES, ImageMismatch
 from fdl.libtorch import variants
 from fdl.net import is_tag, read_json
 
@@ -42,8 +43,6 @@ ANNOTATION = "dev.fdl.libtorch."
 PREFIX = "libtorch"
 _METADATA = (variants.INFO_FILE, variants.ARCH_FILE)
 _HEADERS = ("include", "share")
-# ELF e_machine -> the OCI platform's architecture.
-_MACHINES = {62: "amd64", 183: "arm64", 21: "ppc64le", 22: "s390x"}
 
 
 @dataclass(frozen=True)
@@ -77,16 +76,9 @@ def platform_of(tree: Path) -> str:
     """``linux/amd64``: the architecture read from the ELF header of ``lib/libtorch.so``
     (or, where that is a linker script, of ``libtorch_cpu.so`` or ``libc10.so``)."""
     for name in _PLATFORM_LIBRARIES:
-        library = tree / "lib" / name
-        try:
-            with library.open("rb") as handle:
-                header = handle.read(20)
-        except OSError:
-            continue
-        if len(header) == 20 and header[:4] == b"\x7fELF":
-            machine = int.from_bytes(header[18:20], "little" if header[5] == 1 else "big")
-            if machine in _MACHINES:
-                return f"linux/{_MACHINES[machine]}"
+        machine = elf_machine(tree / "lib" / name)
+        if machine in ARCHITECTURES:
+            return f"linux/{ARCHITECTURES[machine]}"
     raise EnvironmentProblem(
         f"cannot tell the platform of {tree / 'lib'}: none of "
         f"{', '.join(_PLATFORM_LIBRARIES)} is an ELF library fdl knows",

@@ -32,6 +32,7 @@ from fdl.formats.wheel import dist_info_member, parse_metadata, parse_version_py
 from fdl.libtorch import variants
 from fdl.libtorch._install import InstallResult, Target, installed_build_version
 from fdl.libtorch.sources import install_source, occupied
+from fdl.libtorch.sources._generated import check_wheel_facts
 from fdl.libtorch.sources._nvidia import (
     pip_saved_files,
 )
@@ -155,20 +156,14 @@ def _from_texts(kind: str, location: Path, metadata: str, version_py: str) -> Wh
 def _check_facts(source: WheelSource) -> None:
     """The version, CUDA and commit the variant records and writes (``build-version``),
     held against their grammars where they are read."""
-    from fdl._grammar import checked
-
-    facts = [("torch-version", "its version", source.version)]
-    if source.cuda:
-        facts.append(("cuda", "version.py's cuda", source.cuda))
-    if source.git_version:
-        facts.append(("commit", "version.py's git_version", source.git_version))
     hint = (
         "reinstall torch in that environment with pip"
         if source.kind == "environment"
         else "pass a torch wheel downloaded from PyPI or download.pytorch.org"
     )
-    for kind, what, value in facts:
-        checked(kind, value, what=what, source=str(source.location), hint=hint)
+    check_wheel_facts(
+        source.version, source.cuda, source.git_version, source=str(source.location), hint=hint
+    )
 
 
 def _metadata_member(path: Path) -> str:
