@@ -20,17 +20,19 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fdl.archive import ArchiveError, Span, ZipMember, extract_span, plan_spans, zip_members
 from fdl.errors import EnvironmentProblem, NetworkError
 from fdl.formats.wheel import parse_wheel_name
-from fdl.locking import FileLock
-from fdl.net import Progress, fetch_range, read_range
+
+if TYPE_CHECKING:  # fdl.net is imported where a range is read: refresh's readers need none
+    from fdl.net import Progress
 
 __all__ = ["DAMAGED_HINT", "SMALL", "RangedReader", "ReadRange", "RemoteWheel", "member_chunks"]
 
 ReadRange = Callable[[str, int, int | None], tuple[bytes, int]]
-ProgressCallback = Callable[[str, Progress], None]
+ProgressCallback = Callable[[str, "Progress"], None]
 
 SMALL = 16 << 20  # METADATA, version.py, RECORD: far smaller
 _LOCAL = b"PK\x03\x04"
@@ -79,6 +81,8 @@ class RangedReader:
         self.bytes_read = self.bytes_cached = 0
 
     def _read(self, url: str, start: int, length: int | None) -> tuple[bytes, int]:
+        from fdl.net import read_range
+
         data, total = read_range(url, start, length)
         self.bytes_read += len(data)
         return data, total
@@ -142,6 +146,9 @@ class RangedReader:
                     data.unlink(missing_ok=True)
 
     def _span(self, wheel: RemoteWheel, span: Span) -> Path:
+        from fdl.locking import FileLock
+        from fdl.net import fetch_range
+
         what = f"{wheel.filename} [{span.length / (1 << 20):.1f} MiB]"
         progress = self.on_progress
 

@@ -8,17 +8,12 @@ through them. :mod:`fdl.formats.ranged` reads the members of remote wheels.
 
 from __future__ import annotations
 
-import base64
-import csv
-import io
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from email.parser import HeaderParser
 from typing import TYPE_CHECKING
 
 from fdl._grammar import count
-from fdl.archive import ArchiveError
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -124,6 +119,8 @@ class Metadata:
 
 def parse_metadata(text: str) -> Metadata:
     """A ``METADATA`` file's headers (RFC 822 style; anything unreadable is absent)."""
+    from email.parser import HeaderParser
+
     headers = HeaderParser().parsestr(text)
     name, version = headers.get("Name"), headers.get("Version")
     return Metadata(
@@ -146,6 +143,12 @@ def parse_record(text: bytes, *, hint: str | None = None) -> dict[str, tuple[str
     Raises:
         ArchiveError: RECORD is not CSV (with ``hint``).
     """
+    import base64
+    import csv
+    import io
+
+    from fdl.archive import ArchiveError
+
     found: dict[str, tuple[str, int]] = {}
     lines = io.StringIO(text.decode("utf-8", "replace").replace("\0", ""), newline="")
     try:

@@ -56,7 +56,7 @@ from fdl.libtorch.sources._generated import (
     write_cmake_package,
     write_link_script,
 )
-from fdl.libtorch.sources._nvidia import bring_view_libraries, dist_info, needed_elsewhere
+from fdl.libtorch.sources._view_nvidia import bring_view_libraries, dist_info, needed_elsewhere
 from fdl.net import IndexFile, Progress, index_files
 from fdl.paths import Context
 
