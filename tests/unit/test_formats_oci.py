@@ -42,6 +42,8 @@ def test_the_machine_of_either_byte_order_and_class(tmp_path: Path) -> None:
 
 def test_a_fifo_is_never_opened(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "fifo.so")
+    (tmp_path / "link.so").symlink_to(_elf(tmp_path / "real.so", 62))
+    assert elf_machine(tmp_path / "link.so") == 62  # a link to a library is followed
     assert elf_machine(tmp_path / "fifo.so") is None  # returns: no reader blocks on it
 
 

@@ -40,6 +40,8 @@ def test_a_wheel_name_s_parts_and_build_tag() -> None:
 
 @pytest.mark.parametrize("name", ["torch-2.10.0.tar.gz", "torch.whl", "torch-2.10.0-x.whl", ""])
 def test_a_name_that_is_no_wheel_s_is_none(name: str) -> None:
+    wheel = parse_wheel_name("torch-2.10.0-py3-none-any.whl")  # a wheel's name, read
+    assert wheel is not None and wheel.tags == "py3-none-any"
     assert parse_wheel_name(name) is None
 
 
