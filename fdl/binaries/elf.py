@@ -22,6 +22,7 @@ __all__ = [
     "DynamicInfo",
     "ElfFile",
     "Section",
+    "elf_machine",
     "is_elf",
     "needed",
     "read_dynamic",
@@ -298,3 +299,20 @@ def is_elf(path: Path | str) -> bool:
             return handle.read(6) == _MAGIC + b"\x02\x01"
     except OSError:
         return False
+
+
+def elf_machine(path: Path | str) -> int | None:
+    """The ELF header's ``e_machine`` (62: x86-64, 183: AArch64), of either class and byte
+    order; None for what is no ELF file (a GNU ld script) or no regular file (a FIFO is
+    never opened). Cheap: reads 20 bytes."""
+    candidate = Path(path)
+    try:
+        if not candidate.is_file():
+            return None
+        with candidate.open("rb") as handle:
+            header = handle.read(20)
+    except OSError:
+        return None
+    if len(header) < 20 or header[:4] != _MAGIC:
+        return None
+    return int.from_bytes(header[18:20], "little" if header[5] == 1 else "big")

@@ -9,14 +9,13 @@ fatbin entry headers: memory stays at a few MiB, nothing is written to disk.
 
 from __future__ import annotations
 
-import struct
-import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fdl.archive import ZipMember, zip_members
 from fdl.binaries import DeviceCode, FatbinScanner
 from fdl.errors import NetworkError
+from fdl.formats.ranged import member_chunks
 
 __all__ = [
     "DEFAULT_LIBRARIES",
@@ -33,9 +32,6 @@ ReadRange = Callable[[str, int, int | None], tuple[bytes, int]]
 
 DEFAULT_LIBRARIES = ("torch/lib/libtorch_cuda.so",)
 CHUNK = 8 << 20  # compressed bytes per Range request
-_INFLATED = 1 << 20  # inflated bytes handed to the scanner at a time
-_LOCAL = b"PK\x03\x04"
-STORED, DEFLATED = 0, 8
 
 
 @dataclass
@@ -54,47 +50,6 @@ class WheelCode:
     libraries: dict[str, DeviceCode] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     bytes_read: int = 0
-
-
-def member_chunks(
-    url: str, read: ReadRange, member: ZipMember, *, chunk: int = CHUNK
-) -> Iterator[bytes]:
-    """The member's bytes, inflated, in pieces of at most 1 MiB; ``chunk`` compressed
-    bytes are fetched per request.
-
-    Raises:
-        NetworkError: the local header is not where the directory says, the method is
-            neither stored nor deflated, or the data does not inflate.
-    """
-    header, _ = read(url, member.local_offset, 30)
-    if not header.startswith(_LOCAL):
-        raise NetworkError(f"{url}: no local header for {member.name} at {member.local_offset}")
-    name_len, extra_len = struct.unpack_from("<HH", header, 26)
-    start = member.local_offset + 30 + name_len + extra_len
-    if member.method not in (STORED, DEFLATED):
-        raise NetworkError(f"{url}: {member.name} uses zip method {member.method}")
-    inflate = zlib.decompressobj(-15) if member.method == DEFLATED else None
-    done = 0
-    while done < member.compressed:
-        piece, _ = read(url, start + done, min(chunk, member.compressed - done))
-        if not piece:
-            raise NetworkError(f"{url}: {member.name} ends after {done} bytes")
-        done += len(piece)
-        if inflate is None:
-            yield piece
-            continue
-        try:
-            while piece:
-                out = inflate.decompress(piece, _INFLATED)
-                piece = inflate.unconsumed_tail
-                if out:
-                    yield out
-        except zlib.error as exc:
-            raise NetworkError(f"{url}: {member.name} does not inflate: {exc}") from None
-    if inflate is not None:
-        rest = inflate.flush()
-        if rest:
-            yield rest
 
 
 def wheel_device_code(

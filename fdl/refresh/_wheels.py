@@ -5,12 +5,13 @@ its ``nvidia-*`` pins give the CUDA and cuDNN of the wheel's build."""
 from __future__ import annotations
 
 import re
-import struct
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fdl.archive import ArchiveError, zip_members
 from fdl.errors import NetworkError
+from fdl.formats.ranged import member_chunks
+from fdl.formats.wheel import applicable, dist_info_member, parse_metadata, parse_wheel_name
 
 __all__ = ["WheelFacts", "cuda_facts", "pypi_wheels", "wheel_drift", "wheel_metadata"]
 
@@ -18,12 +19,11 @@ PYPI_JSON = "https://pypi.org/pypi/torch/json"
 
 ReadRange = Callable[[str, int, int | None], tuple[bytes, int]]
 
-_EOCD = b"PK\x05\x06"
-_CENTRAL = b"PK\x01\x02"
-
 
 def wheel_metadata(url: str, read: ReadRange) -> str:
-    """The ``*.dist-info/METADATA`` text of the wheel at ``url``.
+    """The ``*.dist-info/METADATA`` text of the wheel at ``url``: the zip's directory
+    (:func:`fdl.archive.zip_members`), then that one member
+    (:func:`fdl.formats.ranged.member_chunks`).
 
     Args:
         read: ``(url, start, length) -> (bytes, total size)``; a negative start counts from
@@ -34,56 +34,33 @@ def wheel_metadata(url: str, read: ReadRange) -> str:
             deflate data), or holds no METADATA, or one over 1 MiB (declared or inflated).
     """
     try:
-        return _metadata(url, read)
-    except (struct.error, zlib.error, IndexError, UnicodeError) as exc:
-        raise NetworkError(
-            f"{url}: not a wheel fdl can read ({type(exc).__name__}: {exc})",
-            hint="run the same command again; if it fails the same way, the index serves a "
-            "damaged or crafted wheel",
-        ) from None
+        members = zip_members(url, read)
+    except ArchiveError as exc:
+        raise NetworkError(exc.message, hint=_DAMAGED) from None
+    name = dist_info_member(members, "METADATA")
+    if name is None:
+        raise NetworkError(f"{url}: the wheel holds no *.dist-info/METADATA")
+    member = members[name]
+    declared = max(member.compressed, member.size)
+    if declared > _METADATA_MAX:  # refused before a byte is inflated
+        raise NetworkError(f"{url}: a METADATA of {declared} bytes, not read")
+    pieces: list[bytes] = []
+    inflated = 0
+    for piece in member_chunks(url, read, member):
+        inflated += len(piece)
+        if inflated > member.size:
+            raise NetworkError(
+                f"{url}: its METADATA inflates beyond the {member.size} bytes declared"
+            )
+        pieces.append(piece)
+    return b"".join(pieces).decode("utf-8", "replace")
 
 
-def _metadata(url: str, read: ReadRange) -> str:
-    tail, _total = read(url, -(1 << 16), None)
-    at = tail.rfind(_EOCD)
-    if at < 0:
-        raise NetworkError(f"{url}: no zip directory in its last 64 KiB")
-    size, offset = struct.unpack("<II", tail[at + 12 : at + 20])
-    if offset == 0xFFFFFFFF:  # zip64
-        locator = tail.rfind(b"PK\x06\x07")
-        record = struct.unpack("<Q", tail[locator + 8 : locator + 16])[0]
-        zip64, _ = read(url, record, 56)
-        size, offset = struct.unpack("<QQ", zip64[40:56])
-    if size > _DIRECTORY_MAX:  # a lie: torch's directory is under 2 MiB
-        raise NetworkError(f"{url}: a zip directory of {size} bytes, not read")
-    directory, _ = read(url, offset, size)
-    position = 0
-    while directory.startswith(_CENTRAL, position):
-        method, _, _, _crc, compressed, inflated, name_len, extra_len, comment_len = struct.unpack(
-            "<HHHIIIHHH", directory[position + 10 : position + 34]
-        )
-        local = struct.unpack("<I", directory[position + 42 : position + 46])[0]
-        name = directory[position + 46 : position + 46 + name_len].decode("utf-8", "replace")
-        position += 46 + name_len + extra_len + comment_len
-        if not re.fullmatch(r"[^/]+\.dist-info/METADATA", name):
-            continue
-        if max(compressed, inflated) > _METADATA_MAX:  # refused before a byte is inflated
-            raise NetworkError(f"{url}: a METADATA of {max(compressed, inflated)} bytes, not read")
-        header, _ = read(url, local, 30)
-        skip = 30 + sum(struct.unpack("<HH", header[26:30]))
-        body, _ = read(url, local + skip, compressed)
-        if method != 8:
-            return body[:inflated].decode("utf-8", "replace")
-        inflater = zlib.decompressobj(-15)
-        text = inflater.decompress(body, inflated + 1)  # never more than it declared, and 1
-        if len(text) > inflated or inflater.unconsumed_tail:
-            raise NetworkError(f"{url}: its METADATA inflates beyond the {inflated} bytes declared")
-        return text.decode("utf-8", "replace")
-    raise NetworkError(f"{url}: the wheel holds no *.dist-info/METADATA")
-
-
-_DIRECTORY_MAX = 16 << 20
 _METADATA_MAX = 1 << 20
+_DAMAGED = (
+    "run the same command again; if it fails the same way, the index serves a damaged or "
+    "crafted wheel"
+)
 
 
 @dataclass(frozen=True)
@@ -103,8 +80,6 @@ def cuda_facts(metadata: str, machine: str = "x86_64") -> WheelFacts:
     The pins' environment markers are evaluated: before 2.12 the aarch64 wheels' METADATA
     lists the CUDA pins with ``platform_machine == "x86_64"``, i.e. that wheel is a CPU build.
     """
-    from packaging.requirements import InvalidRequirement, Requirement
-
     environment = {
         "platform_system": "Linux",
         "sys_platform": "linux",
@@ -114,15 +89,9 @@ def cuda_facts(metadata: str, machine: str = "x86_64") -> WheelFacts:
         "implementation_name": "cpython",
         "extra": "",
     }
-    version = re.search(r"^Version: (\S+)", metadata, re.M)
+    headers = parse_metadata(metadata)
     pins: dict[str, str] = {}
-    for line in re.findall(r"^Requires-Dist: (.+)$", metadata, re.M):
-        try:
-            requirement = Requirement(line)
-        except InvalidRequirement:
-            continue
-        if requirement.marker is not None and not requirement.marker.evaluate(environment):
-            continue
+    for requirement in applicable(headers.requires, environment):
         name = requirement.name.lower()
         if not (name.startswith("nvidia-") or name == "cuda-toolkit"):
             continue
@@ -134,7 +103,9 @@ def cuda_facts(metadata: str, machine: str = "x86_64") -> WheelFacts:
     )
     cudnn = next((v for k, v in pins.items() if k.startswith("nvidia-cudnn")), None)
     cuda = ".".join(runtime.split(".")[:2]) if runtime else None
-    return WheelFacts(version.group(1) if version else "", cuda, cudnn, pins)
+    return WheelFacts(
+        (headers.version or "").split()[0] if headers.version else "", cuda, cudnn, pins
+    )
 
 
 def pypi_wheels(
@@ -154,7 +125,8 @@ def pypi_wheels(
         if not isinstance(item, dict):
             continue
         name = str(item.get("filename", ""))
-        tag = re.search(r"-cp3([0-9]{1,4})-cp3[0-9]{1,4}-", name)
+        parsed = parse_wheel_name(name)
+        tag = re.match(r"cp3([0-9]{1,4})-cp3[0-9]{1,4}-", parsed.tags) if parsed else None
         link = file_link(base, str(item.get("url", "")))  # http(s) only: never file://
         if tag is None or "manylinux" not in name or item.get("yanked") or link is None:
             continue

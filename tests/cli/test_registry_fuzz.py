@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 
 from fdl.libtorch import VariantInfo, finish_info, variants
-from fdl.libtorch.sources._registry import push_variant
+from fdl.libtorch.sources._push import push_variant
 from fdl.paths import Context
 from tests.conftest import REPO
 from tests.support.hostile_registry import (

@@ -1,6 +1,6 @@
 """The parts of the CPU view that need no server: which byte ranges hold the members
 (plan_spans, zip_members' member ends), reading a project page of a package index
-(PEP 691 JSON, PEP 503 HTML), choosing the torch wheel, and the wheel's RECORD."""
+(PEP 691 JSON, PEP 503 HTML), and choosing the torch wheel (the RECORD: tests/unit/test_formats_wheel.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import pytest
 
 from fdl.archive import ArchiveError, Span, ZipMember, extract_span, plan_spans, zip_members
 from fdl.errors import NetworkError, UsageError
-from fdl.libtorch.sources._cpu_view import _record, choose_wheel
+from fdl.libtorch.sources._cpu_view import choose_wheel
 from fdl.net import IndexFile
 from fdl.net._index import parse_index_page
-from tests.support.cpu_view_wheels import record_line, torch_members, wheel_bytes
+from tests.support.cpu_view_wheels import torch_members, wheel_bytes
 
 PAGE = "https://mirror.example/simple/torch/"
 JSON = "application/vnd.pypi.simple.v1+json"
@@ -287,34 +287,3 @@ def test_no_such_release_names_the_newest_the_index_has() -> None:
     assert "--torch" in str(caught.value.hint) and "--index-url" in str(caught.value.hint)
     with pytest.raises(UsageError, match=r"wheel of torch 2\.10\.0$"):
         choose_wheel(files("numpy-2.0.0-cp311-cp311-manylinux_2_28_x86_64.whl"), "2.10.0")
-
-
-# --- RECORD ------------------------------------------------------------------------------
-
-
-def test_record_lines_become_hex_digests_and_sizes() -> None:
-    text = "\r\n".join(
-        [
-            record_line("torch/lib/libc10.so", b"libc10"),
-            record_line("torch/include/a,b.h", b"").replace(
-                "torch/include/a,b.h", '"torch/include/a,b.h"'
-            ),
-            'torch/include/say ""hi"".h,sha256='
-            + record_line("x", b"q").split("sha256=")[1].split(",")[0]
-            + ",1",
-            "torch-2.10.0.dist-info/RECORD,,",
-            "torch/lib/old.so,md5=abc,3",
-            "",
-        ]
-    ).encode()
-    text = text.replace(b'torch/include/say ""hi"".h', b'"torch/include/say ""hi"".h"')
-    assert _record(text) == {
-        "torch/lib/libc10.so": (hashlib.sha256(b"libc10").hexdigest(), 6),
-        "torch/include/a,b.h": (hashlib.sha256(b"").hexdigest(), 0),
-        'torch/include/say "hi".h': (hashlib.sha256(b"q").hexdigest(), 1),
-    }
-
-
-@pytest.mark.parametrize("digest", ["a", "!!!!", "abc", "", "YWJj" * 20])
-def test_a_digest_that_is_not_a_sha256_matches_nothing(digest: str) -> None:
-    assert _record(f"torch/lib/x.so,sha256={digest},5\n".encode()) == {"torch/lib/x.so": ("", 5)}

@@ -18,12 +18,11 @@ from hypothesis import strategies as st
 
 from fdl._grammar import KINDS, checked, count
 from fdl.errors import EnvironmentProblem, FdlError, NetworkError, UsageError
-from fdl.libtorch.sources._cpu_view import (
-    CpuView,
-    ViewWheel,
-    _write_build_files,
-    _write_cmake,
-    _write_link_script,
+from fdl.libtorch.sources._cpu_view import _FILL, CpuView, ViewWheel
+from fdl.libtorch.sources._generated import (
+    write_build_files,
+    write_cmake_package,
+    write_link_script,
 )
 
 # each hostile class of round 4 (line breaks, ')', '"', ${...}, */, INPUT(, NUL, escapes,
@@ -107,9 +106,9 @@ def _generate(tmp_path: Path, local: str) -> dict[str, str] | None:
     (tree / "lib").mkdir(parents=True, exist_ok=True)
     view = _view(local)
     try:
-        _write_cmake(tree, view)
-        _write_link_script(tree / "lib", view)
-        _write_build_files(tree, view)
+        write_cmake_package(tree, view.build_version, view.torch, **_FILL)
+        write_link_script(tree / "lib", view.build_version, **_FILL)
+        write_build_files(tree, view.build_version, view.git_version, **_FILL)
     except FdlError as exc:
         _refused(exc)
         return None

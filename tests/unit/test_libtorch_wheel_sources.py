@@ -13,12 +13,8 @@ from fdl.diagnose import Severity
 from fdl.errors import UsageError
 from fdl.libtorch import install_tree, resolve_target, variants, verify_variant
 from fdl.libtorch.sources._nvidia import nvidia_requirements, pip_saved_files
-from fdl.libtorch.sources._wheel import (
-    NvidiaOptions,
-    populate_from_wheel,
-    wheel_from_environment,
-    wheel_from_file,
-)
+from fdl.libtorch.sources._wheel import wheel_from_environment, wheel_from_file
+from fdl.libtorch.sources._wheel_tree import NvidiaOptions, populate_from_wheel
 from fdl.paths import Context
 from fdl.runner import Completed
 from tests.support.fakes import FakeRunner

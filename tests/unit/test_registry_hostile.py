@@ -19,7 +19,8 @@ import pytest
 from fdl.engine._credentials import registry_credentials
 from fdl.errors import EnvironmentProblem, NetworkError, UsageError
 from fdl.libtorch import VariantInfo, finish_info, variants
-from fdl.libtorch.sources._registry import parse_reference, push_variant
+from fdl.libtorch.sources._push import push_variant
+from fdl.libtorch.sources._registry import parse_reference
 from fdl.net import RegistryClient, RegistryError, is_loopback, registry_url
 from fdl.paths import Context
 from fdl.runner import default_runner

@@ -161,25 +161,23 @@ if TYPE_CHECKING:
     from fdl.libtorch.sources._build import FromBuild
     from fdl.libtorch.sources._cpu_view import FromCpuView, install_cpu_view, local_wheel
     from fdl.libtorch.sources._directory import FromDirectory, install_dir, register_variant
+    from fdl.libtorch.sources._push import PushResult, choose_compression, push_variant
     from fdl.libtorch.sources._registry import (
         REGISTRY_ENV,
         FromRegistry,
         PullResult,
-        PushResult,
-        choose_compression,
         parse_reference,
         pull_variant,
-        push_variant,
     )
     from fdl.libtorch.sources._team import RepositoryNotFound, SharedMatch, find_shared
     from fdl.libtorch.sources._wheel import (
         FromWheel,
-        WheelSource,
         check_wheel,
         install_wheel,
         installed_torch,
         wheel_source,
     )
+    from fdl.libtorch.sources._wheel_tree import WheelSource
 _HOMES = {
     "MIRROR_ENV": "_archive",
     "DownloadPlan": "_archive",
@@ -195,23 +193,23 @@ _HOMES = {
     "FromDirectory": "_directory",
     "install_dir": "_directory",
     "register_variant": "_directory",
+    "PushResult": "_push",
+    "choose_compression": "_push",
+    "push_variant": "_push",
     "REGISTRY_ENV": "_registry",
     "FromRegistry": "_registry",
     "PullResult": "_registry",
-    "PushResult": "_registry",
-    "choose_compression": "_registry",
     "parse_reference": "_registry",
     "pull_variant": "_registry",
-    "push_variant": "_registry",
     "RepositoryNotFound": "_team",
     "SharedMatch": "_team",
     "find_shared": "_team",
     "FromWheel": "_wheel",
-    "WheelSource": "_wheel",
     "check_wheel": "_wheel",
     "install_wheel": "_wheel",
     "installed_torch": "_wheel",
     "wheel_source": "_wheel",
+    "WheelSource": "_wheel_tree",
 }
 # </lazy-exports>
 

@@ -15,7 +15,7 @@ from fdl._files import copy_tree
 from fdl.libtorch import variants
 from fdl.libtorch._install import Target
 
-__all__ = ["FromBuild"]
+__all__ = ["FromBuild", "place_tree"]
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,14 @@ class FromBuild:
         return None
 
     def populate(self, tree: Path) -> variants.VariantInfo:
-        if self.move:
-            shutil.move(str(self.tree), str(tree))
-        else:
-            copy_tree(self.tree, tree)
+        place_tree(self.tree, tree, move=self.move)
         return self.info
+
+
+def place_tree(source: Path, tree: Path, *, move: bool) -> None:
+    """Put the finished tree ``source`` at ``tree`` (the staging directory): moved (a
+    rename on the same file system) or copied (symlinks as symlinks)."""
+    if move:
+        shutil.move(str(source), str(tree))
+    else:
+        copy_tree(source, tree)

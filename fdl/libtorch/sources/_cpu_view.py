@@ -28,33 +28,41 @@ reads nothing.
 
 from __future__ import annotations
 
-import base64
-import csv
-import hashlib
-import io
-import os
-import re
-import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
-from fdl._grammar import FACTS, count, fill
-from fdl.archive import ArchiveError, Span, ZipMember, extract_span, plan_spans, zip_members
+from fdl._grammar import FACTS
+from fdl.archive import ZipMember
 from fdl.binaries import BinaryFormatError, read_dynamic
-from fdl.compat import runtime_libraries
 from fdl.errors import EnvironmentProblem, NetworkError, UsageError
+from fdl.formats.ranged import DAMAGED_HINT, RangedReader, RemoteWheel
+from fdl.formats.wheel import (
+    build_number,
+    parse_metadata,
+    parse_record,
+    parse_version_py,
+    parse_wheel_name,
+    version_key,
+)
 from fdl.libtorch import variants
 from fdl.libtorch._install import InstallResult, Target, installed_build_version
 from fdl.libtorch.sources import install_source, occupied
-from fdl.locking import FileLock
-from fdl.net import IndexFile, Progress, fetch_range, index_files, read_range
+from fdl.libtorch.sources._generated import (
+    LINK_SCRIPT_MARK,
+    check_wheel_facts,
+    write_build_files,
+    write_cmake_package,
+    write_link_script,
+)
+from fdl.libtorch.sources._view_nvidia import bring_view_libraries, dist_info, needed_elsewhere
+from fdl.net import IndexFile, Progress, index_files
 from fdl.paths import Context
 
 __all__ = [
     "CORE_LIBRARIES",
+    "LINK_SCRIPT_MARK",
     "CpuView",
     "FromCpuView",
     "ViewWheel",
@@ -71,27 +79,8 @@ ProgressCallback = Callable[[str, Progress], None]
 # What a CPU program links; the rest of its closure inside the wheel is read off them.
 CORE_LIBRARIES = ("libtorch_cpu.so", "libc10.so")
 _LIB, _INCLUDE, _CMAKE = "torch/lib/", "torch/include/", "torch/share/cmake/Torch/"
-_VERSION_FILE = "TorchConfigVersion.cmake"
-# name-version(-build)?-python-abi-platform.whl
-_WHEEL = re.compile(
-    r"^(?P<name>[^-]+)-(?P<version>[^-]+)(?:-(?P<build>\d[^-]*))?-(?P<tags>[^-]+-[^-]+-[^-]+)\.whl$"
-)
-_SMALL = 16 << 20  # METADATA, version.py, RECORD: far smaller
-
-
-@dataclass(frozen=True)
-class ViewWheel:
-    """A wheel on an index (or a local ``file://`` one) the view reads members of."""
-
-    filename: str
-    url: str
-    sha256: str | None = None
-    size: int | None = None
-
-    @property
-    def version(self) -> str:
-        found = _WHEEL.match(self.filename)
-        return found.group("version") if found else ""
+# The wheel the view reads (a name the tests and callers know it by).
+ViewWheel = RemoteWheel
 
 
 @dataclass
@@ -149,38 +138,27 @@ def choose_wheel(files: Iterable[IndexFile], torch: str, machine: str = "x86_64"
     fitting: list[IndexFile] = []
     versions: set[str] = set()
     for item in files:
-        found = _WHEEL.match(item.filename)
-        if not found or found.group("name") != "torch" or item.yanked:
+        found = parse_wheel_name(item.filename)
+        if found is None or found.name != "torch" or item.yanked:
             continue
-        version = found.group("version")
+        version = found.version
         if FACTS["torch-version"].first_refused(version) is None:  # named in the refusal
             versions.add(version.split("+", 1)[0])
-        tags = found.group("tags")
-        if version.split("+", 1)[0] != torch or not re.search(rf"linux\w*_{machine}", tags):
+        if version.split("+", 1)[0] != torch or not found.for_linux(machine):
             continue
         fitting.append(item)
     if not fitting:
-        known = sorted(versions, key=_version_key)[-5:]
+        known = sorted(versions, key=version_key)[-5:]
         raise UsageError(
             f"the index lists no Linux {machine} wheel of torch {torch}"
             + (f" (its newest: {', '.join(known)})" if known else ""),
             hint="pass a release it has (--torch), or another index (--index-url)",
         )
     # a +cpu build first; then the highest build tag (a re-upload), as pip prefers it
-    best = min(fitting, key=lambda f: ("+cpu" not in f.filename, -_build_tag(f), f.filename))
+    best = min(
+        fitting, key=lambda f: ("+cpu" not in f.filename, -build_number(f.filename), f.filename)
+    )
     return ViewWheel(best.filename, best.url, best.sha256, best.size)
-
-
-def _build_tag(item: IndexFile) -> int:
-    found = _WHEEL.match(item.filename)
-    build = found.group("build") if found else None
-    digits = re.match(r"[0-9]+", build or "")
-    return (count(digits.group()) or 0) if digits else 0
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    """Sorts releases; a part that is no bounded ASCII number (``²``, 5000 digits) first."""
-    return tuple(-1 if (n := count(p)) is None else n for p in version.split("."))
 
 
 def local_wheel(path: Path) -> ViewWheel:
@@ -231,12 +209,18 @@ def populate_cpu_view(
         EnvironmentProblem: the wheel does not hold a libtorch (no ``torch/lib``).
     """
     say = on_line or (lambda _text: None)
-    reader = _Reader(view, cache, on_progress)
+    reader = RangedReader(cache / "ranges", on_progress)
+    return _populate(view, reader, tree, machine, say)
+
+
+def _populate(
+    view: CpuView, reader: RangedReader, tree: Path, machine: str, say: LineCallback
+) -> variants.VariantInfo:
     say(f"reading the zip directory of {view.wheel.filename}")
     members = reader.members(view.wheel)
     _read_metadata(view, reader, members)
     tree.mkdir(parents=True, exist_ok=True)
-    record = _record(reader.small(view.wheel, members, _dist_info(members, "RECORD")))
+    record = _record(reader.small(view.wheel, dist_info(members, "RECORD")))
 
     cuda_build = _LIB + "libtorch_cuda.so" in members
     wanted = {m.name: m for m in members.values() if _kept(m.name, not cuda_build)}
@@ -257,13 +241,15 @@ def populate_cpu_view(
         and m.name.endswith(tuple(".so" + s for s in ("", ".1", ".2")))
         and m.name.removeprefix(_LIB) not in libraries
     )
-    nvidia = _needed_elsewhere(tree / "lib", view.wheel_cuda)
+    nvidia = needed_elsewhere(tree / "lib", view.wheel_cuda)
     if nvidia:
-        _bring_nvidia(view, reader, nvidia, tree / "lib", machine, say)
+        bring_view_libraries(view, reader, nvidia, tree / "lib", machine, say)
     if cuda_build:
-        _write_cmake(tree, view)
-        _write_link_script(tree / "lib", view)
-    _write_build_files(tree, view)
+        write_cmake_package(tree, view.build_version, view.torch, **_FILL)
+        write_link_script(tree / "lib", view.build_version, **_FILL)
+    write_build_files(tree, view.build_version, view.git_version, **_FILL)
+    view.bytes_read += reader.bytes_read
+    view.bytes_cached += reader.bytes_cached
     return _info(view)
 
 
@@ -277,40 +263,26 @@ def _kept(name: str, whole_cmake: bool) -> bool:
         return False
     if whole_cmake and name.startswith("torch/share/cmake/"):
         return True
-    return name.startswith(_INCLUDE) or name == _CMAKE + _VERSION_FILE
+    return name.startswith(_INCLUDE) or name == _CMAKE + "TorchConfigVersion.cmake"
 
 
 def _destination(member: ZipMember) -> str:
     return member.name.removeprefix("torch/")
 
 
-def _dist_info(members: dict[str, ZipMember], name: str) -> ZipMember:
-    for member in members.values():
-        parts = member.name.split("/")
-        if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == name:
-            return member
-    raise EnvironmentProblem(
-        f"the wheel has no .dist-info/{name}: not a wheel pip would install either",
-        hint="pass another torch release (--torch) or another index (--index-url)",
-    )
-
-
-def _read_metadata(view: CpuView, reader: _Reader, members: dict[str, ZipMember]) -> None:
-    metadata = reader.small(view.wheel, members, _dist_info(members, "METADATA"))
-    headers = HeaderParser().parsestr(metadata.decode("utf-8", "replace"))
-    if (headers.get("Name") or "").lower() != "torch":
+def _read_metadata(view: CpuView, reader: RangedReader, members: dict[str, ZipMember]) -> None:
+    metadata = reader.small(view.wheel, dist_info(members, "METADATA"))
+    headers = parse_metadata(metadata.decode("utf-8", "replace"))
+    if (headers.name or "").lower() != "torch":
         raise UsageError(
-            f"{view.wheel.filename} is not a PyTorch wheel (its name is {headers.get('Name')!r})",
+            f"{view.wheel.filename} is not a PyTorch wheel (its name is {headers.name!r})",
             hint="pass a torch wheel",
         )
-    view.requires = tuple(headers.get_all("Requires-Dist") or ())
+    view.requires = headers.requires
     version_py = members.get("torch/version.py")
     values: dict[str, str | None] = {}
     if version_py is not None:
-        text = reader.small(view.wheel, members, version_py).decode("utf-8", "replace")
-        from fdl.libtorch.sources._wheel import parse_version_py
-
-        values = parse_version_py(text)
+        values = parse_version_py(reader.small(view.wheel, version_py).decode("utf-8", "replace"))
     view.wheel_cuda = values.get("cuda") or None
     view.git_version = values.get("git_version") or None
     _check_facts(view)
@@ -320,7 +292,6 @@ def _check_facts(view: CpuView) -> None:
     """The wheel's version (its file name's) and ``version.py``'s CUDA and commit, held
     against their grammars before any of them is written into the variant: index text
     never becomes CMake or linker-script code."""
-    from fdl._grammar import checked
     from fdl._text import printable
     from fdl.errors import FdlError
 
@@ -337,46 +308,20 @@ def _check_facts(view: CpuView) -> None:
         if view.index
         else "pass a torch wheel downloaded from PyPI or download.pytorch.org"
     )
-    facts = [("torch-version", "its version", view.wheel.version)]
-    facts += [("torch-version", "its release", view.torch)]
-    if view.wheel_cuda:
-        facts.append(("cuda", "version.py's cuda", view.wheel_cuda))
-    if view.git_version:
-        facts.append(("commit", "version.py's git_version", view.git_version))
-    for kind, what, value in facts:
-        checked(kind, value, what=what, source=source, hint=hint, error=error)
+    check_wheel_facts(
+        view.wheel.version, view.wheel_cuda, view.git_version,
+        source=source, hint=hint, release=view.torch, error=error,
+    )  # fmt: skip
 
 
 def _record(text: bytes) -> dict[str, tuple[str, int]]:
-    """The wheel's RECORD (CSV: name, ``sha256=`` urlsafe base64 without padding, size):
-    member -> (sha256 as hex, size). A digest that is no sha256 is kept as ``""``, which
-    no member matches.
-
-    Raises:
-        ArchiveError: RECORD is not CSV.
-    """
-    found: dict[str, tuple[str, int]] = {}
-    lines = io.StringIO(text.decode("utf-8", "replace").replace("\0", ""), newline="")
-    try:
-        rows = list(csv.reader(lines))
-    except csv.Error as exc:
-        raise ArchiveError(f"the wheel's RECORD is not a CSV file: {exc}", hint=_DAMAGED) from None
-    for row in rows:
-        size = count(row[2]) if len(row) == 3 else None
-        if size is None or not row[1].startswith("sha256="):
-            continue
-        encoded = row[1].removeprefix("sha256=")
-        try:
-            raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
-        except ValueError:  # binascii.Error: not base64
-            raw = b""
-        found[row[0]] = (raw.hex() if len(raw) == 32 else "", size)
-    return found
+    """The wheel's RECORD: member -> (sha256 as hex, size) (:func:`parse_record`)."""
+    return parse_record(text, hint=DAMAGED_HINT)
 
 
 def _library_closure(
     view: CpuView,
-    reader: _Reader,
+    reader: RangedReader,
     members: dict[str, ZipMember],
     tree: Path,
     record: dict[str, tuple[str, int]],
@@ -410,373 +355,6 @@ def _library_closure(
     return taken
 
 
-def _needed_elsewhere(lib_dir: Path, cuda: str | None) -> set[str]:
-    """Sonames the view's libraries need that the view does not hold: those neither the
-    view nor the system provides, and the NVIDIA runtime libraries of the wheel's CUDA
-    wherever they are found (a CUDA toolkit in ld.so.conf): the view holds them from their
-    wheels, so that it is the same tree whichever machine made it."""
-    from fdl.binaries import dependency_closure
-    from fdl.compat import injected_libraries
-
-    try:
-        nvidia = [lib for lib in runtime_libraries(cuda) if lib.wheel] if cuda else []
-    except UsageError:  # a CUDA fdl has no table for: _bring_nvidia says so if needed
-        nvidia = []
-    own = lib_dir.resolve()
-    missing: set[str] = set()
-    for library in sorted(lib_dir.glob("*.so*")):
-        closure = dependency_closure(library, [lib_dir], skip=set(injected_libraries()))
-        missing |= {name for name, _ in closure.missing}
-        missing |= {
-            name
-            for name, path in closure.found
-            if path.resolve().parent != own and any(lib.matches(name) for lib in nvidia)
-        }
-    return missing
-
-
-def _bring_nvidia(
-    view: CpuView,
-    reader: _Reader,
-    sonames: set[str],
-    lib_dir: Path,
-    machine: str,
-    say: LineCallback,
-) -> None:
-    """Each NVIDIA soname from the NVIDIA wheel the torch wheel pins (its Requires-Dist,
-    directly or through the ``cuda-toolkit`` meta package), found through fdl's runtime
-    table (soname -> wheel and where the wheel keeps it)."""
-    if not view.wheel_cuda:
-        raise EnvironmentProblem(
-            f"the CPU wheel's libraries need {', '.join(sorted(sonames))}, which it lacks",
-            hint="install the wheel itself: fdl libtorch install --from-wheel FILE.whl",
-        )
-    pins = _pins(view.requires, machine=machine)
-    by_wheel: dict[tuple[str, str], list[str]] = {}
-    unknown = []
-    for soname in sorted(sonames):
-        library = next(
-            (lib for lib in runtime_libraries(view.wheel_cuda) if lib.matches(soname)), None
-        )
-        project = _canonical(library.wheel) if library and library.wheel else None
-        if project is not None and project not in pins:
-            pins.update(_toolkit_pins(view, reader, machine))
-        if library is None or project is None or project not in pins:
-            unknown.append(soname)
-            continue
-        by_wheel.setdefault((project, library.wheel_dir or ""), []).append(soname)
-    if unknown:
-        raise EnvironmentProblem(
-            f"{view.wheel.filename}: its CPU libraries need {', '.join(unknown)}, which no "
-            "NVIDIA wheel it pins is known to provide",
-            hint="install the whole wheel instead: fdl libtorch install --from-wheel "
-            f"--torch {view.torch} (3-4 GB with its NVIDIA wheels)",
-        )
-    for (project, directory), names in sorted(by_wheel.items()):
-        files = index_files(project, view.nvidia_from)
-        wheel = _pinned_wheel(files, project, pins[project], machine)
-        say(f"reading {', '.join(names)} from {wheel.filename}")
-        members = reader.members(wheel)
-        chosen = []
-        for soname in names:
-            member = members.get(f"{directory.rstrip('/')}/{soname}")
-            if member is None:
-                raise EnvironmentProblem(
-                    f"{wheel.filename} has no {directory}/{soname}",
-                    hint="fdl's runtime table (fdl/data/compat/runtime.yaml) is out of date "
-                    "for it: report it",
-                )
-            chosen.append(member)
-        reader.extract(wheel, chosen, lib_dir, lambda m: m.name.rsplit("/", 1)[-1], {})
-        view.nvidia.append((wheel.filename, names))
-
-
-def _pins(
-    requires: Iterable[str], extras: Iterable[str] = (), *, machine: str = "x86_64"
-) -> dict[str, str]:
-    """``project -> specifier`` (``==12.8.90``, ``==13.0.96.*``) of the ``==``
-    requirements that apply on Linux on ``machine`` with ``extras`` chosen."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    environment = {"platform_system": "Linux", "sys_platform": "linux"}
-    environment["platform_machine"] = machine
-    chosen = list(extras) or [""]
-    found: dict[str, str] = {}
-    for line in requires:
-        try:
-            requirement = Requirement(line)
-        except InvalidRequirement:
-            continue
-        marker = requirement.marker
-        if marker is not None and not any(
-            marker.evaluate({**environment, "extra": extra}) for extra in chosen
-        ):
-            continue
-        if [s.operator for s in requirement.specifier] == ["=="]:
-            found[_canonical(requirement.name)] = str(requirement.specifier)
-    return found
-
-
-def _toolkit_pins(view: CpuView, reader: _Reader, machine: str) -> dict[str, str]:
-    """The pins of the ``cuda-toolkit[...]==V`` meta package a torch wheel requires (CUDA
-    13 wheels name their NVIDIA wheels through it), read from its wheel's METADATA."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    for line in view.requires:
-        try:
-            requirement = Requirement(line)
-        except InvalidRequirement:
-            continue
-        if _canonical(requirement.name) != "cuda-toolkit":
-            continue
-        files = index_files("cuda-toolkit", view.nvidia_from)
-        wheel = _pinned_wheel(files, "cuda-toolkit", str(requirement.specifier), machine)
-        members = reader.members(wheel)
-        text = reader.small(wheel, members, _dist_info(members, "METADATA"))
-        headers = HeaderParser().parsestr(text.decode("utf-8", "replace"))
-        requires = headers.get_all("Requires-Dist") or ()
-        return _pins(requires, requirement.extras, machine=machine)
-    return {}
-
-
-def _pinned_wheel(files: list[IndexFile], project: str, pin: str, machine: str) -> ViewWheel:
-    """The newest wheel of ``project`` that ``pin`` allows, for Linux on ``machine`` (or
-    for any platform).
-
-    Raises:
-        NetworkError: the index lists none.
-    """
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
-    allowed = SpecifierSet(pin)
-    fitting: list[tuple[Version, IndexFile]] = []
-    for item in files:
-        found = _WHEEL.match(item.filename)
-        if not found or _canonical(found.group("name")) != project or item.yanked:
-            continue
-        if not re.search(rf"(linux\w*_{machine}|-any)$", found.group("tags")):
-            continue
-        try:
-            version = Version(found.group("version"))
-        except InvalidVersion:
-            continue
-        if allowed.contains(version, prereleases=True):
-            fitting.append((version, item))
-    if not fitting:
-        raise NetworkError(
-            f"the index lists no Linux {machine} wheel of {project}{pin}",
-            hint="pass an index that mirrors NVIDIA's wheels too (--index-url)",
-        )
-    best = max(fitting, key=lambda pair: pair[0])[1]
-    return ViewWheel(best.filename, best.url, best.sha256, best.size)
-
-
-def _canonical(project: str) -> str:
-    return re.sub(r"[-_.]+", "-", project).lower()
-
-
-class _Reader:
-    """Reads members of remote wheels: directories, small members, and byte ranges kept
-    in the cache (``<cache>/ranges/<wheel>/<start>-<length>``) for the next install."""
-
-    def __init__(self, view: CpuView, cache: Path, on_progress: ProgressCallback | None) -> None:
-        self.view, self.cache, self.on_progress = view, cache / "ranges", on_progress
-
-    def _read(self, url: str, start: int, length: int | None) -> tuple[bytes, int]:
-        data, total = read_range(url, start, length)
-        self.view.bytes_read += len(data)
-        return data, total
-
-    def members(self, wheel: ViewWheel) -> dict[str, ZipMember]:
-        return zip_members(wheel.url, self._read)
-
-    def small(self, wheel: ViewWheel, members: dict[str, ZipMember], member: ZipMember) -> bytes:
-        if member.size > _SMALL:
-            raise EnvironmentProblem(
-                f"{wheel.filename}: {member.name} is {member.size} bytes, not a metadata file",
-                hint="pass another torch wheel",
-            )
-        scratch = self.cache / "scratch"
-        scratch.mkdir(parents=True, exist_ok=True)
-        out = scratch / hashlib.sha256(f"{wheel.url}:{member.name}".encode()).hexdigest()
-        self.extract(wheel, [member], scratch, lambda _m: out.name, {})
-        try:
-            return out.read_bytes()
-        finally:
-            out.unlink(missing_ok=True)
-
-    def extract(
-        self,
-        wheel: ViewWheel,
-        members: Iterable[ZipMember],
-        root: Path,
-        destination: Callable[[ZipMember], str],
-        record: dict[str, tuple[str, int]],
-    ) -> None:
-        # a local wheel's ranges are not kept: the file is at hand (a copy would only take
-        # disk space), and one rebuilt under the same name must not be read from the cache
-        local = wheel.url.startswith("file:")
-        for span in plan_spans(members):
-            data = self._span(wheel, span)
-            try:
-                extract_span(wheel.filename, span, data, lambda m: root / destination(m))
-                for member in span.members:
-                    expected = record.get(member.name)
-                    if expected is not None:
-                        _check_record(wheel, member, root / destination(member), expected)
-            except ArchiveError as exc:
-                # not kept: the next run reads the range again instead of failing the same
-                data.unlink(missing_ok=True)
-                raise ArchiveError(exc.message, hint=_DAMAGED) from None
-            finally:
-                if local:
-                    data.unlink(missing_ok=True)
-
-    def _span(self, wheel: ViewWheel, span: Span) -> Path:
-        what = f"{wheel.filename} [{span.length / (1 << 20):.1f} MiB]"
-        progress = self.on_progress
-
-        def report(state: Progress) -> None:
-            if progress is not None and span.length > (1 << 20):
-                progress(what, state)
-
-        if wheel.url.startswith("file:"):  # read for this install alone, removed after it
-            name = f"{os.getpid()}-{secrets.token_hex(4)}-{span.start}-{span.length}"
-            data = self.cache / "scratch" / name
-            self.view.bytes_read += fetch_range(
-                wheel.url, data, span.start, span.length, on_progress=report
-            )
-            return data
-        folder = self.cache / _safe_name(wheel.sha256 or wheel.filename)
-        data = folder / f"{span.start}-{span.length}"
-        if data.is_file() and data.stat().st_size == span.length:
-            self.view.bytes_cached += span.length
-            return data
-        folder.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(folder / ".lock", purpose=f"reading {wheel.filename}")
-        with lock:  # another install reading the same wheel finishes first, then we reuse it
-            if data.is_file() and data.stat().st_size == span.length:
-                self.view.bytes_cached += span.length
-                return data
-            self.view.bytes_read += fetch_range(
-                wheel.url, data, span.start, span.length, on_progress=report
-            )
-        return data
-
-
-def _safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._+-]", "_", text)[:128]
-
-
-_DAMAGED = (
-    "run the same command again (the damaged bytes were not kept); if it fails the same "
-    "way, the index serves a damaged or altered wheel: pass another index (--index-url)"
-)
-
-
-def _check_record(
-    wheel: ViewWheel, member: ZipMember, path: Path, expected: tuple[str, int]
-) -> None:
-    from fdl._files import file_sha256
-
-    digest, size = expected
-    if path.stat().st_size != size or file_sha256(path) != digest:
-        raise ArchiveError(
-            f"{wheel.filename}: {member.name} does not match the wheel's RECORD", hint=_DAMAGED
-        )
-
-
-_CMAKE_CONFIG = """\
-# TorchConfig.cmake of a CPU view made by fdl (fdl libtorch install --from-wheel --cpu).
-#
-# This libtorch holds the CPU libraries of the torch {build} wheel: libtorch_cpu and
-# libc10 (and what they load), not libtorch_cuda. The wheel's own CMake package declares
-# its CUDA libraries and looks for a CUDA toolkit, so it cannot describe this tree; this
-# file declares what the tree holds, with the variables and the `torch` target that
-# find_package(Torch) callers use. TorchConfigVersion.cmake is the wheel's own.
-#
-#   TORCH_FOUND, TORCH_INCLUDE_DIRS, TORCH_LIBRARIES, TORCH_CXX_FLAGS, target `torch`
-include(FindPackageHandleStandardArgs)
-get_filename_component(TORCH_INSTALL_PREFIX "${{CMAKE_CURRENT_LIST_DIR}}/../../../" ABSOLUTE)
-set(TORCH_INCLUDE_DIRS
-  "${{TORCH_INSTALL_PREFIX}}/include"
-  "${{TORCH_INSTALL_PREFIX}}/include/torch/csrc/api/include")
-set(TORCH_CXX_FLAGS "-D_GLIBCXX_USE_CXX11_ABI={abi}")
-if(NOT TARGET c10)
-  add_library(c10 SHARED IMPORTED)
-  set_target_properties(c10 PROPERTIES
-    IMPORTED_LOCATION "${{TORCH_INSTALL_PREFIX}}/lib/libc10.so"
-    INTERFACE_INCLUDE_DIRECTORIES "${{TORCH_INCLUDE_DIRS}}")
-endif()
-if(NOT TARGET torch_cpu)
-  add_library(torch_cpu SHARED IMPORTED)
-  set_target_properties(torch_cpu PROPERTIES
-    IMPORTED_LOCATION "${{TORCH_INSTALL_PREFIX}}/lib/libtorch_cpu.so"
-    INTERFACE_LINK_LIBRARIES c10)
-endif()
-if(NOT TARGET torch)
-  add_library(torch INTERFACE IMPORTED)
-  # --no-as-needed: the operators register themselves when libtorch_cpu is loaded
-  set_target_properties(torch PROPERTIES
-    INTERFACE_LINK_LIBRARIES "-Wl,--no-as-needed,\\"${{TORCH_INSTALL_PREFIX}}/lib/libtorch_cpu.so\\" -Wl,--as-needed;torch_cpu;c10"
-    INTERFACE_INCLUDE_DIRECTORIES "${{TORCH_INCLUDE_DIRS}}"
-    INTERFACE_COMPILE_OPTIONS "${{TORCH_CXX_FLAGS}}")
-endif()
-set(TORCH_LIBRARIES torch)
-set(TORCH_LIBRARY "${{TORCH_INSTALL_PREFIX}}/lib/libtorch_cpu.so")
-find_package_handle_standard_args(Torch DEFAULT_MSG TORCH_LIBRARY TORCH_INCLUDE_DIRS)
-"""
-
-
-LINK_SCRIPT_MARK = b"/* fdl: CPU view"
-_LINK_SCRIPT = """\
-/* fdl: CPU view of the torch {build} wheel. Its libtorch.so needs libtorch_cuda.so,
-   which this libtorch does not hold; this GNU ld script stands in for it at link time, as
-   glibc's libc.so does: -ltorch links the CPU libraries, and no program loads a
-   libtorch.so at run time. */
-INPUT(-ltorch_cpu -lc10)
-"""
-
-
-def _write_link_script(lib_dir: Path, view: CpuView) -> None:
-    """``lib/libtorch.so`` for the linkers of programs that link ``-ltorch`` (tch-rs's
-    torch-sys, floDl, most hand-written build scripts)."""
-    text = fill("linker", _LINK_SCRIPT, build=view.build_version, **_FILL)
-    (lib_dir / "libtorch.so").write_text(text, encoding="utf-8")
-
-
-def _write_build_files(tree: Path, view: CpuView) -> None:
-    """``build-version`` and ``build-hash``: one line each."""
-    line = fill("line", "{build_version}\n", build_version=view.build_version, **_FILL)
-    (tree / "build-version").write_text(line, encoding="utf-8")
-    if view.git_version:
-        line = fill("line", "{git_version}\n", git_version=view.git_version, **_FILL)
-        (tree / "build-hash").write_text(line, encoding="utf-8")
-
-
-def _write_cmake(tree: Path, view: CpuView) -> None:
-    from fdl.libtorch._scan import detect_abi
-
-    folder = tree / "share" / "cmake" / "Torch"
-    folder.mkdir(parents=True, exist_ok=True)
-    abi = "0" if detect_abi(tree) == "pre-cxx11" else "1"
-    text = fill("cmake", _CMAKE_CONFIG, build=view.build_version, abi=abi, **_FILL)
-    (folder / "TorchConfig.cmake").write_text(text, encoding="utf-8")
-    if not (folder / _VERSION_FILE).is_file():
-        text = fill("cmake", _CMAKE_VERSION, torch=view.torch, **_FILL)
-        (folder / _VERSION_FILE).write_text(text, encoding="utf-8")
-
-
-_CMAKE_VERSION = """\
-set(PACKAGE_VERSION "{torch}")
-if(PACKAGE_FIND_VERSION VERSION_EQUAL PACKAGE_VERSION)
-  set(PACKAGE_VERSION_EXACT TRUE)
-endif()
-if(NOT PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
-  set(PACKAGE_VERSION_COMPATIBLE TRUE)
-endif()
-"""
 # the facts were checked where they were read (_check_facts); this is the writers' own rule
 _FILL = {
     "source": "the CPU view's wheel",

@@ -10,12 +10,10 @@ nothing is moved.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fdl._files import copy_tree
 from fdl.errors import UsageError
 from fdl.libtorch import variants
 from fdl.libtorch._install import (
@@ -31,7 +29,7 @@ from fdl.libtorch._install import (
     variant_lock,
 )
 from fdl.libtorch.sources import REPLACE_HINT, install_source
-from fdl.libtorch.sources._build import FromBuild
+from fdl.libtorch.sources._build import FromBuild, place_tree
 from fdl.paths import Context
 
 __all__ = ["FromDirectory", "install_dir", "register_variant"]
@@ -70,10 +68,7 @@ class FromDirectory:
         return None
 
     def populate(self, tree: Path) -> variants.VariantInfo:
-        if self.move:
-            shutil.move(str(self.tree), str(tree))
-        else:
-            copy_tree(self.tree, tree)
+        place_tree(self.tree, tree, move=self.move)
         if self.info is not None:
             return self.info
         return variants.VariantInfo(

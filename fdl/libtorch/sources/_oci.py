@@ -1,74 +1,48 @@
-"""A libtorch variant as an OCI image: its layers, config, annotations and tag.
+"""A libtorch variant as an OCI image: what its annotations say, its layers and its tag.
 
-The image is a plain OCI image (``docker pull`` and a Dockerfile's ``COPY --from=`` use
-it): the tree sits under ``libtorch/`` in three layers (headers and CMake files; the
-libraries and everything else; ``variant.json`` and ``.arch``), each a deterministic tar
-(sorted, owner 0, time 0), so the same tree always gives the same digests and a second
-push uploads nothing. What the variant is (torch, CUDA, cuDNN, the archs and PTX read
-from its fatbins, platform, C++ ABI, how it was built) is in the manifest's annotations
-and, the same, in the config's labels; :func:`describe` reads it back from either.
+The image format is :mod:`fdl.formats.oci`'s (a plain OCI image: ``docker pull`` and a
+Dockerfile's ``COPY --from=`` use it). Here is what makes it a variant's: the tree sits
+under ``libtorch/`` in three layers (headers and CMake files; the libraries and
+everything else; ``variant.json`` and ``.arch``), and what the variant is (torch, CUDA,
+cuDNN, the archs and PTX read from its fatbins, platform, C++ ABI, how it was built) is
+in the manifest's annotations and, the same, in the config's labels; :func:`describe`
+reads it back from either.
 """
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import json
-import os
-import tarfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from fdl._text import printable
-from fdl.errors import EnvironmentProblem, UsageError
+from fdl.binaries import elf_machine
+from fdl.errors import EnvironmentProblem
+from fdl.formats.oci import ARCHITECTURES, ImageMismatch
 from fdl.libtorch import variants
 from fdl.net import is_tag, read_json
 
 __all__ = [
     "ANNOTATION",
-    "LAYER_TYPES",
     "PREFIX",
     "Described",
-    "LayerBlob",
     "VariantMismatch",
-    "compressor",
     "describe",
     "image_annotations",
-    "image_config",
     "layer_groups",
     "platform_of",
+    "shareable_source",
     "variant_tag",
-    "write_layer",
 ]
 
+# What a pulled image holds is not what its manifest, config or annotations say.
+VariantMismatch = ImageMismatch
 ANNOTATION = "dev.fdl.libtorch."
 PREFIX = "libtorch"
-GZIP_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
-ZSTD_LAYER = "application/vnd.oci.image.layer.v1.tar+zstd"
-LAYER_TYPES = {"gzip": GZIP_LAYER, "zstd": ZSTD_LAYER}
-ZSTD_LEVEL = 3  # BuildKit's default for compression=zstd, as fdl deploy pushes
 _METADATA = (variants.INFO_FILE, variants.ARCH_FILE)
 _HEADERS = ("include", "share")
-_CHUNK = 1 << 20
-# ELF e_machine -> the OCI platform's architecture.
-_MACHINES = {62: "amd64", 183: "arm64", 21: "ppc64le", 22: "s390x"}
-
-
-class VariantMismatch(EnvironmentProblem):
-    """What a pulled image holds is not what its annotations say."""
-
-
-@dataclass(frozen=True)
-class LayerBlob:
-    """One compressed layer written to disk."""
-
-    path: Path
-    media_type: str
-    digest: str  # sha256 of the compressed blob
-    diff_id: str  # sha256 of the tar
-    size: int
 
 
 @dataclass(frozen=True)
@@ -102,16 +76,9 @@ def platform_of(tree: Path) -> str:
     """``linux/amd64``: the architecture read from the ELF header of ``lib/libtorch.so``
     (or, where that is a linker script, of ``libtorch_cpu.so`` or ``libc10.so``)."""
     for name in _PLATFORM_LIBRARIES:
-        library = tree / "lib" / name
-        try:
-            with library.open("rb") as handle:
-                header = handle.read(20)
-        except OSError:
-            continue
-        if len(header) == 20 and header[:4] == b"\x7fELF":
-            machine = int.from_bytes(header[18:20], "little" if header[5] == 1 else "big")
-            if machine in _MACHINES:
-                return f"linux/{_MACHINES[machine]}"
+        machine = elf_machine(tree / "lib" / name)
+        if machine in ARCHITECTURES:
+            return f"linux/{ARCHITECTURES[machine]}"
     raise EnvironmentProblem(
         f"cannot tell the platform of {tree / 'lib'}: none of "
         f"{', '.join(_PLATFORM_LIBRARIES)} is an ELF library fdl knows",
@@ -238,23 +205,6 @@ def describe(found: Mapping[str, Any], where: str) -> Described:
     )
 
 
-def image_config(
-    labels: Mapping[str, str], layers: list[LayerBlob], platform: str
-) -> dict[str, Any]:
-    """The OCI image config: platform, the labels, the layers' diff_ids, no command."""
-    system, _, architecture = platform.partition("/")
-    return {
-        "architecture": architecture,
-        "os": system,
-        "config": {"Labels": dict(sorted(labels.items()))},
-        "rootfs": {"type": "layers", "diff_ids": [layer.diff_id for layer in layers]},
-        "history": [
-            {"created_by": f"fdl libtorch push (layer {n + 1} of {len(layers)})"}
-            for n in range(len(layers))
-        ],
-    }
-
-
 def layer_groups(tree: Path) -> list[list[str]]:
     """The tree's top-level entries in layers: headers, libraries and the rest, metadata
     (empty groups left out)."""
@@ -263,85 +213,3 @@ def layer_groups(tree: Path) -> list[list[str]]:
     metadata = [name for name in names if name in _METADATA]
     rest = [name for name in names if name not in _HEADERS and name not in _METADATA]
     return [group for group in (headers, rest, metadata) if group]
-
-
-class _Hashing:
-    """A write-only stream that hashes and counts what passes through."""
-
-    def __init__(self, sink: Any) -> None:
-        self.sink = sink
-        self.hash = hashlib.sha256()
-        self.size = 0
-
-    def write(self, data: bytes) -> int:
-        self.hash.update(data)
-        self.size += len(data)
-        self.sink.write(data)
-        return len(data)
-
-    def flush(self) -> None:
-        flush = getattr(self.sink, "flush", None)
-        if flush is not None:
-            flush()
-
-
-def compressor(method: str) -> Callable[[IO[bytes]], Any]:
-    """A function wrapping a binary sink in a compressing writer (``gzip`` or ``zstd``).
-
-    Raises:
-        EnvironmentProblem: zstd without the ``zstandard`` package.
-    """
-    if method == "gzip":
-        return lambda sink: gzip.GzipFile(fileobj=sink, mode="wb", mtime=0, compresslevel=6)
-    if method != "zstd":
-        raise UsageError(f"unknown compression {method!r}", hint="use auto, zstd or gzip")
-    try:
-        import zstandard
-    except ModuleNotFoundError:
-        raise EnvironmentProblem(
-            "zstd layers need the `zstandard` Python package, which is not installed",
-            hint="pip install zstandard (in fdl's environment), or --compression gzip",
-        ) from None
-    engine = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True)
-    return lambda sink: engine.stream_writer(sink, closefd=False)
-
-
-def _entries(tree: Path, names: list[str]) -> Iterator[Path]:
-    for name in names:
-        top = tree / name
-        yield top
-        if top.is_dir() and not top.is_symlink():
-            for directory, subdirs, files in os.walk(top):
-                subdirs.sort()
-                base = Path(directory)
-                for entry in sorted([*subdirs, *files]):
-                    yield base / entry
-
-
-def write_layer(tree: Path, names: list[str], dest: Path, method: str) -> LayerBlob:
-    """Write the entries ``names`` of ``tree`` (recursively) as a compressed tar layer."""
-    wrap = compressor(method)
-    with dest.open("wb") as handle:
-        blob = _Hashing(handle)
-        packed = wrap(blob)  # type: ignore[arg-type]  # a writable stream is all it needs
-        raw: Any = _Hashing(packed)
-        with tarfile.open(fileobj=raw, mode="w|", format=tarfile.PAX_FORMAT) as archive:
-            for path in _entries(tree, names):
-                member = archive.gettarinfo(str(path), f"{PREFIX}/{path.relative_to(tree)}")
-                member.mtime = 0
-                member.uid = member.gid = 0
-                member.uname = member.gname = ""
-                member.mode &= 0o755
-                if member.isreg():
-                    with path.open("rb") as source:
-                        archive.addfile(member, source)
-                else:
-                    archive.addfile(member)
-        packed.close()
-    return LayerBlob(
-        dest,
-        LAYER_TYPES[method],
-        f"sha256:{blob.hash.hexdigest()}",
-        f"sha256:{raw.hash.hexdigest()}",
-        blob.size,
-    )

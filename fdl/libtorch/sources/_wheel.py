@@ -21,101 +21,39 @@ import shlex
 import shutil
 import sys
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from email.parser import HeaderParser
 from pathlib import Path
-from typing import Any
 
-from fdl._files import file_sha256
-from fdl._grammar import fill
-from fdl.archive import ArchiveError, read_member, safe_extract_zip
-from fdl.compat import release, resolve_torch_version
+from fdl.archive import ArchiveError, read_member
+from fdl.compat import resolve_torch_version
 from fdl.errors import EnvironmentProblem, FdlError, UsageError
+from fdl.formats.wheel import dist_info_member, parse_metadata, parse_version_py
 from fdl.libtorch import variants
 from fdl.libtorch._install import InstallResult, Target, installed_build_version
 from fdl.libtorch.sources import install_source, occupied
+from fdl.libtorch.sources._generated import check_wheel_facts
 from fdl.libtorch.sources._nvidia import (
-    NvidiaLibraries,
-    copy_environment_libraries,
-    copy_wheel_libraries,
-    fetch_wheels,
-    nvidia_requirements,
     pip_saved_files,
 )
 from fdl.libtorch.sources._pip import pip_download
+from fdl.libtorch.sources._wheel_tree import NvidiaOptions, WheelSource, populate_from_wheel
 from fdl.paths import Context
 from fdl.runner import Runner
 
 __all__ = [
-    "TREE_DIRS",
     "FromWheel",
-    "NvidiaOptions",
     "WheelSource",
     "check_wheel",
     "install_wheel",
     "installed_torch",
-    "populate_from_wheel",
     "wheel_from_environment",
     "wheel_from_file",
     "wheel_from_pip",
     "wheel_source",
 ]
 
-TREE_DIRS = ("lib", "include", "share")
-# Python-only parts of torch/lib: the bindings and any extension module.
-_PYTHON_ONLY = re.compile(r"^(libtorch_python\.so.*|.*\.cpython-.*\.so|.*\.abi3\.so)$")
-# name (: annotation)? = 'value' | "value" | None, on one line: [^=\n] keeps a line of a
-# thousand "a:" from being tried against every line after it (a quadratic search)
-_VERSION_PY = re.compile(
-    r"^(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|None)", re.MULTILINE
-)
-
 LineCallback = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class WheelSource:
-    """Where the torch files come from, and what they are.
-
-    Attributes:
-        kind: ``wheel`` (a .whl file; also what pip fetched) or ``environment``.
-        location: The .whl file, or the environment's ``torch`` package directory.
-        version: The wheel's version (``2.13.0+cpu``).
-        cuda: CUDA version the wheel was built with (``13.0``), None for CPU.
-        git_version: The PyTorch commit.
-        requires: The wheel's ``Requires-Dist`` lines.
-        fetched_by: How it was obtained (``pip download torch==2.13.0``), if fdl fetched it.
-    """
-
-    kind: str
-    location: Path
-    version: str
-    cuda: str | None
-    git_version: str | None
-    requires: tuple[str, ...] = ()
-    fetched_by: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def torch_version(self) -> str:
-        return self.version.split("+", 1)[0]
-
-    @property
-    def variant(self) -> str:
-        """``cpu``, ``cu130``: the local version tag, else derived from the CUDA version."""
-        local = self.version.partition("+")[2]
-        if local:
-            return local
-        return "cu" + self.cuda.replace(".", "") if self.cuda else "cpu"
-
-    @property
-    def build_version(self) -> str:
-        return f"{self.torch_version}+{self.variant}"
-
-    @property
-    def site_packages(self) -> Path | None:
-        return self.location.parent if self.kind == "environment" else None
 
 
 _INDEX_VARIANT = re.compile(r"/whl/(?:nightly/)?(cpu|cu[0-9]{3})/?$")
@@ -196,26 +134,21 @@ def check_wheel(
     )
 
 
-def parse_version_py(text: str) -> dict[str, str | None]:
-    """``torch/version.py``'s assignments of strings (and None), read without running it."""
-    return {m[1]: (m[2] if m[2] is not None else m[3]) for m in _VERSION_PY.finditer(text)}
-
-
 def _from_texts(kind: str, location: Path, metadata: str, version_py: str) -> WheelSource:
-    headers = HeaderParser().parsestr(metadata)
-    if (headers.get("Name") or "").lower() != "torch":
+    headers = parse_metadata(metadata)
+    if (headers.name or "").lower() != "torch":
         raise UsageError(
-            f"{location} is not a PyTorch wheel (its name is {headers.get('Name')!r})",
+            f"{location} is not a PyTorch wheel (its name is {headers.name!r})",
             hint="pass a torch-<version>-...whl file",
         )
     values = parse_version_py(version_py)
     source = WheelSource(
         kind=kind,
         location=location,
-        version=str(headers.get("Version") or values.get("__version__") or ""),
+        version=str(headers.version or values.get("__version__") or ""),
         cuda=values.get("cuda") or None,
         git_version=values.get("git_version"),
-        requires=tuple(headers.get_all("Requires-Dist") or ()),
+        requires=headers.requires,
     )
     _check_facts(source)
     return source
@@ -224,30 +157,21 @@ def _from_texts(kind: str, location: Path, metadata: str, version_py: str) -> Wh
 def _check_facts(source: WheelSource) -> None:
     """The version, CUDA and commit the variant records and writes (``build-version``),
     held against their grammars where they are read."""
-    from fdl._grammar import checked
-
-    facts = [("torch-version", "its version", source.version)]
-    if source.cuda:
-        facts.append(("cuda", "version.py's cuda", source.cuda))
-    if source.git_version:
-        facts.append(("commit", "version.py's git_version", source.git_version))
     hint = (
         "reinstall torch in that environment with pip"
         if source.kind == "environment"
         else "pass a torch wheel downloaded from PyPI or download.pytorch.org"
     )
-    for kind, what, value in facts:
-        checked(kind, value, what=what, source=str(source.location), hint=hint)
+    check_wheel_facts(
+        source.version, source.cuda, source.git_version, source=str(source.location), hint=hint
+    )
 
 
 def _metadata_member(path: Path) -> str:
     """The wheel's ``<name>-<version>.dist-info/METADATA`` member (from the zip's index)."""
     with zipfile.ZipFile(path) as archive:
-        for name in archive.namelist():
-            parts = name.split("/")
-            if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "METADATA":
-                return name
-    return "METADATA"  # read_member then names what is missing
+        found = dist_info_member(archive.namelist(), "METADATA")
+    return found or "METADATA"  # read_member then names what is missing
 
 
 def wheel_from_file(path: Path) -> WheelSource:
@@ -386,163 +310,6 @@ def wheel_from_pip(
         found.git_version,
         found.requires,
         fetched_by=command,
-    )
-
-
-def _drop_python_only(lib_dir: Path) -> list[str]:
-    dropped = []
-    for path in sorted(lib_dir.iterdir()):
-        if path.is_file() and _PYTHON_ONLY.match(path.name):
-            path.unlink()
-            dropped.append(path.name)
-    return dropped
-
-
-def _copy_tree(source: WheelSource, tree: Path, scratch: Path) -> None:
-    """Put ``torch/{lib,include,share}`` of the source into ``tree``."""
-    tree.mkdir(parents=True)
-    if source.kind == "environment":  # as it is: no FIFO, device or link out of torch/
-        from fdl._files import copy_tree
-
-        for name in TREE_DIRS:
-            if (source.location / name).is_dir():
-                copy_tree(source.location / name, tree / name, links_inside=True)
-        return
-
-    unpacked = scratch / "torch"
-    safe_extract_zip(source.location, unpacked, strip_prefix="torch")
-    for name in TREE_DIRS:
-        if (unpacked / name).is_dir():
-            (unpacked / name).rename(tree / name)
-    shutil.rmtree(unpacked, ignore_errors=True)
-
-
-@dataclass(frozen=True)
-class NvidiaOptions:
-    """How to bring the NVIDIA libraries of a CUDA wheel."""
-
-    bundle: bool = True
-    python: str = "python3"
-    cache: Path | None = None
-    index_url: str | None = None
-
-
-def populate_from_wheel(
-    source: WheelSource,
-    tree: Path,
-    runner: Runner,
-    nvidia: NvidiaOptions,
-    on_line: LineCallback | None = None,
-    on_output: LineCallback | None = None,
-) -> variants.VariantInfo:
-    """Fill ``tree`` from the wheel and return the variant's metadata.
-
-    Args:
-        on_line: Told what is being done (a few lines).
-        on_output: Gets pip's output and per-wheel progress (many lines).
-    """
-    say = on_line or (lambda _text: None)
-    output = on_output or (lambda _text: None)
-    scratch = tree.parent / "scratch"
-    scratch.mkdir(parents=True, exist_ok=True)
-    say(f"copying torch/{{{','.join(TREE_DIRS)}}} from {source.location}")
-    _copy_tree(source, tree, scratch)
-    dropped = _drop_python_only(tree / "lib")
-    how = {"source": str(source.location), "hint": "pass another torch wheel"}
-    line = fill("line", "{build_version}\n", build_version=source.build_version, **how)
-    (tree / "build-version").write_text(line, encoding="utf-8")
-    if source.git_version:
-        line = fill("line", "{git_version}\n", git_version=source.git_version, **how)
-        (tree / "build-hash").write_text(line, encoding="utf-8")
-    libraries = None
-    if source.cuda and nvidia.bundle:
-        libraries = _bring_nvidia(source, tree / "lib", scratch, runner, nvidia, say, output)
-        count = len(libraries.files)
-        say(f"brought {count} NVIDIA libraries into lib/ ({libraries.origin})")
-    shutil.rmtree(scratch, ignore_errors=True)
-    return _info(source, dropped, libraries, nvidia)
-
-
-def _bring_nvidia(
-    source: WheelSource,
-    lib_dir: Path,
-    scratch: Path,
-    runner: Runner,
-    options: NvidiaOptions,
-    say: LineCallback,
-    output: LineCallback,
-) -> NvidiaLibraries:
-    if source.site_packages is not None:
-        say(f"copying the NVIDIA libraries from {source.site_packages / 'nvidia'}")
-        return copy_environment_libraries(source.site_packages, lib_dir)
-    wanted = nvidia_requirements(source.requires)
-    if not wanted:
-        return NvidiaLibraries("none required", ())
-    say(f"fetching NVIDIA wheels with pip: {' '.join(wanted)}")
-    cache = options.cache or scratch / "wheels"
-    wheels = fetch_wheels(
-        wanted,
-        cache,
-        python=options.python,
-        runner=runner,
-        find_links=[source.location.parent],
-        index_url=options.index_url,
-        on_line=output,
-    )
-    return copy_wheel_libraries(wheels, lib_dir, scratch, on_line=output)
-
-
-def _info(
-    source: WheelSource,
-    dropped: Sequence[str],
-    libraries: NvidiaLibraries | None,
-    options: NvidiaOptions,
-) -> variants.VariantInfo:
-    cudnn = next(
-        (
-            r.split("==", 1)[1].split(";")[0].strip()
-            for r in source.requires
-            if "cudnn" in r and "==" in r
-        ),
-        None,
-    )
-    requested: list[str] = []
-    try:
-        variant = release(source.torch_version).variant(source.variant)
-        requested = variant.targets_for(source.torch_version).codes()
-        cudnn = cudnn or variant.cudnn
-    except FdlError:
-        pass  # a release or variant fdl's tables do not know: the binaries still tell
-    extra: dict[str, Any] = {"dropped": list(dropped)}
-    if source.cuda:
-        extra["nvidia_libraries"] = (
-            libraries.to_json() if libraries is not None else {"origin": "not bundled"}
-        )
-        if not options.bundle:
-            extra["nvidia_libraries"]["hint"] = (
-                "install the nvidia-* wheels and set LD_LIBRARY_PATH"
-            )
-    if source.kind == "wheel":
-        where = {"wheel": str(source.location), "sha256": file_sha256(source.location)}
-    else:
-        where = {"environment": str(source.location)}
-    return variants.VariantInfo(
-        name="",
-        torch=source.torch_version,
-        cuda=source.cuda,
-        cudnn=cudnn,
-        archs_requested=requested,
-        abi=None,
-        source={
-            "kind": "wheel",
-            "variant": source.variant,
-            "build_version": source.build_version,
-            "wheel_version": source.version,
-            "git_version": source.git_version,
-            **where,
-            **({"fetched_by": source.fetched_by} if source.fetched_by else {}),
-        },
-        extra=extra,
     )
 
 
