@@ -14,7 +14,15 @@ import os
 import signal
 import time
 
-__all__ = ["GRACE_S", "KILL_WAIT_S", "alive", "end_group", "kill_group", "wait_ended"]
+__all__ = [
+    "GRACE_S",
+    "KILL_WAIT_S",
+    "HeldSignals",
+    "alive",
+    "end_group",
+    "kill_group",
+    "wait_ended",
+]
 
 # How long the group gets between SIGTERM and SIGKILL.
 GRACE_S = 2.0
@@ -85,3 +93,42 @@ def kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
     wait_ended(pgid)
+
+
+class HeldSignals:
+    """SIGINT and SIGTERM held while a child is started, then delivered.
+
+    fdl's handlers raise (``Interrupted``, ``Terminated``); one that ran inside
+    ``subprocess.Popen``, after the fork but before the caller holds the child's pid, would
+    end fdl with the child left running (a child that signals fdl at once shows it). So the
+    caller holds them before it starts the child and calls :meth:`release` first thing
+    inside the ``try`` whose ``finally`` ends the child's group: a held signal is raised
+    again there. Outside the main thread (where signals are not handled) it holds nothing.
+    """
+
+    __slots__ = ("_held", "_previous")
+
+    def __init__(self) -> None:
+        self._held: list[int] = []
+        self._previous: dict[int, object] = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            handler = signal.getsignal(sig)
+            if handler is None:  # set outside Python: it cannot be put back
+                continue
+            try:
+                signal.signal(sig, self._remember)
+            except ValueError:  # not the main thread
+                break
+            self._previous[sig] = handler
+
+    def _remember(self, signum: int, _frame: object) -> None:
+        self._held.append(signum)
+
+    def release(self) -> None:
+        """Put the handlers back and raise again what arrived meanwhile (once each)."""
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        self._previous = {}
+        held, self._held = dict.fromkeys(self._held), []
+        for sig in held:
+            signal.raise_signal(sig)

@@ -199,10 +199,12 @@ class SubprocessRunner:
             log = log_file.open("a", encoding="utf-8", buffering=1)
         try:
             from fdl._foreground import has_terminal
+            from fdl._group import HeldSignals
 
             # Without a terminal (whose Ctrl-C reaches fdl's whole group), the program gets
             # a group of its own, ended with all its children when fdl is stopped.
             own_group = not has_terminal()
+            held = HeldSignals()
             try:
                 proc = subprocess.Popen(
                     args,
@@ -217,9 +219,14 @@ class SubprocessRunner:
                     start_new_session=own_group,
                 )
             except FileNotFoundError:
+                held.release()
                 raise missing_program(args[0]) from None
+            except BaseException:
+                held.release()
+                raise
             assert proc.stdout is not None
             try:
+                held.release()  # a signal that came while it started ends it below
                 for line in proc.stdout:
                     text = line.rstrip("\n")
                     tail.append(text)
@@ -302,8 +309,9 @@ def _run_bounded(
     import signal
     import time
 
-    from fdl._group import wait_ended
+    from fdl._group import HeldSignals, wait_ended
 
+    held = HeldSignals()
     try:
         proc = subprocess.Popen(
             args,
@@ -315,7 +323,11 @@ def _run_bounded(
             start_new_session=True,
         )
     except FileNotFoundError:
+        held.release()
         raise missing_program(args[0]) from None
+    except BaseException:
+        held.release()
+        raise
     deadline = None if timeout is None else time.monotonic() + timeout
     buffers: dict[int, bytearray] = {}
     problem = ""
@@ -323,6 +335,7 @@ def _run_bounded(
     # (`sleep 300 &`) may hold them open for ever: read on for a moment, then stop.
     grace: float | None = None
     try:
+        held.release()  # a signal that came while it started ends it in the finally
         if input is not None and proc.stdin is not None:
             with contextlib.suppress(OSError):  # a child that exits without reading it
                 proc.stdin.write(input.encode())
