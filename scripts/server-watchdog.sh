@@ -21,10 +21,14 @@ exec 9>"$lock"
 flock 9
 mkdir -p "$dir"
 touch "$dir/owners"
-if [ -n "${FDL_SERVERS_OWNER:-}" ]; then echo "$FDL_SERVERS_OWNER" >> "$dir/owners"; fi
 if [ -f "$dir/watchdog.pid" ] && kill -0 "$(cat "$dir/watchdog.pid")" 2>/dev/null; then
+  if [ -n "${FDL_SERVERS_OWNER:-}" ]; then echo "$FDL_SERVERS_OWNER" >> "$dir/owners"; fi
   exit 0  # one watchdog per server set; it now also waits for this owner
 fi
+# A new watchdog: owners left by one that is gone (killed, or a machine restarted) are
+# forgotten, or it would find them dead and stop the servers just started for this run.
+: > "$dir/owners"
+if [ -n "${FDL_SERVERS_OWNER:-}" ]; then echo "$FDL_SERVERS_OWNER" >> "$dir/owners"; fi
 max="${FDL_SERVER_MAX_SECONDS:-$(( ${FDL_SERVER_MAX_MINUTES:-180} * 60 ))}"
 setsid nohup bash -c '
   dir="$1"; lock="$2"; stop="$3"; max="$4"; start=$(date +%s)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -174,6 +175,39 @@ def test_the_watchdog_stops_servers_once_their_test_runs_end(tmp_path: Path) -> 
         for process in (server, first, second):
             if process.poll() is None:
                 process.kill()
+        Path(f"/run/fdl-servers/{name}.lock").unlink(missing_ok=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the watchdog keeps its state in /run")
+def test_a_new_watchdog_forgets_the_owners_of_one_that_is_gone(tmp_path: Path) -> None:
+    """Set-up run by hand after a watchdog was killed: the owners it left (dead test runs)
+    must not make the new watchdog stop the servers just started (it stopped SLURM 10 s
+    after `setup-machine.sh` once)."""
+    server = subprocess.Popen(["sleep", "300"])
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid that has been and is gone
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    state = Path(f"/run/fdl-servers/{name}")
+    state.mkdir(parents=True)
+    (state / "owners").write_text(f"{gone.pid}\n")
+    (state / "watchdog.pid").write_text(f"{gone.pid}\n")
+    env = {**os.environ, "FDL_SERVERS_OWNER": "", "FDL_SERVER_CHECK_SECONDS": "1"}
+    try:
+        subprocess.run(
+            ["bash", str(WATCHDOG), name, f"kill {server.pid}"], env=env, check=True, timeout=30
+        )
+        watchdog = int((state / "watchdog.pid").read_text())
+        assert watchdog != gone.pid and Path(f"/proc/{watchdog}").exists()
+        assert (state / "owners").read_text().split() == []
+        time.sleep(3)  # three checks
+        assert server.poll() is None, "the new watchdog stopped the server for a dead owner"
+    finally:
+        if (state / "watchdog.pid").exists():
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int((state / "watchdog.pid").read_text()), 9)
+        server.kill()
+        server.wait()
+        shutil.rmtree(state, ignore_errors=True)
         Path(f"/run/fdl-servers/{name}.lock").unlink(missing_ok=True)
 
 
