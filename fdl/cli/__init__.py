@@ -22,9 +22,11 @@ from fdl.errors import ExitCode, FdlError, Interrupted, ManifestErrors, Terminat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from types import FrameType
-    from typing import Any
+    from typing import Any, TypeVar
+
+    _T = TypeVar("_T")
 
     from fdl.cli._session import Session
 
@@ -74,44 +76,23 @@ def _main(args: list[str], *, own_process: bool) -> int:
             fast = _variant_view.try_fast_path(options, rest, console)
         if fast is not None:
             return fast
-        from fdl.cli._session import install
+        # `fdl <command> ARGS` as run before, unchanged since: its kept plan runs, without
+        # the planner (fdl.tasks._replay); else this run's planning is recorded for the next
+        replayable = own_process and rest == args and _replayable(rest)
+        if replayable:
+            from fdl.tasks import record_plan, replay_plan
 
-        session = install(options, console)
-        if rest and rest[0] != COMPLETE:
-            from fdl.cli._first_word import apply_first_word
-
-            rest = apply_first_word(session, rest)
-            options.help = options.help or rest in (["--help"], ["-h"])
-        if options.help or not rest:
-            from fdl.cli._help import render_top_help
-
-            console.out(render_top_help(session), end="")
-            return 0
-        if rest[0] == COMPLETE:
-            from fdl.cli._complete import complete
-
-            return complete(session, rest[1:])
-        name, tail = rest[0], rest[1:]
-        import signal
-
-        if own_process:
-            import gc
-
-            gc.enable()  # a command that may run long collects its cycles (see main)
-
-        # SIGINT/SIGTERM become exceptions, so what fdl started (a schema probe before a
-        # project command, a build) is ended on the way out; while a project command runs
-        # in the foreground, its signals are forwarded to it instead (fdl._foreground).
-        # Restored after: a caller running fdl in its own process (the tests) keeps its own.
-        previous = (
-            signal.signal(signal.SIGINT, _interrupt),
-            signal.signal(signal.SIGTERM, _terminate),
-        )
+            replayed = _with_signals(lambda: replay_plan(rest, console))
+            if replayed is not None:
+                return replayed
+            record_plan(rest, console)
         try:
-            return _run_learning(session, name, tail)
+            return _planned(options, console, rest, own_process=own_process)
         finally:
-            signal.signal(signal.SIGINT, previous[0])
-            signal.signal(signal.SIGTERM, previous[1])
+            if replayable:
+                from fdl.tasks import stop_recording
+
+                stop_recording(console)
     except (FdlError, Interrupted) as error:
         if _wants_json(rest):
             console.json({"error": error_json(error)})
@@ -130,6 +111,60 @@ def _main(args: list[str], *, own_process: bool) -> int:
         return report(console, problem) if problem is not None else report_bug(console, exc)
     except Exception as exc:
         return report_bug(console, exc)
+
+
+def _replayable(rest: list[str]) -> bool:
+    """A project command without global options: one whose kept plan may answer it."""
+    word = rest[0] if rest else ""
+    return bool(word) and word not in BUILTINS and word != COMPLETE and word[0] not in "-@"
+
+
+def _with_signals(run: Callable[[], _T]) -> _T:
+    """``run()`` with SIGINT/SIGTERM as exceptions, so what fdl started (a schema probe
+    before a project command, a build) is ended on the way out; while a project command
+    runs in the foreground, its signals are forwarded to it instead (fdl._foreground).
+    Restored after: a caller running fdl in its own process (the tests) keeps its own."""
+    import signal
+
+    previous = (
+        signal.signal(signal.SIGINT, _interrupt),
+        signal.signal(signal.SIGTERM, _terminate),
+    )
+    try:
+        return run()
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
+
+
+def _planned(
+    options: GlobalOptions, console: Console, rest: list[str], *, own_process: bool
+) -> int:
+    """Any command but the short answers: the session, then help, completion, a built-in
+    or the project's command."""
+    from fdl.cli._session import install
+
+    session = install(options, console)
+    if rest and rest[0] != COMPLETE:
+        from fdl.cli._first_word import apply_first_word
+
+        rest[:] = apply_first_word(session, list(rest))  # the caller's too (_wants_json)
+        options.help = options.help or rest in (["--help"], ["-h"])
+    if options.help or not rest:
+        from fdl.cli._help import render_top_help
+
+        console.out(render_top_help(session), end="")
+        return 0
+    if rest[0] == COMPLETE:
+        from fdl.cli._complete import complete
+
+        return complete(session, rest[1:])
+    name, tail = rest[0], rest[1:]
+    if own_process:
+        import gc
+
+        gc.enable()  # a command that may run long collects its cycles (see main)
+    return _with_signals(lambda: _run_learning(session, name, tail))
 
 
 # --- the fast path: `config show` and `config explain` without typer ---------------------

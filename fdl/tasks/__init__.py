@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from fdl.tasks._presets import format_value
     from fdl.tasks._probe import CachedSchema, cache_file, find_caches, probe_key, schema_of
     from fdl.tasks._render import render_argv, render_script
+    from fdl.tasks._replay import keep_plan, record_plan, replay_plan, stop_recording
     from fdl.tasks._resolve import Kind, Resolution
 
 __all__ = [
@@ -63,6 +64,7 @@ __all__ = [
     "format_value",
     "hostname_change",
     "in_container",
+    "keep_plan",
     "load_nested",
     "nesting",
     "parse_gpus",
@@ -71,9 +73,12 @@ __all__ = [
     "probe_key",
     "quote",
     "recheck_engine",
+    "record_plan",
     "render_argv",
     "render_script",
+    "replay_plan",
     "schema_of",
+    "stop_recording",
     "take_gpus",
 ]
 
@@ -102,6 +107,10 @@ _HOMES = {
     "prepare": "_prepare",
     "render_script": "_render",
     "render_argv": "_render",
+    "keep_plan": "_replay",
+    "record_plan": "_replay",
+    "replay_plan": "_replay",
+    "stop_recording": "_replay",
     "format_value": "_presets",
     "CachedSchema": "_probe",
     "cache_file": "_probe",
