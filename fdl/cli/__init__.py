@@ -69,7 +69,7 @@ def _main(args: list[str], *, own_process: bool) -> int:
             else:
                 console.out(f"fdl {__version__}")
             return 0
-        fast = try_fast_path(options, rest, console)
+        fast = try_fast_path(options, rest, console, args if own_process else None)
         if fast is None and rest[:1] == ["libtorch"]:  # `libtorch list|info`, as fast
             from fdl.cli import _variant_view
 
@@ -80,19 +80,20 @@ def _main(args: list[str], *, own_process: bool) -> int:
         # the planner (fdl.tasks._replay); else this run's planning is recorded for the next
         replayable = own_process and rest == args and _replayable(rest)
         if replayable:
-            from fdl.tasks import record_plan, replay_plan
+            from fdl._recorded import record
+            from fdl.tasks import replay_plan
 
             replayed = _with_signals(lambda: replay_plan(rest, console))
             if replayed is not None:
                 return replayed
-            record_plan(rest, console)
+            record(rest, console)
         try:
             return _planned(options, console, rest, own_process=own_process)
         finally:
             if replayable:
-                from fdl.tasks import stop_recording
+                from fdl._recorded import stop
 
-                stop_recording(console)
+                stop(console)
     except (FdlError, Interrupted) as error:
         if _wants_json(rest):
             console.json({"error": error_json(error)})
@@ -183,9 +184,16 @@ _FAST: dict[str, tuple[dict[str, str], bool]] = {
 }
 
 
-def try_fast_path(options: GlobalOptions, rest: list[str], console: Console) -> int | None:
+def try_fast_path(
+    options: GlobalOptions,
+    rest: list[str],
+    console: Console,
+    own_args: list[str] | None = None,
+) -> int | None:
     """Run ``config show`` or ``config explain`` directly when their arguments are
-    simple; else None."""
+    simple; else None. In fdl's own process (``own_args``: its whole command line), the
+    answer of an identical earlier run is given again when nothing it read has changed
+    (fdl._recorded), and this one is kept for the next."""
     if options.help or len(rest) < 2 or rest[0] != "config" or rest[1] not in _FAST:
         return None
     names, takes_key = _FAST[rest[1]]
@@ -212,21 +220,53 @@ def try_fast_path(options: GlobalOptions, rest: list[str], console: Console) -> 
         else:
             return None
         index += 1
+    if flags["show_secrets"]:
+        own_args = None  # what it shows is never written to the cache
+    if own_args is not None:
+        from fdl._recorded import record, replay_output
+
+        answered = replay_output(own_args, console)
+        if answered is not None:
+            return answered
+        record(own_args, console)
+    try:
+        code = _config_answer(options, console, rest[1], key, env, flags)
+    finally:
+        if own_args is not None:
+            from fdl._recorded import stop
+
+            stop(console)
+    return code
+
+
+def _config_answer(
+    options: GlobalOptions,
+    console: Console,
+    what: str,
+    key: str | None,
+    env: str | None,
+    flags: dict[str, bool],
+) -> int:
     from fdl.cli import _config_actions
     from fdl.cli._session import install
 
     session = install(options, console)
-    if rest[1] == "explain":
-        return _config_actions.explain(
+    if what == "explain":
+        code = _config_actions.explain(
             session, key, env=env, as_json=flags["as_json"], show_secrets=flags["show_secrets"]
         )
-    return _config_actions.show(
-        session,
-        env=env,
-        as_json=flags["as_json"],
-        origins=not flags["no_origin"],
-        show_secrets=flags["show_secrets"],
-    )
+    else:
+        code = _config_actions.show(
+            session,
+            env=env,
+            as_json=flags["as_json"],
+            origins=not flags["no_origin"],
+            show_secrets=flags["show_secrets"],
+        )
+    from fdl._recorded import keep_output
+
+    keep_output(console, code)  # when recorded
+    return code
 
 
 # --- errors: the one place where they become messages and exit codes ------------------------

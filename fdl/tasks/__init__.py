@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from fdl.tasks._presets import format_value
     from fdl.tasks._probe import CachedSchema, cache_file, find_caches, probe_key, schema_of
     from fdl.tasks._render import render_argv, render_script
-    from fdl.tasks._replay import keep_plan, record_plan, replay_plan, stop_recording
+    from fdl.tasks._replay import keep_plan, replay_plan
     from fdl.tasks._resolve import Kind, Resolution
 
 __all__ = [
@@ -73,12 +73,10 @@ __all__ = [
     "probe_key",
     "quote",
     "recheck_engine",
-    "record_plan",
     "render_argv",
     "render_script",
     "replay_plan",
     "schema_of",
-    "stop_recording",
     "take_gpus",
 ]
 
@@ -108,9 +106,7 @@ _HOMES = {
     "render_script": "_render",
     "render_argv": "_render",
     "keep_plan": "_replay",
-    "record_plan": "_replay",
     "replay_plan": "_replay",
-    "stop_recording": "_replay",
     "format_value": "_presets",
     "CachedSchema": "_probe",
     "cache_file": "_probe",

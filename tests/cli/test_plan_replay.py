@@ -191,11 +191,60 @@ def test_a_sigterm_ends_a_replayed_command_and_its_group(
 def test_the_replay_finds_the_cache_where_fdl_keeps_it(
     monkeypatch: pytest.MonkeyPatch, variables: dict[str, str]
 ) -> None:
+    from fdl._recorded import _cache_dir
     from fdl.paths import cache_dir
-    from fdl.tasks._replay import _cache_dir
 
     for name in ("FDL_CACHE_DIR", "XDG_CACHE_HOME"):
         monkeypatch.delenv(name, raising=False)
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
     assert _cache_dir(os.environ) == str(cache_dir())
+
+
+# `config show` and `config explain` in fdl's own process: what an identical earlier run
+# wrote is written again while nothing it read has changed (fdl._recorded)
+SHOW = """
+import sys
+from fdl.cli import main
+code = main()
+print("ANSWERED" if "fdl.manifest" not in sys.modules else "WORKED", file=sys.stderr)
+raise SystemExit(code)
+"""
+
+
+def _show(project: Path, env: dict[str, str], *args: str) -> tuple[int, str, str, str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", SHOW, *args],
+        cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    *said, how = proc.stderr.splitlines()
+    return proc.returncode, how, proc.stdout, "\n".join(said)
+
+
+@pytest.mark.parametrize(
+    "args", [["config", "show"], ["--env", "ci", "config", "explain"], ["config", "show", "--json"]]
+)
+def test_config_answers_are_given_again_until_the_manifest_changes(
+    project: Path, env: dict[str, str], args: list[str]
+) -> None:
+    first = [_show(project, env, *args) for _ in range(2)][-1]
+    assert first[1] == "WORKED" and first[0] == 0
+    again = _show(project, env, *args)
+    assert again == (first[0], "ANSWERED", first[2], first[3])
+    assert _show(project, {**env, "FDL__DESCRIPTION": "x"}, *args)[1] == "WORKED"
+    (project / "fdl.yml").write_text(MANIFEST.replace("exit 3", "exit 4"))
+    edited = _show(project, env, *args)
+    assert edited[1] == "WORKED" and edited[2] != first[2]
+
+
+def test_shown_secrets_are_never_kept(project: Path, env: dict[str, str], tmp_path: Path) -> None:
+    (project / "fdl.yml").write_text(
+        MANIFEST + "images:\n  train:\n    env:\n      DB_PASSWORD: s3cr3t-value\n"
+    )
+    assert "s3cr3t-value" not in [_show(project, env, "config", "show") for _ in range(3)][-1][2]
+    for _ in range(3):
+        shown = _show(project, env, "config", "show", "--show-secrets")
+        assert shown[1] == "WORKED" and "s3cr3t-value" in shown[2], shown
+    for kept in (tmp_path / "cache").rglob("*.marshal"):
+        if kept.parent.name == "plans":
+            assert b"s3cr3t-value" not in kept.read_bytes()
