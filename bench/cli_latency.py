@@ -24,9 +24,10 @@ reference that is not installed is said in the table. fdl's project commands are
 measured as a user meets them: their plan kept by an earlier run and replayed
 (fdl.tasks._replay); the `planned` rows turn that off (FDL_PLAN_CACHE=0).
 
-fdl reads an unchanged manifest from its parse cache (fdl.manifest._parsed); the first
-run after an edit parses it with PyYAML: the `first run after an edit` rows measure that
-(the cache turned off).
+fdl reads an unchanged manifest from its parse cache (fdl.manifest._parsed), and gives
+`config show|explain`'s answer again while nothing it read has changed (fdl._recorded);
+the first run after an edit parses it with PyYAML: the `first run after an edit` rows
+measure that (both caches turned off).
 
     python bench/cli_latency.py [--runs 30] [--fdl PATH-TO-fdl] [--no-reference] [--large]
 """
@@ -62,7 +63,7 @@ EXAMPLE: list[Row] = [
         "example",
         ["--env", "ci", "config", "show"],
         None,
-        {"FDL_MANIFEST_CACHE": "0"},
+        {"FDL_MANIFEST_CACHE": "0", "FDL_PLAN_CACHE": "0"},
     ),
     # a project command: what `--dry-run` prints, and fdl's overhead around a real run
     ("test --dry-run (project command)", "example", ["--env", "ci", "test", "--dry-run"], None, {}),
@@ -82,7 +83,7 @@ EXAMPLE: list[Row] = [
         "example",
         ["--help"],
         None,
-        {"FDL_MANIFEST_CACHE": "0"},
+        {"FDL_MANIFEST_CACHE": "0", "FDL_PLAN_CACHE": "0"},
     ),
 ]
 # the same question to both CLIs, on floDl's manifests

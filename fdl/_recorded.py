@@ -10,8 +10,8 @@ times too, which change when an entry is added or removed; an absent path is a
 dependency as well), and what it writes to stdout and stderr. The answer is kept
 (:func:`keep`) in ``<cache>/plans/`` with those signatures and those of fdl's own
 modules, under a key of the command line, the working directory, the whole environment
-(a digest: no value is written), fdl's and Python's versions, the user, the host name and
-which of stdin/stdout/stderr are terminals. :func:`kept_answer` gives it back when the key
+(a digest: no value is written), fdl's and Python's versions, the user and groups, the
+host name and which of stdin/stdout/stderr are terminals. :func:`kept_answer` gives it back when the key
 is the same and every signature still is.
 
 Two kinds use it: ``config show``/``config explain`` keep what they wrote
@@ -135,7 +135,7 @@ def entry(args: Sequence[str]) -> tuple[str, tuple[object, ...]] | None:
     key = (
         FORMAT, __version__, sys.version, sys.executable, cwd, tuple(args),
         (len(data), zlib.crc32(data), zlib.adler32(data)),
-        os.getuid(), os.getgid(), os.uname().nodename, ttys,
+        os.getuid(), os.getgid(), tuple(os.getgroups()), os.uname().nodename, ttys,
     )  # fmt: skip
     name = f"{zlib.crc32(where):08x}{key[6][1]:08x}.marshal"  # a file per place and environment
     return os.path.join(folder, "plans", name), key
