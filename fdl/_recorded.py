@@ -14,9 +14,10 @@ modules, under a key of the command line, the working directory, the whole envir
 host name and which of stdin/stdout/stderr are terminals. :func:`kept_answer` gives it back when the key
 is the same and every signature still is.
 
-Two kinds use it: ``config show``/``config explain`` keep what they wrote
-(:func:`replay_output`), a project command the plan it ran (fdl.tasks: argv, directory,
-environment, its notes), replayed without importing the manifest or the planner.
+Two kinds use it: ``config show``/``config explain`` and a project command's ``--dry-run``
+keep what they wrote (:func:`replay_output`), a project command the plan it ran
+(fdl.tasks: argv, directory, environment, its notes), replayed without importing the
+manifest or the planner.
 
 Any doubt is the normal path. Nothing is kept when the run asked a program or the network
 or loaded a native library (a probe), read ``/proc``, ``/sys`` or a device, changed
@@ -45,13 +46,16 @@ __all__ = [
     "keep",
     "keep_output",
     "kept_answer",
+    "kept_tagged",
     "record",
     "recording",
     "replay_output",
     "stop",
+    "write_output",
 ]
 
 FORMAT = 1
+OUTPUT = "output"  # the kind of a kept answer that is what a run wrote
 _LIMIT = 256 << 10
 _ENTRIES = 64
 # events of a planning run that make its plan depend on more than the files it read
@@ -278,6 +282,13 @@ def keep(console: Any, tag: str, payload: tuple[object, ...]) -> None:
 def kept_answer(args: Sequence[str], tag: str) -> tuple[Any, ...] | None:
     """The payload kept for ``fdl ARGS`` of kind ``tag`` while everything it depended on is
     as it was; else None."""
+    found = kept_tagged(args)
+    return found[1] if found is not None and found[0] == tag else None
+
+
+def kept_tagged(args: Sequence[str]) -> tuple[str, tuple[Any, ...]] | None:
+    """The kind and payload kept for ``fdl ARGS`` while everything it depended on is as it
+    was; else None."""
     found = entry(args)
     if found is None:
         return None
@@ -286,21 +297,27 @@ def kept_answer(args: Sequence[str], tag: str) -> tuple[Any, ...] | None:
     value: Any = kept(found[0], found[1], limit=_LIMIT)  # type: ignore[arg-type]
     try:
         kind, deps, payload = value
-        if kind != tag or not isinstance(payload, tuple):
+        if not isinstance(kind, str) or not isinstance(payload, tuple):
             return None
         for path, how, signature in deps:
             if _signature(path, how) != signature:
                 return None
     except (TypeError, ValueError):  # none kept, or not in this shape
         return None
-    return payload
+    return kind, payload
 
 
 def replay_output(args: Sequence[str], console: Any) -> int | None:
     """``fdl ARGS`` answered from what its last identical run wrote (stdout, stderr and
     exit status); None when nothing is kept or anything it read has changed."""
-    payload = kept_answer(args, "output")
-    if payload is None or len(payload) != 3:
+    payload = kept_answer(args, OUTPUT)
+    return None if payload is None else write_output(payload, console)
+
+
+def write_output(payload: tuple[Any, ...], console: Any) -> int | None:
+    """What a kept ``output`` payload says was written, written again; its exit status
+    (None for a payload not of that shape)."""
+    if len(payload) != 3:
         return None
     out, err, code = payload
     if not (isinstance(out, str) and isinstance(err, str) and isinstance(code, int)):
@@ -322,4 +339,4 @@ def keep_output(console: Any, code: int) -> None:
     recorder = _recording
     if recorder is None:
         return
-    keep(console, "output", ("".join(recorder.out), "".join(recorder.said), code))
+    keep(console, OUTPUT, ("".join(recorder.out), "".join(recorder.said), code))

@@ -76,17 +76,18 @@ def _main(args: list[str], *, own_process: bool) -> int:
             fast = _variant_view.try_fast_path(options, rest, console)
         if fast is not None:
             return fast
-        # `fdl <command> ARGS` as run before, unchanged since: its kept plan runs, without
-        # the planner (fdl.tasks._replay); else this run's planning is recorded for the next
-        replayable = own_process and rest == args and _replayable(rest)
+        # `fdl [OPTIONS] <command> ARGS` as run before, unchanged since: its kept plan runs
+        # (or its dry run is written) without the planner (fdl.tasks._replay); else this
+        # run's planning is recorded for the next
+        replayable = own_process and _replayable(rest)
         if replayable:
             from fdl._recorded import record
             from fdl.tasks import replay_plan
 
-            replayed = _with_signals(lambda: replay_plan(rest, console))
+            replayed = _with_signals(lambda: replay_plan(args, console))
             if replayed is not None:
                 return replayed
-            record(rest, console)
+            record(args, console)
         try:
             return _planned(options, console, rest, own_process=own_process)
         finally:
@@ -115,7 +116,8 @@ def _main(args: list[str], *, own_process: bool) -> int:
 
 
 def _replayable(rest: list[str]) -> bool:
-    """A project command without global options: one whose kept plan may answer it."""
+    """A project command (the first word after the global options): one whose kept plan
+    may answer it."""
     word = rest[0] if rest else ""
     return bool(word) and word not in BUILTINS and word != COMPLETE and word[0] not in "-@"
 

@@ -83,6 +83,9 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
         from fdl.tasks import render_script
 
         session.console.out(render_script(plan), end="")
+        from fdl._recorded import keep_output
+
+        keep_output(session.console, 0)  # when recorded: the next identical dry run writes it
         return 0
     from fdl.tasks import execute  # the runner: only a real run needs it
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-from fdl._recorded import keep, kept_answer, recording, stop
+from fdl._recorded import OUTPUT, keep, kept_tagged, recording, stop, write_output
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -79,16 +79,24 @@ def _applied(base: Mapping[str, str], diff: Any) -> dict[str, str]:
 
 
 def replay_plan(args: Sequence[str], console: Any) -> int | None:
-    """Run ``fdl ARGS`` from its kept plan and return the exit status; None when there is
-    no kept plan for this run or anything it depended on has changed (then plan as usual).
+    """Run ``fdl ARGS`` from its kept plan (or write its kept dry run) and return the exit
+    status; None when nothing is kept for this run or anything it depended on has changed
+    (then plan as usual).
 
     Raises:
         EnvironmentProblem: the program is missing (as the planned run says), or compose
             failed and docker now answers otherwise (fdl.tasks.recheck_engine).
     """
-    payload = kept_answer(args, PLAN)
+    found = kept_tagged(args)
+    if found is None:
+        return None
+    tag, payload = found
+    if tag == OUTPUT:  # its --dry-run: what it printed
+        return write_output(payload, console)
+    if tag != PLAN:
+        return None
     try:
-        argv, cwd, base_diff, final_diff, said, compose = payload  # type: ignore[misc]
+        argv, cwd, base_diff, final_diff, said, compose = payload
         base = dict(os.environ)
         environ, env = _applied(base, base_diff), _applied(base, final_diff)
         argv = [str(part) for part in argv]

@@ -248,3 +248,27 @@ def test_shown_secrets_are_never_kept(project: Path, env: dict[str, str], tmp_pa
     for kept in (tmp_path / "cache").rglob("*.marshal"):
         if kept.parent.name == "plans":
             assert b"s3cr3t-value" not in kept.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["show", "--dry-run"], ["--env", "ci", "show"], ["-v", "show"], ["-q", "show"]],
+    ids=" ".join,
+)
+def test_global_options_and_dry_runs_are_replayed_as_planned(
+    project: Path, env: dict[str, str], args: list[str]
+) -> None:
+    """A dry run writes what its planned twin wrote; global options are part of the key and
+    of what is replayed (-v's `running` line, -q's FDL_VERBOSITY, --env's overlay)."""
+    planned = [_fdl(project, env, *args) for _ in range(2)][-1]
+    assert planned[1] == "PLANNED"
+    out = project / "env.out"
+    if out.exists():  # rewritten by the replay (no new entry: the directory is as it was read)
+        out.write_text("")
+    replayed = _fdl(project, env, *args)
+    assert replayed[1] == "REPLAYED"
+    assert (replayed[0], replayed[2], replayed[3]) == (planned[0], planned[2], planned[3])
+    if args[0] == "-v":
+        assert "fdl: running sh -c" in replayed[2]
+    if args[0] == "-q":
+        assert "FDL_VERBOSITY=0" in replayed[3]
