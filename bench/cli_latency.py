@@ -5,7 +5,10 @@ Every command below runs once per round, in an order rotated per round, beside
 the tables give the median and range of the rounds (wall time) and the median CPU time
 (user + system, which the machine's load disturbs less). Goals (issue 36):
 
-- `fdl config show` and `fdl --help` at most 3x Python's start, `fdl version` at most 2x;
+- `fdl --help` at most 3x Python's start, `fdl version` at most 2x, `fdl config show` at
+  most 2x (issue 44; 3x before);
+- a project command (`run: "true"`) run again at most 2.5x, a `docker:` one at most 3x
+  with its one docker call (issue 44);
 - `fdl config explain` at most 1.5x `fdl config show`, on the 3-layer example and, with
   `--large`, on a manifest of 10,000 commands over 20 layers (written by
   bench/manifest_scale.py's generator).
