@@ -5,7 +5,10 @@ Every command below runs once per round, in an order rotated per round, beside
 the tables give the median and range of the rounds (wall time) and the median CPU time
 (user + system, which the machine's load disturbs less). Goals (issue 36):
 
-- `fdl config show` and `fdl --help` at most 3x Python's start, `fdl version` at most 2x;
+- `fdl --help` at most 3x Python's start, `fdl version` at most 2x, `fdl config show` at
+  most 2x (issue 44; 3x before);
+- a project command (`run: "true"`) run again at most 2.5x, a `docker:` one at most 3x
+  with its one docker call (issue 44);
 - `fdl config explain` at most 1.5x `fdl config show`, on the 3-layer example and, with
   `--large`, on a manifest of 10,000 commands over 20 layers (written by
   bench/manifest_scale.py's generator).
@@ -16,11 +19,18 @@ a nested manifest) with one command added, `noop` (`run: "true"`): its row is fd
 cost around a project command that does nothing. floDl's CLI (flodl-cli 0.5.3, a Rust
 binary, built once by scripts/setup-reference-cli.sh into the tests' cache) answers the
 same questions on floDl 0.5.3's manifests (tests/fixtures/flodl-0.5.3) with two libtorch
-variants.
+variants. floDl's CLI 0.8.0 runs the same two project commands as fdl (issue 44) on a
+small project of its own: `noop` (`run: "true"`) and `hi` (`docker: dev`, through the
+recording fake docker; floDl's CLI runs in a bubblewrap root without `/.dockerenv`, as
+fdl runs with FDL_IN_CONTAINER=0, and bubblewrap's own start is a row of its own). A
+reference that is not installed is said in the table. fdl's project commands are
+measured as a user meets them: their plan kept by an earlier run and replayed
+(fdl.tasks._replay); the `planned` rows turn that off (FDL_PLAN_CACHE=0).
 
-fdl reads an unchanged manifest from its parse cache (fdl.manifest._parsed); the first
-run after an edit parses it with PyYAML: the `first run after an edit` rows measure that
-(the cache turned off).
+fdl reads an unchanged manifest from its parse cache (fdl.manifest._parsed), and gives
+`config show|explain`'s answer again while nothing it read has changed (fdl._recorded);
+the first run after an edit parses it with PyYAML: the `first run after an edit` rows
+measure that (both caches turned off).
 
     python bench/cli_latency.py [--runs 30] [--fdl PATH-TO-fdl] [--no-reference] [--large]
 """
@@ -56,19 +66,27 @@ EXAMPLE: list[Row] = [
         "example",
         ["--env", "ci", "config", "show"],
         None,
-        {"FDL_MANIFEST_CACHE": "0"},
+        {"FDL_MANIFEST_CACHE": "0", "FDL_PLAN_CACHE": "0"},
     ),
     # a project command: what `--dry-run` prints, and fdl's overhead around a real run
     ("test --dry-run (project command)", "example", ["--env", "ci", "test", "--dry-run"], None, {}),
     ("noop (project command, run: true)", "example", ["noop"], None, {}),
+    ("noop, planned (no kept plan)", "example", ["noop"], None, {"FDL_PLAN_CACHE": "0"}),
     # docker: dev through a fake docker (a shell script): fdl's cost around its one call
     ("hi (docker: project command)", "example", ["hi"], None, {"FDL_COMPOSE": ""}),
+    (
+        "hi, planned (no kept plan)",
+        "example",
+        ["hi"],
+        None,
+        {"FDL_COMPOSE": "", "FDL_PLAN_CACHE": "0"},
+    ),
     (
         "--help, first run after an edit",
         "example",
         ["--help"],
         None,
-        {"FDL_MANIFEST_CACHE": "0"},
+        {"FDL_MANIFEST_CACHE": "0", "FDL_PLAN_CACHE": "0"},
     ),
 ]
 # the same question to both CLIs, on floDl's manifests
@@ -89,11 +107,17 @@ VERSUS: list[Row] = [
     ("floDl: libtorch list", "flodl", ["libtorch", "list"], ["libtorch", "list"], {}),
     ("floDl: libtorch info", "flodl", ["libtorch", "info"], ["libtorch", "info"], {}),
 ]
+# floDl's CLI 0.8.0 beside fdl on the same project commands (issue 44)
+CONTRACT: list[Row] = [
+    ("0.8.0: noop (run: true)", "commands", ["noop"], ["noop"], {}),
+    ("0.8.0: hi (docker: dev)", "commands", ["hi"], ["hi"], {"FDL_COMPOSE": ""}),
+]
+BWRAP_ROW = "bubblewrap's own start (bwrap ... true)"
 LARGE_SHOW = "10k commands x 20 layers: config show"
 LARGE_EXPLAIN = "10k commands x 20 layers: config explain"
 # (what, numerator row, denominator row, at most)
 GOALS = [
-    ("config show / python -c pass", "config show", "python -c pass", 3.0),
+    ("config show / python -c pass", "config show", "python -c pass", 2.0),
     ("--help / python -c pass", "--help", "python -c pass", 3.0),
     ("version / python -c pass", "version", "python -c pass", 2.0),
     ("config explain / config show", "config explain", "config show", 1.5),
@@ -129,15 +153,28 @@ def main() -> None:
     else:
         env["PYTHONPATH"] = str(REPO)
         fdl = [sys.executable, "-m", "fdl"]
-    reference = None
-    if not args.no_reference:
-        sys.path.insert(0, str(REPO))
-        from tests.support.reference_cli import installed_reference
+    sys.path.insert(0, str(REPO))
+    from tests.support.reference_cli import (
+        CONTRACT_VERSION,
+        REFERENCE_VERSION,
+        _bwrap_problem,
+        _bwrap_root,
+        installed_reference,
+    )
 
-        reference, problem = installed_reference()
-        if reference is None:
-            raise SystemExit(f"floDl's CLI is not available: {problem}")
-    rows = EXAMPLE + (VERSUS if reference is not None else [])
+    # floDl's CLI per version, or why it is not in the table
+    references: dict[str, Path | None] = {}
+    missing: dict[str, str] = {}
+    for version in (REFERENCE_VERSION, CONTRACT_VERSION):
+        found, problem = (
+            (None, "--no-reference") if args.no_reference else installed_reference(version)
+        )
+        references[version] = found
+        if found is None:
+            missing[version] = problem.splitlines()[0][:120] if problem else "not installed"
+    bwrap = shutil.which("bwrap")
+    sandbox_problem = _bwrap_problem(bwrap)
+    rows = EXAMPLE + (VERSUS if references[REFERENCE_VERSION] is not None else []) + CONTRACT
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         home = root / "home"
@@ -161,7 +198,8 @@ def main() -> None:
 
         fake = make_fake_docker(root / "fake-docker", buildx=True, compose=True)
         env["PATH"] = os.pathsep.join([str(fake.folder), env.get("PATH", "")])
-        if reference is not None:
+        projects["commands"] = _commands_project(root)
+        if references[REFERENCE_VERSION] is not None:
             projects["flodl"] = _flodl_project(root)
         if args.large:
             projects["large"], environ, options = _large_project(root)
@@ -170,15 +208,35 @@ def main() -> None:
                 (LARGE_EXPLAIN, "large", [*options, "config", "explain"], None, environ),
             ]
         runs: list[Run] = [("python -c pass", "example", [sys.executable, "-c", "pass"], {})]
+        sandbox = [] if sandbox_problem else [str(bwrap), *_bwrap_root(False)]
+        if sandbox:
+            runs.append((BWRAP_ROW, "commands", [*sandbox, "true"], {}))
         for label, project, ours, asked, extra in rows:
             runs.append((label, project, [*fdl, *ours], extra))
-            if asked is not None:
-                runs.append((f"{label} [floDl's CLI]", project, [str(reference), *asked], {}))
+            version = CONTRACT_VERSION if (label, project) in _keys(CONTRACT) else REFERENCE_VERSION
+            binary = references[version]
+            if asked is None or binary is None:
+                continue
+            if "docker" in label:  # floDl's CLI reads /.dockerenv: a root without it
+                if not sandbox:
+                    missing[f"{version} (docker:)"] = sandbox_problem
+                    continue
+                where = ["--chdir", str(projects[project])]
+                runs.append(
+                    (f"{label} [floDl's CLI]", project, [*sandbox, *where, str(binary), *asked], {})
+                )
+            else:
+                runs.append((f"{label} [floDl's CLI]", project, [str(binary), *asked], {}))
         limits = {LARGE_SHOW: args.large_runs, LARGE_EXPLAIN: args.large_runs}
         wall, cpu = _measure(runs, projects, env, rounds=args.runs, limits=limits)
         # the docker: command's runs (its warm-up, then `runs` rounds): one call each
         docker_calls, docker_runs = len(fake.calls()), len(fake.calls_of("compose run"))
-    print(f"the fake docker: {docker_calls} calls in {docker_runs} runs of the docker: command")
+    print(
+        f"the fake docker: {docker_calls} calls in {docker_runs} runs of the docker: commands "
+        "(fdl's, planned and replayed, and floDl's CLI's)"
+    )
+    for version, problem in missing.items():
+        print(f"floDl's CLI {version}: not in the table ({problem})")
     base = median_ms(wall["python -c pass"])
     print(f"median (min-max) ms of {args.runs} interleaved rounds; interpreter {sys.executable}")
     print(f"fdl = {' '.join(fdl)}; load average before: {os.getloadavg()[0]:.2f}")
@@ -189,10 +247,11 @@ def main() -> None:
         median = median_ms(wall[label])
         reference_times = wall.get(f"{label} [floDl's CLI]")
         versus = (
-            (_spread(reference_times), f"{median / median_ms(reference_times):.0f}x")
+            (_spread(reference_times), f"{median / median_ms(reference_times):.1f}x")
             if reference_times
+            else ("not installed", "") if (label, "commands") in _keys(CONTRACT)
             else ("", "")
-        )
+        )  # fmt: skip
         table.append(
             (label, _spread(wall[label]), f"{median / base:.2f}x",
              f"{median_ms(cpu[label]):.1f}", *versus)
@@ -221,10 +280,10 @@ def _measure(
     limits: dict[str, int],
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Wall and CPU seconds of each run, ``rounds`` times (those in ``limits`` only in that
-    many rounds), rotated (after a warm-up run that also checks each answers)."""
+    many rounds), rotated (after two warm-up runs that also check each answers)."""
     wall: dict[str, list[float]] = {label: [] for label, *_ in runs}
     cpu: dict[str, list[float]] = {label: [] for label, *_ in runs}
-    for label, project, argv, extra in runs:
+    for label, project, argv, extra in runs + runs:  # twice: fdl's caches, then its plans kept
         got = subprocess.run(
             argv, cwd=projects[project], env={**env, **extra}, capture_output=True, check=False
         )
@@ -246,6 +305,23 @@ def _measure(
             used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
             cpu[label].append(used)
     return wall, cpu
+
+
+def _keys(rows: list[Row]) -> set[tuple[str, str]]:
+    return {(label, project) for label, project, *_ in rows}
+
+
+def _commands_project(root: Path) -> Path:
+    """The two project commands, in a manifest both CLIs read (floDl's CLI 0.8.0 and fdl)."""
+    project = root / "commands"
+    project.mkdir()
+    (project / "fdl.yml").write_text(
+        'commands:\n  noop:\n    run: "true"\n  hi:\n    run: echo hi\n    docker: dev\n'
+    )
+    (project / "docker-compose.yml").write_text(
+        "services:\n  dev:\n    image: debian\n    volumes: ['.:/workspace']\n"
+    )
+    return project
 
 
 def _flodl_project(root: Path) -> Path:

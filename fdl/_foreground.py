@@ -23,9 +23,12 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from types import FrameType
+
+TYPE_CHECKING = False  # annotations only: a replayed command imports this module (start-up)
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from pathlib import Path
+    from types import FrameType
 
 __all__ = ["FORWARDED", "has_terminal", "run_foreground"]
 
@@ -42,7 +45,7 @@ def has_terminal() -> bool:
 
 
 def _spawn(
-    argv: Sequence[str], cwd: Path | None, env: Mapping[str, str] | None, share: bool
+    argv: Sequence[str], cwd: str | Path | None, env: Mapping[str, str] | None, share: bool
 ) -> subprocess.Popen[bytes]:
     kwargs: dict[str, object] = {}
     if not share:
@@ -70,7 +73,7 @@ def _status(returncode: int) -> int:
 
 
 def run_foreground(
-    argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+    argv: Sequence[str], *, cwd: str | Path | None = None, env: Mapping[str, str] | None = None
 ) -> int:
     """Run ``argv`` attached to this terminal; forward signals; return its exit status.
 

@@ -50,8 +50,8 @@ def printable(text: str, limit: int = 300) -> str:
     return shown if len(text) <= limit else shown[:limit] + "..."
 
 
-_USERINFO = re.compile(r"(^|[\s'\"(=]|//)[^\s'\"/@]*@(?=[^\s'\"/@])")
-_TOKEN_WORD = re.compile(r"(?<![\w+/=.-])(?=[\w+/=.-]*\d)(?=[\w+/=.-]*[A-Za-z])[\w+/=.-]{20,}")
+_USERINFO = r"(^|[\s'\"(=]|//)[^\s'\"/@]*@(?=[^\s'\"/@])"
+_TOKEN_WORD = r"(?<![\w+/=.-])(?=[\w+/=.-]*\d)(?=[\w+/=.-]*[A-Za-z])[\w+/=.-]{20,}"
 
 
 def hide_credentials(text: str, *, words: bool = True) -> str:
@@ -60,13 +60,13 @@ def hide_credentials(text: str, *, words: bool = True) -> str:
     ``_-+/=.``, with a digit and a letter in it, such as ``ghp_...`` or a base64 secret)
     becomes ``***``. For text that may hold a secret fdl cannot name: a credential
     helper's output, an address the user typed."""
-    text = _USERINFO.sub(r"\1***@", text)
-    return _TOKEN_WORD.sub("***", text) if words else text
+    text = re.sub(_USERINFO, r"\1***@", text)
+    return re.sub(_TOKEN_WORD, "***", text) if words else text
 
 
 # `sshfs://[user@]host` (a bracket right after `//`: an IPv6 host or, in a description, a
 # placeholder) holds no credentials
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(?!\[)[^\s/?#@'\"<>]*@")
+_URL_USERINFO = r"(?i)\b([a-z][a-z0-9+.-]*://)(?!\[)[^\s/?#@'\"<>]*@"
 
 
 def public_url(text: str) -> str:
@@ -75,12 +75,12 @@ def public_url(text: str) -> str:
     or pushes, so an index URL's credentials (``PIP_INDEX_URL``) stay where they were given."""
     if "@" not in text or "://" not in text:
         return text
-    return _URL_USERINFO.sub(r"\1***@", text)
+    return re.sub(_URL_USERINFO, r"\1***@", text)
 
 
 # What a message line may carry to a terminal besides printable text: line breaks, tabs, and
 # the colour codes (SGR: ESC [ digits m) fdl's console styles messages with.
-_NOT_FOR_A_TERMINAL = re.compile(
+_NOT_FOR_A_TERMINAL = (
     "\x1b(?!\\[[0-9;]*m)|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 )
 
@@ -95,6 +95,6 @@ def terminal_text(text: str) -> str:
     on one line and short."""
     if text.isprintable():
         return text
-    return _NOT_FOR_A_TERMINAL.sub(
-        lambda m: m.group().encode("unicode_escape").decode("ascii"), text
+    return re.sub(
+        _NOT_FOR_A_TERMINAL, lambda m: m.group().encode("unicode_escape").decode("ascii"), text
     )

@@ -22,9 +22,11 @@ from fdl.errors import ExitCode, FdlError, Interrupted, ManifestErrors, Terminat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from types import FrameType
-    from typing import Any
+    from typing import Any, TypeVar
+
+    _T = TypeVar("_T")
 
     from fdl.cli._session import Session
 
@@ -67,51 +69,32 @@ def _main(args: list[str], *, own_process: bool) -> int:
             else:
                 console.out(f"fdl {__version__}")
             return 0
-        fast = try_fast_path(options, rest, console)
+        fast = try_fast_path(options, rest, console, args if own_process else None)
         if fast is None and rest[:1] == ["libtorch"]:  # `libtorch list|info`, as fast
             from fdl.cli import _variant_view
 
             fast = _variant_view.try_fast_path(options, rest, console)
         if fast is not None:
             return fast
-        from fdl.cli._session import install
+        # `fdl [OPTIONS] <command> ARGS` as run before, unchanged since: its kept plan runs
+        # (or its dry run is written) without the planner (fdl.tasks._replay); else this
+        # run's planning is recorded for the next
+        replayable = own_process and _replayable(rest)
+        if replayable:
+            from fdl._recorded import record
+            from fdl.tasks import replay_plan
 
-        session = install(options, console)
-        if rest and rest[0] != COMPLETE:
-            from fdl.cli._first_word import apply_first_word
-
-            rest = apply_first_word(session, rest)
-            options.help = options.help or rest in (["--help"], ["-h"])
-        if options.help or not rest:
-            from fdl.cli._help import render_top_help
-
-            console.out(render_top_help(session), end="")
-            return 0
-        if rest[0] == COMPLETE:
-            from fdl.cli._complete import complete
-
-            return complete(session, rest[1:])
-        name, tail = rest[0], rest[1:]
-        import signal
-
-        if own_process:
-            import gc
-
-            gc.enable()  # a command that may run long collects its cycles (see main)
-
-        # SIGINT/SIGTERM become exceptions, so what fdl started (a schema probe before a
-        # project command, a build) is ended on the way out; while a project command runs
-        # in the foreground, its signals are forwarded to it instead (fdl._foreground).
-        # Restored after: a caller running fdl in its own process (the tests) keeps its own.
-        previous = (
-            signal.signal(signal.SIGINT, _interrupt),
-            signal.signal(signal.SIGTERM, _terminate),
-        )
+            replayed = _with_signals(lambda: replay_plan(args, console))
+            if replayed is not None:
+                return replayed
+            record(args, console)
         try:
-            return _run_learning(session, name, tail)
+            return _planned(options, console, rest, own_process=own_process)
         finally:
-            signal.signal(signal.SIGINT, previous[0])
-            signal.signal(signal.SIGTERM, previous[1])
+            if replayable:
+                from fdl._recorded import stop
+
+                stop(console)
     except (FdlError, Interrupted) as error:
         if _wants_json(rest):
             console.json({"error": error_json(error)})
@@ -132,6 +115,61 @@ def _main(args: list[str], *, own_process: bool) -> int:
         return report_bug(console, exc)
 
 
+def _replayable(rest: list[str]) -> bool:
+    """A project command (the first word after the global options): one whose kept plan
+    may answer it."""
+    word = rest[0] if rest else ""
+    return bool(word) and word not in BUILTINS and word != COMPLETE and word[0] not in "-@"
+
+
+def _with_signals(run: Callable[[], _T]) -> _T:
+    """``run()`` with SIGINT/SIGTERM as exceptions, so what fdl started (a schema probe
+    before a project command, a build) is ended on the way out; while a project command
+    runs in the foreground, its signals are forwarded to it instead (fdl._foreground).
+    Restored after: a caller running fdl in its own process (the tests) keeps its own."""
+    import signal
+
+    previous = (
+        signal.signal(signal.SIGINT, _interrupt),
+        signal.signal(signal.SIGTERM, _terminate),
+    )
+    try:
+        return run()
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
+
+
+def _planned(
+    options: GlobalOptions, console: Console, rest: list[str], *, own_process: bool
+) -> int:
+    """Any command but the short answers: the session, then help, completion, a built-in
+    or the project's command."""
+    from fdl.cli._session import install
+
+    session = install(options, console)
+    if rest and rest[0] != COMPLETE:
+        from fdl.cli._first_word import apply_first_word
+
+        rest[:] = apply_first_word(session, list(rest))  # the caller's too (_wants_json)
+        options.help = options.help or rest in (["--help"], ["-h"])
+    if options.help or not rest:
+        from fdl.cli._help import render_top_help
+
+        console.out(render_top_help(session), end="")
+        return 0
+    if rest[0] == COMPLETE:
+        from fdl.cli._complete import complete
+
+        return complete(session, rest[1:])
+    name, tail = rest[0], rest[1:]
+    if own_process:
+        import gc
+
+        gc.enable()  # a command that may run long collects its cycles (see main)
+    return _with_signals(lambda: _run_learning(session, name, tail))
+
+
 # --- the fast path: `config show` and `config explain` without typer ---------------------
 # Scripts and editors call them often; typer and its parser cost more to import than the
 # rest of the command. This recognises their plain forms and calls the same action the
@@ -148,9 +186,16 @@ _FAST: dict[str, tuple[dict[str, str], bool]] = {
 }
 
 
-def try_fast_path(options: GlobalOptions, rest: list[str], console: Console) -> int | None:
+def try_fast_path(
+    options: GlobalOptions,
+    rest: list[str],
+    console: Console,
+    own_args: list[str] | None = None,
+) -> int | None:
     """Run ``config show`` or ``config explain`` directly when their arguments are
-    simple; else None."""
+    simple; else None. In fdl's own process (``own_args``: its whole command line), the
+    answer of an identical earlier run is given again when nothing it read has changed
+    (fdl._recorded), and this one is kept for the next."""
     if options.help or len(rest) < 2 or rest[0] != "config" or rest[1] not in _FAST:
         return None
     names, takes_key = _FAST[rest[1]]
@@ -177,21 +222,53 @@ def try_fast_path(options: GlobalOptions, rest: list[str], console: Console) -> 
         else:
             return None
         index += 1
+    if flags["show_secrets"]:
+        own_args = None  # what it shows is never written to the cache
+    if own_args is not None:
+        from fdl._recorded import record, replay_output
+
+        answered = replay_output(own_args, console)
+        if answered is not None:
+            return answered
+        record(own_args, console)
+    try:
+        code = _config_answer(options, console, rest[1], key, env, flags)
+    finally:
+        if own_args is not None:
+            from fdl._recorded import stop
+
+            stop(console)
+    return code
+
+
+def _config_answer(
+    options: GlobalOptions,
+    console: Console,
+    what: str,
+    key: str | None,
+    env: str | None,
+    flags: dict[str, bool],
+) -> int:
     from fdl.cli import _config_actions
     from fdl.cli._session import install
 
     session = install(options, console)
-    if rest[1] == "explain":
-        return _config_actions.explain(
+    if what == "explain":
+        code = _config_actions.explain(
             session, key, env=env, as_json=flags["as_json"], show_secrets=flags["show_secrets"]
         )
-    return _config_actions.show(
-        session,
-        env=env,
-        as_json=flags["as_json"],
-        origins=not flags["no_origin"],
-        show_secrets=flags["show_secrets"],
-    )
+    else:
+        code = _config_actions.show(
+            session,
+            env=env,
+            as_json=flags["as_json"],
+            origins=not flags["no_origin"],
+            show_secrets=flags["show_secrets"],
+        )
+    from fdl._recorded import keep_output
+
+    keep_output(console, code)  # when recorded
+    return code
 
 
 # --- errors: the one place where they become messages and exit codes ------------------------

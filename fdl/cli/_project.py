@@ -83,6 +83,9 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
         from fdl.tasks import render_script
 
         session.console.out(render_script(plan), end="")
+        from fdl._recorded import keep_output
+
+        keep_output(session.console, 0)  # when recorded: the next identical dry run writes it
         return 0
     from fdl.tasks import execute  # the runner: only a real run needs it
 
@@ -107,6 +110,9 @@ def run_project_command(session: Session, name: str, args: list[str]) -> int:
         where = f"[{plan.docker.service}] " if plan.docker is not None else ""
         session.console.info(f"fdl: {where}{plan.script}")
     session.console.debug(f"fdl: running {' '.join(plan.argv)} (in {plan.cwd})")
+    from fdl.tasks import keep_plan
+
+    keep_plan(plan, environ, session.console)  # for the next identical run (when recorded)
     status = execute(plan, environ=environ)
     if plan.docker is not None and plan.docker.remembered and 0 < status < 128:
         # compose ran on answers kept from an earlier run without asking docker first: a

@@ -71,6 +71,11 @@ _DIRECTORIES = {
         "what fdl learned by asking docker (its client, buildx, compose), so a docker: "
         "command calls docker once (at most 32 small files)",
     ),
+    "plans": (
+        "plans",
+        "project commands' plans and config show|explain's answers, with the signatures of "
+        "what made them, so an unchanged command runs without planning (at most 64)",
+    ),
 }
 IMAGES = "fdl-libtorch*"
 _KEYED = re.compile(r"-[0-9a-f]{16}$")  # a shared image's content key (not a project's name)

@@ -47,6 +47,7 @@ __all__ = [
     "format_value",
     "hostname_change",
     "in_container",
+    "keep_plan",
     "load_nested",
     "nesting",
     "parse_gpus",
@@ -57,6 +58,7 @@ __all__ = [
     "recheck_engine",
     "render_argv",
     "render_script",
+    "replay_plan",
     "schema_of",
     "take_gpus",
 ]
@@ -78,6 +80,7 @@ if TYPE_CHECKING:
     from fdl.tasks._presets import format_value
     from fdl.tasks._probe import CachedSchema, cache_file, find_caches, probe_key, schema_of
     from fdl.tasks._render import render_argv, render_script
+    from fdl.tasks._replay import keep_plan, replay_plan
     from fdl.tasks._resolve import Kind, Resolution
 _HOMES = {
     "ArgDecl": "_args",
@@ -113,6 +116,8 @@ _HOMES = {
     "schema_of": "_probe",
     "render_argv": "_render",
     "render_script": "_render",
+    "keep_plan": "_replay",
+    "replay_plan": "_replay",
     "Kind": "_resolve",
     "Resolution": "_resolve",
 }

@@ -24,6 +24,7 @@ state=$(cat "$dir/state" 2>/dev/null || echo up)
 case "$state:$1" in
   *:--version) echo "Docker version 27.5.1, build fake"; exit 0 ;;
   garbage:version) echo "{{not json"; exit 0 ;;
+  hang:version) exec sleep 60 ;;
   down:version) echo '{{"Client":{{"Version":"27.5.1"}},"Server":null}}'
     echo "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?" >&2
     exit 1 ;;
@@ -77,7 +78,7 @@ def env(tmp_path: Path) -> dict[str, str]:
     # only the fake docker and what its script needs: no other docker or docker-compose
     tools = tmp_path / "tools"
     tools.mkdir()
-    for name in ("sh", "cat", "tr"):
+    for name in ("sh", "cat", "tr", "sleep"):
         found = shutil.which(name)
         assert found is not None, name
         (tools / name).symlink_to(found)
@@ -125,11 +126,18 @@ def test_the_second_run_calls_docker_once(project: Path, env, tmp_path: Path) ->
         "docker context use",
     ],
 )
-def test_another_engine_is_asked_anew(project: Path, env, tmp_path: Path, change: str) -> None:
+@pytest.mark.parametrize("runs", [1, 3], ids=["after one run", "after a replayed run"])
+def test_another_engine_is_asked_anew(
+    project: Path, env, tmp_path: Path, change: str, runs: int
+) -> None:
+    """Also once the command's plan is kept and replayed (fdl.tasks._replay: the third run
+    calls docker once, `compose run`, without the planner): what the replay depends on
+    includes what the probes' memory is keyed on."""
     bin_dir = tmp_path / "bin"
     _fake(bin_dir)
-    assert _hi(project, env).exit_code == 0
-    _calls(bin_dir)
+    for _ in range(runs):
+        assert _hi(project, env).exit_code == 0
+    assert _calls(bin_dir)[-1] == COMPOSE_RUN
     extra: dict[str, str] = {}
     asked = bin_dir
     if change == "another binary first on PATH":
@@ -247,6 +255,37 @@ def test_a_version_answer_of_garbage_is_never_kept(project: Path, env, tmp_path:
         assert calls[0] == "version --format"
         assert COMPOSE_RUN not in calls
     assert _records(env) == []
+
+
+def test_a_version_probe_that_hangs_is_never_kept(
+    project: Path,
+    env,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A docker whose `version` never answers: the probe ends at its time limit (shortened
+    here), the command is refused with the fix, nothing is kept, and once docker answers
+    again it is asked anew (in-process: the time limit is a module constant)."""
+    import fdl.engine._client as client
+    from fdl.cli import main
+
+    bin_dir = tmp_path / "bin"
+    _fake(bin_dir)
+    (bin_dir / "state").write_text("hang\n")
+    monkeypatch.setattr(client, "PROBE_TIMEOUT", 1.0)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(project)
+    assert main(["hi"]) == 4
+    said = capsys.readouterr().err
+    assert "no docker daemon answers" in said and "did not finish within 1 s" in said, said
+    calls = _calls(bin_dir)
+    assert calls[0] == "version --format" and COMPOSE_RUN not in calls
+    assert _records(env) == []
+    (bin_dir / "state").write_text("up\n")
+    assert main(["hi"]) == 0
+    assert _calls(bin_dir) == ["version --format", "buildx version", "compose version", COMPOSE_RUN]
 
 
 # The import budget of a project command's second run: the compose program comes from the

@@ -88,12 +88,20 @@ raise SystemExit(code)
 """
 
 
-def _imported(project: Path, args: list[str], watched: dict[str, str]) -> dict[str, str]:
+def _imported(
+    project: Path,
+    args: list[str],
+    watched: dict[str, str],
+    extra: dict[str, str] | None = None,
+    probe: str = PROBE,
+) -> dict[str, str]:
     env = dict(
         os.environ, PYTHONPATH=str(REPO), NO_COLOR="1", FDL_CACHE_DIR=str(project.parent / "cache")
     )
     env.pop("FDL_MANIFEST_CACHE", None)
-    argv = [sys.executable, "-c", PROBE, str(REPO), ",".join(watched), *args]
+    env.pop("FDL_PLAN_CACHE", None)
+    env.update(extra or {})
+    argv = [sys.executable, "-c", probe, str(REPO), ",".join(watched), *args]
     proc = subprocess.run(argv, cwd=project, env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     lines = [line.split() for line in proc.stderr.splitlines() if line.startswith("IMPORTED ")]
@@ -261,3 +269,58 @@ def test_project_commands_and_libtorch_list_import_what_they_use(
     _imported(where, args, {})  # as people run them: the manifest's parse cache filled
     found = _imported(where, args, watched)
     assert not found, _what_was_imported(args, found, watched)
+
+
+# A project command run again as before (nothing it read has changed) replays its kept plan
+# (fdl.tasks._replay, issue 44: a host command within 2.5x Python's start, a docker: one
+# within 3x plus its one docker call): fdl's own process (main() on sys.argv, as the
+# console script runs it), the foreground runner (subprocess, threading, contextlib) and
+# nothing of the planner. Costs: ms under -X importtime on a 2-core machine, loaded by
+# these commands before the replay.
+REPLAY_PROBE = PROBE.replace("code = main(sys.argv[1:])", "code = main()")
+REPLAY_HEAVY = {
+    **HEAVY,
+    **JSON,
+    **PROJECT_HEAVY,
+    "fdl.tasks._plan": "7 ms (its modules): the planner; the kept plan is the answer",
+    "fdl.tasks._prepare": "the planner's entry",
+    "fdl.manifest": "3 ms: the manifest's layers; their files' signatures say it is unchanged",
+    "fdl.cli._session": "the session (pathlib)",
+    "pathlib": "3.5 ms (urllib.parse, ipaddress): paths are strings here",
+    "fdl.engine": "the engine; compose's argv is in the kept plan",
+    "fdl.runner": "9 ms (typing): the foreground runner is used directly",
+}
+for _used in ("subprocess", "threading", "contextlib"):  # the foreground runner's
+    REPLAY_HEAVY.pop(_used)
+
+
+@pytest.fixture(scope="module")
+def docker_project(busy_project: Path) -> tuple[Path, dict[str, str]]:
+    """The example with a `docker: dev` command, a compose file and a fake docker first on
+    PATH (the engine's answers kept by its first run), and its environment."""
+    from tests.support.fake_docker import make_fake_docker
+
+    root = busy_project.parent / "docker"
+    shutil.copytree(busy_project, root)
+    with (root / "fdl.yml").open("a", encoding="utf-8") as manifest:
+        manifest.write("  hi:\n    run: echo hi\n    docker: dev\n")
+    (root / "docker-compose.yml").write_text(
+        "services:\n  dev:\n    image: debian\n    volumes: ['.:/workspace']\n"
+    )
+    fake = make_fake_docker(busy_project.parent / "fake-docker", buildx=True, compose=True)
+    path = os.pathsep.join([str(fake.folder), os.environ.get("PATH", "")])
+    return root, {"PATH": path, "FDL_IN_CONTAINER": "0", "FDL_COMPOSE": ""}
+
+
+@pytest.mark.parametrize("kind", ["host", "docker"])
+def test_a_replayed_project_command_imports_nothing_of_the_planner(
+    request: pytest.FixtureRequest, kind: str
+) -> None:
+    if kind == "host":
+        where, extra, args = request.getfixturevalue("busy_project"), {}, ["noop"]
+    else:
+        (where, extra), args = request.getfixturevalue("docker_project"), ["hi"]
+    for _ in range(2):  # the parse cache and the engine's answers, then the plan kept
+        _imported(where, args, {}, extra, REPLAY_PROBE)
+    found = _imported(where, args, REPLAY_HEAVY, extra, REPLAY_PROBE)
+    assert not found, _what_was_imported(args, found, REPLAY_HEAVY)
