@@ -20,8 +20,9 @@ from the binaries, atomic rename, activation). The six sources and their functio
 
 Above them, ``fdl setup`` decides which one: :func:`plan_setup` (reads the installed
 variants, decides) then :func:`run_setup` (activate, download with the wheel as fallback,
-or the wheel; the CPU view for a CPU plan); :func:`prefer_shared` puts the team's registry
-first.
+or the wheel; the CPU view for a CPU plan); :func:`choose_setup` puts the team's registry
+(and the torch installed for the user's Python) first: both ask the one chooser,
+:func:`choose_source`, which ranks every source's offer by a preference table kept as data.
 
 :func:`variants.remove` takes the variant's lock itself, like the installs.
 
@@ -57,6 +58,15 @@ if TYPE_CHECKING:
         check_cleanable,
         clean_caches,
         list_caches,
+    )
+    from fdl.libtorch._choose import (
+        Choice,
+        Facts,
+        Need,
+        Offer,
+        choose_source,
+        gather_facts,
+        load_preferences,
     )
     from fdl.libtorch._crate_facts import (
         CrateFactError,
@@ -100,10 +110,9 @@ if TYPE_CHECKING:
     from fdl.libtorch._setup import (
         SetupPlan,
         SetupResult,
+        choose_setup,
         covers_gpus,
         plan_setup,
-        prefer_installed,
-        prefer_shared,
         run_setup,
     )
     from fdl.libtorch._smoke import smoke_runner
@@ -217,8 +226,14 @@ _LAZY = {
     "RepositoryNotFound": "sources",
     "SharedMatch": "sources",
     "find_shared": "sources",
-    "prefer_installed": "_setup",
-    "prefer_shared": "_setup",
+    "choose_setup": "_setup",
+    "Choice": "_choose",
+    "Facts": "_choose",
+    "Need": "_choose",
+    "Offer": "_choose",
+    "choose_source": "_choose",
+    "gather_facts": "_choose",
+    "load_preferences": "_choose",
     "VerifyReport": "_verify",
     "gpu_label": "_verify",
     "verify_variant": "_verify",
@@ -241,11 +256,13 @@ __all__ = [
     "MIRROR_ENV",
     "REGISTRY_ENV",
     "CacheEntry",
+    "Choice",
     "CrateFactError",
     "CrateSourceError",
     "CudaTarget",
     "DeviceScan",
     "DownloadPlan",
+    "Facts",
     "FrameworkPin",
     "FrameworkReading",
     "FromArchive",
@@ -257,6 +274,8 @@ __all__ = [
     "ImageOwner",
     "InstallResult",
     "LibtorchSettings",
+    "Need",
+    "Offer",
     "PullResult",
     "PushResult",
     "RepositoryNotFound",
@@ -277,6 +296,8 @@ __all__ = [
     "check_download_target",
     "check_wheel",
     "choose_compression",
+    "choose_setup",
+    "choose_source",
     "clean_caches",
     "coverage_fix",
     "covers_gpus",
@@ -290,6 +311,7 @@ __all__ = [
     "find_shared",
     "finish_info",
     "framework_torch",
+    "gather_facts",
     "gpu_label",
     "install_cpu_view",
     "install_dir",
@@ -300,12 +322,11 @@ __all__ = [
     "installed_coverage",
     "library_checks",
     "list_caches",
+    "load_preferences",
     "local_wheel",
     "parse_reference",
     "plan_download",
     "plan_setup",
-    "prefer_installed",
-    "prefer_shared",
     "project_settings",
     "pull_variant",
     "push_variant",

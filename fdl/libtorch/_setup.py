@@ -1,7 +1,10 @@
 """``fdl setup``: decide what libtorch fits this machine (a plan), then carry it out.
 
 The decision above the sources (:mod:`fdl.libtorch.sources`): :func:`plan_setup` reads the
-installed variants and decides which source, if any, to install from; :func:`run_setup`
+installed variants (keep, activate) and asks the chooser (:mod:`fdl.libtorch._choose`) which
+source serves the build it selected; :func:`choose_setup` asks again with the facts the
+command gathered (the team registry's match, the torch installed for the user's Python);
+:func:`run_setup`
 activates, downloads (falling back to the PyPI wheel when download.pytorch.org is out of
 reach) or installs the wheel. A ``build`` plan is only described: ``fdl libtorch build``
 runs it.
@@ -19,7 +22,7 @@ The plan is one of:
   build that does (the ``build`` source), described by :func:`fdl.libtorch.build_command`
   and left to ``fdl libtorch build``;
 - ``pull``: the team's registry holds a variant that fits: the ``registry`` source
-  (:func:`prefer_shared` turns the plan into a pull of what :func:`fdl.libtorch.find_shared`
+  (:func:`choose_setup` turns the plan into a pull of what :func:`fdl.libtorch.find_shared`
   found, a step of its own after this plan: ``fdl libtorch pull``).
 """
 
@@ -39,6 +42,7 @@ from fdl.compat import (
 )
 from fdl.errors import FdlError, NetworkError, UsageError
 from fdl.libtorch import variants
+from fdl.libtorch._choose import SOURCES, Choice, Facts, Need, choose_source
 from fdl.libtorch._install import InstallResult
 from fdl.libtorch._scan import scan_device_code
 from fdl.libtorch._select import Selection, select_rocm, select_variant
@@ -63,9 +67,9 @@ __all__ = [
     "ACTIONS",
     "SetupPlan",
     "SetupResult",
+    "choose_setup",
     "covers_gpus",
     "plan_setup",
-    "prefer_shared",
     "run_setup",
 ]
 
@@ -84,6 +88,9 @@ class SetupPlan:
         command: The equivalent fdl command.
         alternatives: Other commands that would also help.
         python: A ``wheel`` plan's Python whose installed torch is copied (None: PyPI's).
+        need: What a source must serve (None for ``keep``/``activate``).
+        choice: The sources' offers, ranked (:func:`fdl.libtorch._choose.choose_source`).
+        reference: A ``pull`` plan's pinned reference.
     """
 
     action: str
@@ -93,6 +100,9 @@ class SetupPlan:
     command: tuple[str, ...] = ()
     alternatives: tuple[str, ...] = ()
     python: str | None = None
+    need: Need | None = None
+    choice: Choice | None = None
+    reference: str | None = None
 
     @property
     def command_line(self) -> str:
@@ -207,7 +217,7 @@ def _plan_rocm(
     choice = choose_rocm_build(full, amd)
     if choice.build is None:
         selection = replace_reason(select_variant((), cpu=True, torch=full), choice.reason)
-        return _official(selection, from_wheel=False)
+        return _chosen(selection, from_wheel=False, archives=True)
     build = choice.build
     wanted = {gfx_processor(a) for a in choice.covered}
 
@@ -232,11 +242,14 @@ def _plan_rocm(
                     name,
                     ("fdl", "libtorch", "activate", name),
                 )
+    need = _need(selection, from_wheel=False, archives=True)
     return SetupPlan(
         "download",
         choice.reason,
         selection,
         command=("fdl", "libtorch", "download", *_flags(selection)),
+        need=need,
+        choice=choose_source(need),
     )
 
 
@@ -260,8 +273,6 @@ def _plan_nvidia(
 ) -> SetupPlan:
     from fdl.compat import libtorch_platforms
 
-    if platform not in libtorch_platforms():
-        from_wheel = True
     selection = select_variant(
         gpus,
         torch=torch,
@@ -290,11 +301,66 @@ def _plan_nvidia(
                 name,
                 ("fdl", "libtorch", "activate", name),
             )
-    if selection.covers_all or selection.how != "detected":
-        # --cpu/--cuda or the manifest's libtorch.variant: what was asked for, with its
-        # warnings and the build that would cover every GPU as an alternative.
-        return _official(selection, from_wheel)
-    return _build(selection)
+    return _chosen(selection, from_wheel=from_wheel, archives=platform in libtorch_platforms())
+
+
+def _need(selection: Selection, *, from_wheel: bool, archives: bool) -> Need:
+    """What setup's source must serve. --cpu/--cuda or the manifest's libtorch.variant is
+    served as asked (with its warnings, and the build that would cover every GPU as an
+    alternative); ``from_wheel`` (asked, or a platform without archives) puts PyPI first."""
+    return Need(
+        "setup",
+        sources=tuple(s for s in SOURCES if s != "directory"),
+        torch=selection.torch_version,
+        variant=selection.variant,
+        cuda=selection.cuda,
+        rocm=selection.rocm,
+        covers_all=bool(selection.rocm) or selection.covers_all or selection.how != "detected",
+        build=selection.build,
+        archives=archives,
+        pypi_variant=pypi_variant(selection.torch_version) if selection.cuda else None,
+        asked=("installed", "wheel", "cpu-view") if from_wheel or not archives else (),
+        refused=(("registry", "--from-wheel asks for PyPI's wheel"),) if from_wheel else (),
+    )
+
+
+def _chosen(selection: Selection, *, from_wheel: bool, archives: bool) -> SetupPlan:
+    """The plan of the official source (or the source build) the chooser takes; the team's
+    registry and the installed torch are facts :func:`choose_setup` adds."""
+    need = _need(selection, from_wheel=from_wheel, archives=archives)
+    choice = choose_source(need)
+    if choice.source in ("wheel", "cpu-view"):
+        plan = _official(selection, from_wheel=True)
+    elif choice.source == "archive":
+        plan = _official(selection, from_wheel=False)
+    elif choice.source == "build" or not need.covers_all:
+        plan = _build(selection)  # none that can be built: the UsageError saying so
+    else:
+        why = "; ".join(f"{o.source}: {o.why}" for o in choice.offers)
+        raise UsageError(
+            f"no source serves torch {selection.torch_version} ({selection.variant}) here: {why}",
+            hint="choose another build: fdl setup --torch VERSION, or libtorch.variant in fdl.yml",
+        )
+    from dataclasses import replace
+
+    return replace(plan, need=need, choice=choice)
+
+
+def choose_setup(plan: SetupPlan, facts: Facts) -> SetupPlan:
+    """``plan`` chosen again with what was gathered (the team registry's match, the torch
+    installed for the user's Python): the registry's variant is pulled, the installed
+    build copied, else the plan stands. ``keep``/``activate`` plans stay as they are."""
+    if plan.need is None:
+        return plan
+    from dataclasses import replace
+
+    choice = choose_source(plan.need, facts)
+    chosen = plan
+    if choice.source == "registry":
+        chosen = _prefer_shared(plan, facts.shared)
+    elif choice.source == "installed":
+        chosen = _prefer_installed(plan, facts.installed)
+    return replace(chosen, need=plan.need, choice=choice)
 
 
 def _flags(selection: Selection) -> list[str]:
@@ -395,7 +461,7 @@ def _build(selection: Selection) -> SetupPlan:
     )
 
 
-def prefer_installed(plan: SetupPlan, installed: WheelSource | None) -> SetupPlan:
+def _prefer_installed(plan: SetupPlan, installed: WheelSource | None) -> SetupPlan:
     """``fdl setup``'s plan with the torch already installed for the user's Python first,
     when it is the very build planned (the same release and CUDA build): a ``download`` or
     PyPI ``wheel`` plan becomes a copy of it, with its NVIDIA libraries, and nothing is
@@ -420,7 +486,7 @@ def prefer_installed(plan: SetupPlan, installed: WheelSource | None) -> SetupPla
     )
 
 
-def prefer_shared(plan: SetupPlan, match: SharedMatch | None) -> SetupPlan:
+def _prefer_shared(plan: SetupPlan, match: SharedMatch | None) -> SetupPlan:
     """``fdl setup``'s plan with the team's variant first: a ``download``, ``wheel`` or
     ``build`` plan becomes a ``pull`` of ``match`` (what runs locally already stays)."""
     if match is None or plan.action in ("keep", "activate"):
@@ -435,6 +501,7 @@ def prefer_shared(plan: SetupPlan, match: SharedMatch | None) -> SetupPlan:
         match.name,
         match.command,
         (*instead, *plan.alternatives),
+        reference=match.remote.pinned,
     )
 
 
