@@ -36,13 +36,12 @@ from typing import TYPE_CHECKING, Any
 from fdl.compat import (
     Capability,
     newer_release_covering,
-    release,
     resolve_torch_version,
     version_key,
 )
-from fdl.errors import FdlError, NetworkError, UsageError
+from fdl.errors import NetworkError, UsageError
 from fdl.libtorch import variants
-from fdl.libtorch._choose import SOURCES, Choice, Facts, Need, choose_source
+from fdl.libtorch._choose import Choice, Facts, Need, choose_source, need_for, pypi_variant
 from fdl.libtorch._install import InstallResult
 from fdl.libtorch._scan import scan_device_code
 from fdl.libtorch._select import Selection, select_rocm, select_variant
@@ -242,7 +241,7 @@ def _plan_rocm(
                     name,
                     ("fdl", "libtorch", "activate", name),
                 )
-    need = _need(selection, from_wheel=False, archives=True)
+    need = need_for(selection, "setup", from_wheel=False, archives=True)
     return SetupPlan(
         "download",
         choice.reason,
@@ -304,30 +303,10 @@ def _plan_nvidia(
     return _chosen(selection, from_wheel=from_wheel, archives=platform in libtorch_platforms())
 
 
-def _need(selection: Selection, *, from_wheel: bool, archives: bool) -> Need:
-    """What setup's source must serve. --cpu/--cuda or the manifest's libtorch.variant is
-    served as asked (with its warnings, and the build that would cover every GPU as an
-    alternative); ``from_wheel`` (asked, or a platform without archives) puts PyPI first."""
-    return Need(
-        "setup",
-        sources=tuple(s for s in SOURCES if s != "directory"),
-        torch=selection.torch_version,
-        variant=selection.variant,
-        cuda=selection.cuda,
-        rocm=selection.rocm,
-        covers_all=bool(selection.rocm) or selection.covers_all or selection.how != "detected",
-        build=selection.build,
-        archives=archives,
-        pypi_variant=pypi_variant(selection.torch_version) if selection.cuda else None,
-        asked=("installed", "wheel", "cpu-view") if from_wheel or not archives else (),
-        refused=(("registry", "--from-wheel asks for PyPI's wheel"),) if from_wheel else (),
-    )
-
-
 def _chosen(selection: Selection, *, from_wheel: bool, archives: bool) -> SetupPlan:
     """The plan of the official source (or the source build) the chooser takes; the team's
     registry and the installed torch are facts :func:`choose_setup` adds."""
-    need = _need(selection, from_wheel=from_wheel, archives=archives)
+    need = need_for(selection, "setup", from_wheel=from_wheel, archives=archives)
     choice = choose_source(need)
     if choice.source in ("wheel", "cpu-view"):
         plan = _official(selection, from_wheel=True)
@@ -382,14 +361,6 @@ def _wheel_command(selection: Selection) -> tuple[tuple[str, ...], str] | None:
         return None
     what = f"PyPI's torch {torch} wheel ({selection.variant}) with its NVIDIA wheels"
     return (*base, "--torch", torch), what
-
-
-def pypi_variant(torch: str) -> str | None:
-    """The build PyPI's Linux x86_64 torch wheel of ``torch`` is (``cu128``), if known."""
-    try:
-        return next((v.name for v in release(torch).variants if v.default), None)
-    except FdlError:
-        return None
 
 
 def _official_what(selection: Selection) -> str:
