@@ -34,6 +34,7 @@ __all__ = [
     "Need",
     "Offer",
     "Rule",
+    "build_need",
     "choose_source",
     "gather_facts",
     "install_need",
@@ -330,6 +331,27 @@ def install_need(
     if python is not None:
         return one("wheel", {"wheel": f"the torch installed for {python}"})
     return one("wheel", {"wheel": f"the index's {release} wheel (pip download)"})
+
+
+def build_need(plan: Any, *, no_registry: bool, fetch_only: bool) -> Need:
+    """``fdl libtorch build``'s need: the team's variant of the release for the planned
+    archs, else the build (``plan``: a :class:`fdl.libtorch.build.BuildPlan`)."""
+    refused = (
+        (("registry", "--no-registry: built here"),)
+        if no_registry
+        else (("registry", "--fetch-only: the sources only"),)
+        if fetch_only
+        else ()
+    )
+    return Need(
+        "libtorch build",
+        torch=plan.torch,
+        variant=plan.variant,
+        covers_all=False,
+        build=("fdl", "libtorch", "build"),
+        sources=("registry", "build"),
+        refused=refused,
+    )
 
 
 def choose_source(
