@@ -7,7 +7,7 @@ into :class:`Facts`. Each source then answers :func:`offer` (pure): can it serve
 why (or why not), at what cost (bytes where known, time, whose build it is), and
 :func:`choose_source` ranks the offers: those that can serve first, then those the command
 line named, then the preference table ``fdl/data/libtorch_sources.yaml`` (kept as data, a
-reason for each rule). ``fdl setup``, ``fdl libtorch install``, ``download``, ``build``'s
+reason for each rule). ``fdl setup``, ``libtorch install``, ``download``, ``build``'s
 registry check and ``pull`` choose here, then install through
 :func:`fdl.libtorch.install_source`; their ``--dry-run --json`` carries
 :meth:`Choice.to_json` and their text plan :meth:`Choice.lines`.
@@ -281,7 +281,7 @@ def install_need(
     registry: str | None,
     pinned_cpu: bool,
 ) -> tuple[Need, dict[str, str]]:
-    """``fdl libtorch install``'s need, and what its options point the source at: the team's
+    """``libtorch install``'s need, and what its options point the source at: the team's
     registry when asked, or when it is set and no other source is named; a directory; the
     CPU view (``--cpu``, or ``libtorch.variant: cpu`` without a wheel file or ``--python``);
     else the wheel (a file, a Python's torch, or pip's).
