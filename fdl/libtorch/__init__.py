@@ -64,12 +64,9 @@ if TYPE_CHECKING:
         Facts,
         Need,
         Offer,
-        build_need,
         choose_source,
         gather_facts,
-        install_need,
         load_preferences,
-        need_for,
     )
     from fdl.libtorch._crate_facts import (
         CrateFactError,
@@ -97,6 +94,7 @@ if TYPE_CHECKING:
         installed_build_version,
         resolve_target,
     )
+    from fdl.libtorch._needs import build_need, install_need, need_for
     from fdl.libtorch._scan import DeviceScan, detect_abi, scan_device_code
     from fdl.libtorch._select import (
         CudaTarget,
@@ -235,10 +233,10 @@ _LAZY = {
     "Need": "_choose",
     "Offer": "_choose",
     "choose_source": "_choose",
-    "build_need": "_choose",
+    "build_need": "_needs",
     "gather_facts": "_choose",
-    "install_need": "_choose",
-    "need_for": "_choose",
+    "install_need": "_needs",
+    "need_for": "_needs",
     "load_preferences": "_choose",
     "VerifyReport": "_verify",
     "gpu_label": "_verify",

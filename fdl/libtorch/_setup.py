@@ -41,8 +41,9 @@ from fdl.compat import (
 )
 from fdl.errors import NetworkError, UsageError
 from fdl.libtorch import variants
-from fdl.libtorch._choose import Choice, Facts, Need, choose_source, need_for, pypi_variant
+from fdl.libtorch._choose import Choice, Facts, Need, choose_source
 from fdl.libtorch._install import InstallResult
+from fdl.libtorch._needs import need_for, pypi_variant
 from fdl.libtorch._scan import scan_device_code
 from fdl.libtorch._select import Selection, select_rocm, select_variant
 from fdl.libtorch.sources import (

@@ -15,13 +15,12 @@ from fdl.libtorch._choose import (
     Facts,
     Need,
     Rule,
-    build_need,
     choose_source,
     gather_facts,
-    install_need,
     load_preferences,
     offer,
 )
+from fdl.libtorch._needs import build_need, install_need
 
 CU130 = Need("setup", torch="2.14.1", variant="cu130", cuda="13.0", pypi_variant="cu130")
 CPU = Need("setup", torch="2.14.1", variant="cpu", pypi_variant="cu130")

@@ -242,7 +242,7 @@ def build(ctx: typer.Context, **values: Any) -> None:
         ),
     )
     choice = choose_source(need, gathered)
-    if choice.source == "registry":
+    if choice.source == "registry" and gathered.shared is not None:
         _pull_instead(session, plan, gathered.shared, choice, dry_run=dry_run, as_json=as_json)
         return
     if dry_run:
