@@ -91,12 +91,15 @@ class Facts:
             (:func:`fdl.libtorch.installed_torch`, a ``WheelSource``).
         given: What the command line pointed a source at: ``{"directory": path,
             "wheel": file, python or release, "registry": reference}``.
+        looked: The facts looked for (``registry``, ``installed``): an offer does not
+            say "none" of what nobody looked at.
     """
 
     registry: str | None = None
     shared: SharedMatch | None = None
     installed: WheelSource | None = None
     given: Mapping[str, str] = field(default_factory=dict)
+    looked: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -261,13 +264,14 @@ def gather_facts(
             and source not in given
         )
 
-    shared = None
+    shared, found, looked = None, None, set()
     if registry and look_up is not None and considered("registry") and not need.rocm:
         shared = look_up()
-    found = None
+        looked.add("registry")
     if installed is not None and considered("installed") and need.covers_all and not need.rocm:
         found = installed()
-    return Facts(registry=registry, shared=shared, installed=found, given=given)
+        looked.add("installed")
+    return Facts(registry, shared, found, given, frozenset(looked))
 
 
 def offer(source: str, need: Need, facts: Facts) -> Offer:
@@ -296,6 +300,8 @@ def _registry(need: Need, facts: Facts) -> Offer:
             "registry", False, "no team registry (libtorch.registry, $FDL_LIBTORCH_REGISTRY)"
         )
     match = facts.shared
+    if match is None and "registry" not in facts.looked:
+        return Offer("registry", False, f"the team's registry {facts.registry} was not read")
     if match is None:
         return Offer(
             "registry",
@@ -322,7 +328,11 @@ def _installed(need: Need, facts: Facts) -> Offer:
     refused = _official(need, "installed")
     if refused is not None:
         return refused
+    if need.rocm:
+        return Offer("installed", False, "a ROCm build is not copied from a Python's torch")
     found = facts.installed
+    if found is None and "installed" not in facts.looked:
+        return Offer("installed", False, "the user's Python was not looked at")
     if found is None:
         return Offer("installed", False, "no torch installed for the user's Python")
     what = f"torch {found.version} ({found.variant or 'its build'})"

@@ -96,12 +96,19 @@ def test_the_installed_torch_serves_only_the_very_build_planned() -> None:
     assert ok("installed", CU130, other)[0] is False
     unknown = Facts(installed=Installed("2.14.1+cu130", "2.14.1", "cu130"))
     assert ok("installed", CU130, unknown)[0] is False
-    assert ok("installed", CU130) == (False, "no torch installed for the user's Python")
+    assert ok("installed", CU130) == (False, "the user's Python was not looked at")
+    looked = Facts(looked=frozenset({"installed"}))
+    assert ok("installed", CU130, looked) == (False, "no torch installed for the user's Python")
 
 
 def test_the_registry_serves_what_was_found_there_with_its_size() -> None:
     assert ok("registry", CU130)[1].startswith("no team registry")
-    empty = Facts(registry="r.example/team/libtorch")
+    unread = Facts(registry="r.example/team/libtorch")
+    assert ok("registry", CU130, unread) == (
+        False,
+        "the team's registry r.example/team/libtorch was not read",
+    )
+    empty = Facts(registry="r.example/team/libtorch", looked=frozenset({"registry"}))
     assert ok("registry", CU130, empty) == (
         False,
         "the team's registry r.example/team/libtorch holds no torch 2.14.1 variant that runs "
@@ -281,8 +288,10 @@ def test_facts_are_gathered_only_where_an_offer_reads_them() -> None:
         asked.append("installed")
         return None
 
-    gather_facts(CU130, registry="r", look_up=look_up, installed=installed)
+    facts = gather_facts(CU130, registry="r", look_up=look_up, installed=installed)
     assert asked == ["registry", "installed"]
+    assert facts.looked == {"registry", "installed"}
+    assert "holds no torch 2.14.1" in offer("registry", CU130, facts).why
     asked.clear()
     from dataclasses import replace
 

@@ -448,7 +448,7 @@ def _install_shared(
         registry=registry,
         pinned_cpu=False,
     )
-    choice = choose_source(need, Facts(registry=registry, shared=match))
+    choice = choose_source(need, Facts(registry, match, looked=frozenset({"registry"})))
     if choice.chosen is None or match is None:
         raise EnvironmentProblem(
             f"the team's registry {registry} holds no torch {release} variant that runs on "
