@@ -636,3 +636,11 @@ def test_install_and_pull_dry_runs_show_the_source_and_install_nothing(
         ],
     }
     assert fdl("libtorch", "pull", "not a reference", "--dry-run").exit_code == 2
+
+
+def test_setup_that_activates_takes_no_source(fdl, machine) -> None:
+    machine.gpus("6.1", "12.0")
+    machine.install("builds/sm61-sm120", "2.14.1", "12.8", cubins=[61, 120])
+    result = fdl("setup", "--dry-run", "--json")
+    assert json.loads(result.stdout)["plan"]["action"] == "activate"
+    assert _choice(result) == {"chosen": None, "offers": []}

@@ -12,7 +12,7 @@ from fdl.cli._render import render_install, render_selection, warn_unresolved
 from fdl.cli._session import Session
 from fdl.cli.commands._common import JsonOption, group
 from fdl.compat import check_gpu_driver
-from fdl.libtorch import Facts, SetupPlan, choose_setup, plan_setup, run_setup
+from fdl.libtorch import Choice, Facts, SetupPlan, choose_setup, plan_setup, run_setup
 from fdl.paths import Context, cache_dir
 from fdl.system import GpuReport, detect_gpus
 
@@ -91,7 +91,7 @@ def setup(
     outcome = _carry_out(session, context, plan, yes=yes, dry_run=dry_run, quiet=as_json)
     if as_json:
         framework = settings.framework.to_json()
-        choice = plan.choice.to_json() if plan.choice else None
+        choice = (plan.choice or Choice(())).to_json()  # keep, activate: no source
         session.console.json(
             {"plan": plan.to_json(), "framework": framework, "choice": choice, **outcome}
         )
