@@ -20,8 +20,9 @@ from the binaries, atomic rename, activation). The six sources and their functio
 
 Above them, ``fdl setup`` decides which one: :func:`plan_setup` (reads the installed
 variants, decides) then :func:`run_setup` (activate, download with the wheel as fallback,
-or the wheel; the CPU view for a CPU plan); :func:`prefer_shared` puts the team's registry
-first.
+or the wheel; the CPU view for a CPU plan); :func:`choose_setup` puts the team's registry
+(and the torch installed for the user's Python) first: both ask the one chooser,
+:func:`choose_source`, which ranks every source's offer by a preference table kept as data.
 
 :func:`variants.remove` takes the variant's lock itself, like the installs.
 
@@ -65,6 +66,15 @@ if TYPE_CHECKING:
         clean_caches,
         list_caches,
     )
+    from fdl.libtorch._choose import (
+        Choice,
+        Facts,
+        Need,
+        Offer,
+        choose_source,
+        gather_facts,
+        load_preferences,
+    )
     from fdl.libtorch._crate_facts import (
         CrateFactError,
         FrameworkReading,
@@ -86,6 +96,7 @@ if TYPE_CHECKING:
         installed_build_version,
         resolve_target,
     )
+    from fdl.libtorch._needs import build_need, install_need, need_for
     from fdl.libtorch._scan import DeviceScan, detect_abi, scan_device_code
     from fdl.libtorch._select import (
         CudaTarget,
@@ -102,10 +113,9 @@ if TYPE_CHECKING:
     from fdl.libtorch._setup import (
         SetupPlan,
         SetupResult,
+        choose_setup,
         covers_gpus,
         plan_setup,
-        prefer_installed,
-        prefer_shared,
         run_setup,
     )
     from fdl.libtorch._smoke import smoke_runner
@@ -151,6 +161,13 @@ _HOMES = {
     "check_cleanable": "_caches",
     "clean_caches": "_caches",
     "list_caches": "_caches",
+    "Choice": "_choose",
+    "Facts": "_choose",
+    "Need": "_choose",
+    "Offer": "_choose",
+    "choose_source": "_choose",
+    "gather_facts": "_choose",
+    "load_preferences": "_choose",
     "CrateFactError": "_crate_facts",
     "FrameworkReading": "_crate_facts",
     "UnseenFramework": "_crate_facts",
@@ -172,6 +189,9 @@ _HOMES = {
     "install_tree": "_install",
     "installed_build_version": "_install",
     "resolve_target": "_install",
+    "build_need": "_needs",
+    "install_need": "_needs",
+    "need_for": "_needs",
     "DeviceScan": "_scan",
     "detect_abi": "_scan",
     "scan_device_code": "_scan",
@@ -188,10 +208,9 @@ _HOMES = {
     "project_settings": "_settings",
     "SetupPlan": "_setup",
     "SetupResult": "_setup",
+    "choose_setup": "_setup",
     "covers_gpus": "_setup",
     "plan_setup": "_setup",
-    "prefer_installed": "_setup",
-    "prefer_shared": "_setup",
     "run_setup": "_setup",
     "smoke_runner": "_smoke",
     "VerifyReport": "_verify",
@@ -239,11 +258,13 @@ __all__ = [
     "MIRROR_ENV",
     "REGISTRY_ENV",
     "CacheEntry",
+    "Choice",
     "CrateFactError",
     "CrateSourceError",
     "CudaTarget",
     "DeviceScan",
     "DownloadPlan",
+    "Facts",
     "FrameworkPin",
     "FrameworkReading",
     "FromArchive",
@@ -255,6 +276,8 @@ __all__ = [
     "ImageOwner",
     "InstallResult",
     "LibtorchSettings",
+    "Need",
+    "Offer",
     "PullResult",
     "PushResult",
     "RepositoryNotFound",
@@ -271,10 +294,13 @@ __all__ = [
     "WheelSource",
     "build_archs",
     "build_command",
+    "build_need",
     "check_cleanable",
     "check_download_target",
     "check_wheel",
     "choose_compression",
+    "choose_setup",
+    "choose_source",
     "clean_caches",
     "coverage_fix",
     "covers_gpus",
@@ -288,9 +314,11 @@ __all__ = [
     "find_shared",
     "finish_info",
     "framework_torch",
+    "gather_facts",
     "gpu_label",
     "install_cpu_view",
     "install_dir",
+    "install_need",
     "install_source",
     "install_tree",
     "install_wheel",
@@ -298,12 +326,12 @@ __all__ = [
     "installed_coverage",
     "library_checks",
     "list_caches",
+    "load_preferences",
     "local_wheel",
+    "need_for",
     "parse_reference",
     "plan_download",
     "plan_setup",
-    "prefer_installed",
-    "prefer_shared",
     "project_settings",
     "pull_variant",
     "push_variant",

@@ -1,7 +1,10 @@
 """``fdl setup``: decide what libtorch fits this machine (a plan), then carry it out.
 
 The decision above the sources (:mod:`fdl.libtorch.sources`): :func:`plan_setup` reads the
-installed variants and decides which source, if any, to install from; :func:`run_setup`
+installed variants (keep, activate) and asks the chooser (:mod:`fdl.libtorch._choose`) which
+source serves the build it selected; :func:`choose_setup` asks again with the facts the
+command gathered (the team registry's match, the torch installed for the user's Python);
+:func:`run_setup`
 activates, downloads (falling back to the PyPI wheel when download.pytorch.org is out of
 reach) or installs the wheel. A ``build`` plan is only described: ``fdl libtorch build``
 runs it.
@@ -19,7 +22,7 @@ The plan is one of:
   build that does (the ``build`` source), described by :func:`fdl.libtorch.build_command`
   and left to ``fdl libtorch build``;
 - ``pull``: the team's registry holds a variant that fits: the ``registry`` source
-  (:func:`prefer_shared` turns the plan into a pull of what :func:`fdl.libtorch.find_shared`
+  (:func:`choose_setup` turns the plan into a pull of what :func:`fdl.libtorch.find_shared`
   found, a step of its own after this plan: ``fdl libtorch pull``).
 """
 
@@ -33,13 +36,14 @@ from typing import TYPE_CHECKING, Any
 from fdl.compat import (
     Capability,
     newer_release_covering,
-    release,
     resolve_torch_version,
     version_key,
 )
-from fdl.errors import FdlError, NetworkError, UsageError
+from fdl.errors import NetworkError, UsageError
 from fdl.libtorch import variants
+from fdl.libtorch._choose import Choice, Facts, Need, choose_source
 from fdl.libtorch._install import InstallResult
+from fdl.libtorch._needs import need_for, pypi_variant
 from fdl.libtorch._scan import scan_device_code
 from fdl.libtorch._select import Selection, select_rocm, select_variant
 from fdl.libtorch.sources import (
@@ -63,10 +67,9 @@ __all__ = [
     "ACTIONS",
     "SetupPlan",
     "SetupResult",
+    "choose_setup",
     "covers_gpus",
     "plan_setup",
-    "prefer_installed",
-    "prefer_shared",
     "run_setup",
 ]
 
@@ -85,6 +88,9 @@ class SetupPlan:
         command: The equivalent fdl command.
         alternatives: Other commands that would also help.
         python: A ``wheel`` plan's Python whose installed torch is copied (None: PyPI's).
+        need: What a source must serve (None for ``keep``/``activate``).
+        choice: The sources' offers, ranked (:func:`fdl.libtorch._choose.choose_source`).
+        reference: A ``pull`` plan's pinned reference.
     """
 
     action: str
@@ -94,6 +100,9 @@ class SetupPlan:
     command: tuple[str, ...] = ()
     alternatives: tuple[str, ...] = ()
     python: str | None = None
+    need: Need | None = None
+    choice: Choice | None = None
+    reference: str | None = None
 
     @property
     def command_line(self) -> str:
@@ -208,7 +217,7 @@ def _plan_rocm(
     choice = choose_rocm_build(full, amd)
     if choice.build is None:
         selection = replace_reason(select_variant((), cpu=True, torch=full), choice.reason)
-        return _official(selection, from_wheel=False)
+        return _chosen(selection, from_wheel=False, archives=True)
     build = choice.build
     wanted = {gfx_processor(a) for a in choice.covered}
 
@@ -233,11 +242,14 @@ def _plan_rocm(
                     name,
                     ("fdl", "libtorch", "activate", name),
                 )
+    need = need_for(selection, "setup", from_wheel=False, archives=True)
     return SetupPlan(
         "download",
         choice.reason,
         selection,
         command=("fdl", "libtorch", "download", *_flags(selection)),
+        need=need,
+        choice=choose_source(need),
     )
 
 
@@ -261,8 +273,6 @@ def _plan_nvidia(
 ) -> SetupPlan:
     from fdl.compat import libtorch_platforms
 
-    if platform not in libtorch_platforms():
-        from_wheel = True
     selection = select_variant(
         gpus,
         torch=torch,
@@ -291,11 +301,46 @@ def _plan_nvidia(
                 name,
                 ("fdl", "libtorch", "activate", name),
             )
-    if selection.covers_all or selection.how != "detected":
-        # --cpu/--cuda or the manifest's libtorch.variant: what was asked for, with its
-        # warnings and the build that would cover every GPU as an alternative.
-        return _official(selection, from_wheel)
-    return _build(selection)
+    return _chosen(selection, from_wheel=from_wheel, archives=platform in libtorch_platforms())
+
+
+def _chosen(selection: Selection, *, from_wheel: bool, archives: bool) -> SetupPlan:
+    """The plan of the official source (or the source build) the chooser takes; the team's
+    registry and the installed torch are facts :func:`choose_setup` adds."""
+    need = need_for(selection, "setup", from_wheel=from_wheel, archives=archives)
+    choice = choose_source(need)
+    if choice.source in ("wheel", "cpu-view"):
+        plan = _official(selection, from_wheel=True)
+    elif choice.source == "archive":
+        plan = _official(selection, from_wheel=False)
+    elif choice.source == "build" or not need.covers_all:
+        plan = _build(selection)  # none that can be built: the UsageError saying so
+    else:
+        why = "; ".join(f"{o.source}: {o.why}" for o in choice.offers)
+        raise UsageError(
+            f"no source serves torch {selection.torch_version} ({selection.variant}) here: {why}",
+            hint="choose another build: fdl setup --torch VERSION, or libtorch.variant in fdl.yml",
+        )
+    from dataclasses import replace
+
+    return replace(plan, need=need, choice=choice)
+
+
+def choose_setup(plan: SetupPlan, facts: Facts) -> SetupPlan:
+    """``plan`` chosen again with what was gathered (the team registry's match, the torch
+    installed for the user's Python): the registry's variant is pulled, the installed
+    build copied, else the plan stands. ``keep``/``activate`` plans stay as they are."""
+    if plan.need is None:
+        return plan
+    from dataclasses import replace
+
+    choice = choose_source(plan.need, facts)
+    chosen = plan
+    if choice.source == "registry":
+        chosen = _prefer_shared(plan, facts.shared)
+    elif choice.source == "installed":
+        chosen = _prefer_installed(plan, facts.installed)
+    return replace(chosen, need=plan.need, choice=choice)
 
 
 def _flags(selection: Selection) -> list[str]:
@@ -317,14 +362,6 @@ def _wheel_command(selection: Selection) -> tuple[tuple[str, ...], str] | None:
         return None
     what = f"PyPI's torch {torch} wheel ({selection.variant}) with its NVIDIA wheels"
     return (*base, "--torch", torch), what
-
-
-def pypi_variant(torch: str) -> str | None:
-    """The build PyPI's Linux x86_64 torch wheel of ``torch`` is (``cu128``), if known."""
-    try:
-        return next((v.name for v in release(torch).variants if v.default), None)
-    except FdlError:
-        return None
 
 
 def _official_what(selection: Selection) -> str:
@@ -396,7 +433,7 @@ def _build(selection: Selection) -> SetupPlan:
     )
 
 
-def prefer_installed(plan: SetupPlan, installed: WheelSource | None) -> SetupPlan:
+def _prefer_installed(plan: SetupPlan, installed: WheelSource | None) -> SetupPlan:
     """``fdl setup``'s plan with the torch already installed for the user's Python first,
     when it is the very build planned (the same release and CUDA build): a ``download`` or
     PyPI ``wheel`` plan becomes a copy of it, with its NVIDIA libraries, and nothing is
@@ -421,7 +458,7 @@ def prefer_installed(plan: SetupPlan, installed: WheelSource | None) -> SetupPla
     )
 
 
-def prefer_shared(plan: SetupPlan, match: SharedMatch | None) -> SetupPlan:
+def _prefer_shared(plan: SetupPlan, match: SharedMatch | None) -> SetupPlan:
     """``fdl setup``'s plan with the team's variant first: a ``download``, ``wheel`` or
     ``build`` plan becomes a ``pull`` of ``match`` (what runs locally already stays)."""
     if match is None or plan.action in ("keep", "activate"):
@@ -436,6 +473,7 @@ def prefer_shared(plan: SetupPlan, match: SharedMatch | None) -> SetupPlan:
         match.name,
         match.command,
         (*instead, *plan.alternatives),
+        reference=match.remote.pinned,
     )
 
 

@@ -303,7 +303,9 @@ class VariantInfo:
         archs_requested: Archs asked for (source builds) or documented (official).
         archs_found: What reading the binaries found: ``{"cubin": [...], "ptx": [...]}``.
         abi: ``cxx11`` or ``pre-cxx11``.
-        source: ``{"kind": "download"|"wheel"|"build", "url"|"wheel"|"recipe": ..., "sha256": ...}``.
+        source: ``{"kind": "archive"|"wheel"|"build"|..., "url"|"wheel"|"recipe": ...}``: the
+            kind is the source's (:data:`fdl.libtorch.sources.KINDS`); an official zip
+            recorded as ``download`` by fdl 0.5 and before reads as ``archive``.
         installed_at: ISO 8601 UTC time of the install.
         extra: Anything else worth keeping (build flags, toolchain, duration).
     """
@@ -373,7 +375,7 @@ class VariantInfo:
         """
         kind = self.source.get("kind", "")
         # The reference knows two sources; a PyPI wheel is a precompiled build too.
-        source = {"download": "precompiled", "wheel": "precompiled", "build": "compiled"}.get(
+        source = {"archive": "precompiled", "wheel": "precompiled", "build": "compiled"}.get(
             kind, kind or "unknown"
         )
         archs = _dotted(self.archs_found.get("cubin") or self.archs_requested)
@@ -437,6 +439,15 @@ def _parse_arch_file(text: str) -> dict[str, str]:
     return values
 
 
+def _source(value: object) -> dict[str, Any]:
+    """A recorded source, its kind in today's words (``download``, an official zip's kind
+    up to fdl 0.5, is ``archive``)."""
+    source = _mapping(value)
+    if source.get("kind") == "download":
+        source["kind"] = "archive"
+    return source
+
+
 def read_info(directory: Path, name: str) -> VariantInfo:
     """What is known about the variant in ``directory``.
 
@@ -457,7 +468,7 @@ def read_info(directory: Path, name: str) -> VariantInfo:
                 if kind in ("cubin", "ptx", "gfx")
             },
             abi=_text(data.get("abi")),
-            source=_mapping(data.get("source")),
+            source=_source(data.get("source")),
             installed_at=_text(data.get("installed_at")) or "",
             extra=_mapping(data.get("extra")),
         )
@@ -466,7 +477,7 @@ def read_info(directory: Path, name: str) -> VariantInfo:
         values = _parse_arch_file(arch_text)
         cuda = values.get("cuda")
         archs = [a for a in values.get("archs", "").split() if a and a != "cpu"]
-        kind = {"precompiled": "download", "compiled": "build"}.get(values.get("source", ""), "")
+        kind = {"precompiled": "archive", "compiled": "build"}.get(values.get("source", ""), "")
         rocm = _ROCM_NAME.match(values.get("variant", ""))
         return VariantInfo(
             name=name,

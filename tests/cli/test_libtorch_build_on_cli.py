@@ -120,7 +120,7 @@ def test_a_failed_job_is_a_failure_with_its_output(run_fdl, project: Path, env, 
 
 
 def test_what_the_job_pushed_is_pulled_by_digest(run_fdl, project: Path, env, monkeypatch):
-    import fdl.cli.commands.libtorch_build as command
+    import fdl.cli.commands.libtorch_build_on as command
 
     answer = {
         "variant": "builds/x",
@@ -156,7 +156,7 @@ def test_what_the_job_pushed_is_pulled_by_digest(run_fdl, project: Path, env, mo
 def test_a_variant_the_job_installed_where_this_machine_sees_it_is_not_pulled_again(
     run_fdl, project: Path, env, monkeypatch, tmp_path: Path
 ) -> None:
-    import fdl.cli.commands.libtorch_build as command
+    import fdl.cli.commands.libtorch_build_on as command
 
     tree = project / "libtorch" / "builds" / "x"
     tree.mkdir(parents=True)

@@ -559,3 +559,88 @@ def test_setup_downloads_when_the_installed_torch_is_another_build(
     assert planned.exit_code == 0, planned.output
     plan = json.loads(planned.stdout)["plan"]
     assert plan["action"] == "download" and plan["python"] is None
+
+
+# --- the one chooser: every command that installs shows the ranked offers -----------------
+
+
+def _choice(result) -> dict:
+    assert result.exit_code == 0, result.output
+    choice = json.loads(result.stdout)["choice"]
+    assert {"chosen", "offers"} == set(choice)
+    assert all({"source", "ok", "why"} <= set(o) for o in choice["offers"])
+    return choice
+
+
+@pytest.mark.parametrize(("gpus", "chosen"), [(("12.0",), "archive"), (("6.1", "12.0"), "build")])
+def test_setup_dry_run_carries_the_choice_and_its_text_the_ranked_offers(
+    fdl, machine, gpus, chosen
+) -> None:
+    machine.gpus(*gpus)
+    choice = _choice(fdl("setup", "--dry-run", "--json"))
+    assert choice["chosen"] == chosen and choice["offers"][0]["source"] == chosen
+    registry = next(o for o in choice["offers"] if o["source"] == "registry")
+    assert registry["ok"] is False and registry["why"].startswith("no team registry")
+    text = fdl("setup", "--dry-run").stdout
+    assert "  sources:  (best first)" in text and f"    1. {chosen} [chosen]: " in text
+    ranked = [o["source"] for o in choice["offers"]]
+    assert [
+        line.split(". ", 1)[1].split(" ")[0]
+        for line in text.splitlines()
+        if ". " in line and "[" in line
+    ] == ranked
+    wheel = _choice(fdl("setup", "--from-wheel", "--dry-run", "--json"))
+    if chosen == "archive":
+        assert wheel["chosen"] == "wheel"
+
+
+def test_download_dry_run_carries_the_choice(fdl, machine) -> None:
+    choice = _choice(fdl("libtorch", "download", "--cpu", "--dry-run", "--json"))
+    assert choice["chosen"] == "archive"
+    others = [o for o in choice["offers"] if o["source"] != "archive"]
+    assert others and all(not o["ok"] and "not asked for" in o["why"] for o in others)
+    assert "1. archive [chosen]" in fdl("libtorch", "download", "--cpu", "--dry-run").stdout
+
+
+def test_build_dry_run_carries_the_choice(fdl, machine) -> None:
+    args = ("libtorch", "build", "--cpu", "--native", "--dry-run")
+    choice = _choice(fdl(*args, "--json"))
+    assert choice["chosen"] == "build"
+    assert [o["source"] for o in choice["offers"]] == ["build", "registry"]
+    assert "1. build [chosen]" in fdl(*args).stdout
+
+
+def test_install_and_pull_dry_runs_show_the_source_and_install_nothing(
+    fdl, machine, tmp_path: Path
+) -> None:
+    tree = make_tree(tmp_path / "tree", "2.14.1")
+    choice = _choice(fdl("libtorch", "install", "--from-dir", str(tree), "--dry-run", "--json"))
+    assert choice["chosen"] == "directory"
+    assert not (machine.home / "libtorch").exists()
+    text = fdl("libtorch", "install", "--from-wheel", "--cpu", "--torch", "2.14.1", "--dry-run")
+    assert text.exit_code == 0, text.output
+    assert text.stdout.startswith("[dry-run] would install from cpu-view: the CPU view of")
+    reference = "registry.example.com/team/libtorch:2.14.1-cu130"
+    pulled = _choice(fdl("libtorch", "pull", reference, "--dry-run", "--json"))
+    assert pulled == {
+        "chosen": "registry",
+        "offers": [
+            {
+                "source": "registry",
+                "ok": True,
+                "why": f"pull {reference}",
+                "bytes": None,
+                "time": "minutes",
+                "trust": "team",
+            }
+        ],
+    }
+    assert fdl("libtorch", "pull", "not a reference", "--dry-run").exit_code == 2
+
+
+def test_setup_that_activates_takes_no_source(fdl, machine) -> None:
+    machine.gpus("6.1", "12.0")
+    machine.install("builds/sm61-sm120", "2.14.1", "12.8", cubins=[61, 120])
+    result = fdl("setup", "--dry-run", "--json")
+    assert json.loads(result.stdout)["plan"]["action"] == "activate"
+    assert _choice(result) == {"chosen": None, "offers": []}

@@ -75,6 +75,7 @@ def test_download_installs_records_sha256_and_activates(fdl, faulty_server, tmp_
     assert installed["path"] == str(variant) and installed["activated"] is True
     assert (variant / "lib" / "libtorch.so").is_file()
     info = json.loads((variant / "variant.json").read_text())
+    assert info["source"]["kind"] == "archive"  # the source's name (fdl 0.5: "download")
     assert info["source"]["sha256"] == hashlib.sha256(data).hexdigest()
     assert info["source"]["url"] == libtorch_url(TORCH, "cpu")
     assert info["source"]["fetched_from"] == faulty_server.url(url_path("cpu"))

@@ -313,6 +313,9 @@ def test_setup_plans_the_pull_of_a_variant_that_covers_the_gpus(
         "covers sm_61 sm_120 compute_120)"
     )
     assert data["command"] == f"fdl libtorch pull {pushed['reference']}"
+    choice = json.loads(plan.stdout)["choice"]
+    assert choice["chosen"] == "registry" and choice["offers"][0]["why"] == data["reason"]
+    assert choice["offers"][0]["bytes"] > 0  # what the pull downloads, from the manifest
     assert variants.list_variants(teammate.context()) == []
 
     done = _fdl(run_fdl, teammate, "setup", "--torch", "2.10.0", "--yes", "--json")
@@ -325,6 +328,10 @@ def test_setup_plans_the_pull_of_a_variant_that_covers_the_gpus(
         "--json",
     )  # fmt: skip
     assert json.loads(wheel.stdout)["plan"]["action"] != "pull"
+    refused = next(
+        o for o in json.loads(wheel.stdout)["choice"]["offers"] if o["source"] == "registry"
+    )
+    assert refused == {**refused, "ok": False, "why": "--from-wheel asks for PyPI's wheel"}
 
 
 @pytest.mark.parametrize(
@@ -368,11 +375,13 @@ def test_build_pulls_from_the_team_registry_instead_of_building(
     data = json.loads(plan.stdout)
     assert data["action"] == "pull" and data["command"].endswith(pushed["reference"])
     assert data["build"]["variant"] == "builds/sm61-sm120"
+    assert [o["source"] for o in data["choice"]["offers"]] == ["registry", "build"]
     built = run_fdl([*args, "--json"], cwd=teammate.cwd, env=env)
     assert built.exit_code == 0, built.output
     assert json.loads(built.stdout)["variant"] == "builds/sm61-sm120"
     own = run_fdl([*args, "--no-registry", "--dry-run", "--json"], cwd=teammate.cwd, env=env)
     assert "action" not in json.loads(own.stdout)
+    assert json.loads(own.stdout)["choice"]["chosen"] == "build"
 
 
 def test_build_push_needs_a_registry(run_fdl, machines) -> None:

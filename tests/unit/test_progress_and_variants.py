@@ -131,7 +131,24 @@ def test_info_from_reference_arch_file_only(context: Context) -> None:
         "12.6",
         ["5.0", "6.0", "7.0"],
     )
-    assert info.source == {"kind": "download"}
+    assert info.source == {"kind": "archive"}
+
+
+def test_an_official_zip_recorded_as_download_reads_as_the_archive_source(
+    context: Context,
+) -> None:
+    """fdl 0.5 recorded an official zip's kind as ``download``; the archive source records
+    ``archive``. Old variant.json files read as today's, and the .arch file floDl reads
+    says ``precompiled`` for both."""
+    old = make_variant(context, "precompiled/cu126")
+    (old / "variant.json").write_text(
+        json.dumps({"schema": 1, "torch": "2.10.0", "source": {"kind": "download", "url": "u"}})
+    )
+    info = variants.read_info(old, "precompiled/cu126")
+    assert info.source == {"kind": "archive", "url": "u"}
+    assert "source=precompiled\n" in info.arch_file()
+    new = variants.VariantInfo(name="precompiled/cpu", torch="2.13.0", source={"kind": "archive"})
+    assert "source=precompiled\n" in new.arch_file()
 
 
 def test_atomic_write_keeps_ordinary_permissions(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from fdl.cli._render import render_install, render_selection, warn_unresolved
 from fdl.cli._session import Session
 from fdl.cli.commands._common import JsonOption, group
 from fdl.compat import check_gpu_driver
-from fdl.libtorch import SetupPlan, plan_setup, run_setup
+from fdl.libtorch import Choice, Facts, SetupPlan, choose_setup, plan_setup, run_setup
 from fdl.paths import Context, cache_dir
 from fdl.system import GpuReport, detect_gpus
 
@@ -82,9 +82,7 @@ def setup(
         platform=_platform(),
         amd=amd,
     )
-    if not from_wheel and not plan.selection.rocm:  # asked for the wheel: that is what it gets
-        plan = _team_first(session, plan, report)
-    plan = _installed_first(session, plan)
+    plan = choose_setup(plan, _facts(session, plan, report))
     if not as_json:
         lines = _machine_lines(context, report, found)
         if settings.framework.why and not torch:
@@ -93,22 +91,34 @@ def setup(
     outcome = _carry_out(session, context, plan, yes=yes, dry_run=dry_run, quiet=as_json)
     if as_json:
         framework = settings.framework.to_json()
-        session.console.json({"plan": plan.to_json(), "framework": framework, **outcome})
+        choice = (plan.choice or Choice(())).to_json()  # keep, activate: no source
+        session.console.json(
+            {"plan": plan.to_json(), "framework": framework, "choice": choice, **outcome}
+        )
 
 
-def _installed_first(session: Session, plan: SetupPlan) -> SetupPlan:
-    """A plan that would download a build the user's Python has installed already copies
-    that one instead (:func:`fdl.libtorch.prefer_installed`)."""
-    if plan.action not in ("download", "wheel"):
-        return plan
+def _facts(session: Session, plan: SetupPlan, report: GpuReport) -> Facts:
+    """What the chooser reads beyond the plan, gathered where it asks (the team's registry,
+    the torch installed for the user's Python)."""
     import sys
 
-    from fdl.libtorch import prefer_installed
+    from fdl.cli.commands._team import look_up, team_registry
+    from fdl.libtorch import gather_facts
     from fdl.libtorch.sources import installed_torch
     from fdl.runner import default_runner
 
-    found = installed_torch(session.environ, default_runner(), own=sys.executable)
-    return prefer_installed(plan, found)
+    if plan.need is None:  # keep, activate
+        return Facts()
+    registry = team_registry(session)
+    torch = plan.selection.torch_version
+    return gather_facts(
+        plan.need,
+        registry=registry,
+        look_up=lambda: look_up(
+            session, registry or "", torch=torch, gpus=report.capabilities, driver=report.driver
+        ),
+        installed=lambda: installed_torch(session.environ, default_runner(), own=sys.executable),
+    )
 
 
 def _gpus(session: Session) -> tuple[Survey, GpuReport]:
@@ -155,7 +165,7 @@ def _plan_lines(plan: SetupPlan) -> list[str]:
     if plan.action not in ("keep", "activate"):
         lines += render_selection(plan.selection)
     lines += [f"  or:       {a}" for a in plan.alternatives]
-    return lines
+    return lines + (plan.choice.lines() if plan.choice else [])
 
 
 def _carry_out(
@@ -207,29 +217,10 @@ def _carry_out(
     return {"done": "installed", "variant": result.target.name, "path": str(result.target.path)}
 
 
-def _team_first(session: Session, plan: SetupPlan, report: GpuReport) -> SetupPlan:
-    """The team's registry before a download, a wheel or a build (a separate step: the
-    torch release is the one the plan already chose)."""
-    from fdl.cli.commands._team import look_up, team_registry
-    from fdl.libtorch import prefer_shared
-
-    registry = team_registry(session)
-    if not registry or plan.action in ("keep", "activate"):
-        return plan
-    match = look_up(
-        session,
-        registry,
-        torch=plan.selection.torch_version,
-        gpus=report.capabilities,
-        driver=report.driver,
-    )
-    return prefer_shared(plan, match)
-
-
 def _pull(session: Session, plan: SetupPlan, *, quiet: bool) -> dict[str, Any]:
     from fdl.cli.commands._team import pull
 
-    result = pull(session, plan.command[-1], name=plan.variant)
+    result = pull(session, plan.reference or "", name=plan.variant)
     if not quiet:
         for line in render_install(result.install):
             session.console.info(line)

@@ -17,7 +17,8 @@ kind            source                 installed by
 ``directory``   :class:`FromDirectory` :func:`install_dir`
 ==============  =====================  =====================================================
 
-Which source ``fdl setup`` takes is decided above them, in :func:`fdl.libtorch.plan_setup`.
+Which source a command takes is decided above them, by one chooser
+(:func:`fdl.libtorch.choose_source`: each source's offer, ranked by a table kept as data).
 
 Lazy (PEP 562), as :mod:`fdl.libtorch` is: a source's modules load when one of its names
 is first used.

@@ -240,7 +240,7 @@ class FromArchive:
             abi="cxx11",
             extra={"rocm": plan.selection.rocm} if plan.selection.rocm else {},
             source={
-                "kind": "download",
+                "kind": "archive",
                 "variant": plan.selection.variant,
                 "build_version": plan.selection.build_version,
                 "url": plan.upstream_url,

@@ -3,9 +3,9 @@
 :func:`find_shared` lists the repository's tags and reads the manifests of those of the
 wanted torch release (annotations only, never a layer): the first whose code runs on every
 GPU asked for (cubins or PTX, judged by :func:`fdl.compat.runs_on`), whose CUDA the driver
-runs and whose platform is this machine's is the match. :func:`fdl.libtorch.prefer_shared`
-(setup's decision) turns a setup plan into a ``pull`` of it; ``fdl libtorch install
---from-registry`` and ``build`` ask the same question.
+runs and whose platform is this machine's is the match: the fact the chooser's
+``registry`` offer reads (:mod:`fdl.libtorch._choose`) for ``fdl setup``, ``fdl libtorch
+install --from-registry`` and ``build``.
 The release itself is chosen before (``fdl setup``'s selection, the build's plan): this
 module only looks for it.
 """
