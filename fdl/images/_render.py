@@ -227,7 +227,7 @@ def render_libtorch_dockerfile(
         "dev.fdl.version": fdl_version,
     }
     if pushed is not None:
-        labels["dev.fdl.libtorch.build"] = pushed
+        labels["dev.fdl.libtorch.source"] = pushed
     return _render(
         "libtorch.Dockerfile.j2",
         fdl_version=fdl_version,
