@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from fdl._assets import asset_dir, template_environment
 from fdl._grammar import quoted
+from fdl._text import printable
 from fdl.images._data import images_data
 from fdl.images._spec import ImageSpec, VariantRef
 
@@ -152,7 +153,7 @@ def _image_values(spec: ImageSpec) -> dict[str, Any]:
     values: dict[str, Any] = {
         "profile": spec.profile,
         "kind": spec.kind,
-        "source": spec.source,
+        "source": printable(spec.source),  # a comment: one line
         "fdl_version": spec.fdl_version,
         "base": spec.base,
         "build_base": spec.build_base,
@@ -165,6 +166,7 @@ def _image_values(spec: ImageSpec) -> dict[str, Any]:
         "baked": spec.libtorch == "baked",
         "user": spec.user,
         "workdir": spec.workdir,
+        "workdir_word": _shell(spec.workdir),
         "app_dir": app_dir,
         "env": [(name, quote(value)) for name, value in spec.env],
         "labels": [(name, quote(value)) for name, value in spec.labels],
@@ -214,7 +216,7 @@ def render_dockerfile(spec: ImageSpec, *, regenerate: str | None = None) -> str:
             (default: ``fdl image render <profile>``).
     """
     values = _image_values(spec)
-    values["regenerate"] = regenerate or f"fdl image render {spec.profile}"
+    values["regenerate"] = printable(regenerate or f"fdl image render {spec.profile}")
     return _render(f"{spec.kind}.Dockerfile.j2", image=values)
 
 

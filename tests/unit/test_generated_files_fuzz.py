@@ -467,3 +467,15 @@ def test_the_workflow_holds_each_hostile_value_where_the_honest_one_was_or_refus
         assert parsed[True]["push"]["branches"] == [branch]  # `on:` is True to YAML 1.1
         parsed[True]["push"]["branches"] = ["b"]
         assert parsed == _replaced(honest, MARK, value)
+
+
+def test_the_image_s_workdir_is_one_word_of_its_run_line(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from fdl.images import render_dockerfile
+
+    train = _image_spec(tmp_path, "train")
+    text = render_dockerfile(replace(train, workdir="/w; touch pwned"))
+    run = text[text.index("RUN groupadd") :].split("\nWORKDIR", 1)[0]
+    assert "mkdir -p '/w; touch pwned'" in run and "chown " in run
+    assert "WORKDIR /w; touch pwned\n" in text  # WORKDIR takes the rest of its line
