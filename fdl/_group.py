@@ -12,9 +12,26 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 
-__all__ = ["GRACE_S", "KILL_WAIT_S", "alive", "end_group", "kill_group", "wait_ended"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    T = TypeVar("T")
+
+__all__ = [
+    "GRACE_S",
+    "KILL_WAIT_S",
+    "alive",
+    "end_group",
+    "hold_or_raise",
+    "kill_group",
+    "start",
+    "wait_ended",
+]
 
 # How long the group gets between SIGTERM and SIGKILL.
 GRACE_S = 2.0
@@ -85,3 +102,51 @@ def kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
     wait_ended(pgid)
+
+
+# --- starting a child: fdl's stop signals held until its pid is known ------------------
+# SIGINT and SIGTERM reach fdl as exceptions (raised by the CLI's handlers). One raised
+# inside ``subprocess.Popen``, after the fork but before Popen returns (a child that
+# signals at once, or a user's Ctrl-C then), leaves a running child no ``finally`` knows
+# of. So while the main thread starts a child, the handlers hold the signal; it is raised
+# once the child has been stopped.
+_starting = [0]
+_held: list[BaseException] = []
+
+
+def hold_or_raise(stop: BaseException) -> None:
+    """What fdl's SIGINT/SIGTERM handlers do with ``stop`` (Interrupted, Terminated):
+    raise it, or hold it while :func:`start` starts a child."""
+    if _starting[0]:
+        _held.append(stop)
+        return
+    raise stop
+
+
+def start(spawn: Callable[[], T], stop: Callable[[T], None]) -> T:
+    """``spawn()`` (a ``subprocess.Popen``) with fdl's stop signals held until it has
+    returned; a signal that came meanwhile is raised after ``stop(child)``."""
+    if threading.current_thread() is not threading.main_thread():
+        return spawn()  # signals are handled in the main thread only
+    _starting[0] += 1
+    try:
+        child = spawn()
+    except BaseException:
+        held = _release()
+        if held is not None:  # it did not start: the signal all the same
+            raise held from None
+        raise
+    held = _release()
+    if held is not None:
+        stop(child)
+        raise held
+    return child
+
+
+def _release() -> BaseException | None:
+    _starting[0] -= 1
+    if _starting[0] or not _held:
+        return None
+    first = _held[0]
+    _held.clear()
+    return first

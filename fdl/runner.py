@@ -14,8 +14,9 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
+from fdl._group import start
 from fdl.errors import CommandFailed, EnvironmentProblem
 
 __all__ = [
@@ -156,27 +157,42 @@ class SubprocessRunner:
                 tail = "\n".join((result.stderr or result.stdout).splitlines()[-TAIL_LINES:])
                 raise CommandFailed(args, result.returncode, output_tail=tail)
             return result
+        from fdl._foreground import has_terminal
+
+        # As stream's: without a terminal, the program gets a group of its own, ended with
+        # its children on a timeout or when fdl is stopped (SIGTERM, SIGINT arrive here as
+        # exceptions); subprocess.run would kill the program alone and leave its children.
+        own_group = not has_terminal()
         try:
-            proc = subprocess.run(
-                args,
-                cwd=cwd,
-                env=dict(env) if env is not None else None,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=timeout,
-                input=input,
-                check=False,
+            proc = start(
+                lambda: subprocess.Popen(
+                    args,
+                    cwd=cwd,
+                    env=dict(env) if env is not None else None,
+                    stdin=subprocess.PIPE if input is not None else None,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    errors="replace",
+                    start_new_session=own_group,
+                ),
+                lambda child: _terminate(child, own_group),
             )
         except FileNotFoundError:
             raise missing_program(args[0]) from None
-        except subprocess.TimeoutExpired as exc:
+        try:
+            stdout, stderr = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _terminate(proc, own_group)
             raise CommandFailed(
-                args, -1, message=f"`{' '.join(args)}` did not finish within {exc.timeout:g} s"
+                args, -1, message=f"`{' '.join(args)}` did not finish within {timeout:g} s"
             ) from None
-        result = Completed(args, proc.returncode, proc.stdout, proc.stderr)
+        except BaseException:
+            _terminate(proc, own_group)
+            raise
+        result = Completed(args, proc.returncode, stdout, stderr)
         if check and proc.returncode != 0:
-            tail = "\n".join((proc.stderr or proc.stdout).splitlines()[-TAIL_LINES:])
+            tail = "\n".join((stderr or stdout).splitlines()[-TAIL_LINES:])
             raise CommandFailed(args, proc.returncode, output_tail=tail)
         return result
 
@@ -204,17 +220,20 @@ class SubprocessRunner:
             # a group of its own, ended with all its children when fdl is stopped.
             own_group = not has_terminal()
             try:
-                proc = subprocess.Popen(
-                    args,
-                    cwd=cwd,
-                    env=dict(env) if env is not None else None,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    text=True,
-                    errors="replace",
-                    bufsize=1,
-                    start_new_session=own_group,
+                proc = start(
+                    lambda: subprocess.Popen(
+                        args,
+                        cwd=cwd,
+                        env=dict(env) if env is not None else None,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        text=True,
+                        errors="replace",
+                        bufsize=1,
+                        start_new_session=own_group,
+                    ),
+                    lambda child: _terminate(child, own_group),
                 )
             except FileNotFoundError:
                 raise missing_program(args[0]) from None
@@ -305,14 +324,17 @@ def _run_bounded(
     from fdl._group import wait_ended
 
     try:
-        proc = subprocess.Popen(
-            args,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
+        proc = start(
+            lambda: subprocess.Popen(
+                args,
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            ),
+            lambda child: _terminate(child, own_group=True),
         )
     except FileNotFoundError:
         raise missing_program(args[0]) from None
@@ -378,7 +400,7 @@ def _run_bounded(
     return Completed(args, proc.returncode, out, err)
 
 
-def _terminate(proc: subprocess.Popen[str], own_group: bool = False) -> None:
+def _terminate(proc: subprocess.Popen[Any], own_group: bool = False) -> None:
     """Stop a child that we are abandoning (interrupt or error): its whole group when it has
     one of its own (SIGTERM, SIGKILL after a moment; returns once none of it runs)."""
     if own_group:

@@ -272,13 +272,18 @@ def error_json(error: FdlError | Interrupted) -> dict[str, object]:
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     # Interrupted rather than KeyboardInterrupt: click would turn the latter into
-    # "Aborted!" with exit status 1. Never an FdlError (fdl.errors.Interrupted).
-    raise Interrupted()
+    # "Aborted!" with exit status 1. Never an FdlError (fdl.errors.Interrupted). Held
+    # while a child is being started (fdl._group.start), raised once it is stopped.
+    from fdl._group import hold_or_raise
+
+    hold_or_raise(Interrupted())
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
     # Unwinds like Ctrl-C (locks released, staging removed), then exits 143.
-    raise Terminated()
+    from fdl._group import hold_or_raise
+
+    hold_or_raise(Terminated())
 
 
 def _project_command_wins(session: Session, name: str, tail: list[str]) -> bool:
