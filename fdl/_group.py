@@ -26,10 +26,12 @@ __all__ = [
     "GRACE_S",
     "KILL_WAIT_S",
     "alive",
+    "done",
     "end_group",
     "hold_or_raise",
     "kill_group",
     "start",
+    "stop_all",
     "wait_ended",
 ]
 
@@ -109,9 +111,13 @@ def kill_group(pgid: int) -> None:
 # inside ``subprocess.Popen``, after the fork but before Popen returns (a child that
 # signals at once, or a user's Ctrl-C then), leaves a running child no ``finally`` knows
 # of. So while the main thread starts a child, the handlers hold the signal; it is raised
-# once the child has been stopped.
+# once the child has been stopped. And every child started so is kept until its caller
+# is done with it (:func:`done`): one a signal caught between ``start`` returning and the
+# caller's ``try`` is stopped by :func:`stop_all`, which the CLI calls on its way out.
 _starting = [0]
 _held: list[BaseException] = []
+_live: dict[int, Callable[[], None]] = {}
+_live_lock = threading.Lock()
 
 
 def hold_or_raise(stop: BaseException) -> None:
@@ -125,19 +131,23 @@ def hold_or_raise(stop: BaseException) -> None:
 
 def start(spawn: Callable[[], T], stop: Callable[[T], None]) -> T:
     """``spawn()`` (a ``subprocess.Popen``) with fdl's stop signals held until it has
-    returned; a signal that came meanwhile is raised after ``stop(child)``."""
-    if threading.current_thread() is not threading.main_thread():
-        return spawn()  # signals are handled in the main thread only
-    _starting[0] += 1
+    returned; a signal that came meanwhile is raised after ``stop(child)``. The child is
+    kept for :func:`stop_all` until the caller says it is :func:`done` with it."""
+    main = threading.current_thread() is threading.main_thread()
+    if main:  # signals are handled in the main thread only
+        _starting[0] += 1
     try:
         child = spawn()
     except BaseException:
-        held = _release()
+        held = _release() if main else None
         if held is not None:  # it did not start: the signal all the same
             raise held from None
         raise
-    held = _release()
+    with _live_lock:
+        _live[id(child)] = lambda: stop(child)
+    held = _release() if main else None
     if held is not None:
+        done(child)
         stop(child)
         raise held
     return child
@@ -150,3 +160,21 @@ def _release() -> BaseException | None:
     first = _held[0]
     _held.clear()
     return first
+
+
+def done(child: object) -> None:
+    """The caller of :func:`start` has finished with ``child`` (it ended, or was ended)."""
+    with _live_lock:
+        _live.pop(id(child), None)
+
+
+def stop_all() -> None:
+    """Stop every child :func:`start` started that no caller finished with (the CLI, on
+    its way out: a signal can come between ``start`` and a caller's ``try``)."""
+    while True:
+        with _live_lock:
+            if not _live:
+                return
+            _, stop = _live.popitem()
+        with contextlib.suppress(Exception):
+            stop()

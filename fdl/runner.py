@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from fdl._group import start
+from fdl._group import done, start
 from fdl.errors import CommandFailed, EnvironmentProblem
 
 __all__ = [
@@ -190,6 +190,7 @@ class SubprocessRunner:
         except BaseException:
             _terminate(proc, own_group)
             raise
+        done(proc)
         result = Completed(args, proc.returncode, stdout, stderr)
         if check and proc.returncode != 0:
             tail = "\n".join((stderr or stdout).splitlines()[-TAIL_LINES:])
@@ -247,6 +248,7 @@ class SubprocessRunner:
                     if on_line is not None:
                         on_line(text)
                 returncode = proc.wait()
+                done(proc)
             except BaseException:
                 _terminate(proc, own_group)
                 raise
@@ -391,6 +393,7 @@ def _run_bounded(
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         wait_ended(proc.pid)
+        done(proc)
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
@@ -403,6 +406,7 @@ def _run_bounded(
 def _terminate(proc: subprocess.Popen[Any], own_group: bool = False) -> None:
     """Stop a child that we are abandoning (interrupt or error): its whole group when it has
     one of its own (SIGTERM, SIGKILL after a moment; returns once none of it runs)."""
+    done(proc)
     if own_group:
         from fdl._group import end_group
 

@@ -36,8 +36,13 @@ COMPLETE = "__complete"
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``fdl`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    from fdl._group import stop_all
+
     if argv is not None:
-        return _main(list(argv), own_process=False)
+        try:
+            return _main(list(argv), own_process=False)
+        finally:
+            stop_all()  # a child a signal caught between its start and its caller's try
     # fdl's own process (the console script, `python -m fdl`): the short answers
     # (`version`, `--help`, `config show|explain`, completion) run without the cyclic
     # garbage collector, whose passes over the freshly imported modules found nothing to
@@ -51,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(sys.argv[1:], own_process=True)
     finally:
+        stop_all()
         gc.freeze()
 
 

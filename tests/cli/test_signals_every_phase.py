@@ -58,9 +58,9 @@ def _project_command(tmp_path: Path, _stack: ExitStack) -> Phase:
     return Phase(["go"], marker.exists, project, {"PATH": path})
 
 
-def _image_build(tmp_path: Path, _stack: ExitStack) -> Phase:
+def _docker_building(tmp_path: Path) -> tuple[Path, Path]:
+    """A docker client (tests/support/fake_docker.py) whose builds sleep; its marker."""
     from tests.support.fake_docker import make_fake_docker
-    from tests.support.images import make_project, make_variant
 
     marker = tmp_path / "started"
     fake = make_fake_docker(tmp_path / "fake", buildx=True)
@@ -73,9 +73,24 @@ def _image_build(tmp_path: Path, _stack: ExitStack) -> Phase:
         f'exec {fake.path} "$@"\n'
     )
     docker.chmod(0o755)
+    return docker, marker
+
+
+def _image_build(tmp_path: Path, _stack: ExitStack) -> Phase:
+    from tests.support.images import make_project, make_variant
+
+    docker, marker = _docker_building(tmp_path)
     project = make_project(tmp_path, "images:\n  dev: {}\n")
     make_variant(project)
     return Phase(["image", "build", "dev"], marker.exists, project, {"FDL_DOCKER": str(docker)})
+
+
+def _nccl_build(tmp_path: Path, _stack: ExitStack) -> Phase:
+    docker, marker = _docker_building(tmp_path)
+    (tmp_path / "work").mkdir()
+    args = ["nccl", "build", "--tag", "v2.27.5-1", "--archs", "8.0"]
+    args += ["--base-image", "nvidia/cuda:12.9.0-devel-ubuntu22.04"]
+    return Phase(args, marker.exists, tmp_path / "work", {"FDL_DOCKER": str(docker)})
 
 
 def _probe(tmp_path: Path, _stack: ExitStack) -> Phase:
@@ -126,9 +141,86 @@ def _registry_pull(tmp_path: Path, stack: ExitStack) -> Phase:
     )
 
 
+def _download(tmp_path: Path, stack: ExitStack) -> Phase:
+    from tests.support.faulty_http import FaultyServer, Stall
+
+    server = stack.enter_context(FaultyServer())
+    path = "/m/libtorch/cpu/libtorch-shared-with-deps-2.13.0%2Bcpu.zip"
+    server.add(path, b"PK" + b"\0" * 200_000)
+    server.always(path, Stall(after=0, seconds=120))
+    (tmp_path / "work").mkdir()
+    return Phase(
+        ["libtorch", "download", "--cpu", "--torch", "2.13.0", "--mirror", server.url("/m")],
+        lambda: bool(server.requests_to(path)),
+        tmp_path / "work",
+    )
+
+
+def _registry_push(tmp_path: Path, stack: ExitStack) -> Phase:
+    from fdl.libtorch import VariantInfo, finish_info, variants
+    from fdl.paths import Context
+    from tests.support.hostile_registry import Reply, answer, hostile_registry
+    from tests.support.libtorch_trees import make_tree
+
+    context = Context(tmp_path / "home", project=False)
+    tree = make_tree(context.libtorch_dir / "precompiled/cpu", "2.13.0+cpu")
+    info = VariantInfo(name="precompiled/cpu", torch="2.13.0", source={"kind": "download"})
+    variants.write_info(tree, finish_info(tree, info))
+    registry = stack.enter_context(hostile_registry())
+    upload = Reply(202, b"{" * 64, trickle=True, endless=True)
+    registry.faults.append(answer("/blobs/uploads/", upload, method="POST"))
+    (tmp_path / "work").mkdir()
+    return Phase(
+        ["libtorch", "push", "precompiled/cpu", "--to", registry.repo],
+        lambda: any(m == "POST" for m, _, _ in list(registry.log)),
+        tmp_path / "work",
+    )
+
+
+def _source_build(tmp_path: Path, _stack: ExitStack) -> Phase:
+    """The fake PyTorch tree, its build step a sleeper (the compile, hours in life)."""
+    import shutil
+
+    from tests.support.build_helpers import FAKE_PYTORCH
+
+    source = tmp_path / "pytorch"
+    shutil.copytree(FAKE_PYTORCH, source)
+    marker = tmp_path / "started"
+    (source / "tools" / "build_libtorch.py").write_text(
+        "import os, subprocess\n"
+        "child = subprocess.Popen(['sleep', '300'])\n"
+        f"open({str(marker) + '.tmp'!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
+        f"os.rename({str(marker) + '.tmp'!r}, {str(marker)!r})\n"
+        "child.wait()\n"
+    )
+    (tmp_path / "work").mkdir()
+    args = ["libtorch", "build", "--cpu", "--native", "--source", str(source)]
+    return Phase(args, marker.exists, tmp_path / "work")
+
+
+def _deploy_status(tmp_path: Path, _stack: ExitStack) -> Phase:
+    """A submitted SLURM job's status: squeue (a sleeper) is what fdl waits on."""
+    from fdl.deploy._record import JobRecord, write_record
+    from tests.support.images import make_project
+
+    marker = tmp_path / "started"
+    _sleeper(tmp_path / "bin", "squeue", marker)
+    manifest = "deploy:\n  lab:\n    kind: slurm\n    registry: 127.0.0.1:5000/acme\n"
+    project = make_project(tmp_path, manifest)
+    record = JobRecord("lab", "slurm", "42", "r/a@sha256:" + "ab" * 32, "lab.sbatch", "out")
+    write_record(project / ".fdl" / "deploy", record)
+    path = f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"
+    return Phase(["deploy", "status", "lab"], marker.exists, project, {"PATH": path})
+
+
 PHASES: dict[str, Callable[[Path, ExitStack], Phase]] = {
+    "deploy status (squeue)": _deploy_status,
+    "libtorch build (the compile)": _source_build,
+    "download": _download,
+    "registry push": _registry_push,
     "a project command's child": _project_command,
     "image build": _image_build,
+    "nccl build": _nccl_build,
     "probe (nvidia-smi)": _probe,
     "wheel install from the index": _wheel_install,
     "cpu view from the index": _cpu_view,
@@ -215,8 +307,10 @@ def test_a_signal_in_each_long_phase_ends_fdl_with_nothing_left_running(
 def test_a_signal_while_a_child_starts_is_raised_once_the_child_is_stopped() -> None:
     """What the setup test above met now and then: SIGTERM inside ``Popen`` (after the
     fork, before it returned) left a child no ``finally`` knew of. The handler holds it;
-    ``start`` stops the child, then raises it."""
-    from fdl._group import hold_or_raise, start
+    ``start`` stops the child, then raises it. A child whose caller never said it was
+    done with it (a signal between ``start`` and the caller's ``try``) is stopped by
+    ``stop_all``, which the CLI calls on its way out."""
+    from fdl._group import done, hold_or_raise, start, stop_all
     from fdl.errors import Terminated
 
     stopped: list[str] = []
@@ -228,6 +322,10 @@ def test_a_signal_while_a_child_starts_is_raised_once_the_child_is_stopped() -> 
     with pytest.raises(Terminated):
         start(spawn, stopped.append)
     assert stopped == ["child"]
-    assert start(lambda: "next", stopped.append) == "next"  # nothing held over
+    finished = start(lambda: "finished", stopped.append)
+    done(finished)
+    start(lambda: "abandoned", stopped.append)  # nothing held over: it starts
+    stop_all()
+    assert stopped == ["child", "abandoned"]  # the one finished is not stopped again
     with pytest.raises(Terminated):  # outside a start, the handler raises at once
         hold_or_raise(Terminated())
