@@ -479,3 +479,58 @@ def test_the_image_s_workdir_is_one_word_of_its_run_line(tmp_path: Path) -> None
     run = text[text.index("RUN groupadd") :].split("\nWORKDIR", 1)[0]
     assert "mkdir -p '/w; touch pwned'" in run and "chown " in run
     assert "WORKDIR /w; touch pwned\n" in text  # WORKDIR takes the rest of its line
+
+
+def test_the_bake_file_holds_each_hostile_value_where_the_honest_one_was_or_refuses_it(
+    tmp_path: Path,
+) -> None:
+    """docker buildx bake's HCL, read by an HCL parser: a cell's build argument is the
+    value, `${` and `%{` kept literal, and every block as in the honest file."""
+    from dataclasses import replace
+
+    import hcl2
+
+    from fdl.ci import render_bake
+    from tests.support.ci import ci_project, plan
+
+    matrix = plan(ci_project(tmp_path))
+    first = matrix.cells[0]
+
+    def parsed(value: str) -> object:
+        cell = replace(first, args=(*first.args, ("FUZZ", value)))
+        return hcl2.loads(render_bake(replace(matrix, cells=(cell, *matrix.cells[1:]))))
+
+    honest = parsed(MARK)
+    assert json.dumps(MARK) in str(honest)
+    for value in HOSTILE:
+        try:
+            bake = parsed(value)
+        except UsageError as exc:
+            assert "\n" not in exc.message and "\x1b" not in exc.message
+            continue
+        # python-hcl2 keeps a literal's quotes and escapes; it reads `$${` as written
+        shown = json.dumps(value).replace("${", "$${").replace("%{", "%%{")
+        assert bake == _replaced(honest, json.dumps(MARK), shown)
+
+
+def test_the_answers_file_of_fdl_init_reads_back_each_answer_or_refuses_it() -> None:
+    """fdl init's .fdl-answers.yml, read by a YAML reader: the answer (here the driver,
+    unchecked as a crafted answers file would give it) is the value, the rest as honest."""
+    from dataclasses import replace
+
+    from fdl.scaffold import plan_project
+    from tests.support.scaffold import VERSION, answers
+
+    def parsed(value: str) -> object:
+        files = plan_project(replace(answers("cpp", "native"), driver=value), fdl_version=VERSION)
+        return yaml.safe_load(next(f.content for f in files if f.path == ".fdl-answers.yml"))
+
+    honest = parsed(MARK)
+    assert honest["answers"]["driver"] == MARK  # type: ignore[index]
+    for value in HOSTILE:
+        try:
+            read = parsed(value)
+        except UsageError as exc:
+            assert "\n" not in exc.message and "\x1b" not in exc.message
+            continue
+        assert read == _replaced(honest, MARK, value)
