@@ -28,6 +28,7 @@ from typing import Any
 from fdl._assets import asset_dir, template_environment
 from fdl._files import read_small_text, reason_of
 from fdl._grammar import quoted
+from fdl._text import printable
 from fdl.deploy._slurm import sbatch_directive, sbatch_options, slurm_literal
 from fdl.deploy._target import DeployTarget
 from fdl.errors import EnvironmentProblem, UsageError
@@ -167,6 +168,7 @@ def plan_build_job(
     text = env.get_template("build.sbatch.sh.j2").render(
         target=target.name,
         registry=_word(registry),
+        registry_shown=printable(registry),  # a comment: one line
         options=options,
         results=_word(str(results)),
         backend=backend,

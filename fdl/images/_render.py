@@ -328,7 +328,7 @@ def render_compose(
     return _render(
         "docker-compose.yml.j2",
         fdl_version=first.fdl_version if first else "",
-        source=first.source if first else "the manifest",
+        source=printable(first.source) if first else "the manifest",  # a comment: one line
         services=[_service(spec, context, dockerfile_dir) for spec in chosen],
     )
 

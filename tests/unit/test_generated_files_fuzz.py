@@ -347,6 +347,20 @@ def _generators(tmp_path: Path) -> dict[str, tuple]:  # type: ignore[type-arg]
         )  # fmt: skip
         return re.sub(r"id=fdl-nccl-src-[^,]*", "id=ID", text)  # the clone's hash
 
+    def build_job(registry: str) -> str:
+        from fdl._text import printable
+        from fdl.deploy._build_job import plan_build_job
+        from tests.unit.test_build_job import FDL, LAB
+
+        text = plan_build_job(
+            LAB, {}, registry=registry, state_dir=tmp_path / "s", workdir=tmp_path, fdl=FDL
+        ).text
+        lines = text.split("\n")
+        assert lines[1].startswith("# Generated") and lines[1].endswith(
+            f"pushed to {printable(registry)}."
+        )  # the comment naming it: one line of its own, whatever the value holds
+        return "\n".join(lines[:1] + lines[2:])
+
     def plan(arg: str, cwd: str = "/p") -> CommandPlan:
         return CommandPlan(
             name="x", kind="run", description=None, script='echo "$@"',
@@ -368,13 +382,14 @@ def _generators(tmp_path: Path) -> dict[str, tuple]:  # type: ignore[type-arg]
         "dry-run argument": (lambda v: render_script(plan(v)), "shell", None),
         "dry-run directory": (lambda v: render_script(plan("a", v)), "shell", None),
         "env line": (lambda v: export_line(EnvChange("A", v)), "shell", None),
+        "build job registry": (build_job, "shell", None),
     }  # fmt: skip
 
 
 GENERATORS = [
     "image ENV", "image LABEL", "image files", "image CMD", "compose shm_size", "builder ENV",
     "builder deps", "builder clone", "nccl clone", "sbatch env", "sbatch command",
-    "dry-run argument", "dry-run directory", "env line",
+    "dry-run argument", "dry-run directory", "env line", "build job registry",
 ]  # fmt: skip
 
 
