@@ -144,6 +144,8 @@ FACTS: dict[str, Grammar] = {
     "torch-version": Grammar("torch version", r"[0-9A-Za-z.+!_-]", never=("..", "++"), longest=64),
     "cuda": Grammar("CUDA version", r"[0-9.]", never=("..",), longest=8),
     "commit": Grammar("git commit", r"[0-9a-f]", longest=64),
+    # what a Dockerfile's FROM takes as one word (name, tag, digest)
+    "image": Grammar("image reference", r"[A-Za-z0-9._:/@-]", longest=512),
 }
 
 

@@ -549,3 +549,17 @@ def test_the_answers_file_of_fdl_init_reads_back_each_answer_or_refuses_it() -> 
             assert "\n" not in exc.message and "\x1b" not in exc.message
             continue
         assert read == _replaced(honest, MARK, value)
+
+
+@pytest.mark.parametrize(
+    "value", HOSTILE[:12], ids=lambda v: v[:24].encode("unicode_escape").decode()
+)
+def test_a_builder_base_image_fdl_cannot_write_as_one_from_word_is_refused(
+    run_fdl, tmp_path: Path, value: str
+) -> None:  # type: ignore[no-untyped-def]
+    """`FROM {base}` of the builder Dockerfile: a line break there started an instruction."""
+    args = ["libtorch", "build", "--cpu", "--docker", "--base-image", value, "--dry-run"]
+    env = {"FDL_HOME": str(tmp_path / "home"), "FDL_CACHE_DIR": str(tmp_path / "cache")}
+    result = run_fdl(args, cwd=tmp_path, env=env)
+    assert result.exit_code == 2, result.output
+    assert "--base-image" in result.stderr and "\x1b" not in result.stderr
