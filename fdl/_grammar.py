@@ -47,6 +47,9 @@ __all__ = [
 # Longer than any value fdl writes from outside (a path, a URL, a version); a value this
 # long is refused rather than written, whatever it holds.
 LONGEST = 4096
+# A quoting writer's bound: what it writes as one piece may be long (a user's argument, a
+# command's script, a label); beyond this no program's arguments or file would hold it.
+QUOTED_LONGEST = 1 << 24
 
 
 class Grammar:
@@ -121,21 +124,21 @@ KINDS: dict[str, Grammar] = {
     # A file tools read as one line (build-version, build-hash).
     "line": Grammar("one-line file", _PRINTABLE, longest=256),
     # A Dockerfile instruction's double-quoted value (quoted by fdl.images._render.quote).
-    "dockerfile": Grammar("Dockerfile", _PRINTABLE),
+    "dockerfile": Grammar("Dockerfile", _PRINTABLE, longest=QUOTED_LONGEST),
     # An #SBATCH line: sbatch has no escape for '"' inside quotes, nor for a backslash.
     # (and what Python does not call printable: no-break and other Unicode blanks)
     "sbatch": Grammar("#SBATCH line", r'(?!["\\])' + _PRINTABLE, printable=True),
     # Quoting writers (:func:`quoted`): the shell's single quotes (no NUL, which would
     # cut the script), JSON's, YAML's and HCL's double quotes with their escapes (a line
     # break is ``\\n`` there; no lone surrogate, which no UTF-8 file holds).
-    "shell": Grammar("shell script", r"[^\x00]"),
+    "shell": Grammar("shell script", r"[^\x00]", longest=QUOTED_LONGEST),
     # A shell word of a Dockerfile's RUN instruction: the instruction ends at a line break,
     # even inside the shell's quotes.
-    "run": Grammar("Dockerfile RUN line", _PRINTABLE),
-    "json": Grammar("JSON file", r"[^\ud800-\udfff]"),
+    "run": Grammar("Dockerfile RUN line", _PRINTABLE, longest=QUOTED_LONGEST),
+    "json": Grammar("JSON file", r"[^\ud800-\udfff]", longest=QUOTED_LONGEST),
     # docker buildx bake's HCL file: JSON's escapes, and `${`/`%{` kept literal.
-    "hcl": Grammar("HCL file", r"[^\ud800-\udfff]"),
-    "yaml": Grammar("YAML file", r"[^\ud800-\udfff]"),
+    "hcl": Grammar("HCL file", r"[^\ud800-\udfff]", longest=QUOTED_LONGEST),
+    "yaml": Grammar("YAML file", r"[^\ud800-\udfff]", longest=QUOTED_LONGEST),
 }
 
 # What the facts fdl reads from a wheel or an index may look like (PEP 440's public

@@ -256,7 +256,10 @@ MARK = "honest value"
 def _dockerfile_string(token: str) -> str:
     """A Dockerfile double-quoted value as BuildKit reads it (ENV, LABEL: no expansion
     of an escaped ``$``, one line)."""
-    assert token.startswith('"') and token.endswith('"'), token
+    if not token.startswith('"'):  # a plain word, written bare (the builder's ENV)
+        assert re.fullmatch(r"[A-Za-z0-9._/:=+,@%-]+", token), token
+        return token
+    assert token.endswith('"'), token
     inner = token[1:-1]
     assert re.fullmatch(r'(?:[^"\\$\n\r]|\\.)*', inner, flags=re.DOTALL), token
     return re.sub(r"\\(.)", r"\1", inner, flags=re.DOTALL)
@@ -563,3 +566,12 @@ def test_a_builder_base_image_fdl_cannot_write_as_one_from_word_is_refused(
     result = run_fdl(args, cwd=tmp_path, env=env)
     assert result.exit_code == 2, result.output
     assert "--base-image" in result.stderr and "\x1b" not in result.stderr
+
+
+def test_a_long_argument_or_script_is_one_shell_word_not_a_refusal() -> None:
+    """The quoting writers bound a value far above a fact's 4096: a user's argument or a
+    command's script travels whole (the shell's positional parameters)."""
+    from fdl.tasks._compose import quote
+
+    for value in ("x" * 100_000, "line\n" * 20_000):
+        assert shlex.split(quote(value)) == [value]
