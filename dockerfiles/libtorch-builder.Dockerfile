@@ -27,7 +27,7 @@ RUN --mount=type=cache,id={{ cache_ids.pip }},target=/root/.cache/pip{% if sourc
 ENV {{ key }}={{ value }}
 {% endfor %}
 {% if clone %}
-ENV FDL_CLONE="{{ clone | join(" ") }}" FDL_TAG={{ tag }}
+ENV FDL_CLONE={{ clone }} FDL_TAG={{ tag }}
 {% endif %}
 {% if clone %}
 # Fetch phase: the source, its submodules and what the build would clone while compiling.

@@ -12,15 +12,26 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    T = TypeVar("T")
 
 __all__ = [
     "GRACE_S",
     "KILL_WAIT_S",
-    "HeldSignals",
     "alive",
+    "done",
     "end_group",
+    "hold_or_raise",
     "kill_group",
+    "start",
+    "stop_all",
     "wait_ended",
 ]
 
@@ -95,40 +106,75 @@ def kill_group(pgid: int) -> None:
     wait_ended(pgid)
 
 
-class HeldSignals:
-    """SIGINT and SIGTERM held while a child is started, then delivered.
+# --- starting a child: fdl's stop signals held until its pid is known ------------------
+# SIGINT and SIGTERM reach fdl as exceptions (raised by the CLI's handlers). One raised
+# inside ``subprocess.Popen``, after the fork but before Popen returns (a child that
+# signals at once, or a user's Ctrl-C then), leaves a running child no ``finally`` knows
+# of. So while the main thread starts a child, the handlers hold the signal; it is raised
+# once the child has been stopped. And every child started so is kept until its caller
+# is done with it (:func:`done`): one a signal caught between ``start`` returning and the
+# caller's ``try`` is stopped by :func:`stop_all`, which the CLI calls on its way out.
+_starting = [0]
+_held: list[BaseException] = []
+_live: dict[int, Callable[[], None]] = {}
+_live_lock = threading.Lock()
 
-    fdl's handlers raise (``Interrupted``, ``Terminated``); one that ran inside
-    ``subprocess.Popen``, after the fork but before the caller holds the child's pid, would
-    end fdl with the child left running (a child that signals fdl at once shows it). So the
-    caller holds them before it starts the child and calls :meth:`release` first thing
-    inside the ``try`` whose ``finally`` ends the child's group: a held signal is raised
-    again there. Outside the main thread (where signals are not handled) it holds nothing.
-    """
 
-    __slots__ = ("_held", "_previous")
+def hold_or_raise(stop: BaseException) -> None:
+    """What fdl's SIGINT/SIGTERM handlers do with ``stop`` (Interrupted, Terminated):
+    raise it, or hold it while :func:`start` starts a child."""
+    if _starting[0]:
+        _held.append(stop)
+        return
+    raise stop
 
-    def __init__(self) -> None:
-        self._held: list[int] = []
-        self._previous: dict[int, object] = {}
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            handler = signal.getsignal(sig)
-            if handler is None:  # set outside Python: it cannot be put back
-                continue
-            try:
-                signal.signal(sig, self._remember)
-            except ValueError:  # not the main thread
-                break
-            self._previous[sig] = handler
 
-    def _remember(self, signum: int, _frame: object) -> None:
-        self._held.append(signum)
+def start(spawn: Callable[[], T], stop: Callable[[T], None]) -> T:
+    """``spawn()`` (a ``subprocess.Popen``) with fdl's stop signals held until it has
+    returned; a signal that came meanwhile is raised after ``stop(child)``. The child is
+    kept for :func:`stop_all` until the caller says it is :func:`done` with it."""
+    main = threading.current_thread() is threading.main_thread()
+    if main:  # signals are handled in the main thread only
+        _starting[0] += 1
+    try:
+        child = spawn()
+    except BaseException:
+        held = _release() if main else None
+        if held is not None:  # it did not start: the signal all the same
+            raise held from None
+        raise
+    with _live_lock:
+        _live[id(child)] = lambda: stop(child)
+    held = _release() if main else None
+    if held is not None:
+        done(child)
+        stop(child)
+        raise held
+    return child
 
-    def release(self) -> None:
-        """Put the handlers back and raise again what arrived meanwhile (once each)."""
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]
-        self._previous = {}
-        held, self._held = dict.fromkeys(self._held), []
-        for sig in held:
-            signal.raise_signal(sig)
+
+def _release() -> BaseException | None:
+    _starting[0] -= 1
+    if _starting[0] or not _held:
+        return None
+    first = _held[0]
+    _held.clear()
+    return first
+
+
+def done(child: object) -> None:
+    """The caller of :func:`start` has finished with ``child`` (it ended, or was ended)."""
+    with _live_lock:
+        _live.pop(id(child), None)
+
+
+def stop_all() -> None:
+    """Stop every child :func:`start` started that no caller finished with (the CLI, on
+    its way out: a signal can come between ``start`` and a caller's ``try``)."""
+    while True:
+        with _live_lock:
+            if not _live:
+                return
+            _, stop = _live.popitem()
+        with contextlib.suppress(Exception):
+            stop()

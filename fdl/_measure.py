@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, NamedTuple
 
-from fdl._group import HeldSignals, end_group
+from fdl._group import end_group
 
 __all__ = ["OUTPUT_LIMIT", "Outcome", "end_group", "measure"]
 
@@ -62,20 +62,15 @@ def measure(
     args = [str(a) for a in argv]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        held = HeldSignals()
-        try:
-            proc = subprocess.Popen(
-                args,
-                cwd=cwd,
-                env=dict(env) if env is not None else None,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-            )
-        except BaseException:
-            held.release()
-            raise
+        proc = subprocess.Popen(
+            args,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
         expired = threading.Event()
 
         def expire() -> None:
@@ -85,7 +80,6 @@ def measure(
         timer = threading.Timer(timeout, expire) if timeout is not None else None
         reaped = False
         try:
-            held.release()  # a signal that came while it started ends its group below
             if timer is not None:
                 timer.daemon = True
                 timer.start()

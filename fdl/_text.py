@@ -33,9 +33,15 @@ def plural(count: int, word: str) -> str:
 
 # Characters that a terminal acts on rather than shows: C0 and C1 controls (ESC starts
 # cursor moves, screen clears, OSC title and hyperlink sequences), DEL, and the bidi
-# controls that reorder what is shown (Trojan Source).
+# controls that reorder what is shown (Trojan Source), and the line and paragraph separators
+# (a line break to some terminals and readers).
 _SHOWN_AS_ESCAPES = frozenset(
-    [*range(0x00, 0x20), *range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+    [
+        *range(0x00, 0x20),
+        *range(0x7F, 0xA0),
+        *range(0x2028, 0x202F),
+        *range(0x2066, 0x206A),
+    ]
 )
 
 
@@ -81,7 +87,7 @@ def public_url(text: str) -> str:
 # What a message line may carry to a terminal besides printable text: line breaks, tabs, and
 # the colour codes (SGR: ESC [ digits m) fdl's console styles messages with.
 _NOT_FOR_A_TERMINAL = (
-    "\x1b(?!\\[[0-9;]*m)|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+    "\x1b(?!\\[[0-9;]*m)|[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f\u2028-\u202e\u2066-\u2069]"
 )
 
 

@@ -14,8 +14,9 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
+from fdl._group import done, start
 from fdl.errors import CommandFailed, EnvironmentProblem
 
 __all__ = [
@@ -156,27 +157,43 @@ class SubprocessRunner:
                 tail = "\n".join((result.stderr or result.stdout).splitlines()[-TAIL_LINES:])
                 raise CommandFailed(args, result.returncode, output_tail=tail)
             return result
+        from fdl._foreground import has_terminal
+
+        # As stream's: without a terminal, the program gets a group of its own, ended with
+        # its children on a timeout or when fdl is stopped (SIGTERM, SIGINT arrive here as
+        # exceptions); subprocess.run would kill the program alone and leave its children.
+        own_group = not has_terminal()
         try:
-            proc = subprocess.run(
-                args,
-                cwd=cwd,
-                env=dict(env) if env is not None else None,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=timeout,
-                input=input,
-                check=False,
+            proc = start(
+                lambda: subprocess.Popen(
+                    args,
+                    cwd=cwd,
+                    env=dict(env) if env is not None else None,
+                    stdin=subprocess.PIPE if input is not None else None,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    errors="replace",
+                    start_new_session=own_group,
+                ),
+                lambda child: _terminate(child, own_group),
             )
         except FileNotFoundError:
             raise missing_program(args[0]) from None
-        except subprocess.TimeoutExpired as exc:
+        try:
+            stdout, stderr = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _terminate(proc, own_group)
             raise CommandFailed(
-                args, -1, message=f"`{' '.join(args)}` did not finish within {exc.timeout:g} s"
+                args, -1, message=f"`{' '.join(args)}` did not finish within {timeout:g} s"
             ) from None
-        result = Completed(args, proc.returncode, proc.stdout, proc.stderr)
+        except BaseException:
+            _terminate(proc, own_group)
+            raise
+        done(proc)
+        result = Completed(args, proc.returncode, stdout, stderr)
         if check and proc.returncode != 0:
-            tail = "\n".join((proc.stderr or proc.stdout).splitlines()[-TAIL_LINES:])
+            tail = "\n".join((stderr or stdout).splitlines()[-TAIL_LINES:])
             raise CommandFailed(args, proc.returncode, output_tail=tail)
         return result
 
@@ -199,34 +216,30 @@ class SubprocessRunner:
             log = log_file.open("a", encoding="utf-8", buffering=1)
         try:
             from fdl._foreground import has_terminal
-            from fdl._group import HeldSignals
 
             # Without a terminal (whose Ctrl-C reaches fdl's whole group), the program gets
             # a group of its own, ended with all its children when fdl is stopped.
             own_group = not has_terminal()
-            held = HeldSignals()
             try:
-                proc = subprocess.Popen(
-                    args,
-                    cwd=cwd,
-                    env=dict(env) if env is not None else None,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    text=True,
-                    errors="replace",
-                    bufsize=1,
-                    start_new_session=own_group,
+                proc = start(
+                    lambda: subprocess.Popen(
+                        args,
+                        cwd=cwd,
+                        env=dict(env) if env is not None else None,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        text=True,
+                        errors="replace",
+                        bufsize=1,
+                        start_new_session=own_group,
+                    ),
+                    lambda child: _terminate(child, own_group),
                 )
             except FileNotFoundError:
-                held.release()
                 raise missing_program(args[0]) from None
-            except BaseException:
-                held.release()
-                raise
             assert proc.stdout is not None
             try:
-                held.release()  # a signal that came while it started ends it below
                 for line in proc.stdout:
                     text = line.rstrip("\n")
                     tail.append(text)
@@ -235,6 +248,7 @@ class SubprocessRunner:
                     if on_line is not None:
                         on_line(text)
                 returncode = proc.wait()
+                done(proc)
             except BaseException:
                 _terminate(proc, own_group)
                 raise
@@ -309,25 +323,23 @@ def _run_bounded(
     import signal
     import time
 
-    from fdl._group import HeldSignals, wait_ended
+    from fdl._group import wait_ended
 
-    held = HeldSignals()
     try:
-        proc = subprocess.Popen(
-            args,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
+        proc = start(
+            lambda: subprocess.Popen(
+                args,
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            ),
+            lambda child: _terminate(child, own_group=True),
         )
     except FileNotFoundError:
-        held.release()
         raise missing_program(args[0]) from None
-    except BaseException:
-        held.release()
-        raise
     deadline = None if timeout is None else time.monotonic() + timeout
     buffers: dict[int, bytearray] = {}
     problem = ""
@@ -335,7 +347,6 @@ def _run_bounded(
     # (`sleep 300 &`) may hold them open for ever: read on for a moment, then stop.
     grace: float | None = None
     try:
-        held.release()  # a signal that came while it started ends it in the finally
         if input is not None and proc.stdin is not None:
             with contextlib.suppress(OSError):  # a child that exits without reading it
                 proc.stdin.write(input.encode())
@@ -382,6 +393,7 @@ def _run_bounded(
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         wait_ended(proc.pid)
+        done(proc)
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
@@ -391,9 +403,10 @@ def _run_bounded(
     return Completed(args, proc.returncode, out, err)
 
 
-def _terminate(proc: subprocess.Popen[str], own_group: bool = False) -> None:
+def _terminate(proc: subprocess.Popen[Any], own_group: bool = False) -> None:
     """Stop a child that we are abandoning (interrupt or error): its whole group when it has
     one of its own (SIGTERM, SIGKILL after a moment; returns once none of it runs)."""
+    done(proc)
     if own_group:
         from fdl._group import end_group
 

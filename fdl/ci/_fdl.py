@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from fdl._grammar import quoted
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from fdl.manifest import Manifest
@@ -54,9 +56,9 @@ class FdlInstall:
     def run(self) -> list[str]:
         """The lines of the workflow's install step."""
         if self.problem is None:
-            return ["python -m pip install " + " ".join(shlex.quote(a) for a in self.args)]
+            return ["python -m pip install " + " ".join(_word(a) for a in self.args)]
         lines = (f"error: fdl.yml sets no ci.fdl, and {self.problem}", f"fix: {FIX}")
-        return [*(f"echo {shlex.quote(line)} >&2" for line in lines), "exit 1"]
+        return [*(f"echo {_word(line)} >&2" for line in lines), "exit 1"]
 
 
 def installed_from() -> dict[str, Any] | None:
@@ -162,3 +164,7 @@ def fdl_install(manifest: Manifest, project: Path, repo_root: Path) -> FdlInstal
     if value:
         return _given(manifest, str(value))
     return derived_install(project, repo_root)
+
+
+def _word(word: str) -> str:
+    return quoted("shell", word, what="a word", source="the workflow's install step")

@@ -9,9 +9,9 @@ then its cells), runs each image once, and pushes on the push branch only.
 from __future__ import annotations
 
 import posixpath
-import shlex
 from dataclasses import dataclass, field
 
+from fdl._grammar import quoted
 from fdl.ci._data import ci_data
 from fdl.ci._matrix import Matrix, MatrixVariant, bake_path
 from fdl.ci._text import comment_lines, header, render_template, yaml_scalar
@@ -87,7 +87,9 @@ def render_workflow(matrix: Matrix) -> str:
         name=yaml_scalar(f"{config.project} images"),
         push=config.registry is not None,
         push_expression=yaml_scalar(
-            f"${{{{ github.event_name == 'push' && github.ref == 'refs/heads/{branch}' }}}}"
+            # a GitHub expression's string literal: a quote in it is doubled
+            f"${{{{ github.event_name == 'push' && github.ref == 'refs/heads/"
+            f"{branch.replace(chr(39), chr(39) * 2)}' }}}}"
         ),
         concurrency=yaml_scalar("fdl-images-${{ github.ref }}"),
         working_directory=(
@@ -195,7 +197,7 @@ def _source_job(matrix: Matrix, variant: MatrixVariant) -> _Job:
 
 
 def _join(argv: tuple[str, ...]) -> str:
-    return " ".join(shlex.quote(word) for word in argv)
+    return " ".join(_word(word) for word in argv)
 
 
 def _install_variant(matrix: Matrix, variant: MatrixVariant) -> list[_Step]:
@@ -281,7 +283,7 @@ def _images_job(matrix: Matrix, variant: MatrixVariant) -> _Job:
             _Step(
                 "Push",
                 if_="env.FDL_PUSH == 'true'",
-                run=[f"docker push {shlex.quote(cell.tag)}" for cell in cells],
+                run=[f"docker push {_word(cell.tag)}" for cell in cells],
             )
         )
     needs = ["generated"] + ([f"libtorch-{variant.slug}"] if variant.source_build else [])
@@ -293,3 +295,7 @@ def _images_job(matrix: Matrix, variant: MatrixVariant) -> _Job:
         needs=needs,
         timeout=ci_data().timeouts["images"],
     )
+
+
+def _word(word: str) -> str:
+    return quoted("shell", word, what="a word", source="the workflow")

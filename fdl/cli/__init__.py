@@ -38,8 +38,13 @@ COMPLETE = "__complete"
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``fdl`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    from fdl._group import stop_all
+
     if argv is not None:
-        return _main(list(argv), own_process=False)
+        try:
+            return _main(list(argv), own_process=False)
+        finally:
+            stop_all()  # a child a signal caught between its start and its caller's try
     # fdl's own process (the console script, `python -m fdl`): the short answers
     # (`version`, `--help`, `config show|explain`, completion) run without the cyclic
     # garbage collector, whose passes over the freshly imported modules found nothing to
@@ -53,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(sys.argv[1:], own_process=True)
     finally:
+        stop_all()
         gc.freeze()
 
 
@@ -349,13 +355,18 @@ def error_json(error: FdlError | Interrupted) -> dict[str, object]:
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     # Interrupted rather than KeyboardInterrupt: click would turn the latter into
-    # "Aborted!" with exit status 1. Never an FdlError (fdl.errors.Interrupted).
-    raise Interrupted()
+    # "Aborted!" with exit status 1. Never an FdlError (fdl.errors.Interrupted). Held
+    # while a child is being started (fdl._group.start), raised once it is stopped.
+    from fdl._group import hold_or_raise
+
+    hold_or_raise(Interrupted())
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
     # Unwinds like Ctrl-C (locks released, staging removed), then exits 143.
-    raise Terminated()
+    from fdl._group import hold_or_raise
+
+    hold_or_raise(Terminated())
 
 
 def _project_command_wins(session: Session, name: str, tail: list[str]) -> bool:

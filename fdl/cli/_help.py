@@ -70,6 +70,10 @@ def render_top_help(session: Session) -> str:
 
         rows = command_rows(manifest, session.env)
         title = manifest.data.get("description")
+        if title:
+            from fdl.manifest import shown_text
+
+            title = shown_text(str(title))
         header = f"Project commands ({manifest.path.name}{': ' + title if title else ''}):"
         lines += ["", header, *(_rows(rows) if rows else ["  (none declared)"])]
         lines += _here_rows(session, manifest)

@@ -21,13 +21,14 @@ the submitting machine's.
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from fdl._assets import asset_dir, template_environment
 from fdl._files import read_small_text, reason_of
+from fdl._grammar import quoted
+from fdl._text import printable
 from fdl.deploy._slurm import sbatch_directive, sbatch_options, slurm_literal
 from fdl.deploy._target import DeployTarget
 from fdl.errors import EnvironmentProblem, UsageError
@@ -166,11 +167,12 @@ def plan_build_job(
     env = template_environment(asset_dir("templates") / "deploy")
     text = env.get_template("build.sbatch.sh.j2").render(
         target=target.name,
-        registry=shlex.quote(registry),
+        registry=_word(registry),
+        registry_shown=printable(registry),  # a comment: one line
         options=options,
-        results=shlex.quote(str(results)),
+        results=_word(str(results)),
         backend=backend,
-        command=shlex.join(command),
+        command=" ".join(_word(w) for w in command),
     )
     return BuildJob(
         target=target,
@@ -226,3 +228,7 @@ def _no_result(path: Path, reason: str) -> EnvironmentProblem:
         hint="read the job's output (fdl deploy logs TARGET --job ID); the job pushed "
         "nothing fdl can name, so build again: fdl libtorch build --on TARGET",
     )
+
+
+def _word(word: str) -> str:
+    return quoted("shell", word, what="a word", source="the build job's script")

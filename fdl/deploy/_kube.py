@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from fdl._grammar import checked
 from fdl.deploy._target import DeployTarget, GpuOffer
+from fdl.errors import UsageError
 
 # The readiness probe's init container (its log is read before the training container's).
 PROBE_CONTAINER = "fdl-probe"
@@ -343,9 +345,33 @@ def render_kubernetes(
 
 
 def to_yaml(objects: list[dict[str, Any]]) -> str:
-    """A multi-document YAML stream, keys sorted (deterministic)."""
+    """A multi-document YAML stream, keys sorted (deterministic); every text in it held
+    against the YAML grammar of :mod:`fdl._grammar` first (the safe dumper quotes it)."""
     import yaml
 
+    _check_texts(objects)
     return "".join(
         "---\n" + yaml.safe_dump(obj, sort_keys=True, default_flow_style=False) for obj in objects
     )
+
+
+def _check_texts(value: object) -> None:
+    if isinstance(value, str):
+        checked(
+            "yaml",
+            value,
+            what="a value",
+            source="the Kubernetes manifest",
+            hint=_HINT,
+            error=UsageError,
+        )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_texts(key)
+            _check_texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_texts(item)
+
+
+_HINT = "change the value in fdl.yml's deploy section, or the command's arguments"

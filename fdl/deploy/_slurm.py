@@ -7,11 +7,9 @@ task ``RANK`` from ``SLURM_PROCID`` and ``LOCAL_RANK`` from ``SLURM_LOCALID``.
 
 from __future__ import annotations
 
-import shlex
-
 from fdl._assets import asset_dir, template_environment
+from fdl._grammar import quoted, sbatch_directive
 from fdl.deploy._target import DeployTarget
-from fdl.errors import UsageError
 
 __all__ = [
     "PROBE_REFUSED",
@@ -29,39 +27,6 @@ PROBE_REFUSED = 69
 
 # Variables each runtime passes into the container (docker/podman need them named).
 _RENDEZVOUS = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK")
-
-
-def sbatch_directive(option: str, value: object) -> str:
-    """``--option=value`` as an ``#SBATCH`` line holds it, or a refusal.
-
-    sbatch splits a directive at whitespace, reads ``'`` and ``"`` as quotes and an
-    unquoted ``#`` as the start of a comment (the value was cut there); it has no escape for
-    a ``"`` inside quotes, and a line ends the directive. So a value with a character that
-    is not printable (a newline would start the job script's next line; a tab), a ``"`` or
-    a backslash is refused; one with a space, a ``'`` or a ``#`` is double-quoted.
-
-    Raises:
-        UsageError: a value that no ``#SBATCH`` line can hold, naming the option.
-    """
-    text = str(value)
-    # not printable: control characters (a newline would start the script's next line),
-    # and the separators other readers take for one (NEL, U+2028, U+2029)
-    bad = next((c for c in text if not c.isprintable() or c in '"\\'), None)
-    if bad is not None:
-        raise UsageError(
-            f"#SBATCH --{option}={text!r}: the value holds {_describe(bad)}, which an "
-            "#SBATCH line cannot carry (sbatch would split it, or run what follows a newline)",
-            hint=f"rename the directory or value without it; for --{option} set on the "
-            "target, change it in fdl.yml's deploy section",
-        )
-    if any(c.isspace() or c in "'#" for c in text):
-        return f'--{option}="{text}"'
-    return f"--{option}={text}"
-
-
-def _describe(char: str) -> str:
-    names = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", '"': 'a "'}
-    return names.get(char, "a backslash" if char == "\\" else f"the unprintable character {char!r}")
 
 
 def pyxis_image(reference: str) -> str:
@@ -167,19 +132,23 @@ def render_sbatch(
         target=target.name,
         runtime=target.runtime,
         options=sbatch_options(target, job_name),
-        image=shlex.quote(image),
+        image=_word(image),
         master_port=target.master_port,
-        env=[(name, shlex.quote(value)) for name, value in target.env],
+        env=[(name, _word(value)) for name, value in target.env],
         pass_env=list(target.pass_env),
-        mounts=shlex.quote(",".join(every_mount)) if every_mount else "",
+        mounts=_word(",".join(every_mount)) if every_mount else "",
         launcher=" ".join(words),
-        command=" ".join(shlex.quote(word) for word in command),
-        probe=" ".join(shlex.quote(word) for word in probe[1:]),
+        command=" ".join(_word(word) for word in command),
+        probe=" ".join(_word(word) for word in probe[1:]),
         probe_refused=PROBE_REFUSED,
         gpus=",".join(str(i) for i in target.visible) if target.visible is not None else "",
         # fdl --gpus: the probe judges the GPUs the tasks will see (fdl_gpus, in the script)
         probe_wrap="bash -c 'fdl_gpus && exec \"$@\"' fdl-probe " if target.visible else "",
     )
+
+
+def _word(word: str) -> str:
+    return quoted("shell", word, what="a word", source="the job script")
 
 
 def _launcher_word(word: str) -> str:
@@ -189,4 +158,4 @@ def _launcher_word(word: str) -> str:
         return '"$IMAGE"'
     if word == "docker://$IMAGE":
         return '"docker://$IMAGE"'
-    return shlex.quote(word)
+    return _word(word)

@@ -7,13 +7,14 @@ depends only on the specs: no timestamps, no host paths.
 
 from __future__ import annotations
 
-import json
 import posixpath
 import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from fdl._assets import asset_dir, template_environment
+from fdl._grammar import quoted
+from fdl._text import printable
 from fdl.images._data import images_data
 from fdl.images._spec import ImageSpec, VariantRef
 
@@ -49,10 +50,15 @@ def _render(template: str, **values: Any) -> str:
 
 
 def quote(value: str) -> str:
-    """A Dockerfile double-quoted value (ENV, LABEL): no variable expansion, one line."""
-    flat = " ".join(value.split()) if "\n" in value else value
-    escaped = flat.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
-    return f'"{escaped}"'
+    """A Dockerfile double-quoted value (ENV, LABEL): no variable expansion, one line (a
+    value's line breaks and the blanks around them become one space), by the Dockerfile
+    writer of :func:`fdl._grammar.quoted`; a control character is refused (exit 2)."""
+    flat = " ".join(value.split()) if "\n" in value or "\r" in value else value
+    return quoted("dockerfile", flat, what="a value", source="the image's Dockerfile")
+
+
+def _shell(word: str) -> str:
+    return quoted("run", word, what="a word", source="the image's Dockerfile")
 
 
 def slug(text: str) -> str:
@@ -147,7 +153,7 @@ def _image_values(spec: ImageSpec) -> dict[str, Any]:
     values: dict[str, Any] = {
         "profile": spec.profile,
         "kind": spec.kind,
-        "source": spec.source,
+        "source": printable(spec.source),  # a comment: one line
         "fdl_version": spec.fdl_version,
         "base": spec.base,
         "build_base": spec.build_base,
@@ -160,6 +166,7 @@ def _image_values(spec: ImageSpec) -> dict[str, Any]:
         "baked": spec.libtorch == "baked",
         "user": spec.user,
         "workdir": spec.workdir,
+        "workdir_word": _shell(spec.workdir),
         "app_dir": app_dir,
         "env": [(name, quote(value)) for name, value in spec.env],
         "labels": [(name, quote(value)) for name, value in spec.labels],
@@ -185,18 +192,18 @@ def _image_values(spec: ImageSpec) -> dict[str, Any]:
             build_caches=build_caches(spec),
             build_env=[(name, quote(value)) for name, value in spec.build_env],
             build_command=_build_command(spec.build_command or ""),
-            program=shlex.quote(spec.program or ""),
+            program=_shell(spec.program or ""),
             build_program=f"/out/app/bin/{name}",
-            files=[shlex.quote(path) for path in spec.files],
+            files=[_shell(path) for path in spec.files],
             secrets=[secret.id for secret in spec.secrets],
             strip=spec.strip,
-            dlopen=_word_lines([shlex.quote(pattern) for pattern in spec.dlopen]),
+            dlopen=_word_lines([_shell(pattern) for pattern in spec.dlopen]),
             never_ship=list(spec.never_ship),
             reuse=_pattern_lines(spec.reuse_from_base),
             listing_name=LISTING,
             listing=f"{app_dir}/{LISTING}",
-            entrypoint=json.dumps([f"{app_dir}/bin/{name}"]),
-            cmd=json.dumps(list(spec.args)) if spec.args else None,
+            entrypoint=_exec_form([f"{app_dir}/bin/{name}"]),
+            cmd=_exec_form(spec.args) if spec.args else None,
         )
     return values
 
@@ -209,7 +216,7 @@ def render_dockerfile(spec: ImageSpec, *, regenerate: str | None = None) -> str:
             (default: ``fdl image render <profile>``).
     """
     values = _image_values(spec)
-    values["regenerate"] = regenerate or f"fdl image render {spec.profile}"
+    values["regenerate"] = printable(regenerate or f"fdl image render {spec.profile}")
     return _render(f"{spec.kind}.Dockerfile.j2", image=values)
 
 
@@ -238,9 +245,14 @@ def render_libtorch_dockerfile(
     )
 
 
+def _exec_form(words: Sequence[str]) -> str:
+    """ENTRYPOINT's and CMD's exec form: a JSON array, each word by the JSON writer."""
+    return "[" + ", ".join(quoted("json", w, what="an argument", source="CMD") for w in words) + "]"
+
+
 def _yaml(value: str) -> str:
     """A YAML double-quoted scalar (JSON strings are valid YAML)."""
-    return json.dumps(value)
+    return quoted("yaml", value, what="a value", source="the compose file")
 
 
 def _service(spec: ImageSpec, context: str, dockerfile_dir: str) -> dict[str, Any]:
@@ -316,7 +328,7 @@ def render_compose(
     return _render(
         "docker-compose.yml.j2",
         fdl_version=first.fdl_version if first else "",
-        source=first.source if first else "the manifest",
+        source=printable(first.source) if first else "the manifest",  # a comment: one line
         services=[_service(spec, context, dockerfile_dir) for spec in chosen],
     )
 

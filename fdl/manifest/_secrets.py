@@ -121,8 +121,15 @@ def token_kind(value: str) -> str | None:
 
 def shown_text(text: str) -> str:
     """``text`` as help and listings show a manifest's words (a description, a ``run``):
-    the mask when it has a token shape, as ``config show`` prints it."""
-    return MASK if token_kind(text) is not None else text
+    the mask when it has a token shape, as ``config show`` prints it; else one line (its
+    line breaks and the blanks around them one space) with every control character shown
+    as an escape (:func:`fdl._text.printable`), piped or not."""
+    if token_kind(text) is not None:
+        return MASK
+    from fdl._text import printable
+
+    flat = " ".join(text.split()) if not text.isprintable() else text
+    return printable(flat, 2000)
 
 
 def looks_secret(value: object) -> bool:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fdl._grammar import quoted
 from fdl.compat.archs import ArchList, Capability, parse_archs
 from fdl.errors import EnvironmentProblem, UsageError
 
@@ -360,7 +361,6 @@ def render_dockerfile(
 ) -> str:
     """The builder Dockerfile (deterministic; every value was validated above, and the one
     with spaces, NVCC_GENCODE, is a quoted shell word)."""
-    import shlex
 
     from fdl._assets import asset_dir, template_environment
     from fdl.compat import load_table
@@ -373,11 +373,15 @@ def render_dockerfile(
         tag=tag,
         version=version,
         arch_text=arch_text,
-        gencode=shlex.quote(gencode),
+        gencode=_word(gencode),
         jobs=jobs,
-        clone=shlex.quote(clone) if clone else None,
+        clone=_word(clone) if clone else None,
         tools=[f"{tool}={pkg}" for tool, pkg in sorted(tools.items())],
         # one checkout per tag and repository: a fork's v2.27.5-1 is not NVIDIA's
         cache_id=f"fdl-nccl-src-{tag}-{_short_hash(clone or '')}",
         paths=CONTAINER,
     )
+
+
+def _word(word: str) -> str:
+    return quoted("run", word, what="a word", source="the NCCL build's Dockerfile")

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fdl._grammar import quoted
 from fdl.errors import FdlError, NetworkError
 from fdl.refresh._release import ReadRange
 
@@ -221,9 +222,13 @@ def _add_row(text: str, name: str, finding: CratesFinding) -> str:
     ):
         end -= 1
     block = [
-        f'      - versions: ["{finding.version}"]\n',
-        f'        torch: "{finding.torch}"\n',
+        f"      - versions: [{_yaml(finding.version)}]\n",
+        f"        torch: {_yaml(str(finding.torch))}\n",
         f"        cxx_standard: {finding.cxx_standard}\n",
-        f"        source: {json.dumps(finding.source)}\n",
+        f"        source: {_yaml(finding.source)}\n",
     ]
     return "".join(lines[:end] + block + lines[end:])
+
+
+def _yaml(text: str) -> str:
+    return quoted("yaml", text, what="a finding", source="the frameworks table")

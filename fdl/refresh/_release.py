@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from fdl._grammar import quoted
+
 __all__ = [
     "PYPI",
     "Published",
@@ -321,4 +323,6 @@ def _yaml_scalar(value: object) -> str:
     if value is True:
         return "true"
     text = str(value)
-    return text if re.fullmatch(r"[a-z][a-z0-9]*", text) else f'"{text}"'
+    if re.fullmatch(r"[a-z][a-z0-9]*", text):
+        return text
+    return quoted("yaml", text, what="a value", source="the release's table row")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from fdl._grammar import quoted
 from fdl.scaffold._docs import layout, next_steps, workflow_jobs
 from fdl.scaffold._images import plan_generated
 from fdl.scaffold._project_files import GENERATED, USER, Answers, FileSpec
@@ -144,18 +145,17 @@ def _editor_files() -> list[FileSpec]:
 
 
 def _answers_text(answers: Answers, chosen: Template, version: str) -> str:
-    import json
 
     # JSON scalars are YAML scalars: strings stay strings (`torch: "2.13.0"`).
     pairs = [
-        (key, json.dumps(value)) for key, value in answers.to_json().items() if key != "template"
+        (key, _json_scalar(value)) for key, value in answers.to_json().items() if key != "template"
     ]
     return render(
         "common/answers.yml.j2",
         {
             "template": chosen.name,
             "template_version": chosen.version,
-            "fdl_version": json.dumps(version),
+            "fdl_version": _json_scalar(version),
             "answers": pairs,
         },
     )
@@ -187,13 +187,12 @@ def _common_files(
             "commands": commands,
         },
     )
-    import json
 
     from fdl.ci import derived_install
 
     install = derived_install().run()
     # One line: a JSON string is a YAML scalar; more: a block, taken as written.
-    lines = [json.dumps(install[0])] if len(install) == 1 else install
+    lines = [_json_scalar(install[0])] if len(install) == 1 else install
     workflow = render(
         "common/ci.yml.j2", {**values, "jobs": workflow_jobs(chosen), "fdl_install": lines}
     )
@@ -208,3 +207,13 @@ def _common_files(
             kind=GENERATED,
         ),
     ]
+
+
+def _json_scalar(value: object) -> str:
+    """An answer as a YAML scalar (JSON's, which YAML reads): a text by the YAML writer
+    of :func:`fdl._grammar.quoted`, which refuses what no YAML file holds (exit 2)."""
+    import json
+
+    if isinstance(value, str):
+        return quoted("yaml", value, what="an answer", source="fdl init")
+    return json.dumps(value)

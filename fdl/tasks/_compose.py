@@ -12,6 +12,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fdl._grammar import quoted
+
 __all__ = [
     "ALL_ARGS",
     "ScriptParts",
@@ -23,8 +25,6 @@ __all__ = [
     "split_user_args",
 ]
 
-_SAFE = re.compile(r"[A-Za-z0-9_./:=+@,%-]+")
-_SURROGATES = re.compile("[\udc80-\udcff]+")
 # The user's arguments in a script: they travel as the shell's positional
 # parameters (``sh -c 'script "$@"' sh ARGS...``), so their size is limited only
 # by the system's limit for a program's arguments, not by one argument's.
@@ -34,31 +34,10 @@ _SEPARATOR = re.compile(r"(?:^|\s)--(?:\s|$)")
 
 
 def quote(word: str) -> str:
-    """``word`` as one POSIX shell word: bare when safe, else single-quoted.
-
-    Inside single quotes nothing is special except ``'`` itself, which is
-    written as ``'\\''`` (close, escaped quote, reopen). Bytes that are not
-    UTF-8 (surrogate escapes, as Python decodes ``argv``) become
-    ``"$(printf '\\377')"``, so the text printed is exact and pastes into ``sh``.
-    """
-    if word and _SAFE.fullmatch(word):
-        return word
-    pieces: list[str] = []
-    last = 0
-    for match in _SURROGATES.finditer(word):
-        pieces.append(_single(word[last : match.start()]))
-        octal = "".join(f"\\{ord(c) - 0xDC00:03o}" for c in match.group())
-        pieces.append(f"\"$(printf '{octal}')\"")
-        last = match.end()
-    if not pieces:
-        return _single(word)
-    if last < len(word):
-        pieces.append(_single(word[last:]))
-    return "".join(piece for piece in pieces if piece != "''") or "''"
-
-
-def _single(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
+    """``word`` as one POSIX shell word (bare when safe, else single-quoted; bytes that
+    are not UTF-8 as ``"$(printf '\\377')"``): :func:`fdl._grammar.quoted`'s shell writer,
+    so a NUL from a manifest is refused (exit 2) rather than cut the script."""
+    return quoted("shell", word, what="a word of the script", source="the command")
 
 
 def quote_all(words: Sequence[str]) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fdl._text import printable
 from fdl.tasks._compose import quote
 from fdl.tasks._env import export_line
 from fdl.tasks._plan import CommandPlan
@@ -39,7 +40,6 @@ def render_script(plan: CommandPlan) -> str:
     """The plan as a POSIX shell script with comments saying what and where."""
     title = f"# fdl {plan.name}"
     if plan.description:  # a comment: one line (a line break would start a command), masked
-        from fdl._text import printable
         from fdl.manifest import shown_text
 
         title += f": {printable(shown_text(plan.description))}"
@@ -60,6 +60,8 @@ def render_script(plan: CommandPlan) -> str:
     if plan.overlay:
         lines.append(f"# environment overlay: {plan.overlay}")
     lines.extend(f"# note: {note}" for note in plan.notes)
+    # every comment one line, whatever a path, a description or a note holds
+    lines = [printable(line, 2000) for line in lines]
     lines.append(f"cd {quote(str(plan.cwd))}")
     lines.extend(export_line(change) for change in plan.env)
     lines.append(render_argv(plan))

@@ -37,7 +37,7 @@ def test_a_token_shaped_description_is_masked_wherever_it_is_shown(run_fdl, tmp_
 def test_a_description_s_line_break_stays_in_the_script_s_comment(run_fdl, tmp_path) -> None:
     result = _fdl(run_fdl, tmp_path, "bye", "--dry-run")
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[0] == "# fdl bye: ok\\ntouch pwned"
+    assert result.stdout.splitlines()[0] == "# fdl bye: ok touch pwned"  # one line
     done = subprocess.run(["sh"], input=result.stdout, cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout == "bye\n"
     assert not (tmp_path / "pwned").exists()

@@ -176,12 +176,12 @@ def test_no_answer_is_an_environment_problem(tmp_path: Path, text: str | None) -
 @pytest.mark.parametrize(
     ("name", "what"),
     [
-        ("p\ntouch PWNED\n#", "a newline"),
+        ("p\ntouch PWNED\n#", "a line break"),
         ("p\rq", "a carriage return"),
-        ('p"q', 'a "'),
+        ('p"q', "a double quote"),
         ("p\\q", "a backslash"),
-        ("p\x1b[2Jq", "the unprintable character"),
-        ("p\u2028q", "the unprintable character"),
+        ("p\x1b[2Jq", "the control character \\x1b"),
+        ("p\u2028q", "a line separator"),
     ],
 )
 def test_a_directory_no_sbatch_line_can_carry_is_refused_naming_it(

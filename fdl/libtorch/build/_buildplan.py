@@ -6,12 +6,12 @@ exactly these commands with exactly this environment.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fdl._grammar import quoted
 from fdl.compat.archs import ArchList
 from fdl.compat.build import SwitchCost
 from fdl.libtorch.build._cache import CachePlan, mask
@@ -38,8 +38,8 @@ class Command:
     when: str = ""
 
     def shell(self) -> str:
-        text = shlex.join(self.argv)
-        return f"(cd {shlex.quote(self.cwd)} && {text})" if self.cwd else text
+        text = " ".join(_word(w) for w in self.argv)
+        return f"(cd {_word(self.cwd)} && {text})" if self.cwd else text
 
     def to_json(self) -> dict[str, Any]:
         return {"what": self.what, "argv": list(self.argv), "cwd": self.cwd, "when": self.when}
@@ -191,3 +191,7 @@ class BuildPlan:
                 "dockerfile": self.docker.dockerfile,
             }
         return data
+
+
+def _word(word: str) -> str:
+    return quoted("shell", word, what="a word", source="the build's step")

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from fdl._assets import asset_dir, template_environment
+from fdl._grammar import quoted
 from fdl.compat import ArchList, cudnn_limit, host_compilers, load_table
 
 __all__ = ["CONTAINER", "SCRIPTS", "TEMPLATE", "TOOLS", "render_dockerfile"]
@@ -75,10 +76,10 @@ def render_dockerfile(
         tools=[f"{tool}={table['image_tools'][tool]}" for tool in build_tools(env)],
         venv_package=table["venv_package"],
         preflight=preflight,
-        deps=[_quote(d) for d in deps],
-        env=[(k, _quote(v)) for k, v in sorted(env.items()) if k not in secret_keys],
-        clone=list(clone) if clone else None,
-        tag=tag,
+        deps=[_shell_word(d) for d in deps],
+        env=[(k, _env_value(v)) for k, v in sorted(env.items()) if k not in secret_keys],
+        clone=_clone(clone) if clone else None,
+        tag=_env_value(tag) if clone else tag,
         cache_ids=dict(cache_ids),
         paths=paths,
         source_in_context=source_in_context,
@@ -88,8 +89,17 @@ def render_dockerfile(
     )
 
 
-def _quote(value: str) -> str:
-    """A value for an ENV line or a shell word: quoted when it has spaces or specials."""
-    if value and all(c.isalnum() or c in "._-/:=+,@%" for c in value):
-        return value
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def _env_value(value: str) -> str:
+    """An ENV value: bare when it is a plain word, else by the Dockerfile writer of
+    :func:`fdl._grammar.quoted` (double-quoted, ``$`` kept literal, one line)."""
+    text = quoted("dockerfile", value, what="a build setting", source="the builder Dockerfile")
+    plain = value and all(c.isascii() and (c.isalnum() or c in "._-/:=+,@%") for c in value)
+    return value if plain else text
+
+
+def _clone(clone: tuple[str, ...]) -> str:
+    return quoted("dockerfile", " ".join(clone), what="--clone", source="the builder Dockerfile")
+
+
+def _shell_word(word: str) -> str:
+    return quoted("run", word, what="a build dependency", source="the builder Dockerfile")

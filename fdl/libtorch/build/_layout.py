@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from fdl._grammar import checked
 from fdl.compat import ArchList, image_tag, in_range
 from fdl.errors import UsageError
 from fdl.libtorch.build._buildplan import BuildPlan, Command, DockerPart
@@ -286,7 +287,14 @@ def _docker_plan(
     request, env, cuda, torch = common.request, common.env, common.cuda, common.torch
     use_cudnn = env.get("USE_CUDNN", "1").upper() not in ("0", "OFF", "FALSE", "NO")
     if request.base_image is not None:
-        base = str(request.base_image.value)
+        base = checked(
+            "image",
+            str(request.base_image.value),
+            what="the base image",
+            source=request.base_image.origin,
+            hint="write it as NAME[:TAG], e.g. nvidia/cuda:12.8.1-devel-ubuntu24.04",
+            error=UsageError,
+        )
     elif cuda is None:
         base = str(source_build_table()["cpu_base_image"])
     else:
