@@ -9,10 +9,11 @@ moment fdl is gone.
 
 from __future__ import annotations
 
+import _thread  # threading's lock without threading's import (start-up)
 import contextlib
 import os
 import signal
-import threading
+import sys
 import time
 
 TYPE_CHECKING = False
@@ -117,7 +118,7 @@ def kill_group(pgid: int) -> None:
 _starting = [0]
 _held: list[BaseException] = []
 _live: dict[int, Callable[[], None]] = {}
-_live_lock = threading.Lock()
+_live_lock = _thread.allocate_lock()
 
 
 def hold_or_raise(stop: BaseException) -> None:
@@ -129,11 +130,17 @@ def hold_or_raise(stop: BaseException) -> None:
     raise stop
 
 
+def _in_main_thread() -> bool:
+    # no threading module loaded: no thread but the main one was started from Python
+    threading = sys.modules.get("threading")
+    return threading is None or threading.current_thread() is threading.main_thread()
+
+
 def start(spawn: Callable[[], T], stop: Callable[[T], None]) -> T:
     """``spawn()`` (a ``subprocess.Popen``) with fdl's stop signals held until it has
     returned; a signal that came meanwhile is raised after ``stop(child)``. The child is
     kept for :func:`stop_all` until the caller says it is :func:`done` with it."""
-    main = threading.current_thread() is threading.main_thread()
+    main = _in_main_thread()
     if main:  # signals are handled in the main thread only
         _starting[0] += 1
     try:
