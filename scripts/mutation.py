@@ -81,12 +81,22 @@ MODULES: tuple[Module, ...] = (
     Module(
         "compat rules",
         "fdl/compat/rules.py",
-        ("test_compat_rules.py", "test_compat_queries.py", "test_libtorch_select.py"),
+        (
+            "test_mutation_kills_compat.py",
+            "test_compat_rules.py",
+            "test_compat_queries.py",
+            "test_libtorch_select.py",
+        ),
     ),
     Module(
         "compat archs",
         "fdl/compat/archs.py",
-        ("test_compat_rules.py", "test_compat_queries.py", "test_compat_tables.py"),
+        (
+            "test_mutation_kills_compat.py",
+            "test_compat_rules.py",
+            "test_compat_queries.py",
+            "test_compat_tables.py",
+        ),
     ),
     Module(
         "variant selection",

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from fdl.manifest._explain import Contribution, Explanation, explain_path, explain_paths
+from fdl.manifest._layers import Layer
 from fdl.manifest._merge import DeletedNode, compose, deletions, materialize, merge
 from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, node_at
 from fdl.manifest._yaml import parse_yaml
+from fdl.manifest.render import explain_data
 
 
 def layer(text: str, name: str) -> Node:
@@ -120,3 +123,53 @@ def _leaves(node: Node, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...
         for key, child in node.entries.items():
             out += _leaves(child, (*path, key))
     return out
+
+
+def _stories(texts: list[str], path: tuple[str, ...]) -> list[Explanation]:
+    """``path`` explained one path at a time and with the walk shared between paths."""
+    roots = [layer(text, f"l{i}.yml") for i, text in enumerate(texts)]
+    layers = [Layer(LayerKind.OVERLAY, f"l{i}.yml", None, root) for i, root in enumerate(roots)]
+    final = materialize(merge(roots))
+    return [explain_path(layers, final, path), explain_paths(layers, final, [path])[0]]
+
+
+def _told(story: Explanation) -> tuple[object, ...]:
+    def said(contributions: list[Contribution]) -> list[str]:
+        return [f"{c.action} {c.origin.source}" for c in contributions]
+
+    removed = story.removed_by
+    return (
+        story.present,
+        story.value,
+        said(story.live),
+        said(story.overridden),
+        None if removed is None else f"{removed.action} {removed.origin.source}",
+    )
+
+
+@pytest.mark.parametrize(
+    ("texts", "told"),
+    [
+        # an empty value where nothing was below: the null is the value, nothing deleted
+        (["a:\n  b:\n"], (True, None, ["delete l0.yml"], [], None)),
+        # an !append keeps the list below it live, newest first
+        (
+            ["a: {b: [1]}", "a: {b: !append [2]}"],
+            (True, [1, 2], ["append l1.yml", "set l0.yml"], [], None),
+        ),
+        # a list set over a list overrides it
+        (["a: {b: [1]}", "a: {b: [2]}"], (True, [2], ["set l1.yml"], ["set l0.yml"], None)),
+        # a null over a value deletes it: the null is what removed it
+        (["a: {b: 1}", "a: {b: null}"], (False, None, [], ["set l0.yml"], "delete l1.yml")),
+    ],
+)
+def test_explain_tells_what_each_layer_did(texts: list[str], told: tuple[object, ...]) -> None:
+    for story in _stories(texts, ("a", "b")):
+        assert _told(story) == told
+
+
+def test_a_value_tagged_secret_is_masked_in_explain() -> None:
+    story = _stories(["a:\n  b: !secret hunter2\n", "a: {c: 1}"], ("a", "b"))
+    for data in (explain_data([story[0]]), explain_data([story[1]])):
+        assert data[0]["secret"] is True
+        assert data[0]["value"] == "***"
