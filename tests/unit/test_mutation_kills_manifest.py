@@ -20,17 +20,17 @@ def layer(text: str, name: str) -> Node:
     return node
 
 
-BASE = "a:\n  x: 1\n  y: [1]\nb: 2\nc: {k: 1}\n"
-OVER = "a:\n  y: !append [2]\n  z: 3\nb: null\nc: !replace {m: 2}\n"
+BASE = "a:\n  x: 1\n  y: [1]\nb: 2\nc: {k: 1}\nd: 5\n"
+OVER = "a:\n  y: !append [2]\n  z: 3\nb: null\nc: !replace {m: 2}\nd: !append [1]\n"
 
 
 def test_each_merged_value_points_where_it_was_written() -> None:
     tree = materialize(merge([layer(BASE, "base.yml"), layer(OVER, "over.yml")]))
     assert tree is not None
-    assert tree.plain() == {"a": {"x": 1, "y": [1, 2], "z": 3}, "c": {"m": 2}}
+    assert tree.plain() == {"a": {"x": 1, "y": [1, 2], "z": 3}, "c": {"m": 2}, "d": [1]}
     where = {
         path: str(node.origin)
-        for path in [("a",), ("a", "x"), ("a", "y"), ("a", "z"), ("c",), ("c", "m")]
+        for path in [("a",), ("a", "x"), ("a", "y"), ("a", "z"), ("c",), ("c", "m"), ("d",)]
         if (node := node_at(tree, path)) is not None
     }
     assert where == {
@@ -40,6 +40,7 @@ def test_each_merged_value_points_where_it_was_written() -> None:
         ("a", "z"): "over.yml:3:6",
         ("c",): "over.yml:5:4",  # !replace: the mapping is over.yml's
         ("c", "m"): "over.yml:5:17",
+        ("d",): "over.yml:6:4",  # an !append over a scalar: the list is over.yml's
     }
 
 
@@ -53,6 +54,9 @@ def test_each_merged_key_points_where_the_key_was_written() -> None:
         "y": "over.yml:2:3",
         "z": "over.yml:3:3",
     }
+    c = node_at(tree, ("c",)) if tree is not None else None
+    assert isinstance(c, MapNode)
+    assert str(c.key_origin("m")) == "over.yml:5:14"  # in a !replace mapping too
 
 
 def test_the_final_tree_holds_no_merge_tags() -> None:
@@ -82,6 +86,11 @@ def test_nothing_merged_is_nothing_and_a_missing_layer_is_skipped() -> None:
     base, over = layer("a: 1\n", "base.yml"), layer("b: 2\n", "over.yml")
     tree = materialize(merge([None, base, None, over]))
     assert tree is not None and tree.plain() == {"a": 1, "b": 2}
+
+
+def test_append_on_a_scalar_sets_it() -> None:
+    tree = materialize(merge([layer("a: 1\n", "base.yml"), layer("a: !append five\n", "over.yml")]))
+    assert tree is not None and tree.plain() == {"a": "five"}
 
 
 def test_a_deleted_root_materializes_to_nothing() -> None:
