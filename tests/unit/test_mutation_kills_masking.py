@@ -105,3 +105,18 @@ def test_the_mask_keeps_the_structure_and_the_empty_values() -> None:
 def test_redact_masks_every_token_in_a_message_and_keeps_the_rest() -> None:
     text = redact(f"push to https://me:hunter2@example.com with {GITHUB} failed")
     assert text == f"push to https://{MASK}@example.com with {MASK} failed"
+
+
+def test_a_value_holding_every_quick_character_is_still_searched() -> None:
+    assert token_kind("A_b-c https://me:pw@host") == "a password in a URL"
+
+
+def test_the_shapes_are_found_in_a_fresh_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each shape's regex is compiled on its first use and kept: from an empty cache too
+    from fdl.manifest import _secrets
+
+    monkeypatch.setattr(_secrets, "_compiled", {})
+    assert token_kind(GITHUB) == "a GitHub token"
+    monkeypatch.setattr(_secrets, "_compiled", {})
+    assert redact(f"x {GITHUB} y") == f"x {MASK} y"
+    assert token_kind(GITHUB) == "a GitHub token"  # and from the kept one
