@@ -6,8 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from fdl.compat.archs import parse_archs
+from fdl.compat.archs import (
+    Capability,
+    capability_info,
+    family_archs,
+    parse_archs,
+    parse_capability,
+)
 from fdl.compat.rules import runs_on
+from fdl.errors import UsageError
 
 
 @pytest.mark.parametrize(
@@ -64,3 +71,89 @@ def test_no_code_at_all_says_so() -> None:
     verdict = runs_on([], "8.6")
     assert not verdict.ok
     assert verdict.reason.endswith("; has no GPU code")
+
+
+FORMS = "write it as 6.1, sm_61, 61, 12.0a, 10.0f, 12.0+PTX, compute_120, 6.1(6.0) or a name"
+
+
+@pytest.mark.parametrize(
+    ("spec", "message", "hint"),
+    [
+        ("", "no GPU architectures given", "write them as 6.1, sm_61"),
+        ("foo", "bad GPU architecture 'foo': not an architecture", FORMS),
+        (
+            "sm_61 sm_6x",
+            "bad GPU architecture 'sm_6x' in 'sm_61 sm_6x': not an architecture",
+            FORMS,
+        ),
+        (
+            "sm_61 sm_99",
+            "unknown GPU architecture 'sm_99' in 'sm_61 sm_99': no GPU has compute capability 9.9",
+            "known capabilities: 3.5 3.7 5.0",
+        ),
+        ("sm_99", "unknown GPU architecture 'sm_99': no GPU has compute capability 9.9", "known"),
+        (
+            "sm_61 9.0(9.9)",
+            "unknown GPU architecture '9.0(9.9)' in 'sm_61 9.0(9.9)': no GPU has compute "
+            "capability 9.9",
+            "known capabilities: 3.5 3.7 5.0",
+        ),
+        ("sm_70a", "bad GPU architecture 'sm_70a': `a` targets exist from 9.0 on", FORMS),
+        (
+            "sm_61 compute_86(8.0)",
+            "bad GPU architecture 'compute_86(8.0)' in 'sm_61 compute_86(8.0)': the X.Y(A.B) "
+            "form takes plain capabilities only",
+            FORMS,
+        ),
+        (
+            "PTX_86(8.0)",
+            "bad GPU architecture 'PTX_86(8.0)': the X.Y(A.B) form takes plain capabilities only",
+            FORMS,
+        ),
+        (
+            "ALL",
+            "'ALL' in 'ALL' is not accepted: `All` builds every arch",
+            "list the archs explicitly",
+        ),
+    ],
+)
+def test_a_refused_architecture_list_names_the_entry_and_the_fix(
+    spec: str, message: str, hint: str
+) -> None:
+    with pytest.raises(UsageError) as caught:
+        parse_archs(spec)
+    assert caught.value.message.startswith(message)
+    assert (caught.value.hint or "").startswith(hint)
+
+
+def test_a_refused_capability_or_family_says_how_to_write_one() -> None:
+    with pytest.raises(UsageError) as caught:
+        parse_capability("x")
+    assert (caught.value.message, caught.value.hint) == (
+        "'x' is not a compute capability",
+        "write it as 6.1, 61 or sm_61",
+    )
+    with pytest.raises(UsageError) as family:
+        family_archs("nope")
+    assert family.value.message == "unknown architecture name 'nope'"
+    assert (family.value.hint or "").startswith("known: Kepler+Tesla, Kepler, Maxwell")
+
+
+def test_capabilities_are_named_by_generation_when_known() -> None:
+    assert capability_info(parse_capability("8.6")) == ("Ampere", "RTX 30xx, A10, A40")
+    assert capability_info(Capability(1, 0)) == (None, "")
+    assert parse_capability("8.6").label() == "sm_86 (Ampere)"
+    assert Capability(1, 0).label() == "sm_10"
+
+
+def test_targets_sort_and_print_with_their_virtual_architecture() -> None:
+    listed = parse_archs("8.6(8.0) 8.6 compute_80 sm_80 9.0a 9.0")
+    assert [str(t) for t in listed] == [
+        "sm_80",
+        "compute_80",
+        "sm_86",
+        "sm_86(compute_80)",
+        "sm_90",
+        "sm_90a",
+    ]
+    assert listed.torch_cuda_arch_list() == "8.0+PTX;8.6;8.6(8.0);9.0;9.0a"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from fdl._grammar import checked, describe, fill, refused_char
+from fdl._grammar import checked, count, describe, fill, refused_char
 from fdl._text import did_you_mean, hide_credentials, plural, printable, terminal_text
 from fdl.errors import EnvironmentProblem, UsageError
 
@@ -126,3 +126,9 @@ def test_fill_writes_checked_values_and_names_the_refused_one() -> None:
     )
     with pytest.raises(EnvironmentProblem, match=r"^s: lib dir '/opt/\$x' holds"):
         fill("cmake", template, source="s", hint="h", lib_dir="/opt/$x")
+
+
+def test_a_number_read_as_bytes_is_ascii_digits_only() -> None:
+    assert count(b" 12 ") == 12
+    assert count(b"1\xb2") is None  # not ASCII: no number, and no error
+    assert count("1²") is None
