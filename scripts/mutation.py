@@ -112,13 +112,18 @@ MODULES: tuple[Module, ...] = (
     Module(
         "compose lines",
         "fdl/tasks/_compose.py",
-        ("test_tasks_compose.py", "test_mutation_kills_compose.py"),
+        (
+            "test_tasks_compose.py",
+            "test_mutation_kills_compose.py",
+            "test_generated_files_fuzz.py",
+            "test_sbatch_grammar.py",
+        ),
     ),
     # Module("source chooser", "fdl/libtorch/_choose.py", ("test_...",)),  # added at merge
 )
 
 # what the tests read besides fdl/ and tests/ (asset folders, the pytest configuration)
-_COPIED = ("fdl", "tests", "templates", "dockerfiles", "recipes")
+_COPIED = ("fdl", "tests", "templates", "dockerfiles", "recipes", "docs")
 _STATUS = re.compile(r"^\s+(\S+): (.+)$")
 
 
@@ -142,7 +147,7 @@ def _scratch(module: Module, root: Path) -> Path:
         "\n[tool.mutmut]\n"
         'source_paths = ["fdl"]\n'
         f'only_mutate = ["{module.path}"]\n'
-        'also_copy = ["templates", "dockerfiles", "recipes"]\n'
+        'also_copy = ["templates", "dockerfiles", "recipes", "docs"]\n'
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]\n'
         f"pytest_add_cli_args_test_selection = {_toml_list(tests)}\n"
     )

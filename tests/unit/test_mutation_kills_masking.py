@@ -3,11 +3,14 @@ keys, values and nodes are secrets, and what the mask leaves of a value."""
 
 from __future__ import annotations
 
+import fnmatch
+
 import pytest
 
 from fdl.manifest._nodes import TAG_SECRET, MapNode, Origin, ScalarNode, SeqNode
 from fdl.manifest._secrets import (
     MASK,
+    _glob,
     is_secret_key,
     is_secret_node,
     is_secret_path,
@@ -120,3 +123,13 @@ def test_the_shapes_are_found_in_a_fresh_process(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(_secrets, "_compiled", {})
     assert redact(f"x {GITHUB} y") == f"x {MASK} y"
     assert token_kind(GITHUB) == "a GitHub token"  # and from the kept one
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [("ab", "ab*b"), ("xab", "*b*b"), ("ab", "a*a*b"), ("aa", "*a*a*"), ("a", "*a*a*")],
+)
+def test_the_key_glob_is_fnmatch_where_pieces_overlap(text: str, pattern: str) -> None:
+    # what the random patterns of test_manifest_secrets.py rarely reach: pieces that the
+    # text holds only where another piece already matched
+    assert _glob(text, pattern) == fnmatch.fnmatchcase(text, pattern)
