@@ -100,6 +100,12 @@ FORMS = "write it as 6.1, sm_61, 61, 12.0a, 10.0f, 12.0+PTX, compute_120, 6.1(6.
         ),
         ("sm_70a", "bad GPU architecture 'sm_70a': `a` targets exist from 9.0 on", FORMS),
         (
+            "sm_61 1.2345",
+            "bad GPU architecture '1.2345' in 'sm_61 1.2345': not a capability (write 6.1, 61 "
+            "or sm_61)",
+            FORMS,
+        ),
+        (
             "sm_61 compute_86(8.0)",
             "bad GPU architecture 'compute_86(8.0)' in 'sm_61 compute_86(8.0)': the X.Y(A.B) "
             "form takes plain capabilities only",
