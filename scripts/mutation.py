@@ -179,6 +179,15 @@ def _change(work: Path, mutmut: str, name: str) -> str:
     return " => ".join(" ".join(line[1:].split()) for line in lines)
 
 
+def _line(name: str, counts: list[int], took: float) -> str:
+    mutants, killed, survived, timeout, other = counts
+    score = 100 * (killed + timeout) / mutants if mutants else 100.0
+    return (
+        f"| {name} | {mutants} | {killed} | {survived} | {timeout} | {other} "
+        f"| {score:.1f} | {took:.0f} s |"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("words", nargs="*", help="run the modules whose name has one of these")
@@ -196,6 +205,7 @@ def main() -> int:
     env.pop("FDL_REQUIRE_ALL", None)
     rows: list[tuple[str, int, int, int, int, int, float]] = []
     survivors: list[tuple[str, str, str]] = []
+    failed: list[str] = []
     try:
         for module in chosen:
             work = _scratch(module, root)
@@ -212,7 +222,8 @@ def main() -> int:
             if run.returncode != 0:
                 print(f"{module.name}: mutmut failed ({run.returncode})\n{run.stdout[-3000:]}")
                 print(run.stderr[-3000:])
-                return 1
+                failed.append(module.name)
+                continue
             statuses = _statuses(work, mutmut)
             counts = {
                 s: sum(1 for v in statuses.values() if v == s) for s in set(statuses.values())
@@ -234,29 +245,23 @@ def main() -> int:
         else:
             shutil.rmtree(root, ignore_errors=True)
     print()
-    print("| module | mutants | killed | survived | timeout | other | killed % | time |")
+    print("| module | mutants | killed | survived | timeout | no test, other | killed % | time |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    total = [0, 0, 0, 0, 0, 0.0]
+    totals = [0, 0, 0, 0, 0]
     for name, mutants, killed, survived, timeout, other, took in rows:
-        score = 100 * (killed + timeout) / mutants if mutants else 100.0
-        print(
-            f"| {name} | {mutants} | {killed} | {survived} | {timeout} | {other} "
-            f"| {score:.1f} | {took:.0f} s |"
-        )
-        for i, value in enumerate((mutants, killed, survived, timeout, other, took)):
-            total[i] += value
+        print(_line(name, [mutants, killed, survived, timeout, other], took))
+        totals = [
+            t + v for t, v in zip(totals, (mutants, killed, survived, timeout, other), strict=True)
+        ]
     if len(rows) > 1:
-        mutants, killed, survived, timeout, other, took = total
-        score = 100 * (killed + timeout) / mutants if mutants else 100.0
-        print(
-            f"| all | {mutants} | {killed} | {survived} | {timeout} | {other} "
-            f"| {score:.1f} | {took:.0f} s |"
-        )
+        print(_line("all", totals, sum(row[6] for row in rows)))
     if survivors:
         print("\nsurvivors (mutmut show NAME in a --keep copy shows each):")
         for module_name, name, change in survivors:
             print(f"  {module_name}: {name}\n      {change}")
-    return 0
+    if failed:
+        print(f"\nnot measured (mutmut failed): {', '.join(failed)}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
