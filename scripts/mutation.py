@@ -107,7 +107,12 @@ MODULES: tuple[Module, ...] = (
     Module(
         "sbatch lines",
         "fdl/deploy/_slurm.py",
-        ("test_sbatch_grammar.py", "test_deploy.py", "test_generated_files_fuzz.py"),
+        (
+            "test_sbatch_grammar.py",
+            "test_deploy.py",
+            "test_generated_files_fuzz.py",
+            "tests/golden/test_deploy_golden.py",
+        ),
     ),
     Module(
         "compose lines",
@@ -141,7 +146,8 @@ def _scratch(module: Module, root: Path) -> Path:
             REPO / name, work / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
         )
     tests = tuple(
-        f"{UNIT}{arg}" if arg.endswith(".py") or ".py::" in arg else arg for arg in module.tests
+        f"{UNIT}{arg}" if "/" not in arg and (arg.endswith(".py") or ".py::" in arg) else arg
+        for arg in module.tests
     )
     config = (
         "\n[tool.mutmut]\n"
