@@ -108,6 +108,7 @@ MODULES: tuple[Module, ...] = (
         "sbatch lines",
         "fdl/deploy/_slurm.py",
         (
+            "test_mutation_kills_sbatch.py",
             "test_sbatch_grammar.py",
             "test_deploy.py",
             "test_generated_files_fuzz.py",
