@@ -26,7 +26,7 @@ def global_home(environ: Mapping[str, str] | None = None) -> Path:
     for name in ("FDL_HOME", "FLODL_HOME"):
         value = env.get(name)
         if value:
-            return _checked_home(name, Path(value).expanduser())
+            return _checked_home(name, Path(os.path.expanduser(value)))
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("fdl", appauthor=False))
@@ -57,7 +57,7 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     value = env.get("FDL_CACHE_DIR")
     if value:
-        return Path(value).expanduser()
+        return Path(os.path.expanduser(value))
     if sys.platform == "linux" and "ANDROID_DATA" not in os.environ:
         # platformdirs' answer in the ordinary cases (an absolute XDG_CACHE_HOME, else an
         # absolute HOME's .cache) without importing it, 9 ms of every command's start;

@@ -59,7 +59,7 @@ def _secrets(spec: ImageSpec, project_dir: Path, environ: Mapping[str, str]) -> 
                 )
             secrets[secret.id] = Secret(env=secret.env)
         elif secret.file is not None:
-            path = (project_dir / Path(secret.file).expanduser()).resolve()
+            path = (project_dir / Path(os.path.expanduser(secret.file))).resolve()
             if not path.is_file():
                 raise UsageError(
                     f"{where}: the build secret's file {path} does not exist",

@@ -111,7 +111,7 @@ def resolve_target(context: Context, name: str, path: Path | None = None) -> Tar
     if path is None:
         directory = context.libtorch_dir / normalised
         return Target(directory, normalised, variants.lock_file(context, normalised))
-    directory = path.expanduser().absolute()
+    directory = Path(os.path.expanduser(path)).absolute()
     for kind in variants.KINDS:
         base = (context.libtorch_dir / kind).absolute()
         if directory.parent == base:

@@ -15,6 +15,7 @@ libtorch.build.archs`` and the build plan show the same origins).
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,7 +115,7 @@ def find_recipe(name: str, project_dir: Path | None = None) -> Path:
     Raises:
         UsageError: no such recipe (with the known names).
     """
-    candidate = Path(name).expanduser()
+    candidate = Path(os.path.expanduser(name))
     if candidate.suffix in SUFFIXES and candidate.is_file():
         return candidate
     for directory, _ in recipe_dirs(project_dir):

@@ -460,7 +460,7 @@ def load_chain(
     if inherited is None:
         return [layer]
     target, origin = inherited
-    parent = Path(target).expanduser()
+    parent = Path(os.path.expanduser(target))
     if not parent.is_absolute():
         parent = path.parent / parent
     try:

@@ -39,7 +39,7 @@ class Cpu:
 
 def disk_free(path: Path | str) -> Probe[int]:
     """Free bytes on the file system that holds ``path`` (or its nearest existing parent)."""
-    current = Path(path).expanduser().absolute()
+    current = Path(os.path.expanduser(path)).absolute()
     while not current.exists() and current.parent != current:
         current = current.parent
     try:

@@ -113,7 +113,7 @@ def _program(entry: str, directory: Path) -> Path | None:
         return None
     first = words[0]
     if "/" in first:
-        path = Path(first).expanduser()
+        path = Path(os.path.expanduser(first))
         return path if path.is_absolute() else directory / path
     import shutil
 

@@ -8,6 +8,7 @@ it returns as text or ``--json``. The commands that install from a source (``dow
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -175,7 +176,7 @@ def verify(
 
     session: Session = ctx.obj
     if path is not None:
-        chosen, directory = path.name, path.expanduser().absolute()
+        chosen, directory = path.name, Path(os.path.expanduser(path)).absolute()
         if not (directory / "lib").is_dir():
             raise UsageError(
                 f"{directory} is not a libtorch tree (no lib/)", hint="pass a variant directory"

@@ -8,6 +8,7 @@ what that returns. ``--dry-run`` shows the ranked offers (``choice`` in ``--json
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -368,7 +369,7 @@ def _install_cpu_view(
 
     settings = session.libtorch_settings()
     if wheel is not None:  # its release is known from its name
-        release = local_wheel(wheel.expanduser()).version.split("+", 1)[0]
+        release = local_wheel(Path(os.path.expanduser(wheel))).version.split("+", 1)[0]
         settings.framework.require(release, "the wheel's torch")
     wanted = settings.torch_for(torch) if wheel is None else None
     cache = own_cache_dir(cache_dir(session.environ) / "wheels")

@@ -8,6 +8,7 @@ value of the request carries the origin the manifest engine gave it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -153,7 +154,7 @@ def build_request(
     fresh = given.pop("fresh", None)
     fetch_only = given.pop("fetch_only", None)
     source = given.get("source")
-    if source is not None and not Path(str(source[0])).expanduser().is_absolute():
+    if source is not None and not Path(os.path.expanduser(str(source[0]))).is_absolute():
         given["source"] = (str(cwd / str(source[0])), source[1])
     kept = manifest.layers if manifest is not None else []
     layers = [layer for layer in kept if layer.kind is not LayerKind.RECIPE]

@@ -7,6 +7,7 @@ pascal-blackwell``), so a plan error can point at the line to change.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -134,7 +135,7 @@ def request_from_mapping(
         elif key == "cache" and isinstance(value, Mapping):
             values.update(_cache_values(value, origin_of, base_dir))
         elif key == "source":
-            path = Path(str(value)).expanduser()
+            path = Path(os.path.expanduser(str(value)))
             if base_dir is not None and not path.is_absolute():
                 path = base_dir / path
             values[key] = Setting(path, text, location)
@@ -157,7 +158,7 @@ def _cache_values(
         token_file = auth.get("token_file")
         path = None
         if token_file:
-            path = Path(str(token_file)).expanduser()
+            path = Path(os.path.expanduser(str(token_file)))
             if base_dir is not None and not path.is_absolute():
                 path = base_dir / path
         text, location = origin_of(("cache", "dist"))

@@ -28,6 +28,7 @@ reads nothing.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -453,7 +454,7 @@ class FromCpuView:
         """
         if self._view is None:
             if self.wheel is not None:
-                found, index = local_wheel(self.wheel.expanduser()), None
+                found, index = local_wheel(Path(os.path.expanduser(self.wheel))), None
                 release = found.version.split("+", 1)[0]
             else:
                 release = self._release()

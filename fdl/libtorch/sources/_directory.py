@@ -10,6 +10,7 @@ nothing is moved.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,7 +94,7 @@ def install_dir(
     Raises:
         UsageError: ``tree`` has no ``lib/``, or the variant exists and ``force`` is not set.
     """
-    tree = tree.expanduser().absolute()
+    tree = Path(os.path.expanduser(tree)).absolute()
     if not (tree / "lib").is_dir():
         raise UsageError(
             f"{tree} is not a libtorch tree (no lib/)", hint="pass the libtorch directory"

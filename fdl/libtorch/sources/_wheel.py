@@ -16,6 +16,7 @@ This works where download.pytorch.org is unreachable but a PyPI mirror is not.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -393,7 +394,7 @@ def wheel_source(
         UsageError: an unusable wheel or environment.
     """
     if wheel is not None:
-        return wheel_from_file(wheel.expanduser())
+        return wheel_from_file(Path(os.path.expanduser(wheel)))
     if python is not None:
         return wheel_from_environment(python, runner)
     exact = torch if torch and torch.count(".") >= 2 else resolve_torch_version(torch)
