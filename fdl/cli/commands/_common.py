@@ -10,6 +10,13 @@ import typer
 __all__ = ["JsonOption", "checked_output", "group"]
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Output JSON.")]
+# The two options of a command that deletes (`fdl cache clean`, `fdl libtorch remove`).
+YesOption = Annotated[
+    bool, typer.Option("--yes", "-y", help="Delete without asking (needed without a terminal).")
+]
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
+]
 
 
 def group(name: str, help: str | None = None, *, no_args_is_help: bool = False) -> typer.Typer:

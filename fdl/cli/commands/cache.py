@@ -8,7 +8,7 @@ import typer
 
 from fdl.cli._progress import human_bytes
 from fdl.cli._session import Session
-from fdl.cli.commands._common import JsonOption, group
+from fdl.cli.commands._common import DryRunOption, JsonOption, YesOption, group
 from fdl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -93,12 +93,8 @@ def clean(
         list[str] | None,
         typer.Argument(help="Caches to clean (default: all): downloads, wheels, compiler, ..."),
     ] = None,
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Delete without asking (needed without a terminal).")
-    ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
-    ] = False,
+    yes: YesOption = False,
+    dry_run: DryRunOption = False,
     all_projects: AllProjectsOption = False,
     as_json: JsonOption = False,
 ) -> None:

@@ -16,7 +16,7 @@ import typer
 from fdl.cli._progress import ProgressLine, human_bytes
 from fdl.cli._render import render_checks, summary_line
 from fdl.cli._variant_view import list_variants, show_info
-from fdl.cli.commands._common import JsonOption, group
+from fdl.cli.commands._common import DryRunOption, JsonOption, YesOption, group
 from fdl.cli.commands._team import credentials, team_registry
 from fdl.cli.commands.libtorch_build import build
 from fdl.cli.commands.libtorch_install import download, install, pull
@@ -83,12 +83,8 @@ def remove(
     variant: Annotated[
         str, typer.Argument(help="precompiled/<name>, builds/<name>, or a short name (cu126).")
     ],
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Delete without asking (needed without a terminal).")
-    ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
-    ] = False,
+    yes: YesOption = False,
+    dry_run: DryRunOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Delete an installed variant (clears the active pointer if it was active). Asks first
