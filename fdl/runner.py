@@ -178,11 +178,7 @@ class SubprocessRunner:
             # Line-buffered: `tail -f` on a long build log shows it as it happens.
             log = log_file.open("a", encoding="utf-8", buffering=1)
         try:
-            from fdl._foreground import has_terminal
-
-            # Without a terminal (whose Ctrl-C reaches fdl's whole group), the program gets
-            # a group of its own, ended with all its children when fdl is stopped.
-            own_group = not has_terminal()
+            own_group = _own_group()
             proc = _start(
                 args,
                 cwd,
@@ -264,6 +260,16 @@ class SubprocessRunner:
         return shutil.which(program)
 
 
+def _own_group() -> bool:
+    """Whether a program fdl waits for gets a process group of its own: without a terminal
+    (whose Ctrl-C reaches fdl's whole group), so that it is ended with all its children on a
+    timeout or when fdl is stopped (SIGTERM, SIGINT arrive as exceptions); subprocess.run
+    would kill the program alone and leave its children."""
+    from fdl._foreground import has_terminal
+
+    return not has_terminal()
+
+
 def _start(
     args: list[str],
     cwd: Path | None,
@@ -296,12 +302,7 @@ def _run_captured(
     input: str | None,
 ) -> Completed:
     """``run`` without a bound on the output: ``communicate``, with the timeout."""
-    from fdl._foreground import has_terminal
-
-    # As stream's: without a terminal, the program gets a group of its own, ended with
-    # its children on a timeout or when fdl is stopped (SIGTERM, SIGINT arrive here as
-    # exceptions); subprocess.run would kill the program alone and leave its children.
-    own_group = not has_terminal()
+    own_group = _own_group()
     proc = _start(
         args,
         cwd,
