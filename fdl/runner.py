@@ -153,48 +153,11 @@ class SubprocessRunner:
         args = [str(a) for a in argv]
         if max_output is not None:
             result = _run_bounded(args, cwd, env, timeout, input, max_output)
-            if check and result.returncode != 0:
-                tail = "\n".join((result.stderr or result.stdout).splitlines()[-TAIL_LINES:])
-                raise CommandFailed(args, result.returncode, output_tail=tail)
-            return result
-        from fdl._foreground import has_terminal
-
-        # As stream's: without a terminal, the program gets a group of its own, ended with
-        # its children on a timeout or when fdl is stopped (SIGTERM, SIGINT arrive here as
-        # exceptions); subprocess.run would kill the program alone and leave its children.
-        own_group = not has_terminal()
-        try:
-            proc = start(
-                lambda: subprocess.Popen(
-                    args,
-                    cwd=cwd,
-                    env=dict(env) if env is not None else None,
-                    stdin=subprocess.PIPE if input is not None else None,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                    errors="replace",
-                    start_new_session=own_group,
-                ),
-                lambda child: _terminate(child, own_group),
-            )
-        except FileNotFoundError:
-            raise missing_program(args[0]) from None
-        try:
-            stdout, stderr = proc.communicate(input, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _terminate(proc, own_group)
-            raise CommandFailed(
-                args, -1, message=f"`{' '.join(args)}` did not finish within {timeout:g} s"
-            ) from None
-        except BaseException:
-            _terminate(proc, own_group)
-            raise
-        done(proc)
-        result = Completed(args, proc.returncode, stdout, stderr)
-        if check and proc.returncode != 0:
-            tail = "\n".join((stderr or stdout).splitlines()[-TAIL_LINES:])
-            raise CommandFailed(args, proc.returncode, output_tail=tail)
+        else:
+            result = _run_captured(args, cwd, env, timeout, input)
+        if check and result.returncode != 0:
+            tail = "\n".join((result.stderr or result.stdout).splitlines()[-TAIL_LINES:])
+            raise CommandFailed(args, result.returncode, output_tail=tail)
         return result
 
     def stream(
@@ -215,29 +178,19 @@ class SubprocessRunner:
             # Line-buffered: `tail -f` on a long build log shows it as it happens.
             log = log_file.open("a", encoding="utf-8", buffering=1)
         try:
-            from fdl._foreground import has_terminal
-
-            # Without a terminal (whose Ctrl-C reaches fdl's whole group), the program gets
-            # a group of its own, ended with all its children when fdl is stopped.
-            own_group = not has_terminal()
-            try:
-                proc = start(
-                    lambda: subprocess.Popen(
-                        args,
-                        cwd=cwd,
-                        env=dict(env) if env is not None else None,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT,
-                        stdin=subprocess.DEVNULL,
-                        text=True,
-                        errors="replace",
-                        bufsize=1,
-                        start_new_session=own_group,
-                    ),
-                    lambda child: _terminate(child, own_group),
-                )
-            except FileNotFoundError:
-                raise missing_program(args[0]) from None
+            own_group = _own_group()
+            proc = _start(
+                args,
+                cwd,
+                env,
+                own_group,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                errors="replace",
+                bufsize=1,
+            )
             assert proc.stdout is not None
             try:
                 for line in proc.stdout:
@@ -307,6 +260,74 @@ class SubprocessRunner:
         return shutil.which(program)
 
 
+def _own_group() -> bool:
+    """Whether a program fdl waits for gets a process group of its own: without a terminal
+    (whose Ctrl-C reaches fdl's whole group), so that it is ended with all its children on a
+    timeout or when fdl is stopped (SIGTERM, SIGINT arrive as exceptions); subprocess.run
+    would kill the program alone and leave its children."""
+    from fdl._foreground import has_terminal
+
+    return not has_terminal()
+
+
+def _start(
+    args: list[str],
+    cwd: Path | None,
+    env: Mapping[str, str] | None,
+    own_group: bool,
+    **streams: Any,
+) -> subprocess.Popen[Any]:
+    """Start ``args`` (in a group of its own with ``own_group``), stopped with
+    :func:`_terminate` when fdl is; a program not on PATH is :func:`missing_program`."""
+    try:
+        return start(
+            lambda: subprocess.Popen(
+                args,
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                start_new_session=own_group,
+                **streams,
+            ),
+            lambda child: _terminate(child, own_group),
+        )
+    except FileNotFoundError:
+        raise missing_program(args[0]) from None
+
+
+def _run_captured(
+    args: list[str],
+    cwd: Path | None,
+    env: Mapping[str, str] | None,
+    timeout: float | None,
+    input: str | None,
+) -> Completed:
+    """``run`` without a bound on the output: ``communicate``, with the timeout."""
+    own_group = _own_group()
+    proc = _start(
+        args,
+        cwd,
+        env,
+        own_group,
+        stdin=subprocess.PIPE if input is not None else None,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+    )
+    try:
+        stdout, stderr = proc.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _terminate(proc, own_group)
+        raise CommandFailed(
+            args, -1, message=f"`{' '.join(args)}` did not finish within {timeout:g} s"
+        ) from None
+    except BaseException:
+        _terminate(proc, own_group)
+        raise
+    done(proc)
+    return Completed(args, proc.returncode, stdout, stderr)
+
+
 _EXITED_GRACE = 0.5  # seconds the pipes may stay open once the program has exited
 
 
@@ -325,21 +346,15 @@ def _run_bounded(
 
     from fdl._group import wait_ended
 
-    try:
-        proc = start(
-            lambda: subprocess.Popen(
-                args,
-                cwd=cwd,
-                env=dict(env) if env is not None else None,
-                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            ),
-            lambda child: _terminate(child, own_group=True),
-        )
-    except FileNotFoundError:
-        raise missing_program(args[0]) from None
+    proc = _start(
+        args,
+        cwd,
+        env,
+        True,
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = None if timeout is None else time.monotonic() + timeout
     buffers: dict[int, bytearray] = {}
     problem = ""

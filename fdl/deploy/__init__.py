@@ -72,7 +72,7 @@ if TYPE_CHECKING:
         push_image,
         state_dir,
     )
-    from fdl.deploy._record import JobRecord, JobStatus
+    from fdl.deploy._record import JobFile, JobRecord, JobStatus
     from fdl.deploy._runtime import check_runtime
     from fdl.deploy._slurm import launcher_argv, pyxis_image, render_sbatch, sbatch_options
     from fdl.deploy._slurm_exec import (
@@ -143,6 +143,7 @@ _HOMES = {
     "push_by_digest": "_prepare",
     "push_image": "_prepare",
     "state_dir": "_prepare",
+    "JobFile": "_record",
     "JobRecord": "_record",
     "JobStatus": "_record",
     "check_runtime": "_runtime",
@@ -181,6 +182,7 @@ __all__ = [
     "GpuOffer",
     "GpuVerdict",
     "ImageArchs",
+    "JobFile",
     "JobRecord",
     "JobStatus",
     "Placement",

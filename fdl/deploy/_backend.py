@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 from typing import Any, Protocol
 
-from fdl.deploy._record import JobRecord, JobStatus
+from fdl.deploy._record import JobFile, JobRecord, JobStatus
 from fdl.deploy._target import DeployTarget, GpuOffer
 from fdl.runner import Runner
 
-__all__ = ["BACKENDS", "DeployBackend", "backend", "backend_of_record"]
+__all__ = ["BACKENDS", "DeployBackend", "JobInputs", "backend", "backend_of_record"]
 
 # kind -> the module whose BACKEND serves it. A record's kind is the backend's name,
 # optionally followed by "-" and the form of job (kubernetes-jobset).
@@ -29,6 +30,22 @@ BACKENDS: dict[str, str] = {
     "slurm": "fdl.deploy._slurm_backend",
     "kubernetes": "fdl.deploy._kube_backend",
 }
+
+
+@dataclass(frozen=True)
+class JobInputs:
+    """What a job is rendered from: the image, the job's name, the image's entrypoint and
+    default arguments (the target's own replace them), the profile's carried ``mounts``,
+    the GPUs the image covers (``allowed``) and the readiness gate each node runs before
+    training (``probe``; empty: none)."""
+
+    image: str
+    job_name: str
+    entrypoint: list[str]
+    args: list[str]
+    mounts: tuple[str, ...]
+    allowed: tuple[GpuOffer, ...]
+    probe: tuple[str, ...]
 
 
 class DeployBackend(Protocol):
@@ -71,35 +88,13 @@ class DeployBackend(Protocol):
         """Refuse what this host shows cannot work, before anything is built; return
         warnings about what it cannot see from here."""
 
-    def render(
-        self,
-        target: DeployTarget,
-        *,
-        image: str,
-        job_name: str,
-        entrypoint: list[str],
-        args: list[str],
-        mounts: tuple[str, ...],
-        allowed: tuple[GpuOffer, ...],
-        probe: tuple[str, ...],
-    ) -> str:
-        """The job as text (pure). ``args`` are the image's default arguments (the
-        target's own replace them); ``mounts`` the profile's carried ones; ``allowed``
-        the GPUs the image covers; ``probe`` the readiness gate each node runs before
-        training (empty: none)."""
+    def render(self, target: DeployTarget, job: JobInputs) -> str:
+        """The job as text (pure)."""
 
     def submit(
-        self,
-        target: DeployTarget,
-        text: str,
-        state_dir: Path,
-        runner: Runner,
-        *,
-        filename: str,
-        job_name: str,
-        image: str,
+        self, target: DeployTarget, job: JobFile, state_dir: Path, runner: Runner
     ) -> JobRecord:
-        """Submit the rendered job, keep it as ``filename`` and record it."""
+        """Submit the rendered job, keep it as ``job.filename`` and record it."""
 
     def status(self, record: JobRecord, runner: Runner, context: str | None) -> JobStatus:
         """The recorded job's state, and why."""

@@ -13,6 +13,8 @@ fails the pod in seconds, with the probe's words in that container's log.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from fdl._grammar import checked
@@ -26,9 +28,7 @@ __all__ = [
     "JOBSET_REPLICATED_JOB",
     "PROBE_CONTAINER",
     "affinity",
-    "render_jobset",
     "render_kubernetes",
-    "render_pytorchjob",
     "to_yaml",
 ]
 
@@ -203,15 +203,11 @@ def _indexed_job_spec(target: DeployTarget, name: str, pod: dict[str, Any]) -> d
     return spec
 
 
-def render_pytorchjob(
-    target: DeployTarget,
-    *,
-    image: str,
-    name: str,
-    args: list[str] | None,
-    allowed: tuple[GpuOffer, ...] = (),
-    probe: tuple[str, ...] = (),
-) -> list[dict[str, Any]]:
+# A pod spec of the target's image, arguments and GPUs (_pod_spec with those bound).
+PodOf = Callable[..., dict[str, Any]]
+
+
+def _pytorchjob(target: DeployTarget, name: str, pod_of: PodOf) -> list[dict[str, Any]]:
     """A Kubeflow ``PyTorchJob`` (kubeflow.org/v1): one Master and ``nodes - 1`` Workers.
 
     The training operator gives every pod MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK
@@ -220,7 +216,7 @@ def render_pytorchjob(
     """
 
     def replica(count: int) -> dict[str, Any]:
-        spec = _pod_spec(target, image, args, allowed, probe=probe)
+        spec = pod_of()
         container = spec["containers"][0]
         container["name"] = "pytorch"
         container["ports"] = [{"containerPort": target.master_port, "name": "pytorchjob-port"}]
@@ -248,15 +244,7 @@ def render_pytorchjob(
 JOBSET_REPLICATED_JOB = "train"
 
 
-def render_jobset(
-    target: DeployTarget,
-    *,
-    image: str,
-    name: str,
-    args: list[str] | None,
-    allowed: tuple[GpuOffer, ...] = (),
-    probe: tuple[str, ...] = (),
-) -> list[dict[str, Any]]:
+def _jobset(target: DeployTarget, name: str, pod_of: PodOf) -> list[dict[str, Any]]:
     """A ``JobSet`` (jobset.x-k8s.io/v1alpha2) with one replicated Job: an Indexed Job
     of ``nodes`` pods (for one node, a plain one-pod Job).
 
@@ -267,7 +255,7 @@ def render_jobset(
     """
     several = target.nodes > 1
     master = f"{name}-{JOBSET_REPLICATED_JOB}-0-0.{name}" if several else None
-    pod = _pod_spec(target, image, args, allowed, master_addr=master, probe=probe)
+    pod = pod_of(master_addr=master)
     jobset = _object("jobset.x-k8s.io/v1alpha2", "JobSet", target, name)
     jobset["spec"] = {
         "failurePolicy": {"maxRestarts": 0},
@@ -311,24 +299,16 @@ def render_kubernetes(
         probe: ``fdl probe ...``, each pod's init container when the target has a
             ``probe-image`` (empty: none).
     """
+    pod_of = partial(_pod_spec, target, image, args, allowed, probe=probe)
     if target.controller == "pytorchjob":
-        return render_pytorchjob(
-            target, image=image, name=name, args=args, allowed=allowed, probe=probe
-        )
+        return _pytorchjob(target, name, pod_of)
     if target.controller == "jobset":
-        return render_jobset(
-            target, image=image, name=name, args=args, allowed=allowed, probe=probe
-        )
+        return _jobset(target, name, pod_of)
     several = target.nodes > 1
     # Indexed Job pods are named <job>-<index>; the headless Service gives them DNS names.
-    pod = _pod_spec(
-        target,
-        image,
-        args,
-        allowed,
+    pod = pod_of(
         master_addr=f"{name}-0.{name}" if several else None,
         subdomain=name if several else None,
-        probe=probe,
     )
     job = _object("batch/v1", "Job", target, name)
     job["spec"] = _indexed_job_spec(target, name, pod)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from fdl.deploy._backend import JobInputs
 from fdl.deploy._kube import render_kubernetes, to_yaml
 from fdl.deploy._kube_exec import (
     OBJECT_NAME,
@@ -20,8 +21,8 @@ from fdl.deploy._kube_exec import (
     kube_state,
     kube_submit,
 )
-from fdl.deploy._record import JobRecord, JobStatus
-from fdl.deploy._target import DeployTarget, GpuOffer
+from fdl.deploy._record import JobFile, JobRecord, JobStatus
+from fdl.deploy._target import DeployTarget
 from fdl.runner import Runner
 
 __all__ = ["BACKEND", "KubernetesBackend"]
@@ -75,39 +76,23 @@ class KubernetesBackend:
         kube_check(target.context)
         return []
 
-    def render(
-        self,
-        target: DeployTarget,
-        *,
-        image: str,
-        job_name: str,
-        entrypoint: list[str],
-        args: list[str],
-        mounts: tuple[str, ...],
-        allowed: tuple[GpuOffer, ...],
-        probe: tuple[str, ...],
-    ) -> str:
+    def render(self, target: DeployTarget, job: JobInputs) -> str:
         # The container keeps the image's entrypoint and, without the target's, its CMD.
         given = list(target.args) if target.args is not None else None
         objects = render_kubernetes(
-            target, image=image, name=job_name, args=given, allowed=allowed, probe=probe
+            target,
+            image=job.image,
+            name=job.job_name,
+            args=given,
+            allowed=job.allowed,
+            probe=job.probe,
         )
         return to_yaml(objects)
 
     def submit(
-        self,
-        target: DeployTarget,
-        text: str,
-        state_dir: Path,
-        runner: Runner,
-        *,
-        filename: str,
-        job_name: str,
-        image: str,
+        self, target: DeployTarget, job: JobFile, state_dir: Path, runner: Runner
     ) -> JobRecord:
-        return kube_submit(
-            target, text, state_dir, filename=filename, job_name=job_name, image=image
-        )
+        return kube_submit(target, job, state_dir)
 
     def status(self, record: JobRecord, runner: Runner, context: str | None) -> JobStatus:
         return JobStatus(kube_state(record, context))

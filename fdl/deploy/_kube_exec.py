@@ -11,7 +11,7 @@ from typing import Any
 
 from fdl._files import atomic_write_text
 from fdl.deploy._kube import PROBE_CONTAINER
-from fdl.deploy._record import JobRecord, write_record
+from fdl.deploy._record import JobFile, JobRecord, write_record
 from fdl.deploy._target import DeployTarget
 from fdl.errors import EnvironmentProblem
 
@@ -80,24 +80,16 @@ def kube_check(context: str | None) -> None:
     _client(context)
 
 
-def kube_submit(
-    target: DeployTarget,
-    text: str,
-    state_dir: Path,
-    *,
-    filename: str,
-    job_name: str,
-    image: str,
-) -> JobRecord:
-    """Create the objects of ``text`` (Service first, then the Job) and record the job."""
+def kube_submit(target: DeployTarget, job: JobFile, state_dir: Path) -> JobRecord:
+    """Create the objects of ``job.text`` (Service first, then the Job) and record the job."""
     import yaml
 
     k8s = _client(target.context)
     state_dir.mkdir(parents=True, exist_ok=True)
-    path = state_dir / filename
-    atomic_write_text(path, text, mode=0o600)  # the job's environment: private
+    path = state_dir / job.filename
+    atomic_write_text(path, job.text, mode=0o600)  # the job's environment: private
     api = k8s.client.ApiClient()
-    for obj in yaml.safe_load_all(text):
+    for obj in yaml.safe_load_all(job.text):
         if not obj:
             continue
         custom = _CUSTOM.get(obj.get("kind", ""))
@@ -109,7 +101,7 @@ def kube_submit(
         else:
             k8s.utils.create_from_dict(api, obj, namespace=target.namespace)
     kind = _RECORD_KIND.get(target.controller, "kubernetes")
-    record = JobRecord(target.name, kind, job_name, image, str(path), target.namespace)
+    record = JobRecord(target.name, kind, job.job_name, job.image, str(path), target.namespace)
     write_record(state_dir, record)
     return record
 

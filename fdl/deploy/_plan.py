@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from fdl.deploy._backend import backend
+from fdl.deploy._backend import JobInputs, backend
 from fdl.deploy._layers import choose_compression
 from fdl.deploy._placement import ImageArchs, Placement, check_placement
 from fdl.deploy._target import DeployTarget
@@ -225,8 +225,7 @@ def plan_deploy(
         f"directory there (`mounts:` in the target, or the image profile's)"
         for path in lost
     )
-    text = via.render(
-        target,
+    job = JobInputs(
         image=image,
         job_name=job_name,
         entrypoint=entrypoint,
@@ -235,6 +234,7 @@ def plan_deploy(
         allowed=placement.allowed,
         probe=probe_command(target, image, archs),
     )
+    text = via.render(target, job)
     return DeployPlan(
         target, local_image, remote, image, job_name, placement, text, carried, warnings, gpus
     )

@@ -9,7 +9,18 @@ from pathlib import Path
 
 from fdl._files import atomic_write_text
 
-__all__ = ["JobRecord", "JobStatus", "record_path", "write_record"]
+__all__ = ["JobFile", "JobRecord", "JobStatus", "record_path", "write_record"]
+
+
+@dataclass(frozen=True)
+class JobFile:
+    """A rendered job to submit: its ``text``, kept as ``filename`` in the state directory,
+    the job's name, and what its record names as the job's ``image``."""
+
+    text: str
+    filename: str
+    job_name: str
+    image: str
 
 
 @dataclass(frozen=True)

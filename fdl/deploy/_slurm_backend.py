@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from fdl.deploy._record import JobRecord, JobStatus
+from fdl.deploy._backend import JobInputs
+from fdl.deploy._record import JobFile, JobRecord, JobStatus
 from fdl.deploy._runtime import check_runtime
 from fdl.deploy._slurm import pyxis_image, render_sbatch
 from fdl.deploy._slurm_exec import (
@@ -20,7 +21,7 @@ from fdl.deploy._slurm_exec import (
     job_status,
     submit_script,
 )
-from fdl.deploy._target import DeployTarget, GpuOffer
+from fdl.deploy._target import DeployTarget
 from fdl.runner import Runner
 
 __all__ = ["BACKEND", "SlurmBackend"]
@@ -68,43 +69,22 @@ class SlurmBackend:
     def check(self, target: DeployTarget, runner: Runner) -> list[str]:
         return check_runtime(target, runner)
 
-    def render(
-        self,
-        target: DeployTarget,
-        *,
-        image: str,
-        job_name: str,
-        entrypoint: list[str],
-        args: list[str],
-        mounts: tuple[str, ...],
-        allowed: tuple[GpuOffer, ...],
-        probe: tuple[str, ...],
-    ) -> str:
-        program_args = list(target.args) if target.args is not None else list(args)
+    def render(self, target: DeployTarget, job: JobInputs) -> str:
+        program_args = list(target.args) if target.args is not None else list(job.args)
         pyxis = target.runtime == "pyxis"  # pyxis runs the command: the entrypoint first
         return render_sbatch(
             target,
-            image=pyxis_image(image) if pyxis else image,
-            job_name=job_name,
-            command=[*entrypoint, *program_args] if pyxis else program_args,
-            mounts=mounts,
-            probe=probe,
+            image=pyxis_image(job.image) if pyxis else job.image,
+            job_name=job.job_name,
+            command=[*job.entrypoint, *program_args] if pyxis else program_args,
+            mounts=job.mounts,
+            probe=job.probe,
         )
 
     def submit(
-        self,
-        target: DeployTarget,
-        text: str,
-        state_dir: Path,
-        runner: Runner,
-        *,
-        filename: str,
-        job_name: str,
-        image: str,
+        self, target: DeployTarget, job: JobFile, state_dir: Path, runner: Runner
     ) -> JobRecord:
-        return submit_script(
-            target, text, state_dir, runner, filename=filename, job_name=job_name, image=image
-        )
+        return submit_script(target, job, state_dir, runner)
 
     def status(self, record: JobRecord, runner: Runner, context: str | None) -> JobStatus:
         return job_status(record, runner)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from fdl._files import atomic_write_text
-from fdl.deploy._record import JobRecord, JobStatus, write_record
+from fdl.deploy._record import JobFile, JobRecord, JobStatus, write_record
 from fdl.deploy._target import DeployTarget
 from fdl.errors import CommandFailed, EnvironmentProblem, UsageError
 from fdl.locking import FileLock
@@ -100,20 +100,11 @@ def _cluster_nodes(runner: Runner, partition: str | None) -> str:
     return f"; the cluster has {len(nodes)} node(s): {shown}{more}"
 
 
-def submit_script(
-    target: DeployTarget,
-    text: str,
-    state_dir: Path,
-    runner: Runner,
-    *,
-    filename: str,
-    job_name: str,
-    image: str,
-) -> JobRecord:
+def submit_script(target: DeployTarget, job: JobFile, state_dir: Path, runner: Runner) -> JobRecord:
     """Ask SLURM whether it can ever run the job (``sbatch --test-only``), submit the
-    sbatch script ``text`` of ``target``, record it. One submit per target at a time (a
+    sbatch script ``job.text`` of ``target``, record it. One submit per target at a time (a
     lock beside the records), and every job keeps its own record (:func:`write_record`);
-    ``image`` is what the record names as the job's image.
+    ``job.image`` is what the record names as the job's image.
 
     Raises:
         EnvironmentProblem: sbatch is not installed.
@@ -129,8 +120,8 @@ def submit_script(
     state_dir.mkdir(parents=True, exist_ok=True)
     name = target.name
     with FileLock(state_dir / f"{name}.lock", purpose=f"fdl deploy submit {name}"):
-        script = state_dir / filename
-        atomic_write_text(script, text, mode=0o600)  # the job's environment: private
+        script = state_dir / job.filename
+        atomic_write_text(script, job.text, mode=0o600)  # the job's environment: private
         # A request no node can meet would be accepted and pend forever.
         try:
             runner.run(["sbatch", "--test-only", str(script)], cwd=state_dir)
@@ -142,9 +133,9 @@ def submit_script(
             raise _sbatch_error(exc, target) from None
         job_id = done.stdout.strip().split(";", 1)[0]
         output = _output_file(runner, job_id) or str(
-            state_dir / target.output.replace("%x", job_name).replace("%j", job_id)
+            state_dir / target.output.replace("%x", job.job_name).replace("%j", job_id)
         )
-        record = JobRecord(name, "slurm", job_id, image, str(script), output)
+        record = JobRecord(name, "slurm", job_id, job.image, str(script), output)
         write_record(state_dir, record)
     return record
 

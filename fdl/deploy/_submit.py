@@ -10,7 +10,7 @@ from pathlib import Path
 from fdl.deploy._backend import backend
 from fdl.deploy._plan import DeployPlan, runs_local_images
 from fdl.deploy._prepare import Prepared, build_for_deploy, push_image
-from fdl.deploy._record import JobRecord
+from fdl.deploy._record import JobFile, JobRecord
 from fdl.engine import Engine
 from fdl.errors import UsageError
 from fdl.runner import Runner
@@ -83,15 +83,8 @@ def submit_plan(plan: DeployPlan, state_dir: Path, runner: Runner) -> JobRecord:
         UsageError: the cluster refused a value of the target, with its reason and the fix.
         EnvironmentProblem: the cluster's tools or client are missing.
     """
-    return backend(plan.target.kind).submit(
-        plan.target,
-        plan.text,
-        state_dir,
-        runner,
-        filename=plan.filename,
-        job_name=plan.job_name,
-        image=plan.image,
-    )
+    job = JobFile(plan.text, plan.filename, plan.job_name, plan.image)
+    return backend(plan.target.kind).submit(plan.target, job, state_dir, runner)
 
 
 def submit_sbatch(plan: DeployPlan, state_dir: Path, runner: Runner) -> JobRecord:

@@ -81,6 +81,13 @@ def _c(group: str, name: str, severity: Severity, message: str, fix: str | None 
     return Check(group, name, severity, message, fix)
 
 
+def _low(name: str, low: bool, message: str, fix: str) -> Check:
+    """A system resource's check: a warning with ``fix`` when it runs ``low``, else info."""
+    return _c(
+        "system", name, Severity.WARNING if low else Severity.INFO, message, fix if low else None
+    )
+
+
 def system_checks(context: Context) -> list[Check]:
     """CPU, memory, disk space where variants go, OS."""
     checks = []
@@ -93,29 +100,23 @@ def system_checks(context: Context) -> list[Check]:
     ram = memory()
     if ram.value is not None:
         usable = ram.value.usable_mib / 1024
-        low = usable < MIN_RAM_GIB
         checks.append(
-            _c(
-                "system",
+            _low(
                 "memory",
-                Severity.WARNING if low else Severity.INFO,
+                usable < MIN_RAM_GIB,
                 f"{ram.value.total_mib / 1024:.1f} GiB RAM, {usable:.1f} GiB available",
-                "close other programs; source builds need about 5 GB per parallel job"
-                if low
-                else None,
+                "close other programs; source builds need about 5 GB per parallel job",
             )
         )
     disk = disk_free(context.root)
     if disk.value is not None:
         gib = disk.value / _GIB
-        low = gib < MIN_FREE_DISK_GIB
         checks.append(
-            _c(
-                "system",
+            _low(
                 "disk",
-                Severity.WARNING if low else Severity.INFO,
+                gib < MIN_FREE_DISK_GIB,
                 f"{gib:.1f} GiB free in {disk.path}",
-                f"free space: a CUDA libtorch needs up to {MIN_FREE_DISK_GIB} GB" if low else None,
+                f"free space: a CUDA libtorch needs up to {MIN_FREE_DISK_GIB} GB",
             )
         )
     checks.append(

@@ -139,6 +139,9 @@ class _Walk:
         # a source -> its layer and what follows each origin in it (the layer asked by
         # identity: hashing the enum is a Python call)
         self.suffixes: dict[str, tuple[LayerKind, str]] = {}
+        # (the JSON walk's) a source -> its layer, its file, and the JSON of an origin there
+        # (at indent 4 and 6) before its line, between line and column, after the column
+        self.origins: dict[str, tuple[LayerKind, Path | None, tuple[str, ...]]] = {}
         # a leaf path the merged manifest lacks -> the lowest layer that writes it
         self.absent: dict[tuple[str, ...], int] = {}
         # a story went to explain_paths whole: absent leaves may hide where this walk
@@ -302,18 +305,6 @@ class _JsonWalk(_Walk):
 
     limit = 256  # items (of some KiB each with 20 layers) held before they are written
     json = True
-
-    def __init__(
-        self,
-        layers: list[Layer],
-        final: Node | None,
-        write: Callable[[str], object],
-        show_secrets: bool,
-    ) -> None:
-        super().__init__(layers, final, write, show_secrets)
-        # a source -> its layer, its file, and the JSON of an origin there (at indent 4
-        # and 6) before its line, between line and column, after the column
-        self.origins: dict[str, tuple[LayerKind, Path | None, tuple[str, ...]]] = {}
 
     def render(self, explanations: list[Explanation]) -> str:
         return explain_json(explanations, show_secrets=self.show_secrets)

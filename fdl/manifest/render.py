@@ -117,7 +117,7 @@ def _key_text(key: str) -> str:
 def render_show(tree: MapNode, *, origins: bool = True, show_secrets: bool = False) -> str:
     """The merged manifest as YAML, leaves annotated with ``# file:line``."""
     rows: list[tuple[str, str]] = []
-    _rows(tree, 0, (), rows, show_secrets=show_secrets, secret=False, memo=_ShowMemo())
+    _rows(tree, 0, rows, _ShowMemo(), show_secrets=show_secrets, secret=False)
     if not origins:
         return "".join(body + "\n" for body, _ in rows)
     widths = [len(body) for body, label in rows if label and len(body) < MAX_COMMENT_COLUMN]
@@ -174,17 +174,14 @@ class _ShowMemo:
 def _rows(
     node: MapNode,
     indent: int,
-    path: tuple[str, ...],
     rows: list[tuple[str, str]],
+    memo: _ShowMemo,
     *,
     show_secrets: bool,
     secret: bool,
-    memo: _ShowMemo | None = None,
 ) -> None:
     pad = " " * indent
-    memo = _ShowMemo() if memo is None else memo
     for key, child in node.entries.items():
-        child_path = (*path, key)
         hidden = not show_secrets and (
             secret or memo.secret_key(key) or child.tag == "!secret" or memo.holds_token(child)
         )
@@ -194,26 +191,10 @@ def _rows(
             rows.append((f"{pad}{_key_text(key)}: {inline}", label))
         elif isinstance(child, MapNode):
             rows.append((f"{pad}{_key_text(key)}:", ""))
-            _rows(
-                child,
-                indent + 2,
-                child_path,
-                rows,
-                show_secrets=show_secrets,
-                secret=hidden,
-                memo=memo,
-            )
+            _rows(child, indent + 2, rows, memo, show_secrets=show_secrets, secret=hidden)
         elif isinstance(child, SeqNode):
             rows.append((f"{pad}{_key_text(key)}:", ""))
-            _seq_rows(
-                child,
-                indent + 2,
-                child_path,
-                rows,
-                show_secrets=show_secrets,
-                secret=hidden,
-                memo=memo,
-            )
+            _seq_rows(child, indent + 2, rows, memo, show_secrets=show_secrets, secret=hidden)
         else:
             assert isinstance(child, ScalarNode)
             rows.append((f"{pad}{_key_text(key)}: {_scalar_text(child, hidden)}", label))
@@ -222,47 +203,28 @@ def _rows(
 def _seq_rows(
     node: SeqNode,
     indent: int,
-    path: tuple[str, ...],
     rows: list[tuple[str, str]],
+    memo: _ShowMemo,
     *,
     show_secrets: bool,
     secret: bool,
-    memo: _ShowMemo | None = None,
 ) -> None:
     pad = " " * indent
-    memo = _ShowMemo() if memo is None else memo
-    for index, item in enumerate(node.items):
-        item_path = (*path, str(index))
+    for item in node.items:
         hidden = secret or (not show_secrets and (item.tag == "!secret" or memo.holds_token(item)))
         inline = _inline(item, hidden)
         if inline is not None:
             rows.append((f"{pad}- {inline}", _origin_label(item.origin)))
         elif isinstance(item, MapNode):
             sub: list[tuple[str, str]] = []
-            _rows(
-                item,
-                indent + 2,
-                item_path,
-                sub,
-                show_secrets=show_secrets,
-                secret=hidden,
-                memo=memo,
-            )
+            _rows(item, indent + 2, sub, memo, show_secrets=show_secrets, secret=hidden)
             first, *rest = sub
             rows.append((f"{pad}- {first[0].lstrip()}", first[1]))
             rows.extend(rest)
         else:
             assert isinstance(item, SeqNode)
             rows.append((f"{pad}-", ""))
-            _seq_rows(
-                item,
-                indent + 2,
-                item_path,
-                rows,
-                show_secrets=show_secrets,
-                secret=hidden,
-                memo=memo,
-            )
+            _seq_rows(item, indent + 2, rows, memo, show_secrets=show_secrets, secret=hidden)
 
 
 def show_data(tree: MapNode, *, show_secrets: bool = False) -> Any:

@@ -84,13 +84,15 @@ class FakeSlurm:
         monkeypatch.setattr(fdl.deploy, "follow_output", self.follow)
         monkeypatch.setattr(fdl.deploy, "job_status", lambda record, runner: JobStatus(self.state))
 
-    def submit(self, target, text, state_dir, runner, *, filename, job_name, image):  # type: ignore[no-untyped-def]
-        self.script = text
+    def submit(self, target, job, state_dir, runner):  # type: ignore[no-untyped-def]
+        self.script = job.text
         if self.answer is not None:
             answers = state_dir / "libtorch-build"
             answers.mkdir(parents=True, exist_ok=True)
             (answers / "42.json").write_text(json.dumps(self.answer))
-        return JobRecord(target.name, "slurm", "42", image, str(state_dir / filename), "/o/42")
+        return JobRecord(
+            target.name, "slurm", "42", job.image, str(state_dir / job.filename), "/o/42"
+        )
 
     def follow(self, record, runner, *, follow):  # type: ignore[no-untyped-def]
         yield "fdl: libtorch build job 42 on node1"

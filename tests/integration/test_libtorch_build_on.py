@@ -15,6 +15,7 @@ import pytest
 from fdl.deploy import (
     FINISHED,
     DeployTarget,
+    JobFile,
     build_job_dir,
     cancel_job,
     job_state,
@@ -116,15 +117,8 @@ def test_a_cancelled_build_job_stops_fdl_and_leaves_no_answer(
         workdir=tmp_path,
         fdl=(str(fake),),
     )
-    record = submit_script(
-        job.target,
-        job.text,
-        state_dir,
-        runner,
-        filename=job.filename,
-        job_name=job.job_name,
-        image="libtorch build",
-    )
+    built = JobFile(job.text, job.filename, job.job_name, "libtorch build")
+    record = submit_script(job.target, built, state_dir, runner)
     output = Path(record.output)
     for _ in range(600):  # until the stand-in runs (or the job ended early: asserted below)
         if "started" in (output.read_text() if output.is_file() else ""):

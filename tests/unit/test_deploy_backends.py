@@ -18,6 +18,7 @@ from fdl.deploy import (
     DeployTarget,
     GpuOffer,
     ImageArchs,
+    JobFile,
     JobRecord,
     JobStatus,
     backend,
@@ -30,6 +31,7 @@ from fdl.deploy import (
     read_record,
     submit_plan,
 )
+from fdl.deploy._backend import JobInputs
 from fdl.deploy._record import write_record
 from fdl.manifest.sections.deploy import KINDS
 from fdl.runner import Runner
@@ -76,12 +78,12 @@ class _Toy:
     def check(self, target: DeployTarget, runner: Runner) -> list[str]:
         return []
 
-    def render(self, target: DeployTarget, **given: Any) -> str:
-        allowed = " ".join(g.name for g in given["allowed"])
-        return f"run {given['image']} as {given['job_name']} on {allowed}\n"
+    def render(self, target: DeployTarget, job: JobInputs) -> str:
+        allowed = " ".join(g.name for g in job.allowed)
+        return f"run {job.image} as {job.job_name} on {allowed}\n"
 
-    def submit(self, target: DeployTarget, text: str, state_dir: Path, runner: Runner, **given: str) -> JobRecord:  # fmt: skip
-        record = JobRecord(target.name, "toy", "t1", given["image"], given["filename"], "-")
+    def submit(self, target: DeployTarget, job: JobFile, state_dir: Path, runner: Runner) -> JobRecord:  # fmt: skip
+        record = JobRecord(target.name, "toy", "t1", job.image, job.filename, "-")
         self.jobs[record.job_id] = "RUNNING"
         write_record(state_dir, record)
         return record

@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-__all__ = ["JsonOption", "checked_output", "group"]
+if TYPE_CHECKING:
+    from fdl.cli._session import Session
+
+__all__ = [
+    "DryRunOption",
+    "JsonOption",
+    "YesOption",
+    "checked_output",
+    "confirm_delete",
+    "group",
+]
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Output JSON.")]
+# The two options of a command that deletes (`fdl cache clean`, `fdl libtorch remove`).
+YesOption = Annotated[
+    bool, typer.Option("--yes", "-y", help="Delete without asking (needed without a terminal).")
+]
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
+]
 
 
 def group(name: str, help: str | None = None, *, no_args_is_help: bool = False) -> typer.Typer:
@@ -45,6 +62,30 @@ def checked_output(path: Path, option: str = "-o", *, directory: bool = False) -
         what = "a directory" if directory else "a file"
         raise UsageError(problem, hint=f"give {option} {what} under your project or home")
     return path
+
+
+def confirm_delete(
+    session: Session, what: str, command: str, args: list[str], *, yes: bool
+) -> bool:
+    """Whether ``command`` (``fdl cache clean``, given ``args``) may delete ``what``: with
+    ``--yes``, or when the user says so; says "nothing deleted" when not.
+
+    Raises:
+        UsageError: no terminal to ask and no ``--yes`` (the fix: the command with ``--yes``).
+    """
+    if yes:
+        return True
+    if not session.interactive:
+        from fdl.errors import UsageError
+
+        raise UsageError(
+            f"{command} deletes {what}; there is no terminal to ask",
+            hint=f"confirm with: {' '.join([command, *args])} --yes",
+        )
+    if session.confirm(f"delete {what}?"):
+        return True
+    session.console.info("nothing deleted")
+    return False
 
 
 def visible_devices(gpus: str | None) -> tuple[int, ...] | None:

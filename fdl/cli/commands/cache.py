@@ -8,7 +8,13 @@ import typer
 
 from fdl.cli._progress import human_bytes
 from fdl.cli._session import Session
-from fdl.cli.commands._common import JsonOption, group
+from fdl.cli.commands._common import (
+    DryRunOption,
+    JsonOption,
+    YesOption,
+    confirm_delete,
+    group,
+)
 from fdl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -93,12 +99,8 @@ def clean(
         list[str] | None,
         typer.Argument(help="Caches to clean (default: all): downloads, wheels, compiler, ..."),
     ] = None,
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Delete without asking (needed without a terminal).")
-    ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
-    ] = False,
+    yes: YesOption = False,
+    dry_run: DryRunOption = False,
     all_projects: AllProjectsOption = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -129,15 +131,8 @@ def clean(
             prefix = "[dry-run] would delete" if dry_run else "nothing to delete:"
             session.console.out(f"{prefix} {what}")
         return
-    if not yes:
-        if not session.interactive:
-            raise UsageError(
-                f"fdl cache clean deletes {what}; there is no terminal to ask",
-                hint=f"confirm with: fdl cache clean {' '.join(wanted)} --yes".replace("  ", " "),
-            )
-        if not session.confirm(f"delete {what}?"):
-            session.console.info("nothing deleted")
-            return
+    if not confirm_delete(session, what, "fdl cache clean", wanted, yes=yes):
+        return
     removed = clean_caches(chosen, [e.name for e in chosen], engine=engine)
     if as_json:
         session.console.json({"cleaned": [e.to_json() for e in removed], "bytes": total})

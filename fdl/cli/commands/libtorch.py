@@ -17,7 +17,13 @@ import typer
 from fdl.cli._progress import ProgressLine, human_bytes
 from fdl.cli._render import render_checks, summary_line
 from fdl.cli._variant_view import list_variants, show_info
-from fdl.cli.commands._common import JsonOption, group
+from fdl.cli.commands._common import (
+    DryRunOption,
+    JsonOption,
+    YesOption,
+    confirm_delete,
+    group,
+)
 from fdl.cli.commands._team import credentials, team_registry
 from fdl.cli.commands.libtorch_build import build
 from fdl.cli.commands.libtorch_install import download, install, pull
@@ -84,12 +90,8 @@ def remove(
     variant: Annotated[
         str, typer.Argument(help="precompiled/<name>, builds/<name>, or a short name (cu126).")
     ],
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Delete without asking (needed without a terminal).")
-    ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
-    ] = False,
+    yes: YesOption = False,
+    dry_run: DryRunOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Delete an installed variant (clears the active pointer if it was active). Asks first
@@ -123,15 +125,8 @@ def remove(
         else:
             session.console.out(f"[dry-run] would delete {what} at {path}")
         return
-    if not yes:
-        if not session.interactive:
-            raise UsageError(
-                f"fdl libtorch remove deletes {what}; there is no terminal to ask",
-                hint=f"confirm with: fdl libtorch remove {name} --yes",
-            )
-        if not session.confirm(f"delete {what}?"):
-            session.console.info("nothing deleted")
-            return
+    if not confirm_delete(session, what, "fdl libtorch remove", [name], yes=yes):
+        return
     was_active = variants.remove(context, name, on_wait=session.console.info)
     if as_json:
         session.console.json({"removed": name, "was_active": was_active, "bytes": size})

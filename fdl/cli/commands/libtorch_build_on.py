@@ -79,22 +79,15 @@ def _submit_and_follow(
     as_json: bool,
     given: dict[str, tuple[Any, str]],
 ) -> None:
-    from fdl.deploy import follow_output, job_status, read_build_result, submit_script
+    from fdl.deploy import JobFile, follow_output, job_status, read_build_result, submit_script
     from fdl.errors import CommandFailed, Interrupted
     from fdl.runner import default_runner
 
     console = session.console
     runner = default_runner()
     name = job.target.name
-    record = submit_script(
-        job.target,
-        job.text,
-        states,
-        runner,
-        filename=job.filename,
-        job_name=job.job_name,
-        image=f"libtorch build -> {job.registry}",
-    )
+    built = JobFile(job.text, job.filename, job.job_name, f"libtorch build -> {job.registry}")
+    record = submit_script(job.target, built, states, runner)
     job_id = record.job_id
     answer = job.result_path(job_id)
     console.info(
