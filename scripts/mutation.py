@@ -102,7 +102,7 @@ MODULES: tuple[Module, ...] = (
     Module(
         "variant selection",
         "fdl/libtorch/_select.py",
-        ("test_libtorch_select.py", "test_compat_platforms.py", "test_one_answer.py"),
+        ("test_libtorch_select.py", "test_mutation_kills_select.py", "test_compat_platforms.py"),
     ),
     Module(
         "sbatch lines",
