@@ -9,7 +9,13 @@ import pytest
 from fdl.compat import default_torch_version, parse_capability, release, resolve_torch_version
 from fdl.compat.rocm import rocm_builds
 from fdl.errors import UsageError
-from fdl.libtorch import cuda_target, installed_coverage, select_rocm, select_variant
+from fdl.libtorch import (
+    coverage_fix,
+    cuda_target,
+    installed_coverage,
+    select_rocm,
+    select_variant,
+)
 
 
 def caps(*texts: str):
@@ -254,3 +260,174 @@ def test_json_of_a_driver_too_old_for_the_gpu() -> None:
     assert data["driver_problem"] is not None
     assert "driver >= 570" in data["driver_problem"]
     assert data["warnings"][0] == data["driver_problem"]
+
+
+# --- what the second mutation run found untested --------------------------------------------
+
+
+def test_a_detected_build_that_covers_every_gpu_says_how_each_runs_it() -> None:
+    data = select_variant(caps("12.0")).to_json()
+    assert data["reason"] == "cu132 runs on every GPU (sm_120: native cubin sm_120)"
+    assert data["verdicts"] == [
+        {"gpu": "sm_120", "match": "native", "reason": "native cubin sm_120"}
+    ]
+
+
+def test_gpus_no_cuda_build_serves_get_the_cpu_build_detected() -> None:
+    selection = select_variant(caps("3.5"))
+    assert (selection.variant, selection.how) == ("cpu", "detected")
+    assert selection.reason.startswith(
+        f"no official PyTorch {default_torch_version()} build covers sm_35 ("
+    )
+    assert selection.warnings == (
+        "the CPU build does not use the GPUs (sm_35)",
+        f"torch {default_torch_version()} cannot be built for every GPU; torch 2.7.1 can: "
+        "fdl libtorch build --archs 3.5 --torch 2.7.1",
+    )
+
+
+def test_a_partial_build_names_every_gpu_it_runs_on() -> None:
+    selection = select_variant(caps("6.1", "8.6", "12.0"))
+    assert selection.reason.endswith(f"{selection.variant} runs on sm_86, sm_120 only")
+
+
+def test_the_partial_build_is_the_one_serving_most_gpus() -> None:
+    # 2.14.1: cu126 runs on sm_61 and sm_70, cu130 and cu132 on sm_120 only
+    selection = select_variant(caps("6.1", "7.0", "12.0"), torch="2.14")
+    assert selection.variant == "cu126"
+    assert [c.sm for c in selection.uncovered] == ["sm_120"]
+
+
+def test_among_partial_builds_serving_as_many_pypis_default_wins() -> None:
+    # 2.14.1 ships cu126 (sm_61), cu130 (its default) and cu132 (both sm_120)
+    assert select_variant(caps("6.1", "12.0"), torch="2.14").variant == "cu130"
+
+
+def test_a_build_serving_none_of_the_gpus_does_not_end_the_search() -> None:
+    # 2.14.1's cu126 serves neither sm_35 nor sm_120; cu130 serves sm_120
+    selection = select_variant(caps("3.5", "12.0"), torch="2.14")
+    assert selection.variant == "cu130"
+    assert [c.sm for c in selection.uncovered] == ["sm_35"]
+
+
+def test_a_requested_cuda_says_which_flag_chose_it() -> None:
+    assert select_variant(caps("8.6"), cuda="13.0").reason == "--cuda 13.0 was given"
+
+
+def test_a_requested_variant_is_taken_from_the_pinned_release() -> None:
+    selection = select_variant(caps("8.6"), cuda="12.6", torch="2.14")
+    assert (selection.torch_version, selection.variant) == ("2.14.1", "cu126")
+
+
+def test_a_requested_cuda_the_driver_cannot_run_warns() -> None:
+    selection = select_variant(caps("8.6"), cuda="13.0", driver="550.54")
+    assert selection.warnings == (
+        "CUDA 13.0 needs driver >= 580, this one is 550.54: update the NVIDIA driver",
+    )
+
+
+def test_cubins_need_only_the_minor_version_floor_of_the_driver() -> None:
+    # cu126 runs sm_86 natively: driver 530 (above 12.x's 525 floor) runs it
+    assert select_variant(caps("8.6"), cuda="12.6", torch="2.14", driver="530.30").warnings == ()
+
+
+def test_a_driver_below_the_gpus_floor_is_said_once_first() -> None:
+    selection = select_variant(caps("6.1", "12.0"), driver="550.54")
+    assert selection.warnings == (
+        "sm_120 (Blackwell) needs driver >= 570 (no older driver supports it), this one is "
+        "550.54: upgrade the NVIDIA driver to 570 or newer (no libtorch, of any CUDA, runs on "
+        "that GPU with an older driver)",
+        "the CPU build does not use the GPUs (sm_61, sm_120)",
+        "for every GPU, build libtorch from source: fdl libtorch build --archs 6.1,12.0 "
+        f"(torch {default_torch_version()}, CUDA 12.9)",
+    )
+    # the build was chosen for driver 570; what 570 lacks is not this machine's warning
+    requested = select_variant(caps("12.0"), cuda="13.0", driver="550.54")
+    assert requested.warnings == (requested.driver_problem,)
+    assert "this one is 550.54" in str(requested.driver_problem)
+
+
+def test_every_gpu_a_build_misses_is_named() -> None:
+    selection = select_variant(caps("3.5", "6.1"), cuda="13.0")
+    assert selection.warnings[0] == "cu130 has no code for sm_35, sm_61"
+
+
+def test_the_cpu_build_names_the_gpus_and_the_downloads_that_would_use_them() -> None:
+    full = default_torch_version()
+    build = f"fdl libtorch build --archs 6.1,7.5 (torch {full}, CUDA 12.9)"
+    assert select_variant(caps("6.1", "7.5"), cpu=True).warnings == (
+        "the CPU build does not use the GPUs (sm_61, sm_75)",
+        f"for every GPU, build libtorch from source: {build}",
+        "or, without a build: torch 2.14.1's official cu126 build runs on sm_61, sm_75 "
+        "(fdl libtorch download --torch 2.14.1)",
+    )
+    # a driver older than cu126's (525) runs 2.7.1's cu118
+    older = select_variant(caps("6.1", "7.5"), cpu=True, driver="520.61").warnings
+    assert older[-1].startswith("or, without a build: torch 2.7.1's official cu118 build")
+    # Linux arm64 has no official build of an older release for them
+    arm = select_variant(caps("6.1", "7.5"), cpu=True, platform="linux-arm64").warnings
+    assert arm == (
+        "the CPU build does not use the GPUs (sm_61, sm_75)",
+        f"for every GPU, build libtorch from source: {build}",
+    )
+
+
+def test_a_pinned_release_is_kept_in_the_build_and_its_cuda() -> None:
+    selection = select_variant(caps("6.1", "12.0"), torch="2.7")
+    assert selection.build == (
+        "fdl", "libtorch", "build", "--archs", "6.1,12.0", "--torch", "2.7.1",
+    )  # fmt: skip
+    assert selection.build_cuda == "12.8"  # 2.7.1's newest release CUDA
+
+
+def test_a_release_too_old_for_the_gpu_names_the_first_that_covers_it() -> None:
+    x86 = select_variant(caps("12.0"), torch="2.6").warnings
+    assert x86[-1] == (
+        "torch 2.6.0 cannot be built for sm_120: use torch 2.7.1 or newer, whose cu128 build "
+        "covers them (fdl libtorch download --torch 2.7.1)"
+    )
+    arm = select_variant(caps("12.0"), torch="2.6", platform="linux-arm64").warnings
+    assert arm[-1] == (
+        "torch 2.6.0 cannot be built for sm_120: use torch 2.11.0 or newer, whose cu130 build "
+        "covers them (fdl libtorch install --from-wheel --torch 2.11.0)"
+    )
+
+
+def test_coverage_fix_is_a_download_an_official_build_covers_else_a_build() -> None:
+    assert coverage_fix([]) == "fdl libtorch download --cpu"
+    assert coverage_fix(caps("6.1", "12.0"), torch="2.14") == (
+        "fdl libtorch build --archs 6.1,12.0 --torch 2.14.1"
+    )
+    # driver 570 runs no 2.15 build: 2.11.0's cu128 is the newest that driver runs
+    assert coverage_fix(caps("12.0"), driver="570.86") == "fdl libtorch download --cuda 12.8"
+    # a torch the tables do not know: the newest that fits, for this driver still
+    assert coverage_fix(caps("12.0"), torch="9.9", driver="570.86") == (
+        "fdl libtorch download --cuda 12.8 --torch 2.11.0"
+    )
+
+
+def test_installed_coverage_fix_is_for_this_driver() -> None:
+    found = installed_coverage("cu132", "13.2", {"cubin": ["sm_80"]}, caps("12.0"), driver="570.86")
+    assert found == (
+        "cu132 has no code for sm_120: those GPUs cannot run it",
+        "fdl libtorch download --cuda 12.8",
+    )
+
+
+def test_no_release_serving_all_the_gpus_asks_for_other_gpus_or_torch() -> None:
+    with pytest.raises(UsageError) as raised:
+        cuda_target(caps("3.5", "12.0"))
+    assert str(raised.value) == (
+        f"torch {default_torch_version()} has no CUDA build for sm_35 + sm_120 and cannot be "
+        "built for them"
+    )
+    assert raised.value.hint == "name other --gpus, or pick another --torch"
+
+
+def test_a_release_too_old_to_build_for_the_gpus_names_the_newer_one() -> None:
+    with pytest.raises(UsageError) as raised:
+        cuda_target(caps("12.0"), "2.6")
+    assert raised.value.hint == (
+        "torch 2.6.0 cannot be built for sm_120: use torch 2.7.1 or newer, whose cu128 build "
+        "covers them (fdl libtorch download --torch 2.7.1)"
+    )
