@@ -386,6 +386,9 @@ def test_a_release_too_old_for_the_gpu_names_the_first_that_covers_it() -> None:
         "torch 2.6.0 cannot be built for sm_120: use torch 2.7.1 or newer, whose cu128 build "
         "covers them (fdl libtorch download --torch 2.7.1)"
     )
+    # an Ada GPU beside it: 2.6 cannot build the two together
+    pair = select_variant(caps("8.9", "12.0"), torch="2.6").warnings
+    assert pair[-1].startswith("torch 2.6.0 cannot be built for sm_89, sm_120: use torch 2.7.1")
     arm = select_variant(caps("12.0"), torch="2.6", platform="linux-arm64").warnings
     assert arm[-1] == (
         "torch 2.6.0 cannot be built for sm_120: use torch 2.11.0 or newer, whose cu130 build "
@@ -430,4 +433,26 @@ def test_a_release_too_old_to_build_for_the_gpus_names_the_newer_one() -> None:
     assert raised.value.hint == (
         "torch 2.6.0 cannot be built for sm_120: use torch 2.7.1 or newer, whose cu128 build "
         "covers them (fdl libtorch download --torch 2.7.1)"
+    )
+
+
+def test_the_advice_beside_a_partial_build_is_for_this_driver() -> None:
+    # 2.14.1's cu126 runs sm_75 only; driver 570 runs CUDA 12.x, not 13
+    selection = select_variant(caps("7.5", "12.0"), torch="2.14", driver="570.86")
+    assert selection.variant == "cu126"
+    assert selection.build_cuda == "12.9"
+    assert selection.warnings[1:] == (
+        "for every GPU, build libtorch from source: fdl libtorch build --archs 7.5,12.0 "
+        "--torch 2.14.1 (torch 2.14.1, CUDA 12.9)",
+        "or, without a build: torch 2.11.0's official cu128 build runs on sm_75, sm_120 "
+        "(fdl libtorch download --torch 2.11.0)",
+    )
+
+
+def test_a_newer_release_is_named_only_when_this_driver_runs_its_build() -> None:
+    # Linux arm64's first build for sm_120 is 2.11.0's cu130, which needs driver 580
+    selection = select_variant(caps("12.0"), torch="2.6", platform="linux-arm64", driver="570.86")
+    assert selection.warnings[-1] == (
+        "torch 2.6.0 cannot be built for every GPU; torch 2.15.0 can: "
+        "fdl libtorch build --archs 12.0 --torch 2.15.0"
     )
