@@ -50,6 +50,7 @@ class Match:  # what offers read of a SharedMatch
 
 def says(source: str, need: Need, facts: Facts | None = None) -> tuple[bool, str]:
     answer = offer(source, need, facts or Facts())
+    assert answer.source == source  # the name plans and --json show beside the reason
     return answer.ok, answer.why
 
 
@@ -299,6 +300,8 @@ def test_the_text_plan_ranks_marks_and_costs_each_offer() -> None:
             Offer("wheel", True, "wheel", 999_999_999, "", ""),
             Offer("directory", True, "tree", None, "seconds", "yours"),
             Offer("installed", True, "copy", None, "", ""),
+            Offer("cpu-view", True, "view", 1_500_000, "", ""),
+            Offer("wheel", True, "big", 1_050_000_000, "", ""),
             Offer("build", False, "no build", 5, "hours", "yours"),
         )
     )
@@ -309,7 +312,9 @@ def test_the_text_plan_ranks_marks_and_costs_each_offer() -> None:
         "    3. wheel [can]: wheel (1000 MB)",
         "    4. directory [can]: tree (seconds, yours)",
         "    5. installed [can]: copy",
-        "    6. build [no]: no build",
+        "    6. cpu-view [can]: view (2 MB)",
+        "    7. wheel [can]: big (1.1 GB)",
+        "    8. build [no]: no build",
     ]
 
 
@@ -333,3 +338,11 @@ def test_facts_are_gathered_only_for_what_the_command_takes() -> None:
     assert (dict(facts.given), facts.looked) == ({"wheel": "w"}, frozenset({"registry"}))
     gather_facts(replace(only, asked=("directory",)), registry=REG, look_up=look_up)
     assert calls == ["registry"]  # the registry was not asked for: not looked in
+
+
+def test_the_facts_gathered_are_the_ones_offers_read() -> None:
+    match = Match(Remote({}))
+    torch = Installed("2.14.1+cu130", "2.14.1", "cu130", {"python": "/usr/bin/python3"})
+    facts = gather_facts(CU130, registry=REG, look_up=lambda: match, installed=lambda: torch)  # type: ignore[arg-type, return-value]
+    assert facts.shared is match and facts.installed is torch
+    assert facts.looked == frozenset({"registry", "installed"})
