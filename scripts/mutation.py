@@ -125,7 +125,11 @@ MODULES: tuple[Module, ...] = (
             "test_sbatch_grammar.py",
         ),
     ),
-    Module("source chooser", "fdl/libtorch/_choose.py", ("test_choose.py",)),
+    Module(
+        "source chooser",
+        "fdl/libtorch/_choose.py",
+        ("test_choose.py", "test_mutation_kills_choose.py"),
+    ),
 )
 
 # what the tests read besides fdl/ and tests/ (asset folders, the pytest configuration)
