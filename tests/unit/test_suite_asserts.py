@@ -14,6 +14,42 @@ TESTS = Path(__file__).resolve().parent.parent
 # problem, returns nothing), each beside tests of the positive answer in its file; or whose
 # positive checks sit in a helper or inside one assert's condition.
 ABSENCE_IS_THE_ANSWER = {
+    "cli/test_import_budget.py::test_a_replayed_project_command_imports_nothing_of_the_planner": (
+        "_imported asserts exit 0"
+    ),
+    "cli/test_signals_every_phase.py::"
+    "test_a_signal_in_each_long_phase_ends_fdl_with_nothing_left_running": (
+        "phase.ready() (the long phase reached) and the signal's exit code come first"
+    ),
+    "unit/test_amd_smi.py::test_no_gpu_in_kfd_asks_no_tool": (
+        "no GPU: asking nothing is the answer; the file's other tests read the tools"
+    ),
+    "unit/test_gfx_names.py::test_hostile_names_are_not_targets": (
+        "None is refusing; test_valid_target_ids shows the names that parse"
+    ),
+    "unit/test_mutation_kills_manifest.py::test_the_final_tree_holds_no_merge_tags": (
+        "the merged values are the file's other tests; this one is the tags' absence"
+    ),
+    "unit/test_mutation_kills_manifest.py::test_a_deleted_root_materializes_to_nothing": (
+        "None is what a deleted root gives"
+    ),
+    "unit/test_mutation_kills_select.py::test_a_rocm_build_with_no_known_glibc_floor_never_warns": (
+        "no warning is the answer; the glibc warning is tested beside it"
+    ),
+    "unit/test_mutation_kills_select.py::test_only_ptx_is_still_code": (
+        "the second assert is the positive: compute_90 PTX does not run sm_86"
+    ),
+    "unit/test_mutation_kills_select.py::"
+    "test_nothing_to_say_without_a_cuda_build_gpus_or_known_code": (
+        "None is 'nothing missed'; the misses are the file's other coverage tests"
+    ),
+    "unit/test_mutation_kills_select.py::"
+    "test_cubins_need_only_the_minor_version_floor_of_the_driver": (
+        "no warning is the answer; the driver warnings are tested beside it"
+    ),
+    "unit/test_recorded.py::test_nothing_is_kept_or_given_when_turned_off": (
+        "turned off, nothing kept is the answer; the file's other tests keep and give"
+    ),
     "cli/test_fastpath.py::test_fast_path_declines_other_forms": "None is declining",
     "cli/test_fastpath.py::test_variant_fast_path_declines_other_forms": "None is declining",
     "cli/test_import_budget.py::test_short_answers_import_nothing_heavy": "_imported "
