@@ -3,7 +3,7 @@ preference table kept as data, and a damaged table's documented exit."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,30 +21,7 @@ from fdl.libtorch._choose import (
     offer,
 )
 from fdl.libtorch._needs import build_need, install_need
-
-CU130 = Need("setup", torch="2.14.1", variant="cu130", cuda="13.0", pypi_variant="cu130")
-CPU = Need("setup", torch="2.14.1", variant="cpu", pypi_variant="cu130")
-
-
-@dataclass
-class Installed:  # what offers read of a WheelSource
-    version: str
-    torch_version: str
-    variant: str | None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Remote:
-    manifest: dict[str, Any]
-
-
-@dataclass
-class Match:  # what offers read of a SharedMatch
-    remote: Remote
-
-    def reason(self) -> str:
-        return "pull r@sha256:0 (built by build, covers sm_120)"
+from tests.support.choose import CPU, CU130, Installed, Match, Remote
 
 
 def ok(source: str, need: Need, facts: Facts | None = None) -> tuple[bool, str]:
@@ -204,6 +181,20 @@ def test_only_the_named_source_serves_an_install() -> None:
     assert "not asked for" in choice.offers[-1].why
 
 
+# install_need's keywords as `fdl libtorch install` passes them when no option is given
+NO_INSTALL_OPTIONS: dict[str, Any] = {
+    "directory": None,
+    "wheel": None,
+    "python": None,
+    "torch": None,
+    "from_wheel": False,
+    "from_registry": False,
+    "cpu": False,
+    "registry": None,
+    "pinned_cpu": False,
+}
+
+
 @pytest.mark.parametrize(
     ("options", "source"),
     [
@@ -218,18 +209,7 @@ def test_only_the_named_source_serves_an_install() -> None:
     ],
 )
 def test_install_options_name_one_source(options: dict[str, Any], source: str) -> None:
-    base: dict[str, Any] = {
-        "directory": None,
-        "wheel": None,
-        "python": None,
-        "torch": None,
-        "from_wheel": False,
-        "from_registry": False,
-        "cpu": False,
-        "registry": None,
-        "pinned_cpu": False,
-    }
-    need, _ = install_need(**{**base, **options})
+    need, _ = install_need(**{**NO_INSTALL_OPTIONS, **options})
     assert need.asked == (source,) and need.only
 
 
@@ -246,19 +226,8 @@ def test_install_options_name_one_source(options: dict[str, Any], source: str) -
 def test_install_options_that_name_no_source_or_two_are_usage_errors(
     options: dict[str, Any],
 ) -> None:
-    base: dict[str, Any] = {
-        "directory": None,
-        "wheel": None,
-        "python": None,
-        "torch": None,
-        "from_wheel": False,
-        "from_registry": False,
-        "cpu": False,
-        "registry": None,
-        "pinned_cpu": False,
-    }
     with pytest.raises(UsageError):
-        install_need(**{**base, **options})
+        install_need(**{**NO_INSTALL_OPTIONS, **options})
 
 
 def test_a_build_pulls_the_team_variant_unless_told_not_to() -> None:

@@ -4,7 +4,7 @@ fields, the ranked text plan (:meth:`Choice.lines`), its JSON and the ranking's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -19,33 +19,11 @@ from fdl.libtorch._choose import (
     gather_facts,
     offer,
 )
+from tests.support.choose import CPU, CU130, Installed, Match, Remote
 
-CU130 = Need("setup", torch="2.14.1", variant="cu130", cuda="13.0", pypi_variant="cu130")
-CPU = Need("setup", torch="2.14.1", variant="cpu", pypi_variant="cu130")
 ROCM = Need("setup", torch="2.9.1", variant="rocm70", rocm="7.0", archives=False)
 SPLIT = replace(CU130, covers_all=False, build=("fdl", "libtorch", "build", "--arch", "sm_61"))
 REG = "r.example/team/libtorch"
-
-
-@dataclass
-class Installed:  # what offers read of a WheelSource
-    version: str
-    torch_version: str
-    variant: str | None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Remote:
-    manifest: Any
-
-
-@dataclass
-class Match:  # what offers read of a SharedMatch
-    remote: Remote
-
-    def reason(self) -> str:
-        return "pull r@sha256:0 (built by build, covers sm_120)"
 
 
 def says(source: str, need: Need, facts: Facts | None = None) -> tuple[bool, str]:
