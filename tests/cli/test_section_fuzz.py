@@ -17,8 +17,6 @@ Derandomized: every run tries the same cases.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +40,7 @@ from fdl.manifest.schema import (
 )
 from fdl.manifest.sections import root_spec
 from tests.support.images import make_project, make_variant
+from tests.support.scripts import assert_bash_accepts
 
 DOCUMENTED = {0, 1, 2, 3, 4}
 FAKE_PYTORCH = Path(__file__).resolve().parent.parent / "fixtures" / "fake-pytorch"
@@ -169,16 +168,6 @@ def _checked(result: Any, case: object) -> None:
     assert "internal error" not in result.output, context
 
 
-def _check_script(script: str, case: object) -> None:
-    done = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True)
-    assert done.returncode == 0, (case, done.stderr, script)
-    if shutil.which("shellcheck"):
-        done = subprocess.run(
-            ["shellcheck", "-s", "bash", "-"], input=script, text=True, capture_output=True
-        )
-        assert done.returncode == 0, (case, done.stdout[-2000:], script)
-
-
 def _check_objects(text: str) -> None:
     kubernetes_validate = pytest.importorskip("kubernetes_validate")
     for obj in yaml.safe_load_all(text):
@@ -204,7 +193,7 @@ def deploy_case(
     if result.exit_code != 0 or command != ["render", "t"]:
         return
     if target["kind"] == "slurm":
-        _check_script(result.stdout, target)
+        assert_bash_accepts(result.stdout, target)
     elif target.get("controller", "job") == "job":
         _check_objects(result.stdout)
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from fdl.deploy import DeployTarget, GpuOffer, plan_build_job, read_build_result
 from fdl.errors import EnvironmentProblem, UsageError
+from tests.support.scripts import assert_bash_accepts
 
 REGISTRY = "127.0.0.1:5000/team/libtorch"
 FDL = ("/opt/venv/bin/python", "-m", "fdl")
@@ -86,14 +85,7 @@ def test_the_script_asks_for_the_target_node_and_builds_for_its_gpus(tmp_path: P
 )
 def test_the_script_is_valid_bash_and_shellcheck_clean(target: DeployTarget, tmp_path) -> None:
     job = _plan(target, {"cpu": (True, "--cpu")}, tmp_path=tmp_path)
-    script = tmp_path / "job.sbatch"
-    script.write_text(job.text)
-    subprocess.run(["bash", "-n", str(script)], check=True)
-    if shutil.which("shellcheck"):
-        result = subprocess.run(
-            ["shellcheck", "-s", "bash", str(script)], capture_output=True, text=True
-        )
-        assert result.returncode == 0, result.stdout
+    assert_bash_accepts(job.text)
     # The answer appears whole or not at all, and a cancelled job removes the partial one.
     assert 'mv "$result.part" "$result"' in job.text
     assert 'trap "stop 143" TERM' in job.text

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from fdl.deploy import (
 )
 from fdl.errors import EnvironmentProblem, ManifestError, UsageError
 from fdl.manifest import load_manifest
+from tests.support.scripts import assert_bash_accepts
 
 DIGEST = "sha256:" + "ab" * 32
 PASCAL_BLACKWELL = ImageArchs("builds/sm61-sm120", "12.8", ("sm_61", "sm_120", "compute_120"))
@@ -262,16 +261,9 @@ def _slurm(runtime: str) -> DeployTarget:
 
 
 @pytest.mark.parametrize("runtime", ["pyxis", "apptainer", "podman", "docker"])
-def test_every_runtime_renders_a_script_bash_accepts(runtime: str, tmp_path: Path) -> None:
+def test_every_runtime_renders_a_script_bash_accepts(runtime: str) -> None:
     text = _plan(_slurm(runtime), CU130).text
-    script = tmp_path / "job.sbatch"
-    script.write_text(text)
-    subprocess.run(["bash", "-n", str(script)], check=True)
-    if shutil.which("shellcheck"):
-        result = subprocess.run(
-            ["shellcheck", "-s", "bash", str(script)], capture_output=True, text=True
-        )
-        assert result.returncode == 0, result.stdout
+    assert_bash_accepts(text)
     if runtime == "pyxis":
         assert '--container-image="$IMAGE"' in text
         assert "IMAGE=127.0.0.1:5000#" not in text  # no registry: local name kept

@@ -6,7 +6,6 @@ here against the masks SLURM sets."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +16,7 @@ import yaml
 from fdl.deploy import DeployTarget, GpuOffer, ImageArchs, plan_deploy
 from fdl.errors import UsageError
 from tests.support.images import make_project, make_variant
+from tests.support.scripts import assert_bash_accepts
 
 CU130 = ImageArchs("precompiled/cu130", "13.0", ("sm_90", "sm_120", "compute_120"), "2.13.0")
 H100 = GpuOffer("9.0", type="h100", product="NVIDIA-H100-80GB-HBM3", driver="580.65")
@@ -40,19 +40,10 @@ def _slurm(runtime: str, visible: tuple[int, ...] | None) -> DeployTarget:
 
 
 @pytest.mark.parametrize("runtime", ["pyxis", "apptainer", "podman", "docker"])
-def test_every_runtime_picks_the_gpus_in_each_task_and_the_probe(
-    runtime: str, tmp_path: Path
-) -> None:
+def test_every_runtime_picks_the_gpus_in_each_task_and_the_probe(runtime: str) -> None:
     plan = _plan(_slurm(runtime, (1, 3)))
     text = plan.text
-    script = tmp_path / "job.sbatch"
-    script.write_text(text)
-    subprocess.run(["bash", "-n", str(script)], check=True)
-    if shutil.which("shellcheck"):
-        result = subprocess.run(
-            ["shellcheck", "-s", "bash", str(script)], capture_output=True, text=True
-        )
-        assert result.returncode == 0, result.stdout
+    assert_bash_accepts(text)
     assert "export FDL_GPUS=1,3\n" in text and "export -f fdl_gpus\n" in text
     assert "fdl_gpus || exit 69" in text  # a task without those GPUs stops as the probe would
     assert "bash -c 'fdl_gpus && exec \"$@\"' fdl-probe fdl probe --skip-mount" in text
