@@ -16,7 +16,9 @@ from tests.support.machine import REQUIRE_ALL, require_all, required, stays
 
 REPO = Path(__file__).resolve().parent.parent
 # busy_cores: a `stress`-like load for the tests of leftover processes and timing
-pytest_plugins = ["tests.support.load"]
+# schedule: heavy files first under pytest-xdist (scripts/test.sh runs two workers);
+# downloads: what the tests fetched, listed at the end
+pytest_plugins = ["tests.support.load", "tests.support.schedule", "tests.support.downloads"]
 BASE_IMAGE = os.environ.get("FDL_TEST_BASE_IMAGE", "fdl-test/debian:bookworm")
 # Tests fake nvidia-smi on PATH: NVML (a real GPU's driver library, on machines that have
 # one) must not answer instead. fdl processes the tests start inherit it.
@@ -73,13 +75,27 @@ def _images() -> dict[str, list[str]]:
     return images
 
 
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("docker") is None:
-        return
+def _snapshot_docker() -> None:
+    """Ask once whether docker answers, and note the images there before the tests."""
     if not _DOCKER_STATE:
         _DOCKER_STATE.append(_docker_problem())
         if _DOCKER_STATE[0] is None:
             _IMAGES_BEFORE.update(_images())
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Under pytest-xdist the tests run in the workers and the controller cleans up at the
+    # end (pytest_sessionfinish): it notes the images there before any worker starts.
+    config = session.config
+    controller = getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput")
+    if controller and shutil.which("docker") is not None:
+        _snapshot_docker()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("docker") is None:
+        return
+    _snapshot_docker()
     problem = _DOCKER_STATE[0]
     if problem is None:
         return

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
@@ -24,6 +25,8 @@ from packaging.requirements import Requirement
 from packaging.tags import sys_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import Version
+
+from tests.support import downloads
 
 
 def cache_dir() -> Path:
@@ -93,10 +96,13 @@ def download_wheel(spec: str) -> Path:
     with tempfile.TemporaryDirectory(dir=wheels, prefix=".partial.") as partial:
         argv = [sys.executable, "-m", "pip", "download", "--quiet", "--no-cache-dir",
                 "--no-deps", "--only-binary=:all:", "--dest", partial, spec]  # fmt: skip
+        started = time.monotonic()
         got = subprocess.run(argv, capture_output=True, text=True, timeout=3600, check=False)
         saved = sorted(Path(partial).glob("*.whl"))
         if got.returncode != 0 or len(saved) != 1:
             raise OSError(f"pip could not download {spec}: {got.stderr.strip()[-1500:]}")
+        size, seconds = saved[0].stat().st_size, time.monotonic() - started
+        downloads.note(saved[0].name, "the package index (pip download)", size, seconds)
         saved[0].rename(wheels / saved[0].name)
     return wheels / saved[0].name
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 import urllib.request
 import zlib
 from pathlib import Path
 from urllib.parse import urljoin
+
+from tests.support import downloads
 
 PYPI_JSON = "https://pypi.org/pypi/torch/json"
 INCLUDE = "torch/include/"
@@ -21,8 +24,11 @@ def pypi_wheel_url(version: str, suffix: str = "manylinux_2_28_aarch64.whl") -> 
     Raises:
         OSError: PyPI cannot be reached. LookupError: no such wheel.
     """
+    started = time.monotonic()
     with urllib.request.urlopen(PYPI_JSON, timeout=60) as response:
-        project = json.load(response)
+        body = response.read(64 << 20)  # torch's project JSON: a few MB
+    downloads.note("torch's project JSON", PYPI_JSON, len(body), time.monotonic() - started)
+    project = json.loads(body)
     for item in project["releases"].get(version, []):
         name = str(item["filename"])
         if "-cp311-" in name and name.endswith(suffix):
@@ -42,7 +48,10 @@ def extract_remote(url: str, dest: Path) -> Path:
     ]
     low = min(m.local_offset for m in members)
     high = max(m.local_offset + 30 + len(m.name.encode()) + 512 + m.compressed for m in members)
+    started = time.monotonic()
     data, _ = read_range(url, low, high - low)
+    name = url.rsplit("/", 1)[-1]
+    downloads.note(f"{name}: torch/include/", url, len(data), time.monotonic() - started)
     for member in members:
         at = member.local_offset - low
         name_len, extra_len = struct.unpack_from("<HH", data, at + 26)
