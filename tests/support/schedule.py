@@ -9,7 +9,8 @@ recorded run, heaviest first; within a file the order stays as written.
 - ``tests/durations.json``: seconds per test file (setup + call + teardown of its tests), as
   recorded. A file it does not name (new since) is taken as the median file.
 - ``FDL_TEST_DURATIONS_OUT=PATH``: write this run's figures there at the end (the controller
-  writes them under xdist; ``scripts/test-durations.sh`` refreshes the committed file).
+  writes them under xdist): ``FDL_TEST_DURATIONS_OUT=$PWD/tests/durations.json bash
+  scripts/test.sh`` refreshes the committed record.
 
 The order changes which worker runs a file and when, never what a test does: a serial run
 keeps the written order.
