@@ -21,12 +21,12 @@ from typing import Any
 
 from fdl._text import printable
 from fdl.errors import NetworkError
-from fdl.net import read_json
 from fdl.refresh import _patch
 from fdl.refresh._release import (
     PYPI,
     Published,
     minor_of,
+    project_json,
     published,
     python_floor,
     read_release,
@@ -76,6 +76,11 @@ class Finding:
             "source": self.source,
             "changed": self.changed,
         }
+
+
+def _toolkit_finding(minor: str, found: str, source: str, *, changed: bool = True) -> Finding:
+    """The finding of CUDA ``minor``, a toolkit ``cuda.yaml`` lacks."""
+    return Finding("cuda.yaml", f"CUDA {minor}", "toolkit", None, found, source, changed=changed)
 
 
 @dataclass
@@ -137,14 +142,12 @@ def refresh_tables(
     started = time.monotonic()
     projects: dict[str, dict[str, Any]] = {}
     for project in ("torch", "cuda-toolkit", "nvidia-cuda-nvcc"):
-        raw, _ = counted(f"{pypi}/{project}/json", 0, None)
-        found = read_json(raw)  # None: malformed, or nested deeper than the parser goes
-        if not isinstance(found, dict):
-            raise NetworkError(
-                f"{pypi}/{project}/json is not PyPI's JSON for {project}",
-                hint="check the PyPI address ($FDL_PYPI_URL), or run again later",
-            )
-        projects[project] = found
+        projects[project] = project_json(
+            counted,
+            project,
+            pypi=pypi,
+            hint="check the PyPI address ($FDL_PYPI_URL), or run again later",
+        )
     texts = {name: (tables / name).read_text() for name in ("pytorch.yaml", "cuda.yaml")}
     edited = dict(texts)
     edited["pytorch.yaml"] = _torch(
@@ -352,11 +355,8 @@ def _new_toolkit(
 
     if derive is None:
         result.findings.append(
-            Finding(
-                "cuda.yaml",
-                f"CUDA {minor}",
-                "toolkit",
-                None,
+            _toolkit_finding(
+                minor,
                 minor,
                 f"nvidia-cuda-nvcc / cuda-toolkit on PyPI ({today}); its nvcc wheel was not "
                 f"read: python -m fdl.refresh toolkits {minor}",
@@ -396,11 +396,8 @@ def _new_toolkit(
         text, minor, f"not on PyPI: add CUDA {minor} GA's driver from its release notes"
     )
     result.findings.append(
-        Finding(
-            "cuda.yaml",
-            f"CUDA {minor}",
-            "toolkit",
-            None,
+        _toolkit_finding(
+            minor,
             f"archs {' '.join(derived.archs)}; gcc {gcc}, clang {clang}; image {image}",
             derived.wheel,
         )
