@@ -98,7 +98,7 @@ def toolkit_fix(
 
 
 def check_toolkit(
-    kit: Toolkit,
+    kit: Toolkit | None,
     accepted: ArchList,
     archs: ArchList,
     *,
@@ -110,12 +110,19 @@ def check_toolkit(
     """Can this toolkit (``accepted`` = what its nvcc takes) emit every target of ``archs``?
 
     Args:
+        kit: fdl's facts of the toolkit; None for one its tables do not know (only what
+            its nvcc accepts is told).
         what: Names the toolkit for the message (``the local nvcc 13.0``, ``--cuda 13.0``).
     """
     accepted_pairs = {(t.capability, t.suffix) for t in accepted}
     missing = [t for t in archs if (t.capability, t.suffix) not in accepted_pairs]
     if not missing:
         return []
+    fix = toolkit_fix(archs, native=native, torch=torch, driver=driver)
+    if kit is None:
+        return [
+            Problem("toolkit", f"{what} does not accept {' '.join(t.code for t in missing)}", fix)
+        ]
     reasons = "; ".join(kit.problems(ArchList.of(missing))) or "; ".join(
         f"nvcc does not accept {t.code}" for t in missing
     )
@@ -123,7 +130,6 @@ def check_toolkit(
     message = f"{what} cannot compile {' '.join(t.code for t in missing)}: {reasons}"
     if dropped:
         message += f" (CUDA {kit.major} dropped {dropped})"
-    fix = toolkit_fix(archs, native=native, torch=torch, driver=driver)
     return [Problem("toolkit", message, fix)]
 
 

@@ -104,23 +104,12 @@ def _native(
                 "include/cuda_runtime.h and lib64/libcudart.so), or build with --docker",
             )
         )
+    problems += checks.check_toolkit(
+        kit, nvcc.targets, archs, native=True, what=what, torch=torch, driver=facts.driver
+    )
     if kit is not None:
-        problems += checks.check_toolkit(
-            kit, nvcc.targets, archs, native=True, what=what, torch=torch, driver=facts.driver
-        )
         gcc = facts.tools.get("gcc") or facts.tools.get("g++")
         problems += checks.check_host_compiler(gcc, kit.version, where="the host")
-    else:
-        accepted = {(t.capability, t.suffix) for t in nvcc.targets}
-        missing = [t.code for t in archs if (t.capability, t.suffix) not in accepted]
-        if missing:
-            problems.append(
-                Problem(
-                    "toolkit",
-                    f"{what} does not accept {' '.join(missing)}",
-                    checks.toolkit_fix(archs, native=True, torch=torch, driver=facts.driver),
-                )
-            )
     description = f"local nvcc {nvcc.full_version} at {nvcc.path}"
     return Toolchoice("native", kit, description), problems
 
