@@ -85,3 +85,23 @@ def test_a_toolkit_fdl_does_not_know_is_judged_by_what_its_nvcc_accepts() -> Non
     assert problem.message == "the local nvcc 99.1 does not accept sm_120"
     assert problem.hint == toolkit_fix(archs, native=True)
     assert check_toolkit(None, archs, archs, native=True, what="the local nvcc 99.1") == []
+
+
+def test_cmake_and_python_are_told_by_their_names_missing_or_old() -> None:
+    from fdl.libtorch.build._checks import check_cmake, check_python
+
+    (none,) = check_cmake(None, "2.10.0", where="the host", need="3.27")
+    assert (none.check, none.message, none.hint) == (
+        "cmake",
+        "no cmake on the host",
+        "install CMake >= 3.27",
+    )
+    (old,) = check_cmake("3.25.1", "2.10.0", where="the host", need="3.27")
+    assert old.message == "cmake 3.25.1 on the host is older than PyTorch 2.10.0 needs (>= 3.27)"
+    assert old.hint.startswith("`pip install 'cmake>=3.27'`")
+    assert check_cmake("3.27.0", "2.10.0", where="the host", need="3.27") == []
+    (none,) = check_python(None, "2.10.0", where="the host")
+    assert (none.check, none.message) == ("python", "no python3 on the host")
+    assert none.hint.startswith("install Python >= ")
+    (old,) = check_python("2.7.18", "2.10.0", where="the host")
+    assert old.message.startswith("Python 2.7.18 on the host is older than PyTorch 2.10.0 needs")

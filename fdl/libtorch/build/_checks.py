@@ -169,39 +169,58 @@ def check_host_compiler(gcc_version: str | None, cuda: str, *, where: str) -> li
     ]
 
 
+def _new_enough(
+    check: str,
+    found: str | None,
+    need: str,
+    torch: str,
+    *,
+    where: str,
+    names: tuple[str, str, str],
+    fix: str,
+) -> list[Problem]:
+    """Is ``found`` (a tool's version; None: no such tool on ``where``) at least ``need``?
+
+    Args:
+        names: How the tool is named: its command, its product, and how its version is
+            told (``("cmake", "CMake", "cmake")``: no cmake, install CMake, cmake 3.25).
+        fix: The hint for a version too old.
+    """
+    command, product, told = names
+    if found is None:
+        return [Problem(check, f"no {command} on {where}", f"install {product} >= {need}")]
+    if version_key(found) >= version_key(need):
+        return []
+    message = f"{told} {found} on {where} is older than PyTorch {torch} needs (>= {need})"
+    return [Problem(check, message, fix)]
+
+
 def check_cmake(
     cmake_version: str | None, torch: str, *, where: str, need: str | None = None
 ) -> list[Problem]:
     """Is CMake new enough for this PyTorch release (or for what the checkout says it needs)?"""
     need = need or source_requirements(torch).cmake_min
-    if cmake_version is None:
-        return [Problem("cmake", f"no cmake on {where}", f"install CMake >= {need}")]
-    if version_key(cmake_version) >= version_key(need):
-        return []
-    return [
-        Problem(
-            "cmake",
-            f"cmake {cmake_version} on {where} is older than PyTorch {torch} needs (>= {need})",
-            f"`pip install 'cmake>={need}'` (or your distribution's backports), or build with "
-            "--docker",
-        )
-    ]
+    fix = (
+        f"`pip install 'cmake>={need}'` (or your distribution's backports), or build with --docker"
+    )
+    return _new_enough(
+        "cmake", cmake_version, need, torch, where=where, names=("cmake", "CMake", "cmake"), fix=fix
+    )
 
 
 def check_python(python_version: str | None, torch: str, *, where: str) -> list[Problem]:
     """Is Python new enough to run PyTorch's build scripts?"""
     need = source_requirements(torch).python_min
-    if python_version is None:
-        return [Problem("python", f"no python3 on {where}", f"install Python >= {need}")]
-    if version_key(python_version) >= version_key(need):
-        return []
-    return [
-        Problem(
-            "python",
-            f"Python {python_version} on {where} is older than PyTorch {torch} needs (>= {need})",
-            f"install Python >= {need} (e.g. with uv or pyenv), or build with --docker",
-        )
-    ]
+    fix = f"install Python >= {need} (e.g. with uv or pyenv), or build with --docker"
+    return _new_enough(
+        "python",
+        python_version,
+        need,
+        torch,
+        where=where,
+        names=("python3", "Python", "Python"),
+        fix=fix,
+    )
 
 
 def check_cudnn(cudnn: str | None, archs: ArchList, *, use_cudnn: bool) -> list[Problem]:
