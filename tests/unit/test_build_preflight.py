@@ -77,14 +77,15 @@ def test_without_a_cmake_requirement_the_system_cmake_is_checked(tmp_path: Path)
 def test_a_toolkit_fdl_does_not_know_is_judged_by_what_its_nvcc_accepts() -> None:
     """No facts of the toolkit (kit None): only the archs its nvcc refuses, with the same fix."""
     from fdl.compat import parse_archs
-    from fdl.libtorch.build._checks import check_toolkit, toolkit_fix
+    from fdl.libtorch.build._checks import ToolkitNeed, check_toolkit
 
     archs = parse_archs("8.6 12.0")
     accepted = parse_archs("8.6")
-    (problem,) = check_toolkit(None, accepted, archs, native=True, what="the local nvcc 99.1")
+    need = ToolkitNeed(archs, native=True)
+    (problem,) = check_toolkit(None, accepted, need, what="the local nvcc 99.1")
     assert problem.message == "the local nvcc 99.1 does not accept sm_120"
-    assert problem.hint == toolkit_fix(archs, native=True)
-    assert check_toolkit(None, archs, archs, native=True, what="the local nvcc 99.1") == []
+    assert problem.hint == need.fix()
+    assert check_toolkit(None, archs, need, what="the local nvcc 99.1") == []
 
 
 def test_cmake_and_python_are_told_by_their_names_missing_or_old() -> None:

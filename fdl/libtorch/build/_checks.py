@@ -25,6 +25,7 @@ from fdl.libtorch.build._request import Setting
 
 __all__ = [
     "Problem",
+    "ToolkitNeed",
     "check_cmake",
     "check_cudnn",
     "check_disk",
@@ -34,7 +35,6 @@ __all__ = [
     "check_native_tools",
     "check_python",
     "check_toolkit",
-    "toolkit_fix",
 ]
 
 
@@ -74,40 +74,43 @@ def _or_join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
 
-def toolkit_fix(
-    archs: ArchList, *, native: bool, torch: str | None = None, driver: str | None = None
-) -> str:
-    """How to get a toolkit that compiles ``archs`` (and builds ``torch``, when given): the
-    Docker route with the toolkit every other answer names (:func:`fdl.compat.preferred_toolkit`),
-    and the versions that would do locally."""
-    from fdl.compat import buildable_toolkits, preferred_toolkit
+@dataclass(frozen=True)
+class ToolkitNeed:
+    """What a build asks of its CUDA toolkit: to compile ``archs`` (and build ``torch``,
+    when given), locally (``native``) or in Docker, for a machine with ``driver``. What
+    :func:`check_toolkit` holds a toolkit to, and what :meth:`fix` tells how to meet."""
 
-    kits = buildable_toolkits(torch, archs) if torch else compilable_toolkits(archs)
-    able = [t.version for t in kits]
-    if not able:
-        return "build separate libtorch variants for these GPUs, or drop the oldest arch"
-    listed = _or_join(sorted(able, key=version_key))
-    if native:
-        if torch:
-            choice = preferred_toolkit(torch, archs, driver)
-            docker = f"`--docker` (CUDA {choice.version}: {choice.why})"
-        else:
-            docker = "`--docker`"
-        return f"build in Docker instead: {docker}, or install CUDA {listed} locally"
-    return f"use --cuda {listed}"
+    archs: ArchList
+    native: bool
+    torch: str | None = None
+    driver: str | None = None
+
+    def fix(self) -> str:
+        """How to get a toolkit that compiles the archs (and builds the torch, when given):
+        the Docker route with the toolkit every other answer names
+        (:func:`fdl.compat.preferred_toolkit`), and the versions that would do locally."""
+        from fdl.compat import buildable_toolkits, preferred_toolkit
+
+        archs, torch = self.archs, self.torch
+        kits = buildable_toolkits(torch, archs) if torch else compilable_toolkits(archs)
+        able = [t.version for t in kits]
+        if not able:
+            return "build separate libtorch variants for these GPUs, or drop the oldest arch"
+        listed = _or_join(sorted(able, key=version_key))
+        if self.native:
+            if torch:
+                choice = preferred_toolkit(torch, archs, self.driver)
+                docker = f"`--docker` (CUDA {choice.version}: {choice.why})"
+            else:
+                docker = "`--docker`"
+            return f"build in Docker instead: {docker}, or install CUDA {listed} locally"
+        return f"use --cuda {listed}"
 
 
 def check_toolkit(
-    kit: Toolkit | None,
-    accepted: ArchList,
-    archs: ArchList,
-    *,
-    native: bool,
-    what: str,
-    torch: str | None = None,
-    driver: str | None = None,
+    kit: Toolkit | None, accepted: ArchList, need: ToolkitNeed, *, what: str
 ) -> list[Problem]:
-    """Can this toolkit (``accepted`` = what its nvcc takes) emit every target of ``archs``?
+    """Can this toolkit (``accepted`` = what its nvcc takes) emit every target ``need`` asks?
 
     Args:
         kit: fdl's facts of the toolkit; None for one its tables do not know (only what
@@ -115,10 +118,10 @@ def check_toolkit(
         what: Names the toolkit for the message (``the local nvcc 13.0``, ``--cuda 13.0``).
     """
     accepted_pairs = {(t.capability, t.suffix) for t in accepted}
-    missing = [t for t in archs if (t.capability, t.suffix) not in accepted_pairs]
+    missing = [t for t in need.archs if (t.capability, t.suffix) not in accepted_pairs]
     if not missing:
         return []
-    fix = toolkit_fix(archs, native=native, torch=torch, driver=driver)
+    fix = need.fix()
     if kit is None:
         return [
             Problem("toolkit", f"{what} does not accept {' '.join(t.code for t in missing)}", fix)
