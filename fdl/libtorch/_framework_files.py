@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fdl.errors import Location, ManifestError, UsageError
@@ -110,18 +110,7 @@ class FrameworkPin:
         return found
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "framework": self.framework,
-            "title": self.title,
-            "release": self.release,
-            "torch": self.torch,
-            "exact": self.exact,
-            "cxx_standard": self.cxx_standard,
-            "origin": self.origin,
-            "how": self.how,
-            "source": self.source,
-            "reads": self.reads,
-        }
+        return asdict(self)
 
 
 def detect_framework(directory: Path) -> tuple[FrameworkPin, ...]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,15 +67,7 @@ class Finding:
     changed: bool = True
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "table": self.table,
-            "subject": self.subject,
-            "fact": self.fact,
-            "table_value": self.table_value,
-            "found": self.found,
-            "source": self.source,
-            "changed": self.changed,
-        }
+        return asdict(self)
 
 
 def _toolkit_finding(minor: str, found: str, source: str, *, changed: bool = True) -> Finding:
