@@ -35,7 +35,7 @@ from fdl.libtorch.sources._generated import check_wheel_facts
 from fdl.libtorch.sources._nvidia import (
     pip_saved_files,
 )
-from fdl.libtorch.sources._pip import pip_download
+from fdl.libtorch.sources._pip import Pip
 from fdl.libtorch.sources._wheel_tree import FromWheel, NvidiaOptions, WheelSource
 from fdl.paths import Context
 from fdl.runner import Runner
@@ -265,15 +265,7 @@ def installed_torch(
     return None
 
 
-def wheel_from_pip(
-    version: str,
-    dest: Path,
-    *,
-    python: str,
-    runner: Runner,
-    index_url: str | None = None,
-    on_line: LineCallback | None = None,
-) -> WheelSource:
+def wheel_from_pip(version: str, dest: Path, pip: Pip) -> WheelSource:
     """``pip download torch==VERSION --no-deps`` into ``dest`` and read the wheel.
 
     Raises:
@@ -281,15 +273,8 @@ def wheel_from_pip(
         EnvironmentProblem: a pip constraint of the environment excludes it (exit 4).
         CommandFailed: pip could not find or fetch it otherwise.
     """
-    dest.mkdir(parents=True, exist_ok=True)
     spec = f"torch=={version}"
-    argv = [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
-    argv += ["--progress-bar", "off", "--dest", str(dest)]
-    if index_url:
-        argv += ["--index-url", index_url]
-    result = pip_download(
-        runner, [*argv, spec], what=f"torch {version}", index_url=index_url, on_line=on_line
-    )
+    result = pip.download([spec], dest, what=f"torch {version}", options=["--no-deps"])
     wheels = [p for p in pip_saved_files(result.stdout) if p.name.startswith("torch-")]
     if not wheels:
         wheels = sorted(dest.glob(f"torch-{version}*.whl"), key=lambda p: p.stat().st_mtime)
@@ -299,7 +284,8 @@ def wheel_from_pip(
             hint="run the pip command by hand to see what it fetched",
         )
     found = wheel_from_file(wheels[-1])
-    command = f"pip download {spec} --no-deps" + (f" --index-url {index_url}" if index_url else "")
+    index = f" --index-url {pip.index_url}" if pip.index_url else ""
+    command = f"pip download {spec} --no-deps{index}"
     return WheelSource(
         found.kind,
         found.location,
@@ -346,9 +332,7 @@ def wheel_source(
     _check_index_variant(exact, index_url)
     if on_message is not None:
         on_message(f"pip download torch=={exact} --no-deps")
-    return wheel_from_pip(
-        exact, cache, python=sys.executable, runner=runner, index_url=index_url, on_line=on_line
-    )
+    return wheel_from_pip(exact, cache, Pip(sys.executable, runner, index_url, on_line))
 
 
 def _check_index_variant(version: str, index_url: str | None) -> None:

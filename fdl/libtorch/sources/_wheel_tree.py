@@ -30,6 +30,7 @@ from fdl.libtorch.sources._nvidia import (
     fetch_wheels,
     nvidia_requirements,
 )
+from fdl.libtorch.sources._pip import Pip
 from fdl.runner import Runner
 
 __all__ = ["TREE_DIRS", "FromWheel", "NvidiaOptions", "WheelSource"]
@@ -211,15 +212,8 @@ def _bring_nvidia(
         return NvidiaLibraries("none required", ())
     say(f"fetching NVIDIA wheels with pip: {' '.join(wanted)}")
     cache = options.cache or scratch / "wheels"
-    wheels = fetch_wheels(
-        wanted,
-        cache,
-        python=options.python,
-        runner=runner,
-        find_links=[source.location.parent],
-        index_url=options.index_url,
-        on_line=output,
-    )
+    pip = Pip(options.python, runner, options.index_url, output)
+    wheels = fetch_wheels(wanted, cache, pip, find_links=[source.location.parent])
     return copy_wheel_libraries(wheels, lib_dir, scratch, on_line=output)
 
 
