@@ -16,7 +16,7 @@ import typer
 
 from fdl.cli._progress import ProgressLine
 from fdl.cli._render import render_install, render_selection, report_install
-from fdl.cli.commands._common import JsonOption
+from fdl.cli.commands._common import JsonOption, TorchOption
 from fdl.cli.commands._team import look_up, team_registry
 from fdl.cli.commands._team import pull as pull_reference
 from fdl.errors import UsageError
@@ -52,14 +52,7 @@ def download(
             help="The ROCm build for AMD GPUs (7.0, 7.1), installed as precompiled/rocm70.",
         ),
     ] = None,
-    torch: Annotated[
-        str | None,
-        typer.Option(
-            "--torch",
-            help="PyTorch version (2.14 or 2.14.1; default: libtorch.torch, else the framework's, "
-            "else the newest).",
-        ),
-    ] = None,
+    torch: TorchOption = None,
     path: Annotated[
         Path | None, typer.Option("--path", help="Install into this directory instead.")
     ] = None,
@@ -175,14 +168,7 @@ def install(
     python: Annotated[
         str | None, typer.Option("--python", help="Take the torch installed for this Python.")
     ] = None,
-    torch: Annotated[
-        str | None,
-        typer.Option(
-            "--torch",
-            help="pip download torch==VERSION (default: libtorch.torch, else the framework's, "
-            "else the newest).",
-        ),
-    ] = None,
+    torch: TorchOption = None,
     index_url: Annotated[
         str | None,
         typer.Option("--index-url", help="Package index for pip (else pip's configuration)."),
