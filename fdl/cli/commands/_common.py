@@ -30,15 +30,15 @@ YesOption = Annotated[
 DryRunOption = Annotated[
     bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
 ]
-# `--dry-run` of a command that plans and then carries its plan out (`fdl setup`, `fdl nccl build`).
+# --dry-run of a command that plans and then carries its plan out (fdl setup, fdl nccl build).
 ShowPlanOption = Annotated[bool, typer.Option("--dry-run", help="Show the plan; change nothing.")]
-# `--force` of a command that writes generated files (`fdl ci generate`, `fdl image render -o`).
+# --force of a command that writes generated files (fdl ci generate, fdl image render -o DIR).
 OverwriteOption = Annotated[
     bool,
     typer.Option("--force", help="Overwrite files at generated paths that fdl did not write."),
 ]
-# `--torch` of the commands that install a libtorch (`fdl setup`, `fdl libtorch download`,
-# `fdl libtorch install`): the release, as LibtorchSettings.torch_for resolves it.
+# --torch of the commands that install a libtorch (fdl setup, fdl libtorch download and
+# install): the release, as LibtorchSettings.torch_for resolves it.
 TorchOption = Annotated[
     str | None,
     typer.Option(

@@ -24,7 +24,7 @@ from fdl.paths import cache_dir, own_cache_dir
 
 if TYPE_CHECKING:
     from fdl.cli._session import Session
-    from fdl.libtorch import Choice, DownloadPlan, LibtorchSettings, VariantInfo
+    from fdl.libtorch import Choice, DownloadPlan, LibtorchSettings, Need, VariantInfo
 
 __all__ = ["ForceOption", "NameOption", "NoActivateOption", "download", "install", "pull"]
 
@@ -242,6 +242,7 @@ def install(
     if need.asked == ("registry",):
         _install_shared(
             session,
+            need,
             torch,
             name,
             activate=not no_activate,
@@ -392,6 +393,7 @@ def _install_cpu_view(
 
 def _install_shared(
     session: Session,
+    need: Need,
     torch: str | None,
     name: str | None,
     *,
@@ -400,9 +402,12 @@ def _install_shared(
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """``install --from-registry``: the team's variant of the release that runs on the GPUs."""
+    """``install --from-registry``: the team's variant of the release that runs on the GPUs
+    (``need``: what ``install_need`` made of the options, asking the registry)."""
+    from dataclasses import replace
+
     from fdl.errors import EnvironmentProblem
-    from fdl.libtorch import Facts, choose_source, install_need, select_variant
+    from fdl.libtorch import Facts, choose_source, select_variant
     from fdl.system import detect_gpus
 
     registry = team_registry(session)
@@ -424,17 +429,7 @@ def _install_shared(
         driver=report.driver,
         missing_ok=False,  # asked for by name: a mistyped one is not "none fits"
     )
-    need, _ = install_need(
-        directory=None,
-        wheel=None,
-        python=None,
-        torch=release,
-        from_wheel=False,
-        from_registry=True,
-        cpu=False,
-        registry=registry,
-        pinned_cpu=False,
-    )
+    need = replace(need, torch=release)
     choice = choose_source(need, Facts(registry, match, looked=frozenset({"registry"})))
     if choice.chosen is None or match is None:
         raise EnvironmentProblem(
