@@ -11,6 +11,7 @@ import re
 
 from fdl.manifest._nodes import MapNode, ScalarNode, SeqNode
 from fdl.manifest.schema import AnyValue, Bool, Checker, Enum, ListOf, MapOf, Obj, Str
+from fdl.manifest.sections._patterns import ENV_NAME
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -227,7 +228,7 @@ OPTION = Obj(
         "short": Str("One-letter alias, e.g. m for -m.", pattern=r"[A-Za-z0-9]", example="m"),
         "env": Str(
             "Environment variable used when the option is not given.",
-            pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+            pattern=ENV_NAME,
             example="DATA_DIR",
         ),
         "completer": Str("Shell command whose output lines complete the value."),

@@ -38,6 +38,15 @@ from fdl.manifest.schema import (
     Version,
     for_generated_files,
 )
+from fdl.manifest.sections._patterns import (
+    ENV_NAME,
+    ENV_RULE,
+    MOUNT,
+    PROFILE_NAME,
+    REGISTRY,
+    env_name,
+    word,
+)
 
 __all__ = ["COMPRESSIONS", "CONTROLLERS", "KINDS", "RUNTIMES", "SECTIONS", "TARGET"]
 
@@ -61,9 +70,6 @@ _LABEL_KEY_RULE = (
     "a Kubernetes label key: an optional DNS prefix and '/', then letters, digits, '-', '_' "
     "and '.' (at most 63), alphanumeric at both ends"
 )
-_NO_SPACES = "no spaces"
-_REGISTRY = r"[a-zA-Z0-9.-]+(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
-_MOUNT = r"[^:]+:/[^:]*(?::(?:ro|rw))?"
 
 GPU: Spec = Obj(
     {
@@ -102,12 +108,12 @@ TARGET: Spec = Obj(
         "kind": Enum(KINDS, "slurm or kubernetes."),
         "profile": Str(
             "The image profile deployed (default train).",
-            pattern=r"[a-z0-9][a-z0-9_.-]*",
+            pattern=PROFILE_NAME,
             example="train",
         ),
         "registry": Str(
             "Registry (host/namespace) the image is pushed to.",
-            pattern=_REGISTRY,
+            pattern=REGISTRY,
             example="ghcr.io/acme",
         ),
         "args": ListOf(Str(), "Arguments of the training program (default: the image's)."),
@@ -128,16 +134,12 @@ TARGET: Spec = Obj(
             Str(),
             "Environment of the job (written into the script or Job: no secrets; use pass-env "
             "or secret-env for them).",
-            key_pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+            key_pattern=ENV_NAME,
             key_example="NCCL_DEBUG",
-            key_rule="a variable name: letters, digits and '_', not starting with a digit",
+            key_rule=ENV_RULE,
         ),
         "pass-env": ListOf(
-            Str(
-                pattern=r"[A-Za-z_][A-Za-z0-9_]*",
-                example="HF_TOKEN",
-                rule="a variable name: letters, digits and '_', not starting with a digit",
-            ),
+            env_name("HF_TOKEN"),
             "SLURM: variables the job takes from the environment `fdl deploy submit` runs in "
             "(sbatch exports it; never written into the script). For secrets.",
         ),
@@ -149,20 +151,15 @@ TARGET: Spec = Obj(
             ),
             "Kubernetes: variables read from a Secret of the namespace (`kubectl create secret "
             "generic hf-token --from-literal=token=...`), as SECRET/KEY. For secrets.",
-            key_pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+            key_pattern=ENV_NAME,
             key_example="HF_TOKEN",
-            key_rule="a variable name: letters, digits and '_', not starting with a digit",
+            key_rule=ENV_RULE,
         ),
-        "mounts": ListOf(Str(pattern=_MOUNT, example="/data:/workspace/data:ro"), "Mounts."),
+        "mounts": ListOf(Str(pattern=MOUNT, example="/data:/workspace/data:ro"), "Mounts."),
         "nodes": Int("Nodes (default 1).", minimum=1),
         "tasks-per-node": Int("Processes per node (default: gpus-per-node, else 1).", minimum=1),
         "gpus-per-node": Int("GPUs per node (default 0).", minimum=0),
-        "gpu-type": Str(
-            "The GPU type asked for (a gpus[].type or .product).",
-            pattern=r"\S+",
-            example="h100",
-            rule=_NO_SPACES,
-        ),
+        "gpu-type": word("h100", "The GPU type asked for (a gpus[].type or .product)."),
         "gpus": ListOf(GPU, "The GPU models the target offers (placement checks them)."),
         "cpus-per-task": Int("CPUs per task.", minimum=1),
         "memory": Str(
@@ -186,26 +183,16 @@ TARGET: Spec = Obj(
         ),
         # SLURM
         "runtime": Enum(RUNTIMES, "The container runtime of the site (SLURM)."),
-        "partition": Str(pattern=r"\S+", example="gpu", rule=_NO_SPACES),
-        "account": Str(pattern=r"\S+", example="ml-lab", rule=_NO_SPACES),
-        "qos": Str(pattern=r"\S+", example="normal", rule=_NO_SPACES),
-        "output": Str(
-            "Output file pattern (default fdl-%x-%j.out).",
-            pattern=r"\S+",
-            example="logs/%x-%j.out",
-            rule=_NO_SPACES,
-        ),
+        "partition": word("gpu"),
+        "account": word("ml-lab"),
+        "qos": word("normal"),
+        "output": word("logs/%x-%j.out", "Output file pattern (default fdl-%x-%j.out)."),
         "sbatch": ListOf(
             Str(pattern=r"--?\S.*", example="--exclusive", rule="an sbatch option"),
             "Extra #SBATCH lines (options).",
         ),
         # Kubernetes
-        "context": Str(
-            "kubeconfig context (default: the current one).",
-            pattern=r"\S+",
-            example="lab-cluster",
-            rule=_NO_SPACES,
-        ),
+        "context": word("lab-cluster", "kubeconfig context (default: the current one)."),
         "controller": Enum(
             CONTROLLERS,
             "Kubernetes: `job` (default: a Job; for several nodes an Indexed Job with a headless "

@@ -28,22 +28,25 @@ from fdl.manifest.schema import (
     Version,
     for_generated_files,
 )
+from fdl.manifest.sections._patterns import (
+    ENV_NAME,
+    MOUNT,
+    PROFILE_NAME,
+    RELATIVE,
+    env_name,
+)
 
 __all__ = ["KINDS", "PROFILE", "SECTIONS"]
 
 KINDS = ("dev", "train", "builder")
-PROFILE_NAME = r"[a-z0-9][a-z0-9_.-]*"
 IMAGE_REF = (
     r"(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*"
     r"(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
     r"(?:@sha256:[0-9a-f]{64})?"
 )
-ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-ENV_RULE = "a variable name: letters, digits and '_', not starting with a digit"
 PACKAGE = r"[a-z0-9][a-z0-9+.:=~-]*"
 PACKAGE_RULE = "a Debian package name, optionally =VERSION"
 IN_PROJECT = "a path relative to the project, without ':'"
-MOUNT = r"[^:]+:/[^:]*(?::(?:ro|rw))?"
 
 # Keys that only make sense for some kinds: key -> kinds.
 ONLY_FOR = {
@@ -111,12 +114,7 @@ def _check_secret(node: MapNode, path: tuple[str, ...], checker: Checker) -> Non
 
 SECRET: Spec = Obj(
     {
-        "env": Str(
-            "Host environment variable holding the secret.",
-            pattern=ENV_NAME,
-            example="PIP_TOKEN",
-            rule=ENV_RULE,
-        ),
+        "env": env_name("PIP_TOKEN", "Host environment variable holding the secret."),
         "file": Str("Host file holding the secret (relative to the project, or absolute)."),
     },
     description="Where a build secret comes from (read at /run/secrets/<id> by the build).",
@@ -161,12 +159,12 @@ PROFILE: Spec = Obj(
             key_example="`OMP_NUM_THREADS`",
         ),
         "pass-env": ListOf(
-            Str(pattern=ENV_NAME, example="HF_TOKEN", rule=ENV_RULE),
+            env_name("HF_TOKEN"),
             "Host variables passed to `fdl image run` (e.g. tokens).",
         ),
         "context": Str(
             "Build context: a directory relative to the project (default: the project).",
-            pattern=r"(?!/)(?!.*(?:^|/)\.\.(?:/|$)).+",
+            pattern=RELATIVE,
             example="services/train",
         ),
         "setup": ListOf(

@@ -19,6 +19,7 @@ from fdl.manifest.schema import (
     Str,
     Version,
 )
+from fdl.manifest.sections._patterns import ENV_NAME
 
 TYPE_CHECKING = False  # typing and dataclasses stay out of `fdl config show` (start-up)
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ CACHES = ("ccache", "sccache", "none")
 SWITCH_NAME = r"(USE|BUILD)_[A-Z0-9_]+|CMAKE_BUILD_TYPE|CMAKE_[A-Z0-9_]+"
 CACHE_SETTING = r"(SCCACHE|CCACHE)_[A-Z0-9_]+"
 SCHEDULER_URL = r"https?://[^\s/?#]+(/[^\s?#]*)?"
-ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 
 
 class ArchText(Spec):
