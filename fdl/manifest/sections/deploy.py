@@ -71,6 +71,12 @@ _LABEL_KEY_RULE = (
     "and '.' (at most 63), alphanumeric at both ends"
 )
 
+
+def _size(example: str, description: str) -> Str:
+    """A quantity with its unit, as SLURM (64G) and Kubernetes (64Gi) write memory."""
+    return Str(description, pattern=r"[0-9]+[A-Za-z]*", example=example, rule="a number and a unit")
+
+
 GPU: Spec = Obj(
     {
         "capability": Version("Compute capability of this GPU model (9.0 for H100)."),
@@ -162,12 +168,7 @@ TARGET: Spec = Obj(
         "gpu-type": word("h100", "The GPU type asked for (a gpus[].type or .product)."),
         "gpus": ListOf(GPU, "The GPU models the target offers (placement checks them)."),
         "cpus-per-task": Int("CPUs per task.", minimum=1),
-        "memory": Str(
-            "Memory per node (SLURM 64G; Kubernetes 64Gi).",
-            pattern=r"[0-9]+[A-Za-z]*",
-            example="64G",
-            rule="a number and a unit",
-        ),
+        "memory": _size("64G", "Memory per node (SLURM 64G; Kubernetes 64Gi)."),
         "time": Str(
             "Time limit (SLURM [D-]HH:MM:SS).",
             pattern=r"[0-9:-]+",
@@ -211,12 +212,7 @@ TARGET: Spec = Obj(
             key_example="nvidia.com/gpu.family",
             key_rule=_LABEL_KEY_RULE,
         ),
-        "shm": Str(
-            "Size of the memory-backed /dev/shm (default 8Gi).",
-            pattern=r"[0-9]+[A-Za-z]*",
-            example="16Gi",
-            rule="a number and a unit",
-        ),
+        "shm": _size("16Gi", "Size of the memory-backed /dev/shm (default 8Gi)."),
     },
     description="A place to run the training image.",
     required=("kind",),
