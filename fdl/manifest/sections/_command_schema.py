@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from fdl.manifest._nodes import MapNode, ScalarNode, SeqNode
+from fdl.manifest._nodes import MapNode, ScalarNode, SeqNode, is_null
 from fdl.manifest.schema import AnyValue, Bool, Checker, Enum, ListOf, MapOf, Obj, Str
 from fdl.manifest.sections._patterns import ENV_NAME
 
@@ -130,8 +130,7 @@ def _check_values(node: MapNode, path: tuple[str, ...], checker: Checker) -> Non
     if type_name not in OPTION_TYPES:
         return
     default = node.entries.get("default")
-    unset = default is None or (isinstance(default, ScalarNode) and default.value is None)
-    if default is not None and not unset and not value_fits(type_name, default.plain()):
+    if default is not None and not is_null(default) and not value_fits(type_name, default.plain()):
         checker.fail(default, (*path, "default"), f"default is not a {type_name} value")
     choices = node.entries.get("choices")
     if isinstance(choices, SeqNode):

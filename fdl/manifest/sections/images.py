@@ -12,7 +12,7 @@ Example::
 
 from __future__ import annotations
 
-from fdl.manifest._nodes import MapNode, ScalarNode
+from fdl.manifest._nodes import MapNode, ScalarNode, is_set
 from fdl.manifest.schema import (
     Bool,
     Checker,
@@ -89,12 +89,11 @@ def _check_profile(node: MapNode, path: tuple[str, ...], checker: Checker) -> No
         )
         return
     for key, kinds in ONLY_FOR.items():
-        child = node.entries.get(key)
-        if child is None or (isinstance(child, ScalarNode) and child.value is None):
+        if not is_set(node, key):
             continue
         if kind not in kinds:
             checker.fail(
-                child,
+                node.entries[key],
                 (*path, key),
                 f"`{key}:` does not apply to a {kind} image",
                 f"it applies to {' and '.join(kinds)} images; remove it here",

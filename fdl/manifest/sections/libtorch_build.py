@@ -6,6 +6,7 @@ Only schema here (no build machinery is imported), so loading a manifest stays f
 
 from __future__ import annotations
 
+from fdl.manifest._nodes import is_set
 from fdl.manifest.schema import (
     Bool,
     Checker,
@@ -98,7 +99,7 @@ def _dist_spec() -> Obj:
 
 
 def _one_token_source(node: Any, path: tuple[str, ...], checker: Checker) -> None:
-    given = [k for k in ("token_env", "token_file") if _set(node, k)]
+    given = [k for k in ("token_env", "token_file") if is_set(node, k)]
     if len(given) != 1:
         found = " and ".join(given) if given else "neither"
         checker.fail(
@@ -107,13 +108,6 @@ def _one_token_source(node: Any, path: tuple[str, ...], checker: Checker) -> Non
             f"give exactly one of token_env and token_file (found {found})",
             "e.g. auth: {token_env: SCCACHE_DIST_TOKEN}",
         )
-
-
-def _set(node: Any, key: str) -> bool:
-    from fdl.manifest._nodes import ScalarNode
-
-    child = node.entries.get(key)
-    return child is not None and not (isinstance(child, ScalarNode) and child.value is None)
 
 
 class CacheSpec(Enum):
