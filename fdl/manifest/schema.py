@@ -18,7 +18,7 @@ from fdl.manifest._generated import (
     generated_file_problem,
     secret_problem,
 )
-from fdl.manifest._nodes import MapNode, Node, ScalarNode, SeqNode, dotted
+from fdl.manifest._nodes import MapNode, Node, ScalarNode, SeqNode, dotted, is_null, is_set
 from fdl.manifest._spec import Checker, LazyPattern, Path, Spec
 
 TYPE_CHECKING = False
@@ -362,6 +362,23 @@ def _plural(name: str) -> str:
 Validator = Callable[[MapNode, Path, Checker], None]
 
 
+def _key_error(
+    checker: Checker, node: MapNode, path: Path, key: str, what: str, hint: str | None
+) -> None:
+    """An error about a key itself (unknown, or not a valid name), at where the key is
+    written."""
+    checker.errors.append(
+        ManifestError(
+            f"{dotted((*path, key))}: {what}", location=node.key_origin(key).location(), hint=hint
+        )
+    )
+
+
+def _entry(spec: Spec, child: Node, path: Path, checker: Checker) -> Any:
+    """A mapping entry's value: None for null (not set), else what ``spec`` makes of it."""
+    return None if is_null(child) else spec.check(child, path, checker)
+
+
 class MapOf(Spec):
     """A mapping with free keys whose values match ``value``."""
 
@@ -394,27 +411,14 @@ class MapOf(Spec):
                 else None
             )
             if problem is not None:
-                checker.errors.append(
-                    ManifestError(
-                        f"{dotted((*path, key))}: the key {problem[0]}",
-                        location=node.key_origin(key).location(),
-                        hint=problem[1],
-                    )
-                )
+                _key_error(checker, node, path, key, f"the key {problem[0]}", problem[1])
             elif self.key_pattern and not self.key_pattern.fullmatch(key):
                 hint = f"e.g. {self.key_example}" if self.key_example else None
-                checker.errors.append(
-                    ManifestError(
-                        f"{dotted((*path, key))}: {key!r} is not a valid name here"
-                        + (f" ({self.key_rule})" if self.key_rule else ""),
-                        location=node.key_origin(key).location(),
-                        hint=hint,
-                    )
+                what = f"{key!r} is not a valid name here" + (
+                    f" ({self.key_rule})" if self.key_rule else ""
                 )
-            if isinstance(child, ScalarNode) and child.value is None:
-                out[key] = None
-                continue
-            out[key] = self.value.check(child, (*path, key), checker)
+                _key_error(checker, node, path, key, what, hint)
+            out[key] = _entry(self.value, child, (*path, key), checker)
         return out
 
     def type_name(self) -> str:
@@ -477,22 +481,12 @@ class Obj(Spec):
                 known = ", ".join(self.fields)
                 hint = f"did you mean {close!r}?" if close else f"known keys here: {known}"
                 hint = self.renamed.get(key, hint)
-                checker.errors.append(
-                    ManifestError(
-                        f"{dotted((*path, key))}: unknown key {key!r}",
-                        location=node.key_origin(key).location(),
-                        hint=hint,
-                    )
-                )
+                _key_error(checker, node, path, key, f"unknown key {key!r}", hint)
                 continue
-            if isinstance(child, ScalarNode) and child.value is None:
-                out[key] = None
-                continue
-            out[key] = spec.check(child, (*path, key), checker)
+            out[key] = _entry(spec, child, (*path, key), checker)
         for key in self.required:
             # A present value refused for its contents has its own error already.
-            given = node.entries.get(key)
-            if given is None or (isinstance(given, ScalarNode) and given.value is None):
+            if not is_set(node, key):
                 checker.fail(node, path, f"missing required key {key!r}")
         for validator in self.validators:
             validator(node, path, checker)
