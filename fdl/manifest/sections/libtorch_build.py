@@ -207,6 +207,13 @@ class BuildSetting:
         self.scope = scope
 
 
+def _switch(key: str, description: str, scope: str = "all") -> BuildSetting:
+    """A true-or-false setting whose command-line flag, ``--KEY`` (``_`` written ``-``),
+    sets it true."""
+    flag = "--" + key.replace("_", "-")
+    return BuildSetting(key, Bool(description), flags=((flag, True, ""),), scope=scope)
+
+
 def build_settings() -> tuple[BuildSetting, ...]:
     """Every setting of a source build, in the order ``--help`` lists them."""
     return (
@@ -254,10 +261,8 @@ def build_settings() -> tuple[BuildSetting, ...]:
             ),
             option=("--disk-gb",),
         ),
-        BuildSetting(
-            "ptx",
-            Bool("Add PTX of the newest arch (runs on future GPUs through the driver's JIT)."),
-            flags=(("--ptx", True, ""),),
+        _switch(
+            "ptx", "Add PTX of the newest arch (runs on future GPUs through the driver's JIT)."
         ),
         BuildSetting(
             "flash_attention",
@@ -314,7 +319,7 @@ def build_settings() -> tuple[BuildSetting, ...]:
             option=("--source",),
             scope="project",
         ),
-        BuildSetting("cpu", Bool("Build without CUDA (USE_CUDA=0)."), flags=(("--cpu", True, ""),)),
+        _switch("cpu", "Build without CUDA (USE_CUDA=0)."),
         BuildSetting(
             "base_image",
             Str("Docker base image (default: nvidia/cuda:<X.Y.Z>-cudnn-devel-ubuntu<V>)."),
@@ -336,32 +341,21 @@ def build_settings() -> tuple[BuildSetting, ...]:
             flags=(("--no-activate", False, "Do not make the result the active variant."),),
             scope="project",
         ),
-        BuildSetting(
+        _switch(
             "offline",
-            Bool(
-                "Compile without network: every download (the source, its submodules, the "
-                "optional dependencies tools/optional_submodules.py clones: NCCL, Eigen) "
-                "happens in the fetch phase, and the compile step runs with "
-                "--network=none (Docker)."
-            ),
-            flags=(("--offline", True, ""),),
+            "Compile without network: every download (the source, its submodules, the "
+            "optional dependencies tools/optional_submodules.py clones: NCCL, Eigen) "
+            "happens in the fetch phase, and the compile step runs with "
+            "--network=none (Docker).",
         ),
-        BuildSetting(
+        _switch(
             "fetch_only",
-            Bool(
-                "Run only the fetch phase (the source, its submodules, the optional "
-                "dependencies, the build's Python packages) and stop: a later --offline build "
-                "compiles from it."
-            ),
-            flags=(("--fetch-only", True, ""),),
+            "Run only the fetch phase (the source, its submodules, the optional "
+            "dependencies, the build's Python packages) and stop: a later --offline build "
+            "compiles from it.",
             scope="command-line",
         ),
-        BuildSetting(
-            "fresh",
-            Bool("Start from an empty build tree (no resume)."),
-            flags=(("--fresh", True, ""),),
-            scope="command-line",
-        ),
+        _switch("fresh", "Start from an empty build tree (no resume).", scope="command-line"),
     )
 
 
