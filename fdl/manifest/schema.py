@@ -342,7 +342,7 @@ class OneOf(Spec):
 
 
 def _shape_matches(spec: Spec, node: Node) -> bool:
-    if isinstance(spec, (Obj, MapOf)):
+    if isinstance(spec, _Mapping):
         return isinstance(node, MapNode)
     if isinstance(spec, ListOf):
         return isinstance(node, SeqNode)
@@ -374,12 +374,35 @@ def _key_error(
     )
 
 
-def _entry(spec: Spec, child: Node, path: Path, checker: Checker) -> Any:
-    """A mapping entry's value: None for null (not set), else what ``spec`` makes of it."""
-    return None if is_null(child) else spec.check(child, path, checker)
+class _Mapping(Spec):
+    """What :class:`MapOf` and :class:`Obj` share: a mapping whose entries are checked
+    one by one, a null value read as not set."""
+
+    def check(self, node: Node, path: Path, checker: Checker) -> Any:
+        if not isinstance(node, MapNode):
+            checker.wrong_type(node, path, self)
+            return None
+        out: dict[str, Any] = {}
+        for key, child in node.entries.items():
+            spec = self._value_spec(node, path, key, checker)
+            if spec is not None:
+                out[key] = None if is_null(child) else spec.check(child, (*path, key), checker)
+        self._check_whole(node, path, checker)
+        return out
+
+    def _value_spec(self, node: MapNode, path: Path, key: str, checker: Checker) -> Spec | None:
+        """The spec of ``key``'s value, once what is wrong with the key itself is reported;
+        None leaves the entry out."""
+        raise NotImplementedError
+
+    def _check_whole(self, node: MapNode, path: Path, checker: Checker) -> None:
+        """Checks of the mapping as a whole, after its entries."""
+
+    def type_name(self) -> str:
+        return "a mapping"
 
 
-class MapOf(Spec):
+class MapOf(_Mapping):
     """A mapping with free keys whose values match ``value``."""
 
     single_line_keys = False  # see for_generated_files
@@ -399,30 +422,21 @@ class MapOf(Spec):
         self.key_example = key_example
         self.key_rule = key_rule
 
-    def check(self, node: Node, path: Path, checker: Checker) -> Any:
-        if not isinstance(node, MapNode):
-            checker.wrong_type(node, path, self)
-            return None
-        out: dict[str, Any] = {}
-        for key, child in node.entries.items():
-            problem = (
-                generated_file_problem(key, expressions=self.no_expressions)
-                if self.single_line_keys
-                else None
+    def _value_spec(self, node: MapNode, path: Path, key: str, checker: Checker) -> Spec:
+        problem = (
+            generated_file_problem(key, expressions=self.no_expressions)
+            if self.single_line_keys
+            else None
+        )
+        if problem is not None:
+            _key_error(checker, node, path, key, f"the key {problem[0]}", problem[1])
+        elif self.key_pattern and not self.key_pattern.fullmatch(key):
+            hint = f"e.g. {self.key_example}" if self.key_example else None
+            what = f"{key!r} is not a valid name here" + (
+                f" ({self.key_rule})" if self.key_rule else ""
             )
-            if problem is not None:
-                _key_error(checker, node, path, key, f"the key {problem[0]}", problem[1])
-            elif self.key_pattern and not self.key_pattern.fullmatch(key):
-                hint = f"e.g. {self.key_example}" if self.key_example else None
-                what = f"{key!r} is not a valid name here" + (
-                    f" ({self.key_rule})" if self.key_rule else ""
-                )
-                _key_error(checker, node, path, key, what, hint)
-            out[key] = _entry(self.value, child, (*path, key), checker)
-        return out
-
-    def type_name(self) -> str:
-        return "a mapping"
+            _key_error(checker, node, path, key, what, hint)
+        return self.value
 
     def json_schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = {
@@ -438,7 +452,11 @@ class MapOf(Spec):
         return self._doc(schema)
 
 
-class Obj(Spec):
+# An open Obj's extra keys: passed through as plain data.
+_PASSED = AnyValue()
+
+
+class Obj(_Mapping):
     """A mapping with known keys; unknown keys are errors (with did-you-mean).
 
     Args:
@@ -466,34 +484,25 @@ class Obj(Spec):
         self.open_keys = open_keys
         self.renamed = dict(renamed or {})
 
-    def check(self, node: Node, path: Path, checker: Checker) -> Any:
-        if not isinstance(node, MapNode):
-            checker.wrong_type(node, path, self)
-            return None
-        out: dict[str, Any] = {}
-        for key, child in node.entries.items():
-            spec = self.fields.get(key)
-            if spec is None:
-                if self.open_keys:
-                    out[key] = child.plain()
-                    continue
-                close = did_you_mean(key, list(self.fields))
-                known = ", ".join(self.fields)
-                hint = f"did you mean {close!r}?" if close else f"known keys here: {known}"
-                hint = self.renamed.get(key, hint)
-                _key_error(checker, node, path, key, f"unknown key {key!r}", hint)
-                continue
-            out[key] = _entry(spec, child, (*path, key), checker)
+    def _value_spec(self, node: MapNode, path: Path, key: str, checker: Checker) -> Spec | None:
+        spec = self.fields.get(key)
+        if spec is None:
+            if self.open_keys:
+                return _PASSED
+            close = did_you_mean(key, list(self.fields))
+            known = ", ".join(self.fields)
+            hint = f"did you mean {close!r}?" if close else f"known keys here: {known}"
+            hint = self.renamed.get(key, hint)
+            _key_error(checker, node, path, key, f"unknown key {key!r}", hint)
+        return spec
+
+    def _check_whole(self, node: MapNode, path: Path, checker: Checker) -> None:
         for key in self.required:
             # A present value refused for its contents has its own error already.
             if not is_set(node, key):
                 checker.fail(node, path, f"missing required key {key!r}")
         for validator in self.validators:
             validator(node, path, checker)
-        return out
-
-    def type_name(self) -> str:
-        return "a mapping"
 
     def json_schema(self) -> dict[str, Any]:
         properties = {
