@@ -10,8 +10,7 @@ from __future__ import annotations
 import re
 
 from fdl.manifest._nodes import MapNode, ScalarNode, SeqNode, is_null
-from fdl.manifest.schema import AnyValue, Bool, Checker, Enum, ListOf, MapOf, Obj, Str
-from fdl.manifest.sections._patterns import ENV_NAME
+from fdl.manifest.schema import ENV_NAME, AnyValue, Bool, Checker, Enum, ListOf, MapOf, Obj, Str
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -16,6 +16,10 @@ for the PyTorch release or a profile is declared is checked by the planner (fdl.
 from __future__ import annotations
 
 from fdl.manifest.schema import (
+    PROFILE_NAME,
+    REGISTRY,
+    RELATIVE,
+    RELATIVE_RULE,
     Bool,
     Enum,
     ListOf,
@@ -26,12 +30,6 @@ from fdl.manifest.schema import (
     Str,
     Version,
     for_generated_files,
-)
-from fdl.manifest.sections._patterns import (
-    PROFILE_NAME,
-    REGISTRY,
-    RELATIVE,
-    RELATIVE_RULE,
     word,
 )
 

@@ -27,6 +27,11 @@ targets like any other section.
 from __future__ import annotations
 
 from fdl.manifest.schema import (
+    ENV_NAME,
+    ENV_RULE,
+    MOUNT,
+    PROFILE_NAME,
+    REGISTRY,
     Bool,
     Enum,
     Int,
@@ -36,15 +41,8 @@ from fdl.manifest.schema import (
     Spec,
     Str,
     Version,
-    for_generated_files,
-)
-from fdl.manifest.sections._patterns import (
-    ENV_NAME,
-    ENV_RULE,
-    MOUNT,
-    PROFILE_NAME,
-    REGISTRY,
     env_name,
+    for_generated_files,
     word,
 )
 

@@ -14,6 +14,10 @@ from __future__ import annotations
 
 from fdl.manifest._nodes import MapNode, ScalarNode, is_set
 from fdl.manifest.schema import (
+    ENV_NAME,
+    MOUNT,
+    PROFILE_NAME,
+    RELATIVE,
     Bool,
     Checker,
     Enum,
@@ -26,14 +30,8 @@ from fdl.manifest.schema import (
     Spec,
     Str,
     Version,
-    for_generated_files,
-)
-from fdl.manifest.sections._patterns import (
-    ENV_NAME,
-    MOUNT,
-    PROFILE_NAME,
-    RELATIVE,
     env_name,
+    for_generated_files,
 )
 
 __all__ = ["KINDS", "PROFILE", "SECTIONS"]

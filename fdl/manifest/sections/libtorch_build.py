@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fdl.manifest._nodes import is_set
 from fdl.manifest.schema import (
+    ENV_NAME,
     Bool,
     Checker,
     Enum,
@@ -20,7 +21,6 @@ from fdl.manifest.schema import (
     Str,
     Version,
 )
-from fdl.manifest.sections._patterns import ENV_NAME
 
 TYPE_CHECKING = False  # typing and dataclasses stay out of `fdl config show` (start-up)
 if TYPE_CHECKING:
