@@ -3,7 +3,8 @@ normalisation to plain data, and export as JSON Schema.
 
 Sections declare their shape with these specs (see ``fdl.manifest.sections``);
 validation collects every problem with the ``file:line:col`` of the offending
-value, suggests close matches for unknown keys and names the expected type.
+value, suggests close matches for unknown keys and names the expected type. The value
+grammars several sections share (a variable's name, a registry, a mount ...) are here too.
 """
 
 from __future__ import annotations
