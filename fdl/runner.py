@@ -228,16 +228,7 @@ class SubprocessRunner:
             done = measure(args, cwd=cwd, env=env, timeout=timeout)
         except FileNotFoundError:
             raise missing_program(args[0]) from None
-        return Measured(
-            args,
-            done.returncode,
-            done.stdout,
-            done.stderr,
-            wall_s=done.wall_s,
-            user_s=done.user_s,
-            system_s=done.system_s,
-            timed_out=done.timed_out,
-        )
+        return Measured(args, **done._asdict())  # the Outcome's fields are Measured's
 
     def interactive(
         self,

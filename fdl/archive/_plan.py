@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TypeVar
 
 from fdl.errors import FdlError
 
@@ -26,6 +27,7 @@ __all__ = [
     "check_plan",
     "check_sizes",
     "member_parts",
+    "plan_members",
     "prefix_parts",
 ]
 
@@ -43,6 +45,7 @@ MAX_RATIO = 100
 RATIO_FLOOR = 256 << 20  # below this, small archives may compress as well as they like
 # The kernel gives up on symlink chains after 40 hops (ELOOP); so do we.
 _MAX_HOPS = 40
+_Member = TypeVar("_Member")
 
 
 class ArchiveError(FdlError):
@@ -238,3 +241,26 @@ def check_plan(archive: str, entries: Iterable[Entry], skipped: list[str]) -> Pl
                     archive, entry.name, f"hard link to {entry.link!r}, not a file in the archive"
                 )
     return plan
+
+
+def plan_members(
+    archive: str,
+    members: Iterable[_Member],
+    name: Callable[[_Member], str],
+    prefix: tuple[str, ...],
+    entry: Callable[[_Member, tuple[str, ...]], Entry],
+) -> Plan:
+    """The checked plan of an archive's ``members`` (zip or tar: ``name`` reads one's name):
+    those outside ``prefix`` are skipped and listed, the root itself (``./`` or the prefix)
+    is no entry, and ``entry`` makes each other one's entry from its parts below ``prefix``."""
+    entries: list[Entry] = []
+    skipped: list[str] = []
+    for member in members:
+        parts = member_parts(archive, name(member))
+        if parts[: len(prefix)] != prefix:
+            skipped.append(name(member))
+            continue
+        parts = parts[len(prefix) :]
+        if parts:
+            entries.append(entry(member, parts))
+    return check_plan(archive, entries, skipped)

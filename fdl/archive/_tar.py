@@ -14,10 +14,10 @@ from fdl.archive._plan import (
     Entry,
     Kind,
     Plan,
-    check_plan,
     check_sizes,
     file_mode,
     member_parts,
+    plan_members,
     prefix_parts,
 )
 from fdl.archive._staging import ExtractResult, check_space, make_staging, publish
@@ -45,17 +45,8 @@ def _plan(
     label: str, members: list[tarfile.TarInfo], prefix: tuple[str, ...]
 ) -> tuple[Plan, dict[str, str]]:
     """The checked plan, and the new name of every member that is extracted."""
-    entries: list[Entry] = []
-    skipped: list[str] = []
-    renamed: dict[str, str] = {}
-    for member in members:
-        parts = member_parts(label, member.name)
-        if parts[: len(prefix)] != prefix:
-            skipped.append(member.name)
-            continue
-        parts = parts[len(prefix) :]
-        if not parts:
-            continue
+
+    def entry(member: tarfile.TarInfo, parts: tuple[str, ...]) -> Entry:
         kind = _kind(label, member)
         link = member.linkname
         if kind is Kind.HARDLINK:
@@ -64,9 +55,10 @@ def _plan(
                 outside = "/".join(prefix)
                 raise ArchiveError(f"{label}: hard link {member.name!r} points outside {outside}/")
             link = "/".join(link_parts[len(prefix) :])
-        entries.append(Entry(member.name, parts, kind, file_mode(member.mode), member.size, link))
-        renamed[member.name] = "/".join(parts)
-    return check_plan(label, entries, skipped), renamed
+        return Entry(member.name, parts, kind, file_mode(member.mode), member.size, link)
+
+    plan = plan_members(label, members, lambda member: member.name, prefix, entry)
+    return plan, {entry.name: "/".join(entry.parts) for entry in plan.entries}
 
 
 def _open_tar(path: Path) -> tarfile.TarFile:

@@ -14,11 +14,10 @@ from fdl.archive._plan import (
     Entry,
     Kind,
     Plan,
-    check_plan,
     check_sizes,
     file_mode,
     kind_of_mode,
-    member_parts,
+    plan_members,
     prefix_parts,
 )
 from fdl.archive._staging import ExtractResult, check_space, make_staging, publish
@@ -154,23 +153,19 @@ def _entry(
 
 def _plan(archive: zipfile.ZipFile, label: str, strip_prefix: str | None) -> Plan:
     prefix = prefix_parts(strip_prefix)
-    entries: list[Entry] = []
-    skipped: list[str] = []
-    for info in archive.infolist():
-        parts = member_parts(label, info.filename)
-        if parts[: len(prefix)] != prefix:
-            skipped.append(info.filename)
-            continue
-        parts = parts[len(prefix) :]
-        if not parts:
-            continue  # the root itself (``./`` or the stripped prefix)
-        entries.append(_entry(archive, label, info, parts))
-    if prefix and not entries:
+    plan = plan_members(
+        label,
+        archive.infolist(),
+        lambda info: info.filename,
+        prefix,
+        lambda info, parts: _entry(archive, label, info, parts),
+    )
+    if prefix and not plan.entries:
         raise ArchiveError(
             f"{label} has nothing under {'/'.join(prefix)}/",
             hint="the archive layout is not the expected one",
         )
-    return check_plan(label, entries, skipped)
+    return plan
 
 
 def _write_file(

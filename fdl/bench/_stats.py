@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 __all__ = [
     "MAD_SCALE",
@@ -112,18 +112,8 @@ class Summary:
     outliers: tuple[int, ...]
 
     def as_dict(self) -> dict[str, object]:
-        """A JSON-ready mapping."""
-        return {
-            "n": self.n,
-            "median": self.median,
-            "mad": self.mad,
-            "scaled_mad": self.scaled_mad,
-            "stddev": self.stddev,
-            "mean": self.mean,
-            "min": self.min,
-            "max": self.max,
-            "outliers": list(self.outliers),
-        }
+        """A JSON-ready mapping: the fields, ``outliers`` as a list."""
+        return {**asdict(self), "outliers": list(self.outliers)}
 
 
 def summarize(values: Sequence[float], k: float = 3.0) -> Summary:
@@ -154,14 +144,8 @@ class Ratio:
     resamples: int
 
     def as_dict(self) -> dict[str, object]:
-        """A JSON-ready mapping."""
-        return {
-            "value": self.value,
-            "low": self.low,
-            "high": self.high,
-            "confidence": self.confidence,
-            "resamples": self.resamples,
-        }
+        """A JSON-ready mapping: the fields."""
+        return asdict(self)
 
 
 def ratio(

@@ -111,7 +111,13 @@ class DeployBackend(Protocol):
         context: str | None,
         on_line: Callable[[str], None],
     ) -> str:
-        """Stay until the job ends, its output to ``on_line``; its final state."""
+        """Stay until the job ends, its output to ``on_line``; its final state.
+
+        By default its output followed (:meth:`logs` with ``follow``) and then its
+        state (:meth:`status`); a backend whose output cannot be followed overrides it."""
+        for line in self.logs(record, runner, context, follow=True):
+            on_line(line)
+        return self.status(record, runner, context).state
 
     def cancel(self, record: JobRecord, runner: Runner, context: str | None) -> str | None:
         """Cancel the job; None when it was cancelled, else the state it had ended in."""

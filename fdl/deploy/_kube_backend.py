@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from fdl.deploy._backend import JobInputs
+from fdl.deploy._backend import DeployBackend, JobInputs
 from fdl.deploy._kube import render_kubernetes, to_yaml
 from fdl.deploy._kube_exec import (
     OBJECT_NAME,
@@ -31,7 +31,7 @@ __all__ = ["BACKEND", "KubernetesBackend"]
 _POLL_SECONDS = 2
 
 
-class KubernetesBackend:
+class KubernetesBackend(DeployBackend):
     """Kubernetes: pods are pinned to the covered GPUs by node affinity; they get the
     target's mounts only (the project's paths are not the node's)."""
 
@@ -109,7 +109,7 @@ class KubernetesBackend:
         context: str | None,
         on_line: Callable[[str], None],
     ) -> str:
-        # The pods' logs once the job has ended.
+        # The pods' logs cannot be followed (logs ignores follow): read once the job has ended.
         while (state := kube_state(record, context)) not in ("Complete", "Failed"):
             time.sleep(_POLL_SECONDS)
         for line in kube_logs(record, context):

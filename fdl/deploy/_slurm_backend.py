@@ -5,11 +5,11 @@ followed with SLURM's tools (:mod:`._slurm_exec`), after the runtime's checks
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from fdl.deploy._backend import JobInputs
+from fdl.deploy._backend import DeployBackend, JobInputs
 from fdl.deploy._record import JobFile, JobRecord, JobStatus
 from fdl.deploy._runtime import check_runtime
 from fdl.deploy._slurm import pyxis_image, render_sbatch
@@ -17,7 +17,6 @@ from fdl.deploy._slurm_exec import (
     JOB_ID,
     cancel_job,
     follow_output,
-    job_state,
     job_status,
     submit_script,
 )
@@ -27,8 +26,9 @@ from fdl.runner import Runner
 __all__ = ["BACKEND", "SlurmBackend"]
 
 
-class SlurmBackend:
-    """SLURM: a job may land on any GPU it asks for; the nodes share the project's files."""
+class SlurmBackend(DeployBackend):
+    """SLURM: a job may land on any GPU it asks for; the nodes share the project's files.
+    ``wait`` is the protocol's: the output file followed as it grows, then the state."""
 
     name = "slurm"
     suffix = ".sbatch"
@@ -93,17 +93,6 @@ class SlurmBackend:
         self, record: JobRecord, runner: Runner, context: str | None, *, follow: bool
     ) -> Iterator[str]:
         return follow_output(record, runner, follow=follow)
-
-    def wait(
-        self,
-        record: JobRecord,
-        runner: Runner,
-        context: str | None,
-        on_line: Callable[[str], None],
-    ) -> str:
-        for line in follow_output(record, runner, follow=True):  # the output file, as it grows
-            on_line(line)
-        return job_state(record, runner)
 
     def cancel(self, record: JobRecord, runner: Runner, context: str | None) -> str | None:
         return cancel_job(record, runner)

@@ -26,6 +26,11 @@ class NoSuchImage(Exception):
     """The daemon has no such image."""
 
 
+def _daemon_problem(address: str, what: str, hint: str) -> EnvironmentProblem:
+    """An SDK failure, naming the daemon at ``address``."""
+    return EnvironmentProblem(f"the docker daemon at {address} {what}", hint=hint)
+
+
 @contextmanager
 def _client(address: str) -> Iterator[Any]:
     """A low-level SDK client of the daemon at ``address``; the SDK's failures become
@@ -39,22 +44,19 @@ def _client(address: str) -> Iterator[Any]:
             f"fdl cannot ask the docker daemon at {address} (only unix:// and tcp://)",
             hint="set DOCKER_HOST to a unix:// or tcp:// address",
         )
+    failures = (docker.errors.DockerException, requests.RequestException)
     try:
         client = docker.APIClient(base_url=address, version="auto", timeout=_TIMEOUT)
-    except (docker.errors.DockerException, requests.RequestException) as exc:
-        raise EnvironmentProblem(
-            f"the docker daemon at {address} does not answer: {exc}",
-            hint="start it (`sudo systemctl start docker`) and check `docker version`",
-        ) from None
+    except failures as exc:
+        hint = "start it (`sudo systemctl start docker`) and check `docker version`"
+        raise _daemon_problem(address, f"does not answer: {exc}", hint) from None
     try:
         yield client
     except docker.errors.NotFound as exc:
         raise NoSuchImage(str(exc)) from None
-    except (docker.errors.DockerException, requests.RequestException) as exc:
-        raise EnvironmentProblem(
-            f"the docker daemon at {address} refused a request: {exc}",
-            hint="check that the daemon answers (`docker system df`)",
-        ) from None
+    except failures as exc:
+        hint = "check that the daemon answers (`docker system df`)"
+        raise _daemon_problem(address, f"refused a request: {exc}", hint) from None
     finally:
         client.close()
 

@@ -125,25 +125,15 @@ def _build_command(command: str) -> str:
     return " \\\n    && ".join(lines)
 
 
-def _word_lines(words: Sequence[str], width: int = 72) -> list[str]:
-    """Words joined by spaces, wrapped to lines of about ``width`` characters."""
+def _wrapped(items: Sequence[str], joiner: str, lead: str = "", width: int = 72) -> list[str]:
+    """Items joined by ``joiner``, wrapped to lines of about ``width`` characters; each
+    line after the first starts with ``lead``."""
     lines: list[str] = []
-    for word in words:
-        if lines and len(lines[-1]) + len(word) + 1 <= width:
-            lines[-1] += " " + word
+    for item in items:
+        if lines and len(lines[-1]) + len(joiner) + len(item) <= width:
+            lines[-1] += joiner + item
         else:
-            lines.append(word)
-    return lines
-
-
-def _pattern_lines(patterns: Sequence[str], width: int = 72) -> list[str]:
-    """``case`` patterns joined by ``|``, wrapped; continuation lines start with ``|``."""
-    lines: list[str] = []
-    for pattern in patterns:
-        if lines and len(lines[-1]) + len(pattern) + 1 <= width:
-            lines[-1] += "|" + pattern
-        else:
-            lines.append(("|" if lines else "") + pattern)
+            lines.append((lead if lines else "") + item)
     return lines
 
 
@@ -197,9 +187,9 @@ def _image_values(spec: ImageSpec) -> dict[str, Any]:
             files=[_shell(path) for path in spec.files],
             secrets=[secret.id for secret in spec.secrets],
             strip=spec.strip,
-            dlopen=_word_lines([_shell(pattern) for pattern in spec.dlopen]),
+            dlopen=_wrapped([_shell(pattern) for pattern in spec.dlopen], " "),
             never_ship=list(spec.never_ship),
-            reuse=_pattern_lines(spec.reuse_from_base),
+            reuse=_wrapped(spec.reuse_from_base, "|", lead="|"),  # `case` patterns
             listing_name=LISTING,
             listing=f"{app_dir}/{LISTING}",
             entrypoint=_exec_form([f"{app_dir}/bin/{name}"]),

@@ -16,7 +16,7 @@ registry check and ``pull`` choose here, then install through
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -114,14 +114,7 @@ class Offer:
     trust: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "ok": self.ok,
-            "why": self.why,
-            "bytes": self.bytes,
-            "time": self.time,
-            "trust": self.trust,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fdl.errors import Location, ManifestError, UsageError
@@ -110,18 +110,7 @@ class FrameworkPin:
         return found
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "framework": self.framework,
-            "title": self.title,
-            "release": self.release,
-            "torch": self.torch,
-            "exact": self.exact,
-            "cxx_standard": self.cxx_standard,
-            "origin": self.origin,
-            "how": self.how,
-            "source": self.source,
-            "reads": self.reads,
-        }
+        return asdict(self)
 
 
 def detect_framework(directory: Path) -> tuple[FrameworkPin, ...]:
@@ -132,7 +121,7 @@ def detect_framework(directory: Path) -> tuple[FrameworkPin, ...]:
         ManifestError: a framework release the table does not know (at its file:line:col),
             or a project file that cannot be read or parsed.
     """
-    pins = list(_from_lock(directory)) or list(_from_cargo_toml(directory))
+    pins = _cargo_pins(directory)
     cmake = _from_cmake(directory)
     if cmake is not None:
         pins.append(cmake)
@@ -142,14 +131,25 @@ def detect_framework(directory: Path) -> tuple[FrameworkPin, ...]:
 # --- Cargo.lock ------------------------------------------------------------------------
 
 
-def _from_lock(directory: Path) -> Iterator[FrameworkPin]:
-    path = directory / "Cargo.lock"
-    text = _read(path)
-    if text is None:
-        return
+def _cargo_pins(directory: Path) -> list[FrameworkPin]:
+    """The pins of ``Cargo.lock``, else of ``Cargo.toml`` (a file absent, or naming no
+    framework: the next)."""
+    for name, pins_of in (("Cargo.lock", _from_lock), ("Cargo.toml", _from_cargo_toml)):
+        path = directory / name
+        text = _read(path)
+        if text is None:
+            continue
+        pins = list(pins_of(directory, path, text, _toml(path, text)))
+        if pins:
+            return pins
+    return []
+
+
+def _from_lock(
+    directory: Path, path: Path, text: str, data: Mapping[str, Any]
+) -> Iterator[FrameworkPin]:
     from fdl import compat
 
-    data = _toml(path, text)
     listed = data.get("package")
     packages = [p for p in listed if isinstance(p, Mapping)] if isinstance(listed, list) else []
     for known in compat.frameworks():
@@ -183,14 +183,11 @@ def _from_lock(directory: Path) -> Iterator[FrameworkPin]:
 _DEP_TABLES = ("dependencies", "dev-dependencies", "build-dependencies")
 
 
-def _from_cargo_toml(directory: Path) -> Iterator[FrameworkPin]:
-    path = directory / "Cargo.toml"
-    text = _read(path)
-    if text is None:
-        return
+def _from_cargo_toml(
+    directory: Path, path: Path, text: str, data: Mapping[str, Any]
+) -> Iterator[FrameworkPin]:
     from fdl import compat
 
-    data = _toml(path, text)
     workspace = _table(data, "workspace")
     shared = _table(workspace, "package")
     seen: set[str] = set()

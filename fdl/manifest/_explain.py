@@ -15,6 +15,7 @@ from fdl.manifest._nodes import (
     Origin,
     ScalarNode,
     SeqNode,
+    is_null,
     node_at,
     walk_leaves,
 )
@@ -99,10 +100,6 @@ class Explanation:
         return self.live[0] if self.live else None
 
 
-def _is_null(node: Node) -> bool:
-    return isinstance(node, ScalarNode) and node.value is None
-
-
 def layer_effect(root: Node | None, path: tuple[str, ...]) -> Contribution | None:
     """What the layer rooted at ``root`` does to ``path`` (None: nothing)."""
     node = root
@@ -120,13 +117,13 @@ def layer_effect(root: Node | None, path: tuple[str, ...]) -> Contribution | Non
             return None
         at = path[: depth + 1]
         if depth == len(path) - 1:
-            if _is_null(child) and not under_replace:
+            if is_null(child) and not under_replace:
                 return Contribution(DELETE, None, child.origin, at, child)
             if isinstance(child, SeqNode) and child.tag == TAG_APPEND and not under_replace:
                 return Contribution(APPEND, child.plain(), child.origin, at, child)
             return Contribution(SET, child.plain(), child.origin, at, child)
         if not isinstance(child, MapNode):
-            if _is_null(child) and not under_replace:
+            if is_null(child) and not under_replace:
                 return Contribution(DELETE, None, child.origin, at, child)
             return Contribution(REPLACE_ANCESTOR, child.plain(), child.origin, at, child)
         node = child
@@ -242,7 +239,7 @@ class _Parent:
         if child is None:
             return self.removed_by_replace() if self.replace_here else None
         if not isinstance(child, MapNode):
-            if _is_null(child) and not self.under_replace:
+            if is_null(child) and not self.under_replace:
                 return Contribution(DELETE, None, child.origin, path, child)
             return Contribution(REPLACE_ANCESTOR, child.plain(), child.origin, path, child)
         return _Parent(child, path, self.under_replace)

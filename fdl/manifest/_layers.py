@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fdl._upward import EXAMPLE_SUFFIXES, MANIFEST_NAMES, only_one, upward
 from fdl.errors import Location, ManifestError, ManifestNotFound, UsageError
-from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode
+from fdl.manifest._nodes import LayerKind, MapNode, Node, Origin, ScalarNode, SeqNode, is_null
 
 BASE_NAMES = MANIFEST_NAMES
 OVERLAY_EXTENSIONS = ("yml", "yaml", "json")
@@ -418,7 +418,7 @@ def _pop_inherit(layer: Layer) -> tuple[str, Origin] | None:
     entries = {k: v for k, v in root.entries.items() if k != INHERIT_KEY}
     origins = {k: v for k, v in root.key_origins.items() if k != INHERIT_KEY}
     layer.root = MapNode(entries, root.origin, root.tag, origins)
-    if isinstance(node, ScalarNode) and node.value is None:
+    if is_null(node):
         return None
     if (
         not isinstance(node, ScalarNode)

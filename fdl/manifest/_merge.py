@@ -24,8 +24,8 @@ from fdl.manifest._nodes import (
     MapNode,
     Node,
     Origin,
-    ScalarNode,
     SeqNode,
+    is_null,
 )
 
 
@@ -41,16 +41,12 @@ class DeletedNode(Node):
         return f"DeletedNode(@ {self.origin})"
 
 
-def _is_null(node: Node | None) -> bool:
-    return isinstance(node, ScalarNode) and node.value is None
-
-
 def compose(lower: Node | None, upper: Node) -> Node:
     """The patch equivalent to applying ``lower`` then ``upper``."""
     if isinstance(upper, DeletedNode):
         return upper
-    if _is_null(upper):
-        if lower is None or _is_null(lower):
+    if is_null(upper):
+        if lower is None or is_null(lower):
             return upper
         if isinstance(lower, DeletedNode):
             return lower

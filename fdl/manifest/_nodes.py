@@ -183,9 +183,16 @@ class MapNode(Node):
         return f"MapNode({list(self.entries)} @ {self.origin})"
 
 
-def is_null(node: Node) -> bool:
-    """True for an untagged or secret-tagged null scalar."""
-    return isinstance(node, ScalarNode) and node.value is None and node.tag != TAG_REPLACE
+def is_null(node: Node | None) -> bool:
+    """True for a null scalar (``key:``, ``key: null``): a layer deleting the key, and a
+    key the schema reads as not set."""
+    return isinstance(node, ScalarNode) and node.value is None
+
+
+def is_set(node: MapNode, key: str) -> bool:
+    """True when ``key`` is given in ``node`` with a value other than null."""
+    child = node.entries.get(key)
+    return child is not None and not is_null(child)
 
 
 def walk_leaves(node: Node, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Node]]:

@@ -116,8 +116,9 @@ def _key_text(key: str) -> str:
 
 def render_show(tree: MapNode, *, origins: bool = True, show_secrets: bool = False) -> str:
     """The merged manifest as YAML, leaves annotated with ``# file:line``."""
-    rows: list[tuple[str, str]] = []
-    _rows(tree, 0, rows, _ShowMemo(), show_secrets=show_secrets, secret=False)
+    show = _Show(show_secrets)
+    show.map_rows(tree, 0, False)
+    rows = show.rows
     if not origins:
         return "".join(body + "\n" for body, _ in rows)
     widths = [len(body) for body, label in rows if label and len(body) < MAX_COMMENT_COLUMN]
@@ -132,13 +133,16 @@ def render_show(tree: MapNode, *, origins: bool = True, show_secrets: bool = Fal
     return "".join(out)
 
 
-class _ShowMemo:
-    """What one rendering has learnt: which keys name a secret, which nodes hold a
-    token-shaped value (asked of every mapping and again of everything inside it)."""
+class _Show:
+    """One rendering: its rows, whether secrets are shown, and what it has learnt: which
+    keys name a secret, which nodes hold a token-shaped value (asked of every mapping and
+    again of everything inside it)."""
 
-    __slots__ = ("keys", "tokens")
+    __slots__ = ("keys", "rows", "show_secrets", "tokens")
 
-    def __init__(self) -> None:
+    def __init__(self, show_secrets: bool) -> None:
+        self.show_secrets = show_secrets
+        self.rows: list[tuple[str, str]] = []
         self.keys: dict[str, bool] = {}
         self.tokens: dict[int, bool] = {}  # id(node): the tree outlives the rendering
 
@@ -170,61 +174,46 @@ class _ShowMemo:
             self.tokens[id(node)] = known
         return known
 
+    def map_rows(self, node: MapNode, indent: int, secret: bool) -> None:
+        pad = " " * indent
+        for key, child in node.entries.items():
+            hidden = not self.show_secrets and (
+                secret or self.secret_key(key) or child.tag == "!secret" or self.holds_token(child)
+            )
+            label = _origin_label(child.origin)
+            inline = _inline(child, hidden)
+            if inline is not None and len(pad) + len(key) + len(inline) + 2 <= INLINE_WIDTH:
+                self.rows.append((f"{pad}{_key_text(key)}: {inline}", label))
+            elif isinstance(child, MapNode):
+                self.rows.append((f"{pad}{_key_text(key)}:", ""))
+                self.map_rows(child, indent + 2, hidden)
+            elif isinstance(child, SeqNode):
+                self.rows.append((f"{pad}{_key_text(key)}:", ""))
+                self.seq_rows(child, indent + 2, hidden)
+            else:
+                assert isinstance(child, ScalarNode)
+                self.rows.append((f"{pad}{_key_text(key)}: {_scalar_text(child, hidden)}", label))
 
-def _rows(
-    node: MapNode,
-    indent: int,
-    rows: list[tuple[str, str]],
-    memo: _ShowMemo,
-    *,
-    show_secrets: bool,
-    secret: bool,
-) -> None:
-    pad = " " * indent
-    for key, child in node.entries.items():
-        hidden = not show_secrets and (
-            secret or memo.secret_key(key) or child.tag == "!secret" or memo.holds_token(child)
-        )
-        label = _origin_label(child.origin)
-        inline = _inline(child, hidden)
-        if inline is not None and len(pad) + len(key) + len(inline) + 2 <= INLINE_WIDTH:
-            rows.append((f"{pad}{_key_text(key)}: {inline}", label))
-        elif isinstance(child, MapNode):
-            rows.append((f"{pad}{_key_text(key)}:", ""))
-            _rows(child, indent + 2, rows, memo, show_secrets=show_secrets, secret=hidden)
-        elif isinstance(child, SeqNode):
-            rows.append((f"{pad}{_key_text(key)}:", ""))
-            _seq_rows(child, indent + 2, rows, memo, show_secrets=show_secrets, secret=hidden)
-        else:
-            assert isinstance(child, ScalarNode)
-            rows.append((f"{pad}{_key_text(key)}: {_scalar_text(child, hidden)}", label))
-
-
-def _seq_rows(
-    node: SeqNode,
-    indent: int,
-    rows: list[tuple[str, str]],
-    memo: _ShowMemo,
-    *,
-    show_secrets: bool,
-    secret: bool,
-) -> None:
-    pad = " " * indent
-    for item in node.items:
-        hidden = secret or (not show_secrets and (item.tag == "!secret" or memo.holds_token(item)))
-        inline = _inline(item, hidden)
-        if inline is not None:
-            rows.append((f"{pad}- {inline}", _origin_label(item.origin)))
-        elif isinstance(item, MapNode):
-            sub: list[tuple[str, str]] = []
-            _rows(item, indent + 2, sub, memo, show_secrets=show_secrets, secret=hidden)
-            first, *rest = sub
-            rows.append((f"{pad}- {first[0].lstrip()}", first[1]))
-            rows.extend(rest)
-        else:
-            assert isinstance(item, SeqNode)
-            rows.append((f"{pad}-", ""))
-            _seq_rows(item, indent + 2, rows, memo, show_secrets=show_secrets, secret=hidden)
+    def seq_rows(self, node: SeqNode, indent: int, secret: bool) -> None:
+        pad = " " * indent
+        for item in node.items:
+            hidden = secret or (
+                not self.show_secrets and (item.tag == "!secret" or self.holds_token(item))
+            )
+            inline = _inline(item, hidden)
+            if inline is not None:
+                self.rows.append((f"{pad}- {inline}", _origin_label(item.origin)))
+            elif isinstance(item, MapNode):
+                # the mapping's first row carries the dash (a non-empty mapping: an empty
+                # one is inline)
+                first = len(self.rows)
+                self.map_rows(item, indent + 2, hidden)
+                body, label = self.rows[first]
+                self.rows[first] = (f"{pad}- {body.lstrip()}", label)
+            else:
+                assert isinstance(item, SeqNode)
+                self.rows.append((f"{pad}-", ""))
+                self.seq_rows(item, indent + 2, hidden)
 
 
 def show_data(tree: MapNode, *, show_secrets: bool = False) -> Any:

@@ -3,7 +3,8 @@ normalisation to plain data, and export as JSON Schema.
 
 Sections declare their shape with these specs (see ``fdl.manifest.sections``);
 validation collects every problem with the ``file:line:col`` of the offending
-value, suggests close matches for unknown keys and names the expected type.
+value, suggests close matches for unknown keys and names the expected type. The value
+grammars several sections share (a variable's name, a registry, a mount ...) are here too.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from fdl.manifest._generated import (
     generated_file_problem,
     secret_problem,
 )
-from fdl.manifest._nodes import MapNode, Node, ScalarNode, SeqNode, dotted
+from fdl.manifest._nodes import MapNode, Node, ScalarNode, SeqNode, dotted, is_null, is_set
 from fdl.manifest._spec import Checker, LazyPattern, Path, Spec
 
 TYPE_CHECKING = False
@@ -26,6 +27,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "ENV_NAME",
+    "ENV_RULE",
+    "MOUNT",
+    "NO_SPACES",
+    "PROFILE_NAME",
+    "REGISTRY",
+    "RELATIVE",
+    "RELATIVE_RULE",
     "AnyValue",
     "Bool",
     "Checker",
@@ -40,8 +49,10 @@ __all__ = [
     "Str",
     "Version",
     "did_you_mean",
+    "env_name",
     "for_generated_files",
     "generated_file_problem",
+    "word",
 ]
 
 
@@ -121,6 +132,31 @@ class Str(Spec):
             if message:
                 schema["patternErrorMessage"] = message
         return self._doc(schema)
+
+
+# The value grammars several sections share, written once so that they cannot drift apart
+# (here, not in a module of their own: this one is read on every command's start anyway).
+ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+ENV_RULE = "a variable name: letters, digits and '_', not starting with a digit"
+# an image profile (images:), as ci: and deploy: name one
+PROFILE_NAME = r"[a-z0-9][a-z0-9_.-]*"
+# host[:port]/namespace, where images and caches are pushed
+REGISTRY = r"[a-zA-Z0-9.-]+(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
+# host:container[:ro|rw]
+MOUNT = r"[^:]+:/[^:]*(?::(?:ro|rw))?"
+RELATIVE = r"(?!/)(?!.*(?:^|/)\.\.(?:/|$)).+"
+RELATIVE_RULE = "a relative path that stays inside the repository (no leading '/', no '..')"
+NO_SPACES = "no spaces"
+
+
+def env_name(example: str, description: str = "") -> Str:
+    """An environment variable's name."""
+    return Str(description, pattern=ENV_NAME, example=example, rule=ENV_RULE)
+
+
+def word(example: str, description: str = "") -> Str:
+    """A value without spaces (a branch, a SLURM partition, a kubeconfig context)."""
+    return Str(description, pattern=r"\S+", example=example, rule=NO_SPACES)
 
 
 def _pattern_message(rule: str, example: str) -> str:
@@ -342,7 +378,7 @@ class OneOf(Spec):
 
 
 def _shape_matches(spec: Spec, node: Node) -> bool:
-    if isinstance(spec, (Obj, MapOf)):
+    if isinstance(spec, _Mapping):
         return isinstance(node, MapNode)
     if isinstance(spec, ListOf):
         return isinstance(node, SeqNode)
@@ -362,7 +398,47 @@ def _plural(name: str) -> str:
 Validator = Callable[[MapNode, Path, Checker], None]
 
 
-class MapOf(Spec):
+def _key_error(
+    checker: Checker, node: MapNode, path: Path, key: str, what: str, hint: str | None
+) -> None:
+    """An error about a key itself (unknown, or not a valid name), at where the key is
+    written."""
+    checker.errors.append(
+        ManifestError(
+            f"{dotted((*path, key))}: {what}", location=node.key_origin(key).location(), hint=hint
+        )
+    )
+
+
+class _Mapping(Spec):
+    """What :class:`MapOf` and :class:`Obj` share: a mapping whose entries are checked
+    one by one, a null value read as not set."""
+
+    def check(self, node: Node, path: Path, checker: Checker) -> Any:
+        if not isinstance(node, MapNode):
+            checker.wrong_type(node, path, self)
+            return None
+        out: dict[str, Any] = {}
+        for key, child in node.entries.items():
+            spec = self._value_spec(node, path, key, checker)
+            if spec is not None:
+                out[key] = None if is_null(child) else spec.check(child, (*path, key), checker)
+        self._check_whole(node, path, checker)
+        return out
+
+    def _value_spec(self, node: MapNode, path: Path, key: str, checker: Checker) -> Spec | None:
+        """The spec of ``key``'s value, once what is wrong with the key itself is reported;
+        None leaves the entry out."""
+        raise NotImplementedError
+
+    def _check_whole(self, node: MapNode, path: Path, checker: Checker) -> None:
+        """Checks of the mapping as a whole, after its entries."""
+
+    def type_name(self) -> str:
+        return "a mapping"
+
+
+class MapOf(_Mapping):
     """A mapping with free keys whose values match ``value``."""
 
     single_line_keys = False  # see for_generated_files
@@ -382,43 +458,21 @@ class MapOf(Spec):
         self.key_example = key_example
         self.key_rule = key_rule
 
-    def check(self, node: Node, path: Path, checker: Checker) -> Any:
-        if not isinstance(node, MapNode):
-            checker.wrong_type(node, path, self)
-            return None
-        out: dict[str, Any] = {}
-        for key, child in node.entries.items():
-            problem = (
-                generated_file_problem(key, expressions=self.no_expressions)
-                if self.single_line_keys
-                else None
+    def _value_spec(self, node: MapNode, path: Path, key: str, checker: Checker) -> Spec:
+        problem = (
+            generated_file_problem(key, expressions=self.no_expressions)
+            if self.single_line_keys
+            else None
+        )
+        if problem is not None:
+            _key_error(checker, node, path, key, f"the key {problem[0]}", problem[1])
+        elif self.key_pattern and not self.key_pattern.fullmatch(key):
+            hint = f"e.g. {self.key_example}" if self.key_example else None
+            what = f"{key!r} is not a valid name here" + (
+                f" ({self.key_rule})" if self.key_rule else ""
             )
-            if problem is not None:
-                checker.errors.append(
-                    ManifestError(
-                        f"{dotted((*path, key))}: the key {problem[0]}",
-                        location=node.key_origin(key).location(),
-                        hint=problem[1],
-                    )
-                )
-            elif self.key_pattern and not self.key_pattern.fullmatch(key):
-                hint = f"e.g. {self.key_example}" if self.key_example else None
-                checker.errors.append(
-                    ManifestError(
-                        f"{dotted((*path, key))}: {key!r} is not a valid name here"
-                        + (f" ({self.key_rule})" if self.key_rule else ""),
-                        location=node.key_origin(key).location(),
-                        hint=hint,
-                    )
-                )
-            if isinstance(child, ScalarNode) and child.value is None:
-                out[key] = None
-                continue
-            out[key] = self.value.check(child, (*path, key), checker)
-        return out
-
-    def type_name(self) -> str:
-        return "a mapping"
+            _key_error(checker, node, path, key, what, hint)
+        return self.value
 
     def json_schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = {
@@ -434,7 +488,11 @@ class MapOf(Spec):
         return self._doc(schema)
 
 
-class Obj(Spec):
+# An open Obj's extra keys: passed through as plain data.
+_PASSED = AnyValue()
+
+
+class Obj(_Mapping):
     """A mapping with known keys; unknown keys are errors (with did-you-mean).
 
     Args:
@@ -462,44 +520,25 @@ class Obj(Spec):
         self.open_keys = open_keys
         self.renamed = dict(renamed or {})
 
-    def check(self, node: Node, path: Path, checker: Checker) -> Any:
-        if not isinstance(node, MapNode):
-            checker.wrong_type(node, path, self)
-            return None
-        out: dict[str, Any] = {}
-        for key, child in node.entries.items():
-            spec = self.fields.get(key)
-            if spec is None:
-                if self.open_keys:
-                    out[key] = child.plain()
-                    continue
-                close = did_you_mean(key, list(self.fields))
-                known = ", ".join(self.fields)
-                hint = f"did you mean {close!r}?" if close else f"known keys here: {known}"
-                hint = self.renamed.get(key, hint)
-                checker.errors.append(
-                    ManifestError(
-                        f"{dotted((*path, key))}: unknown key {key!r}",
-                        location=node.key_origin(key).location(),
-                        hint=hint,
-                    )
-                )
-                continue
-            if isinstance(child, ScalarNode) and child.value is None:
-                out[key] = None
-                continue
-            out[key] = spec.check(child, (*path, key), checker)
+    def _value_spec(self, node: MapNode, path: Path, key: str, checker: Checker) -> Spec | None:
+        spec = self.fields.get(key)
+        if spec is None:
+            if self.open_keys:
+                return _PASSED
+            close = did_you_mean(key, list(self.fields))
+            known = ", ".join(self.fields)
+            hint = f"did you mean {close!r}?" if close else f"known keys here: {known}"
+            hint = self.renamed.get(key, hint)
+            _key_error(checker, node, path, key, f"unknown key {key!r}", hint)
+        return spec
+
+    def _check_whole(self, node: MapNode, path: Path, checker: Checker) -> None:
         for key in self.required:
             # A present value refused for its contents has its own error already.
-            given = node.entries.get(key)
-            if given is None or (isinstance(given, ScalarNode) and given.value is None):
+            if not is_set(node, key):
                 checker.fail(node, path, f"missing required key {key!r}")
         for validator in self.validators:
             validator(node, path, checker)
-        return out
-
-    def type_name(self) -> str:
-        return "a mapping"
 
     def json_schema(self) -> dict[str, Any]:
         properties = {

@@ -60,14 +60,9 @@ def _adapter_class() -> Any:
             super().request(*args, **kwargs)
             _watch(self.sock)  # a pooled connection, reused: connect() was not called
 
-    class _Https(HTTPSConnection):
-        def connect(self) -> None:
-            super().connect()
-            _watch(self.sock)
-
-        def request(self, *args: Any, **kwargs: Any) -> None:
-            super().request(*args, **kwargs)
-            _watch(self.sock)
+    # _Http's methods first, then HTTPSConnection's (their super() is its connect()).
+    class _Https(_Http, HTTPSConnection):
+        pass
 
     class _HttpPool(HTTPConnectionPool):
         ConnectionCls = _Http

@@ -11,7 +11,7 @@ import json
 import re
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from fdl._grammar import quoted
@@ -42,14 +42,7 @@ class CratesFinding:
     error: str = ""
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "framework": self.framework,
-            "version": self.version,
-            "torch": self.torch,
-            "cxx_standard": self.cxx_standard,
-            "source": self.source,
-            "error": self.error,
-        }
+        return asdict(self)
 
 
 @dataclass

@@ -15,18 +15,18 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fdl._text import printable
 from fdl.errors import NetworkError
-from fdl.net import read_json
 from fdl.refresh import _patch
 from fdl.refresh._release import (
     PYPI,
     Published,
     minor_of,
+    project_json,
     published,
     python_floor,
     read_release,
@@ -67,15 +67,12 @@ class Finding:
     changed: bool = True
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "table": self.table,
-            "subject": self.subject,
-            "fact": self.fact,
-            "table_value": self.table_value,
-            "found": self.found,
-            "source": self.source,
-            "changed": self.changed,
-        }
+        return asdict(self)
+
+
+def _toolkit_finding(minor: str, found: str, source: str, *, changed: bool = True) -> Finding:
+    """The finding of CUDA ``minor``, a toolkit ``cuda.yaml`` lacks."""
+    return Finding("cuda.yaml", f"CUDA {minor}", "toolkit", None, found, source, changed=changed)
 
 
 @dataclass
@@ -94,6 +91,20 @@ class Refresh:
             for name, (before, after) in sorted(self.texts.items())
             if before != after
         )
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One :func:`refresh_tables`: where its findings go (``result``), how it reads PyPI
+    (``read``, at ``pypi``), the date its notes name, and what it reads of a new release
+    (``device_code``) or toolkit (``derive``)."""
+
+    result: Refresh
+    read: ReadRange
+    pypi: str
+    today: str
+    device_code: bool
+    derive: Derive | None
 
 
 def refresh_tables(
@@ -137,26 +148,18 @@ def refresh_tables(
     started = time.monotonic()
     projects: dict[str, dict[str, Any]] = {}
     for project in ("torch", "cuda-toolkit", "nvidia-cuda-nvcc"):
-        raw, _ = counted(f"{pypi}/{project}/json", 0, None)
-        found = read_json(raw)  # None: malformed, or nested deeper than the parser goes
-        if not isinstance(found, dict):
-            raise NetworkError(
-                f"{pypi}/{project}/json is not PyPI's JSON for {project}",
-                hint="check the PyPI address ($FDL_PYPI_URL), or run again later",
-            )
-        projects[project] = found
+        projects[project] = project_json(
+            counted,
+            project,
+            pypi=pypi,
+            hint="check the PyPI address ($FDL_PYPI_URL), or run again later",
+        )
     texts = {name: (tables / name).read_text() for name in ("pytorch.yaml", "cuda.yaml")}
     edited = dict(texts)
-    edited["pytorch.yaml"] = _torch(
-        result, edited["pytorch.yaml"], projects["torch"], counted, today, device_code, pypi
-    )
+    run = _Run(result, counted, pypi, today, device_code, derive)
+    edited["pytorch.yaml"] = _torch(run, edited["pytorch.yaml"], projects["torch"])
     edited["cuda.yaml"] = _toolkits(
-        result,
-        edited["cuda.yaml"],
-        projects["cuda-toolkit"],
-        projects["nvidia-cuda-nvcc"],
-        today,
-        derive,
+        run, edited["cuda.yaml"], projects["cuda-toolkit"], projects["nvidia-cuda-nvcc"]
     )
     if any(edited[name] != texts[name] for name in texts):
         # the diff is the review: the date it was made is the tables' `reviewed:`
@@ -168,20 +171,12 @@ def refresh_tables(
     return result
 
 
-def _torch(
-    result: Refresh,
-    text: str,
-    project: dict[str, Any],
-    read: ReadRange,
-    today: str,
-    device_code: bool,
-    pypi: str,
-) -> str:
+def _torch(run: _Run, text: str, project: dict[str, Any]) -> str:
     from fdl.compat import releases
 
     known = {r.version: r for r in releases()}
     by_minor: dict[str, list[Published]] = {}
-    for item in published(project, "torch", f"{pypi}/torch/json"):
+    for item in published(project, "torch", f"{run.pypi}/torch/json"):
         if vkey(item.version) >= vkey(min(known, key=vkey)):
             by_minor.setdefault(minor_of(item.version), []).append(item)
     newest = max(known, key=vkey)
@@ -189,19 +184,19 @@ def _torch(
         rel = known.get(minor)
         if rel is None:
             if vkey(minor) > vkey(newest):
-                text = _new_release(result, text, project, items, read, today, device_code, pypi)
+                text = _new_release(run, text, project, items)
             continue
         for item in items:
             if item.version not in rel.patches:
                 text = _patch.add_patch_release(text, minor, item.version)
-                result.findings.append(
+                run.result.findings.append(
                     Finding(
                         "pytorch.yaml",
                         f"torch {minor}",
                         "patches",
                         ", ".join(rel.patches),
                         item.version,
-                        f"{pypi}/torch/{item.version}/json ({today})",
+                        f"{run.pypi}/torch/{item.version}/json ({run.today})",
                     )
                 )
         floors: dict[str, Published] = {}
@@ -219,10 +214,10 @@ def _torch(
                 f"Requires-Python of torch {item.version}'s wheels is "
                 f"{printable(item.requires_python or '', 120)} "
                 f"and it publishes {tags_text(item.python_tags)} "
-                f"({pypi}/torch/json, {today}; it was {rel.source.python_min} here)"
+                f"({run.pypi}/torch/json, {run.today}; it was {rel.source.python_min} here)"
             )
             text = _patch.set_python_min(text, minor, floor, f"python_min {floor}: {source}")
-            result.findings.append(
+            run.result.findings.append(
                 Finding(
                     "pytorch.yaml",
                     f"torch {minor}",
@@ -235,22 +230,13 @@ def _torch(
     return text
 
 
-def _new_release(
-    result: Refresh,
-    text: str,
-    project: dict[str, Any],
-    items: list[Published],
-    read: ReadRange,
-    today: str,
-    device_code: bool,
-    pypi: str,
-) -> str:
+def _new_release(run: _Run, text: str, project: dict[str, Any], items: list[Published]) -> str:
     """A release entry for a minor the tables lack, read from its newest patch's wheels."""
     from fdl.compat import releases
 
-    facts = read_release(project, items, read, pypi=pypi, device_code=device_code)
+    facts = read_release(project, items, run.read, pypi=run.pypi, device_code=run.device_code)
     if facts is None:
-        result.findings.append(
+        run.result.findings.append(
             Finding(
                 "pytorch.yaml",
                 f"torch {minor_of(items[-1].version)}",
@@ -263,26 +249,21 @@ def _new_release(
         )
         return text
     floor = facts.python_min or releases()[-1].source.python_min
-    result.findings.append(
+    run.result.findings.append(
         Finding(
             "pytorch.yaml",
             f"torch {facts.minor}",
             "release",
             None,
             f"{facts.version}: CUDA {facts.cuda}, cuDNN {facts.cudnn}, Python >= {floor}",
-            f"{facts.wheel} on PyPI ({today})",
+            f"{facts.wheel} on PyPI ({run.today})",
         )
     )
-    return _patch.add_release(text, release_block(facts, releases()[-1], today))
+    return _patch.add_release(text, release_block(facts, releases()[-1], run.today))
 
 
 def _toolkits(
-    result: Refresh,
-    text: str,
-    toolkit_project: dict[str, Any],
-    nvcc_project: dict[str, Any],
-    today: str,
-    derive: Derive | None,
+    run: _Run, text: str, toolkit_project: dict[str, Any], nvcc_project: dict[str, Any]
 ) -> str:
     from fdl.compat import toolkits
 
@@ -299,17 +280,17 @@ def _toolkits(
         newest = max(versions, key=vkey)
         pinned = kit.image.version
         source = (
-            f"cuda-toolkit on PyPI ({today}) has {', '.join(versions)} as final "
+            f"cuda-toolkit on PyPI ({run.today}) has {', '.join(versions)} as final "
             f"{kit.version} releases"
         )
         if pinned not in versions:
             note = (
                 f"{newest}: the newest final cuda-toolkit {kit.version} release on PyPI "
-                f"({today}); {pinned} was never a final one there. The nvidia/cuda tag "
+                f"({run.today}); {pinned} was never a final one there. The nvidia/cuda tag "
                 "itself was not read."
             )
             text = _patch.set_image_version(text, kit.version, newest, note)
-            result.findings.append(
+            run.result.findings.append(
                 Finding("cuda.yaml", f"CUDA {kit.version}", "image.version", pinned, newest, source)
             )
         elif vkey(newest) > vkey(pinned):
@@ -317,10 +298,10 @@ def _toolkits(
             if changed:
                 note = (
                     f"{newest}: the newest final cuda-toolkit {kit.version} release on PyPI "
-                    f"({today}; it was {pinned}). The nvidia/cuda tag itself was not read."
+                    f"({run.today}; it was {pinned}). The nvidia/cuda tag itself was not read."
                 )
                 text = _patch.set_image_version(text, kit.version, newest, note)
-            result.findings.append(
+            run.result.findings.append(
                 Finding(
                     "cuda.yaml",
                     f"CUDA {kit.version}",
@@ -335,36 +316,27 @@ def _toolkits(
     for minor in sorted(set(finals) | nvcc_minors, key=vkey):
         if minor in known or vkey(minor) < vkey(newest_known):
             continue
-        text = _new_toolkit(result, text, minor, finals.get(minor, []), known, today, derive)
+        text = _new_toolkit(run, text, minor, finals.get(minor, []), known)
     return text
 
 
 def _new_toolkit(
-    result: Refresh,
-    text: str,
-    minor: str,
-    toolkit_versions: list[str],
-    known: Mapping[str, Any],
-    today: str,
-    derive: Derive | None,
+    run: _Run, text: str, minor: str, toolkit_versions: list[str], known: Mapping[str, Any]
 ) -> str:
     from fdl.compat import toolkit
 
-    if derive is None:
-        result.findings.append(
-            Finding(
-                "cuda.yaml",
-                f"CUDA {minor}",
-                "toolkit",
-                None,
+    if run.derive is None:
+        run.result.findings.append(
+            _toolkit_finding(
                 minor,
-                f"nvidia-cuda-nvcc / cuda-toolkit on PyPI ({today}); its nvcc wheel was not "
+                minor,
+                f"nvidia-cuda-nvcc / cuda-toolkit on PyPI ({run.today}); its nvcc wheel was not "
                 f"read: python -m fdl.refresh toolkits {minor}",
                 changed=False,
             )
         )
         return text
-    derived = derive(minor)
+    derived = run.derive(minor)
     parent = max((v for v in known if vkey(v) < vkey(minor)), key=vkey)
     base = toolkit(parent)
     parent_archs = {t.code.removeprefix("sm_") for t in base.targets if t.kind.name != "PTX"}
@@ -385,7 +357,7 @@ def _new_toolkit(
         f"cudnn_tag: {base.image.cudnn_tag}, verified: false}}"
     )
     note = (
-        f"{minor} (python -m fdl.refresh, {today}: not yet reviewed): archs from ptxas --help "
+        f"{minor} (python -m fdl.refresh, {run.today}: not yet reviewed): archs from ptxas --help "
         f"of {derived.wheel} (ptxas {derived.ptxas_version}), host compilers from its "
         f"crt/host_config.h; image: the newest final cuda-toolkit {minor} release on PyPI "
         f"({image if toolkit_versions else 'none yet: a guess'}), the nvidia/cuda tag not read; "
@@ -395,12 +367,9 @@ def _new_toolkit(
     text = _patch.add_ptx_jit_row(
         text, minor, f"not on PyPI: add CUDA {minor} GA's driver from its release notes"
     )
-    result.findings.append(
-        Finding(
-            "cuda.yaml",
-            f"CUDA {minor}",
-            "toolkit",
-            None,
+    run.result.findings.append(
+        _toolkit_finding(
+            minor,
             f"archs {' '.join(derived.archs)}; gcc {gcc}, clang {clang}; image {image}",
             derived.wheel,
         )

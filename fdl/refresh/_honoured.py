@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -89,15 +89,7 @@ class Honoured:
     ok: bool = True
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "where": self.where,
-            "text": self.text,
-            "how": self.how,
-            "checked": self.checked,
-            "ok": self.ok,
-        }
+        return asdict(self)
 
 
 Line = tuple[str, int, str]

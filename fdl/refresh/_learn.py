@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fdl.refresh._release import PYPI, ReadRange, learned_entry, minor_of, published, read_release
+from fdl.refresh._release import (
+    PYPI,
+    ReadRange,
+    learned_entry,
+    minor_of,
+    project_json,
+    published,
+    read_release,
+)
 
 __all__ = ["Learned", "learn_release", "newest_release"]
 
@@ -81,17 +89,9 @@ def learn_release(
     started = time.monotonic()
     if on_read is not None:
         on_read(what, 0)
-    raw, _ = counted(f"{pypi}/torch/json", 0, None)
-    from fdl.net import read_json
-
-    project = read_json(raw)  # None: malformed, or nested deeper than the parser goes
-    if not isinstance(project, dict):
-        from fdl.errors import NetworkError
-
-        raise NetworkError(
-            f"{pypi}/torch/json is not PyPI's JSON for torch",
-            hint="check the PyPI address ($FDL_PYPI_URL)",
-        ) from None
+    project = project_json(
+        counted, "torch", pypi=pypi, hint="check the PyPI address ($FDL_PYPI_URL)"
+    )
     items = [
         p
         for p in published(project, "torch", f"{pypi}/torch/json")

@@ -19,6 +19,7 @@ __all__ = [
     "ReleaseFacts",
     "learned_entry",
     "minor_of",
+    "project_json",
     "published",
     "python_floor",
     "read_release",
@@ -98,6 +99,24 @@ def published(
             )
         )
     return sorted(found, key=lambda p: Version(p.version))
+
+
+def project_json(read: ReadRange, project: str, *, pypi: str = PYPI, hint: str) -> dict[str, Any]:
+    """PyPI's JSON of ``project`` (``{pypi}/{project}/json``), read whole through ``read``.
+
+    Raises:
+        NetworkError: it is not a JSON object (malformed, or nested deeper than the parser
+            goes), with ``hint``.
+    """
+    from fdl.errors import NetworkError
+    from fdl.net import read_json
+
+    url = f"{pypi}/{project}/json"
+    raw, _ = read(url, 0, None)
+    found = read_json(raw)
+    if not isinstance(found, dict):
+        raise NetworkError(f"{url} is not PyPI's JSON for {project}", hint=hint)
+    return found
 
 
 def python_floor(requires_python: str | None) -> str | None:

@@ -24,17 +24,34 @@ _NUMBER = re.compile(r"-(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 
 
 @dataclass(frozen=True)
-class OptionDecl:
-    """An option declared in ``schema.options``."""
+class _Declared:
+    """What an option and a positional argument both declare."""
 
     name: str
     type: str = "string"
     description: str = ""
     default: Any = None
     choices: tuple[Any, ...] | None = None
+    completer: str | None = None
+
+
+def _declared(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of :class:`_Declared` but the name, from a declaration's data."""
+    return {
+        "type": spec.get("type") or "string",
+        "description": spec.get("description") or "",
+        "default": spec.get("default"),
+        "choices": tuple(spec["choices"]) if spec.get("choices") is not None else None,
+        "completer": spec.get("completer"),
+    }
+
+
+@dataclass(frozen=True)
+class OptionDecl(_Declared):
+    """An option declared in ``schema.options``."""
+
     short: str | None = None
     env: str | None = None
-    completer: str | None = None
 
     @property
     def is_flag(self) -> bool:
@@ -46,17 +63,11 @@ class OptionDecl:
 
 
 @dataclass(frozen=True)
-class ArgDecl:
+class ArgDecl(_Declared):
     """A positional argument declared in ``schema.args``."""
 
-    name: str
-    type: str = "string"
-    description: str = ""
     required: bool = True
     variadic: bool = False
-    default: Any = None
-    choices: tuple[Any, ...] | None = None
-    completer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,14 +88,7 @@ class CommandSchema:
             return cls()
         options = {
             name: OptionDecl(
-                name=name,
-                type=spec.get("type") or "string",
-                description=spec.get("description") or "",
-                default=spec.get("default"),
-                choices=tuple(spec["choices"]) if spec.get("choices") is not None else None,
-                short=spec.get("short"),
-                env=spec.get("env"),
-                completer=spec.get("completer"),
+                name=name, short=spec.get("short"), env=spec.get("env"), **_declared(spec)
             )
             for name, spec in (data.get("options") or {}).items()
             if isinstance(spec, Mapping)
@@ -92,15 +96,11 @@ class CommandSchema:
         args = tuple(
             ArgDecl(
                 name=spec["name"],
-                type=spec.get("type") or "string",
-                description=spec.get("description") or "",
                 required=spec["required"]
                 if spec.get("required") is not None
                 else "default" not in spec,
                 variadic=bool(spec.get("variadic")),
-                default=spec.get("default"),
-                choices=tuple(spec["choices"]) if spec.get("choices") is not None else None,
-                completer=spec.get("completer"),
+                **_declared(spec),
             )
             for spec in (data.get("args") or [])
             if isinstance(spec, Mapping)

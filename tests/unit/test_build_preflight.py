@@ -72,3 +72,37 @@ def test_without_a_cmake_requirement_the_system_cmake_is_checked(tmp_path: Path)
     (tree / "requirements.txt").write_text("pyyaml\n")
     with pytest.raises(EnvironmentProblem, match=r"cmake 3\.10\.2 on this machine is older"):
         plan_build(native(cpu=True, source=tree), facts(tmp_path, cmake="3.10.2", source=tree))
+
+
+def test_a_toolkit_fdl_does_not_know_is_judged_by_what_its_nvcc_accepts() -> None:
+    """No facts of the toolkit (kit None): only the archs its nvcc refuses, with the same fix."""
+    from fdl.compat import parse_archs
+    from fdl.libtorch.build._checks import ToolkitNeed, check_toolkit
+
+    archs = parse_archs("8.6 12.0")
+    accepted = parse_archs("8.6")
+    need = ToolkitNeed(archs, native=True)
+    (problem,) = check_toolkit(None, accepted, need, what="the local nvcc 99.1")
+    assert problem.message == "the local nvcc 99.1 does not accept sm_120"
+    assert problem.hint == need.fix()
+    assert check_toolkit(None, archs, need, what="the local nvcc 99.1") == []
+
+
+def test_cmake_and_python_are_told_by_their_names_missing_or_old() -> None:
+    from fdl.libtorch.build._checks import check_cmake, check_python
+
+    (none,) = check_cmake(None, "2.10.0", where="the host", need="3.27")
+    assert (none.check, none.message, none.hint) == (
+        "cmake",
+        "no cmake on the host",
+        "install CMake >= 3.27",
+    )
+    (old,) = check_cmake("3.25.1", "2.10.0", where="the host", need="3.27")
+    assert old.message == "cmake 3.25.1 on the host is older than PyTorch 2.10.0 needs (>= 3.27)"
+    assert old.hint.startswith("`pip install 'cmake>=3.27'`")
+    assert check_cmake("3.27.0", "2.10.0", where="the host", need="3.27") == []
+    (none,) = check_python(None, "2.10.0", where="the host")
+    assert (none.check, none.message) == ("python", "no python3 on the host")
+    assert none.hint.startswith("install Python >= ")
+    (old,) = check_python("2.7.18", "2.10.0", where="the host")
+    assert old.message.startswith("Python 2.7.18 on the host is older than PyTorch 2.10.0 needs")

@@ -16,6 +16,7 @@ from fdl.deploy import (
     ImageArchs,
     JobRecord,
     cancel_job,
+    follow_job,
     follow_output,
     job_status,
     plan_deploy,
@@ -198,3 +199,14 @@ def test_following_a_job_slurm_no_longer_knows_ends(tmp_path: Path) -> None:
     lines = list(follow_output(record, runner, follow=True, sleep=polls.append))
     assert lines == ["step 1"]
     assert len(polls) == 7  # one miss is forgiven (slurmctld busy); five in a row end it
+
+
+def test_waiting_on_a_slurm_job_follows_its_output_then_gives_its_end_state(
+    tmp_path: Path,
+) -> None:
+    record = _record(tmp_path)
+    Path(record.output).write_text("step 1\nstep 2\n")
+    runner = FakeRunner({("squeue",): Completed([], 0, "COMPLETED|None\n")})
+    seen: list[str] = []
+    assert follow_job(record, seen.append, runner=runner) == "COMPLETED"
+    assert seen == ["step 1", "step 2"]

@@ -14,7 +14,7 @@ from fdl.errors import UsageError
 from fdl.libtorch import install_tree, resolve_target, variants, verify_variant
 from fdl.libtorch.sources._nvidia import nvidia_requirements, pip_saved_files
 from fdl.libtorch.sources._wheel import wheel_from_environment, wheel_from_file
-from fdl.libtorch.sources._wheel_tree import NvidiaOptions, populate_from_wheel
+from fdl.libtorch.sources._wheel_tree import FromWheel, NvidiaOptions
 from fdl.paths import Context
 from fdl.runner import Completed
 from tests.support.fakes import FakeRunner
@@ -72,7 +72,7 @@ def install(context: Context, source, runner=None, nvidia=None):
     return install_tree(
         context,
         target,
-        lambda tree: populate_from_wheel(source, tree, runner or FakeRunner(), options),
+        FromWheel(source, runner or FakeRunner(), options).populate,
     )
 
 

@@ -13,6 +13,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DryRunOption",
     "JsonOption",
+    "OverwriteOption",
+    "ShowPlanOption",
+    "TorchOption",
     "YesOption",
     "checked_output",
     "confirm_delete",
@@ -26,6 +29,23 @@ YesOption = Annotated[
 ]
 DryRunOption = Annotated[
     bool, typer.Option("--dry-run", help="Say what would be deleted; delete nothing.")
+]
+# --dry-run of a command that plans and then carries its plan out (fdl setup, fdl nccl build).
+ShowPlanOption = Annotated[bool, typer.Option("--dry-run", help="Show the plan; change nothing.")]
+# --force of a command that writes generated files (fdl ci generate, fdl image render -o DIR).
+OverwriteOption = Annotated[
+    bool,
+    typer.Option("--force", help="Overwrite files at generated paths that fdl did not write."),
+]
+# --torch of the commands that install a libtorch (fdl setup, fdl libtorch download and
+# install): the release, as LibtorchSettings.torch_for resolves it.
+TorchOption = Annotated[
+    str | None,
+    typer.Option(
+        "--torch",
+        help="PyTorch version (2.14 or 2.14.1; default: libtorch.torch, else the framework's, "
+        "else the newest).",
+    ),
 ]
 
 

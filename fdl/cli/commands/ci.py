@@ -18,7 +18,7 @@ from fdl.ci import (
     write_files,
 )
 from fdl.cli._session import Session
-from fdl.cli.commands._common import JsonOption, checked_output, group
+from fdl.cli.commands._common import JsonOption, OverwriteOption, checked_output, group
 from fdl.errors import FdlError
 
 app = group(
@@ -74,10 +74,7 @@ def pushed(
 def generate(
     ctx: typer.Context,
     output: OutputOption = None,
-    force: Annotated[
-        bool,
-        typer.Option("--force", help="Overwrite files at generated paths that fdl did not write."),
-    ] = False,
+    force: OverwriteOption = False,
     dry_run: Annotated[
         bool,
         typer.Option("--dry-run", help="List what would be written and deleted; touch nothing."),

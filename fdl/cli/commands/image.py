@@ -12,7 +12,7 @@ import typer
 
 from fdl.cli._progress import ProgressLine, human_bytes, human_duration
 from fdl.cli._session import Session
-from fdl.cli.commands._common import JsonOption, checked_output, group
+from fdl.cli.commands._common import JsonOption, OverwriteOption, checked_output, group
 from fdl.errors import UsageError
 
 if TYPE_CHECKING:
@@ -41,9 +41,7 @@ def render(
             "--output", "-o", help="Write <profile>.Dockerfile and docker-compose.yml here."
         ),
     ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Overwrite files there that fdl did not write.")
-    ] = False,
+    force: OverwriteOption = False,
 ) -> None:
     """Print the generated Dockerfile(s), or write them with the compose file.
 

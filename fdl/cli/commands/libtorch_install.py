@@ -16,7 +16,7 @@ import typer
 
 from fdl.cli._progress import ProgressLine
 from fdl.cli._render import render_install, render_selection, report_install
-from fdl.cli.commands._common import JsonOption
+from fdl.cli.commands._common import JsonOption, TorchOption
 from fdl.cli.commands._team import look_up, team_registry
 from fdl.cli.commands._team import pull as pull_reference
 from fdl.errors import UsageError
@@ -24,7 +24,7 @@ from fdl.paths import cache_dir, own_cache_dir
 
 if TYPE_CHECKING:
     from fdl.cli._session import Session
-    from fdl.libtorch import Choice, DownloadPlan, LibtorchSettings, VariantInfo
+    from fdl.libtorch import Choice, DownloadPlan, LibtorchSettings, Need, VariantInfo
 
 __all__ = ["ForceOption", "NameOption", "NoActivateOption", "download", "install", "pull"]
 
@@ -52,14 +52,7 @@ def download(
             help="The ROCm build for AMD GPUs (7.0, 7.1), installed as precompiled/rocm70.",
         ),
     ] = None,
-    torch: Annotated[
-        str | None,
-        typer.Option(
-            "--torch",
-            help="PyTorch version (2.14 or 2.14.1; default: libtorch.torch, else the framework's, "
-            "else the newest).",
-        ),
-    ] = None,
+    torch: TorchOption = None,
     path: Annotated[
         Path | None, typer.Option("--path", help="Install into this directory instead.")
     ] = None,
@@ -175,14 +168,7 @@ def install(
     python: Annotated[
         str | None, typer.Option("--python", help="Take the torch installed for this Python.")
     ] = None,
-    torch: Annotated[
-        str | None,
-        typer.Option(
-            "--torch",
-            help="pip download torch==VERSION (default: libtorch.torch, else the framework's, "
-            "else the newest).",
-        ),
-    ] = None,
+    torch: TorchOption = None,
     index_url: Annotated[
         str | None,
         typer.Option("--index-url", help="Package index for pip (else pip's configuration)."),
@@ -256,6 +242,7 @@ def install(
     if need.asked == ("registry",):
         _install_shared(
             session,
+            need,
             torch,
             name,
             activate=not no_activate,
@@ -406,6 +393,7 @@ def _install_cpu_view(
 
 def _install_shared(
     session: Session,
+    need: Need,
     torch: str | None,
     name: str | None,
     *,
@@ -414,9 +402,12 @@ def _install_shared(
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """``install --from-registry``: the team's variant of the release that runs on the GPUs."""
+    """``install --from-registry``: the team's variant of the release that runs on the GPUs
+    (``need``: what ``install_need`` made of the options, asking the registry)."""
+    from dataclasses import replace
+
     from fdl.errors import EnvironmentProblem
-    from fdl.libtorch import Facts, choose_source, install_need, select_variant
+    from fdl.libtorch import Facts, choose_source, select_variant
     from fdl.system import detect_gpus
 
     registry = team_registry(session)
@@ -438,17 +429,7 @@ def _install_shared(
         driver=report.driver,
         missing_ok=False,  # asked for by name: a mistyped one is not "none fits"
     )
-    need, _ = install_need(
-        directory=None,
-        wheel=None,
-        python=None,
-        torch=release,
-        from_wheel=False,
-        from_registry=True,
-        cpu=False,
-        registry=registry,
-        pinned_cpu=False,
-    )
+    need = replace(need, torch=release)
     choice = choose_source(need, Facts(registry, match, looked=frozenset({"registry"})))
     if choice.chosen is None or match is None:
         raise EnvironmentProblem(

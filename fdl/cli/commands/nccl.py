@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from fdl.cli._session import Session
-from fdl.cli.commands._common import JsonOption, group
+from fdl.cli.commands._common import JsonOption, ShowPlanOption, group
 
 if TYPE_CHECKING:
     from fdl.nccl import NcclPlan
@@ -57,7 +57,7 @@ def build(
             help="The builder's base image (default: nvidia/cuda devel of the variant's CUDA).",
         ),
     ] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan; run nothing.")] = False,
+    dry_run: ShowPlanOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Build libnccl from NVIDIA's source in Docker for the rig's GPU archs, at the NCCL

@@ -10,7 +10,7 @@ from fdl._text import printable
 from fdl.cli._progress import ProgressLine
 from fdl.cli._render import render_install, render_selection, warn_unresolved
 from fdl.cli._session import Session
-from fdl.cli.commands._common import JsonOption, group
+from fdl.cli.commands._common import JsonOption, ShowPlanOption, TorchOption, group
 from fdl.compat import check_gpu_driver
 from fdl.libtorch import Choice, Facts, SetupPlan, choose_setup, plan_setup, run_setup
 from fdl.paths import Context, cache_dir
@@ -34,14 +34,7 @@ def setup(
             help="Do it without asking (--non-interactive: floDl's name for it).",
         ),
     ] = False,
-    torch: Annotated[
-        str | None,
-        typer.Option(
-            "--torch",
-            help="PyTorch version (default: libtorch.torch, else the one the project's "
-            "framework compiles against, else the newest).",
-        ),
-    ] = None,
+    torch: TorchOption = None,
     from_wheel: Annotated[
         bool,
         typer.Option("--from-wheel", help="Install from the PyPI wheel, not download.pytorch.org."),
@@ -49,9 +42,7 @@ def setup(
     force: Annotated[
         bool, typer.Option("--force", help="Plan afresh even if the active variant fits.")
     ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show the plan; change nothing.")
-    ] = False,
+    dry_run: ShowPlanOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Detect the GPUs, say which libtorch fits (official build, wheel, or source build),

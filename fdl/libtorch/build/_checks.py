@@ -25,6 +25,7 @@ from fdl.libtorch.build._request import Setting
 
 __all__ = [
     "Problem",
+    "ToolkitNeed",
     "check_cmake",
     "check_cudnn",
     "check_disk",
@@ -34,7 +35,6 @@ __all__ = [
     "check_native_tools",
     "check_python",
     "check_toolkit",
-    "toolkit_fix",
 ]
 
 
@@ -74,48 +74,58 @@ def _or_join(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
 
 
-def toolkit_fix(
-    archs: ArchList, *, native: bool, torch: str | None = None, driver: str | None = None
-) -> str:
-    """How to get a toolkit that compiles ``archs`` (and builds ``torch``, when given): the
-    Docker route with the toolkit every other answer names (:func:`fdl.compat.preferred_toolkit`),
-    and the versions that would do locally."""
-    from fdl.compat import buildable_toolkits, preferred_toolkit
+@dataclass(frozen=True)
+class ToolkitNeed:
+    """What a build asks of its CUDA toolkit: to compile ``archs`` (and build ``torch``,
+    when given), locally (``native``) or in Docker, for a machine with ``driver``. What
+    :func:`check_toolkit` holds a toolkit to, and what :meth:`fix` tells how to meet."""
 
-    kits = buildable_toolkits(torch, archs) if torch else compilable_toolkits(archs)
-    able = [t.version for t in kits]
-    if not able:
-        return "build separate libtorch variants for these GPUs, or drop the oldest arch"
-    listed = _or_join(sorted(able, key=version_key))
-    if native:
-        if torch:
-            choice = preferred_toolkit(torch, archs, driver)
-            docker = f"`--docker` (CUDA {choice.version}: {choice.why})"
-        else:
-            docker = "`--docker`"
-        return f"build in Docker instead: {docker}, or install CUDA {listed} locally"
-    return f"use --cuda {listed}"
+    archs: ArchList
+    native: bool
+    torch: str | None = None
+    driver: str | None = None
+
+    def fix(self) -> str:
+        """How to get a toolkit that compiles the archs (and builds the torch, when given):
+        the Docker route with the toolkit every other answer names
+        (:func:`fdl.compat.preferred_toolkit`), and the versions that would do locally."""
+        from fdl.compat import buildable_toolkits, preferred_toolkit
+
+        archs, torch = self.archs, self.torch
+        kits = buildable_toolkits(torch, archs) if torch else compilable_toolkits(archs)
+        able = [t.version for t in kits]
+        if not able:
+            return "build separate libtorch variants for these GPUs, or drop the oldest arch"
+        listed = _or_join(sorted(able, key=version_key))
+        if self.native:
+            if torch:
+                choice = preferred_toolkit(torch, archs, self.driver)
+                docker = f"`--docker` (CUDA {choice.version}: {choice.why})"
+            else:
+                docker = "`--docker`"
+            return f"build in Docker instead: {docker}, or install CUDA {listed} locally"
+        return f"use --cuda {listed}"
 
 
 def check_toolkit(
-    kit: Toolkit,
-    accepted: ArchList,
-    archs: ArchList,
-    *,
-    native: bool,
-    what: str,
-    torch: str | None = None,
-    driver: str | None = None,
+    kit: Toolkit | None, accepted: ArchList, need: ToolkitNeed, *, what: str
 ) -> list[Problem]:
-    """Can this toolkit (``accepted`` = what its nvcc takes) emit every target of ``archs``?
+    """Can this toolkit (``accepted`` = what its nvcc takes) emit every target ``need`` asks?
 
     Args:
+        kit: fdl's facts of the toolkit; None for one its tables do not know (only what
+            its nvcc accepts is told).
         what: Names the toolkit for the message (``the local nvcc 13.0``, ``--cuda 13.0``).
     """
     accepted_pairs = {(t.capability, t.suffix) for t in accepted}
-    missing = [t for t in archs if (t.capability, t.suffix) not in accepted_pairs]
+    missing = [t for t in need.archs if (t.capability, t.suffix) not in accepted_pairs]
     if not missing:
         return []
+    fix = need.fix()
+    if kit is None:
+        return [
+            Problem("toolkit", f"{what} does not accept {' '.join(t.code for t in missing)}", fix)
+        ]
     reasons = "; ".join(kit.problems(ArchList.of(missing))) or "; ".join(
         f"nvcc does not accept {t.code}" for t in missing
     )
@@ -123,7 +133,6 @@ def check_toolkit(
     message = f"{what} cannot compile {' '.join(t.code for t in missing)}: {reasons}"
     if dropped:
         message += f" (CUDA {kit.major} dropped {dropped})"
-    fix = toolkit_fix(archs, native=native, torch=torch, driver=driver)
     return [Problem("toolkit", message, fix)]
 
 
@@ -163,39 +172,58 @@ def check_host_compiler(gcc_version: str | None, cuda: str, *, where: str) -> li
     ]
 
 
+def _new_enough(
+    check: str,
+    found: str | None,
+    need: str,
+    torch: str,
+    *,
+    where: str,
+    names: tuple[str, str, str],
+    fix: str,
+) -> list[Problem]:
+    """Is ``found`` (a tool's version; None: no such tool on ``where``) at least ``need``?
+
+    Args:
+        names: How the tool is named: its command, its product, and how its version is
+            told (``("cmake", "CMake", "cmake")``: no cmake, install CMake, cmake 3.25).
+        fix: The hint for a version too old.
+    """
+    command, product, told = names
+    if found is None:
+        return [Problem(check, f"no {command} on {where}", f"install {product} >= {need}")]
+    if version_key(found) >= version_key(need):
+        return []
+    message = f"{told} {found} on {where} is older than PyTorch {torch} needs (>= {need})"
+    return [Problem(check, message, fix)]
+
+
 def check_cmake(
     cmake_version: str | None, torch: str, *, where: str, need: str | None = None
 ) -> list[Problem]:
     """Is CMake new enough for this PyTorch release (or for what the checkout says it needs)?"""
     need = need or source_requirements(torch).cmake_min
-    if cmake_version is None:
-        return [Problem("cmake", f"no cmake on {where}", f"install CMake >= {need}")]
-    if version_key(cmake_version) >= version_key(need):
-        return []
-    return [
-        Problem(
-            "cmake",
-            f"cmake {cmake_version} on {where} is older than PyTorch {torch} needs (>= {need})",
-            f"`pip install 'cmake>={need}'` (or your distribution's backports), or build with "
-            "--docker",
-        )
-    ]
+    fix = (
+        f"`pip install 'cmake>={need}'` (or your distribution's backports), or build with --docker"
+    )
+    return _new_enough(
+        "cmake", cmake_version, need, torch, where=where, names=("cmake", "CMake", "cmake"), fix=fix
+    )
 
 
 def check_python(python_version: str | None, torch: str, *, where: str) -> list[Problem]:
     """Is Python new enough to run PyTorch's build scripts?"""
     need = source_requirements(torch).python_min
-    if python_version is None:
-        return [Problem("python", f"no python3 on {where}", f"install Python >= {need}")]
-    if version_key(python_version) >= version_key(need):
-        return []
-    return [
-        Problem(
-            "python",
-            f"Python {python_version} on {where} is older than PyTorch {torch} needs (>= {need})",
-            f"install Python >= {need} (e.g. with uv or pyenv), or build with --docker",
-        )
-    ]
+    fix = f"install Python >= {need} (e.g. with uv or pyenv), or build with --docker"
+    return _new_enough(
+        "python",
+        python_version,
+        need,
+        torch,
+        where=where,
+        names=("python3", "Python", "Python"),
+        fix=fix,
+    )
 
 
 def check_cudnn(cudnn: str | None, archs: ArchList, *, use_cudnn: bool) -> list[Problem]:

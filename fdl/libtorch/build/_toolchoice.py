@@ -67,13 +67,13 @@ def _native(
     problems += checks.check_python(facts.tools.get("python3"), torch, where="this machine")
     if not archs:
         return Toolchoice("native", None, "host compilers (CPU build)"), problems
+    need = checks.ToolkitNeed(archs, native=True, torch=torch, driver=facts.driver)
     nvcc = facts.nvcc
     if nvcc is None:
         why = facts.nvcc_reason or "nvcc not found"
-        fix = checks.toolkit_fix(archs, native=True, torch=torch, driver=facts.driver)
         return Toolchoice("native", None, "no local CUDA"), [
             *problems,
-            Problem("toolkit", f"a native CUDA build needs nvcc: {why}", fix),
+            Problem("toolkit", f"a native CUDA build needs nvcc: {why}", need.fix()),
         ]
     try:
         kit = toolkit(nvcc.version)
@@ -104,23 +104,10 @@ def _native(
                 "include/cuda_runtime.h and lib64/libcudart.so), or build with --docker",
             )
         )
+    problems += checks.check_toolkit(kit, nvcc.targets, need, what=what)
     if kit is not None:
-        problems += checks.check_toolkit(
-            kit, nvcc.targets, archs, native=True, what=what, torch=torch, driver=facts.driver
-        )
         gcc = facts.tools.get("gcc") or facts.tools.get("g++")
         problems += checks.check_host_compiler(gcc, kit.version, where="the host")
-    else:
-        accepted = {(t.capability, t.suffix) for t in nvcc.targets}
-        missing = [t.code for t in archs if (t.capability, t.suffix) not in accepted]
-        if missing:
-            problems.append(
-                Problem(
-                    "toolkit",
-                    f"{what} does not accept {' '.join(missing)}",
-                    checks.toolkit_fix(archs, native=True, torch=torch, driver=facts.driver),
-                )
-            )
     description = f"local nvcc {nvcc.full_version} at {nvcc.path}"
     return Toolchoice("native", kit, description), problems
 
@@ -140,7 +127,10 @@ def _docker(
         problems += [
             _locate(p, wanted)
             for p in checks.check_toolkit(
-                kit, kit.targets, archs, native=False, what=f"CUDA {kit.version}", torch=torch
+                kit,
+                kit.targets,
+                checks.ToolkitNeed(archs, native=False, torch=torch),
+                what=f"CUDA {kit.version}",
             )
         ]
         problems += _release_cuda(wanted, kit.version, torch, archs, native=False)
@@ -191,7 +181,8 @@ def _release_cuda(
         return []
     origin = getattr(wanted, "origin", None)
     message = f"{origin}: {why}" if origin else why
-    problem = Problem("toolkit", message, checks.toolkit_fix(archs, native=native, torch=torch))
+    fix = checks.ToolkitNeed(archs, native=native, torch=torch).fix()
+    problem = Problem("toolkit", message, fix)
     return [_locate(problem, wanted)]
 
 

@@ -172,13 +172,12 @@ if TYPE_CHECKING:
     )
     from fdl.libtorch.sources._team import RepositoryNotFound, SharedMatch, find_shared
     from fdl.libtorch.sources._wheel import (
-        FromWheel,
         check_wheel,
         install_wheel,
         installed_torch,
         wheel_source,
     )
-    from fdl.libtorch.sources._wheel_tree import WheelSource
+    from fdl.libtorch.sources._wheel_tree import FromWheel, WheelSource
 _HOMES = {
     "MIRROR_ENV": "_archive",
     "DownloadPlan": "_archive",
@@ -205,11 +204,11 @@ _HOMES = {
     "RepositoryNotFound": "_team",
     "SharedMatch": "_team",
     "find_shared": "_team",
-    "FromWheel": "_wheel",
     "check_wheel": "_wheel",
     "install_wheel": "_wheel",
     "installed_torch": "_wheel",
     "wheel_source": "_wheel",
+    "FromWheel": "_wheel_tree",
     "WheelSource": "_wheel_tree",
 }
 # </lazy-exports>

@@ -17,7 +17,7 @@ from typing import Any
 
 from fdl.archive import safe_extract_zip
 from fdl.errors import EnvironmentProblem
-from fdl.runner import Runner
+from fdl.libtorch.sources._pip import Pip
 
 __all__ = [
     "NvidiaLibraries",
@@ -94,35 +94,18 @@ def pip_saved_files(output: str) -> list[Path]:
 
 
 def fetch_wheels(
-    requirements: Sequence[str],
-    dest: Path,
-    *,
-    python: str,
-    runner: Runner,
-    find_links: Sequence[Path] = (),
-    index_url: str | None = None,
-    on_line: LineCallback | None = None,
+    requirements: Sequence[str], dest: Path, pip: Pip, *, find_links: Sequence[Path] = ()
 ) -> list[Path]:
     """``pip download`` the NVIDIA wheels (with their NVIDIA dependencies) into ``dest``.
 
     Raises:
         CommandFailed: pip could not resolve or fetch them (the message has pip's tail).
     """
-    dest.mkdir(parents=True, exist_ok=True)
-    argv = [python, "-m", "pip", "download", "--only-binary=:all:", "--progress-bar", "off"]
-    argv += ["--dest", str(dest)]
-    for directory in find_links:
-        argv += ["--find-links", str(directory)]
-    if index_url:
-        argv += ["--index-url", index_url]
-    from fdl.libtorch.sources._pip import pip_download
-
-    result = pip_download(
-        runner,
-        [*argv, *requirements],
+    result = pip.download(
+        requirements,
+        dest,
         what="the NVIDIA libraries (" + ", ".join(requirements) + ")",
-        index_url=index_url,
-        on_line=on_line,
+        options=[arg for directory in find_links for arg in ("--find-links", str(directory))],
     )
     saved = pip_saved_files(result.stdout)
     wheels = [p for p in saved if p.name.startswith("nvidia_") and p.suffix == ".whl"]

@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from fdl.errors import CommandFailed, EnvironmentProblem, FdlError, NetworkError
 from fdl.runner import Completed, LineCallback, Runner
 
-__all__ = ["pip_download", "pip_failure"]
+__all__ = ["Pip", "pip_download", "pip_failure"]
 
 # What pip (and urllib3 under it) prints when the index cannot be reached.
 _NETWORK = re.compile(
@@ -103,3 +104,32 @@ def pip_download(
     if not done.ok:
         raise pip_failure(argv, done, what=what, index_url=index_url)
     return done
+
+
+@dataclass(frozen=True)
+class Pip:
+    """How fdl runs ``pip download``: ``python``'s pip through ``runner``, from
+    ``index_url`` (None: pip's own configuration), its output to ``on_line``."""
+
+    python: str
+    runner: Runner
+    index_url: str | None = None
+    on_line: LineCallback | None = None
+
+    def download(
+        self, requirements: Sequence[str], dest: Path, *, what: str, options: Sequence[str] = ()
+    ) -> Completed:
+        """The binary wheels of ``requirements`` into ``dest`` (``options``: ``--no-deps``,
+        ``--find-links DIR``), through :func:`pip_download`."""
+        dest.mkdir(parents=True, exist_ok=True)
+        argv = [self.python, "-m", "pip", "download", "--only-binary=:all:", "--progress-bar"]
+        argv += ["off", "--dest", str(dest), *options]
+        if self.index_url:
+            argv += ["--index-url", self.index_url]
+        return pip_download(
+            self.runner,
+            [*argv, *requirements],
+            what=what,
+            index_url=self.index_url,
+            on_line=self.on_line,
+        )

@@ -23,27 +23,24 @@ import shutil
 import sys
 import zipfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from fdl.archive import ArchiveError, read_member
 from fdl.compat import resolve_torch_version
 from fdl.errors import EnvironmentProblem, FdlError, UsageError
 from fdl.formats.wheel import dist_info_member, parse_metadata, parse_version_py
-from fdl.libtorch import variants
-from fdl.libtorch._install import InstallResult, Target, installed_build_version
-from fdl.libtorch.sources import install_source, occupied
+from fdl.libtorch._install import InstallResult
+from fdl.libtorch.sources import install_source
 from fdl.libtorch.sources._generated import check_wheel_facts
 from fdl.libtorch.sources._nvidia import (
     pip_saved_files,
 )
-from fdl.libtorch.sources._pip import pip_download
-from fdl.libtorch.sources._wheel_tree import NvidiaOptions, WheelSource, populate_from_wheel
+from fdl.libtorch.sources._pip import Pip
+from fdl.libtorch.sources._wheel_tree import FromWheel, NvidiaOptions, WheelSource
 from fdl.paths import Context
 from fdl.runner import Runner
 
 __all__ = [
-    "FromWheel",
     "WheelSource",
     "check_wheel",
     "install_wheel",
@@ -268,15 +265,7 @@ def installed_torch(
     return None
 
 
-def wheel_from_pip(
-    version: str,
-    dest: Path,
-    *,
-    python: str,
-    runner: Runner,
-    index_url: str | None = None,
-    on_line: LineCallback | None = None,
-) -> WheelSource:
+def wheel_from_pip(version: str, dest: Path, pip: Pip) -> WheelSource:
     """``pip download torch==VERSION --no-deps`` into ``dest`` and read the wheel.
 
     Raises:
@@ -284,15 +273,8 @@ def wheel_from_pip(
         EnvironmentProblem: a pip constraint of the environment excludes it (exit 4).
         CommandFailed: pip could not find or fetch it otherwise.
     """
-    dest.mkdir(parents=True, exist_ok=True)
     spec = f"torch=={version}"
-    argv = [python, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
-    argv += ["--progress-bar", "off", "--dest", str(dest)]
-    if index_url:
-        argv += ["--index-url", index_url]
-    result = pip_download(
-        runner, [*argv, spec], what=f"torch {version}", index_url=index_url, on_line=on_line
-    )
+    result = pip.download([spec], dest, what=f"torch {version}", options=["--no-deps"])
     wheels = [p for p in pip_saved_files(result.stdout) if p.name.startswith("torch-")]
     if not wheels:
         wheels = sorted(dest.glob(f"torch-{version}*.whl"), key=lambda p: p.stat().st_mtime)
@@ -302,7 +284,8 @@ def wheel_from_pip(
             hint="run the pip command by hand to see what it fetched",
         )
     found = wheel_from_file(wheels[-1])
-    command = f"pip download {spec} --no-deps" + (f" --index-url {index_url}" if index_url else "")
+    index = f" --index-url {pip.index_url}" if pip.index_url else ""
+    command = f"pip download {spec} --no-deps{index}"
     return WheelSource(
         found.kind,
         found.location,
@@ -312,58 +295,6 @@ def wheel_from_pip(
         found.requires,
         fetched_by=command,
     )
-
-
-@dataclass(frozen=True)
-class FromWheel:
-    """A PyTorch wheel's libtorch (:class:`WheelSource`: a file, an environment's torch or
-    pip's download), with the NVIDIA libraries a CUDA wheel needs: the ``wheel`` source.
-
-    Attributes:
-        wheel: The wheel, read.
-        runner: Runs pip for the NVIDIA wheels.
-        nvidia: How the NVIDIA libraries are brought (or not).
-        on_message: Told what is being done (a few lines).
-        on_line: Gets pip's output and per-wheel progress (many lines).
-    """
-
-    wheel: WheelSource
-    runner: Runner
-    nvidia: NvidiaOptions = field(default_factory=NvidiaOptions)
-    on_message: LineCallback | None = None
-    on_line: LineCallback | None = None
-
-    kind = "wheel"
-
-    @property
-    def default_name(self) -> str:
-        return f"precompiled/{self.wheel.variant}"
-
-    def describe(self) -> str:
-        wheel = self.wheel
-        if wheel.kind == "environment":
-            what = f"the torch {wheel.version} installed in {wheel.location.parent}"
-        elif wheel.fetched_by:
-            what = f"the torch {wheel.version} wheel of {wheel.fetched_by}"
-        else:
-            what = f"the torch {wheel.version} wheel {wheel.location}"
-        if wheel.cuda:
-            what += f" {'with' if self.nvidia.bundle else 'without'} its NVIDIA libraries"
-        return what
-
-    def is_current(self, path: Path) -> bool:
-        return installed_build_version(path) == self.wheel.build_version
-
-    def refusal(self, target: Target) -> UsageError | None:
-        """Another build is refused; a tree that says no build (no ``build-version``, no
-        metadata) is replaced."""
-        found = installed_build_version(target.path)
-        return occupied(target, found, self.wheel.build_version) if found else None
-
-    def populate(self, tree: Path) -> variants.VariantInfo:
-        return populate_from_wheel(
-            self.wheel, tree, self.runner, self.nvidia, self.on_message, self.on_line
-        )
 
 
 def wheel_source(
@@ -401,9 +332,7 @@ def wheel_source(
     _check_index_variant(exact, index_url)
     if on_message is not None:
         on_message(f"pip download torch=={exact} --no-deps")
-    return wheel_from_pip(
-        exact, cache, python=sys.executable, runner=runner, index_url=index_url, on_line=on_line
-    )
+    return wheel_from_pip(exact, cache, Pip(sys.executable, runner, index_url, on_line))
 
 
 def _check_index_variant(version: str, index_url: str | None) -> None:

@@ -1,8 +1,9 @@
 """The libtorch tree of a PyTorch wheel: ``torch/{lib,include,share}`` copied out of the
 wheel (or a Python environment's torch) without the Python-only parts, with the NVIDIA
 libraries a CUDA wheel needs brought into ``lib/`` (:mod:`fdl.libtorch.sources._nvidia`),
-and the variant's metadata (:class:`WheelSource`: the wheel, read). :class:`~fdl.libtorch.sources._wheel.FromWheel` populates
-through :func:`populate_from_wheel`.
+and the variant's metadata (:class:`WheelSource`: the wheel, read), by
+:meth:`FromWheel.populate` (the ``wheel`` source; :mod:`fdl.libtorch.sources._wheel` reads
+the wheel and installs it).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from typing import Any
 from fdl._files import file_sha256
 from fdl.archive import safe_extract_zip
 from fdl.compat import release
-from fdl.errors import FdlError
+from fdl.errors import FdlError, UsageError
 from fdl.libtorch import variants
+from fdl.libtorch._install import Target, installed_build_version
+from fdl.libtorch.sources import occupied
 from fdl.libtorch.sources._generated import write_build_files
 from fdl.libtorch.sources._nvidia import (
     NvidiaLibraries,
@@ -27,9 +30,10 @@ from fdl.libtorch.sources._nvidia import (
     fetch_wheels,
     nvidia_requirements,
 )
+from fdl.libtorch.sources._pip import Pip
 from fdl.runner import Runner
 
-__all__ = ["TREE_DIRS", "NvidiaOptions", "WheelSource", "populate_from_wheel"]
+__all__ = ["TREE_DIRS", "FromWheel", "NvidiaOptions", "WheelSource"]
 
 TREE_DIRS = ("lib", "include", "share")
 # Python-only parts of torch/lib: the bindings and any extension module.
@@ -120,38 +124,75 @@ class NvidiaOptions:
     index_url: str | None = None
 
 
-def populate_from_wheel(
-    source: WheelSource,
-    tree: Path,
-    runner: Runner,
-    nvidia: NvidiaOptions,
-    on_line: LineCallback | None = None,
-    on_output: LineCallback | None = None,
-) -> variants.VariantInfo:
-    """Fill ``tree`` from the wheel and return the variant's metadata.
+@dataclass(frozen=True)
+class FromWheel:
+    """A PyTorch wheel's libtorch (:class:`WheelSource`: a file, an environment's torch or
+    pip's download), with the NVIDIA libraries a CUDA wheel needs: the ``wheel`` source.
 
-    Args:
-        on_line: Told what is being done (a few lines).
-        on_output: Gets pip's output and per-wheel progress (many lines).
+    Attributes:
+        wheel: The wheel, read.
+        runner: Runs pip for the NVIDIA wheels.
+        nvidia: How the NVIDIA libraries are brought (or not).
+        on_message: Told what is being done (a few lines).
+        on_line: Gets pip's output and per-wheel progress (many lines).
     """
-    say = on_line or (lambda _text: None)
-    output = on_output or (lambda _text: None)
-    scratch = tree.parent / "scratch"
-    scratch.mkdir(parents=True, exist_ok=True)
-    say(f"copying torch/{{{','.join(TREE_DIRS)}}} from {source.location}")
-    _copy_tree(source, tree, scratch)
-    dropped = _drop_python_only(tree / "lib")
-    write_build_files(
-        tree, source.build_version, source.git_version,
-        source=str(source.location), hint="pass another torch wheel",
-    )  # fmt: skip
-    libraries = None
-    if source.cuda and nvidia.bundle:
-        libraries = _bring_nvidia(source, tree / "lib", scratch, runner, nvidia, say, output)
-        count = len(libraries.files)
-        say(f"brought {count} NVIDIA libraries into lib/ ({libraries.origin})")
-    shutil.rmtree(scratch, ignore_errors=True)
-    return _info(source, dropped, libraries, nvidia)
+
+    wheel: WheelSource
+    runner: Runner
+    nvidia: NvidiaOptions = field(default_factory=NvidiaOptions)
+    on_message: LineCallback | None = None
+    on_line: LineCallback | None = None
+
+    kind = "wheel"
+
+    @property
+    def default_name(self) -> str:
+        return f"precompiled/{self.wheel.variant}"
+
+    def describe(self) -> str:
+        wheel = self.wheel
+        if wheel.kind == "environment":
+            what = f"the torch {wheel.version} installed in {wheel.location.parent}"
+        elif wheel.fetched_by:
+            what = f"the torch {wheel.version} wheel of {wheel.fetched_by}"
+        else:
+            what = f"the torch {wheel.version} wheel {wheel.location}"
+        if wheel.cuda:
+            what += f" {'with' if self.nvidia.bundle else 'without'} its NVIDIA libraries"
+        return what
+
+    def is_current(self, path: Path) -> bool:
+        return installed_build_version(path) == self.wheel.build_version
+
+    def refusal(self, target: Target) -> UsageError | None:
+        """Another build is refused; a tree that says no build (no ``build-version``, no
+        metadata) is replaced."""
+        found = installed_build_version(target.path)
+        return occupied(target, found, self.wheel.build_version) if found else None
+
+    def populate(self, tree: Path) -> variants.VariantInfo:
+        """Fill ``tree`` from the wheel and return the variant's metadata."""
+        source = self.wheel
+        say = self.on_message or (lambda _text: None)
+        output = self.on_line or (lambda _text: None)
+        scratch = tree.parent / "scratch"
+        scratch.mkdir(parents=True, exist_ok=True)
+        say(f"copying torch/{{{','.join(TREE_DIRS)}}} from {source.location}")
+        _copy_tree(source, tree, scratch)
+        dropped = _drop_python_only(tree / "lib")
+        write_build_files(
+            tree, source.build_version, source.git_version,
+            source=str(source.location), hint="pass another torch wheel",
+        )  # fmt: skip
+        libraries = None
+        if source.cuda and self.nvidia.bundle:
+            libraries = _bring_nvidia(
+                source, tree / "lib", scratch, self.runner, self.nvidia, say, output
+            )
+            count = len(libraries.files)
+            say(f"brought {count} NVIDIA libraries into lib/ ({libraries.origin})")
+        shutil.rmtree(scratch, ignore_errors=True)
+        return _info(source, dropped, libraries, self.nvidia)
 
 
 def _bring_nvidia(
@@ -171,15 +212,8 @@ def _bring_nvidia(
         return NvidiaLibraries("none required", ())
     say(f"fetching NVIDIA wheels with pip: {' '.join(wanted)}")
     cache = options.cache or scratch / "wheels"
-    wheels = fetch_wheels(
-        wanted,
-        cache,
-        python=options.python,
-        runner=runner,
-        find_links=[source.location.parent],
-        index_url=options.index_url,
-        on_line=output,
-    )
+    pip = Pip(options.python, runner, options.index_url, output)
+    wheels = fetch_wheels(wanted, cache, pip, find_links=[source.location.parent])
     return copy_wheel_libraries(wheels, lib_dir, scratch, on_line=output)
 
 

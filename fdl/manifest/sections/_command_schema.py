@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from fdl.manifest._nodes import MapNode, ScalarNode, SeqNode
-from fdl.manifest.schema import AnyValue, Bool, Checker, Enum, ListOf, MapOf, Obj, Str
+from fdl.manifest._nodes import MapNode, ScalarNode, SeqNode, is_null
+from fdl.manifest.schema import ENV_NAME, AnyValue, Bool, Checker, Enum, ListOf, MapOf, Obj, Str
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -129,8 +129,7 @@ def _check_values(node: MapNode, path: tuple[str, ...], checker: Checker) -> Non
     if type_name not in OPTION_TYPES:
         return
     default = node.entries.get("default")
-    unset = default is None or (isinstance(default, ScalarNode) and default.value is None)
-    if default is not None and not unset and not value_fits(type_name, default.plain()):
+    if default is not None and not is_null(default) and not value_fits(type_name, default.plain()):
         checker.fail(default, (*path, "default"), f"default is not a {type_name} value")
     choices = node.entries.get("choices")
     if isinstance(choices, SeqNode):
@@ -227,7 +226,7 @@ OPTION = Obj(
         "short": Str("One-letter alias, e.g. m for -m.", pattern=r"[A-Za-z0-9]", example="m"),
         "env": Str(
             "Environment variable used when the option is not given.",
-            pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+            pattern=ENV_NAME,
             example="DATA_DIR",
         ),
         "completer": Str("Shell command whose output lines complete the value."),

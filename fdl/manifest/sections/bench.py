@@ -46,10 +46,15 @@ __all__ = ["BENCH", "NAME", "SECTIONS"]
 NAME = r"[a-z0-9][a-z0-9_.-]*"
 NAME_RULE = "lowercase letters, digits, '_', '.' and '-'"
 
-ARGV = OneOf(
-    Str(example="python3 train.py --epochs 1"),
-    ListOf(Str()),
-    description="A program and its arguments: a list, or a string split like a shell does.",
+
+def _command(example: str, description: str) -> Spec:
+    """A command: a list, or a string split like a shell does."""
+    return OneOf(Str(example=example), ListOf(Str()), description=description)
+
+
+ARGV = _command(
+    "python3 train.py --epochs 1",
+    "A program and its arguments: a list, or a string split like a shell does.",
 )
 
 _RUNNABLE = {
@@ -85,22 +90,19 @@ _RUNNABLE = {
         example="precompiled/cu130",
     ),
     # hyperfine's names for the same three moments.
-    "prepare": OneOf(
-        Str(example="sync"),
-        ListOf(Str()),
-        description="A command run before every round (warm-up too), untimed: clear a "
-        "cache, reset a file (hyperfine's --prepare).",
+    "prepare": _command(
+        "sync",
+        "A command run before every round (warm-up too), untimed: clear a cache, reset a "
+        "file (hyperfine's --prepare).",
     ),
-    "setup": OneOf(
-        Str(example="python3 make_data.py"),
-        ListOf(Str()),
-        description="A command run once per side before its first round (hyperfine's --setup).",
+    "setup": _command(
+        "python3 make_data.py",
+        "A command run once per side before its first round (hyperfine's --setup).",
     ),
-    "cleanup": OneOf(
-        Str(example="rm -rf out"),
-        ListOf(Str()),
-        description="A command run once per side after its last round, also when the run "
-        "stops early (hyperfine's --cleanup).",
+    "cleanup": _command(
+        "rm -rf out",
+        "A command run once per side after its last round, also when the run stops early "
+        "(hyperfine's --cleanup).",
     ),
 }
 

@@ -16,6 +16,10 @@ for the PyTorch release or a profile is declared is checked by the planner (fdl.
 from __future__ import annotations
 
 from fdl.manifest.schema import (
+    PROFILE_NAME,
+    REGISTRY,
+    RELATIVE,
+    RELATIVE_RULE,
     Bool,
     Enum,
     ListOf,
@@ -26,6 +30,7 @@ from fdl.manifest.schema import (
     Str,
     Version,
     for_generated_files,
+    word,
 )
 
 __all__ = ["CI", "PINNED", "SECTIONS", "TAG_FIELDS", "VARIANT"]
@@ -33,16 +38,13 @@ __all__ = ["CI", "PINNED", "SECTIONS", "TAG_FIELDS", "VARIANT"]
 VARIANT = r"cpu|cu[0-9]{3}|build:[A-Za-z0-9][A-Za-z0-9._-]*"
 # The placeholders of the tag scheme.
 TAG_FIELDS = ("registry", "project", "profile", "variant", "torch", "version")
-REGISTRY = r"[a-zA-Z0-9.-]+(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
 # A pushed variant pinned by digest (what `fdl libtorch push` prints): host/path[:tag]@sha256:...
 PINNED = REGISTRY + r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[0-9a-f]{64}"
 RUNNER = OneOf(
     Str(pattern=r"\S+", example="ubuntu-24.04"),
-    ListOf(Str(pattern=r"\S+", example="self-hosted", rule="no spaces")),
+    ListOf(word("self-hosted")),
     description="A runs-on value: a runner label, or a list of labels (self-hosted).",
 )
-RELATIVE = r"(?!/)(?!.*(?:^|/)\.\.(?:/|$)).+"
-RELATIVE_RULE = "a relative path that stays inside the repository (no leading '/', no '..')"
 
 CACHE: Spec = Obj(
     {
@@ -89,7 +91,7 @@ CI: Spec = Obj(
             "PyTorch of the official variants (default: libtorch.torch, else newest)."
         ),
         "profiles": ListOf(
-            Str(pattern=r"[a-z0-9][a-z0-9_.-]*", example="train"),
+            Str(pattern=PROFILE_NAME, example="train"),
             "Image profiles to build (default: every dev and train profile).",
         ),
         "variants": ListOf(
@@ -121,12 +123,7 @@ CI: Spec = Obj(
         "cache": CACHE,
         "runner": RUNNER,
         "build-runner": RUNNER,
-        "branch": Str(
-            "Push images (and caches) on this branch (default main).",
-            pattern=r"\S+",
-            example="main",
-            rule="no spaces",
-        ),
+        "branch": word("main", "Push images (and caches) on this branch (default main)."),
         "fdl": Str(
             "How the workflow installs fdl: a pip requirement you control (a git URL at a "
             "commit, a wheel or checkout in the repository: `.` installs the repository "
@@ -154,7 +151,7 @@ CI: Spec = Obj(
             OneOf(ListOf(Str()), Bool()),
             "Per profile: arguments for `docker run --rm <tag> ...` testing a built image, "
             "or false for none (default: dev runs cmake --version, train its default arguments).",
-            key_pattern=r"[a-z0-9][a-z0-9_.-]*",
+            key_pattern=PROFILE_NAME,
             key_example="`train`",
         ),
     },

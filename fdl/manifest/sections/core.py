@@ -13,7 +13,7 @@ Mixed kinds are reported when the manifest loads, with file:line.
 
 from __future__ import annotations
 
-from fdl.manifest._nodes import MapNode, Node, ScalarNode
+from fdl.manifest._nodes import MapNode, Node, is_set
 from fdl.manifest.schema import AnyValue, Bool, Checker, MapOf, Obj, Spec, Str
 from fdl.manifest.sections._structured import SECTIONS as STRUCTURED
 from fdl.manifest.sections._structured import section_spec
@@ -35,9 +35,9 @@ PRESET_KEYS = ("options", *STRUCTURED)
 
 
 def _is_set(node: MapNode, key: str) -> bool:
-    child = node.entries.get(key)
-    if child is None or (isinstance(child, ScalarNode) and child.value is None):
+    if not is_set(node, key):
         return False
+    child = node.entries[key]
     return not (isinstance(child, MapNode) and not child.entries)
 
 

@@ -27,6 +27,11 @@ targets like any other section.
 from __future__ import annotations
 
 from fdl.manifest.schema import (
+    ENV_NAME,
+    ENV_RULE,
+    MOUNT,
+    PROFILE_NAME,
+    REGISTRY,
     Bool,
     Enum,
     Int,
@@ -36,7 +41,9 @@ from fdl.manifest.schema import (
     Spec,
     Str,
     Version,
+    env_name,
     for_generated_files,
+    word,
 )
 
 __all__ = ["COMPRESSIONS", "CONTROLLERS", "KINDS", "RUNTIMES", "SECTIONS", "TARGET"]
@@ -61,9 +68,12 @@ _LABEL_KEY_RULE = (
     "a Kubernetes label key: an optional DNS prefix and '/', then letters, digits, '-', '_' "
     "and '.' (at most 63), alphanumeric at both ends"
 )
-_NO_SPACES = "no spaces"
-_REGISTRY = r"[a-zA-Z0-9.-]+(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
-_MOUNT = r"[^:]+:/[^:]*(?::(?:ro|rw))?"
+
+
+def _size(example: str, description: str) -> Str:
+    """A quantity with its unit, as SLURM (64G) and Kubernetes (64Gi) write memory."""
+    return Str(description, pattern=r"[0-9]+[A-Za-z]*", example=example, rule="a number and a unit")
+
 
 GPU: Spec = Obj(
     {
@@ -102,12 +112,12 @@ TARGET: Spec = Obj(
         "kind": Enum(KINDS, "slurm or kubernetes."),
         "profile": Str(
             "The image profile deployed (default train).",
-            pattern=r"[a-z0-9][a-z0-9_.-]*",
+            pattern=PROFILE_NAME,
             example="train",
         ),
         "registry": Str(
             "Registry (host/namespace) the image is pushed to.",
-            pattern=_REGISTRY,
+            pattern=REGISTRY,
             example="ghcr.io/acme",
         ),
         "args": ListOf(Str(), "Arguments of the training program (default: the image's)."),
@@ -128,16 +138,12 @@ TARGET: Spec = Obj(
             Str(),
             "Environment of the job (written into the script or Job: no secrets; use pass-env "
             "or secret-env for them).",
-            key_pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+            key_pattern=ENV_NAME,
             key_example="NCCL_DEBUG",
-            key_rule="a variable name: letters, digits and '_', not starting with a digit",
+            key_rule=ENV_RULE,
         ),
         "pass-env": ListOf(
-            Str(
-                pattern=r"[A-Za-z_][A-Za-z0-9_]*",
-                example="HF_TOKEN",
-                rule="a variable name: letters, digits and '_', not starting with a digit",
-            ),
+            env_name("HF_TOKEN"),
             "SLURM: variables the job takes from the environment `fdl deploy submit` runs in "
             "(sbatch exports it; never written into the script). For secrets.",
         ),
@@ -149,28 +155,18 @@ TARGET: Spec = Obj(
             ),
             "Kubernetes: variables read from a Secret of the namespace (`kubectl create secret "
             "generic hf-token --from-literal=token=...`), as SECRET/KEY. For secrets.",
-            key_pattern=r"[A-Za-z_][A-Za-z0-9_]*",
+            key_pattern=ENV_NAME,
             key_example="HF_TOKEN",
-            key_rule="a variable name: letters, digits and '_', not starting with a digit",
+            key_rule=ENV_RULE,
         ),
-        "mounts": ListOf(Str(pattern=_MOUNT, example="/data:/workspace/data:ro"), "Mounts."),
+        "mounts": ListOf(Str(pattern=MOUNT, example="/data:/workspace/data:ro"), "Mounts."),
         "nodes": Int("Nodes (default 1).", minimum=1),
         "tasks-per-node": Int("Processes per node (default: gpus-per-node, else 1).", minimum=1),
         "gpus-per-node": Int("GPUs per node (default 0).", minimum=0),
-        "gpu-type": Str(
-            "The GPU type asked for (a gpus[].type or .product).",
-            pattern=r"\S+",
-            example="h100",
-            rule=_NO_SPACES,
-        ),
+        "gpu-type": word("h100", "The GPU type asked for (a gpus[].type or .product)."),
         "gpus": ListOf(GPU, "The GPU models the target offers (placement checks them)."),
         "cpus-per-task": Int("CPUs per task.", minimum=1),
-        "memory": Str(
-            "Memory per node (SLURM 64G; Kubernetes 64Gi).",
-            pattern=r"[0-9]+[A-Za-z]*",
-            example="64G",
-            rule="a number and a unit",
-        ),
+        "memory": _size("64G", "Memory per node (SLURM 64G; Kubernetes 64Gi)."),
         "time": Str(
             "Time limit (SLURM [D-]HH:MM:SS).",
             pattern=r"[0-9:-]+",
@@ -186,26 +182,16 @@ TARGET: Spec = Obj(
         ),
         # SLURM
         "runtime": Enum(RUNTIMES, "The container runtime of the site (SLURM)."),
-        "partition": Str(pattern=r"\S+", example="gpu", rule=_NO_SPACES),
-        "account": Str(pattern=r"\S+", example="ml-lab", rule=_NO_SPACES),
-        "qos": Str(pattern=r"\S+", example="normal", rule=_NO_SPACES),
-        "output": Str(
-            "Output file pattern (default fdl-%x-%j.out).",
-            pattern=r"\S+",
-            example="logs/%x-%j.out",
-            rule=_NO_SPACES,
-        ),
+        "partition": word("gpu"),
+        "account": word("ml-lab"),
+        "qos": word("normal"),
+        "output": word("logs/%x-%j.out", "Output file pattern (default fdl-%x-%j.out)."),
         "sbatch": ListOf(
             Str(pattern=r"--?\S.*", example="--exclusive", rule="an sbatch option"),
             "Extra #SBATCH lines (options).",
         ),
         # Kubernetes
-        "context": Str(
-            "kubeconfig context (default: the current one).",
-            pattern=r"\S+",
-            example="lab-cluster",
-            rule=_NO_SPACES,
-        ),
+        "context": word("lab-cluster", "kubeconfig context (default: the current one)."),
         "controller": Enum(
             CONTROLLERS,
             "Kubernetes: `job` (default: a Job; for several nodes an Indexed Job with a headless "
@@ -224,12 +210,7 @@ TARGET: Spec = Obj(
             key_example="nvidia.com/gpu.family",
             key_rule=_LABEL_KEY_RULE,
         ),
-        "shm": Str(
-            "Size of the memory-backed /dev/shm (default 8Gi).",
-            pattern=r"[0-9]+[A-Za-z]*",
-            example="16Gi",
-            rule="a number and a unit",
-        ),
+        "shm": _size("16Gi", "Size of the memory-backed /dev/shm (default 8Gi)."),
     },
     description="A place to run the training image.",
     required=("kind",),

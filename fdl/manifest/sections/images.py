@@ -12,8 +12,12 @@ Example::
 
 from __future__ import annotations
 
-from fdl.manifest._nodes import MapNode, ScalarNode
+from fdl.manifest._nodes import MapNode, ScalarNode, is_set
 from fdl.manifest.schema import (
+    ENV_NAME,
+    MOUNT,
+    PROFILE_NAME,
+    RELATIVE,
     Bool,
     Checker,
     Enum,
@@ -26,24 +30,21 @@ from fdl.manifest.schema import (
     Spec,
     Str,
     Version,
+    env_name,
     for_generated_files,
 )
 
 __all__ = ["KINDS", "PROFILE", "SECTIONS"]
 
 KINDS = ("dev", "train", "builder")
-PROFILE_NAME = r"[a-z0-9][a-z0-9_.-]*"
 IMAGE_REF = (
     r"(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*"
     r"(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
     r"(?:@sha256:[0-9a-f]{64})?"
 )
-ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-ENV_RULE = "a variable name: letters, digits and '_', not starting with a digit"
 PACKAGE = r"[a-z0-9][a-z0-9+.:=~-]*"
 PACKAGE_RULE = "a Debian package name, optionally =VERSION"
 IN_PROJECT = "a path relative to the project, without ':'"
-MOUNT = r"[^:]+:/[^:]*(?::(?:ro|rw))?"
 
 # Keys that only make sense for some kinds: key -> kinds.
 ONLY_FOR = {
@@ -86,12 +87,11 @@ def _check_profile(node: MapNode, path: tuple[str, ...], checker: Checker) -> No
         )
         return
     for key, kinds in ONLY_FOR.items():
-        child = node.entries.get(key)
-        if child is None or (isinstance(child, ScalarNode) and child.value is None):
+        if not is_set(node, key):
             continue
         if kind not in kinds:
             checker.fail(
-                child,
+                node.entries[key],
                 (*path, key),
                 f"`{key}:` does not apply to a {kind} image",
                 f"it applies to {' and '.join(kinds)} images; remove it here",
@@ -111,12 +111,7 @@ def _check_secret(node: MapNode, path: tuple[str, ...], checker: Checker) -> Non
 
 SECRET: Spec = Obj(
     {
-        "env": Str(
-            "Host environment variable holding the secret.",
-            pattern=ENV_NAME,
-            example="PIP_TOKEN",
-            rule=ENV_RULE,
-        ),
+        "env": env_name("PIP_TOKEN", "Host environment variable holding the secret."),
         "file": Str("Host file holding the secret (relative to the project, or absolute)."),
     },
     description="Where a build secret comes from (read at /run/secrets/<id> by the build).",
@@ -161,12 +156,12 @@ PROFILE: Spec = Obj(
             key_example="`OMP_NUM_THREADS`",
         ),
         "pass-env": ListOf(
-            Str(pattern=ENV_NAME, example="HF_TOKEN", rule=ENV_RULE),
+            env_name("HF_TOKEN"),
             "Host variables passed to `fdl image run` (e.g. tokens).",
         ),
         "context": Str(
             "Build context: a directory relative to the project (default: the project).",
-            pattern=r"(?!/)(?!.*(?:^|/)\.\.(?:/|$)).+",
+            pattern=RELATIVE,
             example="services/train",
         ),
         "setup": ListOf(

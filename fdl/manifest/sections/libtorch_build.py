@@ -6,7 +6,9 @@ Only schema here (no build machinery is imported), so loading a manifest stays f
 
 from __future__ import annotations
 
+from fdl.manifest._nodes import is_set
 from fdl.manifest.schema import (
+    ENV_NAME,
     Bool,
     Checker,
     Enum,
@@ -40,7 +42,6 @@ CACHES = ("ccache", "sccache", "none")
 SWITCH_NAME = r"(USE|BUILD)_[A-Z0-9_]+|CMAKE_BUILD_TYPE|CMAKE_[A-Z0-9_]+"
 CACHE_SETTING = r"(SCCACHE|CCACHE)_[A-Z0-9_]+"
 SCHEDULER_URL = r"https?://[^\s/?#]+(/[^\s?#]*)?"
-ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 
 
 class ArchText(Spec):
@@ -98,7 +99,7 @@ def _dist_spec() -> Obj:
 
 
 def _one_token_source(node: Any, path: tuple[str, ...], checker: Checker) -> None:
-    given = [k for k in ("token_env", "token_file") if _set(node, k)]
+    given = [k for k in ("token_env", "token_file") if is_set(node, k)]
     if len(given) != 1:
         found = " and ".join(given) if given else "neither"
         checker.fail(
@@ -107,13 +108,6 @@ def _one_token_source(node: Any, path: tuple[str, ...], checker: Checker) -> Non
             f"give exactly one of token_env and token_file (found {found})",
             "e.g. auth: {token_env: SCCACHE_DIST_TOKEN}",
         )
-
-
-def _set(node: Any, key: str) -> bool:
-    from fdl.manifest._nodes import ScalarNode
-
-    child = node.entries.get(key)
-    return child is not None and not (isinstance(child, ScalarNode) and child.value is None)
 
 
 class CacheSpec(Enum):
@@ -213,6 +207,13 @@ class BuildSetting:
         self.scope = scope
 
 
+def _switch(key: str, description: str, scope: str = "all") -> BuildSetting:
+    """A true-or-false setting whose command-line flag, ``--KEY`` (``_`` written ``-``),
+    sets it true."""
+    flag = "--" + key.replace("_", "-")
+    return BuildSetting(key, Bool(description), flags=((flag, True, ""),), scope=scope)
+
+
 def build_settings() -> tuple[BuildSetting, ...]:
     """Every setting of a source build, in the order ``--help`` lists them."""
     return (
@@ -260,10 +261,8 @@ def build_settings() -> tuple[BuildSetting, ...]:
             ),
             option=("--disk-gb",),
         ),
-        BuildSetting(
-            "ptx",
-            Bool("Add PTX of the newest arch (runs on future GPUs through the driver's JIT)."),
-            flags=(("--ptx", True, ""),),
+        _switch(
+            "ptx", "Add PTX of the newest arch (runs on future GPUs through the driver's JIT)."
         ),
         BuildSetting(
             "flash_attention",
@@ -320,7 +319,7 @@ def build_settings() -> tuple[BuildSetting, ...]:
             option=("--source",),
             scope="project",
         ),
-        BuildSetting("cpu", Bool("Build without CUDA (USE_CUDA=0)."), flags=(("--cpu", True, ""),)),
+        _switch("cpu", "Build without CUDA (USE_CUDA=0)."),
         BuildSetting(
             "base_image",
             Str("Docker base image (default: nvidia/cuda:<X.Y.Z>-cudnn-devel-ubuntu<V>)."),
@@ -342,32 +341,21 @@ def build_settings() -> tuple[BuildSetting, ...]:
             flags=(("--no-activate", False, "Do not make the result the active variant."),),
             scope="project",
         ),
-        BuildSetting(
+        _switch(
             "offline",
-            Bool(
-                "Compile without network: every download (the source, its submodules, the "
-                "optional dependencies tools/optional_submodules.py clones: NCCL, Eigen) "
-                "happens in the fetch phase, and the compile step runs with "
-                "--network=none (Docker)."
-            ),
-            flags=(("--offline", True, ""),),
+            "Compile without network: every download (the source, its submodules, the "
+            "optional dependencies tools/optional_submodules.py clones: NCCL, Eigen) "
+            "happens in the fetch phase, and the compile step runs with "
+            "--network=none (Docker).",
         ),
-        BuildSetting(
+        _switch(
             "fetch_only",
-            Bool(
-                "Run only the fetch phase (the source, its submodules, the optional "
-                "dependencies, the build's Python packages) and stop: a later --offline build "
-                "compiles from it."
-            ),
-            flags=(("--fetch-only", True, ""),),
+            "Run only the fetch phase (the source, its submodules, the optional "
+            "dependencies, the build's Python packages) and stop: a later --offline build "
+            "compiles from it.",
             scope="command-line",
         ),
-        BuildSetting(
-            "fresh",
-            Bool("Start from an empty build tree (no resume)."),
-            flags=(("--fresh", True, ""),),
-            scope="command-line",
-        ),
+        _switch("fresh", "Start from an empty build tree (no resume).", scope="command-line"),
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import cache
 
 from fdl.errors import ManifestError
-from fdl.manifest._nodes import MapNode, ScalarNode
+from fdl.manifest._nodes import MapNode, ScalarNode, is_set
 from fdl.manifest.schema import AnyValue, Bool, Checker, MapOf, Obj, Spec, Str
 from fdl.manifest.sections._command_schema import SCHEMA, choice_matches, value_fits
 from fdl.manifest.sections._structured import SECTIONS as STRUCTURED
@@ -26,13 +26,8 @@ from fdl.manifest.sections.core import (
 __all__ = ["nested_spec", "preset_problems"]
 
 
-def _set(node: MapNode, key: str) -> bool:
-    child = node.entries.get(key)
-    return child is not None and not (isinstance(child, ScalarNode) and child.value is None)
-
-
 def _is_preset(node: MapNode) -> bool:
-    if _set(node, "run") or _set(node, "path"):
+    if is_set(node, "run") or is_set(node, "path"):
         return False
     return preset_key(node) is not None
 
@@ -102,7 +97,7 @@ def _check_presets(node: MapNode, path: tuple[str, ...], checker: Checker) -> No
     commands = node.entries.get("commands")
     if not isinstance(commands, MapNode):
         return
-    has_entry = _set(node, "entry")
+    has_entry = is_set(node, "entry")
     for name, command in commands.entries.items():
         if not isinstance(command, MapNode) or not _is_preset(command):
             continue
@@ -142,7 +137,7 @@ def preset_problems(node: MapNode, probed: MapNode | None = None) -> dict[str, l
 
 
 def _check_docker(node: MapNode, path: tuple[str, ...], checker: Checker) -> None:
-    if _set(node, "docker") and not _set(node, "entry"):
+    if is_set(node, "docker") and not is_set(node, "entry"):
         checker.fail(
             node.entries["docker"],
             (*path, "docker"),
