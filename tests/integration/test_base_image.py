@@ -37,9 +37,10 @@ mount -t tmpfs tmpfs "$root/dev"
 mkdir "$root/dev/pts"
 mount -t tmpfs tmpfs "$root/dev/pts"
 echo "not of the root" >"$root/dev/pts/0"
-(cd "$root/proc/self" && exec setsid sleep 600) </dev/null >/dev/null 2>&1 &
-echo $! >"$HOLDER_PID.partial"
-mv "$HOLDER_PID.partial" "$HOLDER_PID"
+# The holder names itself once it is in a session of its own: a stop signal sent to this
+# script's group after the name is there can no longer reach it.
+setsid bash -c 'cd "$1/proc/self" && echo $$ >"$HOLDER_PID.partial" && mv "$HOLDER_PID.partial" "$HOLDER_PID" && exec sleep 600' holder "$root" </dev/null >/dev/null 2>&1 &
+while [ ! -e "$HOLDER_PID" ]; do sleep 0.05; done
 [ "${FAKE_HANG:-0}" = 0 ] || sleep 600
 echo "I: Base system installed successfully."
 [ "${FAKE_FAIL:-0}" = 0 ] || { echo "E: Couldn't download packages" >&2; exit 1; }

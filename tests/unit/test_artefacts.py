@@ -3,6 +3,7 @@ the cache without asking pip, and skip locally / fail in CI when pip cannot get 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 from packaging.tags import sys_tags
 
-from tests.support import artefacts
+from tests.support import artefacts, downloads
 
 
 @pytest.fixture
@@ -107,8 +108,13 @@ def test_the_downloaded_wheel_is_renamed_into_the_cache(
         return subprocess.CompletedProcess(argv, 0, "", "")
 
     monkeypatch.setattr(subprocess, "run", pip)
+    noted = local / "downloads.jsonl"  # this fake's download is not the run's to list
+    monkeypatch.setenv(downloads.VARIABLE, str(noted))
     assert artefacts.pypi_wheel("demo==1.0") == local / "wheels" / name
     assert sorted(p.name for p in (local / "wheels").iterdir()) == [name]
+    entry = json.loads(noted.read_text())
+    assert (entry["what"], entry["bytes"]) == (name, 2)
+    assert entry["source"] == "the package index (pip download)"
 
 
 def test_a_cached_dir_is_made_once_and_only_whole(local: Path) -> None:
