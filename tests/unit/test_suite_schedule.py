@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import downloads
+from tests.support import downloads, schedule
 from tests.support.schedule import file_of, heaviest_first, read_durations
 
 IDS = [
@@ -112,3 +112,28 @@ def test_a_download_is_noted_once_per_line_and_listed_with_the_total(
     reporter.lines.clear()
     downloads.pytest_terminal_summary(reporter)
     assert reporter.lines == ["downloads: none (everything came from the tests' cache)"]
+
+
+class _Item:
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid = nodeid
+
+
+class _Config:
+    def __init__(self, numprocesses: int | None) -> None:
+        self.option = type("Option", (), {"numprocesses": numprocesses})()
+
+
+def test_the_hook_orders_a_distributed_run_and_leaves_a_serial_one(
+    request: pytest.FixtureRequest,
+) -> None:
+    # the plugin is the suite's (tests/conftest.py), not only importable
+    assert request.config.pluginmanager.has_plugin("tests.support.schedule")
+    light, heavy = "tests/unit/test_suite_asserts.py::x", "tests/cli/test_section_fuzz.py::y"
+    assert schedule.read_durations()[file_of(heavy)] > schedule.read_durations()[file_of(light)]
+    items = [_Item(light), _Item(heavy)]
+    schedule.pytest_collection_modifyitems(_Config(2), items)  # type: ignore[arg-type]
+    assert [item.nodeid for item in items] == [heavy, light]
+    items = [_Item(light), _Item(heavy)]
+    schedule.pytest_collection_modifyitems(_Config(None), items)  # type: ignore[arg-type]
+    assert [item.nodeid for item in items] == [light, heavy]

@@ -122,8 +122,8 @@ class Pip:
         """The binary wheels of ``requirements`` into ``dest`` (``options``: ``--no-deps``,
         ``--find-links DIR``), through :func:`pip_download`."""
         dest.mkdir(parents=True, exist_ok=True)
-        argv = [self.python, "-m", "pip", "download", "--only-binary=:all:", "--progress-bar"]
-        argv += ["off", "--dest", str(dest), *options]
+        argv = [self.python, "-m", "pip", "download", "--only-binary=:all:"]
+        argv += ["--progress-bar", "off", "--dest", str(dest), *options]
         if self.index_url:
             argv += ["--index-url", self.index_url]
         return pip_download(
